@@ -1,0 +1,125 @@
+# coldstart — one Makefile for the tool, its tracer, tests, fuzzers and benchmarks.
+#
+#   make            build ./coldstart and the tracer for /usr/bin/python3
+#   make demo       profile the bundled Fn-style sample
+#   make test       unit tests (cmocka) + end-to-end tests (pytest)
+#   make check      the same suite on an ASan + UBSan build
+#   make fuzz       short libFuzzer runs of the parsers (clang)
+#   make bench      benchmarks that print side-by-side figures
+#   make install    PREFIX=/usr/local DESTDIR=
+#
+# DEVELOPER=0 turns warnings back into warnings.
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR = $(PREFIX)/bin
+DATADIR = $(PREFIX)/share/coldstart
+PYTHON ?= /usr/bin/python3
+DEVELOPER ?= 1
+VERSION := 0.1.0
+
+CC ?= cc
+BUILD ?= build
+CFLAGS ?= -O2 -g
+WARN = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+ifeq ($(DEVELOPER),1)
+WARN += -Werror
+endif
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -DCOLDSTART_VERSION='"$(VERSION)"' $(WARN) $(CFLAGS) -MMD -MP -Isrc
+LIBS = -ljansson -lelf -lz -lm
+
+SRCS := $(wildcard src/*.c) $(wildcard src/export/*.c)
+OBJS := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS))
+LIB_OBJS := $(filter-out $(BUILD)/obj/main.o,$(OBJS))
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+
+# The tracer extension, built for the default interpreter; coldstart builds
+# it on demand for others (see src/tracer_build.c).
+TRACER_SRC := python/coldstart/_tracer.c
+PY_EXT_SUFFIX := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
+PY_INCLUDES := $(shell $(PYTHON) -c 'import sysconfig; print("-I" + sysconfig.get_paths()["include"])' 2>/dev/null)
+TRACER_SO := python/coldstart/_tracer$(PY_EXT_SUFFIX)
+
+DEPS_STAMP := $(BUILD)/.deps-ok
+
+.PHONY: all deps demo test unit e2e check fuzz bench install uninstall format clean tracer
+
+all: $(DEPS_STAMP) coldstart tracer
+
+$(DEPS_STAMP): tests/install-deps.sh
+	@sh tests/install-deps.sh build
+	@mkdir -p $(BUILD) && touch $@
+
+deps:
+	@sh tests/install-deps.sh all
+
+coldstart: $(OBJS)
+	$(CC) $(ALL_CFLAGS) -o $@ $(OBJS) $(LIBS)
+
+$(BUILD)/obj/%.o: src/%.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+tracer: $(if $(wildcard $(TRACER_SRC)),$(if $(PY_EXT_SUFFIX),$(TRACER_SO)))
+
+$(TRACER_SO): $(TRACER_SRC)
+	$(CC) -shared -fPIC -O2 -g -std=c11 -Wall -Wextra $(if $(filter 1,$(DEVELOPER)),-Werror) \
+		-Wno-unused-parameter -Wno-missing-field-initializers $(PY_INCLUDES) -o $@ $<
+
+$(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB_OBJS) $(LIBS) -lcmocka
+
+demo: all
+	./coldstart profile --python $(PYTHON) samples/fn-hello/func.py
+
+test: all
+	@sh tests/install-deps.sh test
+	$(MAKE) unit e2e
+
+unit: $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
+
+e2e: coldstart tracer
+	COLDSTART=$(CURDIR)/coldstart $(PYTHON) -m pytest -q -rs tests/e2e
+
+# The whole suite again on a sanitised build in its own directory.
+check:
+	@sh tests/install-deps.sh test
+	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+		COLDSTART_BIN=build-asan/coldstart build-asan/coldstart
+	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+		unit
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		COLDSTART=$(CURDIR)/build-asan/coldstart $(PYTHON) -m pytest -q -rs tests/e2e
+
+build-asan/coldstart: $(OBJS)
+	$(CC) $(ALL_CFLAGS) -o $@ $(OBJS) $(LIBS)
+
+fuzz:
+	@sh tests/fuzz/run.sh
+
+bench: all
+	@sh bench/run.sh
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/python/coldstart $(DESTDIR)$(DATADIR)/python/fdk
+	install -m 755 coldstart $(DESTDIR)$(BINDIR)/coldstart
+	cp -R python/coldstart/. $(DESTDIR)$(DATADIR)/python/coldstart/
+	if [ -d python/fdk ]; then cp -R python/fdk/. $(DESTDIR)$(DATADIR)/python/fdk/; fi
+	if [ -f python/coldstart-fdk ]; then install -m 755 python/coldstart-fdk $(DESTDIR)$(BINDIR)/coldstart-fdk; fi
+	find $(DESTDIR)$(DATADIR) -name __pycache__ -prune -exec rm -rf {} +
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/coldstart $(DESTDIR)$(BINDIR)/coldstart-fdk
+	rm -rf $(DESTDIR)$(DATADIR)
+
+format:
+	clang-format -i src/*.c src/*.h src/export/*.c tests/unit/*.c
+
+clean:
+	rm -rf $(BUILD) build-asan coldstart python/coldstart/_tracer*.so
+	find . -name __pycache__ -prune -exec rm -rf {} +
+
+-include $(OBJS:.o=.d)

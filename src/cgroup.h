@@ -1,0 +1,60 @@
+/*
+ * Resource limits through cgroups: one interface, a v2 and a v1 backend.
+ * A fresh cgroup per run, named coldstart-<pid>-<n>, that the child joins
+ * before exec (see launch.h join_files); removed on every path.
+ */
+#ifndef COLDSTART_CGROUP_H
+#define COLDSTART_CGROUP_H
+
+#include <stdbool.h>
+
+#include "profile.h"
+
+/* Exit code when limits were asked for and cannot be applied. */
+#define EXIT_LIMITS 3
+
+struct cgroup;
+
+/*
+ * Parses --cpus, --memory, --swap, --pids, --cpuset, --preset values into lim.
+ * Each returns 0 or -1 with a message in err.
+ */
+int limits_set_cpus(struct limits *lim, const char *s, struct buf *err);
+int limits_set_memory(struct limits *lim, const char *s, struct buf *err);
+int limits_set_swap(struct limits *lim, const char *s, struct buf *err);
+int limits_set_pids(struct limits *lim, const char *s, struct buf *err);
+int limits_set_cpuset(struct limits *lim, const char *s, struct buf *err);
+/* "fn" = 0.1 CPU + 128 MiB; "lambda:MB" = MB/1769 CPUs + MB MiB. */
+int limits_set_preset(struct limits *lim, const char *s, struct buf *err);
+bool limits_any(const struct limits *lim);
+void limits_release(struct limits *lim);
+/* Appends "0.1 CPU, 128.0 MiB memory, no swap, 64 pids" for reports. */
+void limits_describe(const struct limits *lim, struct buf *out);
+
+/*
+ * Creates a cgroup with lim applied.  Detects the backend (v2 when its
+ * controllers are usable, else v1) under the real cgroupfs, or under
+ * $COLDSTART_CGROUP_ROOT when set (tests use a fake tree).  Returns NULL with
+ * a message in err that says what to do (run as root, delegate a v2 subtree,
+ * or pass --no-limits) when limits cannot be applied.  Sets lim->backend.
+ */
+struct cgroup *cgroup_create(struct limits *lim, struct buf *err);
+/* NULL-terminated list of files the child writes "0" into. */
+const char *const *cgroup_join_files(const struct cgroup *cg);
+/* Reads cpu, throttling, peak memory and OOM figures; 0 or -1. */
+int cgroup_read_figures(struct cgroup *cg, struct cg_figures *out);
+/* Number of processes still inside, -1 on error. */
+int cgroup_nr_procs(struct cgroup *cg);
+/* SIGKILLs everything inside and waits (bounded) until it is empty. */
+int cgroup_kill_all(struct cgroup *cg);
+/* Kills what is left, removes the directories, frees cg.  NULL is fine. */
+void cgroup_destroy(struct cgroup *cg);
+/*
+ * Removes coldstart-<pid>-* cgroups whose coldstart process no longer
+ * exists (it was SIGKILLed), killing what is still inside them.
+ */
+void cgroup_cleanup_stale(void);
+/* Which backend would be used now: "cgroup-v2", "cgroup-v1" or NULL. */
+const char *cgroup_backend_name(void);
+
+#endif

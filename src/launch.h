@@ -1,0 +1,78 @@
+/*
+ * Child processes, in git's run-command life cycle: child_init, set fields,
+ * child_start, read child->err_fd, child_finish.  Exec failures come back
+ * over a close-on-exec pipe, so "python not found" is told apart from
+ * "python failed".  No shell ever builds an argv.
+ */
+#ifndef COLDSTART_LAUNCH_H
+#define COLDSTART_LAUNCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "util.h"
+
+struct child {
+	/* In: argv (args.v[0] is looked up in PATH when it has no slash). */
+	struct strvec args;
+	/* In: the complete environment; when empty the child inherits ours. */
+	struct strvec env;
+	const char *dir; /* NULL: our cwd */
+	bool capture_stderr; /* stderr into err_fd (a pipe) */
+	bool capture_stdout; /* stdout into out_fd (a pipe) */
+	bool null_stdin; /* stdin from /dev/null */
+	/*
+	 * Files (cgroup.procs or tasks) the child writes "0" into after fork
+	 * and before exec, so it is inside its cgroups before the target runs.
+	 * NULL-terminated, may be NULL.  Failure to join is an exec failure.
+	 */
+	const char *const *join_files;
+	/* Out. */
+	pid_t pid;
+	int err_fd; /* -1 unless capture_stderr */
+	int out_fd; /* -1 unless capture_stdout */
+	int64_t start_ns; /* CLOCK_MONOTONIC just before fork */
+	int64_t exec_ns; /* CLOCK_MONOTONIC when exec was known to succeed */
+};
+
+struct child_exit {
+	int exit_code; /* valid when !signaled */
+	int term_signal; /* valid when signaled */
+	bool signaled;
+	int64_t wall_us; /* start_ns to reaping */
+	int64_t user_us;
+	int64_t sys_us;
+	int64_t maxrss_kb;
+};
+
+void child_init(struct child *c);
+/*
+ * Forks and execs.  Returns 0, or -1 with a message in err such as
+ * "cannot run 'python9': No such file or directory" (errno is set to the
+ * child's exec errno, so ENOENT can be told apart).
+ */
+int child_start(struct child *c, struct buf *err);
+/* Non-blocking reap: 1 when the child ended and ex is filled, 0 if running, -1 on error. */
+int child_poll(struct child *c, struct child_exit *ex);
+/* Blocking reap. */
+int child_finish(struct child *c, struct child_exit *ex);
+/* Frees args, env and closes pipes; does not kill. */
+void child_release(struct child *c);
+
+/*
+ * Sends sig to every living descendant of pid (walking /proc), deepest first,
+ * then to pid itself.  Returns the number of processes signalled.
+ */
+int kill_tree(pid_t pid, int sig);
+
+/*
+ * Makes this process a child subreaper so orphaned descendants of the target
+ * are reparented to coldstart and can be reaped and killed.
+ */
+void launch_become_subreaper(void);
+/* Reaps any exited children other than the tracked target (non-blocking). */
+void launch_reap_orphans(void);
+
+#endif

@@ -1,0 +1,501 @@
+/*
+ * The profile model: construction, tree links, classification of nodes into
+ * start-up / stdlib / third-party / app, the consistency check and
+ * aggregation by top-level package.  JSON lives in profile_json.c.
+ */
+#include "profile.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "stdlib_names.h"
+
+static const char *const kind_names[KIND__COUNT] = {
+	[KIND_STARTUP] = "startup",
+	[KIND_STDLIB] = "stdlib",
+	[KIND_THIRDPARTY] = "thirdparty",
+	[KIND_APP] = "app",
+	[KIND_TOOL] = "tool",
+};
+
+static const char *const status_names[] = {
+	[RUN_EXITED] = "exited",
+	[RUN_SIGNALED] = "signaled",
+	[RUN_OOM] = "oom",
+	[RUN_TIMEOUT] = "timeout",
+	[RUN_STOPPED] = "stopped",
+	[RUN_NOT_RUN] = "not-run",
+};
+
+static void finding_release(struct finding *f)
+{
+	free(f->id);
+	free(f->severity);
+	free(f->title);
+	free(f->evidence);
+	free(f->fix);
+	free(f->module);
+}
+
+/* Length of the top-level package part of a dotted module name. */
+static size_t top_len(const char *name)
+{
+	const char *dot = strchr(name, '.');
+
+	return dot ? (size_t)(dot - name) : strlen(name);
+}
+
+static void set_kind_subtree(struct proc *pr, int32_t i, uint8_t kind, uint32_t flag)
+{
+	int32_t stack_top = i;
+
+	/* Iterative pre-order walk bounded by the subtree of i. */
+	while (stack_top >= 0) {
+		struct imp_node *n = &pr->nodes[stack_top];
+
+		n->kind = kind;
+		n->flags |= flag;
+		if (n->first_child >= 0) {
+			stack_top = n->first_child;
+			continue;
+		}
+		while (stack_top != i && pr->nodes[stack_top].next_sibling < 0)
+			stack_top = pr->nodes[stack_top].parent;
+		if (stack_top == i)
+			break;
+		stack_top = pr->nodes[stack_top].next_sibling;
+	}
+}
+
+/*
+ * Visits every node in pre-order without recursion; the tree can be
+ * thousands of levels deep.
+ */
+static int32_t preorder_next(const struct proc *pr, int32_t i)
+{
+	const struct imp_node *n = &pr->nodes[i];
+
+	if (n->first_child >= 0)
+		return n->first_child;
+	while (i >= 0 && pr->nodes[i].next_sibling < 0)
+		i = pr->nodes[i].parent;
+	return i < 0 ? -1 : pr->nodes[i].next_sibling;
+}
+
+const char *kind_name(enum node_kind k)
+{
+	return (unsigned)k < KIND__COUNT ? kind_names[k] : "unknown";
+}
+
+int kind_from_name(const char *s)
+{
+	int k;
+
+	for (k = 0; k < KIND__COUNT; k++)
+		if (!strcmp(kind_names[k], s))
+			return k;
+	return -1;
+}
+
+const char *run_status_name(enum run_status s)
+{
+	return (unsigned)s < ARRAY_SIZE(status_names) ? status_names[s] : "unknown";
+}
+
+int run_status_from_name(const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(status_names); i++)
+		if (!strcmp(status_names[i], s))
+			return (int)i;
+	return -1;
+}
+
+void profile_init(struct profile *p)
+{
+	memset(p, 0, sizeof(*p));
+	strvec_init(&p->target);
+	p->limits.swap = 0;
+}
+
+
+void profile_release(struct profile *p)
+{
+	size_t i;
+
+	free(p->tool_version);
+	free(p->created);
+	free(p->python);
+	free(p->python_version);
+	free(p->cwd);
+	free(p->command);
+	strvec_clear(&p->target);
+	free(p->limits.cpuset);
+	free(p->limits.preset);
+	free(p->limits.backend);
+	for (i = 0; i < p->nr_runs; i++)
+		run_release(&p->runs[i]);
+	free(p->runs);
+	for (i = 0; i < p->nr_warnings; i++)
+		free(p->warnings[i].msg);
+	free(p->warnings);
+	for (i = 0; i < p->nr_findings; i++)
+		finding_release(&p->findings[i]);
+	free(p->findings);
+	profile_init(p);
+}
+
+struct run *profile_add_run(struct profile *p)
+{
+	struct run *r;
+
+	ALLOC_GROW(p->runs, p->nr_runs + 1, p->alloc_runs);
+	r = &p->runs[p->nr_runs++];
+	memset(r, 0, sizeof(*r));
+	r->status = RUN_NOT_RUN;
+	r->wall_us = UNKNOWN;
+	r->user_us = UNKNOWN;
+	r->sys_us = UNKNOWN;
+	r->maxrss_kb = UNKNOWN;
+	r->ready_us = UNKNOWN;
+	r->first_response_us = UNKNOWN;
+	return r;
+}
+
+void profile_add_warning(struct profile *p, long line, const char *fmt, ...)
+{
+	struct buf msg = BUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	buf_vaddf(&msg, fmt, ap);
+	va_end(ap);
+	ALLOC_GROW(p->warnings, p->nr_warnings + 1, p->alloc_warnings);
+	p->warnings[p->nr_warnings].line = line;
+	p->warnings[p->nr_warnings].msg = buf_detach(&msg, NULL);
+	p->nr_warnings++;
+}
+
+void profile_add_finding(struct profile *p, struct finding *f)
+{
+	ALLOC_GROW(p->findings, p->nr_findings + 1, p->alloc_findings);
+	p->findings[p->nr_findings++] = *f;
+	memset(f, 0, sizeof(*f));
+}
+
+struct proc *run_add_proc(struct run *r)
+{
+	struct proc *pr;
+
+	ALLOC_GROW(r->procs, r->nr_procs + 1, r->alloc_procs);
+	pr = &r->procs[r->nr_procs++];
+	proc_init(pr);
+	return pr;
+}
+
+void run_release(struct run *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->nr_procs; i++)
+		proc_release(&r->procs[i]);
+	free(r->procs);
+	r->procs = NULL;
+	r->nr_procs = r->alloc_procs = 0;
+}
+
+void proc_init(struct proc *pr)
+{
+	memset(pr, 0, sizeof(*pr));
+	pr->pid = -1;
+	pr->ppid = -1;
+	pr->start_ns = UNKNOWN;
+	pr->end_ns = UNKNOWN;
+	pr->first_root = -1;
+	pr->last_root = -1;
+	buf_init(&pr->names, 0);
+	/* Offset 0 is the empty string. */
+	buf_addch(&pr->names, '\0');
+}
+
+void proc_release(struct proc *pr)
+{
+	free(pr->argv);
+	free(pr->nodes);
+	free(pr->timing);
+	free(pr->events);
+	buf_release(&pr->names);
+	memset(pr, 0, sizeof(*pr));
+	pr->first_root = pr->last_root = -1;
+}
+
+uint32_t proc_intern(struct proc *pr, const char *s, size_t len)
+{
+	size_t off;
+
+	if (!len)
+		return 0;
+	off = pr->names.len;
+	if (off + len + 1 > UINT32_MAX)
+		die("name pool of one process exceeds 4 GiB");
+	buf_add(&pr->names, s, len);
+	/* Names must not contain NUL: the pool is NUL-separated. */
+	if (memchr(s, '\0', len))
+		for (size_t k = off; k < off + len; k++)
+			if (!pr->names.buf[k])
+				pr->names.buf[k] = '?';
+	buf_addch(&pr->names, '\0');
+	return (uint32_t)off;
+}
+
+int32_t proc_add_node(struct proc *pr, const char *name, size_t len,
+		      uint32_t depth, int64_t self_us, int64_t cum_us)
+{
+	struct imp_node *n;
+
+	if (pr->nr_nodes >= INT32_MAX)
+		die("too many import nodes in one process");
+	ALLOC_GROW(pr->nodes, pr->nr_nodes + 1, pr->alloc_nodes);
+	n = &pr->nodes[pr->nr_nodes];
+	n->name = proc_intern(pr, name, len);
+	n->depth = depth;
+	n->parent = n->first_child = n->last_child = n->next_sibling = -1;
+	n->flags = 0;
+	n->kind = KIND_APP;
+	n->self_us = self_us;
+	n->cum_us = cum_us;
+	if (pr->timing) {
+		pr->timing = xrealloc(pr->timing, st_mult(pr->alloc_nodes, sizeof(*pr->timing)));
+		memset(&pr->timing[pr->nr_nodes], 0xff, sizeof(*pr->timing));
+		pr->timing[pr->nr_nodes].file = 0;
+	}
+	return (int32_t)pr->nr_nodes++;
+}
+
+void proc_link_child(struct proc *pr, int32_t parent, int32_t child)
+{
+	struct imp_node *p = &pr->nodes[parent];
+	struct imp_node *c = &pr->nodes[child];
+
+	c->parent = parent;
+	c->next_sibling = -1;
+	if (p->last_child >= 0)
+		pr->nodes[p->last_child].next_sibling = child;
+	else
+		p->first_child = child;
+	p->last_child = child;
+}
+
+void proc_link_root(struct proc *pr, int32_t node)
+{
+	struct imp_node *n = &pr->nodes[node];
+
+	n->parent = -1;
+	n->next_sibling = -1;
+	if (pr->last_root >= 0)
+		pr->nodes[pr->last_root].next_sibling = node;
+	else
+		pr->first_root = node;
+	pr->last_root = node;
+}
+
+void proc_ensure_timing(struct proc *pr)
+{
+	size_t i;
+
+	if (pr->timing)
+		return;
+	pr->timing = xmalloc(st_mult(pr->alloc_nodes ? pr->alloc_nodes : 1, sizeof(*pr->timing)));
+	for (i = 0; i < pr->nr_nodes; i++) {
+		memset(&pr->timing[i], 0xff, sizeof(pr->timing[i]));
+		pr->timing[i].file = 0;
+	}
+}
+
+void proc_chain(const struct proc *pr, int32_t i, const char *sep, struct buf *out)
+{
+	size_t nr = 0, alloc = 0, k;
+	int32_t *path = NULL;
+
+	for (; i >= 0; i = pr->nodes[i].parent) {
+		ALLOC_GROW(path, nr + 1, alloc);
+		path[nr++] = i;
+	}
+	for (k = nr; k > 0; k--) {
+		buf_adds(out, node_name(pr, path[k - 1]));
+		if (k > 1)
+			buf_adds(out, sep);
+	}
+	free(path);
+}
+
+int32_t proc_find(const struct proc *pr, const char *name)
+{
+	int32_t i;
+
+	for (i = pr->first_root; i >= 0; i = preorder_next(pr, i))
+		if (!strcmp(node_name(pr, i), name))
+			return i;
+	return -1;
+}
+
+int64_t proc_import_total_us(const struct proc *pr, bool include_startup)
+{
+	int64_t total = 0;
+	int32_t i;
+
+	for (i = pr->first_root; i >= 0; i = pr->nodes[i].next_sibling) {
+		const struct imp_node *n = &pr->nodes[i];
+
+		if (!include_startup && (n->flags & NODE_STARTUP))
+			continue;
+		if (n->cum_us > 0)
+			total += n->cum_us;
+	}
+	return total;
+}
+
+bool is_stdlib_module(const char *name, const char *const *stdlib_names)
+{
+	size_t len = top_len(name);
+	const char *const *v;
+
+	if (stdlib_names) {
+		for (v = stdlib_names; *v; v++)
+			if (strlen(*v) == len && !strncmp(*v, name, len))
+				return true;
+		return false;
+	}
+	return stdlib_name_known(name, len);
+}
+
+void proc_classify(struct proc *pr, const char *const *stdlib_names)
+{
+	int32_t i, last_startup = -1;
+	bool seen_site = false;
+
+	/*
+	 * Start-up is every root up to and including the top-level "site" row:
+	 * the interpreter imports site (and with it .pth files and
+	 * sitecustomize) before it runs the target.  Without a site row (-S, or
+	 * a log cut short) nothing is marked.
+	 */
+	for (i = pr->first_root; i >= 0; i = pr->nodes[i].next_sibling)
+		if (!strcmp(node_name(pr, i), "site")) {
+			last_startup = i;
+			seen_site = true;
+		}
+	if (seen_site) {
+		for (i = pr->first_root; i >= 0; i = pr->nodes[i].next_sibling) {
+			set_kind_subtree(pr, i, KIND_STARTUP, NODE_STARTUP);
+			if (i == last_startup)
+				break;
+		}
+	}
+	for (i = pr->first_root; i >= 0; i = preorder_next(pr, i)) {
+		struct imp_node *n = &pr->nodes[i];
+		const char *name = node_name(pr, i);
+
+		if (n->flags & NODE_STARTUP) {
+			if (starts_with(name, "coldstart") || !strcmp(name, "_coldstart_boot"))
+				n->kind = KIND_TOOL;
+			continue;
+		}
+		if (starts_with(name, "coldstart._") || !strcmp(name, "coldstart"))
+			n->kind = KIND_TOOL;
+		else if (is_stdlib_module(name, stdlib_names))
+			n->kind = KIND_STDLIB;
+		else if (n->kind != KIND_APP && n->kind != KIND_THIRDPARTY)
+			n->kind = KIND_THIRDPARTY;
+	}
+}
+
+size_t proc_check_consistency(struct proc *pr, int64_t tolerance_us)
+{
+	size_t bad = 0, i;
+
+	for (i = 0; i < pr->nr_nodes; i++) {
+		struct imp_node *n = &pr->nodes[i];
+		int64_t children = 0;
+		int32_t c;
+
+		if (n->flags & (NODE_CACHED | NODE_TRACE_ONLY))
+			continue;
+		for (c = n->first_child; c >= 0; c = pr->nodes[c].next_sibling)
+			if (!(pr->nodes[c].flags & (NODE_CACHED | NODE_TRACE_ONLY)))
+				children += pr->nodes[c].cum_us;
+		if (llabs(n->cum_us - children - n->self_us) > tolerance_us || n->self_us < 0) {
+			n->flags |= NODE_INCONSISTENT;
+			bad++;
+		} else {
+			n->flags &= ~NODE_INCONSISTENT;
+		}
+	}
+	return bad;
+}
+
+static int cmp_pkg(const void *a, const void *b)
+{
+	const struct pkg_total *x = a, *y = b;
+
+	if (x->cum_us != y->cum_us)
+		return x->cum_us < y->cum_us ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+struct pkg_total *proc_package_totals(const struct proc *pr, size_t *nr)
+{
+	struct pkg_total *t = NULL;
+	size_t n = 0, alloc = 0, k;
+	int32_t i;
+
+	for (i = pr->first_root; i >= 0; i = preorder_next(pr, i)) {
+		const struct imp_node *node = &pr->nodes[i];
+		const char *name = node_name(pr, i);
+		size_t len = top_len(name);
+		bool outermost = true;
+		int32_t a;
+
+		if (node->flags & NODE_CACHED)
+			continue;
+		for (k = 0; k < n; k++)
+			if (strlen(t[k].name) == len && !strncmp(t[k].name, name, len))
+				break;
+		if (k == n) {
+			ALLOC_GROW(t, n + 1, alloc);
+			t[n].name = xstrndup(name, len);
+			t[n].self_us = t[n].cum_us = 0;
+			t[n].modules = 0;
+			t[n].kind = node->kind;
+			n++;
+		}
+		t[k].modules++;
+		if (node->self_us > 0)
+			t[k].self_us += node->self_us;
+		/* Only the outermost node of a package adds to its cumulative. */
+		for (a = node->parent; a >= 0; a = pr->nodes[a].parent) {
+			const char *an = node_name(pr, a);
+
+			if (top_len(an) == len && !strncmp(an, name, len)) {
+				outermost = false;
+				break;
+			}
+		}
+		if (outermost && node->cum_us > 0)
+			t[k].cum_us += node->cum_us;
+	}
+	if (n)
+		qsort(t, n, sizeof(*t), cmp_pkg);
+	*nr = n;
+	return t;
+}
+
+void pkg_totals_free(struct pkg_total *t, size_t nr)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++)
+		free(t[i].name);
+	free(t);
+}

@@ -1,0 +1,255 @@
+/*
+ * The profile model: a profile holds runs, a run holds processes, a process
+ * holds a tree of import nodes.  Everything coldstart measures lands here, and
+ * every exporter and rule reads from here.
+ */
+#ifndef COLDSTART_PROFILE_H
+#define COLDSTART_PROFILE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util.h"
+
+#define PROFILE_FORMAT_VERSION 1
+
+/* Unknown value for any int64_t measurement below. */
+#define UNKNOWN (-1)
+
+/* Node flags. */
+#define NODE_CACHED       (1u << 0) /* 3.14 -X importtime=2 "cached" row */
+#define NODE_FAILED       (1u << 1) /* the import raised (trace) */
+#define NODE_STARTUP      (1u << 2) /* interpreter start-up, before the target's code */
+#define NODE_TRACE_ONLY   (1u << 3) /* importtime printed no row for it */
+#define NODE_INCONSISTENT (1u << 4) /* self != cum - sum(children cum) */
+#define NODE_OPEN         (1u << 5) /* started, never finished: the process died */
+#define NODE_COMPILED     (1u << 6) /* compiled from source at import */
+#define NODE_NATIVE       (1u << 7) /* an extension module (.so) */
+#define NODE_NEGATIVE     (1u << 8) /* importtime printed a negative number */
+
+enum node_kind {
+	KIND_STARTUP = 0, /* encodings, site, .pth imports, sitecustomize */
+	KIND_STDLIB,
+	KIND_THIRDPARTY,
+	KIND_APP,
+	KIND_TOOL, /* coldstart's own bootstrap */
+	KIND__COUNT
+};
+const char *kind_name(enum node_kind k);
+int kind_from_name(const char *s);
+
+/*
+ * One import.  Strings are offsets into the owning process's name pool so a
+ * million nodes stay compact.  Links are indexes into proc->nodes, -1 for none.
+ * Children are kept in import order.
+ */
+struct imp_node {
+	uint32_t name;
+	uint32_t depth;
+	int32_t parent;
+	int32_t first_child;
+	int32_t last_child;
+	int32_t next_sibling;
+	uint32_t flags;
+	uint8_t kind;
+	int64_t self_us;
+	int64_t cum_us;
+};
+
+/* Tracer facts per node; a parallel array that exists only with a trace. */
+struct imp_timing {
+	int64_t start_ns; /* since the process's start_ns; UNKNOWN without */
+	int64_t end_ns;
+	int64_t find_ns; /* phase durations; UNKNOWN where not measured */
+	int64_t load_ns;
+	int64_t exec_ns;
+	int64_t compile_ns;
+	int64_t rss_start_kb;
+	int64_t rss_end_kb;
+	uint32_t file; /* name-pool offset of the module's file, 0 = none */
+};
+
+/* An audit event seen by the tracer, attributed to the import running it. */
+struct proc_event {
+	int64_t t_ns; /* since the process's start_ns */
+	uint32_t name; /* name-pool offsets */
+	uint32_t detail;
+	int32_t node; /* innermost open import, -1 at top level */
+};
+
+struct proc {
+	long pid; /* -1 when unknown (importtime only) */
+	long ppid;
+	char *argv; /* space-joined, NULL when unknown */
+	int64_t start_ns; /* absolute CLOCK_MONOTONIC, UNKNOWN without trace */
+	int64_t end_ns;
+	struct imp_node *nodes;
+	size_t nr_nodes, alloc_nodes;
+	struct imp_timing *timing; /* NULL, or nr_nodes entries */
+	struct proc_event *events;
+	size_t nr_events, alloc_events;
+	int32_t first_root, last_root;
+	/* NUL-separated strings; offset 0 is the empty string. */
+	struct buf names;
+};
+
+/* Resource figures from a cgroup; has == false when no cgroup was used. */
+struct cg_figures {
+	bool has;
+	int64_t cpu_usage_us;
+	int64_t nr_periods;
+	int64_t nr_throttled;
+	int64_t throttled_us;
+	int64_t memory_peak; /* bytes */
+	int64_t oom_kills;
+};
+
+enum run_status {
+	RUN_EXITED = 0, /* exit_code holds the code */
+	RUN_SIGNALED, /* term_signal holds the signal */
+	RUN_OOM, /* killed by the memory limit */
+	RUN_TIMEOUT, /* killed by --timeout */
+	RUN_STOPPED, /* stopped by coldstart after --ready was measured */
+	RUN_NOT_RUN, /* parsed from a log: nothing is known */
+};
+const char *run_status_name(enum run_status s);
+int run_status_from_name(const char *s);
+
+struct run {
+	enum run_status status;
+	int exit_code;
+	int term_signal;
+	bool warmup;
+	int64_t wall_us;
+	int64_t user_us;
+	int64_t sys_us;
+	int64_t maxrss_kb;
+	int64_t ready_us; /* exec -> ready, UNKNOWN without --ready */
+	int64_t first_response_us; /* ready -> first response */
+	struct cg_figures cg;
+	struct proc *procs; /* procs[0] is the target's own process */
+	size_t nr_procs, alloc_procs;
+};
+
+struct limits {
+	double cpus; /* 0 = none */
+	int64_t memory; /* bytes, 0 = none */
+	int64_t swap; /* bytes beyond memory; -1 = unlimited */
+	long pids; /* 0 = none */
+	char *cpuset; /* NULL = none */
+	char *preset; /* NULL, "fn", "lambda:MB" */
+	char *backend; /* "cgroup-v1", "cgroup-v2", "docker", NULL */
+};
+
+/* A warning attached to the profile, e.g. from the parser. */
+struct pwarn {
+	long line; /* 0 when not about a line */
+	char *msg;
+};
+
+struct finding {
+	char *id; /* stable rule id, e.g. "compiled-at-startup" */
+	char *severity; /* "info", "warning", "error" */
+	char *title;
+	char *evidence;
+	char *fix;
+	char *module; /* NULL when not about one module */
+	int64_t cost_us; /* UNKNOWN when not about time */
+};
+
+struct profile {
+	char *tool_version;
+	char *created; /* ISO 8601 UTC */
+	char *python; /* interpreter path */
+	char *python_version; /* "3.11.2" */
+	char *cwd;
+	char *command; /* "profile", "parse", "docker" */
+	struct strvec target; /* the target argv as the user gave it */
+	struct limits limits;
+	struct run *runs;
+	size_t nr_runs, alloc_runs;
+	struct pwarn *warnings;
+	size_t nr_warnings, alloc_warnings;
+	struct finding *findings;
+	size_t nr_findings, alloc_findings;
+};
+
+void profile_init(struct profile *p);
+void profile_release(struct profile *p);
+/* Returns the new run, zeroed with UNKNOWN measurements. */
+struct run *profile_add_run(struct profile *p);
+void profile_add_warning(struct profile *p, long line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Takes ownership of every string in f. */
+void profile_add_finding(struct profile *p, struct finding *f);
+
+struct proc *run_add_proc(struct run *r);
+void run_release(struct run *r);
+
+void proc_init(struct proc *pr);
+void proc_release(struct proc *pr);
+/* Interns a string into the process's pool and returns its offset. */
+uint32_t proc_intern(struct proc *pr, const char *s, size_t len);
+static inline const char *proc_str(const struct proc *pr, uint32_t off)
+{
+	return pr->names.buf + off;
+}
+static inline const char *node_name(const struct proc *pr, int32_t i)
+{
+	return pr->names.buf + pr->nodes[i].name;
+}
+/*
+ * Appends a node with no links; the caller links it with proc_link_child or
+ * proc_link_root.  Returns its index.
+ */
+int32_t proc_add_node(struct proc *pr, const char *name, size_t len,
+		      uint32_t depth, int64_t self_us, int64_t cum_us);
+/* Appends child as the last child of parent. */
+void proc_link_child(struct proc *pr, int32_t parent, int32_t child);
+void proc_link_root(struct proc *pr, int32_t node);
+/* Allocates the timing array (all UNKNOWN) if absent. */
+void proc_ensure_timing(struct proc *pr);
+/* Appends "a -> b -> c" for the chain from the root to node i. */
+void proc_chain(const struct proc *pr, int32_t i, const char *sep, struct buf *out);
+/* First node with this name in pre-order, -1 if none. */
+int32_t proc_find(const struct proc *pr, const char *name);
+/* Sum of cum_us over roots that are not start-up, and over all roots. */
+int64_t proc_import_total_us(const struct proc *pr, bool include_startup);
+
+/*
+ * Marks interpreter start-up: every root imported before the target's code
+ * (up to and including the top-level "site" row, with its subtree), and
+ * classifies nodes into kinds.  stdlib_names (NULL-terminated) overrides the
+ * built-in list of standard-library top-level names; app_dirs are unused when
+ * no file names are known.
+ */
+void proc_classify(struct proc *pr, const char *const *stdlib_names);
+/* True when the top-level package of name is in the standard library list. */
+bool is_stdlib_module(const char *name, const char *const *stdlib_names);
+
+/*
+ * Checks self == cum - sum(children cum) within tolerance_us per node; sets
+ * NODE_INCONSISTENT and returns the number of violations.
+ */
+size_t proc_check_consistency(struct proc *pr, int64_t tolerance_us);
+
+/* Aggregation by top-level package. */
+struct pkg_total {
+	char *name;
+	int64_t self_us; /* sum of self of every node in the package */
+	int64_t cum_us; /* cum of the package's outermost imports */
+	size_t modules;
+	uint8_t kind;
+};
+/* Returns an array sorted by cum_us descending; caller frees with pkg_totals_free. */
+struct pkg_total *proc_package_totals(const struct proc *pr, size_t *nr);
+void pkg_totals_free(struct pkg_total *t, size_t nr);
+
+/* JSON (written with .gz through zlib).  Both return 0 or -1 with errmsg set. */
+int profile_write_json(const struct profile *p, const char *path, struct buf *errmsg);
+int profile_read_json(struct profile *p, const char *path, struct buf *errmsg);
+/* The same into/out of memory, for tests and pipes. */
+void profile_to_json(const struct profile *p, struct buf *out);
+int profile_from_json(struct profile *p, const char *text, size_t len, struct buf *errmsg);
+
+#endif

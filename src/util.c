@@ -1,0 +1,473 @@
+/*
+ * Shared helpers: allocation, the string buffer, the string vector, error
+ * reporting and a few parsers of human units.
+ */
+#include "util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zlib.h>
+
+char buf_empty[1];
+const char *strvec_empty[1];
+
+static void vreport(const char *prefix, const char *fmt, va_list ap)
+{
+	struct buf msg = BUF_INIT;
+
+	buf_adds(&msg, "coldstart: ");
+	buf_adds(&msg, prefix);
+	buf_vaddf(&msg, fmt, ap);
+	buf_addch(&msg, '\n');
+	fwrite(msg.buf, 1, msg.len, stderr);
+	fflush(stderr);
+	buf_release(&msg);
+}
+
+_Noreturn void bug_fl(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "coldstart: BUG: %s:%d: ", file, line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	abort();
+}
+
+static _Noreturn void oom(size_t size)
+{
+	fprintf(stderr, "coldstart: fatal: out of memory allocating %zu bytes\n", size);
+	exit(1);
+}
+
+void *xmalloc(size_t size)
+{
+	void *p = malloc(size ? size : 1);
+
+	if (!p)
+		oom(size);
+	return p;
+}
+
+void *xcalloc(size_t nmemb, size_t size)
+{
+	void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
+
+	if (!p)
+		oom(nmemb * size);
+	return p;
+}
+
+void *xrealloc(void *ptr, size_t size)
+{
+	void *p = realloc(ptr, size ? size : 1);
+
+	if (!p)
+		oom(size);
+	return p;
+}
+
+char *xstrdup(const char *s)
+{
+	return xstrndup(s, strlen(s));
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+	char *p = xmalloc(n + 1);
+
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+size_t st_mult(size_t a, size_t b)
+{
+	if (b && a > SIZE_MAX / b)
+		die("size overflow: %zu * %zu", a, b);
+	return a * b;
+}
+
+void buf_init(struct buf *sb, size_t hint)
+{
+	sb->buf = buf_empty;
+	sb->len = 0;
+	sb->alloc = 0;
+	if (hint)
+		buf_grow(sb, hint);
+}
+
+void buf_release(struct buf *sb)
+{
+	if (sb->alloc)
+		free(sb->buf);
+	buf_init(sb, 0);
+}
+
+char *buf_detach(struct buf *sb, size_t *len)
+{
+	char *s;
+
+	if (!sb->alloc)
+		buf_grow(sb, 0);
+	s = sb->buf;
+	if (len)
+		*len = sb->len;
+	buf_init(sb, 0);
+	return s;
+}
+
+void buf_grow(struct buf *sb, size_t extra)
+{
+	int fresh = !sb->alloc;
+
+	if (extra > SIZE_MAX - sb->len - 1)
+		die("string buffer too large");
+	if (fresh)
+		sb->buf = NULL;
+	ALLOC_GROW(sb->buf, sb->len + extra + 1, sb->alloc);
+	if (fresh)
+		sb->buf[0] = '\0';
+}
+
+void buf_setlen(struct buf *sb, size_t len)
+{
+	if (len > (sb->alloc ? sb->alloc - 1 : 0))
+		BUG("buf_setlen beyond allocation");
+	sb->len = len;
+	if (sb->alloc)
+		sb->buf[len] = '\0';
+}
+
+void buf_add(struct buf *sb, const void *data, size_t len)
+{
+	buf_grow(sb, len);
+	memcpy(sb->buf + sb->len, data, len);
+	sb->len += len;
+	sb->buf[sb->len] = '\0';
+}
+
+void buf_adds(struct buf *sb, const char *s)
+{
+	buf_add(sb, s, strlen(s));
+}
+
+void buf_addch(struct buf *sb, int c)
+{
+	buf_grow(sb, 1);
+	sb->buf[sb->len++] = (char)c;
+	sb->buf[sb->len] = '\0';
+}
+
+void buf_vaddf(struct buf *sb, const char *fmt, va_list ap)
+{
+	va_list cp;
+	int n;
+
+	buf_grow(sb, 64);
+	va_copy(cp, ap);
+	n = vsnprintf(sb->buf + sb->len, sb->alloc - sb->len, fmt, cp);
+	va_end(cp);
+	if (n < 0)
+		BUG("vsnprintf failed");
+	if ((size_t)n >= sb->alloc - sb->len) {
+		buf_grow(sb, (size_t)n);
+		n = vsnprintf(sb->buf + sb->len, sb->alloc - sb->len, fmt, ap);
+	}
+	sb->len += (size_t)n;
+}
+
+void buf_addf(struct buf *sb, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	buf_vaddf(sb, fmt, ap);
+	va_end(ap);
+}
+
+void buf_add_i64(struct buf *sb, int64_t v)
+{
+	char tmp[24];
+	size_t i = sizeof(tmp);
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+
+	do {
+		tmp[--i] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		tmp[--i] = '-';
+	buf_add(sb, tmp + i, sizeof(tmp) - i);
+}
+
+void buf_add_json_str(struct buf *sb, const char *s, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i, start = 0;
+
+	buf_grow(sb, len + 2);
+	buf_addch(sb, '"');
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		char esc[6];
+
+		if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f)
+			continue;
+		buf_add(sb, s + start, i - start);
+		start = i + 1;
+		switch (c) {
+		case '"': buf_add(sb, "\\\"", 2); break;
+		case '\\': buf_add(sb, "\\\\", 2); break;
+		case '\n': buf_add(sb, "\\n", 2); break;
+		case '\r': buf_add(sb, "\\r", 2); break;
+		case '\t': buf_add(sb, "\\t", 2); break;
+		default:
+			esc[0] = '\\';
+			esc[1] = 'u';
+			esc[2] = '0';
+			esc[3] = '0';
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			buf_add(sb, esc, 6);
+		}
+	}
+	buf_add(sb, s + start, len - start);
+	buf_addch(sb, '"');
+}
+
+int buf_read_file(struct buf *sb, const char *path)
+{
+	gzFile gz;
+	char chunk[65536];
+	int n;
+
+	gz = gzopen(path, "rb");
+	if (!gz)
+		return -1;
+	while ((n = gzread(gz, chunk, sizeof(chunk))) > 0)
+		buf_add(sb, chunk, (size_t)n);
+	if (n < 0) {
+		gzclose(gz);
+		errno = EIO;
+		return -1;
+	}
+	gzclose(gz);
+	return 0;
+}
+
+void strvec_init(struct strvec *sv)
+{
+	sv->v = strvec_empty;
+	sv->nr = 0;
+	sv->alloc = 0;
+}
+
+void strvec_push(struct strvec *sv, const char *s)
+{
+	if (sv->v == strvec_empty)
+		sv->v = NULL;
+	ALLOC_GROW(sv->v, sv->nr + 2, sv->alloc);
+	sv->v[sv->nr++] = xstrdup(s);
+	sv->v[sv->nr] = NULL;
+}
+
+void strvec_pushf(struct strvec *sv, const char *fmt, ...)
+{
+	struct buf sb = BUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	buf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	strvec_push(sv, sb.buf);
+	buf_release(&sb);
+}
+
+void strvec_pushv(struct strvec *sv, const char *const *v)
+{
+	for (; v && *v; v++)
+		strvec_push(sv, *v);
+}
+
+void strvec_clear(struct strvec *sv)
+{
+	size_t i;
+
+	if (sv->v != strvec_empty) {
+		for (i = 0; i < sv->nr; i++)
+			free((char *)sv->v[i]);
+		free(sv->v);
+	}
+	strvec_init(sv);
+}
+
+const char **strvec_detach(struct strvec *sv)
+{
+	const char **v;
+
+	if (sv->v == strvec_empty)
+		return xcalloc(1, sizeof(*v));
+	v = sv->v;
+	strvec_init(sv);
+	return v;
+}
+
+int error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport("error: ", fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int error_errno(const char *fmt, ...)
+{
+	struct buf msg = BUF_INIT;
+	int saved = errno;
+	va_list ap;
+
+	va_start(ap, fmt);
+	buf_vaddf(&msg, fmt, ap);
+	va_end(ap);
+	error("%s: %s", msg.buf, strerror(saved));
+	buf_release(&msg);
+	errno = saved;
+	return -1;
+}
+
+void warning(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+_Noreturn void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport("fatal: ", fmt, ap);
+	va_end(ap);
+	exit(1);
+}
+
+int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int starts_with(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+int ends_with(const char *s, const char *suffix)
+{
+	size_t ls = strlen(s), lx = strlen(suffix);
+
+	return ls >= lx && !strcmp(s + ls - lx, suffix);
+}
+
+int parse_size(const char *s, int64_t *out)
+{
+	char *end;
+	double v;
+	double mult = 1;
+
+	errno = 0;
+	if (!*s || isspace((unsigned char)*s) || *s == '-')
+		return -1;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v < 0)
+		return -1;
+	switch (tolower((unsigned char)*end)) {
+	case '\0': break;
+	case 'b': end++; break;
+	case 'k': mult = 1024.0; end++; break;
+	case 'm': mult = 1024.0 * 1024; end++; break;
+	case 'g': mult = 1024.0 * 1024 * 1024; end++; break;
+	case 't': mult = 1024.0 * 1024 * 1024 * 1024; end++; break;
+	default: return -1;
+	}
+	if (mult > 1 && (*end == 'b' || *end == 'B'))
+		end++;
+	if (mult > 1 && (*end == 'i' || *end == 'I') && (end[1] == 'b' || end[1] == 'B'))
+		end += 2;
+	if (*end)
+		return -1;
+	v *= mult;
+	if (v > 9.0e18)
+		return -1;
+	*out = (int64_t)v;
+	return 0;
+}
+
+int parse_duration_us(const char *s, int64_t *out)
+{
+	char *end;
+	double v, mult = 1000.0;
+
+	errno = 0;
+	if (!*s || isspace((unsigned char)*s) || *s == '-')
+		return -1;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v < 0)
+		return -1;
+	if (!*end || !strcmp(end, "ms"))
+		mult = 1000.0;
+	else if (!strcmp(end, "s"))
+		mult = 1000000.0;
+	else if (!strcmp(end, "us") || !strcmp(end, "\xc2\xb5s"))
+		mult = 1.0;
+	else if (!strcmp(end, "ns"))
+		mult = 0.001;
+	else
+		return -1;
+	v *= mult;
+	if (v > 9.0e15)
+		return -1;
+	*out = (int64_t)llround(v);
+	return 0;
+}
+
+void buf_add_duration(struct buf *sb, int64_t us)
+{
+	int64_t a = us < 0 ? -us : us;
+
+	if (a < 1000)
+		buf_addf(sb, "%lld us", (long long)us);
+	else if (a < 1000000)
+		buf_addf(sb, "%.1f ms", (double)us / 1000.0);
+	else
+		buf_addf(sb, "%.2f s", (double)us / 1000000.0);
+}
+
+void buf_add_bytes(struct buf *sb, int64_t bytes)
+{
+	double b = (double)bytes;
+	int64_t a = bytes < 0 ? -bytes : bytes;
+
+	if (a < 1024)
+		buf_addf(sb, "%lld B", (long long)bytes);
+	else if (a < 1024 * 1024)
+		buf_addf(sb, "%.1f KiB", b / 1024.0);
+	else if (a < 1024LL * 1024 * 1024)
+		buf_addf(sb, "%.1f MiB", b / (1024.0 * 1024));
+	else
+		buf_addf(sb, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+}

@@ -1,0 +1,125 @@
+/*
+ * Small shared helpers: allocation that never fails, a growable string buffer,
+ * an argv/env vector, and the one error-reporting helper commands use.
+ */
+#ifndef COLDSTART_UTIL_H
+#define COLDSTART_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#define BUG(...) bug_fl(__FILE__, __LINE__, __VA_ARGS__)
+_Noreturn void bug_fl(const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Allocation: these die with a message on exhaustion and never return NULL. */
+void *xmalloc(size_t size);
+void *xcalloc(size_t nmemb, size_t size);
+void *xrealloc(void *ptr, size_t size);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+/* Multiplies with an overflow check (dies on overflow). */
+size_t st_mult(size_t a, size_t b);
+
+/*
+ * Grows x (an array of nr used and alloc allocated elements) so that it can
+ * hold at least n elements.  Growth is geometric.
+ */
+#define ALLOC_GROW(x, n, alloc)                                                \
+	do {                                                                   \
+		if ((n) > (alloc)) {                                           \
+			size_t ag_new_ = (alloc) < 16 ? 16 : (alloc) * 3 / 2;  \
+			if (ag_new_ < (n))                                     \
+				ag_new_ = (n);                                 \
+			(x) = xrealloc((x), st_mult(sizeof(*(x)), ag_new_));   \
+			(alloc) = ag_new_;                                     \
+		}                                                              \
+	} while (0)
+
+/*
+ * A growable, always NUL-terminated byte buffer.  buf is never NULL: an empty
+ * buffer points at a shared empty string until something is added.
+ */
+struct buf {
+	char *buf;
+	size_t len;
+	size_t alloc;
+};
+
+extern char buf_empty[];
+#define BUF_INIT { buf_empty, 0, 0 }
+
+void buf_init(struct buf *sb, size_t hint);
+void buf_release(struct buf *sb);
+/* Hands the string to the caller (who frees it) and leaves sb empty. */
+char *buf_detach(struct buf *sb, size_t *len);
+void buf_grow(struct buf *sb, size_t extra);
+void buf_setlen(struct buf *sb, size_t len);
+static inline void buf_reset(struct buf *sb) { buf_setlen(sb, 0); }
+void buf_add(struct buf *sb, const void *data, size_t len);
+void buf_adds(struct buf *sb, const char *s);
+void buf_addch(struct buf *sb, int c);
+void buf_addf(struct buf *sb, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void buf_vaddf(struct buf *sb, const char *fmt, va_list ap);
+/* Appends a signed decimal integer without going through printf. */
+void buf_add_i64(struct buf *sb, int64_t v);
+/* Appends s as a JSON string literal, quotes included. */
+void buf_add_json_str(struct buf *sb, const char *s, size_t len);
+/* Reads a whole file (gzip or plain); -1 with errno set on failure. */
+int buf_read_file(struct buf *sb, const char *path);
+
+/*
+ * A NULL-terminated vector of owned strings, for argv and envp of child
+ * processes.  v is never NULL.
+ */
+struct strvec {
+	const char **v;
+	size_t nr;
+	size_t alloc;
+};
+
+extern const char *strvec_empty[];
+#define STRVEC_INIT { strvec_empty, 0, 0 }
+
+void strvec_init(struct strvec *sv);
+void strvec_push(struct strvec *sv, const char *s);
+void strvec_pushf(struct strvec *sv, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void strvec_pushv(struct strvec *sv, const char *const *v);
+void strvec_clear(struct strvec *sv);
+/* Takes ownership of the vector's array; sv is left empty. */
+const char **strvec_detach(struct strvec *sv);
+
+/*
+ * Reporting for commands: "coldstart: error: ..." on stderr.  error() returns
+ * -1 so library code can `return error(...)`.
+ */
+int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int error_errno(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+_Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Monotonic clock in nanoseconds (CLOCK_MONOTONIC, the tracer's clock too). */
+int64_t now_ns(void);
+
+int starts_with(const char *s, const char *prefix);
+int ends_with(const char *s, const char *suffix);
+
+/*
+ * Parses "128m", "1g", "512k", "100" (bytes) into bytes; binary units.
+ * Returns -1 on bad input.
+ */
+int parse_size(const char *s, int64_t *out);
+/* Parses "300ms", "1.5s", "250us", "20" (ms) into microseconds. */
+int parse_duration_us(const char *s, int64_t *out);
+/* Formats microseconds for humans: "812 us", "12.3 ms", "1.25 s". */
+void buf_add_duration(struct buf *sb, int64_t us);
+/* Formats bytes for humans: "12.0 MiB". */
+void buf_add_bytes(struct buf *sb, int64_t bytes);
+
+#endif

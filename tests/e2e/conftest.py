@@ -1,0 +1,85 @@
+"""Shared fixtures for coldstart's end-to-end tests.
+
+Every test runs the real built binary against real interpreters.  The
+interpreters are Debian's /usr/bin/python3 plus every pyenv version found
+under /root/.pyenv/versions (3.7 and newer; 2.7 and 3.6 are used only where a
+test wants an interpreter without -X importtime).
+"""
+import glob
+import os
+import re
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+COLDSTART = os.environ.get("COLDSTART") or os.path.join(ROOT, "coldstart")
+SAMPLES = os.path.join(ROOT, "samples")
+FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+DEBIAN_PYTHON = "/usr/bin/python3"
+
+
+def _version(py):
+    try:
+        out = subprocess.run([py, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                             capture_output=True, text=True, timeout=30)
+    except OSError:
+        return None
+    m = re.match(r"(\d+)\.(\d+)", out.stdout.strip())
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _find_pythons():
+    found = []
+    if os.access(DEBIAN_PYTHON, os.X_OK):
+        found.append(DEBIAN_PYTHON)
+    for d in sorted(glob.glob("/root/.pyenv/versions/*/bin/python3")) + \
+            sorted(glob.glob("/root/.pyenv/versions/*/bin/python")):
+        real = os.path.realpath(d)
+        if any(os.path.realpath(f) == real for f in found):
+            continue
+        found.append(d)
+    return found
+
+
+ALL_PYTHONS = [(p, _version(p)) for p in _find_pythons()]
+# Interpreters that support -X importtime (3.7+).
+PYTHONS = [p for p, v in ALL_PYTHONS if v and v >= (3, 7)]
+OLD_PYTHONS = [p for p, v in ALL_PYTHONS if v and v < (3, 7)]
+
+
+def python_version(py):
+    for p, v in ALL_PYTHONS:
+        if p == py:
+            return v
+    return _version(py)
+
+
+def pytest_report_header(config):
+    return "coldstart: %s; interpreters: %s" % (COLDSTART, ", ".join(
+        "%s (%s)" % (p, ".".join(map(str, v)) if v else "?") for p, v in ALL_PYTHONS))
+
+
+def run_coldstart(*args, input=None, timeout=300, env=None, cwd=None):
+    """Runs the coldstart binary; returns CompletedProcess with text output."""
+    full_env = dict(os.environ)
+    full_env.pop("NO_COLOR", None)
+    if env:
+        full_env.update(env)
+    return subprocess.run([COLDSTART] + [str(a) for a in args], input=input,
+                          capture_output=True, text=True, timeout=timeout,
+                          env=full_env, cwd=cwd)
+
+
+@pytest.fixture(params=PYTHONS or [None], ids=lambda p: p or "no-python")
+def python(request):
+    if request.param is None:
+        pytest.skip("no interpreter with -X importtime found")
+    return request.param
+
+
+@pytest.fixture
+def coldstart():
+    if not os.access(COLDSTART, os.X_OK):
+        pytest.fail("coldstart binary not built: %s" % COLDSTART)
+    return run_coldstart

@@ -1,0 +1,30 @@
+#!/bin/sh
+# Installs what coldstart needs from Debian when run as root, or says what is
+# missing.  Usage: install-deps.sh build|test|all
+set -u
+what=${1:-all}
+
+build_pkgs="gcc make pkg-config libjansson-dev libelf-dev zlib1g-dev python3 python3-dev"
+test_pkgs="libcmocka-dev python3-pytest python3-aiohttp python3-flask python3-fastapi python3-numpy python3-uvicorn"
+
+case "$what" in
+build) pkgs="$build_pkgs" ;;
+test) pkgs="$build_pkgs $test_pkgs" ;;
+all) pkgs="$build_pkgs $test_pkgs" ;;
+*) echo "usage: $0 build|test|all" >&2; exit 2 ;;
+esac
+
+missing=""
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+	echo "coldstart: missing Debian packages:$missing" >&2
+	echo "coldstart: run as root, or: sudo apt-get install$missing" >&2
+	exit 1
+fi
+echo "coldstart: installing missing Debian packages:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing >&2
