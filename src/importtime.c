@@ -1,0 +1,586 @@
+/*
+ * Streaming parser of `-X importtime` stderr: splits lines, recognises header
+ * and row lines (also when glued after the target's own text), and builds the
+ * post-order rows into per-process import trees with a stack of pending nodes.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "importtime.h"
+
+#define MARKER "import time:"
+#define MARKER_LEN (sizeof(MARKER) - 1)
+#define HEADER_REST " self [us] | cumulative | imported package"
+#define HEADER_REST_LEN (sizeof(HEADER_REST) - 1)
+
+/*
+ * A line longer than this that is not a row is passed through in pieces, so
+ * one endless line never holds more than this much memory.
+ */
+#define IT_MAX_LINE ((size_t)16 << 20)
+/* Warnings beyond this many are only counted, so junk input stays bounded. */
+#define IT_MAX_WARNINGS 1000
+/* Names quoted in warnings are cut to this many bytes. */
+#define IT_QUOTE_MAX 80
+
+/* maxd of a pending node whose depth is known. */
+#define DEPTH_KNOWN UINT32_MAX
+
+/*
+ * A node printed but not yet adopted by a parent row.  For a cached row whose
+ * depth is not known yet, maxd is the deepest level its printed field allows
+ * (see attach_row); for every other node it is DEPTH_KNOWN.
+ */
+struct pending {
+	int32_t node;
+	uint32_t maxd;
+};
+
+struct it_parser {
+	struct run *run;
+	/* Index of the current process in run->procs; the array may move. */
+	size_t proc;
+	bool has_proc;
+	struct pending *stack;
+	size_t nr_stack, alloc_stack;
+	/* The start of a line whose newline has not arrived yet. */
+	struct buf carry;
+	/* The line in carry has passed MAX_LINE and lost its head. */
+	bool overlong;
+	long lineno;
+	size_t rows, headers;
+	struct it_warning *warnings;
+	size_t nr_warnings, alloc_warnings;
+	size_t dropped_warnings;
+	bool finished;
+};
+
+/* What parse_row found on one line. */
+struct row {
+	bool header;
+	bool cached;
+	bool clamped; /* a number did not fit in int64 */
+	bool no_separator; /* no space after the last '|' */
+	size_t prefix_len; /* bytes before MARKER, passed through */
+	int64_t self_us, cum_us;
+	uint32_t flags;
+	uint32_t depth; /* normal rows */
+	size_t indent; /* spaces between "| " and the name */
+	const char *name;
+	size_t name_len;
+};
+
+static void add_warning(struct it_parser *ps, long line, const char *fmt, va_list ap)
+{
+	struct buf msg = BUF_INIT;
+
+	buf_vaddf(&msg, fmt, ap);
+	ALLOC_GROW(ps->warnings, ps->nr_warnings + 1, ps->alloc_warnings);
+	ps->warnings[ps->nr_warnings].line = line;
+	ps->warnings[ps->nr_warnings].msg = buf_detach(&msg, NULL);
+	ps->nr_warnings++;
+}
+
+/* Records a warning about line (1-based); beyond the cap it is only counted. */
+static void warn_at(struct it_parser *ps, long line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void warn_at(struct it_parser *ps, long line, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ps->nr_warnings >= IT_MAX_WARNINGS) {
+		ps->dropped_warnings++;
+		return;
+	}
+	va_start(ap, fmt);
+	add_warning(ps, line, fmt, ap);
+	va_end(ap);
+}
+
+#define warn(ps, ...) warn_at((ps), (ps)->lineno, __VA_ARGS__)
+
+static uint32_t clamp_depth(size_t d)
+{
+	return d > UINT32_MAX - 2 ? UINT32_MAX - 2 : (uint32_t)d;
+}
+
+static int quote_len(size_t len)
+{
+	return (int)(len > IT_QUOTE_MAX ? IT_QUOTE_MAX : len);
+}
+
+static void pass(struct buf *pt, const char *data, size_t len)
+{
+	if (pt && len)
+		buf_add(pt, data, len);
+}
+
+static struct proc *cur_proc(struct it_parser *ps)
+{
+	return &ps->run->procs[ps->proc];
+}
+
+static void push_pending(struct it_parser *ps, int32_t node, uint32_t maxd)
+{
+	ALLOC_GROW(ps->stack, ps->nr_stack + 1, ps->alloc_stack);
+	ps->stack[ps->nr_stack].node = node;
+	ps->stack[ps->nr_stack].maxd = maxd;
+	ps->nr_stack++;
+}
+
+/*
+ * Links every pending node of the current process as a root, in stream
+ * order.  A cached row still waiting for a parent is legitimately a root (its
+ * field allows depth 0); any other pending node lost its parent's row, which
+ * is worth one warning saying why.
+ */
+static void flush_pending(struct it_parser *ps, const char *why)
+{
+	struct proc *pr;
+	size_t i, lost = 0;
+
+	if (!ps->has_proc)
+		return;
+	pr = cur_proc(ps);
+	for (i = 0; i < ps->nr_stack; i++) {
+		struct pending *e = &ps->stack[i];
+
+		if (e->maxd != DEPTH_KNOWN)
+			pr->nodes[e->node].depth = 0;
+		else
+			lost++;
+		proc_link_root(pr, e->node);
+	}
+	if (lost)
+		warn(ps, "%s: %zu import%s without a parent row linked as root%s", why, lost,
+		     lost == 1 ? "" : "s", lost == 1 ? "" : "s");
+	ps->nr_stack = 0;
+}
+
+static void start_proc(struct it_parser *ps)
+{
+	run_add_proc(ps->run);
+	ps->proc = ps->run->nr_procs - 1;
+	ps->has_proc = true;
+}
+
+/*
+ * Parses "123", "-123" or "cached" after optional spaces, up to the next
+ * '|'.  Returns the position after the '|', or NULL when the column is not
+ * one of those.  Numbers beyond int64 are clamped; the caller warns.
+ */
+static const char *parse_column(const char *p, const char *end, int64_t *val, bool *cached,
+				bool *clamped, bool *negative)
+{
+	bool neg = false;
+	uint64_t v = 0;
+	const char *digits;
+
+	*cached = *clamped = *negative = false;
+	while (p < end && *p == ' ')
+		p++;
+	if ((size_t)(end - p) >= 6 && !memcmp(p, "cached", 6)) {
+		*cached = true;
+		*val = 0;
+		p += 6;
+	} else {
+		if (p < end && *p == '-') {
+			neg = true;
+			p++;
+		}
+		digits = p;
+		while (p < end && (unsigned char)(*p - '0') < 10) {
+			unsigned d = (unsigned)(*p - '0');
+
+			if (v > ((uint64_t)INT64_MAX - d) / 10) {
+				*clamped = true;
+				v = (uint64_t)INT64_MAX;
+			} else if (!*clamped) {
+				v = v * 10 + d;
+			}
+			p++;
+		}
+		if (p == digits)
+			return NULL;
+		*val = neg ? -(int64_t)v : (int64_t)v;
+		*negative = neg && v;
+	}
+	while (p < end && *p == ' ')
+		p++;
+	if (p == end || *p != '|')
+		return NULL;
+	return p + 1;
+}
+
+/*
+ * Recognises a header or a row in line[0..len) (no newline, no CR).  Only the
+ * first MARKER on the line is considered: what precedes it is the target's
+ * own text, glued on the same line.  Returns 1 for a row or header, 0 for a
+ * line without MARKER, -1 for a line with MARKER that does not parse (why is
+ * set to the reason).
+ */
+static int parse_row(const char *line, size_t len, struct row *r, const char **why)
+{
+	const char *end = line + len, *p, *q, *m;
+	bool c1, c2, clamp1, clamp2, neg1, neg2;
+	size_t spaces, i;
+
+	memset(r, 0, sizeof(*r));
+	if (len >= MARKER_LEN && !memcmp(line, MARKER, MARKER_LEN))
+		m = line;
+	else if (!(m = memmem(line, len, MARKER, MARKER_LEN)))
+		return 0;
+	r->prefix_len = (size_t)(m - line);
+	p = m + MARKER_LEN;
+
+	if ((size_t)(end - p) == HEADER_REST_LEN && !memcmp(p, HEADER_REST, HEADER_REST_LEN)) {
+		r->header = true;
+		return 1;
+	}
+	q = parse_column(p, end, &r->self_us, &c1, &clamp1, &neg1);
+	if (!q) {
+		*why = "self column is not a number";
+		return -1;
+	}
+	q = parse_column(q, end, &r->cum_us, &c2, &clamp2, &neg2);
+	if (!q) {
+		*why = "cumulative column is not a number";
+		return -1;
+	}
+	if (c1 != c2) {
+		*why = "only one column says 'cached'";
+		return -1;
+	}
+	r->cached = c1;
+	r->clamped = clamp1 || clamp2;
+	if (neg1 || neg2)
+		r->flags |= NODE_NEGATIVE;
+
+	for (spaces = 0; q + spaces < end && q[spaces] == ' '; spaces++)
+		;
+	r->name = q + spaces;
+	r->name_len = (size_t)(end - r->name);
+	if (!r->name_len) {
+		*why = "no module name";
+		return -1;
+	}
+	for (i = 0; i < r->name_len; i++) {
+		unsigned char ch = (unsigned char)r->name[i];
+
+		if (ch < 0x20 || ch == 0x7f || ch == '|') {
+			*why = ch == '|' ? "module name contains '|'"
+					 : "module name contains a control character";
+			return -1;
+		}
+	}
+	/* "| " is the separator; the indentation follows it. */
+	r->no_separator = spaces == 0;
+	r->indent = spaces ? spaces - 1 : 0;
+	r->depth = clamp_depth(r->indent / 2);
+	return 1;
+}
+
+/*
+ * Adopts pending nodes for a row at depth d: scanning down from the top of
+ * the stack, a node at depth d+1 is a child; a node deeper than that lost its
+ * own parent's row and is attached here with a warning; a node at depth <= d
+ * (or a cached row that cannot be this deep) ends the scan.  The adopted
+ * nodes are linked in stream order, which is import order.
+ */
+static void adopt(struct it_parser *ps, int32_t parent, uint32_t d)
+{
+	struct proc *pr = cur_proc(ps);
+	size_t k = ps->nr_stack, i;
+
+	while (k > 0) {
+		struct pending *e = &ps->stack[k - 1];
+
+		if (e->maxd != DEPTH_KNOWN) {
+			if (e->maxd < d + 1)
+				break;
+		} else if (pr->nodes[e->node].depth <= d) {
+			break;
+		}
+		k--;
+	}
+	for (i = k; i < ps->nr_stack; i++) {
+		struct pending *e = &ps->stack[i];
+		struct imp_node *n = &pr->nodes[e->node];
+
+		if (e->maxd != DEPTH_KNOWN) {
+			n->depth = d + 1;
+		} else if (n->depth > d + 1) {
+			const char *cn = node_name(pr, e->node), *pn = node_name(pr, parent);
+
+			warn(ps, "'%.*s' at depth %u has no parent row at depth %u; attached to '%.*s'",
+			     quote_len(strlen(cn)), cn, n->depth, n->depth - 1,
+			     quote_len(strlen(pn)), pn);
+		}
+		proc_link_child(pr, parent, e->node);
+	}
+	ps->nr_stack = k;
+}
+
+/*
+ * Places a cached row (3.14 -X importtime=2).  CPython prints it with
+ * "%*s" in a field 2*L wide, L being the number of imports open at that
+ * moment: the row is a leaf child of the innermost open import, at depth L.
+ * When the name is shorter than the field, the padding gives L exactly and
+ * the node is pending like any other.  When it is not, L can be anything up
+ * to len(name)/2, and the log alone cannot tell which: the rule is that the
+ * row is held pending and adopted by the first later row that can be its
+ * parent, i.e. the first row at a depth d with d+1 <= len(name)/2 (the
+ * innermost candidate, because cached rows are far more common inside
+ * imports than at the top level).  Left over at the end, it is a root.
+ */
+static void attach_cached(struct it_parser *ps, const struct row *r)
+{
+	struct proc *pr = cur_proc(ps);
+	size_t width = r->indent + r->name_len;
+	int32_t node = proc_add_node(pr, r->name, r->name_len, 0, 0, 0);
+	uint32_t maxd = clamp_depth(width / 2);
+
+	pr->nodes[node].flags |= NODE_CACHED;
+	if (r->indent && width % 2 == 0) {
+		pr->nodes[node].depth = maxd;
+		push_pending(ps, node, DEPTH_KNOWN);
+		return;
+	}
+	if (r->indent)
+		warn(ps, "cached row for '%.*s' has an odd field width %zu",
+		     quote_len(r->name_len), r->name, width);
+	if (maxd == 0)
+		proc_link_root(pr, node);
+	else
+		push_pending(ps, node, maxd);
+}
+
+static void handle_row(struct it_parser *ps, const struct row *r)
+{
+	struct proc *pr;
+	int32_t node;
+
+	if (r->header) {
+		ps->headers++;
+		if (ps->has_proc) {
+			bool open = false;
+			size_t i;
+
+			for (i = 0; i < ps->nr_stack; i++)
+				if (ps->stack[i].maxd == DEPTH_KNOWN)
+					open = true;
+			if (open)
+				warn(ps, "a new process started while the previous one was inside an import: process trees interleave");
+			flush_pending(ps, "previous process interrupted");
+		}
+		start_proc(ps);
+		return;
+	}
+
+	if (!ps->has_proc) {
+		warn(ps, "row before any header: the log was cut at the top");
+		start_proc(ps);
+	}
+	pr = cur_proc(ps);
+	if (pr->nr_nodes >= INT32_MAX - 1) {
+		warn(ps, "too many rows in one process: row dropped");
+		return;
+	}
+	ps->rows++;
+	if (r->clamped)
+		warn(ps, "number too large for '%.*s': clamped to %lld", quote_len(r->name_len),
+		     r->name, (long long)INT64_MAX);
+	if (r->flags & NODE_NEGATIVE)
+		warn(ps, "negative time for '%.*s'", quote_len(r->name_len), r->name);
+	if (r->no_separator)
+		warn(ps, "no space after the last '|' before '%.*s'", quote_len(r->name_len), r->name);
+
+	if (r->cached) {
+		attach_cached(ps, r);
+		return;
+	}
+	if (r->indent % 2)
+		warn(ps, "odd indentation (%zu spaces) before '%.*s'", r->indent,
+		     quote_len(r->name_len), r->name);
+	node = proc_add_node(pr, r->name, r->name_len, r->depth, r->self_us, r->cum_us);
+	pr->nodes[node].flags |= r->flags;
+	adopt(ps, node, r->depth);
+	if (r->depth == 0)
+		proc_link_root(pr, node);
+	else
+		push_pending(ps, node, DEPTH_KNOWN);
+}
+
+/*
+ * Handles one complete line, newline included when it had one.  Rows are
+ * consumed; the text glued before a row and every other line go to pt.
+ */
+static void handle_line(struct it_parser *ps, const char *line, size_t len, struct buf *pt)
+{
+	size_t body = len;
+	const char *why = NULL;
+	struct row r;
+	int ret;
+
+	ps->lineno++;
+	if (body && line[body - 1] == '\n')
+		body--;
+	if (body && line[body - 1] == '\r')
+		body--;
+	ret = parse_row(line, body, &r, &why);
+	if (ret <= 0) {
+		if (ret < 0)
+			warn(ps, "malformed importtime row passed through: %s", why);
+		pass(pt, line, len);
+		return;
+	}
+	pass(pt, line, r.prefix_len);
+	handle_row(ps, &r);
+}
+
+/*
+ * carry holds more than IT_MAX_LINE bytes of one line.  Keeps only what may
+ * still become a row, the text from the last MARKER on (unless that text is
+ * itself too long to be a row) or the last MARKER_LEN-1 bytes (a MARKER may
+ * be split across chunks), and passes the rest through.
+ */
+static void trim_carry(struct it_parser *ps, struct buf *pt)
+{
+	const char *s = ps->carry.buf, *m, *last = NULL;
+	size_t len = ps->carry.len, keep_from;
+
+	if (!ps->overlong)
+		warn_at(ps, ps->lineno + 1, "line longer than %zu bytes passed through in pieces", IT_MAX_LINE);
+	ps->overlong = true;
+	for (m = s; (m = memmem(m, len - (size_t)(m - s), MARKER, MARKER_LEN)); m++)
+		last = m;
+	if (last && last > s)
+		keep_from = (size_t)(last - s);
+	else
+		keep_from = len - (MARKER_LEN - 1);
+	pass(pt, s, keep_from);
+	memmove(ps->carry.buf, s + keep_from, len - keep_from);
+	buf_setlen(&ps->carry, len - keep_from);
+}
+
+/* Appends to carry, trimming whenever the line outgrows the limit. */
+static void carry_add(struct it_parser *ps, const char *data, size_t len, struct buf *pt)
+{
+	while (len) {
+		size_t room = IT_MAX_LINE + 1 - ps->carry.len;
+		size_t n = len < room ? len : room;
+
+		buf_add(&ps->carry, data, n);
+		data += n;
+		len -= n;
+		if (ps->carry.len > IT_MAX_LINE)
+			trim_carry(ps, pt);
+	}
+}
+
+static void finish_carry(struct it_parser *ps, struct buf *pt)
+{
+	handle_line(ps, ps->carry.buf, ps->carry.len, pt);
+	buf_reset(&ps->carry);
+	ps->overlong = false;
+}
+
+struct it_parser *it_parser_new(struct run *run)
+{
+	struct it_parser *ps = xcalloc(1, sizeof(*ps));
+
+	ps->run = run;
+	buf_init(&ps->carry, 0);
+	return ps;
+}
+
+void it_feed(struct it_parser *ps, const char *data, size_t len, struct buf *passthrough)
+{
+	const char *p = data, *end = data + len;
+
+	if (ps->finished)
+		BUG("it_feed after it_finish");
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n;
+
+		if (!nl) {
+			carry_add(ps, p, (size_t)(end - p), passthrough);
+			return;
+		}
+		n = (size_t)(nl + 1 - p);
+		if (!ps->carry.len && !ps->overlong && n <= IT_MAX_LINE + 1) {
+			handle_line(ps, p, n, passthrough);
+		} else {
+			carry_add(ps, p, n, passthrough);
+			finish_carry(ps, passthrough);
+		}
+		p = nl + 1;
+	}
+}
+
+void it_finish(struct it_parser *ps, struct buf *passthrough)
+{
+	if (ps->finished)
+		return;
+	if (ps->carry.len || ps->overlong)
+		finish_carry(ps, passthrough);
+	flush_pending(ps, "process ended inside an import");
+	if (ps->dropped_warnings) {
+		struct buf msg = BUF_INIT;
+
+		buf_addf(&msg, "%zu more warnings not recorded", ps->dropped_warnings);
+		ALLOC_GROW(ps->warnings, ps->nr_warnings + 1, ps->alloc_warnings);
+		ps->warnings[ps->nr_warnings].line = 0;
+		ps->warnings[ps->nr_warnings].msg = buf_detach(&msg, NULL);
+		ps->nr_warnings++;
+	}
+	ps->finished = true;
+}
+
+const struct it_warning *it_warnings(const struct it_parser *ps, size_t *nr)
+{
+	*nr = ps->nr_warnings;
+	return ps->warnings;
+}
+
+size_t it_rows(const struct it_parser *ps)
+{
+	return ps->rows;
+}
+
+size_t it_headers(const struct it_parser *ps)
+{
+	return ps->headers;
+}
+
+void it_parser_free(struct it_parser *ps)
+{
+	size_t i;
+
+	if (!ps)
+		return;
+	for (i = 0; i < ps->nr_warnings; i++)
+		free(ps->warnings[i].msg);
+	free(ps->warnings);
+	free(ps->stack);
+	buf_release(&ps->carry);
+	free(ps);
+}
+
+void it_parse_buffer(struct profile *p, struct run *run, const char *text, size_t len)
+{
+	struct it_parser *ps = it_parser_new(run);
+	const struct it_warning *w;
+	size_t nr, i;
+
+	it_feed(ps, text, len, NULL);
+	it_finish(ps, NULL);
+	w = it_warnings(ps, &nr);
+	for (i = 0; i < nr; i++)
+		profile_add_warning(p, w[i].line, "%s", w[i].msg);
+	it_parser_free(ps);
+}
