@@ -1,0 +1,86 @@
+# coldstart bootstrap.  Found through PYTHONPATH in every Python process of a
+# profiled tree: starts the import tracer when COLDSTART_TRACE_DIR is set,
+# takes its own directory off sys.path, then hands over to the sitecustomize
+# that would have run without coldstart (the next one on sys.path), so the
+# target's sys.path, sys.argv, __main__ and sitecustomize are its own.
+# Kept importable by Python 2.7 and 3.6, where it only hands over.
+import sys
+
+
+class _Spec(object):
+    # The two attributes _imp.create_dynamic reads.
+    def __init__(self, name, origin):
+        self.name = name
+        self.origin = origin
+
+
+def _load_c(here, os):
+    import _imp
+    suffix = _imp.extension_suffixes()[0]
+    dirs = [d for d in os.environ.get("COLDSTART_TRACER_PATH", "").split(os.pathsep) if d]
+    dirs.append(os.path.dirname(here))
+    for d in dirs:
+        path = os.path.join(d, "_tracer" + suffix)
+        if os.path.isfile(path):
+            mod = _imp.create_dynamic(_Spec("coldstart._tracer", path))
+            sys.modules.pop("coldstart._tracer", None)
+            return mod
+    return None
+
+
+def _load_py(here, os):
+    path = os.path.join(os.path.dirname(here), "_pytracer.py")
+    mod = type(sys)("coldstart._pytracer")
+    mod.__file__ = path
+    with open(path, "rb") as f:
+        code = compile(f.read(), path, "exec")
+    exec(code, mod.__dict__)
+    return mod
+
+
+def _boot():
+    import os
+    here = os.path.dirname(os.path.abspath(__file__))
+
+    def mine(p):
+        try:
+            return bool(p) and os.path.abspath(p) == here
+        except Exception:
+            return False
+    removed = [p for p in sys.path if mine(p)]
+    if removed:
+        sys.path[:] = [p for p in sys.path if not mine(p)]
+        for p in removed:
+            sys.path_importer_cache.pop(p, None)
+
+    trace_dir = os.environ.get("COLDSTART_TRACE_DIR")
+    mode = os.environ.get("COLDSTART_TRACER", "")
+    if not trace_dir or mode == "off" or sys.version_info < (3, 7):
+        return
+    try:
+        tracer = None
+        if mode != "py":
+            tracer = _load_c(here, os)
+        if tracer is None:
+            tracer = _load_py(here, os)
+        if tracer.start(trace_dir):
+            tracer.note("sys.path", "\n".join(sys.path))
+    except Exception:
+        # The target must run as without coldstart: no trace for this process.
+        pass
+
+
+_boot()
+del _boot, _load_c, _load_py, _Spec
+
+_coldstart_self = sys.modules.pop("sitecustomize", None)
+try:
+    import sitecustomize  # noqa: F401  the one that would run without coldstart
+except ImportError as _exc:
+    # site.py ignores only a missing sitecustomize; anything else propagates
+    # exactly as it would have.
+    if sys.version_info[0] >= 3 and _exc.name != "sitecustomize":
+        raise
+    sys.modules["sitecustomize"] = _coldstart_self
+    del _exc
+del _coldstart_self
