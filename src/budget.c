@@ -1,0 +1,167 @@
+/*
+ * Budget checks for CI (see budget.h).  Module times are cumulative: a
+ * module's budget covers everything its import pulled in.
+ */
+#include "budget.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "stats.h"
+
+/* Median across measured runs of a module's cumulative time; UNKNOWN if never imported. */
+static int64_t module_median(const struct profile *p, const char *name, bool *seen)
+{
+	int64_t *v = xmalloc(st_mult(p->nr_runs ? p->nr_runs : 1, sizeof(*v)));
+	struct summary s;
+	size_t r, n = 0;
+
+	*seen = false;
+	for (r = 0; r < p->nr_runs; r++) {
+		const struct run *run = &p->runs[r];
+		int32_t i;
+
+		if (run->warmup || !run->nr_procs)
+			continue;
+		i = proc_find(&run->procs[0], name);
+		if (i >= 0)
+			*seen = true;
+		v[n++] = i >= 0 ? run->procs[0].nodes[i].cum_us : 0;
+	}
+	summarize(v, n, &s);
+	free(v);
+	return s.median;
+}
+
+static int64_t total_median(const struct profile *p, bool include_startup, bool startup_only)
+{
+	int64_t *v = xmalloc(st_mult(p->nr_runs ? p->nr_runs : 1, sizeof(*v)));
+	struct summary s;
+	size_t r, n = 0;
+
+	for (r = 0; r < p->nr_runs; r++) {
+		const struct run *run = &p->runs[r];
+
+		if (run->warmup || !run->nr_procs)
+			continue;
+		if (startup_only)
+			v[n++] = proc_import_total_us(&run->procs[0], true) -
+				 proc_import_total_us(&run->procs[0], false);
+		else
+			v[n++] = proc_import_total_us(&run->procs[0], include_startup);
+	}
+	summarize(v, n, &s);
+	free(v);
+	return s.median;
+}
+
+static size_t measured_runs(const struct profile *p)
+{
+	size_t r, n = 0;
+
+	for (r = 0; r < p->nr_runs; r++)
+		if (!p->runs[r].warmup && p->runs[r].nr_procs)
+			n++;
+	return n;
+}
+
+void budget_init(struct budget *b)
+{
+	memset(b, 0, sizeof(*b));
+	strvec_init(&b->forbid);
+}
+
+void budget_release(struct budget *b)
+{
+	size_t i;
+
+	for (i = 0; i < b->nr; i++)
+		free(b->items[i].name);
+	free(b->items);
+	strvec_clear(&b->forbid);
+	budget_init(b);
+}
+
+int budget_add(struct budget *b, const char *spec, struct buf *err)
+{
+	const char *eq = strrchr(spec, '=');
+	int64_t us;
+
+	if (!eq || eq == spec || !eq[1]) {
+		buf_addf(err, "budget '%s' is not NAME=DURATION (e.g. total=300ms, numpy=50ms)", spec);
+		return -1;
+	}
+	if (parse_duration_us(eq + 1, &us) < 0) {
+		buf_addf(err, "budget '%s': '%s' is not a duration such as 300ms, 1.5s or 800us", spec, eq + 1);
+		return -1;
+	}
+	ALLOC_GROW(b->items, b->nr + 1, b->alloc);
+	b->items[b->nr].name = xstrndup(spec, (size_t)(eq - spec));
+	b->items[b->nr].limit_us = us;
+	b->nr++;
+	return 0;
+}
+
+void budget_forbid(struct budget *b, const char *module)
+{
+	strvec_push(&b->forbid, module);
+}
+
+int budget_check(const struct profile *p, const struct budget *b, struct buf *explain)
+{
+	size_t i, r;
+	int failed = 0;
+
+	if (!measured_runs(p)) {
+		buf_addf(explain, "budget: the profile holds no measured run to check\n");
+		return -1;
+	}
+	for (i = 0; i < b->nr; i++) {
+		const struct budget_item *it = &b->items[i];
+		int64_t got;
+		bool seen = true;
+
+		if (!strcmp(it->name, "total"))
+			got = total_median(p, true, false);
+		else if (!strcmp(it->name, "target"))
+			got = total_median(p, false, false);
+		else if (!strcmp(it->name, "startup"))
+			got = total_median(p, true, true);
+		else
+			got = module_median(p, it->name, &seen);
+		buf_addf(explain, "budget %-4s %s: ", got > it->limit_us ? "FAIL" : "ok", it->name);
+		if (!seen)
+			buf_adds(explain, "not imported");
+		else
+			buf_add_duration(explain, got);
+		buf_adds(explain, got > it->limit_us ? " > " : " <= ");
+		buf_add_duration(explain, it->limit_us);
+		buf_addch(explain, '\n');
+		if (got > it->limit_us)
+			failed = 1;
+	}
+	for (i = 0; i < b->forbid.nr; i++) {
+		const char *name = b->forbid.v[i];
+		bool found = false;
+
+		for (r = 0; r < p->nr_runs && !found; r++) {
+			const struct run *run = &p->runs[r];
+			int32_t k;
+
+			if (run->warmup || !run->nr_procs)
+				continue;
+			k = proc_find(&run->procs[0], name);
+			if (k >= 0) {
+				found = true;
+				buf_addf(explain, "forbid FAIL %s: imported via ", name);
+				proc_chain(&run->procs[0], k, " > ", explain);
+				buf_addch(explain, '\n');
+			}
+		}
+		if (!found)
+			buf_addf(explain, "forbid ok   %s: not imported\n", name);
+		else
+			failed = 1;
+	}
+	return failed;
+}
