@@ -2,6 +2,9 @@
  * Import-time budgets for CI: "total=300ms", "MODULE=50ms" and forbidden
  * modules, checked against a profile's main process.  With repeated runs the
  * median across measured runs is what must fit the budget.
+ *
+ * src/profile_cmd.c (profile, parse and docker --budget/--forbid) calls
+ * exactly these functions; cmd_check.c should use them too.
  */
 #ifndef COLDSTART_BUDGET_H
 #define COLDSTART_BUDGET_H

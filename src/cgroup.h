@@ -56,5 +56,11 @@ void cgroup_destroy(struct cgroup *cg);
 void cgroup_cleanup_stale(void);
 /* Which backend would be used now: "cgroup-v2", "cgroup-v1" or NULL. */
 const char *cgroup_backend_name(void);
+/*
+ * What could not be applied but did not stop the run, e.g. "no swap limit
+ * could be set (...); this host has no swap ...", for the profile's
+ * warnings.  NULL when there is nothing to say; owned by cg.
+ */
+const char *cgroup_note(const struct cgroup *cg);
 
 #endif

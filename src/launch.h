@@ -63,16 +63,19 @@ void child_release(struct child *c);
 
 /*
  * Sends sig to every living descendant of pid (walking /proc), deepest first,
- * then to pid itself.  Returns the number of processes signalled.
+ * then to pid itself when include_root.  Returns the number signalled.
  */
-int kill_tree(pid_t pid, int sig);
+int kill_tree(pid_t pid, int sig, bool include_root);
 
 /*
  * Makes this process a child subreaper so orphaned descendants of the target
  * are reparented to coldstart and can be reaped and killed.
  */
 void launch_become_subreaper(void);
-/* Reaps any exited children other than the tracked target (non-blocking). */
+/*
+ * Reaps any exited children (non-blocking).  Only call it once the target
+ * itself has been reaped, or it may take the target's status.
+ */
 void launch_reap_orphans(void);
 
 #endif

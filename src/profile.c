@@ -417,15 +417,22 @@ size_t proc_check_consistency(struct proc *pr, int64_t tolerance_us)
 
 	for (i = 0; i < pr->nr_nodes; i++) {
 		struct imp_node *n = &pr->nodes[i];
-		int64_t children = 0;
+		int64_t children = 0, nr_children = 0;
 		int32_t c;
 
 		if (n->flags & (NODE_CACHED | NODE_TRACE_ONLY))
 			continue;
 		for (c = n->first_child; c >= 0; c = pr->nodes[c].next_sibling)
-			if (!(pr->nodes[c].flags & (NODE_CACHED | NODE_TRACE_ONLY)))
+			if (!(pr->nodes[c].flags & (NODE_CACHED | NODE_TRACE_ONLY))) {
 				children += pr->nodes[c].cum_us;
-		if (llabs(n->cum_us - children - n->self_us) > tolerance_us || n->self_us < 0) {
+				nr_children++;
+			}
+		/*
+		 * CPython rounds each printed value up to a microsecond, so
+		 * every child's cum and the self can each be up to 1 us off.
+		 */
+		if (llabs(n->cum_us - children - n->self_us) > tolerance_us + nr_children + 1 ||
+		    n->self_us < 0) {
 			n->flags |= NODE_INCONSISTENT;
 			bad++;
 		} else {

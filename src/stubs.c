@@ -23,3 +23,29 @@ PLACEHOLDER(cmd_docker, "docker")
 PLACEHOLDER(cmd_profile, "profile")
 PLACEHOLDER(cmd_parse, "parse")
 PLACEHOLDER(cmd_report, "report")
+
+/* Library placeholders, replaced by the real modules as they land. */
+#include "profile.h"
+#include "trace.h"
+
+__attribute__((weak)) void findings_run(struct profile *p)
+{
+	(void)p;
+}
+
+__attribute__((weak)) int trace_prepare(struct trace_session *ts, const char *python, struct strvec *env,
+					struct buf *err)
+{
+	buf_addf(err, "the tracer is not part of this build");
+	return -1;
+}
+
+__attribute__((weak)) int trace_collect(struct trace_session *ts, struct profile *p, struct run *run,
+					struct buf *err)
+{
+	return 0;
+}
+
+__attribute__((weak)) void trace_session_release(struct trace_session *ts)
+{
+}
