@@ -1,0 +1,395 @@
+/*
+ * Profile comparison: per-module self and cumulative medians across runs,
+ * a noise threshold from the runs' spread (median absolute deviation), and
+ * the text report `coldstart diff` prints.
+ */
+#include "diff.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* |delta| must exceed this many robust standard deviations of the difference. */
+#define NOISE_SIGMAS 3.0
+/* MAD * 1.4826 estimates the standard deviation of normal noise. */
+#define MAD_TO_SIGMA 1.4826
+
+struct sample {
+	const char *name;
+	uint32_t run; /* index among the side's compared runs */
+	uint8_t side; /* 0 = A, 1 = B */
+	uint8_t kind;
+	int64_t self_us, cum_us;
+};
+
+struct samples {
+	struct sample *v;
+	size_t nr, alloc;
+};
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_sample(const void *a, const void *b)
+{
+	const struct sample *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	if (c)
+		return c;
+	if (x->side != y->side)
+		return x->side - y->side;
+	return x->run < y->run ? -1 : x->run > y->run;
+}
+
+static int cmp_entry_name(const void *key, const void *e)
+{
+	return strcmp(key, ((const struct diff_entry *)e)->name);
+}
+
+/* The runs a side is judged on: non-warm-up runs with a process, else any. */
+static size_t pick_runs(const struct profile *p, const struct run **out)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < p->nr_runs; i++)
+		if (p->runs[i].nr_procs && !p->runs[i].warmup)
+			out[n++] = &p->runs[i];
+	if (n)
+		return n;
+	for (i = 0; i < p->nr_runs; i++)
+		if (p->runs[i].nr_procs)
+			out[n++] = &p->runs[i];
+	return n;
+}
+
+static void collect(struct samples *s, const struct run *const *runs, size_t nr, uint8_t side)
+{
+	size_t r, i;
+
+	for (r = 0; r < nr; r++) {
+		const struct proc *pr = &runs[r]->procs[0];
+
+		for (i = 0; i < pr->nr_nodes; i++) {
+			struct sample *x;
+
+			ALLOC_GROW(s->v, s->nr + 1, s->alloc);
+			x = &s->v[s->nr++];
+			x->name = node_name(pr, (int32_t)i);
+			x->run = (uint32_t)r;
+			x->side = side;
+			x->kind = pr->nodes[i].kind;
+			x->self_us = pr->nodes[i].self_us > 0 ? pr->nodes[i].self_us : 0;
+			x->cum_us = pr->nodes[i].cum_us > 0 ? pr->nodes[i].cum_us : 0;
+		}
+	}
+}
+
+static int64_t threshold(int64_t min_delta, int64_t mad_a, int64_t mad_b)
+{
+	double spread = MAD_TO_SIGMA * sqrt((double)mad_a * (double)mad_a + (double)mad_b * (double)mad_b);
+	int64_t t = (int64_t)llround(NOISE_SIGMAS * spread);
+
+	return t > min_delta ? t : min_delta;
+}
+
+/* Fills one entry from the samples of one name (sorted by side, run). */
+static void fill_entry(struct diff *d, const struct sample *s, size_t n, size_t na, size_t nb)
+{
+	int64_t *a_self = xcalloc(na, sizeof(int64_t)), *a_cum = xcalloc(na, sizeof(int64_t));
+	int64_t *b_self = xcalloc(nb, sizeof(int64_t)), *b_cum = xcalloc(nb, sizeof(int64_t));
+	bool in_a = false, in_b = false;
+	struct diff_entry *e;
+	size_t i;
+
+	ALLOC_GROW(d->entries, d->nr + 1, d->alloc);
+	e = &d->entries[d->nr++];
+	memset(e, 0, sizeof(*e));
+	e->name = xstrdup(s[0].name);
+	for (i = 0; i < n; i++) {
+		/* A name twice in one process: selves add up, the outer cum counts. */
+		if (s[i].side == 0) {
+			in_a = true;
+			a_self[s[i].run] += s[i].self_us;
+			if (s[i].cum_us > a_cum[s[i].run])
+				a_cum[s[i].run] = s[i].cum_us;
+			if (!in_b)
+				e->kind = s[i].kind;
+		} else {
+			in_b = true;
+			b_self[s[i].run] += s[i].self_us;
+			if (s[i].cum_us > b_cum[s[i].run])
+				b_cum[s[i].run] = s[i].cum_us;
+			e->kind = s[i].kind;
+		}
+	}
+	e->a_self_us = diff_median(a_self, na);
+	e->a_mad_us = diff_mad(a_self, na, e->a_self_us);
+	e->b_self_us = diff_median(b_self, nb);
+	e->b_mad_us = diff_mad(b_self, nb, e->b_self_us);
+	e->a_cum_us = diff_median(a_cum, na);
+	e->b_cum_us = diff_median(b_cum, nb);
+	e->added = !in_a && in_b;
+	e->removed = in_a && !in_b;
+	e->delta_us = e->b_self_us - e->a_self_us;
+	e->cum_delta_us = e->b_cum_us - e->a_cum_us;
+	e->threshold_us = threshold(d->min_delta_us, e->a_mad_us, e->b_mad_us);
+	e->flagged = llabs(e->delta_us) > e->threshold_us;
+	if (e->flagged && llabs(e->delta_us) > d->max_abs_delta_us)
+		d->max_abs_delta_us = llabs(e->delta_us);
+	free(a_self);
+	free(a_cum);
+	free(b_self);
+	free(b_cum);
+}
+
+static int64_t median_of(const struct run *const *runs, size_t n, int kind, int64_t *mad)
+{
+	int64_t *v = xmalloc(st_mult(n ? n : 1, sizeof(*v))), m;
+	size_t i, k = 0;
+
+	for (i = 0; i < n; i++) {
+		int64_t x = kind == 0 ? proc_import_total_us(&runs[i]->procs[0], true) : runs[i]->wall_us;
+
+		if (x != UNKNOWN && x >= 0)
+			v[k++] = x;
+	}
+	if (!k) {
+		free(v);
+		*mad = 0;
+		return UNKNOWN;
+	}
+	m = diff_median(v, k);
+	*mad = diff_mad(v, k, m);
+	free(v);
+	return m;
+}
+
+static void add_signed(struct buf *out, int64_t us)
+{
+	if (us > 0)
+		buf_addch(out, '+');
+	buf_add_duration(out, us);
+}
+
+static int cmp_delta_desc(const void *a, const void *b)
+{
+	const struct diff_entry *x = *(const struct diff_entry *const *)a;
+	const struct diff_entry *y = *(const struct diff_entry *const *)b;
+	int64_t ax = llabs(x->added || x->removed ? (x->added ? x->b_cum_us : x->a_cum_us) : x->delta_us);
+	int64_t ay = llabs(y->added || y->removed ? (y->added ? y->b_cum_us : y->a_cum_us) : y->delta_us);
+
+	if (ax != ay)
+		return ax > ay ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* Entries matching pick(), sorted by size of change; caller frees. */
+static const struct diff_entry **select_entries(const struct diff *d, int which, size_t *nr)
+{
+	const struct diff_entry **v = xmalloc(st_mult(d->nr ? d->nr : 1, sizeof(*v)));
+	size_t i, n = 0;
+
+	for (i = 0; i < d->nr; i++) {
+		const struct diff_entry *e = &d->entries[i];
+		bool take;
+
+		switch (which) {
+		case 0: take = e->flagged && !e->added && !e->removed && e->delta_us > 0; break;
+		case 1: take = e->flagged && !e->added && !e->removed && e->delta_us < 0; break;
+		case 2: take = e->added; break;
+		case 3: take = e->removed; break;
+		default: take = !e->flagged && e->delta_us != 0 && !e->added && !e->removed;
+		}
+		if (take)
+			v[n++] = e;
+	}
+	qsort(v, n, sizeof(*v), cmp_delta_desc);
+	*nr = n;
+	return v;
+}
+
+static void report_list(const struct diff *d, int which, const char *heading, size_t top, struct buf *out)
+{
+	size_t n, i;
+	const struct diff_entry **v = select_entries(d, which, &n);
+
+	if (!n) {
+		free(v);
+		return;
+	}
+	buf_addf(out, "\n%s (%zu):\n", heading, n);
+	for (i = 0; i < n && (!top || i < top); i++) {
+		const struct diff_entry *e = v[i];
+		struct buf col = BUF_INIT;
+
+		if (which == 2) {
+			add_signed(&col, e->b_cum_us);
+			buf_addf(out, "  %12s  %s (self ", col.buf, e->name);
+			buf_add_duration(out, e->b_self_us);
+			buf_adds(out, e->flagged ? ", flagged)\n" : ")\n");
+		} else if (which == 3) {
+			add_signed(&col, -e->a_cum_us);
+			buf_addf(out, "  %12s  %s\n", col.buf, e->name);
+		} else {
+			add_signed(&col, e->delta_us);
+			buf_addf(out, "  %12s  %s  self ", col.buf, e->name);
+			buf_add_duration(out, e->a_self_us);
+			buf_adds(out, " -> ");
+			buf_add_duration(out, e->b_self_us);
+			buf_adds(out, ", cumulative ");
+			add_signed(out, e->cum_delta_us);
+			buf_adds(out, ", threshold ");
+			buf_add_duration(out, e->threshold_us);
+			buf_addch(out, '\n');
+		}
+		buf_release(&col);
+	}
+	if (top && n > top)
+		buf_addf(out, "  ... %zu more (--top 0 shows all)\n", n - top);
+	free(v);
+}
+
+int64_t diff_median(int64_t *v, size_t n)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_i64);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int64_t diff_mad(const int64_t *v, size_t n, int64_t median)
+{
+	int64_t *dev, m;
+	size_t i;
+
+	if (n < 2)
+		return 0;
+	dev = xmalloc(st_mult(n, sizeof(*dev)));
+	for (i = 0; i < n; i++)
+		dev[i] = llabs(v[i] - median);
+	m = diff_median(dev, n);
+	free(dev);
+	return m;
+}
+
+int diff_compute(struct diff *d, const struct profile *a, const struct profile *b,
+		 int64_t min_delta_us, struct buf *err)
+{
+	const struct run **ra = xmalloc(st_mult(a->nr_runs ? a->nr_runs : 1, sizeof(*ra)));
+	const struct run **rb = xmalloc(st_mult(b->nr_runs ? b->nr_runs : 1, sizeof(*rb)));
+	struct samples s = { NULL, 0, 0 };
+	size_t i, j;
+	int ret = -1;
+
+	d->min_delta_us = min_delta_us;
+	d->a_runs = pick_runs(a, ra);
+	d->b_runs = pick_runs(b, rb);
+	if (!d->a_runs || !d->b_runs) {
+		buf_addf(err, "the %s profile holds no run with a process", !d->a_runs ? "first" : "second");
+		goto out;
+	}
+	collect(&s, ra, d->a_runs, 0);
+	collect(&s, rb, d->b_runs, 1);
+	qsort(s.v, s.nr, sizeof(*s.v), cmp_sample);
+	for (i = 0; i < s.nr; i = j) {
+		for (j = i + 1; j < s.nr && !strcmp(s.v[j].name, s.v[i].name); j++)
+			;
+		fill_entry(d, &s.v[i], j - i, d->a_runs, d->b_runs);
+	}
+	d->a_total_us = median_of(ra, d->a_runs, 0, &d->a_total_mad_us);
+	d->b_total_us = median_of(rb, d->b_runs, 0, &d->b_total_mad_us);
+	d->total_threshold_us = threshold(min_delta_us, d->a_total_mad_us, d->b_total_mad_us);
+	d->total_flagged = llabs(d->b_total_us - d->a_total_us) > d->total_threshold_us;
+	{
+		int64_t mad;
+
+		d->a_wall_us = median_of(ra, d->a_runs, 1, &mad);
+		d->b_wall_us = median_of(rb, d->b_runs, 1, &mad);
+	}
+	ret = 0;
+out:
+	free(s.v);
+	free(ra);
+	free(rb);
+	return ret;
+}
+
+const struct diff_entry *diff_find(const struct diff *d, const char *name)
+{
+	if (!d || !d->nr)
+		return NULL;
+	return bsearch(name, d->entries, d->nr, sizeof(*d->entries), cmp_entry_name);
+}
+
+size_t diff_regressions(const struct diff *d)
+{
+	size_t i, n = d->total_flagged && d->b_total_us > d->a_total_us;
+
+	for (i = 0; i < d->nr; i++)
+		if (d->entries[i].flagged && d->entries[i].delta_us > 0)
+			n++;
+	return n;
+}
+
+void diff_report(const struct diff *d, const char *a_name, const char *b_name, size_t top,
+		 struct buf *out)
+{
+	size_t n;
+	const struct diff_entry **quiet = select_entries(d, 4, &n);
+
+	buf_addf(out, "coldstart diff: %s (%zu run%s) -> %s (%zu run%s)\n", a_name, d->a_runs,
+		 d->a_runs == 1 ? "" : "s", b_name, d->b_runs, d->b_runs == 1 ? "" : "s");
+	buf_adds(out, "import total: ");
+	buf_add_duration(out, d->a_total_us);
+	buf_adds(out, " -> ");
+	buf_add_duration(out, d->b_total_us);
+	buf_adds(out, " (");
+	add_signed(out, d->b_total_us - d->a_total_us);
+	buf_adds(out, ", threshold ");
+	buf_add_duration(out, d->total_threshold_us);
+	buf_adds(out, ")");
+	if (d->total_flagged)
+		buf_adds(out, d->b_total_us > d->a_total_us ? "  REGRESSION" : "  improvement");
+	else
+		buf_adds(out, "  within noise");
+	buf_addch(out, '\n');
+	if (d->a_wall_us != UNKNOWN && d->b_wall_us != UNKNOWN) {
+		buf_adds(out, "wall time: ");
+		buf_add_duration(out, d->a_wall_us);
+		buf_adds(out, " -> ");
+		buf_add_duration(out, d->b_wall_us);
+		buf_adds(out, " (");
+		add_signed(out, d->b_wall_us - d->a_wall_us);
+		buf_adds(out, ", not judged)\n");
+	}
+	buf_adds(out, d->a_runs > 1 || d->b_runs > 1
+			      ? "noise: medians across runs; a change is flagged when it exceeds 3 x 1.4826 x MAD"
+			      : "noise: single runs; a change is flagged when it exceeds");
+	buf_adds(out, d->a_runs > 1 || d->b_runs > 1 ? " and --min-delta (" : " --min-delta (");
+	buf_add_duration(out, d->min_delta_us);
+	buf_adds(out, ")\n");
+	report_list(d, 0, "slower (flagged)", top, out);
+	report_list(d, 1, "faster (flagged)", top, out);
+	report_list(d, 2, "new modules", top, out);
+	report_list(d, 3, "removed modules", top, out);
+	if (n)
+		buf_addf(out, "\n%zu other module%s changed within the noise threshold\n", n, n == 1 ? "" : "s");
+	buf_addf(out, "\n%zu regression%s flagged\n", diff_regressions(d), diff_regressions(d) == 1 ? "" : "s");
+	free(quiet);
+}
+
+void diff_release(struct diff *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->nr; i++)
+		free(d->entries[i].name);
+	free(d->entries);
+	d->entries = NULL;
+	d->nr = d->alloc = 0;
+}

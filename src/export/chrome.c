@@ -1,0 +1,103 @@
+/*
+ * Chrome trace events ("ph":"X") for Perfetto and chrome://tracing: one
+ * track (pid = tid) per process, named by metadata events.  Perfetto rejects
+ * overlapping slices on one thread, so the shared layout guarantees that a
+ * child lies inside its parent and siblings never overlap.
+ */
+#include "export/export.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void add_flags(struct buf *out, uint32_t flags)
+{
+	static const char *const names[] = {
+		"cached", "failed", "startup", "trace_only", "inconsistent",
+		"open", "compiled", "native", "negative",
+	};
+	size_t i;
+	bool first = true;
+
+	buf_addch(out, '[');
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		if (!(flags & (1u << i)))
+			continue;
+		buf_addf(out, "%s\"%s\"", first ? "" : ",", names[i]);
+		first = false;
+	}
+	buf_addch(out, ']');
+}
+
+static void trace_proc(const struct proc *pr, size_t idx, long pid, int64_t offset, struct buf *out)
+{
+	int32_t *order;
+	int64_t *start, *end;
+	struct buf label = BUF_INIT;
+	size_t n, k;
+
+	export_proc_label(pr, idx, &label);
+	buf_addf(out, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%ld,\"tid\":%ld,\"args\":{\"name\":",
+		 idx ? ",\n" : "", pid, pid);
+	export_add_json(out, label.buf);
+	buf_addf(out, "}},\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%ld,\"tid\":%ld,"
+		      "\"args\":{\"name\":\"imports\"}}",
+		 pid, pid);
+	buf_release(&label);
+	if (!pr->nr_nodes)
+		return;
+	order = xmalloc(st_mult(pr->nr_nodes, sizeof(*order)));
+	start = xmalloc(st_mult(pr->nr_nodes, sizeof(*start)));
+	end = xmalloc(st_mult(pr->nr_nodes, sizeof(*end)));
+	export_layout(pr, export_has_timing(pr), start, end);
+	n = export_preorder(pr, order, NULL);
+	for (k = 0; k < n; k++) {
+		int32_t v = order[k];
+		const struct imp_node *nd = &pr->nodes[v];
+
+		buf_adds(out, ",\n{\"name\":");
+		export_add_json(out, node_name(pr, v));
+		buf_addf(out, ",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":", kind_name((enum node_kind)nd->kind));
+		export_add_us(out, start[v] + offset);
+		buf_adds(out, ",\"dur\":");
+		export_add_us(out, end[v] - start[v]);
+		buf_addf(out, ",\"pid\":%ld,\"tid\":%ld,\"args\":{\"self_us\":", pid, pid);
+		buf_add_i64(out, nd->self_us);
+		buf_adds(out, ",\"cum_us\":");
+		buf_add_i64(out, nd->cum_us);
+		buf_adds(out, ",\"flags\":");
+		add_flags(out, nd->flags);
+		buf_adds(out, "}}");
+	}
+	free(order);
+	free(start);
+	free(end);
+}
+
+int export_chrome(const struct profile *p, const struct export_opts *o, struct buf *out, struct buf *err)
+{
+	const struct run *r = export_pick_run(p, o, err);
+	int64_t base = INT64_MAX;
+	bool aligned = true;
+	size_t i;
+
+	if (!r)
+		return -1;
+	/* Processes share a time axis only when every one has a start time. */
+	for (i = 0; i < r->nr_procs; i++) {
+		if (r->procs[i].start_ns == UNKNOWN || !export_has_timing(&r->procs[i]))
+			aligned = false;
+		else if (r->procs[i].start_ns < base)
+			base = r->procs[i].start_ns;
+	}
+	buf_adds(out, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"tool\":\"coldstart " COLDSTART_VERSION
+		      "\"},\"traceEvents\":[\n");
+	for (i = 0; i < r->nr_procs; i++) {
+		const struct proc *pr = &r->procs[i];
+		/* pids are unique within a run; unknown ones get 1, 2, ... */
+		long pid = pr->pid > 0 ? pr->pid : (long)(i + 1);
+
+		trace_proc(pr, i, pid, aligned ? pr->start_ns - base : 0, out);
+	}
+	buf_adds(out, "\n]}\n");
+	return 0;
+}

@@ -1,0 +1,484 @@
+/*
+ * The table of output formats, writing a rendered document to a file (gzip
+ * when the name ends in .gz), and the helpers every exporter shares: run
+ * selection, a nesting-safe layout of the import tree, and text cleaning.
+ */
+#include "export/export.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+static const struct exporter exporters[] = {
+	{
+		.name = "svg",
+		.ext = "svg",
+		.summary = "interactive flamegraph (hover, click to zoom, search)",
+		.write = export_svg,
+	},
+	{
+		.name = "folded",
+		.ext = "folded",
+		.summary = "folded stacks, 'proc;a;b;c <self us>' (flamegraph.pl, inferno, speedscope)",
+		.write = export_folded,
+	},
+	{
+		.name = "speedscope",
+		.ext = "speedscope.json",
+		.summary = "speedscope evented profile, one profile per process",
+		.write = export_speedscope,
+	},
+	{
+		.name = "chrome",
+		.ext = "trace.json",
+		.summary = "Chrome trace events (Perfetto, chrome://tracing), one track per process",
+		.write = export_chrome,
+	},
+	{
+		.name = "html",
+		.ext = "html",
+		.summary = "single-file report: summary, findings, sortable table, flamegraph",
+		.write = export_html,
+	},
+};
+
+struct walk_item {
+	int32_t node;
+	int32_t parent;
+};
+
+static bool valid_node(const struct proc *pr, int32_t i)
+{
+	return i >= 0 && (size_t)i < pr->nr_nodes;
+}
+
+/*
+ * Pre-order over the linked tree with an explicit stack, so a deep or damaged
+ * tree neither overflows the C stack nor loops: seen[] cuts cycles.  order[]
+ * receives nodes, parent[] the parent each was reached from (-1 for roots).
+ */
+static size_t preorder(const struct proc *pr, int32_t *order, int32_t *parent,
+		       bool (*visit)(const struct proc *pr, int32_t i, void *data), void *data)
+{
+	struct walk_item *stack = NULL;
+	size_t nr = 0, alloc = 0, n = 0;
+	unsigned char *seen;
+
+	if (!pr->nr_nodes)
+		return 0;
+	seen = xcalloc(pr->nr_nodes, 1);
+	if (valid_node(pr, pr->first_root)) {
+		ALLOC_GROW(stack, nr + 1, alloc);
+		stack[nr].node = pr->first_root;
+		stack[nr++].parent = -1;
+	}
+	while (nr) {
+		struct walk_item it = stack[--nr];
+		const struct imp_node *nd;
+
+		if (seen[it.node])
+			continue;
+		seen[it.node] = 1;
+		nd = &pr->nodes[it.node];
+		if (order)
+			order[n] = it.node;
+		if (parent)
+			parent[it.node] = it.parent;
+		n++;
+		if (valid_node(pr, nd->next_sibling) && !seen[nd->next_sibling]) {
+			ALLOC_GROW(stack, nr + 1, alloc);
+			stack[nr].node = nd->next_sibling;
+			stack[nr++].parent = it.parent;
+		}
+		if (visit && !visit(pr, it.node, data))
+			continue;
+		if (valid_node(pr, nd->first_child) && !seen[nd->first_child]) {
+			ALLOC_GROW(stack, nr + 1, alloc);
+			stack[nr].node = nd->first_child;
+			stack[nr++].parent = it.node;
+		}
+	}
+	free(stack);
+	free(seen);
+	return n;
+}
+
+static int64_t nonneg(int64_t v)
+{
+	return v < 0 ? 0 : v;
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+static int64_t max64(int64_t a, int64_t b)
+{
+	return a > b ? a : b;
+}
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	size_t len, i;
+	unsigned char lo = 0x80, hi = 0xbf;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	if (s[0] == 0xe0)
+		lo = 0xa0;
+	else if (s[0] == 0xed)
+		hi = 0x9f;
+	else if (s[0] == 0xf0)
+		lo = 0x90;
+	else if (s[0] == 0xf4)
+		hi = 0x8f;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (i = 2; i < len; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return len;
+}
+
+static int write_gz(const char *path, const char *data, size_t len, struct buf *err)
+{
+	gzFile gz;
+	int saved;
+
+	errno = 0;
+	gz = gzopen(path, ends_with(path, ".gz") ? "wb" : "wT");
+	if (!gz) {
+		buf_addf(err, "cannot write '%s': %s", path, errno ? strerror(errno) : "zlib error");
+		return -1;
+	}
+	while (len) {
+		unsigned chunk = len > (1u << 20) ? (1u << 20) : (unsigned)len;
+		int n = gzwrite(gz, data, chunk);
+
+		if (n <= 0) {
+			int zerr;
+			const char *msg = gzerror(gz, &zerr);
+
+			saved = errno;
+			buf_addf(err, "cannot write '%s': %s", path,
+				 zerr == Z_ERRNO && saved ? strerror(saved) : msg);
+			gzclose(gz);
+			return -1;
+		}
+		data += n;
+		len -= (size_t)n;
+	}
+	if (gzclose(gz) != Z_OK) {
+		buf_addf(err, "cannot write '%s': %s", path, errno ? strerror(errno) : "zlib error");
+		return -1;
+	}
+	return 0;
+}
+
+const struct exporter *exporter_list(size_t *nr)
+{
+	*nr = ARRAY_SIZE(exporters);
+	return exporters;
+}
+
+const struct exporter *exporter_find(const char *name)
+{
+	size_t i;
+
+	if (!name)
+		return NULL;
+	for (i = 0; i < ARRAY_SIZE(exporters); i++)
+		if (!strcmp(exporters[i].name, name))
+			return &exporters[i];
+	return NULL;
+}
+
+const struct exporter *exporter_for_path(const char *path)
+{
+	struct buf base = BUF_INIT;
+	const struct exporter *found = NULL;
+	size_t i, len = strlen(path);
+
+	if (ends_with(path, ".gz"))
+		len -= 3;
+	buf_add(&base, path, len);
+	for (i = 0; i < ARRAY_SIZE(exporters); i++) {
+		struct buf suffix = BUF_INIT;
+
+		buf_addf(&suffix, ".%s", exporters[i].ext);
+		if (ends_with(base.buf, suffix.buf))
+			found = &exporters[i];
+		buf_release(&suffix);
+		if (found)
+			break;
+	}
+	if (!found && (ends_with(base.buf, ".htm")))
+		found = exporter_find("html");
+	buf_release(&base);
+	return found;
+}
+
+int export_write_data(const char *path, const char *data, size_t len, struct buf *err)
+{
+	if (!strcmp(path, "-")) {
+		if (fwrite(data, 1, len, stdout) != len || fflush(stdout)) {
+			buf_addf(err, "cannot write to standard output: %s", strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	return write_gz(path, data, len, err);
+}
+
+int export_to_path(const struct profile *p, const struct exporter *e, const struct export_opts *o,
+		   const char *path, struct buf *err)
+{
+	struct buf out = BUF_INIT;
+	int ret = -1;
+
+	if (e->write(p, o, &out, err) < 0)
+		goto out;
+	ret = export_write_data(path, out.buf, out.len, err);
+out:
+	buf_release(&out);
+	return ret;
+}
+
+const struct run *export_pick_run(const struct profile *p, const struct export_opts *o,
+				  struct buf *err)
+{
+	size_t i, nr = 0, *idx = NULL;
+	const struct run *r = NULL;
+	bool warm_ok = false;
+
+	if (!p->nr_runs) {
+		buf_adds(err, "the profile holds no runs");
+		return NULL;
+	}
+	if (o && o->run >= 0) {
+		if ((size_t)o->run >= p->nr_runs) {
+			buf_addf(err, "run %ld does not exist (the profile holds %zu)", o->run,
+				 p->nr_runs);
+			return NULL;
+		}
+		r = &p->runs[o->run];
+		goto check;
+	}
+	/* The median run by main-process import total, warm-up runs last resort. */
+	idx = xmalloc(st_mult(p->nr_runs, sizeof(*idx)));
+again:
+	for (i = 0; i < p->nr_runs; i++)
+		if (p->runs[i].nr_procs && (warm_ok || !p->runs[i].warmup))
+			idx[nr++] = i;
+	if (!nr && !warm_ok) {
+		warm_ok = true;
+		goto again;
+	}
+	if (!nr) {
+		free(idx);
+		buf_adds(err, "the profile holds no process to draw");
+		return NULL;
+	}
+	/* Insertion sort: runs are few. */
+	for (i = 1; i < nr; i++) {
+		size_t j = i, v = idx[i];
+		int64_t tv = proc_import_total_us(&p->runs[v].procs[0], true);
+
+		while (j > 0 && proc_import_total_us(&p->runs[idx[j - 1]].procs[0], true) > tv) {
+			idx[j] = idx[j - 1];
+			j--;
+		}
+		idx[j] = v;
+	}
+	r = &p->runs[idx[(nr - 1) / 2]];
+	free(idx);
+check:
+	if (!r->nr_procs) {
+		buf_adds(err, "the selected run holds no process to draw");
+		return NULL;
+	}
+	return r;
+}
+
+size_t export_preorder(const struct proc *pr, int32_t *order, int32_t *parent)
+{
+	return preorder(pr, order, parent, NULL, NULL);
+}
+
+void export_walk(const struct proc *pr, bool (*visit)(const struct proc *pr, int32_t i, void *data),
+		 void *data)
+{
+	preorder(pr, NULL, NULL, visit, data);
+}
+
+bool export_has_timing(const struct proc *pr)
+{
+	size_t i;
+
+	if (!pr->timing)
+		return false;
+	for (i = 0; i < pr->nr_nodes; i++)
+		if (pr->timing[i].start_ns != UNKNOWN && pr->timing[i].end_ns != UNKNOWN)
+			return true;
+	return false;
+}
+
+int64_t export_layout(const struct proc *pr, bool use_timing, int64_t *start, int64_t *end)
+{
+	int32_t *order, *parent;
+	int64_t *width = NULL, *cursor, root_cursor = 0;
+	size_t n, k, i;
+
+	for (i = 0; i < pr->nr_nodes; i++)
+		start[i] = end[i] = -1;
+	if (!pr->nr_nodes)
+		return 0;
+	order = xmalloc(st_mult(pr->nr_nodes, sizeof(*order)));
+	parent = xmalloc(st_mult(pr->nr_nodes, sizeof(*parent)));
+	cursor = xmalloc(st_mult(pr->nr_nodes, sizeof(*cursor)));
+	n = preorder(pr, order, parent, NULL, NULL);
+	use_timing = use_timing && pr->timing;
+
+	if (!use_timing) {
+		/*
+		 * Children follow their parent in pre-order, so in reverse every
+		 * child has added itself to width[parent] before the parent is
+		 * reached: width = max(own cum, sum of children).
+		 */
+		width = xcalloc(pr->nr_nodes, sizeof(*width));
+		for (k = n; k-- > 0;) {
+			int32_t v = order[k];
+			int64_t own = nonneg(pr->nodes[v].cum_us) * 1000;
+
+			width[v] = max64(width[v], own);
+			if (parent[v] >= 0)
+				width[parent[v]] += width[v];
+		}
+	}
+	for (k = 0; k < n; k++) {
+		int32_t v = order[k], up = parent[v];
+		int64_t lo = up >= 0 ? cursor[up] : root_cursor;
+		int64_t hi = up >= 0 ? end[up] : INT64_MAX;
+		int64_t s, e;
+
+		if (use_timing) {
+			const struct imp_timing *t = &pr->timing[v];
+			int64_t dur = nonneg(pr->nodes[v].cum_us) * 1000;
+
+			s = t->start_ns != UNKNOWN ? max64(t->start_ns, lo) : lo;
+			if (t->end_ns != UNKNOWN && t->start_ns != UNKNOWN)
+				e = t->end_ns;
+			else
+				e = s + dur;
+			s = min64(s, hi);
+			e = min64(max64(e, s), hi);
+		} else {
+			s = lo;
+			e = s + width[v];
+		}
+		start[v] = s;
+		end[v] = e;
+		cursor[v] = s;
+		if (up >= 0)
+			cursor[up] = e;
+		else
+			root_cursor = e;
+	}
+	free(order);
+	free(parent);
+	free(cursor);
+	free(width);
+	return root_cursor;
+}
+
+void export_proc_label(const struct proc *pr, size_t idx, struct buf *out)
+{
+	struct buf tmp = BUF_INIT;
+
+	if (pr->argv && *pr->argv) {
+		size_t len = strlen(pr->argv);
+
+		if (len > 80) {
+			buf_add(&tmp, pr->argv, 77);
+			buf_adds(&tmp, "...");
+		} else {
+			buf_adds(&tmp, pr->argv);
+		}
+	} else {
+		buf_addf(&tmp, "process %zu", idx + 1);
+	}
+	if (pr->pid >= 0)
+		buf_addf(&tmp, " (pid %ld)", pr->pid);
+	export_add_clean(out, tmp.buf);
+	buf_release(&tmp);
+}
+
+void export_add_clean(struct buf *out, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s);
+
+	while (n) {
+		size_t len = utf8_len(p, n);
+
+		if (!len || (len == 1 && (*p < 0x20 || *p == 0x7f))) {
+			buf_addch(out, '?');
+			len = 1;
+		} else {
+			buf_add(out, p, len);
+		}
+		p += len;
+		n -= len;
+	}
+}
+
+void export_add_xml(struct buf *out, const char *s)
+{
+	struct buf clean = BUF_INIT;
+	size_t i;
+
+	export_add_clean(&clean, s);
+	for (i = 0; i < clean.len; i++) {
+		switch (clean.buf[i]) {
+		case '&': buf_adds(out, "&amp;"); break;
+		case '<': buf_adds(out, "&lt;"); break;
+		case '>': buf_adds(out, "&gt;"); break;
+		case '"': buf_adds(out, "&quot;"); break;
+		case '\'': buf_adds(out, "&#39;"); break;
+		default: buf_addch(out, clean.buf[i]);
+		}
+	}
+	buf_release(&clean);
+}
+
+void export_add_json(struct buf *out, const char *s)
+{
+	struct buf clean = BUF_INIT;
+
+	export_add_clean(&clean, s);
+	buf_add_json_str(out, clean.buf, clean.len);
+	buf_release(&clean);
+}
+
+void export_add_us(struct buf *out, int64_t ns)
+{
+	if (ns < 0) {
+		buf_addch(out, '-');
+		ns = -ns;
+	}
+	buf_add_i64(out, ns / 1000);
+	buf_addf(out, ".%03d", (int)(ns % 1000));
+}

@@ -1,0 +1,142 @@
+/*
+ * Exporters: one table of output formats (SVG flamegraph, folded stacks,
+ * speedscope, Chrome trace, HTML) that commands look up by name, plus the
+ * layout helpers the formats share.
+ */
+#ifndef COLDSTART_EXPORT_H
+#define COLDSTART_EXPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "profile.h"
+#include "util.h"
+
+struct diff;
+
+struct export_opts {
+	/*
+	 * Which run to draw: -1 picks the representative run (the non-warm-up
+	 * run whose main-process import total is the median), otherwise an
+	 * index into p->runs.
+	 */
+	long run;
+	/*
+	 * SVG, folded and HTML draw the main process (procs[0]) unless
+	 * all_procs is set; speedscope and Chrome trace always carry every
+	 * process, one profile or track each.
+	 */
+	bool all_procs;
+	bool icicle; /* SVG: root at the top */
+	int width; /* SVG width in pixels; 0 = 1200 */
+	double min_width; /* SVG: frames narrower than this (px) are not drawn; <0 = 0.1 */
+	const char *title; /* NULL = "coldstart: <target>" */
+	/*
+	 * SVG differential mode (borrowed): colour B's frames by their change
+	 * against the diff's base; NULL for an ordinary flamegraph.
+	 */
+	const struct diff *diff;
+};
+
+#define EXPORT_OPTS_INIT { -1, false, false, 0, -1.0, NULL, NULL }
+
+/*
+ * One output format.  write() appends the whole document to out and returns
+ * 0, or returns -1 with a one-line message in err (the profile has no such
+ * run, nothing to draw).  It never prints.
+ */
+struct exporter {
+	const char *name; /* "svg", "folded", ... as given to --format */
+	const char *ext; /* file-name ending without the dot, e.g. "svg" */
+	const char *summary;
+	int (*write)(const struct profile *p, const struct export_opts *o, struct buf *out,
+		     struct buf *err);
+};
+
+/* The table, in the order --help lists it; nr set to its length. */
+const struct exporter *exporter_list(size_t *nr);
+/* NULL when no format has this name. */
+const struct exporter *exporter_find(const char *name);
+/*
+ * The format whose ext ends path (".gz" ignored), NULL when none does.
+ * ".json" alone is ambiguous and gives NULL; ".speedscope.json" and
+ * ".trace.json" are recognised.
+ */
+const struct exporter *exporter_for_path(const char *path);
+
+/*
+ * Renders p with e and writes it to path: "-" is stdout, a name ending in
+ * ".gz" is gzip-compressed through zlib, anything else is written plain.
+ * Returns 0, or -1 with err set ("cannot write 'x.svg': ...").
+ */
+int export_to_path(const struct profile *p, const struct exporter *e, const struct export_opts *o,
+		   const char *path, struct buf *err);
+/* Writes len bytes of data to path the same way (used for diff reports too). */
+int export_write_data(const char *path, const char *data, size_t len, struct buf *err);
+
+/* The exporters themselves (one file each). */
+int export_svg(const struct profile *p, const struct export_opts *o, struct buf *out, struct buf *err);
+int export_folded(const struct profile *p, const struct export_opts *o, struct buf *out, struct buf *err);
+int export_speedscope(const struct profile *p, const struct export_opts *o, struct buf *out,
+		      struct buf *err);
+int export_chrome(const struct profile *p, const struct export_opts *o, struct buf *out, struct buf *err);
+int export_html(const struct profile *p, const struct export_opts *o, struct buf *out, struct buf *err);
+
+/*
+ * SVG body without the XML prolog and with or without the inline script, so
+ * the HTML report can embed it; the script is exported separately.
+ */
+int svg_render(const struct profile *p, const struct export_opts *o, bool standalone,
+	       struct buf *out, struct buf *err);
+extern const char svg_script[];
+
+/*
+ * Shared helpers.
+ *
+ * export_pick_run returns the run selected by o->run, or NULL with err set.
+ */
+const struct run *export_pick_run(const struct profile *p, const struct export_opts *o,
+				  struct buf *err);
+
+/*
+ * Perfectly nested intervals, in nanoseconds from the process's start, for
+ * every node of pr: a child lies inside its parent and siblings do not
+ * overlap.  With use_timing and a tracer's timing the real start/end are
+ * used (clamped where the data disagree); otherwise the tree is laid out
+ * from the cumulative times, each node as wide as max(cum, sum of its
+ * children).  start and end must hold pr->nr_nodes entries; nodes that are
+ * not reachable from the roots get start = end = -1.  Returns the end of the
+ * last root (the process's extent).
+ */
+int64_t export_layout(const struct proc *pr, bool use_timing, int64_t *start, int64_t *end);
+
+/*
+ * Pre-order walk of pr without recursion; the visit callback may return
+ * false to skip a node's children.  Cycles in a damaged tree are cut: no
+ * node is visited twice.
+ */
+/*
+ * The same walk into arrays: order[] receives the reachable nodes in
+ * pre-order (returns how many), parent[node] the node it was reached from
+ * (-1 for roots).  Both hold pr->nr_nodes entries; parent may be NULL.
+ */
+size_t export_preorder(const struct proc *pr, int32_t *order, int32_t *parent);
+void export_walk(const struct proc *pr, bool (*visit)(const struct proc *pr, int32_t i, void *data),
+		 void *data);
+
+/* True when every node with a finished import has start/end timing. */
+bool export_has_timing(const struct proc *pr);
+
+/* A label for a process: "python3 app.py (pid 42)", "process 2". */
+void export_proc_label(const struct proc *pr, size_t idx, struct buf *out);
+
+/* Appends s with invalid UTF-8 and control bytes replaced by '?'. */
+void export_add_clean(struct buf *out, const char *s);
+/* Appends s escaped for XML/HTML text and attributes (also cleaned). */
+void export_add_xml(struct buf *out, const char *s);
+/* Appends s as a JSON string literal (also cleaned). */
+void export_add_json(struct buf *out, const char *s);
+/* Appends ns as microseconds with three decimals ("12.345"). */
+void export_add_us(struct buf *out, int64_t ns);
+
+#endif

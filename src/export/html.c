@@ -1,0 +1,299 @@
+/*
+ * The single-file HTML report: summary, findings, sortable module and
+ * package tables and the embedded flamegraph.  Everything (styles, scripts,
+ * SVG) is inline, so the file works offline and can be attached to a ticket.
+ */
+#include "export/export.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char sort_script[] =
+	"(function () {\n"
+	"  \"use strict\";\n"
+	"  function key(td) { var v = td.getAttribute(\"data-v\"); return v === null ? td.textContent : +v; }\n"
+	"  function sortBy(table, col) {\n"
+	"    var th = table.tHead.rows[0].cells[col], body = table.tBodies[0];\n"
+	"    var desc = th.getAttribute(\"data-dir\") !== \"desc\";\n"
+	"    [].forEach.call(table.tHead.rows[0].cells, function (c) { c.removeAttribute(\"data-dir\"); });\n"
+	"    th.setAttribute(\"data-dir\", desc ? \"desc\" : \"asc\");\n"
+	"    var rows = [].slice.call(body.rows);\n"
+	"    rows.sort(function (a, b) {\n"
+	"      var x = key(a.cells[col]), y = key(b.cells[col]);\n"
+	"      var r = typeof x === \"number\" && typeof y === \"number\" ? x - y : String(x).localeCompare(String(y));\n"
+	"      return desc ? -r : r;\n"
+	"    });\n"
+	"    rows.forEach(function (r) { body.appendChild(r); });\n"
+	"  }\n"
+	"  window.csSort = function (id, col) { sortBy(document.getElementById(id), col); };\n"
+	"  [].forEach.call(document.querySelectorAll(\"table.cs-sort\"), function (t) {\n"
+	"    [].forEach.call(t.tHead.rows[0].cells, function (th, i) {\n"
+	"      th.addEventListener(\"click\", function () { sortBy(t, i); });\n"
+	"    });\n"
+	"  });\n"
+	"})();\n";
+
+static const char style[] =
+	"body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;background:#fff}"
+	"h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ddd}"
+	"table{border-collapse:collapse;font-size:0.9em}"
+	"td,th{padding:2px 10px;border-bottom:1px solid #eee;text-align:left}"
+	"td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}"
+	"table.cs-sort th{cursor:pointer;background:#f3f3f3}"
+	"th[data-dir=desc]::after{content:\" \\25BC\"}th[data-dir=asc]::after{content:\" \\25B2\"}"
+	".sev-error{color:#b00}.sev-warning{color:#a60}.sev-info{color:#357}"
+	".finding{margin:0.6em 0;padding:0.4em 0.8em;border-left:4px solid #ccc;background:#fafafa}"
+	".finding p{margin:0.2em 0}.muted{color:#777}"
+	".scroll{max-height:32em;overflow:auto;display:inline-block}"
+	".flame{overflow-x:auto}";
+
+static void add_cell_dur(struct buf *out, int64_t us)
+{
+	if (us == UNKNOWN) {
+		buf_adds(out, "<td class=\"n\" data-v=\"-1\">\xe2\x80\x94</td>");
+		return;
+	}
+	buf_addf(out, "<td class=\"n\" data-v=\"%lld\">", (long long)us);
+	buf_add_duration(out, us);
+	buf_adds(out, "</td>");
+}
+
+static void add_row(struct buf *out, const char *key, const char *value)
+{
+	buf_adds(out, "<tr><th>");
+	export_add_xml(out, key);
+	buf_adds(out, "</th><td>");
+	export_add_xml(out, value);
+	buf_adds(out, "</td></tr>\n");
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Median of a run field over non-warm-up runs; UNKNOWN when none has it. */
+static int64_t median_field(const struct profile *p, size_t offset)
+{
+	int64_t *v = xmalloc(st_mult(p->nr_runs ? p->nr_runs : 1, sizeof(*v))), m = UNKNOWN;
+	size_t i, n = 0;
+
+	for (i = 0; i < p->nr_runs; i++) {
+		int64_t x;
+
+		memcpy(&x, (const char *)&p->runs[i] + offset, sizeof(x));
+		if (!p->runs[i].warmup && x != UNKNOWN && x >= 0)
+			v[n++] = x;
+	}
+	if (n) {
+		qsort(v, n, sizeof(*v), cmp_i64);
+		m = v[(n - 1) / 2];
+	}
+	free(v);
+	return m;
+}
+
+static void summary(const struct profile *p, const struct run *r, struct buf *out)
+{
+	struct buf v = BUF_INIT;
+	size_t i;
+	int64_t m;
+
+	buf_adds(out, "<h2>Summary</h2>\n<table>\n");
+	if (p->target.nr) {
+		for (i = 0; i < p->target.nr; i++)
+			buf_addf(&v, "%s%s", i ? " " : "", p->target.v[i]);
+		add_row(out, "target", v.buf);
+		buf_reset(&v);
+	}
+	if (p->python || p->python_version) {
+		buf_addf(&v, "%s%s%s%s", p->python ? p->python : "", p->python && p->python_version ? " (" : "",
+			 p->python_version ? p->python_version : "", p->python && p->python_version ? ")" : "");
+		add_row(out, "python", v.buf);
+		buf_reset(&v);
+	}
+	if (p->command)
+		add_row(out, "command", p->command);
+	if (p->created)
+		add_row(out, "created", p->created);
+	buf_addf(&v, "%zu (drawn: run %zu, the median by import total unless chosen)", p->nr_runs,
+		 (size_t)(r - p->runs) + 1);
+	add_row(out, "runs", v.buf);
+	buf_reset(&v);
+	buf_add_duration(&v, proc_import_total_us(&r->procs[0], true));
+	buf_adds(&v, " (without interpreter start-up: ");
+	buf_add_duration(&v, proc_import_total_us(&r->procs[0], false));
+	buf_addf(&v, "), %zu modules, %zu processes", r->procs[0].nr_nodes, r->nr_procs);
+	add_row(out, "imports", v.buf);
+	buf_reset(&v);
+	if ((m = median_field(p, offsetof(struct run, wall_us))) != UNKNOWN) {
+		buf_add_duration(&v, m);
+		buf_adds(&v, " (median)");
+		add_row(out, "wall time", v.buf);
+		buf_reset(&v);
+	}
+	if ((m = median_field(p, offsetof(struct run, ready_us))) != UNKNOWN) {
+		buf_add_duration(&v, m);
+		buf_adds(&v, " (median)");
+		add_row(out, "ready after", v.buf);
+		buf_reset(&v);
+	}
+	if (r->maxrss_kb != UNKNOWN && r->maxrss_kb > 0) {
+		buf_add_bytes(&v, r->maxrss_kb * 1024);
+		add_row(out, "max RSS", v.buf);
+		buf_reset(&v);
+	}
+	if (p->limits.cpus > 0 || p->limits.memory > 0) {
+		if (p->limits.cpus > 0)
+			buf_addf(&v, "%.2f CPU ", p->limits.cpus);
+		if (p->limits.memory > 0)
+			buf_add_bytes(&v, p->limits.memory);
+		add_row(out, "limits", v.buf);
+		buf_reset(&v);
+	}
+	buf_adds(out, "</table>\n");
+	buf_release(&v);
+}
+
+static void findings(const struct profile *p, struct buf *out)
+{
+	size_t i;
+
+	buf_addf(out, "<h2>Findings (%zu)</h2>\n", p->nr_findings);
+	if (!p->nr_findings)
+		buf_adds(out, "<p class=\"muted\">No findings.</p>\n");
+	for (i = 0; i < p->nr_findings; i++) {
+		const struct finding *f = &p->findings[i];
+		const char *sev = f->severity ? f->severity : "info";
+
+		buf_adds(out, "<div class=\"finding\"><p><b class=\"sev-");
+		export_add_xml(out, sev);
+		buf_adds(out, "\">");
+		export_add_xml(out, sev);
+		buf_adds(out, "</b> ");
+		export_add_xml(out, f->title ? f->title : "");
+		buf_adds(out, " <span class=\"muted\">[");
+		export_add_xml(out, f->id ? f->id : "");
+		buf_adds(out, "]</span>");
+		if (f->cost_us != UNKNOWN && f->cost_us > 0) {
+			buf_adds(out, " \xe2\x80\x94 ");
+			buf_add_duration(out, f->cost_us);
+		}
+		buf_adds(out, "</p>");
+		if (f->evidence) {
+			buf_adds(out, "<p>");
+			export_add_xml(out, f->evidence);
+			buf_adds(out, "</p>");
+		}
+		if (f->fix) {
+			buf_adds(out, "<p><b>Fix:</b> ");
+			export_add_xml(out, f->fix);
+			buf_adds(out, "</p>");
+		}
+		buf_adds(out, "</div>\n");
+	}
+	for (i = 0; i < p->nr_warnings; i++) {
+		buf_adds(out, i ? "" : "<h2>Warnings</h2>\n");
+		buf_adds(out, "<p class=\"muted\">");
+		if (p->warnings[i].line > 0)
+			buf_addf(out, "line %ld: ", p->warnings[i].line);
+		export_add_xml(out, p->warnings[i].msg ? p->warnings[i].msg : "");
+		buf_adds(out, "</p>\n");
+	}
+}
+
+static void module_table(const struct run *r, const struct export_opts *o, struct buf *out)
+{
+	size_t ng = o->all_procs ? r->nr_procs : 1, i, k;
+
+	buf_adds(out, "<h2>Modules</h2>\n<p class=\"muted\">Click a column to sort.</p>\n"
+		      "<div class=\"scroll\"><table id=\"cs-modules\" class=\"cs-sort\"><thead><tr>"
+		      "<th>module</th><th>kind</th><th class=\"n\">self</th><th class=\"n\">cumulative</th>"
+		      "<th class=\"n\">depth</th><th>process</th></tr></thead><tbody>\n");
+	for (i = 0; i < ng; i++) {
+		const struct proc *pr = &r->procs[i];
+		int32_t *order = xmalloc(st_mult(pr->nr_nodes ? pr->nr_nodes : 1, sizeof(*order)));
+		size_t n = export_preorder(pr, order, NULL);
+
+		for (k = 0; k < n; k++) {
+			const struct imp_node *nd = &pr->nodes[order[k]];
+
+			buf_adds(out, "<tr><td>");
+			export_add_xml(out, node_name(pr, order[k]));
+			buf_addf(out, "</td><td>%s</td>",
+				 nd->kind < KIND__COUNT ? kind_name((enum node_kind)nd->kind) : "?");
+			add_cell_dur(out, nd->self_us);
+			add_cell_dur(out, nd->cum_us);
+			buf_addf(out, "<td class=\"n\" data-v=\"%u\">%u</td><td data-v=\"%zu\">%zu</td></tr>\n",
+				 nd->depth, nd->depth, i + 1, i + 1);
+		}
+		free(order);
+	}
+	buf_adds(out, "</tbody></table></div>\n");
+}
+
+static void package_table(const struct run *r, struct buf *out)
+{
+	size_t nr = 0, i;
+	struct pkg_total *t = proc_package_totals(&r->procs[0], &nr);
+
+	buf_adds(out, "<h2>Packages (main process)</h2>\n"
+		      "<div class=\"scroll\"><table id=\"cs-packages\" class=\"cs-sort\"><thead><tr>"
+		      "<th>package</th><th>kind</th><th class=\"n\">cumulative</th><th class=\"n\">self</th>"
+		      "<th class=\"n\">modules</th></tr></thead><tbody>\n");
+	for (i = 0; i < nr; i++) {
+		buf_adds(out, "<tr><td>");
+		export_add_xml(out, t[i].name ? t[i].name : "");
+		buf_addf(out, "</td><td>%s</td>", t[i].kind < KIND__COUNT ? kind_name((enum node_kind)t[i].kind) : "?");
+		add_cell_dur(out, t[i].cum_us);
+		add_cell_dur(out, t[i].self_us);
+		buf_addf(out, "<td class=\"n\" data-v=\"%zu\">%zu</td></tr>\n", t[i].modules, t[i].modules);
+	}
+	buf_adds(out, "</tbody></table></div>\n");
+	pkg_totals_free(t, nr);
+}
+
+int export_html(const struct profile *p, const struct export_opts *o, struct buf *out, struct buf *err)
+{
+	const struct run *r = export_pick_run(p, o, err);
+	struct buf svg = BUF_INIT, title = BUF_INIT;
+	size_t i;
+	int ret = -1;
+
+	if (!r)
+		goto out;
+	if (svg_render(p, o, false, &svg, err) < 0)
+		goto out;
+	if (o->title) {
+		buf_adds(&title, o->title);
+	} else {
+		buf_adds(&title, "coldstart report");
+		for (i = 0; i < p->target.nr && title.len < 120; i++)
+			buf_addf(&title, "%s%s", i ? " " : ": ", p->target.v[i]);
+	}
+	buf_adds(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>");
+	export_add_xml(out, title.buf);
+	buf_addf(out, "</title>\n<style>%s</style>\n</head><body>\n<h1>", style);
+	export_add_xml(out, title.buf);
+	buf_adds(out, "</h1>\n");
+	summary(p, r, out);
+	findings(p, out);
+	buf_adds(out, "<h2>Flamegraph</h2>\n<div class=\"flame\">\n");
+	buf_add(out, svg.buf, svg.len);
+	buf_adds(out, "</div>\n");
+	package_table(r, out);
+	module_table(r, o, out);
+	buf_addf(out, "<p class=\"muted\">Written by coldstart %s.</p>\n", COLDSTART_VERSION);
+	buf_adds(out, "<script>\n");
+	buf_adds(out, svg_script);
+	buf_adds(out, sort_script);
+	buf_adds(out, "</script>\n</body></html>\n");
+	ret = 0;
+out:
+	buf_release(&svg);
+	buf_release(&title);
+	return ret;
+}

@@ -1,0 +1,184 @@
+/*
+ * speedscope's evented format: shared frames, one profile per process, "O"
+ * and "C" events.  Real timestamps are used when the tracer recorded them,
+ * otherwise the tree is laid out from cumulative times; either way the
+ * layout nests perfectly, so `at` never decreases and events balance.
+ */
+#include "export/export.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Interned frame names: open addressing over indexes into names. */
+struct frames {
+	char **names;
+	size_t nr, alloc;
+	int64_t *slots; /* -1 = empty */
+	size_t nslots;
+};
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+	return h;
+}
+
+static void frames_rehash(struct frames *f)
+{
+	size_t i, ns = f->nslots ? f->nslots * 2 : 1024;
+
+	free(f->slots);
+	f->slots = xmalloc(st_mult(ns, sizeof(*f->slots)));
+	for (i = 0; i < ns; i++)
+		f->slots[i] = -1;
+	f->nslots = ns;
+	for (i = 0; i < f->nr; i++) {
+		size_t h = hash_str(f->names[i]) & (ns - 1);
+
+		while (f->slots[h] >= 0)
+			h = (h + 1) & (ns - 1);
+		f->slots[h] = (int64_t)i;
+	}
+}
+
+static size_t frames_intern(struct frames *f, const char *name)
+{
+	size_t h;
+
+	if ((f->nr + 1) * 2 > f->nslots)
+		frames_rehash(f);
+	h = hash_str(name) & (f->nslots - 1);
+	while (f->slots[h] >= 0) {
+		if (!strcmp(f->names[f->slots[h]], name))
+			return (size_t)f->slots[h];
+		h = (h + 1) & (f->nslots - 1);
+	}
+	ALLOC_GROW(f->names, f->nr + 1, f->alloc);
+	f->names[f->nr] = xstrdup(name);
+	f->slots[h] = (int64_t)f->nr;
+	return f->nr++;
+}
+
+static void frames_release(struct frames *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->nr; i++)
+		free(f->names[i]);
+	free(f->names);
+	free(f->slots);
+}
+
+static void add_event(struct buf *ev, bool *first, char type, size_t frame, int64_t at)
+{
+	if (!*first)
+		buf_addch(ev, ',');
+	*first = false;
+	buf_addf(ev, "{\"type\":\"%c\",\"frame\":%zu,\"at\":", type, frame);
+	export_add_us(ev, at);
+	buf_addch(ev, '}');
+}
+
+static void profile_proc(const struct proc *pr, size_t idx, struct frames *fr, struct buf *out)
+{
+	int32_t *order = NULL, *parent = NULL, *open = NULL;
+	int64_t *start = NULL, *end = NULL, extent;
+	size_t n = 0, k, nopen = 0, *frame_of = NULL;
+	struct buf label = BUF_INIT, ev = BUF_INIT;
+	bool first = true;
+
+	if (pr->nr_nodes) {
+		order = xmalloc(st_mult(pr->nr_nodes, sizeof(*order)));
+		parent = xmalloc(st_mult(pr->nr_nodes, sizeof(*parent)));
+		open = xmalloc(st_mult(pr->nr_nodes, sizeof(*open)));
+		start = xmalloc(st_mult(pr->nr_nodes, sizeof(*start)));
+		end = xmalloc(st_mult(pr->nr_nodes, sizeof(*end)));
+		frame_of = xmalloc(st_mult(pr->nr_nodes, sizeof(*frame_of)));
+	}
+	extent = pr->nr_nodes ? export_layout(pr, export_has_timing(pr), start, end) : 0;
+	if (pr->nr_nodes)
+		n = export_preorder(pr, order, parent);
+	for (k = 0; k < n; k++) {
+		int32_t v = order[k];
+		struct buf clean = BUF_INIT;
+
+		export_add_clean(&clean, node_name(pr, v));
+		frame_of[v] = frames_intern(fr, clean.buf);
+		buf_release(&clean);
+		/* Close everything that is not an ancestor of v. */
+		while (nopen && open[nopen - 1] != parent[v]) {
+			nopen--;
+			add_event(&ev, &first, 'C', frame_of[open[nopen]], end[open[nopen]]);
+		}
+		add_event(&ev, &first, 'O', frame_of[v], start[v]);
+		open[nopen++] = v;
+		if (end[v] > extent)
+			extent = end[v];
+	}
+	while (nopen) {
+		nopen--;
+		add_event(&ev, &first, 'C', frame_of[open[nopen]], end[open[nopen]]);
+	}
+	export_proc_label(pr, idx, &label);
+	buf_adds(out, "{\"type\":\"evented\",\"name\":");
+	export_add_json(out, label.buf);
+	buf_adds(out, ",\"unit\":\"microseconds\",\"startValue\":0,\"endValue\":");
+	export_add_us(out, extent);
+	buf_adds(out, ",\"events\":[");
+	buf_add(out, ev.buf, ev.len);
+	buf_adds(out, "]}");
+	buf_release(&label);
+	buf_release(&ev);
+	free(order);
+	free(parent);
+	free(open);
+	free(start);
+	free(end);
+	free(frame_of);
+}
+
+int export_speedscope(const struct profile *p, const struct export_opts *o, struct buf *out,
+		      struct buf *err)
+{
+	const struct run *r = export_pick_run(p, o, err);
+	struct frames fr = { NULL, 0, 0, NULL, 0 };
+	struct buf profiles = BUF_INIT, name = BUF_INIT;
+	size_t i;
+
+	if (!r)
+		return -1;
+	for (i = 0; i < r->nr_procs; i++) {
+		if (i)
+			buf_addch(&profiles, ',');
+		profile_proc(&r->procs[i], i, &fr, &profiles);
+	}
+	if (o->title)
+		buf_adds(&name, o->title);
+	else if (p->target.nr)
+		for (i = 0; i < p->target.nr; i++)
+			buf_addf(&name, "%s%s", i ? " " : "", p->target.v[i]);
+	else
+		buf_adds(&name, "coldstart profile");
+	buf_adds(out, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\","
+		      "\"exporter\":\"coldstart " COLDSTART_VERSION "\",\"name\":");
+	export_add_json(out, name.buf);
+	buf_adds(out, ",\"activeProfileIndex\":0,\"shared\":{\"frames\":[");
+	for (i = 0; i < fr.nr; i++) {
+		if (i)
+			buf_addch(out, ',');
+		buf_adds(out, "{\"name\":");
+		/* Names were cleaned when interned. */
+		buf_add_json_str(out, fr.names[i], strlen(fr.names[i]));
+		buf_addch(out, '}');
+	}
+	buf_adds(out, "]},\"profiles\":[");
+	buf_add(out, profiles.buf, profiles.len);
+	buf_adds(out, "]}\n");
+	buf_release(&profiles);
+	buf_release(&name);
+	frames_release(&fr);
+	return 0;
+}
