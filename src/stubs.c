@@ -28,6 +28,7 @@ PLACEHOLDER(cmd_report, "report")
 #include "profile.h"
 #include "trace.h"
 
+void findings_run(struct profile *p);
 __attribute__((weak)) void findings_run(struct profile *p)
 {
 	(void)p;

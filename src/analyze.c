@@ -1,0 +1,38 @@
+/*
+ * The analysis pass shared by profile, parse, docker and report.
+ */
+#include "analyze.h"
+
+#include <stdlib.h>
+
+/* findings.c provides it; see findings.h once it exists. */
+void findings_run(struct profile *p);
+
+void profile_analyze(struct profile *p, const char *const *stdlib_names)
+{
+	size_t r, i, bad_total = 0;
+	struct buf examples = BUF_INIT;
+
+	for (r = 0; r < p->nr_runs; r++) {
+		for (i = 0; i < p->runs[r].nr_procs; i++) {
+			struct proc *pr = &p->runs[r].procs[i];
+			size_t bad, k;
+
+			proc_classify(pr, stdlib_names);
+			bad = proc_check_consistency(pr, 0);
+			bad_total += bad;
+			for (k = 0; k < pr->nr_nodes && bad && examples.len < 200; k++)
+				if (pr->nodes[k].flags & NODE_INCONSISTENT)
+					buf_addf(&examples, "%s'%s' (self %lld, cum %lld)", examples.len ? ", " : "",
+						 node_name(pr, (int32_t)k), (long long)pr->nodes[k].self_us,
+						 (long long)pr->nodes[k].cum_us);
+		}
+	}
+	if (bad_total)
+		profile_add_warning(p, 0,
+				    "%zu import%s where self != cumulative - children's cumulative (kept as "
+				    "printed): %s",
+				    bad_total, bad_total == 1 ? "" : "s", examples.buf);
+	buf_release(&examples);
+	findings_run(p);
+}

@@ -1,0 +1,17 @@
+/*
+ * What every command does to a fresh profile before showing it: classify
+ * nodes, check consistency, and run the findings rules.
+ */
+#ifndef COLDSTART_ANALYZE_H
+#define COLDSTART_ANALYZE_H
+
+#include "profile.h"
+
+/*
+ * Classifies every process of every run (start-up, stdlib, third-party, app),
+ * records consistency violations as warnings, and (re)computes findings.
+ * stdlib_names may be NULL (the built-in list is used).
+ */
+void profile_analyze(struct profile *p, const char *const *stdlib_names);
+
+#endif

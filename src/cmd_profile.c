@@ -1,0 +1,597 @@
+/*
+ * `coldstart profile`: run a Python target (script, -m module, -c code, or
+ * any command) with -X importtime and the tracer, optionally under limits and
+ * repeatedly, then report, save and check the profile.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analyze.h"
+#include "args.h"
+#include "builtin.h"
+#include "cgroup.h"
+#include "launch.h"
+#include "profile.h"
+#include "profile_cmd.h"
+#include "report.h"
+#include "runner.h"
+
+/* Exit codes of `profile` beyond 0/1/2/3 (docs/exit-codes.md). */
+#define EXIT_NO_PYTHON 4
+#define EXIT_TARGET_FAILED 5
+#define EXIT_TARGET_SIGNALED 6
+#define EXIT_TARGET_OOM 7
+#define EXIT_TARGET_TIMEOUT 8
+#define EXIT_NOT_READY 9
+
+struct profile_opts {
+	const char *python;
+	const char *output;
+	struct report_opts report;
+	struct limits limits;
+	bool no_limits;
+	bool no_trace;
+	bool quiet;
+	bool json_stdout;
+	bool no_report;
+	bool passthrough_exit;
+	int runs;
+	int warmup;
+	int64_t timeout_us;
+	const char *ready;
+	int64_t ready_timeout_us;
+	struct profile_outputs outputs;
+};
+
+static int parse_int(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+#define OPTS(field) struct profile_opts *o = ctx
+
+static int o_python(void *ctx, const char *v, struct buf *err) { OPTS(); o->python = v; return 0; }
+static int o_output(void *ctx, const char *v, struct buf *err) { OPTS(); o->output = v; return 0; }
+static int o_tree(void *ctx, const char *v, struct buf *err) { OPTS(); o->report.tree = true; return 0; }
+static int o_all(void *ctx, const char *v, struct buf *err) { OPTS(); o->report.all_processes = true; return 0; }
+static int o_no_trace(void *ctx, const char *v, struct buf *err) { OPTS(); o->no_trace = true; return 0; }
+static int o_no_limits(void *ctx, const char *v, struct buf *err) { OPTS(); o->no_limits = true; return 0; }
+static int o_quiet(void *ctx, const char *v, struct buf *err) { OPTS(); o->quiet = true; return 0; }
+static int o_json(void *ctx, const char *v, struct buf *err) { OPTS(); o->json_stdout = true; return 0; }
+static int o_no_report(void *ctx, const char *v, struct buf *err) { OPTS(); o->no_report = true; return 0; }
+static int o_passthrough(void *ctx, const char *v, struct buf *err) { OPTS(); o->passthrough_exit = true; return 0; }
+static int o_color(void *ctx, const char *v, struct buf *err)
+{
+	OPTS();
+	if (!strcmp(v, "always"))
+		o->report.color = true;
+	else if (!strcmp(v, "never"))
+		o->report.color = false;
+	else if (!strcmp(v, "auto"))
+		o->report.color = report_want_color(1);
+	else {
+		buf_addf(err, "--color takes auto, always or never, not '%s'", v);
+		return -1;
+	}
+	return 0;
+}
+
+static int o_top(void *ctx, const char *v, struct buf *err)
+{
+	OPTS();
+	long n;
+
+	if (parse_int(v, 0, 100000, &n) < 0) {
+		buf_addf(err, "--top needs a number from 0 to 100000, not '%s'", v);
+		return -1;
+	}
+	o->report.top = (int)n;
+	return 0;
+}
+
+static int o_depth(void *ctx, const char *v, struct buf *err)
+{
+	OPTS();
+	long n;
+
+	if (parse_int(v, 0, INT_MAX, &n) < 0) {
+		buf_addf(err, "--depth needs a non-negative number, not '%s'", v);
+		return -1;
+	}
+	o->report.max_depth = (int)n;
+	o->report.tree = true;
+	return 0;
+}
+
+static int o_threshold(void *ctx, const char *v, struct buf *err)
+{
+	OPTS();
+	if (parse_duration_us(v, &o->report.threshold_us) < 0) {
+		buf_addf(err, "--threshold needs a duration such as 1ms or 500us, not '%s'", v);
+		return -1;
+	}
+	o->report.tree = true;
+	return 0;
+}
+
+static int o_runs(void *ctx, const char *v, struct buf *err)
+{
+	OPTS();
+	long n;
+
+	if (parse_int(v, 1, 10000, &n) < 0) {
+		buf_addf(err, "--runs needs a number from 1 to 10000, not '%s'", v);
+		return -1;
+	}
+	o->runs = (int)n;
+	return 0;
+}
+
+static int o_warmup(void *ctx, const char *v, struct buf *err)
+{
+	OPTS();
+	long n;
+
+	if (parse_int(v, 0, 10000, &n) < 0) {
+		buf_addf(err, "--warmup needs a number from 0 to 10000, not '%s'", v);
+		return -1;
+	}
+	o->warmup = (int)n;
+	return 0;
+}
+
+static int o_timeout(void *ctx, const char *v, struct buf *err)
+{
+	OPTS();
+	char *end;
+	double s;
+
+	errno = 0;
+	s = strtod(v, &end);
+	if (errno || end == v || *end || !(s > 0) || s > 86400.0 * 365) {
+		buf_addf(err, "--timeout needs a positive number of seconds, not '%s'", v);
+		return -1;
+	}
+	o->timeout_us = (int64_t)(s * 1e6);
+	return 0;
+}
+
+static int o_ready(void *ctx, const char *v, struct buf *err) { OPTS(); o->ready = v; return 0; }
+
+static int o_ready_timeout(void *ctx, const char *v, struct buf *err)
+{
+	OPTS();
+	char *end;
+	double s;
+
+	errno = 0;
+	s = strtod(v, &end);
+	if (errno || end == v || *end || !(s > 0) || s > 86400) {
+		buf_addf(err, "--ready-timeout needs a positive number of seconds, not '%s'", v);
+		return -1;
+	}
+	o->ready_timeout_us = (int64_t)(s * 1e6);
+	return 0;
+}
+
+static int o_cpus(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_cpus(&o->limits, v, err); }
+static int o_memory(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_memory(&o->limits, v, err); }
+static int o_swap(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_swap(&o->limits, v, err); }
+static int o_pids(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_pids(&o->limits, v, err); }
+static int o_cpuset(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_cpuset(&o->limits, v, err); }
+static int o_preset(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_preset(&o->limits, v, err); }
+#define OUTPUT_OPT(fn, target)                                                  \
+	static int fn(void *ctx, const char *v, struct buf *err)                \
+	{                                                                       \
+		OPTS();                                                         \
+		return target(&o->outputs, v, err);                             \
+	}
+OUTPUT_OPT(o_flamegraph, profile_opt_flamegraph)
+OUTPUT_OPT(o_html, profile_opt_html)
+OUTPUT_OPT(o_speedscope, profile_opt_speedscope)
+OUTPUT_OPT(o_chrome, profile_opt_chrome)
+OUTPUT_OPT(o_folded, profile_opt_folded)
+OUTPUT_OPT(o_budget, profile_opt_budget)
+OUTPUT_OPT(o_forbid, profile_opt_forbid)
+
+static const struct opt profile_options[] = {
+	{ "python", 0, 1, o_python, "PATH", "interpreter to run (default: python3 on PATH)" },
+	{ "output", 'o', 1, o_output, "FILE", "save the profile as JSON (gzip when FILE ends in .gz)" },
+	{ "json", 0, 0, o_json, NULL, "print the JSON profile on stdout instead of the report" },
+	{ "no-report", 0, 0, o_no_report, NULL, "print no report (with -o or exports)" },
+	{ "top", 0, 1, o_top, "N", "rows in each top table (default 15)" },
+	{ "tree", 0, 0, o_tree, NULL, "print the import tree" },
+	{ "depth", 0, 1, o_depth, "N", "tree: hide imports deeper than N (implies --tree)" },
+	{ "threshold", 0, 1, o_threshold, "DUR", "tree: hide subtrees cheaper than DUR, e.g. 1ms (implies --tree)" },
+	{ "all-processes", 0, 0, o_all, NULL, "report every Python process, not only the target's" },
+	{ "color", 0, 1, o_color, "WHEN", "auto (default: on a terminal without NO_COLOR), always, never" },
+	{ "no-trace", 0, 0, o_no_trace, NULL, "importtime only: do not load the in-process tracer" },
+	{ "quiet", 'q', 0, o_quiet, NULL, "do not forward the target's stderr" },
+	{ "runs", 'n', 1, o_runs, "N", "measure N runs and report medians and spreads" },
+	{ "warmup", 0, 1, o_warmup, "N", "unmeasured runs before the measured ones (page cache, .pyc)" },
+	{ "timeout", 0, 1, o_timeout, "SECONDS", "kill the target and all it started after SECONDS" },
+	{ "cpus", 0, 1, o_cpus, "F", "CPU limit in CPUs, e.g. 0.1 (cgroup quota)" },
+	{ "memory", 0, 1, o_memory, "SIZE", "memory limit, e.g. 128m, 1g" },
+	{ "swap", 0, 1, o_swap, "SIZE", "swap allowed beyond --memory (default 0, as docker's memory = memory-swap)" },
+	{ "pids", 0, 1, o_pids, "N", "process count limit" },
+	{ "cpuset", 0, 1, o_cpuset, "LIST", "CPUs to run on, e.g. 0 or 0-1" },
+	{ "preset", 0, 1, o_preset, "NAME", "fn (0.1 CPU, 128 MiB) or lambda:MB (MB/1769 CPUs, MB MiB)" },
+	{ "no-limits", 0, 0, o_no_limits, NULL, "ignore limit options and presets (run unconstrained)" },
+	{ "ready", 0, 1, o_ready, "SPEC", "measure readiness: fn, tcp:PORT, http://127.0.0.1:PORT/path, unix:PATH" },
+	{ "ready-timeout", 0, 1, o_ready_timeout, "SECONDS", "give up waiting for readiness (default 60)" },
+	{ "exit-code", 0, 0, o_passthrough, NULL, "exit with the target's own status instead of coldstart's codes" },
+	{ "flamegraph", 0, 1, o_flamegraph, "FILE", "also write an SVG flame graph" },
+	{ "html", 0, 1, o_html, "FILE", "also write a single-file HTML report" },
+	{ "speedscope", 0, 1, o_speedscope, "FILE", "also write a speedscope profile" },
+	{ "chrome", 0, 1, o_chrome, "FILE", "also write a Chrome trace (Perfetto)" },
+	{ "folded", 0, 1, o_folded, "FILE", "also write folded stacks" },
+	{ "budget", 0, 1, o_budget, "NAME=DUR", "fail (exit 1) when total or MODULE exceeds DUR; repeatable" },
+	{ "forbid", 0, 1, o_forbid, "MODULE", "fail (exit 1) when MODULE is imported; repeatable" },
+	{ NULL, 0, 0, NULL, NULL, NULL },
+};
+
+static void usage(FILE *f)
+{
+	struct buf h = BUF_INIT;
+
+	args_help(profile_options, &h);
+	fprintf(f,
+		"usage: coldstart profile [options] script.py [args...]\n"
+		"       coldstart profile [options] -m module [args...]\n"
+		"       coldstart profile [options] -c code [args...]\n"
+		"       coldstart profile [options] -- command [args...]\n\n"
+		"Runs the target with -X importtime (PYTHONPROFILEIMPORTTIME for any command)\n"
+		"and the in-process tracer, and reports where start-up time goes.  The target's\n"
+		"stdin and stdout are untouched; its own stderr is forwarded unchanged.\n\n"
+		"options:\n%s\n"
+		"Exit status: 0 ok, 1 failure or broken budget, 2 usage, 3 limits unavailable,\n"
+		"4 interpreter missing or unsuitable, 5 target exited non-zero, 6 target killed by\n"
+		"a signal, 7 target OOM-killed, 8 timeout, 9 readiness not reached\n"
+		"(docs/exit-codes.md).  --exit-code passes the target's own status through.\n",
+		h.buf);
+	buf_release(&h);
+}
+
+/*
+ * Asks the interpreter for its version and standard-library names.  Returns
+ * 0, or an exit code with a message printed.
+ */
+static int probe_python(const char *python, struct profile *p, struct strvec *stdlib_names)
+{
+	static const char code[] =
+		"import sys\n"
+		"sys.stdout.write('%d.%d.%d\\n' % tuple(sys.version_info[:3]))\n"
+		"sys.stdout.write((sys.executable or '') + '\\n')\n"
+		"sys.stdout.write(' '.join(sorted(getattr(sys, 'stdlib_module_names', ()))) + '\\n')\n";
+	struct child c;
+	struct child_exit ex;
+	struct buf out = BUF_INIT, err = BUF_INIT;
+	char chunk[4096];
+	ssize_t n;
+	int ret = EXIT_NO_PYTHON, major = 0, minor = 0;
+	char *nl, *line2, *line3;
+
+	child_init(&c);
+	strvec_push(&c.args, python);
+	strvec_pushv(&c.args, (const char *const[]){ "-I", "-c", code, NULL });
+	c.capture_stdout = true;
+	c.null_stdin = true;
+	if (child_start(&c, &err) < 0) {
+		error("%s", err.buf);
+		if (errno == ENOENT)
+			error("no interpreter '%s': pass --python PATH", python);
+		goto out;
+	}
+	while ((n = read(c.out_fd, chunk, sizeof(chunk))) > 0 || (n < 0 && errno == EINTR))
+		if (n > 0)
+			buf_add(&out, chunk, (size_t)n);
+	child_finish(&c, &ex);
+	if (ex.signaled || ex.exit_code || sscanf(out.buf, "%d.%d", &major, &minor) != 2) {
+		error("'%s' does not behave like a Python interpreter (status %d)", python,
+		      ex.signaled ? 128 + ex.term_signal : ex.exit_code);
+		goto out;
+	}
+	nl = strchr(out.buf, '\n');
+	*nl = '\0';
+	p->python_version = xstrdup(out.buf);
+	line2 = nl + 1;
+	nl = strchr(line2, '\n');
+	if (nl) {
+		*nl = '\0';
+		line3 = nl + 1;
+		nl = strchr(line3, '\n');
+		if (nl)
+			*nl = '\0';
+		while (*line3) {
+			char *sp = strchr(line3, ' ');
+			size_t len = sp ? (size_t)(sp - line3) : strlen(line3);
+			char *name = xstrndup(line3, len);
+
+			strvec_push(stdlib_names, name);
+			free(name);
+			line3 += len + (sp ? 1 : 0);
+		}
+	}
+	if (major < 3 || (major == 3 && minor < 7)) {
+		error("Python %s at '%s' has no -X importtime (it needs Python 3.7 or newer)",
+		      p->python_version, python);
+		goto out;
+	}
+	ret = 0;
+out:
+	child_release(&c);
+	buf_release(&out);
+	buf_release(&err);
+	return ret;
+}
+
+/* For "-- command": the interpreter named by the command's #! line, if any. */
+static char *shebang_python(const char *cmd)
+{
+	struct buf path = BUF_INIT, line = BUF_INIT;
+	char *result = NULL, *interp, *arg;
+	FILE *f = NULL;
+	char head[512];
+
+	if (strchr(cmd, '/')) {
+		buf_adds(&path, cmd);
+	} else {
+		const char *pathenv = getenv("PATH");
+		const char *s = pathenv ? pathenv : "/usr/bin:/bin";
+
+		while (*s) {
+			const char *colon = strchr(s, ':');
+			size_t len = colon ? (size_t)(colon - s) : strlen(s);
+
+			buf_reset(&path);
+			buf_add(&path, s, len);
+			buf_addf(&path, "/%s", cmd);
+			if (!access(path.buf, X_OK))
+				break;
+			buf_reset(&path);
+			s += len + (colon ? 1 : 0);
+		}
+	}
+	if (!path.len || !(f = fopen(path.buf, "re")) || !fgets(head, sizeof(head), f))
+		goto out;
+	if (strncmp(head, "#!", 2))
+		goto out;
+	head[strcspn(head, "\r\n")] = '\0';
+	interp = head + 2 + strspn(head + 2, " \t");
+	arg = interp + strcspn(interp, " \t");
+	if (*arg) {
+		*arg++ = '\0';
+		arg += strspn(arg, " \t");
+	}
+	if (ends_with(interp, "/env") && *arg) {
+		arg[strcspn(arg, " \t")] = '\0';
+		interp = arg;
+	}
+	if (strstr(interp, "python"))
+		result = xstrdup(interp);
+out:
+	if (f)
+		fclose(f);
+	buf_release(&path);
+	buf_release(&line);
+	return result;
+}
+
+static void fill_meta(struct profile *p, const char *python)
+{
+	char cwd[PATH_MAX];
+	char stamp[32];
+	time_t t = time(NULL);
+	struct tm tm;
+
+	p->tool_version = xstrdup(COLDSTART_VERSION);
+	p->command = xstrdup("profile");
+	p->python = xstrdup(python);
+	gmtime_r(&t, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	p->created = xstrdup(stamp);
+	if (getcwd(cwd, sizeof(cwd)))
+		p->cwd = xstrdup(cwd);
+}
+
+/* Maps the represented run to coldstart's exit status. */
+static int run_exit_status(const struct profile *p, const struct profile_opts *o)
+{
+	size_t i;
+	const struct run *worst = NULL;
+
+	for (i = 0; i < p->nr_runs; i++) {
+		const struct run *r = &p->runs[i];
+
+		if (r->status == RUN_EXITED && !r->exit_code)
+			continue;
+		if (r->status == RUN_STOPPED)
+			continue;
+		worst = r;
+		break;
+	}
+	if (o->ready) {
+		for (i = 0; i < p->nr_runs; i++)
+			if (p->runs[i].ready_us == UNKNOWN && p->runs[i].status != RUN_OOM &&
+			    p->runs[i].status != RUN_TIMEOUT)
+				return EXIT_NOT_READY;
+	}
+	if (!worst)
+		return EXIT_OK;
+	if (o->passthrough_exit)
+		return worst->status == RUN_EXITED ? worst->exit_code
+		       : worst->status == RUN_SIGNALED ? 128 + worst->term_signal
+		       : worst->status == RUN_OOM ? 128 + SIGKILL : 124;
+	switch (worst->status) {
+	case RUN_EXITED: return EXIT_TARGET_FAILED;
+	case RUN_SIGNALED: return EXIT_TARGET_SIGNALED;
+	case RUN_OOM: return EXIT_TARGET_OOM;
+	case RUN_TIMEOUT: return EXIT_TARGET_TIMEOUT;
+	default: return EXIT_FAIL;
+	}
+}
+
+int cmd_profile(int argc, char **argv)
+{
+	static const char *const stop_at[] = { "-m", "-c", NULL };
+	struct profile_opts o;
+	struct profile p;
+	struct strvec child_argv = STRVEC_INIT, env = STRVEC_INIT, stdlib_names = STRVEC_INIT;
+	struct buf err = BUF_INIT;
+	struct runner_opts ro;
+	char *shebang = NULL;
+	int i = 1, ret = EXIT_FAIL, k, total_runs, rc;
+	bool command_mode = false, tty = isatty(2);
+
+	memset(&o, 0, sizeof(o));
+	report_opts_init(&o.report);
+	o.report.color = report_want_color(1);
+	o.limits.swap = 0;
+	o.runs = 1;
+	o.ready_timeout_us = 60 * 1000000LL;
+	profile_outputs_init(&o.outputs);
+	profile_init(&p);
+
+	rc = args_parse(profile_options, &o, argc, argv, &i, stop_at, &err);
+	if (rc == 1) {
+		usage(stdout);
+		ret = EXIT_OK;
+		goto out;
+	}
+	if (rc < 0) {
+		error("%s", err.buf);
+		fprintf(stderr, "Try 'coldstart profile --help'.\n");
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	if (i >= argc) {
+		error("no target: give a script, -m module, -c code, or -- command");
+		usage(stderr);
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	if (!o.python)
+		o.python = getenv("COLDSTART_PYTHON") ? getenv("COLDSTART_PYTHON") : "python3";
+
+	if (!strcmp(argv[i], "--")) {
+		command_mode = true;
+		i++;
+		if (i >= argc) {
+			error("'--' must be followed by a command");
+			ret = EXIT_USAGE;
+			goto out;
+		}
+		for (k = i; k < argc; k++) {
+			strvec_push(&p.target, argv[k]);
+			strvec_push(&child_argv, argv[k]);
+		}
+		strvec_push(&env, "PYTHONPROFILEIMPORTTIME=1");
+		shebang = shebang_python(argv[i]);
+	} else {
+		if ((!strcmp(argv[i], "-m") || !strcmp(argv[i], "-c")) && i + 1 >= argc) {
+			error("'%s' needs a %s", argv[i], !strcmp(argv[i], "-m") ? "module name" : "piece of code");
+			ret = EXIT_USAGE;
+			goto out;
+		}
+		strvec_push(&child_argv, o.python);
+		strvec_push(&child_argv, "-X");
+		strvec_push(&child_argv, "importtime");
+		for (k = i; k < argc; k++) {
+			strvec_push(&p.target, argv[k]);
+			strvec_push(&child_argv, argv[k]);
+		}
+		if (argv[i][0] != '-' && access(argv[i], R_OK) < 0) {
+			error("cannot read script '%s': %s", argv[i], strerror(errno));
+			ret = EXIT_FAIL;
+			goto out;
+		}
+	}
+
+	if (o.no_limits) {
+		limits_release(&o.limits);
+		memset(&o.limits, 0, sizeof(o.limits));
+	}
+	p.limits = o.limits;
+	memset(&o.limits, 0, sizeof(o.limits));
+
+	fill_meta(&p, command_mode ? (shebang ? shebang : argv[i]) : o.python);
+	if (!command_mode || shebang) {
+		ret = probe_python(command_mode ? shebang : o.python, &p, &stdlib_names);
+		if (ret)
+			goto out;
+	}
+
+	memset(&ro, 0, sizeof(ro));
+	ro.argv = child_argv.v;
+	ro.env = env.v;
+	ro.python = command_mode ? shebang : o.python;
+	ro.trace = !o.no_trace;
+	ro.use_limits = limits_any(&p.limits);
+	ro.timeout_us = o.timeout_us;
+	ro.ready = o.ready;
+	ro.ready_timeout_us = o.ready_timeout_us;
+	ro.quiet = o.quiet;
+
+	total_runs = o.warmup + o.runs;
+	for (k = 0; k < total_runs; k++) {
+		struct run *r = profile_add_run(&p);
+		enum runner_error re;
+		int sig = 0;
+
+		r->warmup = k < o.warmup;
+		if (tty && total_runs > 1) {
+			fprintf(stderr, "\rcoldstart: %s run %d/%d ", r->warmup ? "warm-up" : "measured",
+				r->warmup ? k + 1 : k - o.warmup + 1, r->warmup ? o.warmup : o.runs);
+			fflush(stderr);
+		}
+		re = runner_run(&ro, &p, r, &err, &sig);
+		if (re == RUNNER_INTERRUPTED) {
+			error("%s", err.buf);
+			profile_release(&p);
+			ret = 128 + sig;
+			goto out;
+		}
+		if (re != RUNNER_OK) {
+			error("%s", err.buf);
+			ret = re == RUNNER_NO_LIMITS ? EXIT_LIMITS : re == RUNNER_NO_EXEC ? EXIT_NO_PYTHON : EXIT_FAIL;
+			goto out;
+		}
+	}
+	if (tty && total_runs > 1)
+		fprintf(stderr, "\r%40s\r", "");
+
+	{
+		const char **names = stdlib_names.nr ? stdlib_names.v : NULL;
+
+		profile_analyze(&p, names);
+	}
+	ret = run_exit_status(&p, &o);
+	rc = profile_finish_outputs(&p, &o.outputs, &o.report, o.output, o.json_stdout, o.no_report);
+	/* A target's own failure is more specific than a broken budget. */
+	if (rc && ret == EXIT_OK)
+		ret = rc;
+out:
+	profile_outputs_release(&o.outputs);
+	limits_release(&o.limits);
+	profile_release(&p);
+	strvec_clear(&child_argv);
+	strvec_clear(&env);
+	strvec_clear(&stdlib_names);
+	buf_release(&err);
+	free(shebang);
+	return ret;
+}

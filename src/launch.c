@@ -1,0 +1,338 @@
+/*
+ * Starting and reaping the profiled process: fork/exec with an exec-error
+ * pipe, optional stderr/stdout pipes, joining cgroups before exec, and
+ * killing whole process trees found through /proc.
+ */
+#include "launch.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+enum exec_stage { STAGE_JOIN = 1, STAGE_DIR, STAGE_EXEC, STAGE_IO };
+
+struct exec_report {
+	int stage;
+	int err;
+};
+
+/* Only async-signal-safe calls between fork and exec. */
+static _Noreturn void child_fail(int fd, int stage)
+{
+	struct exec_report rep = { stage, errno };
+	ssize_t w;
+
+	do
+		w = write(fd, &rep, sizeof(rep));
+	while (w < 0 && errno == EINTR);
+	_exit(127);
+}
+
+static int write_all_fd(int fd, const char *s, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, s, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		s += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void child_exec(struct child *c, int report_fd, int err_w, int out_w)
+{
+	const char *const *f;
+	sigset_t none;
+	int sig;
+
+	for (sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* If coldstart is killed outright, the target must not run on alone. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+
+	for (f = c->join_files; f && *f; f++) {
+		int fd = open(*f, O_WRONLY | O_CLOEXEC);
+
+		if (fd < 0 || write_all_fd(fd, "0\n", 2) < 0)
+			child_fail(report_fd, STAGE_JOIN);
+		close(fd);
+	}
+	if (c->null_stdin) {
+		int fd = open("/dev/null", O_RDONLY);
+
+		if (fd < 0 || dup2(fd, 0) < 0)
+			child_fail(report_fd, STAGE_IO);
+		close(fd);
+	}
+	if (err_w >= 0 && dup2(err_w, 2) < 0)
+		child_fail(report_fd, STAGE_IO);
+	if (out_w >= 0 && dup2(out_w, 1) < 0)
+		child_fail(report_fd, STAGE_IO);
+	if (c->dir && chdir(c->dir) < 0)
+		child_fail(report_fd, STAGE_DIR);
+	if (c->env.nr)
+		execvpe(c->args.v[0], (char *const *)c->args.v, (char *const *)c->env.v);
+	else
+		execvp(c->args.v[0], (char *const *)c->args.v);
+	child_fail(report_fd, STAGE_EXEC);
+}
+
+static int64_t tv_us(const struct timeval *tv)
+{
+	return (int64_t)tv->tv_sec * 1000000 + tv->tv_usec;
+}
+
+static void fill_exit(struct child *c, int status, const struct rusage *ru, struct child_exit *ex)
+{
+	memset(ex, 0, sizeof(*ex));
+	if (WIFSIGNALED(status)) {
+		ex->signaled = true;
+		ex->term_signal = WTERMSIG(status);
+	} else {
+		ex->exit_code = WEXITSTATUS(status);
+	}
+	ex->wall_us = (now_ns() - c->start_ns) / 1000;
+	ex->user_us = tv_us(&ru->ru_utime);
+	ex->sys_us = tv_us(&ru->ru_stime);
+	ex->maxrss_kb = ru->ru_maxrss;
+}
+
+void child_init(struct child *c)
+{
+	memset(c, 0, sizeof(*c));
+	strvec_init(&c->args);
+	strvec_init(&c->env);
+	c->pid = -1;
+	c->err_fd = -1;
+	c->out_fd = -1;
+}
+
+int child_start(struct child *c, struct buf *err)
+{
+	int report[2] = { -1, -1 }, errp[2] = { -1, -1 }, outp[2] = { -1, -1 };
+	struct exec_report rep;
+	ssize_t n;
+	int ret = -1;
+
+	if (!c->args.nr) {
+		buf_addf(err, "no command to run");
+		errno = EINVAL;
+		return -1;
+	}
+	if (pipe2(report, O_CLOEXEC) < 0 ||
+	    (c->capture_stderr && pipe2(errp, O_CLOEXEC) < 0) ||
+	    (c->capture_stdout && pipe2(outp, O_CLOEXEC) < 0)) {
+		buf_addf(err, "cannot create a pipe: %s", strerror(errno));
+		goto out;
+	}
+	fflush(NULL);
+	c->start_ns = now_ns();
+	c->pid = fork();
+	if (c->pid < 0) {
+		buf_addf(err, "cannot fork: %s", strerror(errno));
+		goto out;
+	}
+	if (!c->pid) {
+		close(report[0]);
+		child_exec(c, report[1], errp[1], outp[1]);
+	}
+	close(report[1]);
+	report[1] = -1;
+	do
+		n = read(report[0], &rep, sizeof(rep));
+	while (n < 0 && errno == EINTR);
+	c->exec_ns = now_ns();
+	if (n == (ssize_t)sizeof(rep)) {
+		static const char *const what[] = {
+			[STAGE_JOIN] = "cannot join the run's cgroup before running",
+			[STAGE_DIR] = "cannot change directory to run",
+			[STAGE_EXEC] = "cannot run",
+			[STAGE_IO] = "cannot set up standard streams for",
+		};
+		int status;
+
+		while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
+			;
+		c->pid = -1;
+		buf_addf(err, "%s '%s': %s",
+			 rep.stage > 0 && rep.stage <= STAGE_IO ? what[rep.stage] : "cannot run",
+			 c->args.v[0], strerror(rep.err));
+		errno = rep.err;
+		goto out;
+	}
+	if (errp[0] >= 0) {
+		c->err_fd = errp[0];
+		errp[0] = -1;
+	}
+	if (outp[0] >= 0) {
+		c->out_fd = outp[0];
+		outp[0] = -1;
+	}
+	ret = 0;
+out:
+	{
+		int saved = errno;
+		int fds[] = { report[0], report[1], errp[0], errp[1], outp[0], outp[1] };
+		size_t i;
+
+		for (i = 0; i < ARRAY_SIZE(fds); i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		errno = saved;
+	}
+	return ret;
+}
+
+int child_poll(struct child *c, struct child_exit *ex)
+{
+	struct rusage ru;
+	int status;
+	pid_t p;
+
+	if (c->pid < 0)
+		return -1;
+	do
+		p = wait4(c->pid, &status, WNOHANG, &ru);
+	while (p < 0 && errno == EINTR);
+	if (p < 0)
+		return -1;
+	if (!p)
+		return 0;
+	fill_exit(c, status, &ru, ex);
+	c->pid = -1;
+	return 1;
+}
+
+int child_finish(struct child *c, struct child_exit *ex)
+{
+	struct rusage ru;
+	int status;
+	pid_t p;
+
+	if (c->pid < 0)
+		return -1;
+	do
+		p = wait4(c->pid, &status, 0, &ru);
+	while (p < 0 && errno == EINTR);
+	if (p < 0)
+		return -1;
+	fill_exit(c, status, &ru, ex);
+	c->pid = -1;
+	return 0;
+}
+
+void child_release(struct child *c)
+{
+	strvec_clear(&c->args);
+	strvec_clear(&c->env);
+	if (c->err_fd >= 0)
+		close(c->err_fd);
+	if (c->out_fd >= 0)
+		close(c->out_fd);
+	c->err_fd = c->out_fd = -1;
+}
+
+struct pp {
+	pid_t pid, ppid;
+};
+
+static size_t read_procs(struct pp **out)
+{
+	struct pp *v = NULL;
+	size_t nr = 0, alloc = 0;
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		char path[64], line[512], *rp;
+		pid_t pid = (pid_t)atoi(de->d_name);
+		FILE *f;
+
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(line, sizeof(line), f) && (rp = strrchr(line, ')')) && rp[1] && rp[2]) {
+			int ppid = 0;
+
+			/* "pid (comm) S ppid ..." where comm may hold spaces and ')'. */
+			if (sscanf(rp + 2, "%*c %d", &ppid) == 1) {
+				ALLOC_GROW(v, nr + 1, alloc);
+				v[nr].pid = pid;
+				v[nr].ppid = ppid;
+				nr++;
+			}
+		}
+		fclose(f);
+	}
+	closedir(d);
+	*out = v;
+	return nr;
+}
+
+int kill_tree(pid_t pid, int sig, bool include_root)
+{
+	struct pp *all = NULL;
+	pid_t *tree = NULL;
+	size_t nr_all, nr = 0, alloc = 0, i, scan;
+	int count = 0;
+
+	if (pid <= 0)
+		return 0;
+	/* Freeze the root first so it cannot fork while we walk. */
+	if (sig == SIGKILL && include_root)
+		kill(pid, SIGSTOP);
+	nr_all = read_procs(&all);
+	ALLOC_GROW(tree, 1, alloc);
+	tree[nr++] = pid;
+	for (scan = 0; scan < nr; scan++)
+		for (i = 0; i < nr_all; i++)
+			if (all[i].ppid == tree[scan] && all[i].pid != tree[scan]) {
+				ALLOC_GROW(tree, nr + 1, alloc);
+				tree[nr++] = all[i].pid;
+			}
+	for (i = nr; i > (include_root ? 0 : 1); i--)
+		if (!kill(tree[i - 1], sig)) {
+			count++;
+			if (sig != SIGKILL && sig != SIGSTOP && sig != SIGCONT)
+				kill(tree[i - 1], SIGCONT);
+		}
+	free(all);
+	free(tree);
+	return count;
+}
+
+void launch_become_subreaper(void)
+{
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+}
+
+void launch_reap_orphans(void)
+{
+	int status;
+
+	while (waitpid(-1, &status, WNOHANG) > 0)
+		;
+}

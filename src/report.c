@@ -1,0 +1,577 @@
+/*
+ * The text report: summary of the run(s), where import time went (top
+ * modules by cumulative and by self, with their chains, packages), findings,
+ * an optional pruned tree, and warnings.
+ */
+#include "report.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "stats.h"
+
+void (*report_extra_section)(const struct profile *p, struct buf *out);
+
+struct style {
+	const char *bold, *dim, *red, *yellow, *green, *reset;
+};
+
+static const struct style plain = { "", "", "", "", "", "" };
+static const struct style ansi = { "\033[1m", "\033[2m", "\033[31m", "\033[33m", "\033[32m", "\033[0m" };
+
+static const struct style *style_of(const struct report_opts *o)
+{
+	return o->color ? &ansi : &plain;
+}
+
+static void heading(struct buf *out, const struct style *st, const char *title)
+{
+	buf_addf(out, "\n%s%s%s\n", st->bold, title, st->reset);
+}
+
+static void add_dur_col(struct buf *out, int64_t us, int width)
+{
+	struct buf d = BUF_INIT;
+
+	if (us == UNKNOWN)
+		buf_adds(&d, "-");
+	else
+		buf_add_duration(&d, us);
+	buf_addf(out, "%*s", width, d.buf);
+	buf_release(&d);
+}
+
+static void add_dur(struct buf *out, int64_t us)
+{
+	if (us == UNKNOWN)
+		buf_adds(out, "unknown");
+	else
+		buf_add_duration(out, us);
+}
+
+static int cmp_desc(int64_t a, int64_t b)
+{
+	return a < b ? 1 : a > b ? -1 : 0;
+}
+
+static const struct proc *sort_proc;
+
+static int cmp_cum(const void *a, const void *b)
+{
+	const struct imp_node *x = &sort_proc->nodes[*(const int32_t *)a];
+	const struct imp_node *y = &sort_proc->nodes[*(const int32_t *)b];
+
+	return cmp_desc(x->cum_us, y->cum_us);
+}
+
+static int cmp_self(const void *a, const void *b)
+{
+	const struct imp_node *x = &sort_proc->nodes[*(const int32_t *)a];
+	const struct imp_node *y = &sort_proc->nodes[*(const int32_t *)b];
+
+	return cmp_desc(x->self_us, y->self_us);
+}
+
+static void describe_status(const struct profile *p, const struct run *r, struct buf *out)
+{
+	switch (r->status) {
+	case RUN_EXITED:
+		buf_addf(out, "exited with status %d", r->exit_code);
+		if (r->exit_code == 78)
+			buf_adds(out, " (EX_CONFIG: configuration rejected at start-up)");
+		break;
+	case RUN_SIGNALED:
+		buf_addf(out, "killed by signal %d (%s)", r->term_signal, strsignal(r->term_signal));
+		break;
+	case RUN_OOM:
+		buf_adds(out, "OOM: killed by the memory limit");
+		if (p->limits.memory > 0) {
+			buf_adds(out, " of ");
+			buf_add_bytes(out, p->limits.memory);
+		}
+		break;
+	case RUN_TIMEOUT:
+		buf_adds(out, "timed out: killed by --timeout");
+		break;
+	case RUN_STOPPED:
+		buf_adds(out, "stopped by coldstart after the readiness probe");
+		break;
+	case RUN_NOT_RUN:
+		buf_adds(out, "not run (parsed from a log)");
+		break;
+	}
+}
+
+/* The import that was in progress when the process died, from open nodes. */
+static void describe_open(const struct proc *pr, struct buf *out)
+{
+	int32_t deepest = -1;
+	size_t i;
+
+	for (i = 0; i < pr->nr_nodes; i++)
+		if ((pr->nodes[i].flags & NODE_OPEN) &&
+		    (deepest < 0 || pr->nodes[i].depth >= pr->nodes[deepest].depth))
+			deepest = (int32_t)i;
+	if (deepest < 0)
+		return;
+	buf_adds(out, "  while importing ");
+	proc_chain(pr, deepest, " -> ", out);
+	buf_addch(out, '\n');
+}
+
+static void summary_line(struct buf *out, const char *label, int64_t *v, size_t n, const struct style *st,
+			 bool bytes)
+{
+	struct summary s;
+
+	summarize(v, n, &s);
+	if (!s.n)
+		return;
+	buf_addf(out, "  %-16s", label);
+	if (bytes) {
+		buf_add_bytes(out, s.median * 1024);
+		buf_adds(out, "  (min ");
+		buf_add_bytes(out, s.min * 1024);
+		buf_adds(out, ", max ");
+		buf_add_bytes(out, s.max * 1024);
+		buf_adds(out, ", MAD ");
+		buf_add_bytes(out, s.mad * 1024);
+		buf_adds(out, ")");
+	} else {
+		add_dur(out, s.median);
+		buf_adds(out, "  (min ");
+		add_dur(out, s.min);
+		buf_adds(out, ", max ");
+		add_dur(out, s.max);
+		buf_adds(out, ", MAD ");
+		add_dur(out, s.mad);
+		buf_adds(out, ")");
+	}
+	if (summary_unstable(&s))
+		buf_addf(out, "  %sunstable: spread above 10%% of the median%s", st->yellow, st->reset);
+	buf_addch(out, '\n');
+}
+
+static void render_runs_stats(const struct profile *p, struct buf *out, const struct style *st)
+{
+	int64_t *v = xmalloc(st_mult(p->nr_runs, sizeof(*v)));
+	size_t i, n;
+	size_t measured = 0, warm = 0;
+
+	for (i = 0; i < p->nr_runs; i++)
+		p->runs[i].warmup ? warm++ : measured++;
+	heading(out, st, "Runs");
+	buf_addf(out, "  %zu measured run%s", measured, measured == 1 ? "" : "s");
+	if (warm)
+		buf_addf(out, " after %zu warm-up run%s", warm, warm == 1 ? "" : "s");
+	buf_adds(out, "; median, min, max and median absolute deviation\n");
+#define COLLECT(expr)                                                  \
+	do {                                                           \
+		n = 0;                                                 \
+		for (i = 0; i < p->nr_runs; i++)                       \
+			if (!p->runs[i].warmup)                        \
+				v[n++] = (expr);                       \
+	} while (0)
+	COLLECT(p->runs[i].wall_us);
+	summary_line(out, "wall", v, n, st, false);
+	COLLECT(run_import_total_us(&p->runs[i], 1));
+	summary_line(out, "imports", v, n, st, false);
+	COLLECT(p->runs[i].user_us);
+	summary_line(out, "user CPU", v, n, st, false);
+	COLLECT(p->runs[i].sys_us);
+	summary_line(out, "sys CPU", v, n, st, false);
+	COLLECT(p->runs[i].maxrss_kb);
+	summary_line(out, "max RSS", v, n, st, true);
+	COLLECT(p->runs[i].ready_us);
+	summary_line(out, "ready", v, n, st, false);
+	COLLECT(p->runs[i].first_response_us);
+	summary_line(out, "first response", v, n, st, false);
+	COLLECT(p->runs[i].cg.has ? p->runs[i].cg.throttled_us : UNKNOWN);
+	summary_line(out, "throttled", v, n, st, false);
+	COLLECT(p->runs[i].cg.has && p->runs[i].cg.memory_peak >= 0 ? p->runs[i].cg.memory_peak / 1024 : UNKNOWN);
+	summary_line(out, "peak memory", v, n, st, true);
+#undef COLLECT
+	{
+		size_t bad = 0;
+
+		for (i = 0; i < p->nr_runs; i++)
+			if (!p->runs[i].warmup && p->runs[i].status != RUN_EXITED && p->runs[i].status != RUN_STOPPED)
+				bad++;
+			else if (!p->runs[i].warmup && p->runs[i].status == RUN_EXITED && p->runs[i].exit_code)
+				bad++;
+		if (bad)
+			buf_addf(out, "  %s%zu run%s did not end cleanly (see the JSON for each)%s\n", st->yellow, bad,
+				 bad == 1 ? "" : "s", st->reset);
+	}
+	free(v);
+}
+
+static void render_module_stats(const struct profile *p, const struct report_opts *o, struct buf *out,
+				const struct style *st)
+{
+	size_t nr, i, shown = 0;
+	struct module_stats *m = profile_module_stats(p, &nr);
+
+	heading(out, st, "Modules across runs (by median cumulative)");
+	buf_addf(out, "  %10s %10s %10s %10s  %s\n", "median", "min", "max", "MAD", "module");
+	for (i = 0; i < nr && shown < (size_t)o->top; i++, shown++) {
+		buf_adds(out, "  ");
+		add_dur_col(out, m[i].cum.median, 10);
+		buf_addch(out, ' ');
+		add_dur_col(out, m[i].cum.min, 10);
+		buf_addch(out, ' ');
+		add_dur_col(out, m[i].cum.max, 10);
+		buf_addch(out, ' ');
+		add_dur_col(out, m[i].cum.mad, 10);
+		buf_addf(out, "  %s", m[i].name);
+		if (summary_unstable(&m[i].cum))
+			buf_addf(out, "  %s(unstable)%s", st->yellow, st->reset);
+		buf_addch(out, '\n');
+	}
+	module_stats_free(m, nr);
+}
+
+static void render_top(const struct proc *pr, const struct report_opts *o, struct buf *out,
+		       const struct style *st, bool by_self)
+{
+	int32_t *idx;
+	size_t n = 0, i;
+
+	if (!pr->nr_nodes)
+		return;
+	idx = xmalloc(st_mult(pr->nr_nodes, sizeof(*idx)));
+	for (i = 0; i < pr->nr_nodes; i++)
+		if (!(pr->nodes[i].flags & NODE_CACHED))
+			idx[n++] = (int32_t)i;
+	sort_proc = pr;
+	qsort(idx, n, sizeof(*idx), by_self ? cmp_self : cmp_cum);
+	heading(out, st, by_self ? "Top modules by self time" : "Top modules by cumulative time");
+	buf_addf(out, "  %10s %10s  %s\n", "cumulative", "self", "module (import chain)");
+	for (i = 0; i < n && i < (size_t)o->top; i++) {
+		const struct imp_node *nd = &pr->nodes[idx[i]];
+
+		buf_adds(out, "  ");
+		add_dur_col(out, nd->cum_us, 10);
+		buf_addch(out, ' ');
+		add_dur_col(out, nd->self_us, 10);
+		buf_addf(out, "  %s%s%s", st->bold, node_name(pr, idx[i]), st->reset);
+		if (nd->kind == KIND_STARTUP)
+			buf_adds(out, " [start-up]");
+		if (nd->flags & NODE_FAILED)
+			buf_addf(out, " %s[failed]%s", st->red, st->reset);
+		if (nd->flags & NODE_INCONSISTENT)
+			buf_addf(out, " %s[inconsistent]%s", st->yellow, st->reset);
+		if (nd->parent >= 0) {
+			buf_addf(out, "  %svia ", st->dim);
+			proc_chain(pr, nd->parent, " > ", out);
+			buf_adds(out, st->reset);
+		}
+		buf_addch(out, '\n');
+	}
+	free(idx);
+}
+
+static void render_packages(const struct proc *pr, const struct report_opts *o, struct buf *out,
+			    const struct style *st)
+{
+	size_t nr, i;
+	struct pkg_total *t = proc_package_totals(pr, &nr);
+
+	heading(out, st, "By top-level package");
+	buf_addf(out, "  %10s %10s %8s  %s\n", "cumulative", "self", "modules", "package");
+	for (i = 0; i < nr && i < (size_t)o->top; i++) {
+		buf_adds(out, "  ");
+		add_dur_col(out, t[i].cum_us, 10);
+		buf_addch(out, ' ');
+		add_dur_col(out, t[i].self_us, 10);
+		buf_addf(out, " %8zu  %s [%s]\n", t[i].modules, t[i].name, kind_name(t[i].kind));
+	}
+	pkg_totals_free(t, nr);
+}
+
+static void render_tree(const struct proc *pr, const struct report_opts *o, struct buf *out,
+			const struct style *st)
+{
+	int32_t i = pr->first_root;
+	size_t hidden = 0;
+
+	heading(out, st, "Import tree (cumulative, self)");
+	if (o->threshold_us > 0 || o->max_depth >= 0) {
+		buf_adds(out, "  pruned:");
+		if (o->threshold_us > 0) {
+			buf_adds(out, " subtrees under ");
+			buf_add_duration(out, o->threshold_us);
+		}
+		if (o->max_depth >= 0)
+			buf_addf(out, " deeper than %d", o->max_depth);
+		buf_addch(out, '\n');
+	}
+	while (i >= 0) {
+		const struct imp_node *nd = &pr->nodes[i];
+		bool show = nd->cum_us >= o->threshold_us &&
+			    (o->max_depth < 0 || (int)nd->depth <= o->max_depth);
+		uint32_t d;
+
+		if (show) {
+			buf_adds(out, "  ");
+			add_dur_col(out, nd->cum_us, 10);
+			buf_addch(out, ' ');
+			add_dur_col(out, nd->self_us, 10);
+			buf_adds(out, "  ");
+			for (d = 0; d < nd->depth && d < 200; d++)
+				buf_adds(out, "  ");
+			if (nd->depth >= 200)
+				buf_addf(out, "(+%u levels) ", nd->depth - 200);
+			buf_adds(out, node_name(pr, i));
+			if (nd->flags & NODE_CACHED)
+				buf_adds(out, " (cached)");
+			if (nd->flags & NODE_FAILED)
+				buf_addf(out, " %s[failed]%s", st->red, st->reset);
+			if (nd->flags & NODE_TRACE_ONLY)
+				buf_adds(out, " [no importtime row]");
+			buf_addch(out, '\n');
+		} else {
+			hidden++;
+		}
+		/* Pre-order, skipping the children of hidden nodes. */
+		if (show && nd->first_child >= 0) {
+			i = nd->first_child;
+			continue;
+		}
+		while (i >= 0 && pr->nodes[i].next_sibling < 0)
+			i = pr->nodes[i].parent;
+		if (i >= 0)
+			i = pr->nodes[i].next_sibling;
+	}
+	if (hidden)
+		buf_addf(out, "  %s(%zu subtrees hidden by the pruning options)%s\n", st->dim, hidden, st->reset);
+}
+
+static void render_findings(const struct profile *p, struct buf *out, const struct style *st)
+{
+	size_t i;
+
+	if (!p->nr_findings)
+		return;
+	heading(out, st, "What to fix");
+	for (i = 0; i < p->nr_findings; i++) {
+		const struct finding *f = &p->findings[i];
+		const char *col = f->severity && !strcmp(f->severity, "error") ? st->red
+				  : f->severity && !strcmp(f->severity, "warning") ? st->yellow : "";
+
+		buf_addf(out, "  %s[%s]%s %s%s%s", col, f->id, st->reset, st->bold, f->title ? f->title : "",
+			 st->reset);
+		if (f->cost_us != UNKNOWN) {
+			buf_adds(out, " (");
+			buf_add_duration(out, f->cost_us);
+			buf_adds(out, ")");
+		}
+		buf_addch(out, '\n');
+		if (f->evidence)
+			buf_addf(out, "      evidence: %s\n", f->evidence);
+		if (f->fix)
+			buf_addf(out, "      fix: %s\n", f->fix);
+	}
+}
+
+static void render_proc(const struct proc *pr, const struct report_opts *o, struct buf *out,
+			const struct style *st)
+{
+	render_top(pr, o, out, st, false);
+	render_top(pr, o, out, st, true);
+	render_packages(pr, o, out, st);
+	if (o->tree)
+		render_tree(pr, o, out, st);
+}
+
+static void render_run_summary(const struct profile *p, const struct run *r, struct buf *out,
+			       const struct style *st)
+{
+	const struct proc *pr = r->nr_procs ? &r->procs[0] : NULL;
+	size_t modules = 0, startup = 0, i;
+	int64_t total = pr ? proc_import_total_us(pr, true) : 0;
+	int64_t target_total = pr ? proc_import_total_us(pr, false) : 0;
+
+	buf_adds(out, "  status          ");
+	describe_status(p, r, out);
+	buf_addch(out, '\n');
+	if (r->status == RUN_OOM && pr)
+		describe_open(pr, out);
+	if (r->wall_us != UNKNOWN) {
+		buf_adds(out, "  wall            ");
+		add_dur(out, r->wall_us);
+		buf_adds(out, "\n  CPU             user ");
+		add_dur(out, r->user_us);
+		buf_adds(out, ", sys ");
+		add_dur(out, r->sys_us);
+		buf_adds(out, "\n  max RSS         ");
+		buf_add_bytes(out, r->maxrss_kb * 1024);
+		buf_addch(out, '\n');
+	}
+	if (r->ready_us != UNKNOWN || r->first_response_us != UNKNOWN) {
+		buf_adds(out, "  ready           ");
+		add_dur(out, r->ready_us);
+		buf_adds(out, " after exec; first response ");
+		add_dur(out, r->first_response_us);
+		buf_adds(out, " after ready\n");
+	}
+	if (r->cg.has) {
+		buf_adds(out, "  cgroup          CPU ");
+		add_dur(out, r->cg.cpu_usage_us);
+		buf_addf(out, ", throttled in %lld of %lld periods (", (long long)r->cg.nr_throttled,
+			 (long long)r->cg.nr_periods);
+		add_dur(out, r->cg.throttled_us);
+		buf_adds(out, "), peak memory ");
+		if (r->cg.memory_peak >= 0)
+			buf_add_bytes(out, r->cg.memory_peak);
+		else
+			buf_adds(out, "unknown");
+		buf_addf(out, ", OOM kills %lld\n", (long long)r->cg.oom_kills);
+	}
+	if (!pr)
+		return;
+	for (i = 0; i < pr->nr_nodes; i++) {
+		if (pr->nodes[i].flags & NODE_CACHED)
+			continue;
+		modules++;
+		if (pr->nodes[i].flags & NODE_STARTUP)
+			startup++;
+	}
+	buf_addf(out, "  imports         %zu modules (%zu at interpreter start-up), ", modules, startup);
+	add_dur(out, total);
+	buf_adds(out, " in total");
+	if (r->wall_us > 0)
+		buf_addf(out, " = %.0f%% of wall", 100.0 * (double)total / (double)r->wall_us);
+	buf_adds(out, "\n                  start-up ");
+	add_dur(out, total - target_total);
+	buf_adds(out, ", the target's own imports ");
+	add_dur(out, target_total);
+	buf_addch(out, '\n');
+	if (r->nr_procs > 1)
+		buf_addf(out, "  processes       %zu Python processes printed imports\n", r->nr_procs);
+}
+
+void report_opts_init(struct report_opts *o)
+{
+	o->top = 15;
+	o->tree = false;
+	o->max_depth = -1;
+	o->threshold_us = 0;
+	o->all_processes = false;
+	o->color = false;
+}
+
+bool report_want_color(int fd)
+{
+	const char *nc = getenv("NO_COLOR");
+	const char *term = getenv("TERM");
+
+	if (nc && *nc)
+		return false;
+	if (term && !strcmp(term, "dumb"))
+		return false;
+	return isatty(fd);
+}
+
+void report_render(const struct profile *p, const struct report_opts *o, struct buf *out)
+{
+	const struct style *st = style_of(o);
+	size_t ri = p->nr_runs ? profile_median_run(p) : 0;
+	const struct run *r = p->nr_runs ? &p->runs[ri] : NULL;
+	size_t measured = 0, i;
+
+	for (i = 0; i < p->nr_runs; i++)
+		if (!p->runs[i].warmup)
+			measured++;
+	buf_addf(out, "%scoldstart %s%s", st->bold, p->tool_version ? p->tool_version : "", st->reset);
+	if (p->target.nr) {
+		buf_adds(out, " — ");
+		for (i = 0; i < p->target.nr; i++)
+			buf_addf(out, "%s%s", i ? " " : "", p->target.v[i]);
+	}
+	buf_addch(out, '\n');
+	buf_addf(out, "  interpreter     %s", p->python ? p->python : "unknown");
+	if (p->python_version)
+		buf_addf(out, " (Python %s)", p->python_version);
+	buf_addch(out, '\n');
+	if (p->limits.backend || p->limits.cpus > 0 || p->limits.memory > 0) {
+		struct buf ld = BUF_INIT;
+
+		if (p->limits.cpus > 0)
+			buf_addf(&ld, "%.3g CPU", p->limits.cpus);
+		if (p->limits.memory > 0) {
+			buf_adds(&ld, ld.len ? ", " : "");
+			buf_add_bytes(&ld, p->limits.memory);
+			buf_adds(&ld, " memory");
+		}
+		if (p->limits.pids > 0)
+			buf_addf(&ld, "%s%ld pids", ld.len ? ", " : "", p->limits.pids);
+		if (p->limits.cpuset)
+			buf_addf(&ld, "%scpus %s", ld.len ? ", " : "", p->limits.cpuset);
+		buf_addf(out, "  limits          %s", ld.buf);
+		if (p->limits.preset)
+			buf_addf(out, " (preset %s)", p->limits.preset);
+		if (p->limits.backend)
+			buf_addf(out, " via %s", p->limits.backend);
+		buf_addch(out, '\n');
+		buf_release(&ld);
+	}
+	if (!r) {
+		buf_adds(out, "  no runs in this profile\n");
+		return;
+	}
+	if (measured > 1)
+		buf_addf(out, "  run shown       #%zu of %zu (the median by wall time)\n", ri + 1, p->nr_runs);
+	render_run_summary(p, r, out, st);
+	if (measured > 1) {
+		render_runs_stats(p, out, st);
+		render_module_stats(p, o, out, st);
+	}
+	if (r->nr_procs) {
+		render_proc(&r->procs[0], o, out, st);
+		for (i = 1; i < r->nr_procs; i++) {
+			const struct proc *pr = &r->procs[i];
+			struct buf title = BUF_INIT;
+
+			if (o->all_processes) {
+				buf_addf(&title, "Process %zu", i + 1);
+				if (pr->pid >= 0)
+					buf_addf(&title, " (pid %ld)", pr->pid);
+				if (pr->argv)
+					buf_addf(&title, ": %s", pr->argv);
+				heading(out, st, title.buf);
+				render_proc(pr, o, out, st);
+			} else {
+				if (i == 1)
+					heading(out, st, "Other Python processes (--all-processes shows them in full)");
+				buf_addf(out, "  #%zu", i + 1);
+				if (pr->pid >= 0)
+					buf_addf(out, " pid %ld", pr->pid);
+				buf_addf(out, ": %zu modules, ", pr->nr_nodes);
+				add_dur(out, proc_import_total_us(pr, true));
+				if (pr->argv)
+					buf_addf(out, "  %s%s%s", st->dim, pr->argv, st->reset);
+				buf_addch(out, '\n');
+			}
+			buf_release(&title);
+		}
+	}
+	if (report_extra_section)
+		report_extra_section(p, out);
+	render_findings(p, out, st);
+	if (p->nr_warnings) {
+		size_t shown = p->nr_warnings < 10 ? p->nr_warnings : 10;
+
+		heading(out, st, "Warnings");
+		for (i = 0; i < shown; i++) {
+			if (p->warnings[i].line)
+				buf_addf(out, "  line %ld: %s\n", p->warnings[i].line, p->warnings[i].msg);
+			else
+				buf_addf(out, "  %s\n", p->warnings[i].msg);
+		}
+		if (shown < p->nr_warnings)
+			buf_addf(out, "  ... and %zu more (all of them are in the JSON)\n", p->nr_warnings - shown);
+	}
+}
