@@ -1,0 +1,492 @@
+/*
+ * `coldstart inspect`: ELF facts about native extensions (given as files or
+ * as module names an interpreter resolves) and about the interpreter itself.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "builtin.h"
+#include "elf_report.h"
+#include "elffile.h"
+#include "launch.h"
+#include "util.h"
+
+#define PY_TIMEOUT_MS 60000
+#define RESULT_TAG "\001coldstart\t"
+
+/*
+ * Prints sys.executable, then for each name "ok\t<origin>" or
+ * "err\t<message>".  Python 2.7 has no importlib.util: import the module and
+ * read __file__ instead.
+ */
+static const char resolve_script[] =
+	"import sys\n"
+	"T = '\\001coldstart\\t'\n"
+	"sys.stdout.write(T + 'exe\\t' + (sys.executable or '') + '\\n')\n"
+	"for n in sys.argv[1:]:\n"
+	"    try:\n"
+	"        try:\n"
+	"            import importlib.util as u\n"
+	"            s = u.find_spec(n)\n"
+	"            o = s and s.origin\n"
+	"            if s is None: raise ImportError('no module named ' + repr(n))\n"
+	"        except ImportError:\n"
+	"            if sys.version_info[0] > 2: raise\n"
+	"            __import__(n); o = getattr(sys.modules[n], '__file__', None) or 'built-in'\n"
+	"        sys.stdout.write(T + 'ok\\t' + str(o) + '\\n')\n"
+	"    except Exception as e:\n"
+	"        sys.stdout.write(T + 'err\\t' + str(e).replace('\\n', ' ') + '\\n')\n"
+	"    sys.stdout.flush()\n";
+
+struct target {
+	char *arg; /* as given */
+	char *module; /* when given as a module name */
+	char *file; /* the file to read; NULL when the module has none */
+	char *error; /* resolution error */
+};
+
+struct inspect_opts {
+	const char *python;
+	bool python_given;
+	bool json;
+	bool no_python;
+	bool tree;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: coldstart inspect [--python PATH] [--json] [--no-python] [MODULE | FILE.so ...]\n"
+		"\n"
+		"ELF facts about native extensions: size and loadable segments, the DT_NEEDED\n"
+		"chain resolved as the dynamic loader does, relocations, symbols, debug info\n"
+		"and build-id.  With no MODULE or FILE, describes the interpreter: libpython\n"
+		"shared or static, and its version read from the binary.\n"
+		"\n"
+		"  --python PATH  interpreter that resolves module names and whose libraries\n"
+		"                 count as already loaded (default: python3 from PATH)\n"
+		"  --no-python    read FILEs alone, without running an interpreter\n"
+		"  --json         write JSON instead of text\n"
+		"  --help         show this help\n"
+		"\n"
+		"An argument with a '/' or ending in '.so' is a file; anything else is a module.\n"
+		"Exit status: 0 ok, 1 a file or module could not be read, 2 usage.\n");
+}
+
+static bool is_file_arg(const char *s)
+{
+	return strchr(s, '/') || ends_with(s, ".so") || strstr(s, ".so.");
+}
+
+/* Reads the child's stdout until EOF or the deadline; -1 on timeout. */
+static int read_all(int fd, struct buf *out)
+{
+	int64_t deadline = now_ns() + (int64_t)PY_TIMEOUT_MS * 1000000;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int64_t left = (deadline - now_ns()) / 1000000;
+		char chunk[8192];
+		ssize_t n;
+		int r;
+
+		if (left <= 0)
+			return -1;
+		r = poll(&pfd, 1, (int)left);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		n = read(fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return 0;
+		buf_add(out, chunk, (size_t)n);
+	}
+}
+
+/*
+ * Runs the interpreter once: learns sys.executable and resolves the module
+ * targets.  Returns 0, or -1 with err set when it cannot be run at all.
+ */
+static int ask_python(const char *python, struct target *t, size_t nr, char **exe,
+		      struct buf *err)
+{
+	struct child c;
+	struct child_exit ex;
+	struct buf out = BUF_INIT, errout = BUF_INIT;
+	size_t i, next = 0;
+	char *line, *eol;
+	int ret = -1, timed_out;
+
+	child_init(&c);
+	strvec_push(&c.args, python);
+	strvec_push(&c.args, "-c");
+	strvec_push(&c.args, resolve_script);
+	for (i = 0; i < nr; i++)
+		if (t[i].module)
+			strvec_push(&c.args, t[i].module);
+	c.capture_stdout = true;
+	c.null_stdin = true;
+	if (child_start(&c, err))
+		goto out;
+	timed_out = read_all(c.out_fd, &out);
+	if (timed_out)
+		kill_tree(c.pid, SIGKILL, true);
+	child_finish(&c, &ex);
+	if (timed_out) {
+		buf_addf(err, "'%s' did not answer within %d s", python, PY_TIMEOUT_MS / 1000);
+		goto out;
+	}
+	/* Lines not starting with the tag are the modules' own output. */
+	for (line = out.buf; line < out.buf + out.len; line = eol + 1) {
+		char *p;
+
+		eol = strchrnul(line, '\n');
+		*eol = '\0';
+		p = strstr(line, RESULT_TAG);
+		if (!p)
+			continue;
+		p += strlen(RESULT_TAG);
+		if (starts_with(p, "exe\t")) {
+			free(*exe);
+			*exe = p[4] ? xstrdup(p + 4) : NULL;
+			continue;
+		}
+		while (next < nr && !t[next].module)
+			next++;
+		if (next >= nr)
+			break;
+		if (starts_with(p, "ok\t"))
+			t[next].file = xstrdup(p + 3);
+		else if (starts_with(p, "err\t"))
+			t[next].error = xstrdup(p + 4);
+		next++;
+	}
+	if (!*exe && (ex.signaled || ex.exit_code)) {
+		buf_addf(err, "'%s' failed (%s %d)", python, ex.signaled ? "signal" : "exit status",
+			 ex.signaled ? ex.term_signal : ex.exit_code);
+		goto out;
+	}
+	ret = 0;
+out:
+	buf_release(&out);
+	buf_release(&errout);
+	child_release(&c);
+	return ret;
+}
+
+/* Turns a module's origin into a file to read, or an error for the user. */
+static void check_origin(struct target *t)
+{
+	char *f = t->file;
+	struct buf msg = BUF_INIT;
+
+	if (!f || t->error)
+		return;
+	if (!strcmp(f, "built-in") || !strcmp(f, "frozen") || !strcmp(f, "None"))
+		buf_addf(&msg, "'%s' is %s the interpreter: there is no file to inspect", t->module,
+			 !strcmp(f, "None") ? "a namespace package, not" : "built into");
+	else if (!ends_with(f, ".so") && !strstr(f, ".so."))
+		buf_addf(&msg, "'%s' is not a native extension ('%s')", t->module, f);
+	if (msg.len) {
+		free(t->file);
+		t->file = NULL;
+		t->error = buf_detach(&msg, NULL);
+	}
+	buf_release(&msg);
+}
+
+static void text_facts(const struct elf_facts *f, struct buf *out)
+{
+	char scratch[32];
+	size_t i;
+
+	buf_addf(out, "  file      %s\n", f->path);
+	buf_adds(out, "  size      ");
+	buf_add_bytes(out, f->file_size);
+	buf_addf(out, " on disk; %zu load segment%s: ", f->nr_load, f->nr_load == 1 ? "" : "s");
+	buf_add_bytes(out, (int64_t)(f->load_filesz > INT64_MAX ? INT64_MAX : f->load_filesz));
+	buf_adds(out, " from the file, ");
+	buf_add_bytes(out, (int64_t)(f->load_memsz > INT64_MAX ? INT64_MAX : f->load_memsz));
+	buf_adds(out, " mapped\n");
+	buf_addf(out, "  elf       ELF%d %s %s, %s\n", f->elf_class, f->big_endian ? "MSB" : "LSB",
+		 elf_machine_name(f->machine, scratch, sizeof(scratch)),
+		 f->type == 3 ? "shared object" : f->type == 2 ? "executable" : "other type");
+	if (f->soname)
+		buf_addf(out, "  soname    %s\n", f->soname);
+	if (f->rpath)
+		buf_addf(out, "  rpath     %s\n", f->rpath);
+	if (f->runpath)
+		buf_addf(out, "  runpath   %s\n", f->runpath);
+	buf_addf(out, "  relocs    %zu dynamic (%zu relative, %zu PLT)\n", f->nr_relocs,
+		 f->nr_relative, f->nr_plt_relocs);
+	buf_addf(out, "  symbols   %zu dynamic, %zu in .symtab\n", f->nr_dynsyms, f->nr_symtab);
+	buf_adds(out, "  debug     ");
+	if (elf_facts_unstripped(f)) {
+		buf_addf(out, "unstripped: %zu debug sections (", f->nr_debug_sections);
+		buf_add_bytes(out, (int64_t)f->debug_bytes);
+		buf_adds(out, "), symbol table ");
+		buf_add_bytes(out, (int64_t)f->symtab_bytes);
+	} else {
+		buf_adds(out, "stripped");
+	}
+	if (f->has_debuglink)
+		buf_adds(out, "; debug info in a separate file (.gnu_debuglink)");
+	buf_addch(out, '\n');
+	buf_addf(out, "  build-id  %s\n", f->build_id ? f->build_id : "(none)");
+	for (i = 0; i < f->warnings.nr; i++)
+		buf_addf(out, "  warning   %s\n", f->warnings.v[i]);
+}
+
+static void text_tree(const struct elf_tree *t, struct buf *out)
+{
+	struct elf_totals tot;
+	size_t i;
+
+	elf_tree_totals(t, false, &tot);
+	if (t->nr <= 1) {
+		buf_adds(out, "  needs     nothing\n");
+	} else {
+		buf_addf(out, "  needs     %zu new object%s", tot.objects, tot.objects == 1 ? "" : "s");
+		if (tot.objects) {
+			buf_adds(out, ": ");
+			buf_add_bytes(out, tot.file_bytes);
+			buf_addf(out, ", %zu relocs", tot.relocs);
+		}
+		if (tot.missing)
+			buf_addf(out, "; %zu NOT FOUND", tot.missing);
+		buf_addch(out, '\n');
+		elf_render_tree(t, "    ", out);
+	}
+	for (i = 0; i < t->warnings.nr; i++)
+		buf_addf(out, "  warning   %s\n", t->warnings.v[i]);
+}
+
+static void text_python(const struct elf_python *py, struct buf *out)
+{
+	buf_addf(out, "interpreter %s\n", py->exe);
+	buf_addf(out, "  version   %s\n", py->version ? py->version : "(not found in the binary)");
+	if (py->shared)
+		buf_addf(out, "  libpython shared: %s\n",
+			 py->libpython ? py->libpython : "NOT FOUND");
+	else if (py->exe_facts && py->exe_facts->defines_python)
+		buf_adds(out, "  libpython static (linked into the executable)\n");
+	else
+		buf_adds(out, "  libpython not found: this may not be a Python interpreter\n");
+	if (py->exe_facts) {
+		buf_adds(out, "  exe       ");
+		elf_render_facts_line(py->exe_facts, out);
+		buf_addch(out, '\n');
+	}
+	if (py->lib_facts) {
+		buf_adds(out, "  lib       ");
+		elf_render_facts_line(py->lib_facts, out);
+		buf_addch(out, '\n');
+	}
+}
+
+static int parse_args(int argc, char **argv, struct inspect_opts *o, struct strvec *args)
+{
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 1;
+		} else if (!strcmp(a, "--json")) {
+			o->json = true;
+		} else if (!strcmp(a, "--no-python")) {
+			o->no_python = true;
+		} else if (!strcmp(a, "--python") || starts_with(a, "--python=")) {
+			if (a[8] == '=') {
+				o->python = a + 9;
+			} else if (i + 1 < argc) {
+				o->python = argv[++i];
+			} else {
+				error("--python needs a path");
+				return -1;
+			}
+			if (!*o->python) {
+				error("--python needs a path");
+				return -1;
+			}
+			o->python_given = true;
+		} else if (!strcmp(a, "--")) {
+			for (i++; i < argc; i++)
+				strvec_push(args, argv[i]);
+		} else if (a[0] == '-' && a[1]) {
+			error("unknown option '%s' for inspect", a);
+			return -1;
+		} else {
+			strvec_push(args, a);
+		}
+	}
+	if (o->no_python && o->python_given) {
+		error("--python and --no-python cannot be used together");
+		return -1;
+	}
+	return 0;
+}
+
+int cmd_inspect(int argc, char **argv)
+{
+	struct inspect_opts o = { .python = "python3" };
+	struct strvec args = STRVEC_INIT;
+	struct elf_resolver r;
+	struct elf_python py;
+	struct target *t = NULL;
+	struct buf out = BUF_INIT, err = BUF_INIT;
+	char *exe = NULL;
+	bool have_py = false, any_module = false;
+	size_t i, nr = 0, shown = 0;
+	int ret = EXIT_OK, pr;
+
+	elf_resolver_init(&r);
+	elf_python_init(&py);
+	pr = parse_args(argc, argv, &o, &args);
+	if (pr) {
+		if (pr < 0)
+			fprintf(stderr, "usage: coldstart inspect [--python PATH] [--json] [--no-python] [MODULE | FILE.so ...]\n");
+		ret = pr > 0 ? EXIT_OK : EXIT_USAGE;
+		goto out;
+	}
+	nr = args.nr;
+	t = xcalloc(nr ? nr : 1, sizeof(*t));
+	for (i = 0; i < nr; i++) {
+		t[i].arg = xstrdup(args.v[i]);
+		if (is_file_arg(args.v[i]) || !access(args.v[i], F_OK)) {
+			t[i].file = xstrdup(args.v[i]);
+		} else {
+			t[i].module = xstrdup(args.v[i]);
+			any_module = true;
+		}
+	}
+	if (any_module && o.no_python) {
+		error("module names need an interpreter; drop --no-python or give files");
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	if (!o.no_python) {
+		if (ask_python(o.python, t, nr, &exe, &err)) {
+			/* Files can still be read alone; modules and the interpreter cannot. */
+			if (any_module || !nr || o.python_given) {
+				error("%s", err.buf);
+				ret = EXIT_FAIL;
+				goto out;
+			}
+			buf_reset(&err);
+		} else {
+			const char *path = exe ? exe : o.python;
+
+			if (elf_python_inspect(&r, path, &py, &err)) {
+				error("%s", err.buf);
+				ret = EXIT_FAIL;
+				goto out;
+			}
+			have_py = true;
+		}
+	}
+	for (i = 0; i < nr; i++)
+		check_origin(&t[i]);
+
+	if (o.json) {
+		buf_adds(&out, "{\"interpreter\":");
+		if (have_py)
+			elf_python_to_json(&py, &out);
+		else
+			buf_adds(&out, "null");
+		buf_adds(&out, ",\"objects\":[");
+	} else if (have_py && (!nr || o.python_given)) {
+		text_python(&py, &out);
+		shown++;
+	}
+	for (i = 0; i < nr; i++) {
+		struct elf_tree tree;
+		struct elf_totals tot;
+
+		elf_tree_init(&tree);
+		buf_reset(&err);
+		if (t[i].error) {
+			error("%s", t[i].error);
+			ret = EXIT_FAIL;
+		} else if (elf_resolve(&r, t[i].file, &tree, &err)) {
+			error("%s", err.buf);
+			ret = EXIT_FAIL;
+		}
+		if (o.json) {
+			if (i)
+				buf_addch(&out, ',');
+			buf_adds(&out, "{\"target\":");
+			buf_add_json_str(&out, t[i].arg, strlen(t[i].arg));
+			buf_adds(&out, ",\"module\":");
+			if (t[i].module)
+				buf_add_json_str(&out, t[i].module, strlen(t[i].module));
+			else
+				buf_adds(&out, "null");
+			buf_adds(&out, ",\"error\":");
+			if (t[i].error || err.len)
+				buf_add_json_str(&out, t[i].error ? t[i].error : err.buf,
+						 strlen(t[i].error ? t[i].error : err.buf));
+			else
+				buf_adds(&out, "null");
+			if (tree.nr) {
+				elf_tree_totals(&tree, false, &tot);
+				buf_adds(&out, ",\"facts\":");
+				elf_facts_to_json(tree.libs[0].facts, &out);
+				buf_adds(&out, ",\"needs\":");
+				elf_tree_to_json(&tree, &out);
+				buf_addf(&out, ",\"needs_totals\":{\"objects\":%zu,\"missing\":%zu,"
+					       "\"file_bytes\":%lld,\"mapped_bytes\":%llu,\"relocs\":%zu,"
+					       "\"dynsyms\":%zu}",
+					 tot.objects, tot.missing, (long long)tot.file_bytes,
+					 (unsigned long long)tot.mapped_bytes, tot.relocs, tot.dynsyms);
+				buf_adds(&out, ",\"warnings\":");
+				buf_addch(&out, '[');
+				for (size_t k = 0; k < tree.warnings.nr; k++) {
+					if (k)
+						buf_addch(&out, ',');
+					buf_add_json_str(&out, tree.warnings.v[k],
+							 strlen(tree.warnings.v[k]));
+				}
+				buf_addch(&out, ']');
+			}
+			buf_addch(&out, '}');
+		} else if (tree.nr) {
+			if (shown++)
+				buf_addch(&out, '\n');
+			buf_addf(&out, "%s\n", t[i].module ? t[i].module : t[i].arg);
+			text_facts(tree.libs[0].facts, &out);
+			text_tree(&tree, &out);
+		}
+		elf_tree_release(&tree);
+	}
+	if (o.json)
+		buf_adds(&out, "]}\n");
+	fwrite(out.buf, 1, out.len, stdout);
+	if (fflush(stdout))
+		ret = EXIT_FAIL;
+out:
+	for (i = 0; i < nr; i++) {
+		free(t[i].arg);
+		free(t[i].module);
+		free(t[i].file);
+		free(t[i].error);
+	}
+	free(t);
+	free(exe);
+	strvec_clear(&args);
+	elf_python_release(&py);
+	elf_resolver_release(&r);
+	buf_release(&out);
+	buf_release(&err);
+	return ret;
+}

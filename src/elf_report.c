@@ -1,0 +1,787 @@
+/*
+ * The native-extension part of a profile: reads every loaded extension with
+ * elffile, joins it with the measured load time, renders the report section
+ * and the native-* findings, and carries the facts through JSON.
+ */
+#include "elf_report.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The side table: profiles are few, so a short list does. */
+static struct elf_native **natives;
+static size_t nr_natives, alloc_natives;
+
+/* One object seen in a process, for the duplicate-library rule. */
+struct dup_obj {
+	char *key; /* normalised library name */
+	const struct elf_facts *facts;
+	const char *path;
+	const char *module;
+};
+
+static void native_free(struct elf_native *n)
+{
+	size_t i;
+
+	for (i = 0; i < n->nr; i++) {
+		free(n->exts[i].module);
+		free(n->exts[i].file);
+		free(n->exts[i].error);
+		elf_tree_release(&n->exts[i].tree);
+	}
+	free(n->exts);
+	for (i = 0; i < n->nr_owned; i++) {
+		elf_facts_release(n->owned[i]);
+		free(n->owned[i]);
+	}
+	free(n->owned);
+	elf_python_release(&n->py);
+	elf_resolver_release(&n->resolver);
+	free(n);
+}
+
+static struct elf_native *native_new(const struct profile *p)
+{
+	struct elf_native *n = xcalloc(1, sizeof(*n));
+
+	elf_native_forget(p);
+	n->owner = p;
+	elf_resolver_init(&n->resolver);
+	elf_python_init(&n->py);
+	ALLOC_GROW(natives, nr_natives + 1, alloc_natives);
+	natives[nr_natives++] = n;
+	return n;
+}
+
+static int64_t node_load_us(const struct proc *pr, int32_t i)
+{
+	if (pr->timing && pr->timing[i].load_ns >= 0)
+		return pr->timing[i].load_ns / 1000;
+	if (pr->nodes[i].self_us >= 0)
+		return pr->nodes[i].self_us;
+	return UNKNOWN;
+}
+
+/* The first run that is not a warm-up and has processes, or NULL. */
+static const struct run *measured_run(const struct profile *p, size_t *idx)
+{
+	size_t i;
+
+	for (i = 0; i < p->nr_runs; i++)
+		if (!p->runs[i].warmup && p->runs[i].nr_procs) {
+			*idx = i;
+			return &p->runs[i];
+		}
+	for (i = 0; i < p->nr_runs; i++)
+		if (p->runs[i].nr_procs) {
+			*idx = i;
+			return &p->runs[i];
+		}
+	return NULL;
+}
+
+/* Native nodes with a file, in the order they started (else node order). */
+static int32_t *native_nodes(const struct proc *pr, size_t *nr)
+{
+	int32_t *v = NULL;
+	size_t n = 0, alloc = 0, i, j;
+
+	if (!pr->timing) {
+		*nr = 0;
+		return NULL;
+	}
+	for (i = 0; i < pr->nr_nodes; i++) {
+		if (!(pr->nodes[i].flags & NODE_NATIVE) || !pr->timing[i].file)
+			continue;
+		ALLOC_GROW(v, n + 1, alloc);
+		/* Insertion sort by start time: extensions are few. */
+		for (j = n; j > 0 && pr->timing[v[j - 1]].start_ns > pr->timing[i].start_ns &&
+			    pr->timing[i].start_ns >= 0;
+		     j--)
+			v[j] = v[j - 1];
+		v[j] = (int32_t)i;
+		n++;
+	}
+	*nr = n;
+	return v;
+}
+
+static void add_count(struct buf *out, uint64_t n)
+{
+	if (n >= 10000)
+		buf_addf(out, "%.0fk", (double)n / 1000.0);
+	else
+		buf_addf(out, "%llu", (unsigned long long)n);
+}
+
+/* Sort helper: extensions by load time, longest first. */
+static const struct elf_native_ext *sort_base;
+static int cmp_load(const void *a, const void *b)
+{
+	const struct elf_native_ext *x = &sort_base[*(const size_t *)a];
+	const struct elf_native_ext *y = &sort_base[*(const size_t *)b];
+
+	if (x->load_us != y->load_us)
+		return x->load_us < y->load_us ? 1 : -1;
+	return strcmp(x->module, y->module);
+}
+
+static size_t *exts_by_load(const struct elf_native *n)
+{
+	size_t *order = xcalloc(n->nr ? n->nr : 1, sizeof(*order));
+	size_t i;
+
+	for (i = 0; i < n->nr; i++)
+		order[i] = i;
+	sort_base = n->exts;
+	qsort(order, n->nr, sizeof(*order), cmp_load);
+	return order;
+}
+
+/*
+ * "libgfortran-040039e1.so.5.0.0" and "libgfortran.so.5" are one library:
+ * drop the directory, everything from ".so", auditwheel's "-<8 hex>" tags
+ * and trailing version numbers.
+ */
+static char *normalise_lib(const char *name)
+{
+	const char *base = strrchr(name, '/');
+	struct buf out = BUF_INIT;
+	size_t len, i;
+	const char *so;
+
+	base = base ? base + 1 : name;
+	len = strlen(base);
+	for (so = strstr(base, ".so"); so; so = strstr(so + 1, ".so"))
+		if (so[3] == '\0' || so[3] == '.') {
+			len = (size_t)(so - base);
+			break;
+		}
+	for (i = 0; i < len; i++) {
+		size_t k = 0;
+
+		if (base[i] == '-') {
+			while (k < 8 && i + 1 + k < len && strchr("0123456789abcdef", base[i + 1 + k]) &&
+			       base[i + 1 + k])
+				k++;
+			if (k == 8 && (i + 9 == len || base[i + 9] == '.' || base[i + 9] == '-')) {
+				i += 8;
+				continue;
+			}
+		}
+		buf_addch(&out, base[i]);
+	}
+	while (out.len && ((out.buf[out.len - 1] >= '0' && out.buf[out.len - 1] <= '9') ||
+			   out.buf[out.len - 1] == '.' || out.buf[out.len - 1] == '-'))
+		buf_setlen(&out, out.len - 1);
+	if (!out.len)
+		buf_adds(&out, base);
+	return buf_detach(&out, NULL);
+}
+
+static int cmp_dup(const void *a, const void *b)
+{
+	const struct dup_obj *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+
+	if (c)
+		return c;
+	return strcmp(x->path, y->path);
+}
+
+static void add_finding(struct profile *p, const char *id, const char *severity, struct buf *title,
+			struct buf *evidence, struct buf *fix, const char *module, int64_t cost_us)
+{
+	struct finding f;
+
+	memset(&f, 0, sizeof(f));
+	f.id = xstrdup(id);
+	f.severity = xstrdup(severity);
+	f.title = buf_detach(title, NULL);
+	f.evidence = buf_detach(evidence, NULL);
+	f.fix = buf_detach(fix, NULL);
+	f.module = module ? xstrdup(module) : NULL;
+	f.cost_us = cost_us;
+	profile_add_finding(p, &f);
+}
+
+static void heavy_findings(struct profile *p, struct elf_native *n)
+{
+	size_t i;
+
+	for (i = 0; i < n->nr; i++) {
+		const struct elf_native_ext *e = &n->exts[i];
+		struct buf title = BUF_INIT, ev = BUF_INIT, fix = BUF_INIT;
+		struct elf_totals all;
+
+		if (e->error || !e->tree.nr)
+			continue;
+		elf_tree_totals(&e->tree, true, &all);
+		if (!(e->load_us >= ELF_HEAVY_LOAD_US ||
+		      (e->load_us == UNKNOWN && (all.mapped_bytes >= ELF_HEAVY_BYTES ||
+						 all.relocs >= ELF_HEAVY_RELOCS))))
+			continue;
+		buf_addf(&title, "native extension '%s' is heavy to load", e->module);
+		buf_addf(&ev, "%s: ", e->module);
+		if (e->load_us != UNKNOWN) {
+			buf_add_duration(&ev, e->load_us);
+			buf_adds(&ev, " load, ");
+		}
+		buf_add_bytes(&ev, e->tree.libs[0].facts->file_size);
+		buf_adds(&ev, ", ");
+		add_count(&ev, e->tree.libs[0].facts->nr_relocs);
+		buf_adds(&ev, " relocs");
+		if (all.objects > 1) {
+			buf_adds(&ev, "; ");
+			elf_render_needs_summary(&e->tree, 4, &ev);
+			buf_adds(&ev, "; in all ");
+			buf_add_bytes(&ev, (int64_t)all.mapped_bytes);
+			buf_adds(&ev, " mapped, ");
+			add_count(&ev, all.relocs);
+			buf_addf(&ev, " relocations in %zu objects", all.objects);
+		}
+		buf_addf(&fix, "import %s lazily, inside the code that needs it, so start-up does not "
+			 "pay the dynamic loader; where a library dominates, a build linked against a "
+			 "smaller one (or without it) cuts the cost for everyone", e->module);
+		add_finding(p, "native-heavy-load", "warning", &title, &ev, &fix, e->module,
+			    e->load_us);
+	}
+}
+
+static void unstripped_findings(struct profile *p, struct elf_native *n)
+{
+	struct buf title = BUF_INIT, ev = BUF_INIT, fix = BUF_INIT;
+	const struct elf_facts **seen = NULL;
+	size_t nr_seen = 0, alloc_seen = 0, i, j, k, shown = 0;
+	uint64_t total = 0;
+	const char *module = NULL;
+
+	for (i = 0; i < n->nr; i++) {
+		const struct elf_native_ext *e = &n->exts[i];
+
+		for (j = 0; j < e->tree.nr; j++) {
+			const struct elf_facts *f = e->tree.libs[j].facts;
+			uint64_t bytes;
+
+			if (!f || e->tree.libs[j].preloaded)
+				continue;
+			bytes = elf_facts_strippable_bytes(f);
+			if (!elf_facts_unstripped(f) || bytes < ELF_UNSTRIPPED_BYTES)
+				continue;
+			for (k = 0; k < nr_seen && seen[k] != f; k++)
+				;
+			if (k < nr_seen)
+				continue;
+			ALLOC_GROW(seen, nr_seen + 1, alloc_seen);
+			seen[nr_seen++] = f;
+			total += bytes;
+			module = nr_seen == 1 ? e->module : NULL;
+			if (shown < 6) {
+				if (shown++)
+					buf_adds(&ev, "; ");
+				buf_addf(&ev, "%s (%s): ", j ? e->tree.libs[j].name : e->module,
+					 f->path);
+				buf_add_bytes(&ev, (int64_t)bytes);
+				buf_addf(&ev, " in %zu symbols and %zu debug sections", f->nr_symtab,
+					 f->nr_debug_sections);
+			}
+		}
+	}
+	if (nr_seen) {
+		if (shown < nr_seen)
+			buf_addf(&ev, "; and %zu more", nr_seen - shown);
+		buf_addf(&title, "%zu native object%s ship ", nr_seen, nr_seen == 1 ? "" : "s");
+		buf_add_bytes(&title, (int64_t)total);
+		buf_adds(&title, " of symbols and debug info");
+		buf_adds(&fix, "strip them (strip --strip-unneeded, or build with -s / "
+			       "pip's --config-settings) and keep debug info in separate files: the "
+			       "bytes are never mapped, but they are copied into every image, "
+			       "cache and cold container pull");
+		add_finding(p, "native-unstripped", "info", &title, &ev, &fix, module, UNKNOWN);
+	}
+	free(seen);
+	buf_release(&title);
+	buf_release(&ev);
+	buf_release(&fix);
+}
+
+static void dup_findings_for(struct profile *p, struct elf_native *n, size_t run, size_t proc)
+{
+	struct dup_obj *objs = NULL;
+	size_t nr = 0, alloc = 0, i, j, k;
+
+	for (i = 0; i < n->nr; i++) {
+		const struct elf_native_ext *e = &n->exts[i];
+
+		if (e->run != run || e->proc != proc)
+			continue;
+		for (j = 0; j < e->tree.nr; j++) {
+			const struct elf_lib *l = &e->tree.libs[j];
+
+			if (!l->path || !j)
+				continue;
+			for (k = 0; k < nr; k++)
+				if (!strcmp(objs[k].path, l->path) ||
+				    (l->facts && objs[k].facts == l->facts))
+					break;
+			if (k < nr)
+				continue;
+			ALLOC_GROW(objs, nr + 1, alloc);
+			objs[nr].key = normalise_lib(l->facts && l->facts->soname ? l->facts->soname
+										   : l->name);
+			objs[nr].facts = l->facts;
+			objs[nr].path = l->path;
+			objs[nr].module = e->module;
+			nr++;
+		}
+	}
+	if (nr > 1)
+		qsort(objs, nr, sizeof(*objs), cmp_dup);
+	for (i = 0; i < nr; i = j) {
+		struct buf title = BUF_INIT, ev = BUF_INIT, fix = BUF_INIT;
+
+		for (j = i + 1; j < nr && !strcmp(objs[j].key, objs[i].key); j++)
+			;
+		if (j - i < 2)
+			continue;
+		buf_addf(&title, "%s is loaded %zu times from different files", objs[i].key, j - i);
+		for (k = i; k < j; k++)
+			buf_addf(&ev, "%s%s (for %s)", k > i ? "; " : "", objs[k].path, objs[k].module);
+		buf_adds(&fix, "each copy is mapped, relocated and initialised separately; install the "
+			       "packages that bundle it from one source (all from Debian, or wheels "
+			       "built against one shared copy) so it loads once");
+		add_finding(p, "native-duplicate-library", "warning", &title, &ev, &fix, NULL, UNKNOWN);
+	}
+	for (i = 0; i < nr; i++)
+		free(objs[i].key);
+	free(objs);
+}
+
+static void render_lib_line(const struct elf_tree *t, size_t i, const char *indent,
+			    struct buf *out)
+{
+	const struct elf_lib *l = &t->libs[i];
+
+	buf_adds(out, indent);
+	for (unsigned d = 1; d < l->depth; d++)
+		buf_adds(out, "  ");
+	buf_adds(out, l->name);
+	if (l->preloaded) {
+		buf_addf(out, "  (already loaded: %s)\n", l->path);
+		return;
+	}
+	if (!l->facts) {
+		buf_addf(out, "  NOT FOUND%s%s\n", l->error ? ": " : "",
+			 l->error && strcmp(l->error, "not found") ? l->error : "");
+		return;
+	}
+	buf_addf(out, "  %s  [%s]  ", l->path, l->how);
+	elf_render_facts_line(l->facts, out);
+	buf_addch(out, '\n');
+}
+
+static void render_subtree(const struct elf_tree *t, size_t node, const char *indent,
+			   struct buf *out)
+{
+	size_t i;
+
+	for (i = 1; i < t->nr; i++)
+		if (t->libs[i].parent == (int)node) {
+			render_lib_line(t, i, indent, out);
+			render_subtree(t, i, indent, out);
+		}
+}
+
+static void ext_to_json(const struct elf_native_ext *e, struct buf *out)
+{
+	buf_adds(out, "{\"run\":");
+	buf_add_i64(out, (int64_t)e->run);
+	buf_adds(out, ",\"proc\":");
+	buf_add_i64(out, (int64_t)e->proc);
+	buf_adds(out, ",\"node\":");
+	buf_add_i64(out, e->node);
+	buf_adds(out, ",\"module\":");
+	buf_add_json_str(out, e->module, strlen(e->module));
+	buf_adds(out, ",\"file\":");
+	buf_add_json_str(out, e->file, strlen(e->file));
+	buf_adds(out, ",\"load_us\":");
+	buf_add_i64(out, e->load_us);
+	buf_adds(out, ",\"error\":");
+	if (e->error)
+		buf_add_json_str(out, e->error, strlen(e->error));
+	else
+		buf_adds(out, "null");
+	buf_adds(out, ",\"tree\":");
+	elf_tree_to_json(&e->tree, out);
+	buf_addch(out, '}');
+}
+
+static char *jdup(json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s ? xstrdup(s) : NULL;
+}
+
+static const char *how_const(const char *s)
+{
+	static const char *const hows[] = { "root", "rpath", "runpath", "LD_LIBRARY_PATH",
+					    "ld.so.cache", "default", "path", "loaded" };
+	size_t i;
+
+	for (i = 0; s && i < ARRAY_SIZE(hows); i++)
+		if (!strcmp(s, hows[i]))
+			return hows[i];
+	return NULL;
+}
+
+static int tree_from_json(struct elf_native *n, json_t *arr, struct elf_tree *t, struct buf *err)
+{
+	size_t i;
+
+	for (i = 0; i < json_array_size(arr); i++) {
+		json_t *o = json_array_get(arr, i), *facts;
+		struct elf_lib *l;
+		json_int_t parent;
+
+		if (!json_is_object(o) || !json_string_value(json_object_get(o, "name"))) {
+			buf_addf(err, "bad native JSON: tree entry %zu has no name", i);
+			return -1;
+		}
+		parent = json_integer_value(json_object_get(o, "parent"));
+		if (i == 0 ? parent != -1 : (parent < 0 || (size_t)parent >= i)) {
+			buf_addf(err, "bad native JSON: tree entry %zu has a bad parent", i);
+			return -1;
+		}
+		ALLOC_GROW(t->libs, t->nr + 1, t->alloc);
+		l = &t->libs[t->nr++];
+		memset(l, 0, sizeof(*l));
+		l->name = jdup(o, "name");
+		l->path = jdup(o, "path");
+		l->how = how_const(json_string_value(json_object_get(o, "how")));
+		l->parent = (int)parent;
+		l->depth = i ? t->libs[parent].depth + 1 : 0;
+		l->preloaded = json_is_true(json_object_get(o, "preloaded"));
+		l->error = jdup(o, "error");
+		facts = json_object_get(o, "facts");
+		if (json_is_object(facts)) {
+			char *text = json_dumps(facts, JSON_COMPACT);
+			struct elf_facts *f = xmalloc(sizeof(*f));
+
+			elf_facts_init(f);
+			if (!text || elf_facts_from_json(text, strlen(text), f, err)) {
+				free(text);
+				free(f);
+				return -1;
+			}
+			free(text);
+			ALLOC_GROW(n->owned, n->nr_owned + 1, n->alloc_owned);
+			n->owned[n->nr_owned++] = f;
+			l->facts = f;
+		}
+	}
+	if (!t->nr || !t->libs[0].facts) {
+		/* A root without facts is only valid with an error; keep the tree empty. */
+		elf_tree_release(t);
+	}
+	return 0;
+}
+
+struct elf_native *elf_native_get(const struct profile *p)
+{
+	size_t i;
+
+	for (i = 0; i < nr_natives; i++)
+		if (natives[i]->owner == p)
+			return natives[i];
+	return NULL;
+}
+
+void elf_native_forget(const struct profile *p)
+{
+	size_t i;
+
+	for (i = 0; i < nr_natives; i++)
+		if (natives[i]->owner == p) {
+			native_free(natives[i]);
+			natives[i] = natives[--nr_natives];
+			return;
+		}
+}
+
+void elf_annotate_profile(struct profile *p, struct buf *err)
+{
+	struct elf_native *n = native_new(p);
+	const struct run *run;
+	size_t ri = 0, pi, k;
+
+	run = measured_run(p, &ri);
+	if (!run)
+		return;
+	for (pi = 0; pi < run->nr_procs; pi++) {
+		const struct proc *pr = &run->procs[pi];
+		size_t nr = 0;
+		int32_t *nodes = native_nodes(pr, &nr);
+
+		if (!nr) {
+			free(nodes);
+			continue;
+		}
+		/* Each process starts with only the interpreter loaded. */
+		elf_resolver_unload(&n->resolver);
+		if (p->python) {
+			struct buf perr = BUF_INIT;
+
+			if (!elf_python_inspect(&n->resolver, p->python, &n->py, &perr))
+				n->has_python = true;
+			else if (!n->has_python && pi == 0)
+				buf_addf(err, "%s\n", perr.buf);
+			buf_release(&perr);
+		}
+		for (k = 0; k < nr; k++) {
+			struct elf_native_ext *e;
+			struct buf eerr = BUF_INIT;
+			int32_t i = nodes[k];
+
+			ALLOC_GROW(n->exts, n->nr + 1, n->alloc);
+			e = &n->exts[n->nr++];
+			memset(e, 0, sizeof(*e));
+			e->run = ri;
+			e->proc = pi;
+			e->node = i;
+			e->module = xstrdup(node_name(pr, i));
+			e->file = xstrdup(proc_str(pr, pr->timing[i].file));
+			e->load_us = node_load_us(pr, i);
+			elf_tree_init(&e->tree);
+			if (elf_resolve(&n->resolver, e->file, &e->tree, &eerr)) {
+				e->error = buf_detach(&eerr, NULL);
+				buf_addf(err, "%s\n", e->error);
+			}
+			buf_release(&eerr);
+		}
+		free(nodes);
+	}
+}
+
+void elf_render_facts_line(const struct elf_facts *f, struct buf *out)
+{
+	buf_add_bytes(out, f->file_size);
+	buf_addf(out, " (%zu load segment%s, ", f->nr_load, f->nr_load == 1 ? "" : "s");
+	buf_add_bytes(out, (int64_t)(f->load_memsz > INT64_MAX ? INT64_MAX : f->load_memsz));
+	buf_addf(out, " mapped), %zu relocs", f->nr_relocs);
+	if (f->nr_relative)
+		buf_addf(out, " (%zu relative)", f->nr_relative);
+	buf_addf(out, ", %zu dynsyms", f->nr_dynsyms);
+	if (elf_facts_unstripped(f)) {
+		buf_adds(out, ", unstripped: ");
+		buf_add_bytes(out, (int64_t)elf_facts_strippable_bytes(f));
+		buf_adds(out, " of symbols/debug info");
+	} else {
+		buf_adds(out, ", stripped");
+	}
+}
+
+void elf_render_tree(const struct elf_tree *t, const char *indent, struct buf *out)
+{
+	if (t->nr)
+		render_subtree(t, 0, indent, out);
+}
+
+void elf_render_needs_summary(const struct elf_tree *t, size_t max, struct buf *out)
+{
+	size_t i, shown = 0, more = 0;
+
+	for (i = 1; i < t->nr; i++) {
+		const struct elf_lib *l = &t->libs[i];
+
+		if (l->preloaded)
+			continue;
+		if (shown >= max) {
+			more++;
+			continue;
+		}
+		buf_adds(out, shown++ ? ", " : "needs ");
+		buf_adds(out, l->name);
+		if (!l->facts) {
+			buf_adds(out, " (not found)");
+			continue;
+		}
+		buf_adds(out, " (");
+		buf_add_bytes(out, l->facts->file_size);
+		buf_adds(out, ", ");
+		add_count(out, l->facts->nr_relocs);
+		buf_adds(out, " relocs)");
+	}
+	if (more)
+		buf_addf(out, " and %zu more", more);
+}
+
+void elf_report_section(const struct profile *p, struct buf *out)
+{
+	const struct elf_native *n = elf_native_get(p);
+	size_t *order, i;
+	int64_t total = 0;
+	bool any_time = false;
+
+	if (!n || (!n->nr && !n->has_python))
+		return;
+	buf_adds(out, "\nNative extensions\n");
+	if (n->has_python) {
+		buf_addf(out, "  interpreter %s: Python %s, libpython %s", n->py.exe,
+			 n->py.version ? n->py.version : "(version unknown)",
+			 n->py.shared ? "shared" : "static");
+		if (n->py.libpython)
+			buf_addf(out, " (%s)", n->py.libpython);
+		buf_addch(out, '\n');
+	}
+	if (!n->nr) {
+		buf_adds(out, "  no extension modules with a known file were loaded\n");
+		return;
+	}
+	for (i = 0; i < n->nr; i++)
+		if (n->exts[i].load_us != UNKNOWN) {
+			total += n->exts[i].load_us;
+			any_time = true;
+		}
+	buf_addf(out, "  %zu loaded", n->nr);
+	if (any_time) {
+		buf_adds(out, ", ");
+		buf_add_duration(out, total);
+		buf_adds(out, " measured load");
+	}
+	buf_adds(out, "\n");
+	order = exts_by_load(n);
+	for (i = 0; i < n->nr; i++) {
+		const struct elf_native_ext *e = &n->exts[order[i]];
+		struct buf t = BUF_INIT;
+
+		if (e->load_us != UNKNOWN)
+			buf_add_duration(&t, e->load_us);
+		else
+			buf_adds(&t, "?");
+		buf_addf(out, "  %10s  %s: ", t.buf, e->module);
+		buf_release(&t);
+		if (e->error || !e->tree.nr) {
+			buf_addf(out, "%s\n", e->error ? e->error : "no facts");
+			continue;
+		}
+		buf_add_bytes(out, e->tree.libs[0].facts->file_size);
+		buf_adds(out, ", ");
+		add_count(out, e->tree.libs[0].facts->nr_relocs);
+		buf_adds(out, " relocs");
+		if (elf_facts_unstripped(e->tree.libs[0].facts))
+			buf_adds(out, ", unstripped");
+		{
+			struct buf needs = BUF_INIT;
+
+			elf_render_needs_summary(&e->tree, 4, &needs);
+			if (needs.len)
+				buf_addf(out, "; %s", needs.buf);
+			buf_release(&needs);
+		}
+		buf_addch(out, '\n');
+	}
+	free(order);
+}
+
+void elf_findings(struct profile *p)
+{
+	struct elf_native *n = elf_native_get(p);
+	size_t i, j;
+
+	if (!n)
+		return;
+	heavy_findings(p, n);
+	unstripped_findings(p, n);
+	for (i = 0; i < n->nr; i++) {
+		/* Once per (run, proc): the first extension of each process. */
+		for (j = 0; j < i; j++)
+			if (n->exts[j].run == n->exts[i].run && n->exts[j].proc == n->exts[i].proc)
+				break;
+		if (j == i)
+			dup_findings_for(p, n, n->exts[i].run, n->exts[i].proc);
+	}
+}
+
+void elf_native_to_json(const struct profile *p, struct buf *out)
+{
+	const struct elf_native *n = elf_native_get(p);
+	size_t i;
+
+	if (!n) {
+		buf_adds(out, "null");
+		return;
+	}
+	buf_adds(out, "{\"python\":");
+	if (n->has_python)
+		elf_python_to_json(&n->py, out);
+	else
+		buf_adds(out, "null");
+	buf_adds(out, ",\"extensions\":[");
+	for (i = 0; i < n->nr; i++) {
+		if (i)
+			buf_addch(out, ',');
+		ext_to_json(&n->exts[i], out);
+	}
+	buf_adds(out, "]}");
+}
+
+int elf_native_from_json(struct profile *p, const char *text, size_t len, struct buf *err)
+{
+	json_error_t jerr;
+	json_t *root = json_loadb(text, len, 0, &jerr), *exts;
+	struct elf_native *n = NULL;
+	size_t i;
+	int ret = -1;
+
+	if (!root) {
+		buf_addf(err, "bad native JSON at line %d: %s", jerr.line, jerr.text);
+		goto out;
+	}
+	if (json_is_null(root)) {
+		elf_native_forget(p);
+		ret = 0;
+		goto out;
+	}
+	exts = json_object_get(root, "extensions");
+	if (!json_is_object(root) || !json_is_array(exts)) {
+		buf_adds(err, "bad native JSON: no \"extensions\" array");
+		goto out;
+	}
+	n = native_new(p);
+	for (i = 0; i < json_array_size(exts); i++) {
+		json_t *o = json_array_get(exts, i);
+		struct elf_native_ext *e;
+		json_t *lu = json_object_get(o, "load_us");
+
+		if (!json_is_object(o) || !json_string_value(json_object_get(o, "module")) ||
+		    !json_string_value(json_object_get(o, "file"))) {
+			buf_addf(err, "bad native JSON: extension %zu has no module or file", i);
+			goto out;
+		}
+		ALLOC_GROW(n->exts, n->nr + 1, n->alloc);
+		e = &n->exts[n->nr++];
+		memset(e, 0, sizeof(*e));
+		elf_tree_init(&e->tree);
+		e->run = (size_t)json_integer_value(json_object_get(o, "run"));
+		e->proc = (size_t)json_integer_value(json_object_get(o, "proc"));
+		e->node = (int32_t)json_integer_value(json_object_get(o, "node"));
+		e->module = jdup(o, "module");
+		e->file = jdup(o, "file");
+		e->load_us = json_is_integer(lu) ? json_integer_value(lu) : UNKNOWN;
+		e->error = jdup(o, "error");
+		if (tree_from_json(n, json_object_get(o, "tree"), &e->tree, err))
+			goto out;
+		if (!e->tree.nr && !e->error)
+			e->error = xstrdup("no facts recorded");
+	}
+	ret = 0;
+out:
+	if (ret && n)
+		elf_native_forget(p);
+	if (root)
+		json_decref(root);
+	return ret;
+}
