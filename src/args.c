@@ -97,3 +97,24 @@ void args_help(const struct opt *opts, struct buf *out)
 		buf_release(&left);
 	}
 }
+
+int args_parse_all(const struct opt *opts, void *ctx, int argc, char **argv, struct strvec *positional,
+		   struct buf *err)
+{
+	int i = 1, rc;
+
+	while (i < argc) {
+		rc = args_parse(opts, ctx, argc, argv, &i, NULL, err);
+		if (rc)
+			return rc;
+		if (i >= argc)
+			break;
+		if (!strcmp(argv[i], "--")) {
+			for (i++; i < argc; i++)
+				strvec_push(positional, argv[i]);
+			break;
+		}
+		strvec_push(positional, argv[i++]);
+	}
+	return 0;
+}

@@ -27,6 +27,12 @@ struct opt {
  */
 int args_parse(const struct opt *opts, void *ctx, int argc, char **argv, int *i,
 	       const char *const *stop_at, struct buf *err);
+/*
+ * Parses options anywhere among argv[1..]: non-options (and everything after
+ * "--") are collected in positional.  Same returns as args_parse.
+ */
+int args_parse_all(const struct opt *opts, void *ctx, int argc, char **argv, struct strvec *positional,
+		   struct buf *err);
 /* Writes "  --name VALUE   help" lines for every option. */
 void args_help(const struct opt *opts, struct buf *out);
 

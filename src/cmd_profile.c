@@ -31,22 +31,18 @@
 #define EXIT_NOT_READY 9
 
 struct profile_opts {
+	struct show_opts show; /* first: the shared callbacks cast ctx to it */
 	const char *python;
-	const char *output;
-	struct report_opts report;
 	struct limits limits;
 	bool no_limits;
 	bool no_trace;
 	bool quiet;
-	bool json_stdout;
-	bool no_report;
 	bool passthrough_exit;
 	int runs;
 	int warmup;
 	int64_t timeout_us;
 	const char *ready;
 	int64_t ready_timeout_us;
-	struct profile_outputs outputs;
 };
 
 static int parse_int(const char *s, long min, long max, long *out)
@@ -65,69 +61,10 @@ static int parse_int(const char *s, long min, long max, long *out)
 #define OPTS(field) struct profile_opts *o = ctx
 
 static int o_python(void *ctx, const char *v, struct buf *err) { OPTS(); o->python = v; return 0; }
-static int o_output(void *ctx, const char *v, struct buf *err) { OPTS(); o->output = v; return 0; }
-static int o_tree(void *ctx, const char *v, struct buf *err) { OPTS(); o->report.tree = true; return 0; }
-static int o_all(void *ctx, const char *v, struct buf *err) { OPTS(); o->report.all_processes = true; return 0; }
 static int o_no_trace(void *ctx, const char *v, struct buf *err) { OPTS(); o->no_trace = true; return 0; }
 static int o_no_limits(void *ctx, const char *v, struct buf *err) { OPTS(); o->no_limits = true; return 0; }
 static int o_quiet(void *ctx, const char *v, struct buf *err) { OPTS(); o->quiet = true; return 0; }
-static int o_json(void *ctx, const char *v, struct buf *err) { OPTS(); o->json_stdout = true; return 0; }
-static int o_no_report(void *ctx, const char *v, struct buf *err) { OPTS(); o->no_report = true; return 0; }
 static int o_passthrough(void *ctx, const char *v, struct buf *err) { OPTS(); o->passthrough_exit = true; return 0; }
-static int o_color(void *ctx, const char *v, struct buf *err)
-{
-	OPTS();
-	if (!strcmp(v, "always"))
-		o->report.color = true;
-	else if (!strcmp(v, "never"))
-		o->report.color = false;
-	else if (!strcmp(v, "auto"))
-		o->report.color = report_want_color(1);
-	else {
-		buf_addf(err, "--color takes auto, always or never, not '%s'", v);
-		return -1;
-	}
-	return 0;
-}
-
-static int o_top(void *ctx, const char *v, struct buf *err)
-{
-	OPTS();
-	long n;
-
-	if (parse_int(v, 0, 100000, &n) < 0) {
-		buf_addf(err, "--top needs a number from 0 to 100000, not '%s'", v);
-		return -1;
-	}
-	o->report.top = (int)n;
-	return 0;
-}
-
-static int o_depth(void *ctx, const char *v, struct buf *err)
-{
-	OPTS();
-	long n;
-
-	if (parse_int(v, 0, INT_MAX, &n) < 0) {
-		buf_addf(err, "--depth needs a non-negative number, not '%s'", v);
-		return -1;
-	}
-	o->report.max_depth = (int)n;
-	o->report.tree = true;
-	return 0;
-}
-
-static int o_threshold(void *ctx, const char *v, struct buf *err)
-{
-	OPTS();
-	if (parse_duration_us(v, &o->report.threshold_us) < 0) {
-		buf_addf(err, "--threshold needs a duration such as 1ms or 500us, not '%s'", v);
-		return -1;
-	}
-	o->report.tree = true;
-	return 0;
-}
-
 static int o_runs(void *ctx, const char *v, struct buf *err)
 {
 	OPTS();
@@ -194,31 +131,9 @@ static int o_swap(void *ctx, const char *v, struct buf *err) { OPTS(); return li
 static int o_pids(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_pids(&o->limits, v, err); }
 static int o_cpuset(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_cpuset(&o->limits, v, err); }
 static int o_preset(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_preset(&o->limits, v, err); }
-#define OUTPUT_OPT(fn, target)                                                  \
-	static int fn(void *ctx, const char *v, struct buf *err)                \
-	{                                                                       \
-		OPTS();                                                         \
-		return target(&o->outputs, v, err);                             \
-	}
-OUTPUT_OPT(o_flamegraph, profile_opt_flamegraph)
-OUTPUT_OPT(o_html, profile_opt_html)
-OUTPUT_OPT(o_speedscope, profile_opt_speedscope)
-OUTPUT_OPT(o_chrome, profile_opt_chrome)
-OUTPUT_OPT(o_folded, profile_opt_folded)
-OUTPUT_OPT(o_budget, profile_opt_budget)
-OUTPUT_OPT(o_forbid, profile_opt_forbid)
-
 static const struct opt profile_options[] = {
 	{ "python", 0, 1, o_python, "PATH", "interpreter to run (default: python3 on PATH)" },
-	{ "output", 'o', 1, o_output, "FILE", "save the profile as JSON (gzip when FILE ends in .gz)" },
-	{ "json", 0, 0, o_json, NULL, "print the JSON profile on stdout instead of the report" },
-	{ "no-report", 0, 0, o_no_report, NULL, "print no report (with -o or exports)" },
-	{ "top", 0, 1, o_top, "N", "rows in each top table (default 15)" },
-	{ "tree", 0, 0, o_tree, NULL, "print the import tree" },
-	{ "depth", 0, 1, o_depth, "N", "tree: hide imports deeper than N (implies --tree)" },
-	{ "threshold", 0, 1, o_threshold, "DUR", "tree: hide subtrees cheaper than DUR, e.g. 1ms (implies --tree)" },
-	{ "all-processes", 0, 0, o_all, NULL, "report every Python process, not only the target's" },
-	{ "color", 0, 1, o_color, "WHEN", "auto (default: on a terminal without NO_COLOR), always, never" },
+	SHOW_OPTIONS,
 	{ "no-trace", 0, 0, o_no_trace, NULL, "importtime only: do not load the in-process tracer" },
 	{ "quiet", 'q', 0, o_quiet, NULL, "do not forward the target's stderr" },
 	{ "runs", 'n', 1, o_runs, "N", "measure N runs and report medians and spreads" },
@@ -234,13 +149,6 @@ static const struct opt profile_options[] = {
 	{ "ready", 0, 1, o_ready, "SPEC", "measure readiness: fn, tcp:PORT, http://127.0.0.1:PORT/path, unix:PATH" },
 	{ "ready-timeout", 0, 1, o_ready_timeout, "SECONDS", "give up waiting for readiness (default 60)" },
 	{ "exit-code", 0, 0, o_passthrough, NULL, "exit with the target's own status instead of coldstart's codes" },
-	{ "flamegraph", 0, 1, o_flamegraph, "FILE", "also write an SVG flame graph" },
-	{ "html", 0, 1, o_html, "FILE", "also write a single-file HTML report" },
-	{ "speedscope", 0, 1, o_speedscope, "FILE", "also write a speedscope profile" },
-	{ "chrome", 0, 1, o_chrome, "FILE", "also write a Chrome trace (Perfetto)" },
-	{ "folded", 0, 1, o_folded, "FILE", "also write folded stacks" },
-	{ "budget", 0, 1, o_budget, "NAME=DUR", "fail (exit 1) when total or MODULE exceeds DUR; repeatable" },
-	{ "forbid", 0, 1, o_forbid, "MODULE", "fail (exit 1) when MODULE is imported; repeatable" },
 	{ NULL, 0, 0, NULL, NULL, NULL },
 };
 
@@ -458,12 +366,9 @@ int cmd_profile(int argc, char **argv)
 	bool command_mode = false, tty = isatty(2);
 
 	memset(&o, 0, sizeof(o));
-	report_opts_init(&o.report);
-	o.report.color = report_want_color(1);
-	o.limits.swap = 0;
+	show_opts_init(&o.show);
 	o.runs = 1;
 	o.ready_timeout_us = 60 * 1000000LL;
-	profile_outputs_init(&o.outputs);
 	profile_init(&p);
 
 	rc = args_parse(profile_options, &o, argc, argv, &i, stop_at, &err);
@@ -580,12 +485,12 @@ int cmd_profile(int argc, char **argv)
 		profile_analyze(&p, names);
 	}
 	ret = run_exit_status(&p, &o);
-	rc = profile_finish_outputs(&p, &o.outputs, &o.report, o.output, o.json_stdout, o.no_report);
+	rc = show_profile(&p, &o.show);
 	/* A target's own failure is more specific than a broken budget. */
 	if (rc && ret == EXIT_OK)
 		ret = rc;
 out:
-	profile_outputs_release(&o.outputs);
+	show_opts_release(&o.show);
 	limits_release(&o.limits);
 	profile_release(&p);
 	strvec_clear(&child_argv);

@@ -15,7 +15,9 @@
 
 static int add_format(void *ctx, const char *format, const char *v)
 {
-	profile_outputs_add(ctx, format, v);
+	struct show_opts *so = ctx;
+
+	profile_outputs_add(&so->outputs, format, v);
 	return 0;
 }
 
@@ -70,21 +72,116 @@ void profile_outputs_forbid(struct profile_outputs *po, const char *module)
 	strvec_push(&po->forbids, module);
 }
 
-int profile_opt_flamegraph(void *ctx, const char *v, struct buf *err) { return add_format(ctx, "svg", v); }
-int profile_opt_html(void *ctx, const char *v, struct buf *err) { return add_format(ctx, "html", v); }
-int profile_opt_speedscope(void *ctx, const char *v, struct buf *err) { return add_format(ctx, "speedscope", v); }
-int profile_opt_chrome(void *ctx, const char *v, struct buf *err) { return add_format(ctx, "chrome", v); }
-int profile_opt_folded(void *ctx, const char *v, struct buf *err) { return add_format(ctx, "folded", v); }
-int profile_opt_budget(void *ctx, const char *v, struct buf *err) { return profile_outputs_budget(ctx, v, err); }
+static int parse_count(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
 
-int profile_opt_forbid(void *ctx, const char *v, struct buf *err)
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int show_opt_output(void *ctx, const char *v, struct buf *err) { ((struct show_opts *)ctx)->output = v; return 0; }
+int show_opt_json(void *ctx, const char *v, struct buf *err) { ((struct show_opts *)ctx)->json_stdout = true; return 0; }
+int show_opt_no_report(void *ctx, const char *v, struct buf *err) { ((struct show_opts *)ctx)->no_report = true; return 0; }
+int show_opt_tree(void *ctx, const char *v, struct buf *err) { ((struct show_opts *)ctx)->report.tree = true; return 0; }
+int show_opt_all(void *ctx, const char *v, struct buf *err) { ((struct show_opts *)ctx)->report.all_processes = true; return 0; }
+int show_opt_flamegraph(void *ctx, const char *v, struct buf *err) { return add_format(ctx, "svg", v); }
+int show_opt_html(void *ctx, const char *v, struct buf *err) { return add_format(ctx, "html", v); }
+int show_opt_speedscope(void *ctx, const char *v, struct buf *err) { return add_format(ctx, "speedscope", v); }
+int show_opt_chrome(void *ctx, const char *v, struct buf *err) { return add_format(ctx, "chrome", v); }
+int show_opt_folded(void *ctx, const char *v, struct buf *err) { return add_format(ctx, "folded", v); }
+
+int show_opt_budget(void *ctx, const char *v, struct buf *err)
+{
+	return profile_outputs_budget(&((struct show_opts *)ctx)->outputs, v, err);
+}
+
+int show_opt_forbid(void *ctx, const char *v, struct buf *err)
 {
 	if (!*v) {
 		buf_addf(err, "--forbid needs a module name");
 		return -1;
 	}
-	profile_outputs_forbid(ctx, v);
+	profile_outputs_forbid(&((struct show_opts *)ctx)->outputs, v);
 	return 0;
+}
+
+int show_opt_top(void *ctx, const char *v, struct buf *err)
+{
+	long n;
+
+	if (parse_count(v, 0, 100000, &n) < 0) {
+		buf_addf(err, "--top needs a number from 0 to 100000, not '%s'", v);
+		return -1;
+	}
+	((struct show_opts *)ctx)->report.top = (int)n;
+	return 0;
+}
+
+int show_opt_depth(void *ctx, const char *v, struct buf *err)
+{
+	struct show_opts *so = ctx;
+	long n;
+
+	if (parse_count(v, 0, 1000000, &n) < 0) {
+		buf_addf(err, "--depth needs a non-negative number, not '%s'", v);
+		return -1;
+	}
+	so->report.max_depth = (int)n;
+	so->report.tree = true;
+	return 0;
+}
+
+int show_opt_threshold(void *ctx, const char *v, struct buf *err)
+{
+	struct show_opts *so = ctx;
+
+	if (parse_duration_us(v, &so->report.threshold_us) < 0) {
+		buf_addf(err, "--threshold needs a duration such as 1ms or 500us, not '%s'", v);
+		return -1;
+	}
+	so->report.tree = true;
+	return 0;
+}
+
+int show_opt_color(void *ctx, const char *v, struct buf *err)
+{
+	struct show_opts *so = ctx;
+
+	if (!strcmp(v, "always"))
+		so->report.color = true;
+	else if (!strcmp(v, "never"))
+		so->report.color = false;
+	else if (!strcmp(v, "auto"))
+		so->report.color = report_want_color(1);
+	else {
+		buf_addf(err, "--color takes auto, always or never, not '%s'", v);
+		return -1;
+	}
+	return 0;
+}
+
+void show_opts_init(struct show_opts *so)
+{
+	memset(so, 0, sizeof(*so));
+	report_opts_init(&so->report);
+	so->report.color = report_want_color(1);
+	profile_outputs_init(&so->outputs);
+}
+
+void show_opts_release(struct show_opts *so)
+{
+	profile_outputs_release(&so->outputs);
+}
+
+int show_profile(const struct profile *p, const struct show_opts *so)
+{
+	return profile_finish_outputs(p, &so->outputs, &so->report, so->output, so->json_stdout, so->no_report);
 }
 
 int profile_finish_outputs(const struct profile *p, const struct profile_outputs *po,

@@ -20,9 +20,6 @@ PLACEHOLDER(cmd_diff, "diff")
 PLACEHOLDER(cmd_check, "check")
 PLACEHOLDER(cmd_inspect, "inspect")
 PLACEHOLDER(cmd_docker, "docker")
-PLACEHOLDER(cmd_profile, "profile")
-PLACEHOLDER(cmd_parse, "parse")
-PLACEHOLDER(cmd_report, "report")
 
 /* Library placeholders, replaced by the real modules as they land. */
 #include "profile.h"

@@ -1,0 +1,138 @@
+/*
+ * `coldstart parse LOG|-`: an existing -X importtime log (from CI, docker
+ * logs, a colleague; gzip or plain) becomes the same report or profile.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "analyze.h"
+#include "args.h"
+#include "builtin.h"
+#include "importtime.h"
+#include "profile_cmd.h"
+
+struct parse_opts {
+	struct show_opts show;
+	const char *python_version;
+};
+
+static int o_pyver(void *ctx, const char *v, struct buf *err)
+{
+	((struct parse_opts *)ctx)->python_version = v;
+	return 0;
+}
+
+static const struct opt parse_options[] = {
+	SHOW_OPTIONS,
+	{ "python-version", 0, 1, o_pyver, "X.Y.Z", "record which Python printed the log" },
+	{ NULL, 0, 0, NULL, NULL, NULL },
+};
+
+static void usage(FILE *f)
+{
+	struct buf h = BUF_INIT;
+
+	args_help(parse_options, &h);
+	fprintf(f,
+		"usage: coldstart parse [options] LOG|-\n\n"
+		"Reads the stderr of a run with -X importtime (or PYTHONPROFILEIMPORTTIME=1),\n"
+		"plain or gzip, '-' for stdin, and reports it like 'coldstart profile'.  Other\n"
+		"text in the log is ignored; several interpreters in one log become several\n"
+		"processes.\n\noptions:\n%s\n"
+		"Exit status: 0 ok, 1 unreadable log, no rows or broken budget, 2 usage.\n",
+		h.buf);
+	buf_release(&h);
+}
+
+/* Streams the file through the parser so huge logs never sit in memory whole. */
+static int parse_stream(const char *path, struct profile *p, struct run *r)
+{
+	struct it_parser *ps = it_parser_new(r);
+	char *chunk = xmalloc(1 << 18);
+	gzFile gz;
+	int n, ret = -1;
+	size_t nw, i;
+	const struct it_warning *w;
+
+	gz = !strcmp(path, "-") ? gzdopen(dup(0), "rb") : gzopen(path, "rb");
+	if (!gz) {
+		error("cannot read '%s': %s", path, strerror(errno ? errno : ENOMEM));
+		goto out;
+	}
+	gzbuffer(gz, 1 << 18);
+	while ((n = gzread(gz, chunk, 1 << 18)) > 0)
+		it_feed(ps, chunk, (size_t)n, NULL);
+	if (n < 0) {
+		int zerr;
+		const char *msg = gzerror(gz, &zerr);
+
+		error("cannot read '%s': %s", path, zerr == Z_ERRNO ? strerror(errno) : msg);
+		gzclose(gz);
+		goto out;
+	}
+	gzclose(gz);
+	it_finish(ps, NULL);
+	w = it_warnings(ps, &nw);
+	for (i = 0; i < nw; i++)
+		profile_add_warning(p, w[i].line, "%s", w[i].msg);
+	if (!it_rows(ps)) {
+		error("no -X importtime rows in '%s'", path);
+		goto out;
+	}
+	ret = 0;
+out:
+	free(chunk);
+	it_parser_free(ps);
+	return ret;
+}
+
+int cmd_parse(int argc, char **argv)
+{
+	struct parse_opts o;
+	struct profile p;
+	struct buf err = BUF_INIT;
+	char stamp[32];
+	time_t t = time(NULL);
+	struct tm tm;
+	struct strvec pos = STRVEC_INIT;
+	int rc, ret = EXIT_FAIL;
+
+	memset(&o, 0, sizeof(o));
+	show_opts_init(&o.show);
+	profile_init(&p);
+	rc = args_parse_all(parse_options, &o, argc, argv, &pos, &err);
+	if (rc == 1) {
+		usage(stdout);
+		ret = EXIT_OK;
+		goto out;
+	}
+	if (rc < 0 || pos.nr != 1) {
+		error("%s", rc < 0 ? err.buf : !pos.nr ? "no log given" : "give exactly one log");
+		fprintf(stderr, "Try 'coldstart parse --help'.\n");
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	p.tool_version = xstrdup(COLDSTART_VERSION);
+	p.command = xstrdup("parse");
+	gmtime_r(&t, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	p.created = xstrdup(stamp);
+	if (o.python_version)
+		p.python_version = xstrdup(o.python_version);
+	strvec_push(&p.target, pos.v[0]);
+	if (parse_stream(pos.v[0], &p, profile_add_run(&p)) < 0)
+		goto out;
+	profile_analyze(&p, NULL);
+	ret = show_profile(&p, &o.show);
+out:
+	show_opts_release(&o.show);
+	profile_release(&p);
+	strvec_clear(&pos);
+	buf_release(&err);
+	return ret;
+}
