@@ -1,0 +1,4 @@
+"""A sleep at import."""
+import time
+
+time.sleep(0.05)

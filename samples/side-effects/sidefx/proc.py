@@ -1,0 +1,4 @@
+"""A subprocess at import."""
+import subprocess
+
+subprocess.run(["/bin/true"], check=True)
