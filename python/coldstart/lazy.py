@@ -2,9 +2,9 @@
 
 LazyModule loads a module from a file path or a module name on first use,
 once, from any thread; LazyFunction does the same for one attribute (a
-handler).  defer_imports() makes chosen imports lazy with importlib's
-LazyLoader.  Importing this file imports nothing beyond what Python has
-already loaded at start-up.
+handler).  defer_import() and defer_imports() defer chosen third-party
+modules with importlib's LazyLoader.  Importing this file imports nothing
+beyond what Python has already loaded at start-up.
 """
 
 import os
@@ -12,7 +12,7 @@ import sys
 import _thread
 
 __all__ = ["LazyModule", "LazyFunction", "module", "function",
-           "defer_imports"]
+           "defer_import", "defer_imports"]
 
 
 def _is_path(target):
@@ -186,32 +186,47 @@ def function(target, attr="handler", name=None, add_path=True):
     return LazyFunction(target, attr=attr, name=name, add_path=add_path)
 
 
+def defer_import(name):
+    """Returns module name with its body deferred until an attribute of it
+    is first used; see defer_imports() for how and for the caveats.
+
+        np = defer_import("numpy")      # instead of `import numpy as np`
+
+        def handler(ctx, data=None):
+            return str(np.arange(3))    # numpy's body runs here, once
+    """
+    return defer_imports(name)[0]
+
+
 def defer_imports(*names):
-    """Makes later `import name` statements cheap by deferring each module's
-    body until an attribute of it is first used (importlib.util.LazyLoader).
+    """Defers the body of each named module until an attribute of it is
+    first used, with importlib.util.LazyLoader; returns the module objects.
 
-    Call it before the code that imports these modules.  Returns the module
-    objects (already-imported modules are returned as they are).  A name
-    that cannot be found raises ModuleNotFoundError now, not later.
+    Use the returned objects in place of import statements.  Modules that
+    are already imported are returned as they are; a name that cannot be
+    found raises ModuleNotFoundError now, not later.
 
-    Caveats, all from how LazyLoader works:
+    Caveats, all from how LazyLoader and the import statement work:
 
+    - Any later `import name` or `from name import x` statement, in your
+      code or in a library, loads the module at once: the statement reads
+      module.__spec__, and LazyLoader counts every attribute read as first
+      use (checked on CPython 3.8 to 3.13).  So keep the returned object
+      (`np = defer_import("numpy")`) instead of writing `import numpy`.
     - Only modules whose loader has exec_module (pure-Python source or
-      bytecode) are deferred; extension modules (.so) and builtins are
-      imported at once, since creating them runs their init code.
+      bytecode) are deferred; extension modules (.so), builtins and frozen
+      modules are imported at once, since creating them runs their init.
     - For "a.b", the parent package "a" is imported now, eagerly.
-    - `from name import x` touches the module and so loads it at once; only
-      `import name` followed by later `name.x` use gains anything.
     - Errors in the module's body surface at the first attribute access,
-      possibly far from the import statement and as any exception type.
-    - Some code checks `type(module)` or inspects module internals; the
-      deferred module is of a private subclass until it loads.
+      possibly far from here and as any exception type.
+    - The deferred module is of a private subclass of ModuleType until it
+      loads; code that checks type(module) can be confused.
     - LazyLoader was not safe when two threads touch the same deferred
       module for the first time together until CPython gh-114763 (fixed in
       3.13 and a 3.12 maintenance release): on older interpreters, touch
       such modules once before starting threads.
-    - Subsequent import statements see the deferred module in sys.modules,
-      so the deferral is process-wide, not limited to one caller.
+    - The deferred module sits in sys.modules, so the deferral is
+      process-wide, not limited to the caller.
     """
     import importlib.util
 
