@@ -373,8 +373,10 @@ static void render_lib_line(const struct elf_tree *t, size_t i, const char *inde
 		return;
 	}
 	if (!l->facts) {
-		buf_addf(out, "  NOT FOUND%s%s\n", l->error ? ": " : "",
-			 l->error && strcmp(l->error, "not found") ? l->error : "");
+		if (l->error && strcmp(l->error, "not found"))
+			buf_addf(out, "  NOT FOUND: %s\n", l->error);
+		else
+			buf_adds(out, "  NOT FOUND\n");
 		return;
 	}
 	buf_addf(out, "  %s  [%s]  ", l->path, l->how);

@@ -236,21 +236,42 @@ static void find_py_version(struct elf_facts *f, const char *data, size_t size)
 	strvec_clear(&tails);
 }
 
-static void read_dynamic(struct elf_facts *f, Elf *e, Elf_Scn *scn, const GElf_Shdr *sh,
-			 size_t shnum)
+/*
+ * Where dynamic-entry strings come from: the section named by sh_link, or
+ * (without section headers) the DT_STRTAB bytes found through PT_LOAD.
+ */
+struct strsrc {
+	Elf *e;
+	size_t shnum, strndx;
+	const char *raw; /* NULL: use the section */
+	size_t rawlen;
+};
+
+static const char *strsrc_get(const struct strsrc *src, uint64_t off)
 {
-	Elf_Data *data = elf_getdata(scn, NULL);
-	size_t entsize = gelf_fsize(e, ELF_T_DYN, 1, EV_CURRENT);
-	size_t n, i, nr_needed = 0;
+	if (!src->raw)
+		return off > SIZE_MAX ? NULL : strtab_get(src->e, src->shnum, src->strndx, (size_t)off);
+	if (off >= src->rawlen || !memchr(src->raw + off, '\0', src->rawlen - off))
+		return NULL;
+	return src->raw + off;
+}
+
+/* What read_dynamic learns beyond the facts, for the PT_DYNAMIC fallback. */
+struct dyninfo {
+	uint64_t strtab, strsz; /* DT_STRTAB (an address) and DT_STRSZ */
+	uint64_t relasz, relsz, pltrelsz, pltrel;
+};
+
+static void read_dynamic(struct elf_facts *f, Elf_Data *data, size_t entsize,
+			 const struct strsrc *src, struct dyninfo *info)
+{
+	size_t n, i, nr_needed = 0, repeated = 0;
 	size_t needed_off[ELF_MAX_NEEDED];
 	int64_t soname = -1, rpath = -1, runpath = -1;
 
-	if (!data || !entsize) {
-		facts_warn(f, "unreadable dynamic section: %s", elf_errmsg(-1));
-		return;
-	}
+	memset(info, 0, sizeof(*info));
 	n = data->d_size / entsize;
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n && i <= INT_MAX; i++) {
 		GElf_Dyn d;
 
 		if (!gelf_getdyn(data, (int)i, &d))
@@ -260,7 +281,7 @@ static void read_dynamic(struct elf_facts *f, Elf *e, Elf_Scn *scn, const GElf_S
 		switch (d.d_tag) {
 		case DT_NEEDED:
 			if (nr_needed < ELF_MAX_NEEDED)
-				needed_off[nr_needed++] = d.d_un.d_val;
+				needed_off[nr_needed++] = d.d_un.d_val > SIZE_MAX ? SIZE_MAX : d.d_un.d_val;
 			else if (nr_needed++ == ELF_MAX_NEEDED)
 				facts_warn(f, "more than %d DT_NEEDED entries; the rest are ignored",
 					   ELF_MAX_NEEDED);
@@ -278,13 +299,22 @@ static void read_dynamic(struct elf_facts *f, Elf *e, Elf_Scn *scn, const GElf_S
 		case DT_RELCOUNT:
 			f->nr_relative = d.d_un.d_val > SIZE_MAX / 2 ? SIZE_MAX / 2 : d.d_un.d_val;
 			break;
+		case DT_STRTAB: info->strtab = d.d_un.d_ptr; break;
+		case DT_STRSZ: info->strsz = d.d_un.d_val; break;
+		case DT_RELASZ: info->relasz = d.d_un.d_val; break;
+		case DT_RELSZ: info->relsz = d.d_un.d_val; break;
+		case DT_PLTRELSZ: info->pltrelsz = d.d_un.d_val; break;
+		case DT_PLTREL: info->pltrel = d.d_un.d_val; break;
 		}
 	}
+	if (!src)
+		return;
 	if (nr_needed > ELF_MAX_NEEDED)
 		nr_needed = ELF_MAX_NEEDED;
 	for (i = 0; i < nr_needed; i++) {
-		const char *s = strtab_get(e, shnum, sh->sh_link, needed_off[i]);
+		const char *s = strsrc_get(src, needed_off[i]);
 		char *copy;
+		size_t k;
 
 		if (!s) {
 			facts_warn(f, "DT_NEEDED string offset %zu is outside the string table",
@@ -294,8 +324,14 @@ static void read_dynamic(struct elf_facts *f, Elf *e, Elf_Scn *scn, const GElf_S
 		copy = file_string(f, s, "DT_NEEDED name");
 		if (!copy)
 			continue;
-		if (!*copy) {
-			facts_warn(f, "empty DT_NEEDED name ignored");
+		for (k = 0; k < f->needed.nr && strcmp(f->needed.v[k], copy); k++)
+			;
+		if (!*copy || k < f->needed.nr) {
+			/* The loader would look the same name up once. */
+			if (!*copy)
+				facts_warn(f, "empty DT_NEEDED name ignored");
+			else
+				repeated++;
 			free(copy);
 			continue;
 		}
@@ -304,18 +340,101 @@ static void read_dynamic(struct elf_facts *f, Elf *e, Elf_Scn *scn, const GElf_S
 			f->libpython = xstrdup(copy);
 		free(copy);
 	}
-#define DYNSTR(field, off, what)                                                   \
-	if ((off) >= 0) {                                                          \
-		const char *s_ = strtab_get(e, shnum, sh->sh_link, (size_t)(off)); \
-		if (s_)                                                            \
-			f->field = file_string(f, s_, what);                       \
-		else                                                               \
+	if (repeated)
+		facts_warn(f, "%zu repeated DT_NEEDED names ignored", repeated);
+#define DYNSTR(field, off, what)                                                 \
+	if ((off) >= 0) {                                                        \
+		const char *s_ = strsrc_get(src, (uint64_t)(off));               \
+		if (s_)                                                          \
+			f->field = file_string(f, s_, what);                     \
+		else                                                             \
 			facts_warn(f, what " string offset is outside the string table"); \
 	}
 	DYNSTR(soname, soname, "DT_SONAME");
 	DYNSTR(rpath, rpath, "DT_RPATH");
 	DYNSTR(runpath, runpath, "DT_RUNPATH");
 #undef DYNSTR
+}
+
+static void read_dynamic_section(struct elf_facts *f, Elf *e, Elf_Scn *scn, const GElf_Shdr *sh,
+				 size_t shnum)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t entsize = gelf_fsize(e, ELF_T_DYN, 1, EV_CURRENT);
+	struct strsrc src = { .e = e, .shnum = shnum, .strndx = sh->sh_link };
+	struct dyninfo info;
+
+	if (!data || !entsize) {
+		facts_warn(f, "unreadable dynamic section: %s", elf_errmsg(-1));
+		return;
+	}
+	read_dynamic(f, data, entsize, &src, &info);
+}
+
+/* File offset of a virtual address through the PT_LOAD segments. */
+static bool vaddr_to_offset(Elf *e, size_t phnum, uint64_t addr, uint64_t len, size_t size,
+			    uint64_t *off)
+{
+	size_t i;
+
+	for (i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (addr >= ph.p_vaddr && addr - ph.p_vaddr <= ph.p_filesz &&
+		    len <= ph.p_filesz - (addr - ph.p_vaddr)) {
+			*off = ph.p_offset + (addr - ph.p_vaddr);
+			return in_file(*off, len, size);
+		}
+	}
+	return false;
+}
+
+/*
+ * Without a usable dynamic section the loader still has PT_DYNAMIC; read
+ * it the same way, with strings from DT_STRTAB and relocation counts from
+ * DT_RELASZ, DT_RELSZ and DT_PLTRELSZ.
+ */
+static void read_pt_dynamic(struct elf_facts *f, Elf *e, size_t size, size_t phnum)
+{
+	size_t entsize = gelf_fsize(e, ELF_T_DYN, 1, EV_CURRENT);
+	size_t relasize = gelf_fsize(e, ELF_T_RELA, 1, EV_CURRENT);
+	size_t relsize = gelf_fsize(e, ELF_T_REL, 1, EV_CURRENT);
+	struct strsrc src = { .e = e };
+	struct dyninfo info;
+	Elf_Data *dyn = NULL, *str;
+	uint64_t stroff;
+	size_t i;
+
+	for (i = 0; i < phnum && !dyn; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_DYNAMIC)
+			continue;
+		if (!in_file(ph.p_offset, ph.p_filesz, size) || ph.p_filesz < entsize) {
+			facts_warn(f, "PT_DYNAMIC lies beyond the end of the file");
+			return;
+		}
+		dyn = elf_getdata_rawchunk(e, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_DYN);
+	}
+	if (!dyn || !entsize)
+		return;
+	read_dynamic(f, dyn, entsize, NULL, &info);
+	if (!info.strtab || !info.strsz ||
+	    !vaddr_to_offset(e, phnum, info.strtab, info.strsz, size, &stroff) ||
+	    !(str = elf_getdata_rawchunk(e, (int64_t)stroff, info.strsz, ELF_T_BYTE))) {
+		facts_warn(f, "DT_STRTAB lies outside the loaded segments");
+		return;
+	}
+	src.raw = str->d_buf;
+	src.rawlen = str->d_size;
+	read_dynamic(f, dyn, entsize, &src, &info);
+	if (relasize && relsize) {
+		f->nr_relocs = info.relasz / relasize + info.relsz / relsize;
+		f->nr_plt_relocs = info.pltrelsz / (info.pltrel == DT_REL ? relsize : relasize);
+		f->nr_relocs += f->nr_plt_relocs;
+	}
 }
 
 /* Counts symbols and notices whether Py_Initialize is defined here. */
@@ -382,7 +501,8 @@ static void read_build_id(struct elf_facts *f, Elf_Scn *scn)
 	}
 }
 
-static void read_sections(struct elf_facts *f, Elf *e, size_t size, size_t shnum,
+/* Returns whether a dynamic section was found. */
+static bool read_sections(struct elf_facts *f, Elf *e, size_t size, size_t shnum,
 			  size_t shstrndx)
 {
 	size_t relsize = gelf_fsize(e, ELF_T_REL, 1, EV_CURRENT);
@@ -417,7 +537,7 @@ static void read_sections(struct elf_facts *f, Elf *e, size_t size, size_t shnum
 				break;
 			}
 			have_dynamic = true;
-			read_dynamic(f, e, scn, &sh, shnum);
+			read_dynamic_section(f, e, scn, &sh, shnum);
 			break;
 		case SHT_REL:
 		case SHT_RELA:
@@ -472,6 +592,7 @@ static void read_sections(struct elf_facts *f, Elf *e, size_t size, size_t shnum
 		if (d && d->d_buf)
 			find_py_version(f, d->d_buf, d->d_size);
 	}
+	return have_dynamic;
 }
 
 static void read_segments(struct elf_facts *f, Elf *e, size_t size, size_t phnum)
@@ -546,7 +667,7 @@ static int inspect_elf(Elf *e, size_t size, struct elf_facts *f, const char *nam
 		return -1;
 	}
 	if (elf_getshdrnum(e, &shnum) || elf_getphdrnum(e, &phnum)) {
-		buf_addf(err, "cannot read '%s': bad section or program header count: %s", name,
+		buf_addf(err, "cannot read '%s': bad section or program header table: %s", name,
 			 elf_errmsg(-1));
 		return -1;
 	}
@@ -586,10 +707,11 @@ static int inspect_elf(Elf *e, size_t size, struct elf_facts *f, const char *nam
 	f->type = eh.e_type;
 	f->file_size = (int64_t)size;
 	read_segments(f, e, size, phnum);
-	if (shnum)
-		read_sections(f, e, size, shnum, shstrndx);
-	else if (eh.e_type == ET_DYN)
-		facts_warn(f, "no section headers: dependencies and relocations are not read");
+	if (!shnum && eh.e_shnum)
+		facts_warn(f, "section header table unreadable (%u entries at offset %llu); using "
+			   "program headers", eh.e_shnum, (unsigned long long)eh.e_shoff);
+	if (!(shnum && read_sections(f, e, size, shnum, shstrndx)))
+		read_pt_dynamic(f, e, size, phnum);
 	return 0;
 }
 
@@ -1008,6 +1130,9 @@ static void resolve_needed(struct elf_resolver *r, struct elf_tree *t, int req, 
 	long li = loaded_by_name(r, name), ci;
 	size_t i;
 
+	for (i = 1; li < 0 && i < t->nr; i++)
+		if (!t->libs[i].facts && !strcmp(t->libs[i].name, name))
+			goto out; /* already reported missing */
 	if (li < 0) {
 		ci = search_needed(r, t, req, name, &how, &found);
 		if (ci >= 0)
@@ -1163,6 +1288,7 @@ void elf_facts_release(struct elf_facts *f)
 int elf_inspect_mem(const char *name, const void *data, size_t size, struct elf_facts *out,
 		    struct buf *err)
 {
+	const unsigned char *ident;
 	Elf *e = NULL;
 	int ret = -1;
 
@@ -1171,6 +1297,19 @@ int elf_inspect_mem(const char *name, const void *data, size_t size, struct elf_
 		goto out;
 	if (size < EI_NIDENT || memcmp(data, ELFMAG, SELFMAG)) {
 		buf_addf(err, "cannot read '%s': not an ELF file", name);
+		goto out;
+	}
+	ident = data;
+	if (ident[EI_CLASS] != ELFCLASS32 && ident[EI_CLASS] != ELFCLASS64) {
+		buf_addf(err, "cannot read '%s': bad ELF class %u", name, ident[EI_CLASS]);
+		goto out;
+	}
+	if (ident[EI_DATA] != ELFDATA2LSB && ident[EI_DATA] != ELFDATA2MSB) {
+		buf_addf(err, "cannot read '%s': bad ELF byte order %u", name, ident[EI_DATA]);
+		goto out;
+	}
+	if (ident[EI_VERSION] != EV_CURRENT) {
+		buf_addf(err, "cannot read '%s': bad ELF version %u", name, ident[EI_VERSION]);
 		goto out;
 	}
 	/* elf_memory does not write to the image when it is only read. */
