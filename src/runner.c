@@ -204,6 +204,8 @@ enum runner_error runner_run(const struct runner_opts *o, struct profile *p, str
 		ret = RUNNER_NO_EXEC;
 		goto out;
 	}
+	/* The loop polls several sources; a read must never block it. */
+	fcntl(c.err_fd, F_SETFL, fcntl(c.err_fd, F_GETFL) | O_NONBLOCK);
 	if (rd)
 		ready_started(rd, c.pid, c.exec_ns);
 	if (o->timeout_us > 0)
