@@ -208,6 +208,8 @@ def start(trace_dir):
             _imp("F", name, type(exc).__name__)
             raise
         _imp("E", name)
+        if name == "time":
+            _wrap_sleep()
         return mod
 
     def _find_spec(*args, **kw):
@@ -222,6 +224,7 @@ def start(trace_dir):
         boot._find_spec = _find_spec
         if hasattr(sys, "addaudithook"):
             sys.addaudithook(_audit)
+        _wrap_sleep()
         os.register_at_fork(after_in_child=_after_fork)
         import atexit
         atexit.register(_at_exit)
@@ -230,6 +233,25 @@ def start(trace_dir):
         _st["enabled"] = False
         return False
     return True
+
+
+def _wrap_sleep():
+    # Before 3.12 time.sleep raises no audit event: record the same event.
+    if sys.version_info >= (3, 12) or _st.get("sleep") or "time" not in sys.modules:
+        return
+    _st["sleep"] = True
+    mod = sys.modules["time"]
+    orig = mod.sleep
+
+    def sleep(secs):
+        if _st["enabled"]:
+            try:
+                _write(["A", str(_clock()), str(_tno()), "time.sleep", _esc(_show(secs))])
+            except Exception:
+                pass
+        return orig(secs)
+    sleep.__doc__ = orig.__doc__
+    mod.sleep = sleep
 
 
 def _at_exit():

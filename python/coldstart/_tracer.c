@@ -38,10 +38,11 @@ struct tracer {
 	long page_kb;
 	int audit;
 	int installed;
+	int sleep_wrapped;
 	char dir[PATH_MAX];
 };
 
-static struct tracer T = { 0, 0, -1, NULL, 0, 0, 0, -1, 4, 0, 0, "" };
+static struct tracer T = { 0, 0, -1, NULL, 0, 0, 0, -1, 4, 0, 0, 0, "" };
 static _Thread_local int tls_tno;
 static int next_tno; /* only touched with the GIL held */
 
@@ -356,6 +357,22 @@ static void tracer_atexit(void)
 	T.fd = -1;
 }
 
+static void rec_repr(struct rec *r, PyObject *o)
+{
+	Py_ssize_t len;
+	const char *s;
+	PyObject *rep;
+
+	if (PyUnicode_Check(o) && (s = PyUnicode_AsUTF8AndSize(o, &len))) {
+		rec_str(r, s, (size_t)len, DETAIL_MAX);
+		return;
+	}
+	rep = PyObject_Repr(o);
+	if (rep && (s = PyUnicode_AsUTF8AndSize(rep, &len)))
+		rec_str(r, s, (size_t)len, DETAIL_MAX);
+	Py_XDECREF(rep);
+}
+
 static void emit_import(char type, PyObject *name, const char *extra, size_t extra_len)
 {
 	struct rec r;
@@ -383,6 +400,51 @@ static void emit_import(char type, PyObject *name, const char *extra, size_t ext
 	emit(&r);
 }
 
+static int install_wrapper(PyObject *mod, PyMethodDef *def);
+
+/*
+ * Before 3.12 time.sleep raises no audit event: wrap it so a sleep at import
+ * is recorded as the same "time.sleep" event.
+ */
+static PyObject *wrap_sleep(PyObject *orig, PyObject *args, PyObject *kw)
+{
+	if (T.enabled && PyTuple_GET_SIZE(args) == 1) {
+		struct rec r;
+		PyObject *et, *ev, *etb;
+
+		PyErr_Fetch(&et, &ev, &etb);
+		rec_start(&r, 'A', mono_ns());
+		rec_ch(&r, '\t');
+		rec_i64(&r, thread_no());
+		rec_ch(&r, '\t');
+		rec_strz(&r, "time.sleep");
+		rec_ch(&r, '\t');
+		rec_repr(&r, PyTuple_GET_ITEM(args, 0));
+		emit(&r);
+		if (PyErr_Occurred())
+			PyErr_Clear();
+		PyErr_Restore(et, ev, etb);
+	}
+	return PyObject_Call(orig, args, kw);
+}
+
+static PyMethodDef sleep_def = { "sleep", (PyCFunction)(void (*)(void))wrap_sleep, METH_VARARGS | METH_KEYWORDS,
+				 NULL };
+
+static void maybe_wrap_sleep(void)
+{
+	PyObject *mod;
+
+	if (PY_VERSION_HEX >= 0x030C0000 || T.sleep_wrapped)
+		return;
+	mod = PyDict_GetItemString(PyImport_GetModuleDict(), "time");
+	if (!mod)
+		return;
+	T.sleep_wrapped = 1;
+	if (install_wrapper(mod, &sleep_def) < 0)
+		PyErr_Clear();
+}
+
 /*
  * importlib._bootstrap._find_and_load(name, import_): import.c calls it
  * through an attribute lookup for every import not yet in sys.modules, and
@@ -399,6 +461,8 @@ static PyObject *wrap_find_and_load(PyObject *orig, PyObject *args, PyObject *kw
 	res = PyObject_Call(orig, args, kw);
 	if (res) {
 		emit_import('E', name, NULL, 0);
+		if (!T.sleep_wrapped && !PyUnicode_CompareWithASCIIString(name, "time"))
+			maybe_wrap_sleep();
 	} else {
 		PyObject *type = PyErr_Occurred();
 		const char *tn = type && PyType_Check(type) ? ((PyTypeObject *)type)->tp_name : "?";
@@ -517,22 +581,6 @@ static const char *obj_text(PyObject *o, Py_ssize_t *len)
 		return PyBytes_AS_STRING(o);
 	}
 	return NULL;
-}
-
-static void rec_repr(struct rec *r, PyObject *o)
-{
-	Py_ssize_t len;
-	const char *s;
-	PyObject *rep;
-
-	if (PyUnicode_Check(o) && (s = PyUnicode_AsUTF8AndSize(o, &len))) {
-		rec_str(r, s, (size_t)len, DETAIL_MAX);
-		return;
-	}
-	rep = PyObject_Repr(o);
-	if (rep && (s = PyUnicode_AsUTF8AndSize(rep, &len)))
-		rec_str(r, s, (size_t)len, DETAIL_MAX);
-	Py_XDECREF(rep);
 }
 
 static int ends_with(const char *s, Py_ssize_t len, const char *suffix)
@@ -670,6 +718,7 @@ static PyObject *tracer_start(PyObject *self, PyObject *args)
 		if (PySys_AddAuditHook(audit_hook, NULL) < 0)
 			goto fail;
 #endif
+		maybe_wrap_sleep();
 		pthread_atfork(NULL, NULL, atfork_child);
 		Py_AtExit(tracer_atexit);
 		T.installed = 1;

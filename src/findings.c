@@ -1,0 +1,615 @@
+/*
+ * The findings rules: a table of small functions over a profile, each adding
+ * findings with an id, evidence and a concrete fix (docs/findings.md).
+ */
+#include "findings.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_RULES 32
+#define LIST_MAX 5 /* modules named in one evidence line */
+
+static const struct finding_rule *extra_rules[MAX_RULES];
+static size_t nr_extra_rules;
+
+static const char *python_of(const struct profile *p)
+{
+	return p->python && *p->python ? p->python : "python3";
+}
+
+static bool node_is_tool(const struct proc *pr, int32_t i)
+{
+	return pr->nodes[i].kind == KIND_TOOL;
+}
+
+/* "a -> b -> c (pid 12)" */
+static void add_chain(struct buf *b, const struct proc *pr, int32_t i)
+{
+	proc_chain(pr, i, " -> ", b);
+	if (pr->pid > 0)
+		buf_addf(b, " (pid %ld)", pr->pid);
+}
+
+/*
+ * What to compile for a module's file: the top-level package's directory
+ * ("/site/pkg" for pkg.sub at /site/pkg/sub.py), or the file itself for a
+ * top-level module.
+ */
+static void compile_target(const char *name, const char *file, struct buf *out)
+{
+	size_t cut = 0;
+	const char *p;
+
+	for (p = name; *p; p++)
+		if (*p == '.')
+			cut++;
+	if (ends_with(file, "/__init__.py"))
+		cut++;
+	if (!cut) {
+		buf_adds(out, file);
+		return;
+	}
+	p = file + strlen(file);
+	while (cut && p > file) {
+		p--;
+		if (*p == '/')
+			cut--;
+	}
+	if (p == file) {
+		buf_adds(out, file);
+		return;
+	}
+	buf_add(out, file, (size_t)(p - file));
+}
+
+static bool in_list(const struct strvec *sv, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < sv->nr; i++)
+		if (!strcmp(sv->v[i], s))
+			return true;
+	return false;
+}
+
+static void rule_compiled(struct profile *p)
+{
+	const struct run *r = findings_main_run(p);
+	struct buf ev = BUF_INIT, fix = BUF_INIT, title = BUF_INIT, t = BUF_INIT;
+	struct strvec targets = STRVEC_INIT;
+	int64_t total_ns = 0;
+	size_t nr = 0, pi, listed = 0;
+	int32_t i;
+
+	if (!r)
+		return;
+	for (pi = 0; pi < r->nr_procs; pi++) {
+		const struct proc *pr = &r->procs[pi];
+
+		for (i = 0; i < (int32_t)pr->nr_nodes; i++) {
+			const struct imp_timing *tm = pr->timing ? &pr->timing[i] : NULL;
+
+			if (!(pr->nodes[i].flags & NODE_COMPILED) || node_is_tool(pr, i))
+				continue;
+			nr++;
+			if (tm && tm->compile_ns > 0)
+				total_ns += tm->compile_ns;
+			if (listed < LIST_MAX) {
+				buf_addf(&ev, "%s'%s'", listed ? ", " : "", node_name(pr, i));
+				if (tm && tm->compile_ns > 0) {
+					buf_adds(&ev, " (");
+					buf_add_duration(&ev, tm->compile_ns / 1000);
+					buf_adds(&ev, ")");
+				}
+				listed++;
+			}
+			if (tm && tm->file && targets.nr < 8) {
+				buf_reset(&t);
+				compile_target(node_name(pr, i), proc_str(pr, tm->file), &t);
+				if (!in_list(&targets, t.buf))
+					strvec_push(&targets, t.buf);
+			}
+		}
+	}
+	if (!nr)
+		goto out;
+	if (nr > listed)
+		buf_addf(&ev, " and %zu more", nr - listed);
+	buf_adds(&ev, " were compiled from source at import (no usable .pyc: missing, stale, or not "
+		      "writable); compiling took ");
+	buf_add_duration(&ev, total_ns / 1000);
+	buf_addf(&title, "%zu module%s compiled from source at start-up", nr, nr == 1 ? "" : "s");
+	buf_addf(&fix, "precompile where the code is installed, e.g. in the image build: %s -m compileall -q",
+		 python_of(p));
+	for (pi = 0; pi < targets.nr; pi++)
+		buf_addf(&fix, " %s", targets.v[pi]);
+	if (!targets.nr)
+		buf_adds(&fix, " <code directory>");
+	buf_adds(&fix, " (as the user and interpreter that run it; do not set PYTHONDONTWRITEBYTECODE "
+		       "there; compile before the directory is made read-only)");
+	finding_add(p, "compiled-at-startup", "warning", NULL, total_ns / 1000, title.buf, ev.buf, fix.buf);
+out:
+	buf_release(&ev);
+	buf_release(&fix);
+	buf_release(&title);
+	buf_release(&t);
+	strvec_clear(&targets);
+}
+
+enum effect { FX_NONE = -1, FX_NETWORK, FX_SUBPROCESS, FX_WRITE, FX_SLEEP, FX__COUNT };
+
+static const struct {
+	const char *what;
+	const char *fix;
+} effect_info[FX__COUNT] = {
+	[FX_NETWORK] = { "network access",
+			 "do not connect or resolve names at import: create the client or connection "
+			 "on first use (inside a function, or a cached factory), so a slow or "
+			 "unreachable network cannot delay or break start-up" },
+	[FX_SUBPROCESS] = { "a subprocess",
+			    "do not run commands at import: run them on first use, or compute the "
+			    "value at build time and ship it as data" },
+	[FX_WRITE] = { "file writes",
+		       "do not write files at import: create them on first use or at build time; a "
+		       "read-only or full file system must not break start-up" },
+	[FX_SLEEP] = { "a sleep",
+		       "remove the sleep from module scope; retries and waits belong in the first "
+		       "call that needs the resource" },
+};
+
+static enum effect effect_of(const char *name, const char *detail)
+{
+	static const char *const network[] = { "socket.connect", "socket.getaddrinfo",
+					       "socket.gethostbyname", "socket.bind", "urllib.Request" };
+	static const char *const subprocess[] = { "subprocess.Popen", "os.system", "os.exec",
+						  "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty" };
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(network); i++)
+		if (!strcmp(name, network[i]))
+			return FX_NETWORK;
+	for (i = 0; i < ARRAY_SIZE(subprocess); i++)
+		if (!strcmp(name, subprocess[i]))
+			return FX_SUBPROCESS;
+	if ((!strcmp(name, "open") && starts_with(detail, "w:")) || !strcmp(name, "os.remove") ||
+	    !strcmp(name, "os.rename") || !strcmp(name, "os.mkdir"))
+		return FX_WRITE;
+	if (!strcmp(name, "time.sleep"))
+		return FX_SLEEP;
+	return FX_NONE;
+}
+
+/* Adds the finding for the events of one (module, kind of effect), marking them done. */
+static void side_effect_finding(struct profile *p, const struct proc *pr, size_t first, bool *done)
+{
+	const struct proc_event *ev = &pr->events[first];
+	enum effect fx = effect_of(proc_str(pr, ev->name), proc_str(pr, ev->detail));
+	struct buf evid = BUF_INIT, title = BUF_INIT;
+	int64_t cost = UNKNOWN;
+	size_t count = 0, k;
+
+	buf_addf(&evid, "while '%s' was being imported it ran ", node_name(pr, ev->node));
+	for (k = first; k < pr->nr_events; k++) {
+		const struct proc_event *o = &pr->events[k];
+		const char *onm = proc_str(pr, o->name), *odet = proc_str(pr, o->detail);
+
+		if (done[k] || o->node != ev->node || effect_of(onm, odet) != fx)
+			continue;
+		done[k] = true;
+		if (count < LIST_MAX)
+			buf_addf(&evid, "%s%s(%s)", count ? ", " : "", onm, starts_with(odet, "w:") ? odet + 2 : odet);
+		count++;
+		if (fx == FX_SLEEP) {
+			double secs = strtod(odet, NULL);
+
+			if (secs > 0)
+				cost = (cost == UNKNOWN ? 0 : cost) + (int64_t)(secs * 1e6);
+		}
+	}
+	if (count > LIST_MAX)
+		buf_addf(&evid, " and %zu more", count - LIST_MAX);
+	buf_adds(&evid, "; import chain ");
+	add_chain(&evid, pr, ev->node);
+	buf_addf(&title, "'%s' has %s at import", node_name(pr, ev->node), effect_info[fx].what);
+	finding_add(p, "import-side-effect", "warning", node_name(pr, ev->node), cost, title.buf, evid.buf,
+		    effect_info[fx].fix);
+	buf_release(&evid);
+	buf_release(&title);
+}
+
+/* One finding per (process, module, kind of effect). */
+static void rule_side_effects(struct profile *p)
+{
+	const struct run *r = findings_main_run(p);
+	size_t pi, e;
+
+	if (!r)
+		return;
+	for (pi = 0; pi < r->nr_procs; pi++) {
+		const struct proc *pr = &r->procs[pi];
+		bool *done = xcalloc(pr->nr_events + 1, sizeof(bool));
+
+		for (e = 0; e < pr->nr_events; e++) {
+			const struct proc_event *ev = &pr->events[e];
+
+			if (done[e] || ev->node < 0 || node_is_tool(pr, ev->node) ||
+			    effect_of(proc_str(pr, ev->name), proc_str(pr, ev->detail)) == FX_NONE)
+				continue;
+			side_effect_finding(p, pr, e, done);
+		}
+		free(done);
+	}
+}
+
+struct heavy {
+	int32_t node;
+	int64_t us;
+};
+
+static int cmp_heavy(const void *a, const void *b)
+{
+	const struct heavy *x = a, *y = b;
+
+	return x->us < y->us ? 1 : x->us > y->us ? -1 : 0;
+}
+
+static void heavy_finding(struct profile *p, const struct proc *pr, const struct heavy *h, int64_t total)
+{
+	struct buf ev = BUF_INIT, title = BUF_INIT, fix = BUF_INIT;
+	const char *nm = node_name(pr, h->node);
+	int64_t pct = h->us * 100 / total;
+	bool own = pr->nodes[h->node].kind == KIND_APP;
+
+	buf_addf(&title, "'%s' takes %lld%% of the target's import time", nm, (long long)pct);
+	buf_addf(&ev, "'%s' %s ", nm, own ? "runs its own module code for" : "costs");
+	buf_add_duration(&ev, h->us);
+	buf_adds(&ev, " of the ");
+	buf_add_duration(&ev, total);
+	buf_adds(&ev, " spent importing after interpreter start-up; import chain ");
+	add_chain(&ev, pr, h->node);
+	if (own)
+		buf_addf(&fix, "move the work done at module scope of '%s' into functions called when it is "
+			       "needed, or compute it at build time",
+			 nm);
+	else
+		buf_addf(&fix, "if start-up does not need it, import '%s' inside the function that uses it "
+			       "(or defer it with coldstart's lazy loader); otherwise look for a lighter "
+			       "module that does the same",
+			 nm);
+	finding_add(p, "heavy-import", pct >= 25 ? "warning" : "info", nm, h->us, title.buf, ev.buf, fix.buf);
+	buf_release(&ev);
+	buf_release(&title);
+	buf_release(&fix);
+}
+
+/*
+ * The outermost imports that are not the app's own code and take a large
+ * share of the target's import time; the app's own modules are descended
+ * into (and reported for their self time when that alone is large).
+ */
+static void rule_heavy(struct profile *p)
+{
+	const struct run *r = findings_main_run(p);
+	const struct proc *pr;
+	struct heavy *h = NULL;
+	size_t nr = 0, alloc = 0, k;
+	int64_t total;
+	int32_t i;
+
+	if (!r || !r->nr_procs)
+		return;
+	pr = &r->procs[0];
+	total = proc_import_total_us(pr, false);
+	if (total <= 0)
+		return;
+	i = pr->first_root;
+	while (i >= 0) {
+		const struct imp_node *n = &pr->nodes[i];
+		bool big = n->cum_us * 100 >= total * HEAVY_SHARE_PCT && n->cum_us >= HEAVY_MIN_US;
+		bool descend = false;
+
+		if (!(n->flags & NODE_STARTUP) && n->kind != KIND_TOOL && big) {
+			descend = n->kind == KIND_APP;
+			if (!descend || (n->self_us * 100 >= total * HEAVY_SHARE_PCT && n->self_us >= HEAVY_MIN_US)) {
+				ALLOC_GROW(h, nr + 1, alloc);
+				h[nr].node = i;
+				h[nr].us = descend ? n->self_us : n->cum_us;
+				nr++;
+			}
+		}
+		if (descend && n->first_child >= 0) {
+			i = n->first_child;
+			continue;
+		}
+		while (i >= 0 && pr->nodes[i].next_sibling < 0)
+			i = pr->nodes[i].parent;
+		if (i >= 0)
+			i = pr->nodes[i].next_sibling;
+	}
+	qsort(h, nr, sizeof(*h), cmp_heavy);
+	for (k = 0; k < nr && k < LIST_MAX; k++)
+		heavy_finding(p, pr, &h[k], total);
+	free(h);
+}
+
+static void rule_finders(struct profile *p)
+{
+	const struct run *r = findings_main_run(p);
+	const struct proc *pr;
+	struct buf ev = BUF_INIT;
+	int64_t find_ns = 0, total;
+	size_t imports = 0, failed = 0, entries = 0, e;
+	const char *path = NULL;
+	int32_t i;
+	bool slow, long_path;
+
+	if (!r || !r->nr_procs || !r->procs[0].timing)
+		return;
+	pr = &r->procs[0];
+	for (i = 0; i < (int32_t)pr->nr_nodes; i++) {
+		if (pr->timing[i].find_ns < 0)
+			continue;
+		find_ns += pr->timing[i].find_ns;
+		imports++;
+		if (pr->nodes[i].flags & NODE_FAILED)
+			failed++;
+	}
+	for (e = 0; e < pr->nr_events; e++)
+		if (!strcmp(proc_str(pr, pr->events[e].name), "sys.path")) {
+			path = proc_str(pr, pr->events[e].detail);
+			entries = strtoul(path, NULL, 10);
+		}
+	total = proc_import_total_us(pr, true);
+	slow = imports && find_ns / 1000 >= FINDER_MIN_US && total > 0 &&
+	       find_ns / 1000 * 100 >= total * FINDER_SHARE_PCT;
+	long_path = entries >= FINDER_PATH_ENTRIES;
+	if (!slow && !long_path)
+		goto out;
+	buf_adds(&ev, "finding modules took ");
+	buf_add_duration(&ev, find_ns / 1000);
+	if (total > 0)
+		buf_addf(&ev, " (%lld%% of ", (long long)(find_ns / 10 / total));
+	buf_add_duration(&ev, total);
+	buf_addf(&ev, " of imports) across %zu imports, %zu of them failed lookups", imports, failed);
+	if (path)
+		buf_addf(&ev, "; sys.path has %s", path);
+	finding_add(p, "slow-finders", slow ? "warning" : "info", NULL, find_ns / 1000,
+		    slow ? "finders take a large share of import time" : "sys.path is long", ev.buf,
+		    "shorten sys.path: drop unused entries and .pth files, install dependencies into one "
+		    "site-packages (or one directory / zipapp), and put the directories most imports come "
+		    "from first; avoid optional imports that fail (each scans every entry)");
+out:
+	buf_release(&ev);
+}
+
+static void rule_failed(struct profile *p)
+{
+	const struct run *r = findings_main_run(p);
+	const struct proc *pr;
+	struct buf ev = BUF_INIT, title = BUF_INIT;
+	int64_t cost = 0;
+	size_t nr = 0;
+	int32_t i;
+
+	if (!r || !r->nr_procs)
+		return;
+	pr = &r->procs[0];
+	for (i = 0; i < (int32_t)pr->nr_nodes; i++) {
+		const struct imp_node *n = &pr->nodes[i];
+		const char *nm = node_name(pr, i);
+
+		if (!(n->flags & NODE_FAILED) || (n->flags & NODE_STARTUP) || n->kind == KIND_TOOL ||
+		    !strcmp(nm, "sitecustomize") || !strcmp(nm, "usercustomize"))
+			continue;
+		if (nr < LIST_MAX)
+			buf_addf(&ev, "%s'%s'", nr ? ", " : "", nm);
+		nr++;
+		if (n->cum_us > 0)
+			cost += n->cum_us;
+	}
+	if (!nr || cost < FAILED_MIN_US)
+		goto out;
+	if (nr > LIST_MAX)
+		buf_addf(&ev, " and %zu more", nr - LIST_MAX);
+	buf_adds(&ev, " raised while being imported and the error was caught; together ");
+	buf_add_duration(&ev, cost);
+	buf_addf(&title, "%zu failed import%s cost time at start-up", nr, nr == 1 ? "" : "s");
+	finding_add(p, "failed-imports", "info", NULL, cost, title.buf, ev.buf,
+		    "install the optional dependency, or stop probing for it at import (decide once, "
+		    "e.g. from configuration, and import it where it is used)");
+out:
+	buf_release(&ev);
+	buf_release(&title);
+}
+
+/* The innermost import that raised SystemExit (the first one recorded), -1 if none. */
+static int32_t exit_node(const struct proc *pr)
+{
+	size_t e;
+
+	for (e = 0; e < pr->nr_events; e++)
+		if (!strcmp(proc_str(pr, pr->events[e].name), "import.failed") &&
+		    !strcmp(proc_str(pr, pr->events[e].detail), "SystemExit") && pr->events[e].node >= 0)
+			return pr->events[e].node;
+	return -1;
+}
+
+static void rule_ex_config(struct profile *p)
+{
+	struct buf ev = BUF_INIT;
+	size_t ri, hits = 0, runs = 0;
+	const struct run *first = NULL;
+	int32_t node;
+
+	for (ri = 0; ri < p->nr_runs; ri++) {
+		const struct run *r = &p->runs[ri];
+
+		if (r->warmup)
+			continue;
+		runs++;
+		if (r->status == RUN_EXITED && r->exit_code == EX_CONFIG_STATUS) {
+			hits++;
+			if (!first)
+				first = r;
+		}
+	}
+	if (!hits)
+		return;
+	buf_addf(&ev, "the target exited with status 78 (EX_CONFIG) in %zu of %zu run%s", hits, runs,
+		 runs == 1 ? "" : "s");
+	node = first->nr_procs ? exit_node(&first->procs[0]) : -1;
+	if (node >= 0) {
+		buf_adds(&ev, "; it exited while importing ");
+		add_chain(&ev, &first->procs[0], node);
+	}
+	finding_add(p, "config-rejected", "error", node >= 0 ? node_name(&first->procs[0], node) : NULL,
+		    UNKNOWN, "configuration rejected at start-up (exit status 78)", ev.buf,
+		    "the application refused its configuration before serving: its stderr names the "
+		    "setting; compare the environment variables and config files it reads with a working "
+		    "environment (coldstart passes the environment through unchanged)");
+	buf_release(&ev);
+}
+
+/* Appends the innermost open imports: open nodes none of whose children is open. */
+static void add_open_chains(struct buf *ev, const struct proc *pr, size_t *found)
+{
+	int32_t i, c;
+
+	for (i = 0; i < (int32_t)pr->nr_nodes; i++) {
+		bool inner = true;
+
+		if (!(pr->nodes[i].flags & NODE_OPEN))
+			continue;
+		for (c = pr->nodes[i].first_child; c >= 0; c = pr->nodes[c].next_sibling)
+			if (pr->nodes[c].flags & NODE_OPEN)
+				inner = false;
+		if (!inner)
+			continue;
+		buf_adds(ev, *found ? "; and " : "; it was importing ");
+		add_chain(ev, pr, i);
+		if (pr->timing && pr->timing[i].rss_start_kb >= 0) {
+			buf_adds(ev, ", RSS ");
+			buf_add_bytes(ev, pr->timing[i].rss_start_kb * 1024);
+			buf_adds(ev, " when that import started");
+		}
+		(*found)++;
+	}
+}
+
+static void rule_oom(struct profile *p)
+{
+	struct buf ev = BUF_INIT;
+	size_t ri, pi, found = 0, hits = 0;
+	const struct run *r = NULL;
+
+	for (ri = 0; ri < p->nr_runs; ri++)
+		if (p->runs[ri].status == RUN_OOM) {
+			if (!r)
+				r = &p->runs[ri];
+			hits++;
+		}
+	if (!r)
+		return;
+	buf_addf(&ev, "killed by the memory limit in %zu run%s", hits, hits == 1 ? "" : "s");
+	if (p->limits.memory > 0) {
+		buf_adds(&ev, " (limit ");
+		buf_add_bytes(&ev, p->limits.memory);
+		buf_adds(&ev, ")");
+	}
+	if (r->cg.has && r->cg.memory_peak > 0) {
+		buf_adds(&ev, ", memory peak ");
+		buf_add_bytes(&ev, r->cg.memory_peak);
+	}
+	for (pi = 0; pi < r->nr_procs; pi++)
+		add_open_chains(&ev, &r->procs[pi], &found);
+	if (!found)
+		buf_adds(&ev, "; no trace says which import was running (run with the tracer)");
+	finding_add(p, "oom-during-import", "error", NULL, UNKNOWN, "out of memory during start-up", ev.buf,
+		    "raise the memory limit above what start-up needs, or stop importing the module named "
+		    "above at start-up (import it where it is used); measure again with a higher --memory "
+		    "to see the peak");
+	buf_release(&ev);
+}
+
+static const struct finding_rule builtin_rules[] = {
+	{ .id = "config-rejected", .run = rule_ex_config },
+	{ .id = "oom-during-import", .run = rule_oom },
+	{ .id = "import-side-effect", .run = rule_side_effects },
+	{ .id = "compiled-at-startup", .run = rule_compiled },
+	{ .id = "heavy-import", .run = rule_heavy },
+	{ .id = "slow-finders", .run = rule_finders },
+	{ .id = "failed-imports", .run = rule_failed },
+};
+
+static void drop_findings(struct profile *p, const char *id)
+{
+	size_t i, w = 0;
+
+	for (i = 0; i < p->nr_findings; i++) {
+		struct finding *f = &p->findings[i];
+
+		if (f->id && !strcmp(f->id, id)) {
+			free(f->id);
+			free(f->severity);
+			free(f->title);
+			free(f->evidence);
+			free(f->fix);
+			free(f->module);
+			continue;
+		}
+		p->findings[w++] = *f;
+	}
+	p->nr_findings = w;
+}
+
+const struct run *findings_main_run(const struct profile *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nr_runs; i++)
+		if (!p->runs[i].warmup && p->runs[i].nr_procs)
+			return &p->runs[i];
+	return p->nr_runs ? &p->runs[0] : NULL;
+}
+
+void finding_add(struct profile *p, const char *id, const char *severity, const char *module,
+		 int64_t cost_us, const char *title, const char *evidence, const char *fix)
+{
+	struct finding f;
+
+	f.id = xstrdup(id);
+	f.severity = xstrdup(severity);
+	f.title = xstrdup(title);
+	f.evidence = xstrdup(evidence);
+	f.fix = xstrdup(fix);
+	f.module = module ? xstrdup(module) : NULL;
+	f.cost_us = cost_us;
+	profile_add_finding(p, &f);
+}
+
+void findings_register(const struct finding_rule *rule)
+{
+	size_t i;
+
+	for (i = 0; i < nr_extra_rules; i++)
+		if (extra_rules[i] == rule)
+			return;
+	if (nr_extra_rules == MAX_RULES)
+		BUG("more than %d registered finding rules", MAX_RULES);
+	extra_rules[nr_extra_rules++] = rule;
+}
+
+void findings_run(struct profile *p)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(builtin_rules); i++)
+		drop_findings(p, builtin_rules[i].id);
+	for (i = 0; i < nr_extra_rules; i++)
+		drop_findings(p, extra_rules[i]->id);
+	for (i = 0; i < ARRAY_SIZE(builtin_rules); i++)
+		builtin_rules[i].run(p);
+	for (i = 0; i < nr_extra_rules; i++)
+		extra_rules[i]->run(p);
+}

@@ -1,0 +1,52 @@
+/*
+ * Findings: rules over a profile, each turning measurements into advice with
+ * a stable id, the evidence and a concrete fix (docs/findings.md).  Rules
+ * only read the profile and add findings; they never print.
+ */
+#ifndef COLDSTART_FINDINGS_H
+#define COLDSTART_FINDINGS_H
+
+#include "profile.h"
+
+struct finding_rule {
+	const char *id; /* the id of the findings it adds */
+	void (*run)(struct profile *p);
+};
+
+/*
+ * Runs every rule (built-in first, then registered ones in order) over p.
+ * Findings with a rule's id that p already holds are dropped first, so
+ * running it again after a change does not duplicate them.
+ */
+void findings_run(struct profile *p);
+
+/*
+ * Adds a rule, e.g. the native-extension rules of another module.  The
+ * struct is borrowed and must outlive every findings_run call; registering
+ * the same struct twice has no effect.
+ */
+void findings_register(const struct finding_rule *rule);
+
+/*
+ * For rules: adds one finding.  title, evidence and fix are copied; module
+ * may be NULL; cost_us is UNKNOWN when the finding is not about time.
+ */
+void finding_add(struct profile *p, const char *id, const char *severity, const char *module,
+		 int64_t cost_us, const char *title, const char *evidence, const char *fix);
+
+/*
+ * The run rules look at: the first run that is not a warm-up and has
+ * processes, else the first run; NULL when there is none.
+ */
+const struct run *findings_main_run(const struct profile *p);
+
+/* Thresholds (docs/findings.md). */
+#define HEAVY_SHARE_PCT 10 /* heavy-import: share of the target's import time */
+#define HEAVY_MIN_US 5000 /* heavy-import: and at least this much */
+#define FINDER_SHARE_PCT 10 /* slow-finders: finder time share of import time */
+#define FINDER_MIN_US 5000
+#define FINDER_PATH_ENTRIES 20 /* slow-finders: sys.path this long is reported on its own */
+#define FAILED_MIN_US 1000 /* failed-imports: total cost worth a note */
+#define EX_CONFIG_STATUS 78
+
+#endif
