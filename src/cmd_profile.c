@@ -4,6 +4,7 @@
  * repeatedly, then report, save and check the profile.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -43,6 +44,7 @@ struct profile_opts {
 	int64_t timeout_us;
 	const char *ready;
 	int64_t ready_timeout_us;
+	const char *raw_log;
 };
 
 static int parse_int(const char *s, long min, long max, long *out)
@@ -107,6 +109,7 @@ static int o_timeout(void *ctx, const char *v, struct buf *err)
 	return 0;
 }
 
+static int o_raw_log(void *ctx, const char *v, struct buf *err) { OPTS(); o->raw_log = v; return 0; }
 static int o_ready(void *ctx, const char *v, struct buf *err) { OPTS(); o->ready = v; return 0; }
 
 static int o_ready_timeout(void *ctx, const char *v, struct buf *err)
@@ -148,6 +151,7 @@ static const struct opt profile_options[] = {
 	{ "no-limits", 0, 0, o_no_limits, NULL, "ignore limit options and presets (run unconstrained)" },
 	{ "ready", 0, 1, o_ready, "SPEC", "measure readiness: fn, tcp:PORT, http://127.0.0.1:PORT/path, unix:PATH" },
 	{ "ready-timeout", 0, 1, o_ready_timeout, "SECONDS", "give up waiting for readiness (default 60)" },
+	{ "raw-log", 0, 1, o_raw_log, "FILE", "also save the target's raw stderr (importtime rows included)" },
 	{ "exit-code", 0, 0, o_passthrough, NULL, "exit with the target's own status instead of coldstart's codes" },
 	{ NULL, 0, 0, NULL, NULL, NULL },
 };
@@ -195,8 +199,10 @@ static int probe_python(const char *python, struct profile *p, struct strvec *st
 
 	child_init(&c);
 	strvec_push(&c.args, python);
-	strvec_pushv(&c.args, (const char *const[]){ "-I", "-c", code, NULL });
+	/* -E -s rather than -I: Python 2 must get as far as saying its version. */
+	strvec_pushv(&c.args, (const char *const[]){ "-E", "-s", "-c", code, NULL });
 	c.capture_stdout = true;
+	c.capture_stderr = true;
 	c.null_stdin = true;
 	if (child_start(&c, &err) < 0) {
 		error("%s", err.buf);
@@ -207,10 +213,16 @@ static int probe_python(const char *python, struct profile *p, struct strvec *st
 	while ((n = read(c.out_fd, chunk, sizeof(chunk))) > 0 || (n < 0 && errno == EINTR))
 		if (n > 0)
 			buf_add(&out, chunk, (size_t)n);
+	buf_reset(&err);
+	while ((n = read(c.err_fd, chunk, sizeof(chunk))) > 0 || (n < 0 && errno == EINTR))
+		if (n > 0 && err.len < 4096)
+			buf_add(&err, chunk, (size_t)n);
 	child_finish(&c, &ex);
 	if (ex.signaled || ex.exit_code || sscanf(out.buf, "%d.%d", &major, &minor) != 2) {
-		error("'%s' does not behave like a Python interpreter (status %d)", python,
-		      ex.signaled ? 128 + ex.term_signal : ex.exit_code);
+		while (err.len && (err.buf[err.len - 1] == '\n' || err.buf[err.len - 1] == '\r'))
+			buf_setlen(&err, err.len - 1);
+		error("'%s' does not behave like a Python interpreter (status %d)%s%s", python,
+		      ex.signaled ? 128 + ex.term_signal : ex.exit_code, err.len ? ": " : "", err.buf);
 		goto out;
 	}
 	nl = strchr(out.buf, '\n');
@@ -366,6 +378,8 @@ int cmd_profile(int argc, char **argv)
 	bool command_mode = false, tty = isatty(2);
 
 	memset(&o, 0, sizeof(o));
+	memset(&ro, 0, sizeof(ro));
+	ro.raw_fd = -1;
 	show_opts_init(&o.show);
 	o.runs = 1;
 	o.ready_timeout_us = 60 * 1000000LL;
@@ -440,7 +454,6 @@ int cmd_profile(int argc, char **argv)
 			goto out;
 	}
 
-	memset(&ro, 0, sizeof(ro));
 	ro.argv = child_argv.v;
 	ro.env = env.v;
 	ro.python = command_mode ? shebang : o.python;
@@ -450,6 +463,15 @@ int cmd_profile(int argc, char **argv)
 	ro.ready = o.ready;
 	ro.ready_timeout_us = o.ready_timeout_us;
 	ro.quiet = o.quiet;
+	ro.raw_fd = -1;
+	if (o.raw_log) {
+		ro.raw_fd = open(o.raw_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (ro.raw_fd < 0) {
+			error("cannot write '%s': %s", o.raw_log, strerror(errno));
+			ret = EXIT_FAIL;
+			goto out;
+		}
+	}
 
 	total_runs = o.warmup + o.runs;
 	for (k = 0; k < total_runs; k++) {
@@ -490,6 +512,8 @@ int cmd_profile(int argc, char **argv)
 	if (rc && ret == EXIT_OK)
 		ret = rc;
 out:
+	if (ro.raw_fd >= 0)
+		close(ro.raw_fd);
 	show_opts_release(&o.show);
 	limits_release(&o.limits);
 	profile_release(&p);

@@ -162,7 +162,7 @@ enum runner_error runner_run(const struct runner_opts *o, struct profile *p, str
 	struct buf pass = BUF_INIT;
 	enum runner_error ret = RUNNER_FAILED;
 	int64_t deadline = 0, grace_deadline = 0, drain_deadline = 0, ready_deadline = 0;
-	bool exited = false, timed_out = false, stopping = false, traced = false;
+	bool exited = false, timed_out = false, stopping = false, traced = false, raw_failed = false;
 	int got_signal = 0;
 	size_t i;
 
@@ -246,6 +246,10 @@ enum runner_error runner_run(const struct runner_opts *o, struct profile *p, str
 			ssize_t n = read(c.err_fd, chunk, sizeof(chunk));
 
 			if (n > 0) {
+				if (o->raw_fd >= 0 && write(o->raw_fd, chunk, (size_t)n) != n && !raw_failed) {
+					raw_failed = true;
+					profile_add_warning(p, 0, "cannot copy the raw log: %s", strerror(errno));
+				}
 				it_feed(ps, chunk, (size_t)n, &pass);
 				forward_text(&pass, o->quiet);
 				buf_reset(&pass);

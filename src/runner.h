@@ -23,6 +23,7 @@ struct runner_opts {
 	const char *ready; /* readiness spec (ready.h) or NULL */
 	int64_t ready_timeout_us; /* how long to wait for readiness */
 	bool quiet; /* drop the target's stderr instead of forwarding it */
+	int raw_fd; /* >= 0: every byte of the target's stderr is copied here too */
 	bool progress; /* unused by the runner; for callers */
 };
 
