@@ -54,7 +54,7 @@ static int opt_value(int argc, char **argv, int *i, const char *lng, const char 
 	if (strcmp(a, lng) && (!shrt || strcmp(a, shrt)))
 		return 0;
 	if (*i + 1 >= argc) {
-		fprintf(stderr, "coldstart: error: %s needs a value\n", lng);
+		fprintf(stderr, "coldstart: error: %s needs a value\n", a);
 		return -1;
 	}
 	*val = argv[++*i];

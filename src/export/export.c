@@ -270,7 +270,7 @@ const struct run *export_pick_run(const struct profile *p, const struct export_o
 	}
 	if (o && o->run >= 0) {
 		if ((size_t)o->run >= p->nr_runs) {
-			buf_addf(err, "run %ld does not exist (the profile holds %zu)", o->run,
+			buf_addf(err, "run %ld does not exist (the profile holds %zu)", o->run + 1,
 				 p->nr_runs);
 			return NULL;
 		}

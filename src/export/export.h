@@ -93,7 +93,8 @@ extern const char svg_script[];
 /*
  * Shared helpers.
  *
- * export_pick_run returns the run selected by o->run, or NULL with err set.
+ * export_pick_run returns the run selected by o->run, or NULL with err set
+ * (run numbers in messages count from 1, as users give them).
  */
 const struct run *export_pick_run(const struct profile *p, const struct export_opts *o,
 				  struct buf *err);
