@@ -473,6 +473,16 @@ static bool v2_has_controllers(const char *base, const struct strvec *need, stru
 }
 
 /*
+ * The kernel gives a new cgroup its cgroup.procs; a fake tree gets an empty
+ * one so that a child can "join" it and coldstart runs end to end.
+ */
+static void fake_procs(bool fake, const char *dir)
+{
+	if (fake)
+		write_in(true, dir, "cgroup.procs", "", NULL);
+}
+
+/*
  * Makes base/name for a v2 run after enabling the needed controllers in
  * base/cgroup.subtree_control.  Returns the new directory or NULL with the
  * reason appended to why.
@@ -510,6 +520,7 @@ static char *v2_make(const char *base, const char *name, const struct strvec *ne
 		buf_addf(why, "cannot create '%s': %s", dir.buf, strerror(errno));
 		goto out;
 	}
+	fake_procs(fake, dir.buf);
 	ret = buf_detach(&dir, NULL);
 out:
 	buf_release(&sb);
@@ -693,6 +704,7 @@ static int v1_create(struct cgroup *cg, const struct cg_places *pl, const struct
 			buf_reset(&dir);
 			buf_addf(&dir, "%s/%s", pl->v1[c].v[i], cg->name);
 			if (!mkdir(dir.buf, 0755)) {
+				fake_procs(cg->fake, dir.buf);
 				cg->v1_dir[c] = buf_detach(&dir, NULL);
 				base[c] = pl->v1[c].v[i];
 			} else {
