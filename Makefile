@@ -71,8 +71,14 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB_OBJS) $(LIBS) -lcmocka
 
+# The Fn investigation in two runs: the function as fdk-python serves it
+# (everything imported before the socket is ready), then behind coldstart-fdk.
 demo: all
-	./coldstart profile --python $(PYTHON) samples/fn-hello/func.py
+	@echo "== the Fn-style function, imported at start-up as fdk-python does"
+	PYTHONPATH=$(CURDIR)/python ./coldstart profile --python $(PYTHON) --ready fn --top 8 samples/fn-hello/func.py
+	@echo
+	@echo "== the same function behind coldstart-fdk: ready first, imported on the first call"
+	./coldstart profile --ready fn --top 8 -- $(PYTHON) python/coldstart-fdk samples/fn-hello/func.py handler
 
 test: all
 	@sh tests/install-deps.sh test

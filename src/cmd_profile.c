@@ -286,7 +286,18 @@ static char *shebang_python(const char *cmd)
 			s += len + (colon ? 1 : 0);
 		}
 	}
-	if (!path.len || !(f = fopen(path.buf, "re")) || !fgets(head, sizeof(head), f))
+	if (!path.len)
+		goto out;
+	/* The command may be the interpreter itself: python3 -m ..., python3.11 app.py. */
+	{
+		const char *base = strrchr(path.buf, '/') ? strrchr(path.buf, '/') + 1 : path.buf;
+
+		if (starts_with(base, "python")) {
+			result = xstrdup(path.buf);
+			goto out;
+		}
+	}
+	if (!(f = fopen(path.buf, "re")) || !fgets(head, sizeof(head), f))
 		goto out;
 	if (strncmp(head, "#!", 2))
 		goto out;

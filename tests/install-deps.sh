@@ -1,16 +1,21 @@
 #!/bin/sh
 # Installs what coldstart needs from Debian when run as root, or says what is
 # missing.  Usage: install-deps.sh build|test|all
+#   build: compiling coldstart and the tracer
+#   test:  the whole suite (cgroups, docker engine, browser and node consumers)
+#   all:   both, plus the fuzzing toolchain
 set -u
 what=${1:-all}
 
 build_pkgs="gcc make pkg-config libjansson-dev libelf-dev zlib1g-dev python3 python3-dev"
-test_pkgs="libcmocka-dev python3-pytest python3-aiohttp python3-flask python3-fastapi python3-numpy python3-uvicorn"
+test_pkgs="libcmocka-dev python3-pytest python3-aiohttp python3-flask python3-fastapi python3-numpy
+python3-uvicorn python3-setuptools binutils docker.io debootstrap chromium"
+fuzz_pkgs="clang libclang-rt-14-dev"
 
 case "$what" in
 build) pkgs="$build_pkgs" ;;
 test) pkgs="$build_pkgs $test_pkgs" ;;
-all) pkgs="$build_pkgs $test_pkgs" ;;
+all) pkgs="$build_pkgs $test_pkgs $fuzz_pkgs" ;;
 *) echo "usage: $0 build|test|all" >&2; exit 2 ;;
 esac
 
@@ -18,6 +23,10 @@ missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+# Node.js (for speedscope's own importer) may come from Debian or elsewhere.
+if [ "$what" != build ] && ! command -v node >/dev/null 2>&1; then
+	missing="$missing nodejs npm"
+fi
 [ -z "$missing" ] && exit 0
 
 if [ "$(id -u)" != 0 ]; then
