@@ -43,6 +43,18 @@ static void add_dur_col(struct buf *out, int64_t us, int width)
 	buf_release(&d);
 }
 
+static void add_kib_col(struct buf *out, int64_t kib, int width)
+{
+	struct buf d = BUF_INIT;
+
+	if (kib == UNKNOWN)
+		buf_adds(&d, "-");
+	else
+		buf_add_bytes(&d, kib * 1024);
+	buf_addf(out, "%*s", width, d.buf);
+	buf_release(&d);
+}
+
 static void add_dur(struct buf *out, int64_t us)
 {
 	if (us == UNKNOWN)
@@ -248,7 +260,11 @@ static void render_top(const struct proc *pr, const struct report_opts *o, struc
 	sort_proc = pr;
 	qsort(idx, n, sizeof(*idx), by_self ? cmp_self : cmp_cum);
 	heading(out, st, by_self ? "Top modules by self time" : "Top modules by cumulative time");
-	buf_addf(out, "  %10s %10s  %s\n", "cumulative", "self", "module (import chain)");
+	if (pr->timing)
+		buf_addf(out, "  %10s %10s %10s %10s  %s\n", "cumulative", "self", "starts at", "RSS +",
+			 "module (import chain)");
+	else
+		buf_addf(out, "  %10s %10s  %s\n", "cumulative", "self", "module (import chain)");
 	for (i = 0; i < n && i < (size_t)o->top; i++) {
 		const struct imp_node *nd = &pr->nodes[idx[i]];
 
@@ -256,6 +272,15 @@ static void render_top(const struct proc *pr, const struct report_opts *o, struc
 		add_dur_col(out, nd->cum_us, 10);
 		buf_addch(out, ' ');
 		add_dur_col(out, nd->self_us, 10);
+		if (pr->timing) {
+			const struct imp_timing *t = &pr->timing[idx[i]];
+
+			buf_addch(out, ' ');
+			add_dur_col(out, t->start_ns >= 0 ? t->start_ns / 1000 : UNKNOWN, 10);
+			buf_addch(out, ' ');
+			add_kib_col(out, t->rss_start_kb >= 0 && t->rss_end_kb >= 0 ? t->rss_end_kb - t->rss_start_kb
+										 : UNKNOWN, 10);
+		}
 		buf_addf(out, "  %s%s%s", st->bold, node_name(pr, idx[i]), st->reset);
 		if (nd->kind == KIND_STARTUP)
 			buf_adds(out, " [start-up]");
@@ -263,11 +288,62 @@ static void render_top(const struct proc *pr, const struct report_opts *o, struc
 			buf_addf(out, " %s[failed]%s", st->red, st->reset);
 		if (nd->flags & NODE_INCONSISTENT)
 			buf_addf(out, " %s[inconsistent]%s", st->yellow, st->reset);
+		if (nd->flags & NODE_TRACE_ONLY)
+			buf_adds(out, " [no importtime row]");
+		if (nd->flags & NODE_OPEN)
+			buf_addf(out, " %s[unfinished]%s", st->red, st->reset);
 		if (nd->parent >= 0) {
 			buf_addf(out, "  %svia ", st->dim);
 			proc_chain(pr, nd->parent, " > ", out);
 			buf_adds(out, st->reset);
 		}
+		buf_addch(out, '\n');
+	}
+	free(idx);
+}
+
+/* Where the slowest imports spent their time, from the tracer's phases. */
+static void render_phases(const struct proc *pr, const struct report_opts *o, struct buf *out,
+			  const struct style *st)
+{
+	int32_t *idx;
+	size_t n = 0, i;
+
+	if (!pr->timing || !pr->nr_nodes)
+		return;
+	idx = xmalloc(st_mult(pr->nr_nodes, sizeof(*idx)));
+	for (i = 0; i < pr->nr_nodes; i++)
+		if (pr->timing[i].start_ns >= 0 && !(pr->nodes[i].flags & NODE_CACHED))
+			idx[n++] = (int32_t)i;
+	if (!n) {
+		free(idx);
+		return;
+	}
+	sort_proc = pr;
+	qsort(idx, n, sizeof(*idx), cmp_self);
+	heading(out, st, "Phases of the slowest imports (tracer: find = finders, load = .pyc read / compile / dlopen, exec = module body incl. its imports)");
+	buf_addf(out, "  %10s %10s %10s %10s %10s  %s\n", "self", "find", "load", "exec", "compile", "module");
+	for (i = 0; i < n && i < (size_t)o->top; i++) {
+		const struct imp_timing *t = &pr->timing[idx[i]];
+		const struct imp_node *nd = &pr->nodes[idx[i]];
+
+		buf_adds(out, "  ");
+		add_dur_col(out, nd->self_us, 10);
+		buf_addch(out, ' ');
+		add_dur_col(out, t->find_ns >= 0 ? t->find_ns / 1000 : UNKNOWN, 10);
+		buf_addch(out, ' ');
+		add_dur_col(out, t->load_ns >= 0 ? t->load_ns / 1000 : UNKNOWN, 10);
+		buf_addch(out, ' ');
+		add_dur_col(out, t->exec_ns >= 0 ? t->exec_ns / 1000 : UNKNOWN, 10);
+		buf_addch(out, ' ');
+		add_dur_col(out, t->compile_ns >= 0 ? t->compile_ns / 1000 : UNKNOWN, 10);
+		buf_addf(out, "  %s", node_name(pr, idx[i]));
+		if (nd->flags & NODE_NATIVE)
+			buf_adds(out, " [native]");
+		if (nd->flags & NODE_COMPILED)
+			buf_addf(out, " %s[compiled]%s", st->yellow, st->reset);
+		if (nd->flags & NODE_FAILED)
+			buf_addf(out, " %s[failed]%s", st->red, st->reset);
 		buf_addch(out, '\n');
 	}
 	free(idx);
@@ -381,6 +457,7 @@ static void render_proc(const struct proc *pr, const struct report_opts *o, stru
 {
 	render_top(pr, o, out, st, false);
 	render_top(pr, o, out, st, true);
+	render_phases(pr, o, out, st);
 	render_packages(pr, o, out, st);
 	if (o->tree)
 		render_tree(pr, o, out, st);
