@@ -532,3 +532,8 @@ void ready_free(struct ready *rd)
 	buf_release(&rd->resp);
 	free(rd);
 }
+
+const char *ready_fn_dir(const struct ready *rd)
+{
+	return rd && rd->kind == READY_FN ? rd->dir : NULL;
+}

@@ -42,4 +42,10 @@ int ready_false_answers(const struct ready *rd);
 /* Removes the private directory, closes sockets. */
 void ready_free(struct ready *rd);
 
+/*
+ * fn: the private FN_LISTENER directory on this host (for `docker`, which
+ * mounts it as /tmp/iofs); NULL for the other probes.  Owned by rd.
+ */
+const char *ready_fn_dir(const struct ready *rd);
+
 #endif

@@ -198,6 +198,18 @@ enum runner_error runner_run(const struct runner_opts *o, struct profile *p, str
 		c.join_files = cgroup_join_files(cg);
 	}
 	(void)env_set;
+	if (o->before_start) {
+		struct runner_child_view cv = {
+			.argv = &c.args,
+			.env = &c.env,
+			.trace_dir = traced ? ts.dir : NULL,
+			.boot_dir = traced ? ts.boot_dir : NULL,
+			.ready = rd,
+		};
+
+		if (o->before_start(o->before_start_data, &cv, err) < 0)
+			goto out;
+	}
 
 	ps = it_parser_new(r);
 	if (child_start(&c, err) < 0) {

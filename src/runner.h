@@ -11,6 +11,8 @@
 
 #include "profile.h"
 
+struct runner_child_view;
+
 struct runner_opts {
 	/* The complete argv of the child (interpreter flags included). */
 	const char *const *argv;
@@ -25,6 +27,9 @@ struct runner_opts {
 	bool quiet; /* drop the target's stderr instead of forwarding it */
 	int raw_fd; /* >= 0: every byte of the target's stderr is copied here too */
 	bool progress; /* unused by the runner; for callers */
+	/* Optional, for `docker`: see runner_child_view below (NULL: none). */
+	int (*before_start)(void *data, struct runner_child_view *cv, struct buf *err);
+	void *before_start_data;
 };
 
 /* Why the runner could not produce a run at all. */
@@ -47,5 +52,23 @@ enum runner_error runner_run(const struct runner_opts *o, struct profile *p, str
 
 /* Installs the signal handlers runner_run relies on; call once. */
 void runner_setup_signals(void);
+
+/*
+ * For callers whose child is not the target itself (`docker` runs the engine
+ * CLI, which starts the target in a container): before_start is called once
+ * the trace session and the readiness probe exist and before the child
+ * starts.  argv and env are the child's and may be rewritten; trace_dir and
+ * boot_dir are the host directories of the trace session (NULL when the
+ * tracer is off or unavailable); ready is the probe (NULL without --ready,
+ * see ready_fn_dir).  Returning -1 with a message in err ends the run with
+ * RUNNER_FAILED.
+ */
+struct runner_child_view {
+	struct strvec *argv;
+	struct strvec *env;
+	const char *trace_dir;
+	const char *boot_dir;
+	const struct ready *ready;
+};
 
 #endif

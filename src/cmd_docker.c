@@ -1,0 +1,856 @@
+/*
+ * `coldstart docker`: profile a command inside a container run under the
+ * same limits as `profile` (mapped to the engine's flags), with importtime,
+ * the pure-Python tracer and readiness probes, and report it like `profile`.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analyze.h"
+#include "args.h"
+#include "builtin.h"
+#include "cgroup.h"
+#include "docker.h"
+#include "profile.h"
+#include "profile_cmd.h"
+#include "ready.h"
+#include "report.h"
+#include "runner.h"
+
+extern char **environ;
+
+/* The same codes as `profile` (docs/exit-codes.md, docs/docker.md). */
+#define EXIT_NO_ENGINE 4
+#define EXIT_TARGET_FAILED 5
+#define EXIT_TARGET_SIGNALED 6
+#define EXIT_TARGET_OOM 7
+#define EXIT_TARGET_TIMEOUT 8
+#define EXIT_NOT_READY 9
+
+struct docker_opts {
+	struct show_opts show; /* first: the shared callbacks cast ctx to it */
+	struct limits limits;
+	bool no_limits;
+	bool no_trace;
+	bool no_init;
+	bool quiet;
+	bool passthrough_exit;
+	int runs;
+	int warmup;
+	int64_t timeout_us;
+	const char *ready;
+	int64_t ready_timeout_us;
+	const char *engine;
+	int engine_timeout_ms;
+	struct strvec env;
+	struct strvec volumes;
+	struct strvec extra;
+	const char *network;
+	const char *user;
+	const char *entrypoint;
+};
+
+/* What the runner's before_start hook needs, and what it leaves behind. */
+struct docker_run_ctx {
+	const struct docker_opts *o;
+	const struct profile *p;
+	const char *image;
+	const char *const *command;
+	const char *image_pythonpath; /* the image's own PYTHONPATH, NULL if none */
+	const char *name; /* this run's container */
+	int publish_port;
+	bool created; /* the container exists and must be removed */
+	bool create_failed; /* the engine refused to create it */
+};
+
+static int parse_seconds(const char *v, const char *opt, double max, int64_t *us, struct buf *err)
+{
+	char *end;
+	double s;
+
+	errno = 0;
+	s = strtod(v, &end);
+	if (errno || end == v || *end || !(s > 0) || s > max) {
+		buf_addf(err, "%s needs a positive number of seconds, not '%s'", opt, v);
+		return -1;
+	}
+	*us = (int64_t)(s * 1e6);
+	return 0;
+}
+
+static int parse_count(const char *v, const char *opt, long min, int *out, struct buf *err)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno || end == v || *end || n < min || n > 10000) {
+		buf_addf(err, "%s needs a number from %ld to 10000, not '%s'", opt, min, v);
+		return -1;
+	}
+	*out = (int)n;
+	return 0;
+}
+
+#define OPTS() struct docker_opts *o = ctx
+
+static int o_no_trace(void *ctx, const char *v, struct buf *err) { OPTS(); o->no_trace = true; return 0; }
+static int o_no_limits(void *ctx, const char *v, struct buf *err) { OPTS(); o->no_limits = true; return 0; }
+static int o_no_init(void *ctx, const char *v, struct buf *err) { OPTS(); o->no_init = true; return 0; }
+static int o_quiet(void *ctx, const char *v, struct buf *err) { OPTS(); o->quiet = true; return 0; }
+static int o_passthrough(void *ctx, const char *v, struct buf *err) { OPTS(); o->passthrough_exit = true; return 0; }
+static int o_runs(void *ctx, const char *v, struct buf *err) { OPTS(); return parse_count(v, "--runs", 1, &o->runs, err); }
+static int o_warmup(void *ctx, const char *v, struct buf *err) { OPTS(); return parse_count(v, "--warmup", 0, &o->warmup, err); }
+static int o_timeout(void *ctx, const char *v, struct buf *err) { OPTS(); return parse_seconds(v, "--timeout", 86400.0 * 365, &o->timeout_us, err); }
+static int o_ready(void *ctx, const char *v, struct buf *err) { OPTS(); o->ready = v; return 0; }
+static int o_ready_timeout(void *ctx, const char *v, struct buf *err) { OPTS(); return parse_seconds(v, "--ready-timeout", 86400, &o->ready_timeout_us, err); }
+static int o_cpus(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_cpus(&o->limits, v, err); }
+static int o_memory(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_memory(&o->limits, v, err); }
+static int o_swap(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_swap(&o->limits, v, err); }
+static int o_pids(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_pids(&o->limits, v, err); }
+static int o_cpuset(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_cpuset(&o->limits, v, err); }
+static int o_preset(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_preset(&o->limits, v, err); }
+static int o_env(void *ctx, const char *v, struct buf *err) { OPTS(); strvec_push(&o->env, v); return 0; }
+static int o_volume(void *ctx, const char *v, struct buf *err) { OPTS(); strvec_push(&o->volumes, v); return 0; }
+static int o_extra(void *ctx, const char *v, struct buf *err) { OPTS(); strvec_push(&o->extra, v); return 0; }
+static int o_network(void *ctx, const char *v, struct buf *err) { OPTS(); o->network = v; return 0; }
+static int o_user(void *ctx, const char *v, struct buf *err) { OPTS(); o->user = v; return 0; }
+static int o_entrypoint(void *ctx, const char *v, struct buf *err) { OPTS(); o->entrypoint = v; return 0; }
+
+static int o_engine(void *ctx, const char *v, struct buf *err)
+{
+	OPTS();
+	if (strcmp(v, "docker") && strcmp(v, "podman")) {
+		buf_addf(err, "--engine is docker or podman, not '%s'", v);
+		return -1;
+	}
+	o->engine = v;
+	return 0;
+}
+
+static int o_engine_timeout(void *ctx, const char *v, struct buf *err)
+{
+	OPTS();
+	int64_t us;
+
+	if (parse_seconds(v, "--engine-timeout", 3600, &us, err) < 0)
+		return -1;
+	o->engine_timeout_ms = (int)(us / 1000) ? (int)(us / 1000) : 1;
+	return 0;
+}
+
+static const struct opt docker_options[] = {
+	SHOW_OPTIONS,
+	{ "engine", 0, 1, o_engine, "NAME", "docker (default) or podman; DOCKER_HOST is respected" },
+	{ "env", 'e', 1, o_env, "NAME[=VALUE]", "set an environment variable in the container; repeatable" },
+	{ "volume", 'v', 1, o_volume, "SRC:DST[:ro]", "mount into the container; repeatable" },
+	{ "network", 0, 1, o_network, "NET", "container network (none, host, ...)" },
+	{ "user", 0, 1, o_user, "USER[:GROUP]", "user inside the container" },
+	{ "entrypoint", 0, 1, o_entrypoint, "PATH", "override the image's entrypoint" },
+	{ "engine-arg", 0, 1, o_extra, "ARG", "pass ARG to '<engine> create' verbatim; repeatable" },
+	{ "no-init", 0, 0, o_no_init, NULL, "no --init: the command is PID 1 (it may ignore SIGTERM)" },
+	{ "engine-timeout", 0, 1, o_engine_timeout, "SECONDS",
+	  "limit for each engine command other than the run itself (default 60)" },
+	{ "no-trace", 0, 0, o_no_trace, NULL, "importtime only: do not mount the tracer bootstrap" },
+	{ "quiet", 'q', 0, o_quiet, NULL, "do not forward the container's stderr" },
+	{ "runs", 'n', 1, o_runs, "N", "measure N runs (one fresh container each) and report medians" },
+	{ "warmup", 0, 1, o_warmup, "N", "unmeasured runs before the measured ones" },
+	{ "timeout", 0, 1, o_timeout, "SECONDS", "kill the container after SECONDS" },
+	{ "cpus", 0, 1, o_cpus, "F", "CPU limit in CPUs (docker --cpus)" },
+	{ "memory", 0, 1, o_memory, "SIZE", "memory limit (docker --memory, --memory-swap equal)" },
+	{ "swap", 0, 1, o_swap, "SIZE", "swap allowed beyond --memory (default 0)" },
+	{ "pids", 0, 1, o_pids, "N", "process count limit (docker --pids-limit)" },
+	{ "cpuset", 0, 1, o_cpuset, "LIST", "CPUs to run on (docker --cpuset-cpus)" },
+	{ "preset", 0, 1, o_preset, "NAME", "fn (0.1 CPU, 128 MiB) or lambda:MB (MB/1769 CPUs, MB MiB)" },
+	{ "no-limits", 0, 0, o_no_limits, NULL, "ignore limit options and presets (run unconstrained)" },
+	{ "ready", 0, 1, o_ready, "SPEC",
+	  "measure readiness: fn (Fn agent over /tmp/iofs), tcp:PORT, http://127.0.0.1:PORT/path" },
+	{ "ready-timeout", 0, 1, o_ready_timeout, "SECONDS", "give up waiting for readiness (default 60)" },
+	{ "exit-code", 0, 0, o_passthrough, NULL, "exit with the container's own status" },
+	{ NULL, 0, 0, NULL, NULL, NULL },
+};
+
+static void usage(FILE *f)
+{
+	struct buf h = BUF_INIT;
+
+	args_help(docker_options, &h);
+	fprintf(f,
+		"usage: coldstart docker [options] IMAGE [COMMAND [ARGS...]]\n\n"
+		"Creates a container from IMAGE (never pulled) with the limits mapped to the\n"
+		"engine's flags and PYTHONPROFILEIMPORTTIME=1, plus the tracer bootstrap when\n"
+		"COMMAND is a Python 3.7+ of the image; starts it attached, parses its stderr,\n"
+		"reads the end state (OOMKilled) and removes it.  One container per run.\n\n"
+		"options:\n%s\n"
+		"Exit status: 0 ok, 1 failure or broken budget, 2 usage, 4 engine, image or\n"
+		"container unusable (no CLI, daemon unreachable, image missing, never started),\n"
+		"5 target exited non-zero, 6 killed by a signal, 7 OOM-killed, 8 timeout,\n"
+		"9 readiness not reached (docs/docker.md).\n",
+		h.buf);
+	buf_release(&h);
+}
+
+/*
+ * Cuts the next line off *text (in place) and returns it, NULL at the end.
+ * Empty lines are skipped.
+ */
+static char *next_line(char **text)
+{
+	char *line;
+
+	while (**text == '\n')
+		(*text)++;
+	if (!**text)
+		return NULL;
+	line = *text;
+	*text += strcspn(*text, "\n");
+	if (**text)
+		*(*text)++ = '\0';
+	return line;
+}
+
+static const char *engine_argv0(const struct docker_opts *o)
+{
+	return o->engine;
+}
+
+/*
+ * Runs one engine control command.  Returns its exit status, or -1 after
+ * printing why it could not run at all.
+ */
+static int engine(const struct docker_opts *o, const char *const *argv, struct buf *out, struct buf *errout)
+{
+	struct buf err = BUF_INIT;
+	int rc = docker_exec(argv, o->engine_timeout_ms, out, errout, &err);
+
+	if (rc < 0) {
+		if (errno == ENOENT)
+			error("no '%s' command found on PATH: install it (Debian: docker.io%s) or pick "
+			      "another with --engine", argv[0], strcmp(argv[0], "podman") ? "" : ", podman");
+		else if (errno == ETIMEDOUT)
+			error("%s; is the engine (DOCKER_HOST=%s) stuck? --engine-timeout raises the limit",
+			      err.buf, getenv("DOCKER_HOST") ? getenv("DOCKER_HOST") : "default");
+		else
+			error("%s", err.buf);
+	}
+	buf_release(&err);
+	return rc;
+}
+
+/* Removes the named container (killing it first); quiet on success. */
+static void engine_remove(const struct docker_opts *o, const char *name)
+{
+	struct buf errout = BUF_INIT, line = BUF_INIT;
+	int rc = engine(o, (const char *const[]){ engine_argv0(o), "rm", "-f", "-v", name, NULL }, NULL, &errout);
+
+	if (rc > 0 && !strstr(errout.buf, "No such container") && !strstr(errout.buf, "no such container")) {
+		docker_last_line(errout.buf, &line);
+		warning("cannot remove container '%s': %s", name, line.buf);
+	}
+	buf_release(&errout);
+	buf_release(&line);
+}
+
+/* Removes containers of coldstart processes that died without cleaning up. */
+static void engine_cleanup_stale(const struct docker_opts *o)
+{
+	struct buf out = BUF_INIT;
+	char *line, *rest;
+	int rc = engine(o, (const char *const[]){ engine_argv0(o), "ps", "-a", "--filter", "label=coldstart.pid",
+						  "--format", "{{.Names}} {{.Label \"coldstart.pid\"}}", NULL },
+			&out, NULL);
+
+	if (rc != 0)
+		goto out;
+	rest = out.buf;
+	while ((line = next_line(&rest))) {
+		char *sp = strchr(line, ' ');
+		long pid;
+
+		if (!sp)
+			continue;
+		*sp = '\0';
+		pid = strtol(sp + 1, NULL, 10);
+		if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM))
+			continue;
+		engine_remove(o, line);
+	}
+out:
+	buf_release(&out);
+}
+
+/* Is the engine there and answering?  0, or EXIT_NO_ENGINE after a message. */
+static int check_engine(const struct docker_opts *o)
+{
+	struct buf out = BUF_INIT, errout = BUF_INIT, line = BUF_INIT;
+	int ret = EXIT_NO_ENGINE, rc;
+
+	if (!strcmp(o->engine, "docker"))
+		rc = engine(o, (const char *const[]){ "docker", "version", "--format", "{{.Server.Version}}", NULL },
+			    &out, &errout);
+	else
+		rc = engine(o, (const char *const[]){ o->engine, "version", NULL }, &out, &errout);
+	if (rc < 0)
+		goto out;
+	if (rc) {
+		docker_last_line(errout.len ? errout.buf : out.buf, &line);
+		error("the %s engine is unreachable (DOCKER_HOST=%s): %s", o->engine,
+		      getenv("DOCKER_HOST") ? getenv("DOCKER_HOST") : "default", line.len ? line.buf : "no message");
+		goto out;
+	}
+	ret = 0;
+out:
+	buf_release(&out);
+	buf_release(&errout);
+	buf_release(&line);
+	return ret;
+}
+
+/*
+ * Is the image present?  Returns 0 and the image's PYTHONPATH (or NULL) in
+ * *pythonpath, or EXIT_NO_ENGINE after a message.  coldstart never pulls: a
+ * pull inside a measured run would be measured.
+ */
+static int check_image(const struct docker_opts *o, const char *image, char **pythonpath)
+{
+	struct buf out = BUF_INIT, errout = BUF_INIT, line = BUF_INIT;
+	int rc, ret = EXIT_NO_ENGINE;
+	char *s, *rest;
+
+	rc = engine(o, (const char *const[]){ engine_argv0(o), "image", "inspect", "--format",
+					      "{{range .Config.Env}}{{println .}}{{end}}", image, NULL },
+		    &out, &errout);
+	if (rc < 0)
+		goto out;
+	if (rc) {
+		docker_last_line(errout.buf, &line);
+		error("image '%s' is not in the engine (%s); coldstart never pulls: run '%s pull %s' or "
+		      "build it first", image, line.len ? line.buf : "no message", o->engine, image);
+		goto out;
+	}
+	rest = out.buf;
+	while ((s = next_line(&rest)))
+		if (starts_with(s, "PYTHONPATH="))
+			*pythonpath = xstrdup(s + strlen("PYTHONPATH="));
+	ret = 0;
+out:
+	buf_release(&out);
+	buf_release(&errout);
+	buf_release(&line);
+	return ret;
+}
+
+/*
+ * Asks the image's interpreter for its version and standard-library names
+ * (one extra container).  Returns 0 with p->python_version set, 1 when it
+ * could not tell (a warning says why), or -1 after printing why the image's
+ * Python cannot be profiled (no importtime before 3.7).
+ */
+static int probe_python(const struct docker_opts *o, const char *image, const char *python, const char *name,
+			struct profile *p, struct strvec *stdlib_names)
+{
+	static const char code[] =
+		"import sys\n"
+		"sys.stdout.write('%d.%d.%d\\n' % tuple(sys.version_info[:3]))\n"
+		"sys.stdout.write((sys.executable or '') + '\\n')\n"
+		"sys.stdout.write(' '.join(sorted(getattr(sys, 'stdlib_module_names', ()))) + '\\n')\n";
+	struct strvec argv = STRVEC_INIT;
+	struct buf out = BUF_INIT, errout = BUF_INIT, line = BUF_INIT;
+	int rc, ret = 1, major = 0, minor = 0;
+	char *nl, *names;
+	size_t i;
+
+	strvec_pushv(&argv, (const char *const[]){ engine_argv0(o), "run", "--rm", "--name", name, "--network",
+						   "none", "--entrypoint", python, NULL });
+	if (o->user) {
+		strvec_push(&argv, "--user");
+		strvec_push(&argv, o->user);
+	}
+	for (i = 0; i < o->env.nr; i++) {
+		strvec_push(&argv, "-e");
+		strvec_push(&argv, o->env.v[i]);
+	}
+	strvec_pushv(&argv, (const char *const[]){ image, "-I", "-c", code, NULL });
+	rc = engine(o, argv.v, &out, &errout);
+	if (rc < 0) {
+		engine_remove(o, name);
+		goto out;
+	}
+	if (rc || sscanf(out.buf, "%d.%d", &major, &minor) != 2) {
+		docker_last_line(errout.len ? errout.buf : out.buf, &line);
+		profile_add_warning(p, 0, "cannot ask '%s' in the image for its version (status %d: %s); "
+				    "importtime only", python, rc, line.buf);
+		warning("cannot ask '%s' in the image for its version (status %d: %s); importtime only", python, rc,
+			line.buf);
+		goto out;
+	}
+	nl = strchr(out.buf, '\n');
+	if (!nl)
+		goto out;
+	*nl = '\0';
+	p->python_version = xstrdup(out.buf);
+	names = strchr(nl + 1, '\n');
+	if (names) {
+		names++;
+		names[strcspn(names, "\n")] = '\0';
+		while (*names) {
+			size_t len = strcspn(names, " ");
+
+			if (len) {
+				char *tok = xstrndup(names, len);
+
+				strvec_push(stdlib_names, tok);
+				free(tok);
+			}
+			names += len + (names[len] == ' ');
+		}
+	}
+	if (major < 3 || (major == 3 && minor < 7)) {
+		error("Python %s in image '%s' has no -X importtime (it needs Python 3.7 or newer)",
+		      p->python_version, image);
+		ret = -1;
+		goto out;
+	}
+	ret = 0;
+out:
+	strvec_clear(&argv);
+	buf_release(&out);
+	buf_release(&errout);
+	buf_release(&line);
+	return ret;
+}
+
+/* True when an environment entry of ours was not in coldstart's own environment. */
+static bool env_added(const char *entry)
+{
+	char **e;
+
+	for (e = environ; *e; e++)
+		if (!strcmp(*e, entry))
+			return false;
+	return true;
+}
+
+/*
+ * The runner's before_start hook: the trace and Fn directories now exist on
+ * this host, so the container can be created with them mounted; the runner
+ * then runs `<engine> start -a NAME`.  The engine CLI gets coldstart's own
+ * environment back (the probe's FN_* and the tracer's variables are meant
+ * for the container and travel as -e).
+ */
+static int before_start(void *data, struct runner_child_view *cv, struct buf *err)
+{
+	struct docker_run_ctx *x = data;
+	const struct docker_opts *o = x->o;
+	struct docker_spec ds;
+	struct strvec argv = STRVEC_INIT;
+	struct buf out = BUF_INIT, errout = BUF_INIT, line = BUF_INIT;
+	char *boot = NULL, *slash;
+	const char *fn_dir = x->o->ready ? ready_fn_dir(cv->ready) : NULL;
+	int ret = -1, rc;
+	size_t i;
+
+	docker_spec_init(&ds);
+	ds.engine = o->engine;
+	ds.name = x->name;
+	ds.image = x->image;
+	ds.command = x->command;
+	ds.limits = &x->p->limits;
+	ds.network = o->network;
+	ds.user = o->user;
+	ds.entrypoint = o->entrypoint;
+	ds.init = !o->no_init;
+	ds.publish_port = x->publish_port;
+	strvec_push(&ds.extra, "--label");
+	strvec_pushf(&ds.extra, "coldstart.pid=%ld", (long)getpid());
+	strvec_pushv(&ds.extra, o->extra.v);
+	strvec_pushv(&ds.volumes, o->volumes.v);
+
+	if (fn_dir) {
+		ds.fn_dir = fn_dir;
+		strvec_push(&ds.env, "FN_LISTENER=unix:" DOCKER_FN_MOUNT "/lsnr.sock");
+		for (i = 0; i < cv->env->nr; i++) {
+			const char *e = cv->env->v[i];
+
+			if (!starts_with(e, "FN_") || starts_with(e, "FN_LISTENER=") || !env_added(e))
+				continue;
+			if (starts_with(e, "FN_MEMORY=") && x->p->limits.memory > 0)
+				strvec_pushf(&ds.env, "FN_MEMORY=%lld",
+					     (long long)(x->p->limits.memory / (1024 * 1024)));
+			else
+				strvec_push(&ds.env, e);
+		}
+	}
+	/* The user's -e come after ours: the engines keep the last value. */
+	strvec_pushv(&ds.env, o->env.v);
+	if (x->image_pythonpath && cv->boot_dir) {
+		bool user_set = false;
+
+		for (i = 0; i < o->env.nr; i++)
+			if (starts_with(o->env.v[i], "PYTHONPATH"))
+				user_set = true;
+		if (!user_set)
+			strvec_pushf(&ds.env, "PYTHONPATH=%s", x->image_pythonpath);
+	}
+	if (cv->boot_dir && cv->trace_dir) {
+		boot = xstrdup(cv->boot_dir);
+		slash = strrchr(boot, '/');
+		if (slash && !strcmp(slash, "/_boot"))
+			*slash = '\0';
+		ds.boot_dir = boot;
+		ds.trace_dir = cv->trace_dir;
+	}
+	/* Another user in the container must be able to write its sockets and traces. */
+	if (o->user) {
+		if (fn_dir)
+			chmod(fn_dir, 01777);
+		if (ds.trace_dir)
+			chmod(ds.trace_dir, 01777);
+	}
+	if (docker_create_argv(&ds, &argv, err) < 0)
+		goto out;
+	rc = docker_exec(argv.v, o->engine_timeout_ms, &out, &errout, err);
+	if (rc != 0) {
+		x->create_failed = true;
+		/* A timed-out create may still have made the container. */
+		x->created = true;
+		if (rc > 0) {
+			docker_last_line(errout.buf, &line);
+			buf_addf(err, "'%s create' failed (status %d): %s", o->engine, rc,
+				 line.len ? line.buf : "no message");
+		} else if (errno == ENOENT) {
+			x->created = false;
+		}
+		goto out;
+	}
+	x->created = true;
+
+	strvec_clear(cv->argv);
+	strvec_pushv(cv->argv, (const char *const[]){ o->engine, "start", "--attach", x->name, NULL });
+	strvec_clear(cv->env);
+	strvec_pushv(cv->env, (const char *const *)environ);
+	ret = 0;
+out:
+	docker_spec_release(&ds);
+	strvec_clear(&argv);
+	buf_release(&out);
+	buf_release(&errout);
+	buf_release(&line);
+	free(boot);
+	return ret;
+}
+
+/*
+ * Reads the container's end state into r after the runner measured it.
+ * Returns 0, or EXIT_NO_ENGINE after a message when the container never
+ * started (the command is missing, the engine refused the limits, ...).
+ */
+static int read_state(const struct docker_opts *o, const char *name, struct profile *p, struct run *r)
+{
+	struct buf out = BUF_INIT, errout = BUF_INIT, err = BUF_INIT, line = BUF_INIT;
+	struct docker_state st;
+	int rc, ret = 0;
+
+	memset(&st, 0, sizeof(st));
+	/* These describe the engine CLI, not the container. */
+	r->user_us = r->sys_us = UNKNOWN;
+	r->maxrss_kb = UNKNOWN;
+	rc = engine(o, (const char *const[]){ engine_argv0(o), "inspect", "--type", "container", "--format",
+					      DOCKER_STATE_FORMAT, name, NULL },
+		    &out, &errout);
+	if (rc != 0) {
+		docker_last_line(errout.buf, &line);
+		profile_add_warning(p, 0, "cannot inspect container '%s': %s", name, line.buf);
+		warning("cannot inspect container '%s': %s", name, line.buf);
+		goto out;
+	}
+	if (docker_state_parse(&st, out.buf, &err) < 0) {
+		profile_add_warning(p, 0, "cannot read the state of container '%s': %s", name, err.buf);
+		goto out;
+	}
+	if (!st.started) {
+		error("the container never started: %s", st.error ? st.error : "the engine gave no reason");
+		ret = EXIT_NO_ENGINE;
+		goto out;
+	}
+	if (st.finished_ns > st.started_ns)
+		r->wall_us = (st.finished_ns - st.started_ns) / 1000;
+	if (r->status == RUN_TIMEOUT || r->status == RUN_STOPPED)
+		goto out;
+	if (st.oom_killed && st.exit_code != 0) {
+		r->status = RUN_OOM;
+		r->term_signal = SIGKILL;
+		goto out;
+	}
+	if (st.oom_killed)
+		profile_add_warning(p, 0, "a process in container '%s' was OOM-killed; the command survived", name);
+	/* 128+N is how a container reports its process killed by signal N. */
+	if (st.exit_code > 128 && st.exit_code <= 128 + 64) {
+		r->status = RUN_SIGNALED;
+		r->term_signal = st.exit_code - 128;
+	} else if (st.exit_code >= 0) {
+		r->status = RUN_EXITED;
+		r->exit_code = st.exit_code;
+	}
+out:
+	docker_state_release(&st);
+	buf_release(&out);
+	buf_release(&errout);
+	buf_release(&err);
+	buf_release(&line);
+	return ret;
+}
+
+/* Maps the represented runs to coldstart's exit status (as `profile` does). */
+static int run_exit_status(const struct profile *p, const struct docker_opts *o)
+{
+	const struct run *worst = NULL;
+	size_t i;
+
+	for (i = 0; i < p->nr_runs; i++) {
+		const struct run *r = &p->runs[i];
+
+		if ((r->status == RUN_EXITED && !r->exit_code) || r->status == RUN_STOPPED)
+			continue;
+		worst = r;
+		break;
+	}
+	if (o->ready)
+		for (i = 0; i < p->nr_runs; i++)
+			if (p->runs[i].ready_us == UNKNOWN && p->runs[i].status != RUN_OOM &&
+			    p->runs[i].status != RUN_TIMEOUT)
+				return EXIT_NOT_READY;
+	if (!worst)
+		return EXIT_OK;
+	if (o->passthrough_exit)
+		return worst->status == RUN_EXITED ? worst->exit_code
+		       : worst->status == RUN_SIGNALED ? 128 + worst->term_signal
+		       : worst->status == RUN_OOM ? 128 + SIGKILL : 124;
+	switch (worst->status) {
+	case RUN_EXITED: return EXIT_TARGET_FAILED;
+	case RUN_SIGNALED: return EXIT_TARGET_SIGNALED;
+	case RUN_OOM: return EXIT_TARGET_OOM;
+	case RUN_TIMEOUT: return EXIT_TARGET_TIMEOUT;
+	default: return EXIT_FAIL;
+	}
+}
+
+static void fill_meta(struct profile *p, const char *image, const char *python)
+{
+	char stamp[32];
+	time_t t = time(NULL);
+	struct tm tm;
+	struct buf b = BUF_INIT;
+
+	p->tool_version = xstrdup(COLDSTART_VERSION);
+	p->command = xstrdup("docker");
+	buf_addf(&b, "%s in image %s", python ? python : "command", image);
+	p->python = buf_detach(&b, NULL);
+	gmtime_r(&t, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	p->created = xstrdup(stamp);
+	p->cwd = xstrdup("/");
+}
+
+/* The port a tcp:/http:// probe connects to, to publish on 127.0.0.1; 0 for none. */
+static int ready_port(const char *spec)
+{
+	const char *s;
+
+	if (starts_with(spec, "tcp:"))
+		return atoi(spec + 4);
+	if (starts_with(spec, "http://")) {
+		s = strchr(spec + 7, ':');
+		if (s && (!strchr(spec + 7, '/') || s < strchr(spec + 7, '/')))
+			return atoi(s + 1);
+		return 80;
+	}
+	return 0;
+}
+
+static bool is_python_command(const char *cmd)
+{
+	const char *base = strrchr(cmd, '/');
+
+	base = base ? base + 1 : cmd;
+	return starts_with(base, "python");
+}
+
+int cmd_docker(int argc, char **argv)
+{
+	struct docker_opts o;
+	struct profile p;
+	struct strvec stdlib_names = STRVEC_INIT, placeholder = STRVEC_INIT;
+	struct buf err = BUF_INIT, name = BUF_INIT;
+	struct runner_opts ro;
+	struct docker_run_ctx x;
+	const char *image, *python = NULL;
+	char *image_pythonpath = NULL;
+	const char *const *command;
+	int i = 1, ret = EXIT_FAIL, k, rc, total_runs;
+	bool tracer = false, tty = isatty(2);
+
+	memset(&o, 0, sizeof(o));
+	show_opts_init(&o.show);
+	strvec_init(&o.env);
+	strvec_init(&o.volumes);
+	strvec_init(&o.extra);
+	o.runs = 1;
+	o.ready_timeout_us = 60 * 1000000LL;
+	o.engine = "docker";
+	o.engine_timeout_ms = 60 * 1000;
+	profile_init(&p);
+
+	rc = args_parse(docker_options, &o, argc, argv, &i, NULL, &err);
+	if (rc == 1) {
+		usage(stdout);
+		ret = EXIT_OK;
+		goto out;
+	}
+	if (rc < 0) {
+		error("%s", err.buf);
+		fprintf(stderr, "Try 'coldstart docker --help'.\n");
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	if (i < argc && !strcmp(argv[i], "--"))
+		i++;
+	if (i >= argc) {
+		error("no image: coldstart docker [options] IMAGE [COMMAND ARGS...]");
+		usage(stderr);
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	image = argv[i++];
+	command = (const char *const *)argv + i;
+	if (o.ready && strcmp(o.ready, "fn") && !ready_port(o.ready)) {
+		error("--ready '%s' cannot reach into a container: use fn, tcp:PORT or http://127.0.0.1:PORT/...",
+		      o.ready);
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	if (o.no_limits) {
+		limits_release(&o.limits);
+		memset(&o.limits, 0, sizeof(o.limits));
+	}
+	if (o.limits.swap != 0 && o.limits.memory <= 0) {
+		error("--swap needs --memory: the engine limits swap only together with memory");
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	p.limits = o.limits;
+	memset(&o.limits, 0, sizeof(o.limits));
+	if (limits_any(&p.limits))
+		p.limits.backend = xstrdup(o.engine);
+	strvec_push(&p.target, image);
+	strvec_pushv(&p.target, command);
+	if (*command && !o.entrypoint && is_python_command(command[0]))
+		python = command[0];
+	fill_meta(&p, image, python);
+
+	runner_setup_signals();
+	ret = check_engine(&o);
+	if (ret)
+		goto out;
+	ret = check_image(&o, image, &image_pythonpath);
+	if (ret)
+		goto out;
+	engine_cleanup_stale(&o);
+	if (python) {
+		buf_addf(&name, "coldstart-%ld-probe", (long)getpid());
+		rc = probe_python(&o, image, python, name.buf, &p, &stdlib_names);
+		if (rc < 0) {
+			ret = EXIT_NO_ENGINE;
+			goto out;
+		}
+		tracer = !rc && !o.no_trace;
+	}
+
+	memset(&x, 0, sizeof(x));
+	x.o = &o;
+	x.p = &p;
+	x.image = image;
+	x.command = command;
+	x.image_pythonpath = image_pythonpath;
+	x.publish_port = o.ready ? ready_port(o.ready) : 0;
+
+	/* Replaced by before_start once the container exists. */
+	strvec_pushv(&placeholder, (const char *const[]){ o.engine, "start", "--attach", "", NULL });
+	memset(&ro, 0, sizeof(ro));
+	ro.argv = placeholder.v;
+	ro.trace = tracer;
+	ro.timeout_us = o.timeout_us;
+	ro.ready = o.ready;
+	ro.ready_timeout_us = o.ready_timeout_us;
+	ro.quiet = o.quiet;
+	ro.raw_fd = -1;
+	ro.before_start = before_start;
+	ro.before_start_data = &x;
+
+	total_runs = o.warmup + o.runs;
+	for (k = 0; k < total_runs; k++) {
+		struct run *r = profile_add_run(&p);
+		enum runner_error re;
+		int sig = 0;
+
+		r->warmup = k < o.warmup;
+		if (tty && total_runs > 1) {
+			fprintf(stderr, "\rcoldstart: %s run %d/%d ", r->warmup ? "warm-up" : "measured",
+				r->warmup ? k + 1 : k - o.warmup + 1, r->warmup ? o.warmup : o.runs);
+			fflush(stderr);
+		}
+		buf_reset(&name);
+		buf_addf(&name, "coldstart-%ld-%d", (long)getpid(), k);
+		x.name = name.buf;
+		x.created = x.create_failed = false;
+		buf_reset(&err);
+		re = runner_run(&ro, &p, r, &err, &sig);
+		if (re == RUNNER_INTERRUPTED) {
+			error("%s", err.buf);
+			if (x.created)
+				engine_remove(&o, x.name);
+			ret = 128 + sig;
+			goto out;
+		}
+		if (re != RUNNER_OK) {
+			error("%s", err.buf);
+			if (x.created)
+				engine_remove(&o, x.name);
+			ret = x.create_failed || re == RUNNER_NO_EXEC ? EXIT_NO_ENGINE : EXIT_FAIL;
+			goto out;
+		}
+		rc = read_state(&o, x.name, &p, r);
+		engine_remove(&o, x.name);
+		if (rc) {
+			ret = rc;
+			goto out;
+		}
+	}
+	if (tty && total_runs > 1)
+		fprintf(stderr, "\r%40s\r", "");
+
+	profile_analyze(&p, stdlib_names.nr ? stdlib_names.v : NULL);
+	ret = run_exit_status(&p, &o);
+	rc = show_profile(&p, &o.show);
+	if (rc && ret == EXIT_OK)
+		ret = rc;
+out:
+	show_opts_release(&o.show);
+	limits_release(&o.limits);
+	profile_release(&p);
+	strvec_clear(&o.env);
+	strvec_clear(&o.volumes);
+	strvec_clear(&o.extra);
+	strvec_clear(&stdlib_names);
+	strvec_clear(&placeholder);
+	buf_release(&err);
+	buf_release(&name);
+	free(image_pythonpath);
+	return ret;
+}
