@@ -60,6 +60,48 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
+/*
+ * Replaces control bytes and bytes that are not valid UTF-8 with '?', so
+ * that what a file says can be printed and written to JSON (which must be
+ * UTF-8) and read back.
+ */
+static void sanitize(char *s, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		unsigned char c = (unsigned char)s[i];
+		size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+		size_t k;
+
+		if (c < 0x20 || c == 0x7f) {
+			s[i++] = '?';
+			continue;
+		}
+		if (n == 1) {
+			i++;
+			continue;
+		}
+		for (k = 1; n && k < n; k++)
+			if (i + k >= len || ((unsigned char)s[i + k] & 0xc0) != 0x80)
+				n = 0;
+		/* Overlong forms and surrogates are invalid too. */
+		if (n == 2 && c < 0xc2)
+			n = 0;
+		if (n == 3 && ((c == 0xe0 && (unsigned char)s[i + 1] < 0xa0) ||
+			       (c == 0xed && (unsigned char)s[i + 1] >= 0xa0)))
+			n = 0;
+		if (n == 4 && ((c == 0xf0 && (unsigned char)s[i + 1] < 0x90) || c > 0xf4 ||
+			       (c == 0xf4 && (unsigned char)s[i + 1] >= 0x90)))
+			n = 0;
+		if (!n) {
+			s[i++] = '?';
+			continue;
+		}
+		i += n;
+	}
+}
+
 static void facts_warn(struct elf_facts *f, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static void facts_warn(struct elf_facts *f, const char *fmt, ...)
@@ -73,6 +115,7 @@ static void facts_warn(struct elf_facts *f, const char *fmt, ...)
 	va_start(ap, fmt);
 	buf_vaddf(&msg, fmt, ap);
 	va_end(ap);
+	sanitize(msg.buf, msg.len);
 	strvec_push(&f->warnings, msg.buf);
 	buf_release(&msg);
 }
@@ -83,7 +126,7 @@ static void facts_warn(struct elf_facts *f, const char *fmt, ...)
  */
 static char *file_string(struct elf_facts *f, const char *s, const char *what)
 {
-	size_t len = strnlen(s, ELF_MAX_STRING + 1), i;
+	size_t len = strnlen(s, ELF_MAX_STRING + 1);
 	char *copy;
 
 	if (len > ELF_MAX_STRING) {
@@ -91,9 +134,7 @@ static char *file_string(struct elf_facts *f, const char *s, const char *what)
 		return NULL;
 	}
 	copy = xstrndup(s, len);
-	for (i = 0; i < len; i++)
-		if ((unsigned char)copy[i] < 0x20 || copy[i] == 0x7f)
-			copy[i] = '?';
+	sanitize(copy, len);
 	return copy;
 }
 
@@ -846,6 +887,7 @@ static void tree_warn(struct elf_tree *t, const char *fmt, ...)
 	va_start(ap, fmt);
 	buf_vaddf(&msg, fmt, ap);
 	va_end(ap);
+	sanitize(msg.buf, msg.len);
 	strvec_push(&t->warnings, msg.buf);
 	buf_release(&msg);
 }

@@ -336,6 +336,8 @@ static void test_hostile_files(void **state)
 		{ "hostile/shstrndx-bad.so", 0, NULL },
 		{ "hostile/class32.so", 0, NULL },
 		{ "hostile/wrong-machine.so", 0, NULL },
+		/* Found by fuzz_elf: a section name that is not UTF-8 broke the JSON. */
+		{ "hostile/fuzz-bad-utf8.so", 0, NULL },
 	};
 	size_t i, k;
 
@@ -356,12 +358,24 @@ static void test_hostile_files(void **state)
 				fail_msg("%s: error '%s' lacks '%s'", cases[i].file, err.buf,
 					 cases[i].expect);
 			assert_null(f.path);
-		} else if (cases[i].expect) {
-			for (k = 0; k < f.warnings.nr && !strstr(f.warnings.v[k], cases[i].expect); k++)
+		} else {
+			struct elf_facts g;
+			struct buf json = BUF_INIT;
+
+			for (k = 0; cases[i].expect && k < f.warnings.nr &&
+				    !strstr(f.warnings.v[k], cases[i].expect);
+			     k++)
 				;
-			if (k == f.warnings.nr)
+			if (cases[i].expect && k == f.warnings.nr)
 				fail_msg("%s: no warning with '%s' (%zu warnings)", cases[i].file,
 					 cases[i].expect, f.warnings.nr);
+			/* Whatever the file says must survive JSON. */
+			elf_facts_init(&g);
+			elf_facts_to_json(&f, &json);
+			if (elf_facts_from_json(json.buf, json.len, &g, &err))
+				fail_msg("%s: %s", cases[i].file, err.buf);
+			elf_facts_release(&g);
+			buf_release(&json);
 		}
 		elf_facts_release(&f);
 		buf_release(&err);
