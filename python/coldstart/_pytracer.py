@@ -106,8 +106,13 @@ def _after_fork():
         except OSError:
             pass
     _tnos.clear()
-    if not _open():
-        _st["enabled"] = False
+    # Our own open of the new file must not be recorded (into the old one).
+    _st["busy"] = True
+    try:
+        if not _open():
+            _st["enabled"] = False
+    finally:
+        _st["busy"] = False
 
 
 def _imp(kind, name, extra=None):

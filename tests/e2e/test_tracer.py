@@ -1,0 +1,575 @@
+"""End-to-end tests of the in-process tracer on every interpreter found.
+
+The Python side is run directly (PYTHONPATH=<bootstrap>, COLDSTART_TRACE_DIR)
+with both the C extension (built here for each interpreter with its own
+headers) and the pure-Python fallback; the C side through the coldstart
+binary (`coldstart profile -o profile.json`).
+"""
+import glob
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+
+import pytest
+
+from conftest import PYTHONS, ROOT, SAMPLES, python_version
+
+BOOT = os.path.join(ROOT, "python", "coldstart", "_boot")
+TRACER_C = os.path.join(ROOT, "python", "coldstart", "_tracer.c")
+SIDEFX = os.path.join(SAMPLES, "side-effects", "app.py")
+
+FAILED, STARTUP, TRACE_ONLY, OPEN, COMPILED, NATIVE = 2, 4, 8, 32, 64, 128
+
+_built = {}
+
+
+def clean_env(**extra):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PYTHON") and not k.startswith("COLDSTART")}
+    env.update(extra)
+    return env
+
+
+def build_tracer(python, where):
+    """Compiles the extension for python (cached per interpreter for the session)."""
+    if python in _built:
+        return _built[python]
+    info = subprocess.run([python, "-S", "-E", "-c",
+                           "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'));"
+                           "print(sysconfig.get_paths()['include'])"],
+                          capture_output=True, text=True, check=True).stdout.split("\n")
+    out = os.path.join(where, "tracer-%d" % len(_built))
+    os.makedirs(out)
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-std=c11", "-I", info[1], "-o",
+                    os.path.join(out, "_tracer" + info[0]), TRACER_C], check=True)
+    _built[python] = out
+    return out
+
+
+@pytest.fixture(scope="session")
+def tracer_build_dir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("tracers"))
+
+
+@pytest.fixture(params=["c", "py"])
+def impl(request):
+    return request.param
+
+
+def traced(python, impl, args, tdir, build_dir, extra_path=None, env=None, cwd=None, importtime=False,
+           timeout=120):
+    """Runs python with the bootstrap; returns the CompletedProcess."""
+    e = clean_env(COLDSTART_TRACE_DIR=str(tdir))
+    e["PYTHONPATH"] = BOOT + (os.pathsep + extra_path if extra_path else "")
+    if impl == "py":
+        e["COLDSTART_TRACER"] = "py"
+    else:
+        e["COLDSTART_TRACER_PATH"] = build_tracer(python, build_dir)
+    if env:
+        e.update(env)
+    argv = [python] + (["-X", "importtime"] if importtime else []) + list(args)
+    return subprocess.run(argv, capture_output=True, text=True, env=e, cwd=cwd, timeout=timeout)
+
+
+def unescape(s):
+    out, i = [], 0
+    while i < len(s):
+        c = s[i]
+        if c == "\\" and i + 1 < len(s):
+            n = s[i + 1]
+            if n == "x":
+                out.append(chr(int(s[i + 2:i + 4], 16)))
+                i += 4
+                continue
+            out.append({"t": "\t", "n": "\n", "r": "\r"}.get(n, n))
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+class Trace:
+    """A trace file read the way docs/trace-format.md says."""
+
+    def __init__(self, path):
+        raw = open(path, "rb").read()
+        self.raw = raw
+        text = raw.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+        lines = text.split("\n")[:-1]  # a last line without newline is ignored
+        assert lines[0] == "#coldstart-trace 1", path
+        self.recs = [[unescape(f) for f in line.split("\t")] for line in lines[1:]]
+        h = self.recs[0]
+        assert h[0] == "H"
+        self.pid, self.ppid, self.impl, self.version, self.audit = \
+            int(h[2]), int(h[3]), h[5], h[6], h[7] == "audit"
+        self.argv = next((r[2:] for r in self.recs if r[0] == "V"), [])
+        self.clean_exit = any(r[0] == "Q" for r in self.recs)
+        self.nodes, self.events = [], []
+        stacks = {}
+        for r in self.recs:
+            if r[0] in "SEF" and len(r[0]) == 1:
+                t, tid, name = int(r[1]), r[2], r[4]
+                st = stacks.setdefault(tid, [])
+                if r[0] == "S":
+                    node = {"name": name, "start": t, "end": None, "parent": st[-1] if st else None,
+                            "failed": None, "children": []}
+                    if st:
+                        st[-1]["children"].append(node)
+                    self.nodes.append(node)
+                    st.append(node)
+                elif st and st[-1]["name"] == name:
+                    node = st.pop()
+                    node["end"] = t
+                    node["failed"] = r[5] if r[0] == "F" else None
+            elif r[0] == "A":
+                st = stacks.get(r[2], [])
+                self.events.append({"t": int(r[1]), "name": r[3], "detail": r[4],
+                                    "module": st[-1]["name"] if st else None})
+
+    def node(self, name):
+        for n in self.nodes:
+            if n["name"] == name:
+                return n
+        raise AssertionError("no import of %r in the trace of pid %d" % (name, self.pid))
+
+    def events_of(self, name):
+        return [e for e in self.events if e["name"] == name]
+
+
+def traces(tdir):
+    return [Trace(p) for p in sorted(glob.glob(os.path.join(str(tdir), "*.trace")))]
+
+
+def one_trace(tdir):
+    found = traces(tdir)
+    assert len(found) == 1, [t.argv for t in found]
+    return found[0]
+
+
+def needs_audit(python):
+    if python_version(python) < (3, 8):
+        pytest.skip("Python 3.7 has no audit hooks (PEP 578): the tracer records imports only")
+
+
+# --- the Python side, run directly -------------------------------------------------------------
+
+PROBE = r"""
+import json, sys
+import __main__
+print("PROBE " + json.dumps({
+    "path": sys.path, "argv": sys.argv,
+    "main": getattr(__main__, "__file__", None),
+    "main_spec": getattr(getattr(__main__, "__spec__", None), "name", None),
+    "sitecustomize": getattr(sys.modules.get("sitecustomize"), "__file__", None),
+    "user_marker": getattr(__import__("builtins"), "USER_SITECUSTOMIZE", None),
+    "tracer_modules": sorted(m for m in sys.modules if m.startswith("coldstart")),
+}))
+"""
+
+
+def probe_output(proc):
+    assert proc.returncode == 0, proc.stderr
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("PROBE ")]
+    assert line, proc.stdout
+    return json.loads(line[0][6:])
+
+
+@pytest.mark.parametrize("mode", ["script", "module", "code"])
+@pytest.mark.parametrize("user_site", [True, False], ids=["user-sitecustomize", "none"])
+def test_bootstrap_is_transparent(python, impl, mode, user_site, tmp_path, tracer_build_dir):
+    """sys.path, sys.argv, __main__ and sitecustomize are what they are without coldstart."""
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "probe.py").write_text(PROBE)
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "sitecustomize.py").write_text("import builtins\nbuiltins.USER_SITECUSTOMIZE = __file__\n")
+    if mode == "script":
+        args = [str(app / "probe.py"), "a1", "--flag"]
+    elif mode == "module":
+        args = ["-m", "probe", "a1", "--flag"]
+    else:
+        args = ["-c", PROBE, "a1", "--flag"]
+    extra = str(user) if user_site else None
+    base_env = clean_env(**({"PYTHONPATH": extra} if extra else {}))
+    plain = subprocess.run([python] + args, capture_output=True, text=True, env=base_env, cwd=str(app))
+    tdir = tmp_path / "t"
+    tdir.mkdir()
+    got = traced(python, impl, args, tdir, tracer_build_dir, extra_path=extra, cwd=str(app))
+    want, have = probe_output(plain), probe_output(got)
+    assert have["path"] == want["path"]
+    assert have["argv"] == want["argv"]
+    assert have["main"] == want["main"] and have["main_spec"] == want["main_spec"]
+    assert have["tracer_modules"] == []
+    assert have["user_marker"] == want["user_marker"]
+    if user_site or want["sitecustomize"]:
+        # The user's (or the distribution's) sitecustomize ran and is the module.
+        assert have["sitecustomize"] == want["sitecustomize"]
+    assert got.stderr == plain.stderr
+    tr = one_trace(tdir)
+    assert tr.impl == impl
+    assert tr.pid > 0 and tr.argv[0] == python
+
+
+def test_imports_nest_and_failures_recorded(python, impl, tmp_path, tracer_build_dir):
+    (tmp_path / "raiser.py").write_text("raise RuntimeError('no')\n")
+    code = ("import importlib, json, email.parser\n"
+            "importlib.import_module('colorsys')\n"
+            "try:\n import coldstart_missing_module\nexcept ImportError: pass\n"
+            "try:\n import raiser\nexcept RuntimeError: pass\n")
+    (tmp_path / "t").mkdir()
+    p = traced(python, impl, ["-c", code], tmp_path / "t", tracer_build_dir, cwd=str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    tr = one_trace(tmp_path / "t")
+    assert tr.clean_exit
+    # Timestamps nest: each child inside its parent, siblings in order.
+    last = {}
+    for r in tr.recs:
+        if r[0] in ("S", "E", "F", "f", "A"):
+            t = int(r[1])
+            assert t >= last.get(r[2], 0)
+            last[r[2]] = t
+    for n in tr.nodes:
+        assert n["end"] is not None and n["start"] <= n["end"], n["name"]
+        if n["parent"]:
+            assert n["parent"]["start"] <= n["start"] and n["end"] <= n["parent"]["end"]
+        for a, b in zip(n["children"], n["children"][1:]):
+            assert a["end"] <= b["start"]
+    assert tr.node("json.decoder")["parent"]["name"] == "json"
+    assert tr.node("colorsys")["failed"] is None  # import_module() is seen
+    assert tr.node("coldstart_missing_module")["failed"] == "ModuleNotFoundError"
+    assert tr.node("raiser")["failed"] == "RuntimeError"
+    # RSS at start and end of each import.
+    rss = [int(r[3]) for r in tr.recs if r[0] in ("S", "E")]
+    assert rss and all(v > 0 for v in rss)
+    # The find phase record follows its import's start.
+    finds = [r for r in tr.recs if r[0] == "f" and r[3] == "json.decoder"]
+    assert finds and finds[0][4].endswith(os.path.join("json", "decoder.py"))
+
+
+def parse_importtime(stderr):
+    cum = {}
+    for line in stderr.splitlines():
+        m = re.match(r"import time:\s+(-?\d+) \|\s+(-?\d+) \| ( *)(\S+)$", line)
+        if m and m.group(4) not in cum:
+            cum[m.group(4)] = int(m.group(2))
+    return cum
+
+
+def test_cumulative_agrees_with_importtime(python, impl, tmp_path, tracer_build_dir):
+    """Per module, the trace's duration is importtime's cumulative within 2% or 50 us."""
+    tdir = tmp_path / "t"
+    tdir.mkdir()
+    p = traced(python, impl, ["-c", "import json, email.parser, http.client, decimal, argparse"],
+               tdir, tracer_build_dir, importtime=True)
+    assert p.returncode == 0, p.stderr
+    it = parse_importtime(p.stderr)
+    tr = one_trace(tdir)
+    compared, bad = 0, []
+    for n in tr.nodes:
+        if n["name"] not in it or n["failed"] or n["end"] is None:
+            continue
+        trace_us = (n["end"] - n["start"]) / 1000.0
+        diff = abs(trace_us - it[n["name"]])
+        if diff > max(50.0, 0.02 * it[n["name"]]):
+            bad.append((n["name"], it[n["name"]], round(trace_us, 1)))
+        compared += 1
+    assert compared >= 20
+    assert not bad, bad
+
+
+def write_pkg(root):
+    pkg = root / "cpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from . import a\n")
+    (pkg / "a.py").write_text("VALUE = sum(range(10))\n")
+    return pkg
+
+
+def compiled_modules(tr):
+    return sorted(e["module"] for e in tr.events_of("compile") if e["module"] and "cpkg" in e["detail"])
+
+
+def test_compile_detected_without_bytecode_writes(python, impl, tmp_path, tracer_build_dir):
+    needs_audit(python)
+    write_pkg(tmp_path)
+    code = "import cpkg"
+    for i, env in enumerate([{"PYTHONDONTWRITEBYTECODE": "1"}, {"PYTHONDONTWRITEBYTECODE": "1"}, {}, {}]):
+        tdir = tmp_path / ("t%d" % i)
+        tdir.mkdir()
+        p = traced(python, impl, ["-c", code], tdir, tracer_build_dir, cwd=str(tmp_path), env=env)
+        assert p.returncode == 0, p.stderr
+        got = compiled_modules(one_trace(tdir))
+        if i < 3:
+            # No .pyc (not written, or the first run that writes it): compiled every time.
+            assert got == ["cpkg", "cpkg.a"], (i, got)
+        else:
+            assert got == [], "the .pyc written by the previous run was not used"
+
+
+def test_compile_detected_in_read_only_tree(python, impl, tmp_path, tracer_build_dir):
+    needs_audit(python)
+    src = tmp_path / "src"
+    src.mkdir()
+    write_pkg(src)
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    if subprocess.run(["mount", "--bind", str(src), str(ro)], capture_output=True).returncode != 0:
+        pytest.skip("cannot bind-mount (needs root and mount privileges) for a read-only tree")
+    try:
+        r = subprocess.run(["mount", "-o", "remount,ro,bind", str(ro)], capture_output=True)
+        if r.returncode != 0:
+            pytest.skip("cannot remount read-only: %s" % r.stderr.decode().strip())
+        for i in range(2):
+            tdir = tmp_path / ("t%d" % i)
+            tdir.mkdir()
+            p = traced(python, impl, ["-c", "import cpkg"], tdir, tracer_build_dir, cwd=str(ro))
+            assert p.returncode == 0, p.stderr
+            assert compiled_modules(one_trace(tdir)) == ["cpkg", "cpkg.a"]
+        assert not (src / "cpkg" / "__pycache__").exists()
+    finally:
+        subprocess.run(["umount", str(ro)], capture_output=True)
+
+
+def test_side_effects_attributed(python, impl, tmp_path, tracer_build_dir):
+    tdir = tmp_path / "t"
+    tdir.mkdir()
+    p = traced(python, impl, [SIDEFX], tdir, tracer_build_dir)
+    assert p.returncode == 0, p.stderr
+    assert "side-effects sample" in p.stdout
+    tr = one_trace(tdir)
+    sleeps = tr.events_of("time.sleep")
+    assert [(e["module"], e["detail"]) for e in sleeps] == [("sidefx.nap", "0.05")]
+    assert tr.node("sidefx.plugins")["parent"]["name"] == "sidefx"
+    assert tr.node("colorsys")["parent"]["name"] == "sidefx.plugins"
+    assert tr.node("sidefx.broken")["failed"] == "RuntimeError"
+    if python_version(python) < (3, 8):
+        assert not tr.audit
+        pytest.skip("Python 3.7 has no audit hooks: checked imports and the wrapped time.sleep only")
+    assert tr.audit
+    connects = tr.events_of("socket.connect")
+    assert connects and all(e["module"] == "sidefx.net" for e in connects)
+    assert "127.0.0.1" in connects[0]["detail"]
+    assert {e["module"] for e in tr.events_of("socket.getaddrinfo")} == {"sidefx.net"}
+    popens = tr.events_of("subprocess.Popen")
+    assert [(e["module"], e["detail"]) for e in popens] == [("sidefx.proc", "['/bin/true']")]
+    writes = [e for e in tr.events_of("open") if e["detail"].startswith("w:") and "coldstart-sidefx" in e["detail"]]
+    assert [e["module"] for e in writes] == ["sidefx.writer"]
+
+
+def test_sigkilled_process_leaves_partial_trace(python, impl, tmp_path, tracer_build_dir):
+    (tmp_path / "outer.py").write_text("import killme\n")
+    (tmp_path / "killme.py").write_text("import json\nimport os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    tdir = tmp_path / "t"
+    tdir.mkdir()
+    p = traced(python, impl, ["-c", "import outer"], tdir, tracer_build_dir, cwd=str(tmp_path))
+    assert p.returncode == -signal.SIGKILL
+    tr = one_trace(tdir)
+    assert not tr.clean_exit
+    assert tr.node("outer")["end"] is None
+    assert tr.node("killme")["end"] is None
+    assert tr.node("killme")["parent"]["name"] == "outer"
+    assert tr.node("json")["end"] is not None
+    assert tr.node("json")["parent"]["name"] == "killme"
+    if impl == "c":
+        # The mapped file keeps its zero tail: readers stop at the first NUL.
+        assert b"\0" in tr.raw
+
+
+SPAWNER = r"""
+import multiprocessing, os, subprocess, sys
+
+def child():
+    import colorsys
+
+if __name__ == "__main__":
+    subprocess.run([sys.executable, "-c", "import json"], check=True)
+    ctx = multiprocessing.get_context("spawn")
+    p = ctx.Process(target=child)
+    p.start()
+    p.join()
+    assert p.exitcode == 0
+    pid = os.fork()
+    if pid == 0:
+        import decimal
+        os._exit(0)
+    os.waitpid(pid, 0)
+"""
+
+
+def test_every_process_traced(python, impl, tmp_path, tracer_build_dir):
+    (tmp_path / "spawner.py").write_text(SPAWNER)
+    tdir = tmp_path / "t"
+    tdir.mkdir()
+    p = traced(python, impl, [str(tmp_path / "spawner.py")], tdir, tracer_build_dir, cwd=str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    found = traces(tdir)
+    pids = {t.pid for t in found}
+    roots = [t for t in found if t.ppid not in pids]
+    assert len(roots) == 1, [(t.pid, t.ppid, t.argv) for t in found]
+    root = roots[0]
+    assert str(tmp_path / "spawner.py") in root.argv
+    sub = [t for t in found if t.argv[1:] == ["-c", "import json"]]
+    assert len(sub) == 1 and sub[0].ppid == root.pid
+    assert sub[0].node("json")["end"] is not None
+    spawned = [t for t in found if any("colorsys" == n["name"] for n in t.nodes)]
+    assert len(spawned) == 1 and spawned[0].ppid == root.pid
+    assert any("multiprocessing" in a for a in spawned[0].argv)
+    forked = [t for t in found if t.pid != root.pid and t.ppid == root.pid and
+              any(n["name"] == "decimal" for n in t.nodes)]
+    assert len(forked) == 1 and forked[0].argv == root.argv
+
+
+# --- through the coldstart binary -------------------------------------------------------------
+
+def profile(coldstart, python, tmp_path, *args, env=None):
+    out = tmp_path / "profile.json"
+    e = {"PYTHONDONTWRITEBYTECODE": "", "COLDSTART_CACHE_DIR": str(tmp_path / "cache")}
+    e.update(env or {})
+    r = coldstart("profile", "-q", "--no-report", "--python", python, "-o", out, *args, env=e)
+    return r, (json.load(open(str(out))) if out.exists() else None)
+
+
+def nodes_of(proc):
+    return [dict(name=n[0], depth=n[1], parent=n[2], self=n[3], cum=n[4], flags=n[5], kind=n[6])
+            for n in proc["nodes"]]
+
+
+def by_name(proc, name):
+    ns = nodes_of(proc)
+    for i, n in enumerate(ns):
+        if n["name"] == name:
+            return i, n
+    raise AssertionError("no node %r" % name)
+
+
+def test_profile_merges_trace(coldstart, python, tmp_path):
+    r, prof = profile(coldstart, python, tmp_path, SIDEFX)
+    assert r.returncode == 0, r.stderr
+    assert not any("pure-Python" in w["msg"] for w in prof["warnings"]), prof["warnings"]
+    run = prof["runs"][0]
+    main = run["processes"][0]
+    assert main["pid"] > 0 and "app.py" in main["argv"]
+    ns = nodes_of(main)
+    pi, plugins = by_name(main, "sidefx.plugins")
+    assert plugins["flags"] & TRACE_ONLY
+    ci, colorsys = by_name(main, "colorsys")
+    assert colorsys["parent"] == pi and not colorsys["flags"] & TRACE_ONLY
+    bi, broken = by_name(main, "sidefx.broken")
+    assert broken["flags"] & FAILED
+    si, sidefx = by_name(main, "sidefx")
+    assert sum(n["cum"] for n in ns if n["parent"] == si) + sidefx["self"] == sidefx["cum"]
+    timing = main["timing"]
+    start, end = timing[si][0], timing[si][1]
+    assert 0 < start < end
+    for i, n in enumerate(ns):
+        if n["parent"] == si:
+            assert start <= timing[i][0] <= timing[i][1] <= end
+    ni, _ = by_name(main, "sidefx.nap")
+    assert timing[ni][1] - timing[ni][0] >= 50 * 10 ** 6
+    ids = {(f["id"], f.get("module")) for f in prof["findings"]}
+    assert ("import-side-effect", "sidefx.nap") in ids
+    if python_version(python) >= (3, 8):
+        for mod in ("sidefx.net", "sidefx.proc", "sidefx.writer"):
+            assert ("import-side-effect", mod) in ids, prof["findings"]
+        ev = [e for e in main["events"] if e[1] == "socket.connect"]
+        assert ev and ns[ev[0][3]]["name"] == "sidefx.net"
+
+
+def test_profile_no_trace(coldstart, python, tmp_path):
+    r, prof = profile(coldstart, python, tmp_path, "--no-trace", SIDEFX)
+    assert r.returncode == 0, r.stderr
+    main = prof["runs"][0]["processes"][0]
+    assert "timing" not in main and not main.get("events")
+    assert main["pid"] == -1
+    assert not any(n["flags"] & TRACE_ONLY for n in nodes_of(main))
+    with pytest.raises(AssertionError):
+        by_name(main, "sidefx.plugins")  # importtime's blind spot stays blind
+
+
+def test_profile_sigkilled_target(coldstart, python, tmp_path):
+    (tmp_path / "outer.py").write_text("import killme\n")
+    (tmp_path / "killme.py").write_text("import json\nimport os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    (tmp_path / "main.py").write_text("import outer\n")
+    r, prof = profile(coldstart, python, tmp_path, str(tmp_path / "main.py"))
+    assert prof is not None, r.stderr
+    run = prof["runs"][0]
+    assert run["status"] == "signaled" and run["signal"] == signal.SIGKILL
+    main = run["processes"][0]
+    _, killme = by_name(main, "killme")
+    assert killme["flags"] & OPEN
+    ki, _ = by_name(main, "killme")
+    _, js = by_name(main, "json")
+    assert js["parent"] == ki and not js["flags"] & OPEN
+
+
+def test_profile_ex_config(coldstart, python, tmp_path):
+    (tmp_path / "settings.py").write_text("import sys\nsys.exit(78)\n")
+    (tmp_path / "main.py").write_text("import settings\n")
+    r, prof = profile(coldstart, python, tmp_path, str(tmp_path / "main.py"))
+    assert prof is not None, r.stderr
+    f = [f for f in prof["findings"] if f["id"] == "config-rejected"]
+    assert len(f) == 1 and f[0]["module"] == "settings", prof["findings"]
+    assert "78" in f[0]["evidence"]
+
+
+def test_profile_compiled_at_startup(coldstart, python, tmp_path):
+    if python_version(python) < (3, 8):
+        pytest.skip("Python 3.7 has no audit hooks: compilation is not seen")
+    write_pkg(tmp_path)
+    (tmp_path / "main.py").write_text("import cpkg\n")
+    r, prof = profile(coldstart, python, tmp_path, str(tmp_path / "main.py"),
+                      env={"PYTHONDONTWRITEBYTECODE": "1"})
+    assert r.returncode == 0, r.stderr
+    f = [f for f in prof["findings"] if f["id"] == "compiled-at-startup"]
+    assert len(f) == 1, prof["findings"]
+    assert "-m compileall -q " in f[0]["fix"] and str(tmp_path / "cpkg") in f[0]["fix"]
+    main = prof["runs"][0]["processes"][0]
+    assert by_name(main, "cpkg.a")[1]["flags"] & COMPILED
+
+
+def test_profile_subprocess_tree(coldstart, python, tmp_path):
+    (tmp_path / "parent.py").write_text(
+        "import subprocess, sys\nsubprocess.run([sys.executable, '-c', 'import colorsys'], check=True)\n")
+    r, prof = profile(coldstart, python, tmp_path, str(tmp_path / "parent.py"))
+    assert r.returncode == 0, r.stderr
+    procs = prof["runs"][0]["processes"]
+    assert len(procs) >= 2
+    assert "parent.py" in procs[0]["argv"]
+    child = [p for p in procs[1:] if "import colorsys" in (p["argv"] or "")]
+    assert len(child) == 1 and child[0]["ppid"] == procs[0]["pid"]
+    by_name(child[0], "colorsys")
+
+
+@pytest.mark.parametrize("which", ["pyenv"])
+def test_on_demand_build_is_cached(coldstart, tmp_path, which):
+    pys = [p for p in PYTHONS if p.startswith("/root/.pyenv/")]
+    if not pys or not shutil.which("cc"):
+        pytest.skip("no pyenv interpreter or no C compiler to build the tracer for")
+    py = pys[-1]
+    r, prof = profile(coldstart, py, tmp_path, "-c", "import json")
+    assert r.returncode == 0, r.stderr
+    built = glob.glob(str(tmp_path / "cache" / "tracer" / "*" / "_tracer*.so"))
+    assert len(built) == 1, built
+    mtime = os.stat(built[0]).st_mtime_ns
+    r, prof = profile(coldstart, py, tmp_path, "-c", "import json")
+    assert r.returncode == 0
+    assert os.stat(built[0]).st_mtime_ns == mtime
+    assert not any("pure-Python" in w["msg"] for w in prof["warnings"])
+    assert "timing" in prof["runs"][0]["processes"][0]
+
+
+def test_fallback_when_no_compiler(coldstart, tmp_path):
+    pys = [p for p in PYTHONS if p.startswith("/root/.pyenv/")]
+    if not pys:
+        pytest.skip("no pyenv interpreter (the Makefile's build covers /usr/bin/python3)")
+    r, prof = profile(coldstart, pys[0], tmp_path, "-c", "import json", env={"CC": "/nonexistent/cc"})
+    assert r.returncode == 0, r.stderr
+    assert any("pure-Python" in w["msg"] for w in prof["warnings"]), prof["warnings"]
+    main = prof["runs"][0]["processes"][0]
+    assert main["pid"] > 0 and "timing" in main
+    by_name(main, "json")
