@@ -588,6 +588,17 @@ static int read_state(const struct docker_opts *o, const char *name, struct prof
 		r->term_signal = SIGKILL;
 		goto out;
 	}
+	/*
+	 * With --init the container starts even when its command cannot: the
+	 * init process reports 127 (not found) or 126 (not executable), and no
+	 * Python ever printed a row.
+	 */
+	if ((st.exit_code == 126 || st.exit_code == 127) && !r->nr_procs) {
+		error("the container's command could not be run (status %d: %s in the image)", st.exit_code,
+		      st.exit_code == 127 ? "not found" : "not executable");
+		ret = EXIT_NO_ENGINE;
+		goto out;
+	}
 	if (st.oom_killed)
 		profile_add_warning(p, 0, "a process in container '%s' was OOM-killed; the command survived", name);
 	/* 128+N is how a container reports its process killed by signal N. */
