@@ -14,6 +14,7 @@
 #include "elf_report.h"
 #include "elffile.h"
 #include "launch.h"
+#include "profile.h"
 #include "util.h"
 
 #define PY_TIMEOUT_MS 60000
@@ -51,6 +52,7 @@ struct target {
 };
 
 struct inspect_opts {
+	const char *profile;
 	const char *python;
 	bool python_given;
 	bool json;
@@ -62,6 +64,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: coldstart inspect [--python PATH] [--json] [--no-python] [MODULE | FILE.so ...]\n"
+		"       coldstart inspect [--python PATH] [--json] --profile FILE.json\n"
 		"\n"
 		"ELF facts about native extensions: size and loadable segments, the DT_NEEDED\n"
 		"chain resolved as the dynamic loader does, relocations, symbols, debug info\n"
@@ -71,6 +74,8 @@ static void usage(FILE *f)
 		"  --python PATH  interpreter that resolves module names and whose libraries\n"
 		"                 count as already loaded (default: python3 from PATH)\n"
 		"  --no-python    read FILEs alone, without running an interpreter\n"
+		"  --profile FILE the native extensions a saved profile loaded, joined with\n"
+		"                 their measured load times, and the native-* findings\n"
 		"  --json         write JSON instead of text\n"
 		"  --help         show this help\n"
 		"\n"
@@ -304,6 +309,15 @@ static int parse_args(int argc, char **argv, struct inspect_opts *o, struct strv
 			return 1;
 		} else if (!strcmp(a, "--json")) {
 			o->json = true;
+		} else if (!strcmp(a, "--profile") || starts_with(a, "--profile=")) {
+			if (a[9] == '=')
+				o->profile = a + 10;
+			else if (i + 1 < argc)
+				o->profile = argv[++i];
+			if (!o->profile || !*o->profile) {
+				error("--profile needs a file");
+				return -1;
+			}
 		} else if (!strcmp(a, "--no-python")) {
 			o->no_python = true;
 		} else if (!strcmp(a, "--python") || starts_with(a, "--python=")) {
@@ -334,7 +348,92 @@ static int parse_args(int argc, char **argv, struct inspect_opts *o, struct strv
 		error("--python and --no-python cannot be used together");
 		return -1;
 	}
+	if (o->profile && (args->nr || o->no_python)) {
+		error("--profile takes no MODULE or FILE and no --no-python");
+		return -1;
+	}
 	return 0;
+}
+
+/* `inspect --profile`: the native section and findings of a saved profile. */
+static int inspect_profile(const struct inspect_opts *o)
+{
+	struct profile p;
+	struct buf err = BUF_INIT, out = BUF_INIT;
+	size_t first, i;
+	int ret = EXIT_FAIL;
+	const char *line;
+
+	profile_init(&p);
+	if (profile_read_json(&p, o->profile, &err)) {
+		error("%s", err.buf);
+		goto out;
+	}
+	if (o->python_given) {
+		free(p.python);
+		p.python = xstrdup(o->python);
+	}
+	buf_reset(&err);
+	elf_annotate_profile(&p, &err);
+	for (line = err.buf; *line;) {
+		const char *eol = strchrnul(line, '\n');
+
+		warning("%.*s", (int)(eol - line), line);
+		line = *eol ? eol + 1 : eol;
+	}
+	first = p.nr_findings;
+	elf_findings(&p);
+	if (o->json) {
+		buf_adds(&out, "{\"native\":");
+		elf_native_to_json(&p, &out);
+		buf_adds(&out, ",\"findings\":[");
+		for (i = first; i < p.nr_findings; i++) {
+			const struct finding *f = &p.findings[i];
+
+			if (i > first)
+				buf_addch(&out, ',');
+			buf_adds(&out, "{\"id\":");
+			buf_add_json_str(&out, f->id, strlen(f->id));
+			buf_adds(&out, ",\"severity\":");
+			buf_add_json_str(&out, f->severity, strlen(f->severity));
+			buf_adds(&out, ",\"title\":");
+			buf_add_json_str(&out, f->title, strlen(f->title));
+			buf_adds(&out, ",\"evidence\":");
+			buf_add_json_str(&out, f->evidence, strlen(f->evidence));
+			buf_adds(&out, ",\"fix\":");
+			buf_add_json_str(&out, f->fix, strlen(f->fix));
+			buf_adds(&out, ",\"module\":");
+			if (f->module)
+				buf_add_json_str(&out, f->module, strlen(f->module));
+			else
+				buf_adds(&out, "null");
+			buf_adds(&out, ",\"cost_us\":");
+			buf_add_i64(&out, f->cost_us);
+			buf_addch(&out, '}');
+		}
+		buf_adds(&out, "]}\n");
+	} else {
+		elf_report_section(&p, &out);
+		if (!out.len)
+			buf_adds(&out, "\nNative extensions\n  none with a known file (a profile "
+				       "made with the tracer records them)\n");
+		if (p.nr_findings > first)
+			buf_adds(&out, "\nFindings\n");
+		for (i = first; i < p.nr_findings; i++) {
+			const struct finding *f = &p.findings[i];
+
+			buf_addf(&out, "  [%s] %s: %s\n    %s\n    fix: %s\n", f->severity, f->id,
+				 f->title, f->evidence, f->fix);
+		}
+	}
+	fwrite(out.buf, 1, out.len, stdout);
+	ret = fflush(stdout) ? EXIT_FAIL : EXIT_OK;
+out:
+	elf_native_forget(&p);
+	profile_release(&p);
+	buf_release(&err);
+	buf_release(&out);
+	return ret;
 }
 
 int cmd_inspect(int argc, char **argv)
@@ -357,6 +456,10 @@ int cmd_inspect(int argc, char **argv)
 		if (pr < 0)
 			fprintf(stderr, "usage: coldstart inspect [--python PATH] [--json] [--no-python] [MODULE | FILE.so ...]\n");
 		ret = pr > 0 ? EXIT_OK : EXIT_USAGE;
+		goto out;
+	}
+	if (o.profile) {
+		ret = inspect_profile(&o);
 		goto out;
 	}
 	nr = args.nr;

@@ -6,6 +6,8 @@
 #include "elf_report.h"
 
 #include <jansson.h>
+
+#include "findings.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,13 +57,28 @@ static struct elf_native *native_new(const struct profile *p)
 	return n;
 }
 
+/*
+ * The extension's own load time: the tracer's load phase (dlopen and the
+ * module's init function) less the imports that init ran itself, which are
+ * nodes of their own; else importtime's self time.
+ */
 static int64_t node_load_us(const struct proc *pr, int32_t i)
 {
-	if (pr->timing && pr->timing[i].load_ns >= 0)
-		return pr->timing[i].load_ns / 1000;
-	if (pr->nodes[i].self_us >= 0)
-		return pr->nodes[i].self_us;
-	return UNKNOWN;
+	int64_t own;
+	int32_t c;
+	size_t guard = 0;
+
+	if (!pr->timing || pr->timing[i].load_ns < 0)
+		return pr->nodes[i].self_us >= 0 ? pr->nodes[i].self_us : UNKNOWN;
+	own = pr->timing[i].load_ns;
+	for (c = pr->nodes[i].first_child; c >= 0 && (size_t)c < pr->nr_nodes && guard++ < pr->nr_nodes;
+	     c = pr->nodes[c].next_sibling) {
+		const struct imp_timing *t = &pr->timing[c];
+
+		if (t->start_ns >= 0 && t->end_ns >= t->start_ns)
+			own -= t->end_ns - t->start_ns;
+	}
+	return own < 0 ? 0 : own / 1000;
 }
 
 /* The first run that is not a warm-up and has processes, or NULL. */
@@ -688,15 +705,29 @@ void elf_report_section(const struct profile *p, struct buf *out)
 	free(order);
 }
 
-void elf_findings(struct profile *p)
+static void rule_heavy(struct profile *p)
+{
+	struct elf_native *n = elf_native_get(p);
+
+	if (n)
+		heavy_findings(p, n);
+}
+
+static void rule_unstripped(struct profile *p)
+{
+	struct elf_native *n = elf_native_get(p);
+
+	if (n)
+		unstripped_findings(p, n);
+}
+
+static void rule_duplicate(struct profile *p)
 {
 	struct elf_native *n = elf_native_get(p);
 	size_t i, j;
 
 	if (!n)
 		return;
-	heavy_findings(p, n);
-	unstripped_findings(p, n);
 	for (i = 0; i < n->nr; i++) {
 		/* Once per (run, proc): the first extension of each process. */
 		for (j = 0; j < i; j++)
@@ -705,6 +736,28 @@ void elf_findings(struct profile *p)
 		if (j == i)
 			dup_findings_for(p, n, n->exts[i].run, n->exts[i].proc);
 	}
+}
+
+static const struct finding_rule native_rules[] = {
+	{ .id = "native-heavy-load", .run = rule_heavy },
+	{ .id = "native-unstripped", .run = rule_unstripped },
+	{ .id = "native-duplicate-library", .run = rule_duplicate },
+};
+
+void elf_findings(struct profile *p)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(native_rules); i++)
+		native_rules[i].run(p);
+}
+
+void elf_register_findings(void)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(native_rules); i++)
+		findings_register(&native_rules[i]);
 }
 
 void elf_native_to_json(const struct profile *p, struct buf *out)

@@ -63,6 +63,11 @@ void elf_annotate_profile(struct profile *p, struct buf *err);
 void elf_report_section(const struct profile *p, struct buf *out);
 /* Adds native-heavy-load, native-unstripped and native-duplicate-library findings. */
 void elf_findings(struct profile *p);
+/*
+ * Registers the same three rules with findings_register, so findings_run
+ * applies them (to annotated profiles; the others get none).
+ */
+void elf_register_findings(void);
 /* Appends {"python":...,"extensions":[...]} or null when not annotated. */
 void elf_native_to_json(const struct profile *p, struct buf *out);
 /*
