@@ -151,28 +151,25 @@ static int write_in(bool fake, const char *dir, const char *file, const char *va
 	struct buf p = BUF_INIT;
 	int flags = O_WRONLY | O_CLOEXEC | (fake ? O_CREAT | O_TRUNC : 0);
 	size_t len = strlen(value);
-	ssize_t n;
+	ssize_t n = -1;
 	int fd = -1;
 	int ret = -1;
 
 	buf_addf(&p, "%s/%s", dir, file);
 	fd = open(p.buf, flags, 0644);
-	if (fd < 0)
-		goto fail;
-	do
-		n = write(fd, value, len);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		goto fail;
-	if ((size_t)n != len) {
-		errno = EIO;
-		goto fail;
+	if (fd >= 0) {
+		do
+			n = write(fd, value, len);
+		while (n < 0 && errno == EINTR);
+		if (n >= 0 && (size_t)n != len)
+			errno = EIO;
+	}
+	if (fd < 0 || n < 0 || (size_t)n != len) {
+		if (err)
+			buf_addf(err, "cannot write '%s' to '%s': %s", value, p.buf, strerror(errno));
+		goto out;
 	}
 	ret = 0;
-	goto out;
-fail:
-	if (err)
-		buf_addf(err, "cannot write '%s' to '%s': %s", value, p.buf, strerror(errno));
 out:
 	if (fd >= 0)
 		close(fd);
@@ -938,6 +935,29 @@ static pid_t parse_run_name(const char *name)
 	return (pid_t)pid;
 }
 
+/*
+ * A new handle; name NULL means the next coldstart-<our pid>-<n>.  Nothing
+ * is created on disk yet.
+ */
+static struct cgroup *cg_new(bool fake, int version, const char *name)
+{
+	struct cgroup *cg = xcalloc(1, sizeof(*cg));
+
+	cg->version = version;
+	cg->fake = fake;
+	if (name) {
+		cg->name = xstrdup(name);
+	} else {
+		struct buf b = BUF_INIT;
+
+		buf_addf(&b, "coldstart-%ld-%u", (long)getpid(), run_counter++);
+		cg->name = buf_detach(&b, NULL);
+	}
+	strvec_init(&cg->joins);
+	buf_init(&cg->note, 0);
+	return cg;
+}
+
 static void cleanup_base(const char *base, int version, bool fake)
 {
 	DIR *d = opendir(base);
@@ -957,12 +977,7 @@ static void cleanup_base(const char *base, int version, bool fake)
 		buf_addf(&p, "%s/%s", base, de->d_name);
 		if (stat(p.buf, &st) || !S_ISDIR(st.st_mode) || owner_alive(pid, &st))
 			continue;
-		cg = xcalloc(1, sizeof(*cg));
-		cg->version = version;
-		cg->fake = fake;
-		cg->name = xstrdup(de->d_name);
-		strvec_init(&cg->joins);
-		buf_init(&cg->note, 0);
+		cg = cg_new(fake, version, de->d_name);
 		if (version == 2)
 			cg->dir = buf_detach(&p, NULL);
 		else
@@ -1185,7 +1200,7 @@ struct cgroup *cgroup_create(struct limits *lim, struct buf *err)
 {
 	struct cg_places pl;
 	struct cgroup *cg = NULL;
-	struct buf why2 = BUF_INIT, why1 = BUF_INIT, name = BUF_INIT;
+	struct buf why2 = BUF_INIT, why1 = BUF_INIT;
 	struct strvec need = STRVEC_INIT;
 	bool v2_ok = false, v1_any = false;
 	size_t i;
@@ -1202,55 +1217,39 @@ struct cgroup *cgroup_create(struct limits *lim, struct buf *err)
 	for (i = 0; i < V1__COUNT; i++)
 		v1_any = v1_any || pl.v1[i].nr;
 
-	buf_addf(&name, "coldstart-%ld-%u", (long)getpid(), run_counter++);
-	cg = xcalloc(1, sizeof(*cg));
-	cg->fake = pl.fake;
-	cg->name = buf_detach(&name, NULL);
-	strvec_init(&cg->joins);
-	buf_init(&cg->note, 0);
-
 	/* v2 when its controllers are there; v1 otherwise, or when v2 fails. */
 	if (v2_ok) {
-		cg->version = 2;
-		if (!v2_create(cg, &pl, lim, &why2))
-			goto done;
-		cgroup_destroy(cg);
-		cg = NULL;
+		cg = cg_new(pl.fake, 2, NULL);
+		if (v2_create(cg, &pl, lim, &why2)) {
+			cgroup_destroy(cg);
+			cg = NULL;
+		}
 	} else if (pl.v2.nr) {
 		v2_has_controllers(pl.v2.v[0], &need, &why2);
 	}
-	if (v1_any) {
-		if (!cg) {
-			cg = xcalloc(1, sizeof(*cg));
-			cg->fake = pl.fake;
-			buf_addf(&name, "coldstart-%ld-%u", (long)getpid(), run_counter++);
-			cg->name = buf_detach(&name, NULL);
-			strvec_init(&cg->joins);
-			buf_init(&cg->note, 0);
+	if (!cg && v1_any) {
+		cg = cg_new(pl.fake, 1, NULL);
+		if (v1_create(cg, &pl, lim, &why1)) {
+			cgroup_destroy(cg);
+			cg = NULL;
 		}
-		cg->version = 1;
-		if (!v1_create(cg, &pl, lim, &why1))
-			goto done;
 	}
-	cgroup_destroy(cg);
-	cg = NULL;
+	if (cg) {
+		set_str(&lim->backend, cg->version == 2 ? "cgroup-v2" : "cgroup-v1");
+		goto out;
+	}
 	buf_adds(err, "cannot apply resource limits: ");
 	if (!pl.v2.nr && !v1_any)
 		buf_adds(err, "no cgroup filesystem is mounted");
-	if (why2.len)
-		buf_addf(err, "%s", why2.buf);
+	buf_add(err, why2.buf, why2.len);
 	if (why1.len)
 		buf_addf(err, "%s%s", why2.len ? "; " : "", why1.buf);
 	buf_adds(err, "; " WHAT_TO_DO);
-	goto out;
-done:
-	set_str(&lim->backend, cg->version == 2 ? "cgroup-v2" : "cgroup-v1");
 out:
 	places_release(&pl);
 	strvec_clear(&need);
 	buf_release(&why1);
 	buf_release(&why2);
-	buf_release(&name);
 	return cg;
 }
 
