@@ -312,10 +312,11 @@ int docker_exec(const char *const *argv, int timeout_ms, struct buf *out, struct
 	}
 	fcntl(c.out_fd, F_SETFL, fcntl(c.out_fd, F_GETFL) | O_NONBLOCK);
 	fcntl(c.err_fd, F_SETFL, fcntl(c.err_fd, F_GETFL) | O_NONBLOCK);
-	for (;;) {
+	while (!exited) {
 		struct pollfd pfd[2];
 		nfds_t nfd = 0;
 		int64_t left = deadline - now_ns();
+		int st;
 		size_t k;
 
 		if (left <= 0)
@@ -324,52 +325,46 @@ int docker_exec(const char *const *argv, int timeout_ms, struct buf *out, struct
 			pfd[nfd++] = (struct pollfd){ .fd = c.out_fd, .events = POLLIN };
 		if (c.err_fd >= 0)
 			pfd[nfd++] = (struct pollfd){ .fd = c.err_fd, .events = POLLIN };
-		if (!nfd) {
-			/* Both pipes closed: wait for the exit itself, still bounded. */
-			int st = child_poll(&c, &ex);
-
-			if (st != 0) {
-				exited = st > 0;
-				break;
-			}
-			poll(NULL, 0, 10);
-			continue;
-		}
-		if (poll(pfd, nfd, (int)(left / 1000000) + 1) < 0 && errno != EINTR)
+		/* Short sleeps: the exit is noticed even while a grandchild holds the pipes. */
+		if (poll(pfd, nfd, left > 20000000 ? 20 : (int)(left / 1000000) + 1) < 0 && errno != EINTR)
 			break;
+		st = child_poll(&c, &ex);
+		if (st < 0)
+			break;
+		exited = st > 0;
+		/* After the exit, take what is already written and stop. */
 		for (k = 0; k < nfd; k++) {
-			char chunk[8192];
 			int *fd = pfd[k].fd == c.out_fd ? &c.out_fd : &c.err_fd;
 			struct buf *dst = fd == &c.out_fd ? out : errout;
-			ssize_t n;
 
-			if (!(pfd[k].revents & (POLLIN | POLLHUP | POLLERR)))
+			if (!exited && !(pfd[k].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
-			n = read(*fd, chunk, sizeof(chunk));
-			if (n > 0) {
-				buf_add(dst ? dst : &junk, chunk, (size_t)n);
-				buf_reset(&junk);
-			} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-				close(*fd);
-				*fd = -1;
+			for (;;) {
+				char chunk[8192];
+				ssize_t n = read(*fd, chunk, sizeof(chunk));
+
+				if (n > 0) {
+					buf_add(dst ? dst : &junk, chunk, (size_t)n);
+					buf_reset(&junk);
+					if (exited)
+						continue;
+				} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+					close(*fd);
+					*fd = -1;
+				}
+				break;
 			}
 		}
 	}
 	if (!exited) {
-		if (child_poll(&c, &ex) > 0) {
-			exited = true;
-		} else {
-			kill(c.pid, SIGKILL);
-			child_finish(&c, &ex);
-			buf_addf(err, "'%s %s' did not finish within %d ms", argv[0], argv[1] ? argv[1] : "",
-				 timeout_ms);
-			errno = ETIMEDOUT;
-			goto out;
-		}
+		kill(c.pid, SIGKILL);
+		child_finish(&c, &ex);
+		buf_addf(err, "'%s %s' did not finish within %d ms", argv[0], argv[1] ? argv[1] : "", timeout_ms);
+		errno = ETIMEDOUT;
+		goto out;
 	}
 	ret = ex.signaled ? 128 + ex.term_signal : ex.exit_code;
 out:
-	c.pid = 0;
 	child_release(&c);
 	buf_release(&junk);
 	return ret;
