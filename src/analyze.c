@@ -10,6 +10,11 @@ void findings_run(struct profile *p);
 
 void profile_analyze(struct profile *p, const char *const *stdlib_names)
 {
+	profile_analyze_with(p, stdlib_names, NULL);
+}
+
+void profile_analyze_with(struct profile *p, const char *const *stdlib_names, const char *const *site_dirs)
+{
 	size_t r, i, bad_total = 0;
 	struct buf examples = BUF_INIT;
 
@@ -18,7 +23,7 @@ void profile_analyze(struct profile *p, const char *const *stdlib_names)
 			struct proc *pr = &p->runs[r].procs[i];
 			size_t bad, k;
 
-			proc_classify(pr, stdlib_names);
+			proc_classify(pr, stdlib_names, site_dirs);
 			bad = proc_check_consistency(pr, 0);
 			bad_total += bad;
 			for (k = 0; k < pr->nr_nodes && bad && examples.len < 200; k++)

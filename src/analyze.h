@@ -13,5 +13,7 @@
  * stdlib_names may be NULL (the built-in list is used).
  */
 void profile_analyze(struct profile *p, const char *const *stdlib_names);
+/* The same, with the interpreter's site-packages directories for classification. */
+void profile_analyze_with(struct profile *p, const char *const *stdlib_names, const char *const *site_dirs);
 
 #endif

@@ -182,13 +182,20 @@ static void usage(FILE *f)
  * Asks the interpreter for its version and standard-library names.  Returns
  * 0, or an exit code with a message printed.
  */
-static int probe_python(const char *python, struct profile *p, struct strvec *stdlib_names)
+static int probe_python(const char *python, struct profile *p, struct strvec *stdlib_names,
+			struct strvec *site_dirs)
 {
 	static const char code[] =
 		"import sys\n"
 		"sys.stdout.write('%d.%d.%d\\n' % tuple(sys.version_info[:3]))\n"
 		"sys.stdout.write((sys.executable or '') + '\\n')\n"
-		"sys.stdout.write(' '.join(sorted(getattr(sys, 'stdlib_module_names', ()))) + '\\n')\n";
+		"sys.stdout.write(' '.join(sorted(getattr(sys, 'stdlib_module_names', ()))) + '\\n')\n"
+		"try:\n"
+		"    import site\n"
+		"    dirs = list(site.getsitepackages()) + [site.getusersitepackages()]\n"
+		"except Exception:\n"
+		"    dirs = [d for d in sys.path if d.endswith(('site-packages', 'dist-packages'))]\n"
+		"sys.stdout.write('\\n'.join(dirs) + '\\n')\n";
 	struct child c;
 	struct child_exit ex;
 	struct buf out = BUF_INIT, err = BUF_INIT;
@@ -234,8 +241,22 @@ static int probe_python(const char *python, struct profile *p, struct strvec *st
 		*nl = '\0';
 		line3 = nl + 1;
 		nl = strchr(line3, '\n');
-		if (nl)
+		if (nl) {
+			char *d = nl + 1;
+
 			*nl = '\0';
+			while (*d) {
+				char *e = strchr(d, '\n');
+
+				if (e)
+					*e = '\0';
+				if (*d)
+					strvec_push(site_dirs, d);
+				if (!e)
+					break;
+				d = e + 1;
+			}
+		}
 		while (*line3) {
 			char *sp = strchr(line3, ' ');
 			size_t len = sp ? (size_t)(sp - line3) : strlen(line3);
@@ -382,6 +403,7 @@ int cmd_profile(int argc, char **argv)
 	struct profile_opts o;
 	struct profile p;
 	struct strvec child_argv = STRVEC_INIT, env = STRVEC_INIT, stdlib_names = STRVEC_INIT;
+	struct strvec site_dirs = STRVEC_INIT;
 	struct buf err = BUF_INIT;
 	struct runner_opts ro;
 	char *shebang = NULL;
@@ -460,7 +482,7 @@ int cmd_profile(int argc, char **argv)
 
 	fill_meta(&p, command_mode ? (shebang ? shebang : argv[i]) : o.python);
 	if (!command_mode || shebang) {
-		ret = probe_python(command_mode ? shebang : o.python, &p, &stdlib_names);
+		ret = probe_python(command_mode ? shebang : o.python, &p, &stdlib_names, &site_dirs);
 		if (ret)
 			goto out;
 	}
@@ -515,7 +537,7 @@ int cmd_profile(int argc, char **argv)
 	{
 		const char **names = stdlib_names.nr ? stdlib_names.v : NULL;
 
-		profile_analyze(&p, names);
+		profile_analyze_with(&p, names, site_dirs.nr ? site_dirs.v : NULL);
 	}
 	ret = run_exit_status(&p, &o);
 	rc = show_profile(&p, &o.show);
@@ -531,6 +553,7 @@ out:
 	strvec_clear(&child_argv);
 	strvec_clear(&env);
 	strvec_clear(&stdlib_names);
+	strvec_clear(&site_dirs);
 	buf_release(&err);
 	free(shebang);
 	return ret;

@@ -5,8 +5,10 @@
  */
 #include "profile.h"
 
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "stdlib_names.h"
 
@@ -370,7 +372,42 @@ bool is_stdlib_module(const char *name, const char *const *stdlib_names)
 	return stdlib_name_known(name, len);
 }
 
-void proc_classify(struct proc *pr, const char *const *stdlib_names)
+/* Whether the top-level package of name is installed in one of site_dirs. */
+static bool in_site_dirs(const char *name, const char *const *site_dirs)
+{
+	static const char *const suffixes[] = { "", ".py", ".pyc" };
+	size_t len = top_len(name), k;
+	const char *const *d;
+	struct buf path = BUF_INIT;
+	struct stat st;
+	bool found = false;
+
+	for (d = site_dirs; d && *d && !found; d++) {
+		for (k = 0; k < ARRAY_SIZE(suffixes) && !found; k++) {
+			buf_reset(&path);
+			buf_addf(&path, "%s/%.*s%s", *d, (int)len, name, suffixes[k]);
+			found = !stat(path.buf, &st);
+		}
+		if (!found) {
+			/* Extension modules: name.cpython-311-x86_64-linux-gnu.so */
+			DIR *dir = opendir(*d);
+			struct dirent *de;
+
+			while (dir && (de = readdir(dir)))
+				if (!strncmp(de->d_name, name, len) && de->d_name[len] == '.' &&
+				    ends_with(de->d_name, ".so")) {
+					found = true;
+					break;
+				}
+			if (dir)
+				closedir(dir);
+		}
+	}
+	buf_release(&path);
+	return found;
+}
+
+void proc_classify(struct proc *pr, const char *const *stdlib_names, const char *const *site_dirs)
 {
 	int32_t i, last_startup = -1;
 	bool seen_site = false;
@@ -396,18 +433,34 @@ void proc_classify(struct proc *pr, const char *const *stdlib_names)
 	for (i = pr->first_root; i >= 0; i = preorder_next(pr, i)) {
 		struct imp_node *n = &pr->nodes[i];
 		const char *name = node_name(pr, i);
+		const char *file = pr->timing && pr->timing[i].file ? proc_str(pr, pr->timing[i].file) : NULL;
+		int32_t a;
 
 		if (n->flags & NODE_STARTUP) {
 			if (starts_with(name, "coldstart") || !strcmp(name, "_coldstart_boot"))
 				n->kind = KIND_TOOL;
 			continue;
 		}
-		if (starts_with(name, "coldstart._") || !strcmp(name, "coldstart"))
+		if (starts_with(name, "coldstart._") || !strcmp(name, "coldstart")) {
 			n->kind = KIND_TOOL;
-		else if (is_stdlib_module(name, stdlib_names))
+			continue;
+		}
+		if (is_stdlib_module(name, stdlib_names)) {
 			n->kind = KIND_STDLIB;
-		else if (n->kind != KIND_APP && n->kind != KIND_THIRDPARTY)
-			n->kind = KIND_THIRDPARTY;
+			continue;
+		}
+		/* A submodule takes its package's kind when it has no file of its own. */
+		for (a = n->parent; a >= 0; a = pr->nodes[a].parent)
+			if (top_len(node_name(pr, a)) == top_len(name) &&
+			    !strncmp(node_name(pr, a), name, top_len(name)))
+				break;
+		if (file)
+			n->kind = strstr(file, "/site-packages/") || strstr(file, "/dist-packages/")
+				? KIND_THIRDPARTY : KIND_APP;
+		else if (a >= 0)
+			n->kind = pr->nodes[a].kind;
+		else
+			n->kind = in_site_dirs(name, site_dirs) ? KIND_THIRDPARTY : KIND_APP;
 	}
 }
 

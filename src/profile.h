@@ -219,12 +219,13 @@ int64_t proc_import_total_us(const struct proc *pr, bool include_startup);
 /*
  * Marks interpreter start-up: every root imported before the target's code
  * (up to and including the top-level "site" row, with its subtree), and
- * classifies nodes into kinds.  stdlib_names (NULL-terminated) overrides the
- * built-in list of standard-library top-level names; app_dirs are unused when
- * no file names are known.
+ * classifies the other nodes: stdlib by name (stdlib_names, NULL-terminated,
+ * overrides the built-in list), third-party when the module's file (from the
+ * trace) lies in a site-packages or dist-packages directory or, without a
+ * file, when its top-level package exists in one of site_dirs (may be NULL),
+ * app otherwise.
  */
-void proc_classify(struct proc *pr, const char *const *stdlib_names);
-/* True when the top-level package of name is in the standard library list. */
+void proc_classify(struct proc *pr, const char *const *stdlib_names, const char *const *site_dirs);
 bool is_stdlib_module(const char *name, const char *const *stdlib_names);
 
 /*

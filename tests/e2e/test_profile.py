@@ -279,3 +279,27 @@ def test_fn_sample_report(coldstart):
     for mod in ("asyncio", "xml.dom.minidom", "fdk"):
         assert mod in r.stdout
     assert "Top modules by self time" in r.stdout
+
+
+def test_deepchain_slow_module_and_chain(coldstart, python):
+    code = "import sys; sys.path.insert(0, %r); import deepchain" % os.path.join(SAMPLES, "deepchain")
+    out_env = {"DEEPCHAIN_SLOW_MS": "40"}
+    r = run_coldstart("profile", "--python", python, "--no-trace", "--color", "never", "--top", "1", "-c", code,
+                      env=out_env)
+    assert r.returncode == 0, r.stderr
+    top_self = r.stdout.split("Top modules by self time")[1].splitlines()[2]
+    assert "deepchain.a.b.c.leaf" in top_self
+    assert "via deepchain > deepchain.a > deepchain.a.b > deepchain.a.b.c" in top_self
+
+
+def test_flask_sample(coldstart, tmp_path):
+    out = tmp_path / "p.json"
+    r = coldstart("profile", "--python", DEBIAN_PYTHON, "--no-trace", "-o", out, "--no-report",
+                  os.path.join(SAMPLES, "flask-app", "app.py"), "--check")
+    assert r.returncode == 0, r.stderr
+    assert "/hello/<name>" in r.stdout
+    prof = json.loads(out.read_text())
+    nodes = {n[0]: n for n in prof["runs"][0]["processes"][0]["nodes"]}
+    assert nodes["flask"][6] == "thirdparty"
+    assert nodes["json"][6] in ("stdlib", "startup")
+    assert nodes["werkzeug"][4] > 0

@@ -1,0 +1,1 @@
+from deepchain.a import b  # noqa: F401

@@ -1,0 +1,1 @@
+from deepchain.a.b import c  # noqa: F401

@@ -1,0 +1,1 @@
+from deepchain.a.b.c import leaf  # noqa: F401
