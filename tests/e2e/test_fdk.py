@@ -26,6 +26,8 @@ from conftest import ALL_PYTHONS, DEBIAN_PYTHON, ROOT, SAMPLES
 PYDIR = os.path.join(ROOT, "python")
 FDK = os.path.join(PYDIR, "coldstart-fdk")
 WANTED = ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]
+# Bytecode caches go here, not into the source tree.
+PYCACHE = os.path.join(tempfile.gettempdir(), "coldstart-test-pycache")
 
 
 def _interpreters():
@@ -77,6 +79,9 @@ def handler(ctx, data: io.BytesIO = None):
     if case == "status404":
         return response.Response(ctx, response_data="nope", status_code=404,
                                  headers={"X-Why": "missing"})
+    if case == "status502":
+        return response.Response(ctx, response_data="upstream down",
+                                 status_code=502)
     if case == "raise":
         raise ValueError("boom from handler")
     if case == "none":
@@ -173,7 +178,9 @@ class Fdk(object):
                      "FN_FORMAT": "http-stream", "FN_APP_ID": "app1",
                      "FN_APP_NAME": "myapp", "FN_FN_ID": "fn1",
                      "FN_FN_NAME": "myfn", "MY_SETTING": "on",
-                     "FDK_TEST_MARKER": self.marker, "PYTHONPATH": PYDIR})
+                     "FDK_TEST_MARKER": self.marker, "PYTHONPATH": PYDIR,
+                     "PYTHONPYCACHEPREFIX": PYCACHE})
+        full.pop("PYTHONDONTWRITEBYTECODE", None)
         full.update(env or {})
         if argv is None:
             argv = [python, FDK] + list(args) + [func] + \
@@ -379,6 +386,12 @@ def test_handler_status_travels_in_fn_http_status(server):
     assert st == 200
     assert r.getheader("Fn-Http-Status") == "404"
     assert body == b"nope"
+    # Even a handler's own 502 stays off the wire: the agent would read it
+    # as the function failing.
+    st, r, body = server.call(b"", {"X-Case": "status502"})
+    assert st == 200
+    assert r.getheader("Fn-Http-Status") == "502"
+    assert body == b"upstream down"
     st, r, body = server.call(b"", {"X-Case": "setheaders"})
     assert st == 200 and body == b"set"
     assert r.getheader("Fn-Http-Status") == "201"
@@ -581,7 +594,7 @@ def test_idle_connection_does_not_block_others(server):
 def test_lazy_mode_imports_on_first_call_only(python, fdk_factory):
     f = fdk_factory(python)
     f.wait_ready()
-    time.sleep(0.2)
+    time.sleep(0.1)
     assert not os.path.exists(f.marker), "customer module ran before a call"
     st, r, body = f.call(b"", {"X-Case": "modules"})
     assert st == 200, f.errors()
@@ -617,11 +630,11 @@ def test_warm_background_imports_without_a_call(python, fdk_factory):
 
 def test_warm_background_early_call_waits_for_import(python, fdk_factory):
     f = fdk_factory(python, env={"COLDSTART_FDK_WARM": "background",
-                                 "FDK_TEST_IMPORT_SLEEP": "0.8"})
+                                 "FDK_TEST_IMPORT_SLEEP": "0.4"})
     f.wait_ready()
-    t0 = time.time()
     st, r, body = f.call(b"", {"X-Case": "str"})
     assert st == 200 and body == b"plain text", f.errors()
+    # One import: the call waited for the thread instead of importing again.
     with open(f.marker) as m:
         assert m.read().count("imported") == 1
 
@@ -689,8 +702,8 @@ def test_sigterm_during_a_call_finishes_it_first(python, fdk_factory):
     f.wait_ready()
     _alive(f)
     conn = f.connect()
-    conn.request("POST", "/call", body=b"0.5", headers={"X-Case": "sleep"})
-    time.sleep(0.2)
+    conn.request("POST", "/call", body=b"0.4", headers={"X-Case": "sleep"})
+    time.sleep(0.15)
     f.proc.send_signal(signal.SIGTERM)
     r = conn.getresponse()
     assert r.status == 200 and r.read() == b"woke"
@@ -699,7 +712,7 @@ def test_sigterm_during_a_call_finishes_it_first(python, fdk_factory):
     assert not os.path.lexists(f.sock)
 
 
-@pytest.mark.parametrize("listener,message", [
+LISTENER_CASES = [
     (None, "FN_LISTENER is not set"),
     ("", "FN_LISTENER is not set"),
     ("/tmp/x/lsnr.sock", "does not start with 'unix:'"),
@@ -707,24 +720,54 @@ def test_sigterm_during_a_call_finishes_it_first(python, fdk_factory):
     ("unix:/tmp/" + "d" * 120 + "/lsnr.sock", "over the unix socket limit"),
     ("unix:/tmp/fdk-no-such-dir-xyz/lsnr.sock", "does not exist"),
     ("unix:/tmp/", "names no socket file"),
-])
-def test_invalid_fn_listener_exits_2(python, listener, message):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FN_")}
-    if listener is not None:
-        env["FN_LISTENER"] = listener
+]
+
+USAGE_CASES = [
+    ([], {}, "missing FUNC"),
+    (["--warm", "tepid", "f.py"], {}, "warm mode 'tepid'"),
+    (["--bogus", "f.py"], {}, "unknown option"),
+    (["/nonexistent/func.py"], {}, "no such function file"),
+    (["f.py", "h", "extra"], {}, "too many arguments"),
+    (["--max-body", "lots", "f.py"], {}, "--max-body"),
+    (["f.py"], {"FN_FORMAT": "json"}, "FN_FORMAT 'json' is not supported"),
+]
+
+
+def _run_all(cases):
+    """Starts every (argv, env, cwd) case at once and returns the
+    CompletedProcess-like results in order: these are independent, and
+    starting them together keeps the suite short."""
+    procs = [subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+             for argv, env, cwd in cases]
+    out = []
+    for p in procs:
+        so, se = p.communicate(timeout=60)
+        out.append((p.returncode, so, se))
+    return out
+
+
+def test_invalid_fn_listener_exits_2(python):
     d = tempfile.mkdtemp(prefix="fdk", dir="/tmp")
     try:
         func = os.path.join(d, "func.py")
         with open(func, "w") as fh:
             fh.write(MULTI)
-        p = subprocess.run([python, FDK, func], env=env, capture_output=True,
-                           text=True, timeout=30)
+        cases = []
+        for listener, _ in LISTENER_CASES:
+            env = {k: v for k, v in os.environ.items() if not k.startswith("FN_")}
+            if listener is not None:
+                env["FN_LISTENER"] = listener
+            cases.append(([python, FDK, func], env, d))
+        results = _run_all(cases)
+        assert os.listdir(d) == ["func.py"]
     finally:
         shutil.rmtree(d, ignore_errors=True)
-    assert p.returncode == 2, p.stderr
-    assert message in p.stderr
-    assert p.stderr.startswith("coldstart-fdk: ")
-    assert "Traceback" not in p.stderr
+    for (listener, message), (rc, _, err) in zip(LISTENER_CASES, results):
+        assert rc == 2, (listener, err)
+        assert message in err, (listener, err)
+        assert err.startswith("coldstart-fdk: "), (listener, err)
+        assert "Traceback" not in err, (listener, err)
 
 
 def test_path_of_exactly_107_bytes_is_accepted(python, fdk_factory):
@@ -745,29 +788,24 @@ def test_path_of_exactly_107_bytes_is_accepted(python, fdk_factory):
         shutil.rmtree(base, ignore_errors=True)
 
 
-@pytest.mark.parametrize("args,env,message", [
-    ([], {}, "missing FUNC"),
-    (["--warm", "tepid", "f.py"], {}, "warm mode 'tepid'"),
-    (["--bogus", "f.py"], {}, "unknown option"),
-    (["/nonexistent/func.py"], {}, "no such function file"),
-    (["a.py", "h", "extra"], {}, "too many arguments"),
-    (["--max-body", "lots", "f.py"], {}, "--max-body"),
-    (["f.py"], {"FN_FORMAT": "json"}, "FN_FORMAT 'json' is not supported"),
-])
-def test_usage_errors_exit_2(python, args, env, message):
-    full = {k: v for k, v in os.environ.items() if not k.startswith("FN_")}
-    full["FN_LISTENER"] = "unix:/tmp/fdk-usage-test.sock"
-    full.update(env)
+def test_usage_errors_exit_2(python):
     d = tempfile.mkdtemp(prefix="fdk", dir="/tmp")
     try:
         with open(os.path.join(d, "f.py"), "w") as fh:
             fh.write("def handler(ctx, data=None):\n    return 'x'\n")
-        p = subprocess.run([python, FDK] + args, env=full, capture_output=True,
-                           text=True, timeout=30, cwd=d)
+        cases = []
+        for args, extra, _ in USAGE_CASES:
+            env = {k: v for k, v in os.environ.items() if not k.startswith("FN_")}
+            env["FN_LISTENER"] = "unix:" + os.path.join(d, "lsnr.sock")
+            env.update(extra)
+            cases.append(([python, FDK] + args, env, d))
+        results = _run_all(cases)
     finally:
         shutil.rmtree(d, ignore_errors=True)
-    assert p.returncode == 2, p.stderr
-    assert message in p.stderr
+    for (args, extra, message), (rc, _, err) in zip(USAGE_CASES, results):
+        assert rc == 2, (args, extra, err)
+        assert message in err, (args, extra, err)
+        assert "Traceback" not in err, (args, extra, err)
 
 
 def test_help_and_python_m_entry(python):
