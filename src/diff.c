@@ -13,6 +13,14 @@
 #define NOISE_SIGMAS 3.0
 /* MAD * 1.4826 estimates the standard deviation of normal noise. */
 #define MAD_TO_SIGMA 1.4826
+/*
+ * With at least this many runs on each side, a change must also separate
+ * the runs: B slower than A in at least SEPARATION of all (A run, B run)
+ * pairs (Mann-Whitney's probability of superiority).  Seven noisy runs can
+ * give a small MAD by chance; this keeps such modules from being flagged.
+ */
+#define SEPARATION_MIN_RUNS 3
+#define SEPARATION 0.95
 
 struct sample {
 	const char *name;
@@ -97,6 +105,18 @@ static int64_t threshold(int64_t min_delta, int64_t mad_a, int64_t mad_b)
 	return t > min_delta ? t : min_delta;
 }
 
+/* Fraction of (a, b) pairs with b > a, ties counting half. */
+static double superiority(const int64_t *a, size_t na, const int64_t *b, size_t nb)
+{
+	double wins = 0;
+	size_t i, j;
+
+	for (i = 0; i < na; i++)
+		for (j = 0; j < nb; j++)
+			wins += b[j] > a[i] ? 1.0 : b[j] == a[i] ? 0.5 : 0.0;
+	return wins / ((double)na * (double)nb);
+}
+
 /* Fills one entry from the samples of one name (sorted by side, run). */
 static void fill_entry(struct diff *d, const struct sample *s, size_t n, size_t na, size_t nb)
 {
@@ -127,6 +147,10 @@ static void fill_entry(struct diff *d, const struct sample *s, size_t n, size_t 
 			e->kind = s[i].kind;
 		}
 	}
+	if (na >= SEPARATION_MIN_RUNS && nb >= SEPARATION_MIN_RUNS)
+		e->superiority = superiority(a_self, na, b_self, nb);
+	else
+		e->superiority = -1.0;
 	e->a_self_us = diff_median(a_self, na);
 	e->a_mad_us = diff_mad(a_self, na, e->a_self_us);
 	e->b_self_us = diff_median(b_self, nb);
@@ -137,14 +161,53 @@ static void fill_entry(struct diff *d, const struct sample *s, size_t n, size_t 
 	e->removed = in_a && !in_b;
 	e->delta_us = e->b_self_us - e->a_self_us;
 	e->cum_delta_us = e->b_cum_us - e->a_cum_us;
-	e->threshold_us = threshold(d->min_delta_us, e->a_mad_us, e->b_mad_us);
-	e->flagged = llabs(e->delta_us) > e->threshold_us;
-	if (e->flagged && llabs(e->delta_us) > d->max_abs_delta_us)
-		d->max_abs_delta_us = llabs(e->delta_us);
 	free(a_self);
 	free(a_cum);
 	free(b_self);
 	free(b_cum);
+}
+
+/*
+ * A module's own MAD comes from a handful of runs and is sometimes tiny by
+ * chance; the typical MAD of all modules on that side is used as a floor,
+ * so such a module needs a change larger than the noise every module shows.
+ */
+static int64_t typical_mad(const struct diff *d, int side)
+{
+	int64_t *v = xmalloc(st_mult(d->nr ? d->nr : 1, sizeof(*v))), m;
+	size_t i, n = 0;
+
+	for (i = 0; i < d->nr; i++) {
+		const struct diff_entry *e = &d->entries[i];
+
+		if (side == 0 && !e->added)
+			v[n++] = e->a_mad_us;
+		else if (side == 1 && !e->removed)
+			v[n++] = e->b_mad_us;
+	}
+	m = diff_median(v, n);
+	free(v);
+	return m;
+}
+
+static void judge_entries(struct diff *d)
+{
+	int64_t floor_a = typical_mad(d, 0), floor_b = typical_mad(d, 1);
+	size_t i;
+
+	for (i = 0; i < d->nr; i++) {
+		struct diff_entry *e = &d->entries[i];
+		int64_t mad_a = e->a_mad_us > floor_a ? e->a_mad_us : floor_a;
+		int64_t mad_b = e->b_mad_us > floor_b ? e->b_mad_us : floor_b;
+
+		e->threshold_us = threshold(d->min_delta_us, mad_a, mad_b);
+		e->flagged = llabs(e->delta_us) > e->threshold_us;
+		if (e->flagged && e->superiority >= 0 && !e->added && !e->removed)
+			e->flagged = e->delta_us > 0 ? e->superiority >= SEPARATION
+						     : e->superiority <= 1.0 - SEPARATION;
+		if (e->flagged && llabs(e->delta_us) > d->max_abs_delta_us)
+			d->max_abs_delta_us = llabs(e->delta_us);
+	}
 }
 
 static int64_t median_of(const struct run *const *runs, size_t n, int kind, int64_t *mad)
@@ -301,6 +364,7 @@ int diff_compute(struct diff *d, const struct profile *a, const struct profile *
 			;
 		fill_entry(d, &s.v[i], j - i, d->a_runs, d->b_runs);
 	}
+	judge_entries(d);
 	d->a_total_us = median_of(ra, d->a_runs, 0, &d->a_total_mad_us);
 	d->b_total_us = median_of(rb, d->b_runs, 0, &d->b_total_mad_us);
 	d->total_threshold_us = threshold(min_delta_us, d->a_total_mad_us, d->b_total_mad_us);
@@ -367,12 +431,18 @@ void diff_report(const struct diff *d, const char *a_name, const char *b_name, s
 		add_signed(out, d->b_wall_us - d->a_wall_us);
 		buf_adds(out, ", not judged)\n");
 	}
-	buf_adds(out, d->a_runs > 1 || d->b_runs > 1
-			      ? "noise: medians across runs; a change is flagged when it exceeds 3 x 1.4826 x MAD"
-			      : "noise: single runs; a change is flagged when it exceeds");
-	buf_adds(out, d->a_runs > 1 || d->b_runs > 1 ? " and --min-delta (" : " --min-delta (");
-	buf_add_duration(out, d->min_delta_us);
-	buf_adds(out, ")\n");
+	if (d->a_runs > 1 || d->b_runs > 1) {
+		buf_adds(out, "noise: medians across runs; a change is flagged when it exceeds 3 x 1.4826 x MAD\n"
+			      "(at least the typical module's MAD) and --min-delta (");
+		buf_add_duration(out, d->min_delta_us);
+		buf_addf(out, ")%s\n", d->a_runs >= SEPARATION_MIN_RUNS && d->b_runs >= SEPARATION_MIN_RUNS
+					       ? ", and the runs separate (95% of run pairs agree)"
+					       : "");
+	} else {
+		buf_adds(out, "noise: single runs; a change is flagged when it exceeds --min-delta (");
+		buf_add_duration(out, d->min_delta_us);
+		buf_adds(out, ")\n");
+	}
 	report_list(d, 0, "slower (flagged)", top, out);
 	report_list(d, 1, "faster (flagged)", top, out);
 	report_list(d, 2, "new modules", top, out);

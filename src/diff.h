@@ -1,7 +1,8 @@
 /*
  * Comparing two profiles: per-module and total import-time changes, with a
- * noise threshold taken from the spread of repeated runs (median and MAD),
- * or a fixed minimum when a side holds a single run.
+ * noise threshold taken from the spread of repeated runs (median and MAD,
+ * plus a rank test that the runs separate), or a fixed minimum when a side
+ * holds a single run.
  */
 #ifndef COLDSTART_DIFF_H
 #define COLDSTART_DIFF_H
@@ -28,6 +29,12 @@ struct diff_entry {
 	int64_t delta_us; /* b_self - a_self */
 	int64_t cum_delta_us; /* b_cum - a_cum */
 	int64_t threshold_us; /* |delta| must exceed this to be flagged */
+	/*
+	 * Fraction of (A run, B run) pairs in which B's self time is larger;
+	 * -1 with fewer than 3 runs on a side.  With it, a slow-down is only
+	 * flagged when >= 0.95 (a speed-up when <= 0.05).
+	 */
+	double superiority;
 	bool flagged;
 	bool added; /* in no run of A, in some run of B */
 	bool removed; /* in some run of A, in no run of B */
