@@ -900,3 +900,78 @@ def test_floor_process_answers_one_call(python):
         assert not os.path.lexists(sock)
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+# --- the HTTP reader on its own (in this process, no server) ------------------
+
+def _reader_module():
+    sys.path.insert(0, PYDIR)
+    try:
+        from coldstart.fdk import httpwire
+    finally:
+        sys.path.remove(PYDIR)
+    return httpwire
+
+
+def _drain(httpwire, data, step):
+    r = httpwire.RequestReader(max_body=1 << 20)
+    got = []
+    for i in range(0, len(data), step):
+        r.feed(data[i:i + step])
+        while True:
+            req = r.next_request()
+            if req is None:
+                break
+            got.append((req.method, req.path, req.header_list, req.body,
+                        req.keep_alive))
+    return got
+
+
+def test_reader_gives_same_requests_for_any_split():
+    httpwire = _reader_module()
+    data = (b"POST /call HTTP/1.1\r\nA: 1\r\nContent-Length: 3\r\n\r\nabc"
+            b"\r\nPOST /call?x=1 HTTP/1.1\nB: 2\nTransfer-Encoding: chunked\n\n"
+            b"2\r\nhi\r\n0\r\n\r\n"
+            b"GET /other HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+    want = _drain(httpwire, data, len(data))
+    assert [(m, p, b, k) for m, p, h, b, k in want] == [
+        ("POST", "/call", b"abc", True), ("POST", "/call", b"hi", True),
+        ("GET", "/other", b"", True)]
+    for step in (1, 2, 3, 7, 64):
+        assert _drain(httpwire, data, step) == want
+
+
+def test_reader_refuses_garbage_with_http_errors_only():
+    import random
+    httpwire = _reader_module()
+    rng = random.Random(1234)
+    seed = (b"POST /call HTTP/1.1\r\nContent-Length: 5\r\nX: y\r\n\r\nhello"
+            b"POST /call HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"5;a=b\r\nhello\r\n0\r\nT: 1\r\n\r\n")
+    alphabet = b"\r\n :;0123456789abcdefxyzPOST/HTTP-\x00\xff\t"
+    for _ in range(3000):
+        data = bytearray(seed)
+        for _ in range(rng.randint(1, 8)):
+            op = rng.randint(0, 2)
+            pos = rng.randint(0, len(data))
+            if op == 0 and data:
+                del data[min(pos, len(data) - 1)]
+            elif op == 1:
+                data[pos:pos] = bytes([rng.choice(alphabet)])
+            else:
+                data[pos:pos] = bytes(rng.choice(alphabet)
+                                      for _ in range(rng.randint(1, 20)))
+        try:
+            _drain(httpwire, bytes(data), rng.choice((1, 5, len(data) or 1)))
+        except httpwire.HTTPError as e:
+            assert e.status in (400, 413, 417, 431, 501, 505)
+            assert e.message
+
+
+def test_pipelined_requests_are_answered_in_order(server):
+    out = server.raw(b"POST /call HTTP/1.1\r\nX-Case: echo\r\nContent-Length: 3"
+                     b"\r\n\r\none"
+                     b"POST /call HTTP/1.1\r\nX-Case: echo\r\nContent-Length: 3"
+                     b"\r\nConnection: close\r\n\r\ntwo")
+    assert out.count(b"HTTP/1.1 200 OK") == 2
+    assert out.index(b"one") < out.index(b"two")
