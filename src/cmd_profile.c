@@ -39,6 +39,7 @@ struct profile_opts {
 	bool no_trace;
 	bool quiet;
 	bool passthrough_exit;
+	bool no_baseline;
 	int runs;
 	int warmup;
 	int64_t timeout_us;
@@ -64,6 +65,7 @@ static int parse_int(const char *s, long min, long max, long *out)
 
 static int o_python(void *ctx, const char *v, struct buf *err) { OPTS(); o->python = v; return 0; }
 static int o_no_trace(void *ctx, const char *v, struct buf *err) { OPTS(); o->no_trace = true; return 0; }
+static int o_no_baseline(void *ctx, const char *v, struct buf *err) { OPTS(); o->no_baseline = true; return 0; }
 static int o_no_limits(void *ctx, const char *v, struct buf *err) { OPTS(); o->no_limits = true; return 0; }
 static int o_quiet(void *ctx, const char *v, struct buf *err) { OPTS(); o->quiet = true; return 0; }
 static int o_passthrough(void *ctx, const char *v, struct buf *err) { OPTS(); o->passthrough_exit = true; return 0; }
@@ -148,6 +150,7 @@ static const struct opt profile_options[] = {
 	{ "pids", 0, 1, o_pids, "N", "process count limit" },
 	{ "cpuset", 0, 1, o_cpuset, "LIST", "CPUs to run on, e.g. 0 or 0-1" },
 	{ "preset", 0, 1, o_preset, "NAME", "fn (0.1 CPU, 128 MiB) or lambda:MB (MB/1769 CPUs, MB MiB)" },
+	{ "no-baseline", 0, 0, o_no_baseline, NULL, "with limits: skip the unconstrained reference run" },
 	{ "no-limits", 0, 0, o_no_limits, NULL, "ignore limit options and presets (run unconstrained)" },
 	{ "ready", 0, 1, o_ready, "SPEC", "measure readiness: fn, tcp:PORT, http://127.0.0.1:PORT/path, unix:PATH" },
 	{ "ready-timeout", 0, 1, o_ready_timeout, "SECONDS", "give up waiting for readiness (default 60)" },
@@ -407,7 +410,7 @@ int cmd_profile(int argc, char **argv)
 	struct buf err = BUF_INIT;
 	struct runner_opts ro;
 	char *shebang = NULL;
-	int i = 1, ret = EXIT_FAIL, k, total_runs, rc;
+	int i = 1, ret = EXIT_FAIL, k, total_runs, rc, baseline;
 	bool command_mode = false, tty = isatty(2);
 
 	memset(&o, 0, sizeof(o));
@@ -506,16 +509,25 @@ int cmd_profile(int argc, char **argv)
 		}
 	}
 
-	total_runs = o.warmup + o.runs;
+	/*
+	 * With limits, one unconstrained run first shows what the limits cost
+	 * (it also warms the page cache like a warm-up run).
+	 */
+	baseline = ro.use_limits && !o.no_baseline;
+	total_runs = baseline + o.warmup + o.runs;
 	for (k = 0; k < total_runs; k++) {
 		struct run *r = profile_add_run(&p);
 		enum runner_error re;
 		int sig = 0;
 
-		r->warmup = k < o.warmup;
+		r->baseline = baseline && k == 0;
+		r->warmup = k < baseline + o.warmup;
+		ro.use_limits = limits_any(&p.limits) && !r->baseline;
 		if (tty && total_runs > 1) {
-			fprintf(stderr, "\rcoldstart: %s run %d/%d ", r->warmup ? "warm-up" : "measured",
-				r->warmup ? k + 1 : k - o.warmup + 1, r->warmup ? o.warmup : o.runs);
+			fprintf(stderr, "\rcoldstart: %s run %d/%d ",
+				r->baseline ? "unconstrained" : r->warmup ? "warm-up" : "measured",
+				r->baseline ? 1 : r->warmup ? k - baseline + 1 : k - baseline - o.warmup + 1,
+				r->baseline ? 1 : r->warmup ? o.warmup : o.runs);
 			fflush(stderr);
 		}
 		re = runner_run(&ro, &p, r, &err, &sig);

@@ -119,7 +119,8 @@ struct run {
 	enum run_status status;
 	int exit_code;
 	int term_signal;
-	bool warmup;
+	bool warmup; /* left out of statistics (warm-up and baseline runs) */
+	bool baseline; /* the unconstrained reference run of a limited profile */
 	int64_t wall_us;
 	int64_t user_us;
 	int64_t sys_us;

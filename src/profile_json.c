@@ -239,6 +239,8 @@ static void write_run(struct jw *w, const struct run *r)
 	jw_kv_int(w, "signal", r->term_signal);
 	jw_key(w, "warmup");
 	buf_adds(w->out, r->warmup ? "true," : "false,");
+	jw_key(w, "baseline");
+	buf_adds(w->out, r->baseline ? "true," : "false,");
 	jw_kv_int(w, "wall_us", r->wall_us);
 	jw_kv_int(w, "user_us", r->user_us);
 	jw_kv_int(w, "sys_us", r->sys_us);
@@ -486,6 +488,7 @@ static int read_run(struct profile *p, json_t *jr, struct buf *err)
 	r->exit_code = (int)opt_int(jr, "exit_code", 0);
 	r->term_signal = (int)opt_int(jr, "signal", 0);
 	r->warmup = json_is_true(json_object_get(jr, "warmup"));
+	r->baseline = json_is_true(json_object_get(jr, "baseline"));
 	r->wall_us = opt_int(jr, "wall_us", UNKNOWN);
 	r->user_us = opt_int(jr, "user_us", UNKNOWN);
 	r->sys_us = opt_int(jr, "sys_us", UNKNOWN);

@@ -172,8 +172,12 @@ static void render_runs_stats(const struct profile *p, struct buf *out, const st
 	size_t i, n;
 	size_t measured = 0, warm = 0;
 
-	for (i = 0; i < p->nr_runs; i++)
-		p->runs[i].warmup ? warm++ : measured++;
+	for (i = 0; i < p->nr_runs; i++) {
+		if (!p->runs[i].warmup)
+			measured++;
+		else if (!p->runs[i].baseline)
+			warm++;
+	}
 	heading(out, st, "Runs");
 	buf_addf(out, "  %zu measured run%s", measured, measured == 1 ? "" : "s");
 	if (warm)
@@ -530,6 +534,42 @@ static void render_run_summary(const struct profile *p, const struct run *r, str
 		buf_addf(out, "  processes       %zu Python processes printed imports\n", r->nr_procs);
 }
 
+/* What the limits cost: the measured median against the unconstrained run. */
+static void render_baseline(const struct profile *p, struct buf *out, const struct style *st)
+{
+	const struct run *base = NULL;
+	int64_t *v;
+	size_t i, n = 0;
+	struct summary wall, imports;
+
+	for (i = 0; i < p->nr_runs && !base; i++)
+		if (p->runs[i].baseline)
+			base = &p->runs[i];
+	if (!base || base->wall_us <= 0)
+		return;
+	v = xmalloc(st_mult(p->nr_runs, sizeof(*v)));
+	for (i = 0; i < p->nr_runs; i++)
+		if (!p->runs[i].warmup)
+			v[n++] = p->runs[i].wall_us;
+	summarize(v, n, &wall);
+	n = 0;
+	for (i = 0; i < p->nr_runs; i++)
+		if (!p->runs[i].warmup)
+			v[n++] = run_import_total_us(&p->runs[i], 1);
+	summarize(v, n, &imports);
+	free(v);
+	if (!wall.n)
+		return;
+	buf_adds(out, "  unconstrained   wall ");
+	add_dur(out, base->wall_us);
+	buf_adds(out, ", imports ");
+	add_dur(out, run_import_total_us(base, 1));
+	buf_addf(out, " -> %s%.1fx slower wall%s", st->bold, (double)wall.median / (double)base->wall_us, st->reset);
+	if (imports.n && run_import_total_us(base, 1) > 0)
+		buf_addf(out, ", %.1fx slower imports", (double)imports.median / (double)run_import_total_us(base, 1));
+	buf_adds(out, " under the limits\n");
+}
+
 void report_opts_init(struct report_opts *o)
 {
 	o->top = 15;
@@ -602,6 +642,7 @@ void report_render(const struct profile *p, const struct report_opts *o, struct 
 	if (measured > 1)
 		buf_addf(out, "  run shown       #%zu of %zu (the median by wall time)\n", ri + 1, p->nr_runs);
 	render_run_summary(p, r, out, st);
+	render_baseline(p, out, st);
 	if (measured > 1) {
 		render_runs_stats(p, out, st);
 		render_module_stats(p, o, out, st);
