@@ -1,0 +1,872 @@
+/*
+ * Unit tests of the -X importtime parser: golden trees for every fixture in
+ * tests/fixtures/importtime (IT_UPDATE_GOLDEN=1 rewrites them), the numbers of
+ * real captured logs, chunking, and generated extremes (long lines, deep trees).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <cmocka.h>
+
+#include "importtime.h"
+#include "profile.h"
+#include "util.h"
+
+static const char *fixture_dir(void)
+{
+	const char *d = getenv("COLDSTART_FIXTURES");
+
+	return d && *d ? d : "tests/fixtures/importtime";
+}
+
+static void read_fixture(struct buf *sb, const char *name)
+{
+	struct buf path = BUF_INIT;
+
+	buf_addf(&path, "%s/%s", fixture_dir(), name);
+	if (buf_read_file(sb, path.buf) < 0)
+		fail_msg("cannot read '%s' (run from the repository root or set COLDSTART_FIXTURES)",
+			 path.buf);
+	buf_release(&path);
+}
+
+static void add_escaped(struct buf *out, const char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '\n')
+			buf_adds(out, "\\n");
+		else if (c == '\r')
+			buf_adds(out, "\\r");
+		else if (c == '\\')
+			buf_adds(out, "\\\\");
+		else if (c < 0x20 || c == 0x7f)
+			buf_addf(out, "\\x%02x", c);
+		else
+			buf_addch(out, c);
+	}
+}
+
+/*
+ * Text form of a parsed run: per process, nodes in pre-order indented two
+ * spaces per tree level, "name self cum", then " depth=N" when the printed
+ * depth differs from the tree level, then flags.  Walks without recursion and
+ * checks that every node is reached exactly once.
+ */
+static void dump_run(const struct run *run, struct buf *out)
+{
+	size_t p;
+
+	for (p = 0; p < run->nr_procs; p++) {
+		const struct proc *pr = &run->procs[p];
+		int32_t i = pr->first_root;
+		uint32_t level = 0;
+		size_t seen = 0;
+
+		buf_addf(out, "proc %zu\n", p);
+		while (i >= 0) {
+			const struct imp_node *n = &pr->nodes[i];
+			uint32_t k;
+
+			for (k = 0; k < level; k++)
+				buf_adds(out, "  ");
+			buf_adds(out, node_name(pr, i));
+			buf_addf(out, " %lld %lld", (long long)n->self_us, (long long)n->cum_us);
+			if (n->depth != level)
+				buf_addf(out, " depth=%u", n->depth);
+			if (n->flags & NODE_CACHED)
+				buf_adds(out, " cached");
+			if (n->flags & NODE_NEGATIVE)
+				buf_adds(out, " negative");
+			buf_addch(out, '\n');
+			seen++;
+			assert_true(seen <= pr->nr_nodes);
+			if (n->first_child >= 0) {
+				assert_int_equal(pr->nodes[n->first_child].parent, i);
+				i = n->first_child;
+				level++;
+				continue;
+			}
+			while (i >= 0 && pr->nodes[i].next_sibling < 0) {
+				i = pr->nodes[i].parent;
+				if (i >= 0) {
+					assert_true(level > 0);
+					level--;
+				}
+			}
+			if (i >= 0)
+				i = pr->nodes[i].next_sibling;
+		}
+		assert_int_equal(seen, pr->nr_nodes);
+	}
+}
+
+struct result {
+	struct run run;
+	struct buf dump; /* tree, counts, warnings and passthrough */
+	struct buf pass;
+	size_t nr_warnings;
+	size_t rows, headers;
+};
+
+/* chunk 0 feeds everything at once; otherwise chunks of that size (or random when seed). */
+static void parse_text(struct result *res, const char *text, size_t len, size_t chunk,
+		       unsigned seed)
+{
+	struct it_parser *ps;
+	const struct it_warning *w;
+	size_t nr, i, off = 0;
+
+	memset(&res->run, 0, sizeof(res->run));
+	buf_init(&res->dump, 0);
+	buf_init(&res->pass, 0);
+	ps = it_parser_new(&res->run);
+	if (!chunk) {
+		it_feed(ps, text, len, &res->pass);
+	} else {
+		srand(seed);
+		while (off < len) {
+			size_t n = seed ? (size_t)rand() % chunk + 1 : chunk;
+
+			if (n > len - off)
+				n = len - off;
+			it_feed(ps, text + off, n, &res->pass);
+			off += n;
+		}
+	}
+	it_finish(ps, &res->pass);
+	dump_run(&res->run, &res->dump);
+	res->rows = it_rows(ps);
+	res->headers = it_headers(ps);
+	buf_addf(&res->dump, "rows %zu headers %zu\n", res->rows, res->headers);
+	w = it_warnings(ps, &nr);
+	for (i = 0; i < nr; i++)
+		buf_addf(&res->dump, "warning %ld: %s\n", w[i].line, w[i].msg);
+	res->nr_warnings = nr;
+	buf_adds(&res->dump, "passthrough \"");
+	add_escaped(&res->dump, res->pass.buf, res->pass.len);
+	buf_adds(&res->dump, "\"\n");
+	it_parser_free(ps);
+}
+
+static void result_release(struct result *res)
+{
+	run_release(&res->run);
+	buf_release(&res->dump);
+	buf_release(&res->pass);
+}
+
+static bool has_warning(const struct result *res, const char *needle)
+{
+	return strstr(res->dump.buf, needle) != NULL;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static size_t list_logs(char ***names)
+{
+	DIR *d = opendir(fixture_dir());
+	struct dirent *de;
+	size_t nr = 0, alloc = 0;
+
+	if (!d)
+		fail_msg("cannot open '%s'", fixture_dir());
+	*names = NULL;
+	while ((de = readdir(d))) {
+		if (!ends_with(de->d_name, ".log"))
+			continue;
+		ALLOC_GROW(*names, nr + 1, alloc);
+		(*names)[nr++] = xstrdup(de->d_name);
+	}
+	closedir(d);
+	qsort(*names, nr, sizeof(**names), cmp_str);
+	return nr;
+}
+
+/* Every fixture against its .tree, whole and in chunks of several sizes. */
+static void test_golden(void **state)
+{
+	char **names;
+	size_t nr = list_logs(&names), i;
+	bool update = getenv("IT_UPDATE_GOLDEN") != NULL;
+	static const size_t chunks[] = { 1, 2, 7, 64, 4096 };
+
+	(void)state;
+	assert_true(nr >= 15);
+	for (i = 0; i < nr; i++) {
+		struct buf log = BUF_INIT, want = BUF_INIT, path = BUF_INIT;
+		struct result whole;
+		size_t c;
+
+		read_fixture(&log, names[i]);
+		parse_text(&whole, log.buf, log.len, 0, 0);
+		buf_addf(&path, "%s/%.*s.tree", fixture_dir(), (int)(strlen(names[i]) - 4), names[i]);
+		if (update) {
+			FILE *f = fopen(path.buf, "w");
+
+			assert_non_null(f);
+			fwrite(whole.dump.buf, 1, whole.dump.len, f);
+			fclose(f);
+			printf("wrote %s\n", path.buf);
+		} else {
+			if (buf_read_file(&want, path.buf) < 0)
+				fail_msg("missing golden '%s' (IT_UPDATE_GOLDEN=1 writes it)", path.buf);
+			if (strcmp(want.buf, whole.dump.buf)) {
+				printf("== %s: got\n%s", names[i], whole.dump.buf);
+				fail_msg("'%s' differs from its golden tree", names[i]);
+			}
+		}
+		for (c = 0; c < ARRAY_SIZE(chunks); c++) {
+			struct result part;
+
+			parse_text(&part, log.buf, log.len, chunks[c], 0);
+			if (strcmp(part.dump.buf, whole.dump.buf))
+				fail_msg("'%s' fed in chunks of %zu differs:\n%s", names[i], chunks[c],
+					 part.dump.buf);
+			result_release(&part);
+		}
+		for (c = 1; c <= 3; c++) {
+			struct result part;
+
+			parse_text(&part, log.buf, log.len, 50, (unsigned)c);
+			assert_string_equal(part.dump.buf, whole.dump.buf);
+			result_release(&part);
+		}
+		result_release(&whole);
+		buf_release(&log);
+		buf_release(&want);
+		buf_release(&path);
+		free(names[i]);
+	}
+	free(names);
+}
+
+/*
+ * The captured logs: every row's numbers and name land unchanged in the node
+ * made for it (nodes are in stream order), sums hold within CPython's
+ * rounding (each printed number is rounded up, so cum - self - sum(children
+ * cum) lies in [-children - 1, 1]), no warnings, nothing passed through.
+ */
+static void test_captured_numbers(void **state)
+{
+	char **names;
+	size_t nr = list_logs(&names), i, checked = 0;
+
+	(void)state;
+	for (i = 0; i < nr; i++) {
+		struct buf log = BUF_INIT;
+		struct result res;
+		const struct proc *pr;
+		char *line, *eol;
+		size_t row = 0;
+		int32_t k;
+
+		if (!starts_with(names[i], "py3.") || strstr(names[i], "3.14") ||
+		    strstr(names[i], "3.6")) {
+			free(names[i]);
+			continue;
+		}
+		read_fixture(&log, names[i]);
+		parse_text(&res, log.buf, log.len, 0, 0);
+		assert_int_equal(res.nr_warnings, 0);
+		assert_int_equal(res.pass.len, 0);
+		assert_int_equal(res.run.nr_procs, 1);
+		pr = &res.run.procs[0];
+		for (line = log.buf; (eol = strchr(line, '\n')); line = eol + 1) {
+			char *bar1, *bar2, *name;
+			long long self, cum;
+
+			*eol = '\0';
+			if (strstr(line, "self [us]"))
+				continue;
+			bar1 = strchr(line, '|');
+			bar2 = bar1 ? strchr(bar1 + 1, '|') : NULL;
+			assert_non_null(bar2);
+			self = strtoll(line + strlen("import time:"), NULL, 10);
+			cum = strtoll(bar1 + 1, NULL, 10);
+			name = bar2 + 2;
+			assert_true((size_t)row < pr->nr_nodes);
+			assert_int_equal(pr->nodes[row].self_us, self);
+			assert_int_equal(pr->nodes[row].cum_us, cum);
+			assert_int_equal(pr->nodes[row].depth, (strspn(name, " ")) / 2);
+			assert_string_equal(node_name(pr, (int32_t)row), name + strspn(name, " "));
+			row++;
+		}
+		assert_int_equal(row, pr->nr_nodes);
+		assert_int_equal(res.rows, row);
+		assert_int_equal(res.headers, 1);
+		for (k = 0; k < (int32_t)pr->nr_nodes; k++) {
+			const struct imp_node *n = &pr->nodes[k];
+			int64_t sum = 0, kids = 0, diff;
+			int32_t c;
+
+			for (c = n->first_child; c >= 0; c = pr->nodes[c].next_sibling) {
+				sum += pr->nodes[c].cum_us;
+				kids++;
+				assert_int_equal(pr->nodes[c].depth, n->depth + 1);
+			}
+			diff = n->cum_us - n->self_us - sum;
+			if (diff < -kids - 1 || diff > 1)
+				fail_msg("%s: '%s' cum %lld self %lld children %lld", names[i],
+					 node_name(pr, k), (long long)n->cum_us, (long long)n->self_us,
+					 (long long)sum);
+		}
+		/* 3.7 starts at the top level; 3.8+ with children of _frozen_importlib_external. */
+		if (!strcmp(names[i], "py3.7.log")) {
+			assert_string_equal(node_name(pr, pr->first_root), "zipimport");
+			assert_int_equal(pr->nodes[0].parent, -1);
+		} else {
+			assert_string_equal(node_name(pr, 0), "_io");
+			assert_int_equal(pr->nodes[0].depth, 1);
+			assert_string_equal(node_name(pr, pr->nodes[0].parent),
+					    "_frozen_importlib_external");
+			assert_int_equal(pr->first_root, pr->nodes[0].parent);
+		}
+		assert_true(proc_find(pr, "json") >= 0);
+		assert_true(proc_find(pr, "xml.dom.minidom") >= 0);
+		checked++;
+		result_release(&res);
+		buf_release(&log);
+		free(names[i]);
+	}
+	free(names);
+	/* 3.7 to 3.13 from pyenv plus Debian's 3.11, as far as they were captured. */
+	assert_true(checked >= 8);
+}
+
+static struct proc *only_proc(struct result *res)
+{
+	assert_int_equal(res->run.nr_procs, 1);
+	return &res->run.procs[0];
+}
+
+static void parse_fixture(struct result *res, const char *name)
+{
+	struct buf log = BUF_INIT;
+
+	read_fixture(&log, name);
+	parse_text(res, log.buf, log.len, 0, 0);
+	buf_release(&log);
+}
+
+/* CRLF endings give exactly the tree of the same rows with LF. */
+static void test_crlf(void **state)
+{
+	struct buf log = BUF_INIT, lf = BUF_INIT;
+	struct result a, b;
+	size_t i;
+
+	(void)state;
+	read_fixture(&log, "crlf.log");
+	for (i = 0; i < log.len; i++)
+		if (log.buf[i] != '\r')
+			buf_addch(&lf, log.buf[i]);
+	assert_true(lf.len < log.len);
+	parse_text(&a, log.buf, log.len, 0, 0);
+	parse_text(&b, lf.buf, lf.len, 0, 0);
+	assert_int_equal(a.rows, 20);
+	/* The excerpt ends inside os: the same one warning both ways. */
+	assert_int_equal(a.nr_warnings, 1);
+	assert_true(has_warning(&a, "warning 22: process ended inside an import"));
+	assert_string_equal(a.pass.buf, "app line\r\n");
+	assert_string_equal(b.pass.buf, "app line\n");
+	/* Same trees; only the passthrough line differs. */
+	*strstr(a.dump.buf, "passthrough") = '\0';
+	*strstr(b.dump.buf, "passthrough") = '\0';
+	assert_string_equal(a.dump.buf, b.dump.buf);
+	result_release(&a);
+	result_release(&b);
+	buf_release(&log);
+	buf_release(&lf);
+}
+
+/* App text glued before a row goes to passthrough byte for byte. */
+static void test_glued(void **state)
+{
+	struct result res;
+	struct proc *pr;
+	int32_t b;
+
+	(void)state;
+	parse_fixture(&res, "glued.log");
+	assert_string_equal(res.pass.buf, "starting up\nWARN: partialWARN: partial"
+					  "WARN: rest of the message\n"
+					  "debug: the import time: is long\n\nWARN: another"
+					  "tail without newline");
+	pr = only_proc(&res);
+	assert_int_equal(res.headers, 1);
+	assert_int_equal(res.rows, 3);
+	b = proc_find(pr, "b");
+	assert_int_equal(pr->first_root, b);
+	assert_string_equal(node_name(pr, pr->nodes[b].first_child), "a");
+	assert_string_equal(node_name(pr, pr->nodes[b].last_child), "foo");
+	assert_int_equal(pr->nodes[proc_find(pr, "foo")].self_us, 123);
+	assert_int_equal(pr->nodes[proc_find(pr, "foo")].cum_us, 456);
+	/* "import time: is long" is not a row: passed through with a warning. */
+	assert_true(has_warning(&res, "warning 6: malformed importtime row"));
+	result_release(&res);
+}
+
+/*
+ * Cached rows: padding fixes the depth; without padding the row is adopted
+ * by the first later row that can be its parent (see attach_cached).
+ */
+static void test_cached_rule(void **state)
+{
+	struct result res;
+	struct proc *pr;
+	int32_t n;
+
+	(void)state;
+	parse_fixture(&res, "py3.14-cached.log");
+	pr = only_proc(&res);
+
+	/* "| sys" at level 0 is ambiguous: encodings is the first row that can adopt it. */
+	n = proc_find(pr, "sys");
+	assert_true(pr->nodes[n].flags & NODE_CACHED);
+	assert_int_equal(pr->nodes[n].self_us, 0);
+	assert_int_equal(pr->nodes[n].cum_us, 0);
+	assert_int_equal(pr->nodes[n].depth, 1);
+	assert_string_equal(node_name(pr, pr->nodes[n].parent), "encodings");
+	assert_string_equal(node_name(pr, pr->nodes[proc_find(pr, "encodings")].first_child), "sys");
+
+	/* "|   os" (pad 2, width 4) is exactly depth 2: a child of codecs after _codecs. */
+	n = proc_find(pr, "os");
+	assert_int_equal(pr->nodes[n].depth, 2);
+	assert_string_equal(node_name(pr, pr->nodes[n].parent), "codecs");
+	assert_string_equal(node_name(pr, pr->nodes[pr->nodes[n].parent].first_child), "_codecs");
+
+	n = proc_find(pr, "collections.abc");
+	assert_int_equal(pr->nodes[n].depth, 1);
+	assert_string_equal(node_name(pr, pr->nodes[n].parent), "json");
+	n = proc_find(pr, "re");
+	assert_int_equal(pr->nodes[n].depth, 3);
+	assert_string_equal(node_name(pr, pr->nodes[n].parent), "b");
+
+	/* Odd padding: a warning, then the usual rule. */
+	assert_true(has_warning(&res, "warning 20: cached row for 'os' has an odd field width 5"));
+	/* The script's own last import, cached: a root, no "ended inside" warning. */
+	assert_int_equal(pr->nodes[pr->last_root].flags & NODE_CACHED, NODE_CACHED);
+	assert_string_equal(node_name(pr, pr->last_root), "json");
+	assert_int_equal(pr->nodes[pr->last_root].depth, 0);
+	assert_false(has_warning(&res, "ended inside"));
+	assert_int_equal(res.nr_warnings, 1);
+	result_release(&res);
+}
+
+static void test_two_procs(void **state)
+{
+	struct result res;
+	const struct proc *p1, *p2, *p3;
+
+	(void)state;
+	parse_fixture(&res, "two-procs.log");
+	assert_int_equal(res.run.nr_procs, 3);
+	assert_int_equal(res.headers, 3);
+	p1 = &res.run.procs[0];
+	p2 = &res.run.procs[1];
+	p3 = &res.run.procs[2];
+	assert_int_equal(p1->nr_nodes, 2);
+	assert_string_equal(node_name(p1, p1->first_root), "p1root");
+	/* The second process was inside an import when the third began. */
+	assert_true(has_warning(&res, "warning 7: a new process started while the previous one "
+				      "was inside an import: process trees interleave"));
+	assert_true(has_warning(&res, "warning 7: previous process interrupted: 1 import without "
+				      "a parent row linked as root"));
+	assert_int_equal(p2->nr_nodes, 2);
+	assert_string_equal(node_name(p2, p2->first_root), "mid");
+	assert_int_equal(p2->nodes[p2->first_root].depth, 1);
+	assert_int_equal(p3->nr_nodes, 2);
+	assert_int_equal(res.nr_warnings, 2);
+	result_release(&res);
+}
+
+static void test_numbers(void **state)
+{
+	struct result res;
+	struct proc *pr;
+	int32_t n;
+
+	(void)state;
+	parse_fixture(&res, "numbers.log");
+	pr = only_proc(&res);
+	n = proc_find(pr, "wide");
+	assert_int_equal(pr->nodes[n].self_us, 1234567890123LL);
+	assert_int_equal(pr->nodes[n].cum_us, 12345678901234LL);
+	n = proc_find(pr, "huge");
+	assert_int_equal(pr->nodes[n].self_us, INT64_MAX);
+	assert_int_equal(pr->nodes[n].cum_us, INT64_MAX);
+	assert_true(has_warning(&res, "warning 3: number too large for 'huge'"));
+	n = proc_find(pr, "neg");
+	assert_int_equal(pr->nodes[n].self_us, -12);
+	assert_int_equal(pr->nodes[n].cum_us, 30);
+	assert_true(pr->nodes[n].flags & NODE_NEGATIVE);
+	assert_true(has_warning(&res, "warning 4: negative time for 'neg'"));
+	n = proc_find(pr, "max");
+	assert_int_equal(pr->nodes[n].self_us, INT64_MAX);
+	assert_false(pr->nodes[n].flags & NODE_NEGATIVE);
+	assert_int_equal(res.nr_warnings, 2);
+	result_release(&res);
+}
+
+static void test_malformed(void **state)
+{
+	struct result res;
+	struct proc *pr;
+	static const char *const want[] = {
+		"warning 2: malformed importtime row passed through: self column is not a number",
+		"warning 3: malformed importtime row passed through: self column is not a number",
+		"warning 4: malformed importtime row passed through: no module name",
+		"warning 5: malformed importtime row passed through: no module name",
+		"warning 6: malformed importtime row passed through: self column is not a number",
+		"warning 7: malformed importtime row passed through: only one column says 'cached'",
+		"warning 8: malformed importtime row passed through: module name contains '|'",
+		"warning 9: malformed importtime row passed through: self column is not a number",
+		"warning 10: malformed importtime row passed through: self column is not a number",
+		"warning 11: odd indentation (3 spaces) before 'odd'",
+		"warning 12: no space after the last '|' before 'nosep'",
+	};
+	struct buf log = BUF_INIT, expect = BUF_INIT;
+	size_t i;
+
+	(void)state;
+	parse_fixture(&res, "malformed.log");
+	for (i = 0; i < ARRAY_SIZE(want); i++)
+		if (!has_warning(&res, want[i]))
+			fail_msg("missing '%s' in\n%s", want[i], res.dump.buf);
+	assert_int_equal(res.nr_warnings, ARRAY_SIZE(want));
+	/* Lines 2-10 pass through unchanged, in order. */
+	read_fixture(&log, "malformed.log");
+	buf_add(&expect, strchr(log.buf, '\n') + 1,
+		(size_t)(strstr(log.buf, "import time:         1 |") - strchr(log.buf, '\n') - 1));
+	assert_string_equal(res.pass.buf, expect.buf);
+	pr = only_proc(&res);
+	assert_int_equal(pr->nr_nodes, 3);
+	assert_int_equal(pr->nodes[proc_find(pr, "odd")].depth, 1);
+	assert_int_equal(pr->nodes[proc_find(pr, "nosep")].depth, 0);
+	result_release(&res);
+	buf_release(&log);
+	buf_release(&expect);
+}
+
+static void test_nul(void **state)
+{
+	struct result res;
+	struct proc *pr;
+	static const char want_pass[] = "app\0text\npre\0fix"
+					"import time:         2 |          2 | bad\0name\n"
+					"import time: 3 | 3 | fine\0\n";
+
+	(void)state;
+	parse_fixture(&res, "nul.log");
+	assert_int_equal(res.pass.len, sizeof(want_pass) - 1);
+	assert_memory_equal(res.pass.buf, want_pass, sizeof(want_pass) - 1);
+	pr = only_proc(&res);
+	assert_int_equal(pr->nr_nodes, 1);
+	assert_string_equal(node_name(pr, 0), "ok");
+	assert_true(has_warning(&res, "warning 4: malformed importtime row passed through: module "
+				      "name contains a control character"));
+	assert_true(has_warning(&res, "warning 5: malformed"));
+	result_release(&res);
+}
+
+static void test_cut(void **state)
+{
+	struct result res;
+	struct proc *pr;
+	int32_t n;
+
+	(void)state;
+	parse_fixture(&res, "cut.log");
+	pr = only_proc(&res);
+	assert_int_equal(res.headers, 0);
+	assert_true(has_warning(&res, "warning 1: row before any header: the log was cut at the top"));
+	n = proc_find(pr, "orphan");
+	assert_string_equal(node_name(pr, pr->nodes[n].parent), "adopter");
+	assert_true(has_warning(&res, "warning 5: 'orphan' at depth 3 has no parent row at depth 2; "
+				      "attached to 'adopter'"));
+	/* open1 and open2 never saw their parents: roots, with one warning on the last line. */
+	assert_true(has_warning(&res, "warning 8: process ended inside an import: 2 imports "
+				      "without a parent row linked as roots"));
+	n = proc_find(pr, "open2");
+	assert_int_equal(pr->nodes[n].parent, -1);
+	assert_int_equal(pr->last_root, n);
+	assert_int_equal(pr->nodes[n].depth, 2);
+	assert_int_equal(res.nr_warnings, 3);
+	result_release(&res);
+}
+
+static void test_old_pythons(void **state)
+{
+	struct result res;
+	struct buf log = BUF_INIT;
+
+	(void)state;
+	/* 3.6 ignores -X importtime: nothing at all. */
+	parse_fixture(&res, "py3.6.log");
+	assert_int_equal(res.run.nr_procs, 0);
+	assert_int_equal(res.nr_warnings, 0);
+	result_release(&res);
+	/* 2.7 rejects it: its error is the target's own stderr, passed through. */
+	read_fixture(&log, "py2.7.log");
+	parse_text(&res, log.buf, log.len, 3, 0);
+	assert_int_equal(res.run.nr_procs, 0);
+	assert_string_equal(res.pass.buf, log.buf);
+	assert_non_null(strstr(res.pass.buf, "-X is reserved"));
+	result_release(&res);
+	buf_release(&log);
+}
+
+/* A 5 MB line is buffered whole: app text passes through, a glued row parses. */
+static void test_five_mb_line(void **state)
+{
+	struct buf log = BUF_INIT, want = BUF_INIT;
+	struct result res;
+	size_t big = 5u << 20, chunk;
+
+	(void)state;
+	buf_adds(&log, "import time: self [us] | cumulative | imported package\n");
+	buf_grow(&log, 2 * big + 200);
+	memset(log.buf + log.len, 'x', big);
+	buf_setlen(&log, log.len + big);
+	buf_adds(&log, "\n");
+	memset(log.buf + log.len, 'y', big);
+	buf_setlen(&log, log.len + big);
+	buf_adds(&log, "import time:         7 |          9 | glued\n");
+	buf_add(&want, log.buf + 55, big + 1 + big);
+	for (chunk = 0; chunk <= 65536; chunk += 65536) {
+		parse_text(&res, log.buf, log.len, chunk, 0);
+		assert_int_equal(res.pass.len, want.len);
+		assert_memory_equal(res.pass.buf, want.buf, want.len);
+		assert_int_equal(res.rows, 1);
+		assert_int_equal(res.nr_warnings, 0);
+		assert_string_equal(node_name(&res.run.procs[0], 0), "glued");
+		assert_int_equal(res.run.procs[0].nodes[0].cum_us, 9);
+		result_release(&res);
+	}
+	buf_release(&log);
+	buf_release(&want);
+}
+
+/*
+ * A line beyond the 16 MiB limit: passed through in pieces, byte-exact, one
+ * warning, and a row glued at its very end still parses.
+ */
+static void test_overlong_line(void **state)
+{
+	struct buf log = BUF_INIT, want = BUF_INIT;
+	struct result res;
+	size_t big = (16u << 20) + 12345, i;
+	static const size_t chunks[] = { 0, 1 << 20, 777777 };
+
+	(void)state;
+	buf_grow(&log, big + 200);
+	for (i = 0; i < big; i++)
+		log.buf[i] = (char)('a' + i % 26);
+	/* A marker deep inside that is not a row. */
+	memcpy(log.buf + 1000, "import time: nope", 17);
+	buf_setlen(&log, big);
+	buf_add(&want, log.buf, log.len);
+	buf_adds(&log, "import time:         1 |          2 | tail\nafter\n");
+	buf_adds(&want, "after\n");
+	for (i = 0; i < ARRAY_SIZE(chunks); i++) {
+		parse_text(&res, log.buf, log.len, chunks[i], 0);
+		assert_int_equal(res.pass.len, want.len);
+		assert_memory_equal(res.pass.buf, want.buf, want.len);
+		assert_int_equal(res.rows, 1);
+		assert_string_equal(node_name(&res.run.procs[0], 0), "tail");
+		assert_true(has_warning(&res, "warning 1: line longer than 16777216 bytes passed through in pieces"));
+		result_release(&res);
+	}
+	/* Without a newline at all, and without any row. */
+	buf_setlen(&log, big);
+	parse_text(&res, log.buf, log.len, 1 << 20, 0);
+	assert_int_equal(res.pass.len, big);
+	assert_memory_equal(res.pass.buf, log.buf, big);
+	assert_int_equal(res.rows, 0);
+	/* Only the overlong warning: the marker inside went out with its piece. */
+	assert_int_equal(res.nr_warnings, 1);
+	result_release(&res);
+	buf_release(&log);
+	buf_release(&want);
+}
+
+static void add_row(struct buf *sb, int64_t self, int64_t cum, size_t depth, const char *name)
+{
+	buf_addf(sb, "import time: %9lld | %10lld | ", (long long)self, (long long)cum);
+	while (depth--)
+		buf_adds(sb, "  ");
+	buf_adds(sb, name);
+	buf_addch(sb, '\n');
+}
+
+/* 5,000 nesting levels (a 25 MB log): one chain, built without recursion. */
+static void test_deep_nesting(void **state)
+{
+	static const size_t levels[] = { 100, 5000 };
+	size_t l;
+
+	(void)state;
+	for (l = 0; l < ARRAY_SIZE(levels); l++) {
+		struct buf log = BUF_INIT;
+		struct result res;
+		struct proc *pr;
+		size_t d, n = levels[l];
+		int32_t i;
+
+		buf_adds(&log, "import time: self [us] | cumulative | imported package\n");
+		for (d = n; d-- > 0;)
+			add_row(&log, 1, (int64_t)(n - d), d, "m");
+		parse_text(&res, log.buf, log.len, n > 1000 ? 0 : 7, 0);
+		pr = only_proc(&res);
+		assert_int_equal(pr->nr_nodes, n);
+		assert_int_equal(res.nr_warnings, 0);
+		assert_int_equal(pr->first_root, (int32_t)n - 1);
+		assert_int_equal(pr->first_root, pr->last_root);
+		for (i = pr->first_root, d = 0; pr->nodes[i].first_child >= 0; d++) {
+			assert_int_equal(pr->nodes[i].first_child, pr->nodes[i].last_child);
+			i = pr->nodes[i].first_child;
+			assert_int_equal(pr->nodes[i].depth, d + 1);
+		}
+		assert_int_equal(d, n - 1);
+		assert_int_equal(i, 0);
+		result_release(&res);
+		buf_release(&log);
+	}
+}
+
+/* Siblings keep import order; a wide fan-out at one level. */
+static void test_sibling_order(void **state)
+{
+	struct buf log = BUF_INIT, name = BUF_INIT;
+	struct result res;
+	struct proc *pr;
+	int32_t c;
+	int k;
+
+	(void)state;
+	buf_adds(&log, "import time: self [us] | cumulative | imported package\n");
+	for (k = 0; k < 1000; k++) {
+		buf_reset(&name);
+		buf_addf(&name, "child%d", k);
+		add_row(&log, k, k, 1, name.buf);
+		if (k % 3 == 0 && k < 999)
+			add_row(&log, 0, 0, 2, "grandchild"); /* an orphan of the next child */
+	}
+	add_row(&log, 1, 1, 0, "parent");
+	parse_text(&res, log.buf, log.len, 0, 0);
+	pr = only_proc(&res);
+	k = 0;
+	for (c = pr->nodes[pr->first_root].first_child; c >= 0; c = pr->nodes[c].next_sibling) {
+		if (!strcmp(node_name(pr, c), "grandchild"))
+			continue;
+		buf_reset(&name);
+		buf_addf(&name, "child%d", k);
+		assert_string_equal(node_name(pr, c), name.buf);
+		assert_int_equal(pr->nodes[c].self_us, k);
+		k++;
+	}
+	assert_int_equal(k, 1000);
+	/* A grandchild printed before a sibling is adopted by that sibling: no warning. */
+	assert_int_equal(res.nr_warnings, 0);
+	assert_string_equal(node_name(pr, pr->nodes[proc_find(pr, "grandchild")].parent), "child1");
+	result_release(&res);
+	buf_release(&log);
+	buf_release(&name);
+}
+
+/* Junk cannot grow the warning list without bound. */
+static void test_warning_cap(void **state)
+{
+	struct buf log = BUF_INIT;
+	struct result res;
+	int k;
+
+	(void)state;
+	for (k = 0; k < 5000; k++)
+		buf_adds(&log, "import time: junk\n");
+	parse_text(&res, log.buf, log.len, 0, 0);
+	assert_int_equal(res.nr_warnings, 1001);
+	assert_true(has_warning(&res, "warning 1000: malformed"));
+	assert_true(has_warning(&res, "warning 0: 4000 more warnings not recorded"));
+	assert_int_equal(res.pass.len, log.len);
+	result_release(&res);
+	buf_release(&log);
+}
+
+static void test_parse_buffer(void **state)
+{
+	struct profile p;
+	struct run *run;
+	struct buf log = BUF_INIT;
+
+	(void)state;
+	profile_init(&p);
+	run = profile_add_run(&p);
+	read_fixture(&log, "cut.log");
+	it_parse_buffer(&p, run, log.buf, log.len);
+	assert_int_equal(run->nr_procs, 1);
+	assert_int_equal(run->procs[0].nr_nodes, 8);
+	assert_int_equal(p.nr_warnings, 3);
+	assert_int_equal(p.warnings[0].line, 1);
+	assert_string_equal(p.warnings[0].msg, "row before any header: the log was cut at the top");
+	profile_release(&p);
+	buf_release(&log);
+}
+
+static void test_empty(void **state)
+{
+	struct run run;
+	struct it_parser *ps;
+	size_t nr;
+
+	(void)state;
+	memset(&run, 0, sizeof(run));
+	ps = it_parser_new(&run);
+	it_feed(ps, "", 0, NULL);
+	it_finish(ps, NULL);
+	it_finish(ps, NULL);
+	assert_int_equal(run.nr_procs, 0);
+	assert_int_equal(it_rows(ps), 0);
+	it_warnings(ps, &nr);
+	assert_int_equal(nr, 0);
+	it_parser_free(ps);
+	it_parser_free(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_golden),
+		cmocka_unit_test(test_captured_numbers),
+		cmocka_unit_test(test_crlf),
+		cmocka_unit_test(test_glued),
+		cmocka_unit_test(test_cached_rule),
+		cmocka_unit_test(test_two_procs),
+		cmocka_unit_test(test_numbers),
+		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_nul),
+		cmocka_unit_test(test_cut),
+		cmocka_unit_test(test_old_pythons),
+		cmocka_unit_test(test_five_mb_line),
+		cmocka_unit_test(test_overlong_line),
+		cmocka_unit_test(test_deep_nesting),
+		cmocka_unit_test(test_sibling_order),
+		cmocka_unit_test(test_warning_cap),
+		cmocka_unit_test(test_parse_buffer),
+		cmocka_unit_test(test_empty),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
