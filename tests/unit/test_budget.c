@@ -1,0 +1,158 @@
+/*
+ * Unit tests of the budget rules (src/budget.h) behind `coldstart check` and
+ * `profile --budget/--forbid`: parsing, medians over runs, verdicts and the
+ * explanation lines CI logs show.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "budget.h"
+#include "profile.h"
+
+static int32_t add(struct proc *pr, int32_t parent, const char *name, int64_t self, int64_t cum)
+{
+	int32_t i = proc_add_node(pr, name, strlen(name), parent < 0 ? 0 : pr->nodes[parent].depth + 1,
+				  self, cum);
+
+	if (parent < 0)
+		proc_link_root(pr, i);
+	else
+		proc_link_child(pr, parent, i);
+	return i;
+}
+
+/* Three runs of app -> web -> asyncio; app's self varies by run. */
+static void make_profile(struct profile *p, bool warm_outlier)
+{
+	int64_t extra[] = { 0, 400, 900, 500000 };
+	size_t i, n = warm_outlier ? 4 : 3;
+
+	profile_init(p);
+	for (i = 0; i < n; i++) {
+		struct run *r = profile_add_run(p);
+		struct proc *pr = run_add_proc(r);
+		int32_t app, web;
+
+		r->warmup = i == 3; /* a slow warm-up run must not count */
+		add(pr, -1, "encodings", 2000, 2000);
+		app = add(pr, -1, "app", 1000 + extra[i], 11000 + extra[i]);
+		web = add(pr, app, "web", 5000, 10000);
+		add(pr, add(pr, web, "asyncio", 3000, 5000), "asyncio.events", 2000, 2000);
+	}
+}
+
+static void test_parse_errors(void **state)
+{
+	struct budget b;
+	struct buf err = BUF_INIT;
+
+	(void)state;
+	budget_init(&b);
+	assert_int_equal(budget_add(&b, "total=300ms", &err), 0);
+	assert_int_equal(budget_add(&b, "numpy=1.5s", &err), 0);
+	assert_int_equal(b.nr, 2);
+	assert_int_equal(b.items[1].limit_us, 1500000);
+	assert_int_equal(budget_add(&b, "total", &err), -1);
+	assert_non_null(strstr(err.buf, "'total'"));
+	buf_reset(&err);
+	assert_int_equal(budget_add(&b, "total=fast", &err), -1);
+	assert_non_null(strstr(err.buf, "'fast' is not a duration"));
+	buf_reset(&err);
+	assert_int_equal(budget_add(&b, "=3ms", &err), -1);
+	assert_int_equal(budget_add(&b, "x=", &err), -1);
+	assert_int_equal(budget_add(&b, "x=-3ms", &err), -1);
+	assert_int_equal(b.nr, 2);
+	budget_release(&b);
+	buf_release(&err);
+}
+
+static void test_verdicts_use_the_median_run(void **state)
+{
+	struct profile p;
+	struct budget b;
+	struct buf err = BUF_INIT, explain = BUF_INIT;
+
+	(void)state;
+	make_profile(&p, true);
+	budget_init(&b);
+	/* Median total: 2000 + 11400 = 13.4 ms; the 500 ms warm-up is ignored. */
+	assert_int_equal(budget_add(&b, "total=13.4ms", &err), 0);
+	assert_int_equal(budget_check(&p, &b, &explain), 0);
+	assert_non_null(strstr(explain.buf, "ok"));
+	budget_release(&b);
+
+	budget_init(&b);
+	buf_reset(&explain);
+	assert_int_equal(budget_add(&b, "total=13.3ms", &err), 0);
+	assert_int_equal(budget_add(&b, "web=10ms", &err), 0);
+	assert_int_equal(budget_check(&p, &b, &explain), 1);
+	assert_non_null(strstr(explain.buf, "FAIL total: 13.4 ms > 13.3 ms"));
+	assert_non_null(strstr(explain.buf, "ok   web: 10.0 ms <= 10.0 ms"));
+	budget_release(&b);
+
+	budget_init(&b);
+	buf_reset(&explain);
+	assert_int_equal(budget_add(&b, "numpy=1us", &err), 0);
+	assert_int_equal(budget_check(&p, &b, &explain), 0);
+	assert_non_null(strstr(explain.buf, "not imported"));
+	budget_release(&b);
+	profile_release(&p);
+	buf_release(&err);
+	buf_release(&explain);
+}
+
+static void test_forbid_names_the_chain(void **state)
+{
+	struct profile p;
+	struct budget b;
+	struct buf explain = BUF_INIT;
+
+	(void)state;
+	make_profile(&p, false);
+	budget_init(&b);
+	budget_forbid(&b, "xml");
+	assert_int_equal(budget_check(&p, &b, &explain), 0);
+	assert_non_null(strstr(explain.buf, "forbid ok   xml: not imported"));
+	budget_forbid(&b, "asyncio");
+	buf_reset(&explain);
+	assert_int_equal(budget_check(&p, &b, &explain), 1);
+	assert_non_null(strstr(explain.buf, "FAIL asyncio: imported via app > web > asyncio"));
+	budget_release(&b);
+	profile_release(&p);
+	buf_release(&explain);
+}
+
+static void test_empty_profile_is_an_error(void **state)
+{
+	struct profile p;
+	struct budget b;
+	struct buf err = BUF_INIT, explain = BUF_INIT;
+
+	(void)state;
+	profile_init(&p);
+	budget_init(&b);
+	assert_int_equal(budget_add(&b, "total=1s", &err), 0);
+	assert_int_equal(budget_check(&p, &b, &explain), -1);
+	assert_non_null(strstr(explain.buf, "no measured run"));
+	budget_release(&b);
+	profile_release(&p);
+	buf_release(&err);
+	buf_release(&explain);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_errors),
+		cmocka_unit_test(test_verdicts_use_the_median_run),
+		cmocka_unit_test(test_forbid_names_the_chain),
+		cmocka_unit_test(test_empty_profile_is_an_error),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
