@@ -336,7 +336,9 @@ class Server(object):
         try:
             try:
                 if deadline is not None:
-                    _sig.setitimer(_sig.ITIMER_REAL, deadline - time.time())
+                    # A zero interval would disarm the timer instead.
+                    _sig.setitimer(_sig.ITIMER_REAL,
+                                   max(deadline - time.time(), 0.001))
                 try:
                     fn = self.resolve()
                 except Exception as e:
