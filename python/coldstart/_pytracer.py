@@ -115,8 +115,8 @@ def _after_fork():
         _st["busy"] = False
 
 
-def _imp(kind, name, extra=None):
-    f = [kind, str(_clock()), str(_tno())]
+def _imp(kind, name, extra=None, t=None):
+    f = [kind, str(_clock() if t is None else t), str(_tno())]
     if kind != "f":
         f.append(str(_rss()))
     f.append(_esc(name))
@@ -141,6 +141,9 @@ def _show(o):
 
 
 def _audit(event, args):
+    if _st.get("sleep_probe") and event == "time.sleep":
+        _st["sleep_audited"] = True
+        return
     if event not in _EVENTS or not _st["enabled"] or _st["busy"]:
         return
     _st["busy"] = True
@@ -202,13 +205,15 @@ def start(trace_dir):
         _st["enabled"] = False
         return False
 
-    def _find_and_load(*args, **kw):
-        if not _st["enabled"] or not args or not isinstance(args[0], str):
-            return find_and_load(*args, **kw)
-        name = args[0]
-        _imp("S", name)
+    def _find_and_load(name, import_):
+        # The clock first: anything allocated before it (a GC pass) would
+        # fall outside the import as the trace sees it.
+        t = _clock()
+        if not _st["enabled"] or not isinstance(name, str):
+            return find_and_load(name, import_)
+        _imp("S", name, t=t)
         try:
-            mod = find_and_load(*args, **kw)
+            mod = find_and_load(name, import_)
         except BaseException as exc:
             _imp("F", name, type(exc).__name__)
             raise
@@ -241,12 +246,20 @@ def start(trace_dir):
 
 
 def _wrap_sleep():
-    # Before 3.12 time.sleep raises no audit event: record the same event.
-    if sys.version_info >= (3, 12) or _st.get("sleep") or "time" not in sys.modules:
+    # Before 3.13 time.sleep raises no audit event: record the same event.
+    if _st.get("sleep") or "time" not in sys.modules:
         return
     _st["sleep"] = True
     mod = sys.modules["time"]
     orig = mod.sleep
+    if hasattr(sys, "addaudithook"):
+        _st["sleep_probe"] = True
+        try:
+            orig(0)
+        finally:
+            _st["sleep_probe"] = False
+        if _st.get("sleep_audited"):
+            return
 
     def sleep(secs):
         if _st["enabled"]:

@@ -39,10 +39,12 @@ struct tracer {
 	int audit;
 	int installed;
 	int sleep_wrapped;
+	int sleep_probe; /* calling time.sleep(0) to see if it raises an audit event */
+	int sleep_audited;
 	char dir[PATH_MAX];
 };
 
-static struct tracer T = { 0, 0, -1, NULL, 0, 0, 0, -1, 4, 0, 0, 0, "" };
+static struct tracer T = { 0, 0, -1, NULL, 0, 0, 0, -1, 4, 0, 0, 0, 0, 0, "" };
 static _Thread_local int tls_tno;
 static int next_tno; /* only touched with the GIL held */
 
@@ -403,7 +405,7 @@ static void emit_import(char type, PyObject *name, const char *extra, size_t ext
 static int install_wrapper(PyObject *mod, PyMethodDef *def);
 
 /*
- * Before 3.12 time.sleep raises no audit event: wrap it so a sleep at import
+ * Before 3.13 time.sleep raises no audit event: wrap it so a sleep at import
  * is recorded as the same "time.sleep" event.
  */
 static PyObject *wrap_sleep(PyObject *orig, PyObject *args, PyObject *kw)
@@ -435,12 +437,25 @@ static void maybe_wrap_sleep(void)
 {
 	PyObject *mod;
 
-	if (PY_VERSION_HEX >= 0x030C0000 || T.sleep_wrapped)
+	if (T.sleep_wrapped)
 		return;
 	mod = PyDict_GetItemString(PyImport_GetModuleDict(), "time");
 	if (!mod)
 		return;
 	T.sleep_wrapped = 1;
+	if (T.audit) {
+		/* Interpreters that raise the event need no wrapper (3.13 does). */
+		PyObject *r;
+
+		T.sleep_probe = 1;
+		r = PyObject_CallMethod(mod, "sleep", "i", 0);
+		T.sleep_probe = 0;
+		Py_XDECREF(r);
+		if (!r)
+			PyErr_Clear();
+		if (T.sleep_audited)
+			return;
+	}
 	if (install_wrapper(mod, &sleep_def) < 0)
 		PyErr_Clear();
 }
@@ -668,6 +683,10 @@ static int audit_hook(const char *event, PyObject *args, void *data)
 	const struct ev *e;
 	PyObject *et, *ev, *etb;
 
+	if (T.sleep_probe && !strcmp(event, "time.sleep")) {
+		T.sleep_audited = 1;
+		return 0;
+	}
 	if (!T.enabled || tls_busy)
 		return 0;
 	e = ev_lookup(event);
