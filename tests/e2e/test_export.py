@@ -459,3 +459,48 @@ def test_html_report_in_chromium(coldstart, tmp_path):
     assert res["table_rows"] == len(list(ep.walk(roots)))
     top = max(n.cum_us for n in ep.walk(roots))
     assert res["top_rows"][0] == top and res["top_rows"] == sorted(res["top_rows"], reverse=True)
+
+
+# --- real traced profiles (coldstart profile, tracer timestamps, subprocesses) ----
+
+def test_real_traced_profile_every_format(coldstart, python, tmp_path):
+    app = tmp_path / "app.py"
+    app.write_text("import json, subprocess, sys\n"
+                   "subprocess.run([sys.executable, '-c', 'import email.parser'], check=True)\n")
+    prof = tmp_path / "p.json.gz"
+    r = coldstart("profile", "--python", python, "--no-report", "-q", "-o", prof,
+                  "--flamegraph", tmp_path / "p.svg", "--html", tmp_path / "p.html", app, timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(ep.read_output(prof))
+    procs = doc["runs"][0]["processes"]
+    assert len(procs) == 2, [p["argv"] for p in procs]
+    # The profile command's own --flamegraph/--html go through the same table.
+    assert len(frames_of(ep.read_output(tmp_path / "p.svg"))) > 20
+    assert "<svg" in ep.read_output(tmp_path / "p.html")
+
+    out = tmp_path / "p.trace.json"
+    export(coldstart, prof, "chrome", out)
+    errors, stats = check_chrome_trace.validate(check_chrome_trace.load(str(out)))
+    assert errors == [] and stats["tracks"] == 2
+    assert stats["slices"] == sum(len(p["nodes"]) for p in procs)
+
+    ss = json.loads(export(coldstart, prof, "speedscope", tmp_path / "p.speedscope.json"))
+    frames = check_evented(ss)
+    assert len(ss["profiles"]) == 2
+    timing = procs[0].get("timing")
+    if not timing or all(t[0] < 0 for t in timing):
+        print("%s: no tracer timestamps in this profile; speedscope laid out from the tree" % python)
+        return
+    # Real timestamps: imports the tracer timed (and whose parents it timed:
+    # start-up imports before it loaded are laid out from importtime) open
+    # exactly at the tracer's start, unless clamped into their parent.
+    nodes = procs[0]["nodes"]
+    timed = {}
+    for i, (node, t) in enumerate(zip(nodes, timing)):
+        parent = node[2]
+        if t[0] >= 0 and (parent < 0 or timing[parent][0] >= 0):
+            timed.setdefault(node[0], set()).add(t[0] / 1000.0)
+    assert timed, "the tracer timed nothing"
+    opens = [e for e in ss["profiles"][0]["events"] if e["type"] == "O" and frames[e["frame"]]["name"] in timed]
+    exact = sum(1 for e in opens if any(abs(e["at"] - s) < 0.002 for s in timed[frames[e["frame"]]["name"]]))
+    assert exact >= 0.9 * len(opens), (exact, len(opens))
