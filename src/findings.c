@@ -327,7 +327,8 @@ static void rule_heavy(struct profile *p)
 		if (i >= 0)
 			i = pr->nodes[i].next_sibling;
 	}
-	qsort(h, nr, sizeof(*h), cmp_heavy);
+	if (nr)
+		qsort(h, nr, sizeof(*h), cmp_heavy);
 	for (k = 0; k < nr && k < LIST_MAX; k++)
 		heavy_finding(p, pr, &h[k], total);
 	free(h);
