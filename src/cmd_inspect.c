@@ -48,7 +48,8 @@ struct target {
 	char *arg; /* as given */
 	char *module; /* when given as a module name */
 	char *file; /* the file to read; NULL when the module has none */
-	char *error; /* resolution error */
+	char *error; /* why it could not be resolved or read */
+	struct elf_tree tree; /* empty on error */
 };
 
 struct inspect_opts {
@@ -297,6 +298,112 @@ static void text_python(const struct elf_python *py, struct buf *out)
 	}
 }
 
+static void json_out(const struct elf_python *py, const struct target *t, size_t nr,
+		     struct buf *out)
+{
+	size_t i, k;
+
+	buf_adds(out, "{\"interpreter\":");
+	if (py)
+		elf_python_to_json(py, out);
+	else
+		buf_adds(out, "null");
+	buf_adds(out, ",\"objects\":[");
+	for (i = 0; i < nr; i++) {
+		const struct elf_tree *tree = &t[i].tree;
+		struct elf_totals tot;
+
+		if (i)
+			buf_addch(out, ',');
+		buf_adds(out, "{\"target\":");
+		buf_add_json_str(out, t[i].arg, strlen(t[i].arg));
+		buf_adds(out, ",\"module\":");
+		if (t[i].module)
+			buf_add_json_str(out, t[i].module, strlen(t[i].module));
+		else
+			buf_adds(out, "null");
+		buf_adds(out, ",\"error\":");
+		if (t[i].error)
+			buf_add_json_str(out, t[i].error, strlen(t[i].error));
+		else
+			buf_adds(out, "null");
+		if (tree->nr) {
+			elf_tree_totals(tree, false, &tot);
+			buf_adds(out, ",\"facts\":");
+			elf_facts_to_json(tree->libs[0].facts, out);
+			buf_adds(out, ",\"needs\":");
+			elf_tree_to_json(tree, out);
+			buf_addf(out, ",\"needs_totals\":{\"objects\":%zu,\"missing\":%zu,"
+				      "\"file_bytes\":%lld,\"mapped_bytes\":%llu,\"relocs\":%zu,"
+				      "\"dynsyms\":%zu}",
+				 tot.objects, tot.missing, (long long)tot.file_bytes,
+				 (unsigned long long)tot.mapped_bytes, tot.relocs, tot.dynsyms);
+			buf_adds(out, ",\"warnings\":[");
+			for (k = 0; k < tree->warnings.nr; k++) {
+				if (k)
+					buf_addch(out, ',');
+				buf_add_json_str(out, tree->warnings.v[k], strlen(tree->warnings.v[k]));
+			}
+			buf_addch(out, ']');
+		}
+		buf_addch(out, '}');
+	}
+	buf_adds(out, "]}\n");
+}
+
+static void add_cell(struct buf *out, struct buf *cell, int width)
+{
+	buf_addf(out, "  %*s", width, cell->buf);
+	buf_reset(cell);
+}
+
+/* One line per object read: the summary before the details. */
+static void text_table(const struct target *t, size_t nr, struct buf *out)
+{
+	struct buf cell = BUF_INIT;
+	size_t i, rows = 0;
+	int w = 6;
+
+	for (i = 0; i < nr; i++) {
+		const char *name = t[i].module ? t[i].module : t[i].arg;
+
+		if (t[i].tree.nr && (int)strlen(name) > w)
+			w = strlen(name) > 48 ? 48 : (int)strlen(name);
+		rows += t[i].tree.nr > 0;
+	}
+	if (!rows)
+		return;
+	if (out->len)
+		buf_addch(out, '\n');
+	buf_addf(out, "%-*s  %10s  %10s  %8s  %s\n", w, "object", "file", "mapped", "relocs",
+		 "libraries it newly loads (count: file bytes, relocs)");
+	for (i = 0; i < nr; i++) {
+		const struct elf_facts *f;
+		struct elf_totals tot;
+
+		if (!t[i].tree.nr)
+			continue;
+		f = t[i].tree.libs[0].facts;
+		buf_addf(out, "%-*s", w, t[i].module ? t[i].module : t[i].arg);
+		buf_add_bytes(&cell, f->file_size);
+		add_cell(out, &cell, 10);
+		buf_add_bytes(&cell, (int64_t)(f->load_memsz > INT64_MAX ? INT64_MAX : f->load_memsz));
+		add_cell(out, &cell, 10);
+		buf_addf(out, "  %8zu  ", f->nr_relocs);
+		elf_tree_totals(&t[i].tree, false, &tot);
+		buf_addf(out, "%zu", tot.objects);
+		if (tot.objects) {
+			buf_adds(out, ": ");
+			buf_add_bytes(out, tot.file_bytes);
+			buf_addf(out, ", %zu relocs", tot.relocs);
+		}
+		if (tot.missing)
+			buf_addf(out, "; %zu NOT FOUND", tot.missing);
+		buf_addch(out, '\n');
+	}
+	buf_release(&cell);
+}
+
 static int parse_args(int argc, char **argv, struct inspect_opts *o, struct strvec *args)
 {
 	int i;
@@ -446,7 +553,7 @@ int cmd_inspect(int argc, char **argv)
 	struct buf out = BUF_INIT, err = BUF_INIT;
 	char *exe = NULL;
 	bool have_py = false, any_module = false;
-	size_t i, nr = 0, shown = 0;
+	size_t i, nr = 0;
 	int ret = EXIT_OK, pr;
 
 	elf_resolver_init(&r);
@@ -465,6 +572,7 @@ int cmd_inspect(int argc, char **argv)
 	nr = args.nr;
 	t = xcalloc(nr ? nr : 1, sizeof(*t));
 	for (i = 0; i < nr; i++) {
+		elf_tree_init(&t[i].tree);
 		t[i].arg = xstrdup(args.v[i]);
 		if (is_file_arg(args.v[i]) || !access(args.v[i], F_OK)) {
 			t[i].file = xstrdup(args.v[i]);
@@ -501,79 +609,32 @@ int cmd_inspect(int argc, char **argv)
 	for (i = 0; i < nr; i++)
 		check_origin(&t[i]);
 
-	if (o.json) {
-		buf_adds(&out, "{\"interpreter\":");
-		if (have_py)
-			elf_python_to_json(&py, &out);
-		else
-			buf_adds(&out, "null");
-		buf_adds(&out, ",\"objects\":[");
-	} else if (have_py && (!nr || o.python_given)) {
-		text_python(&py, &out);
-		shown++;
-	}
+	/* In argument order, into one modelled process, as imports would. */
 	for (i = 0; i < nr; i++) {
-		struct elf_tree tree;
-		struct elf_totals tot;
-
-		elf_tree_init(&tree);
 		buf_reset(&err);
 		if (t[i].error) {
 			error("%s", t[i].error);
 			ret = EXIT_FAIL;
-		} else if (elf_resolve(&r, t[i].file, &tree, &err)) {
+		} else if (elf_resolve(&r, t[i].file, &t[i].tree, &err)) {
 			error("%s", err.buf);
+			t[i].error = buf_detach(&err, NULL);
 			ret = EXIT_FAIL;
 		}
-		if (o.json) {
-			if (i)
-				buf_addch(&out, ',');
-			buf_adds(&out, "{\"target\":");
-			buf_add_json_str(&out, t[i].arg, strlen(t[i].arg));
-			buf_adds(&out, ",\"module\":");
-			if (t[i].module)
-				buf_add_json_str(&out, t[i].module, strlen(t[i].module));
-			else
-				buf_adds(&out, "null");
-			buf_adds(&out, ",\"error\":");
-			if (t[i].error || err.len)
-				buf_add_json_str(&out, t[i].error ? t[i].error : err.buf,
-						 strlen(t[i].error ? t[i].error : err.buf));
-			else
-				buf_adds(&out, "null");
-			if (tree.nr) {
-				elf_tree_totals(&tree, false, &tot);
-				buf_adds(&out, ",\"facts\":");
-				elf_facts_to_json(tree.libs[0].facts, &out);
-				buf_adds(&out, ",\"needs\":");
-				elf_tree_to_json(&tree, &out);
-				buf_addf(&out, ",\"needs_totals\":{\"objects\":%zu,\"missing\":%zu,"
-					       "\"file_bytes\":%lld,\"mapped_bytes\":%llu,\"relocs\":%zu,"
-					       "\"dynsyms\":%zu}",
-					 tot.objects, tot.missing, (long long)tot.file_bytes,
-					 (unsigned long long)tot.mapped_bytes, tot.relocs, tot.dynsyms);
-				buf_adds(&out, ",\"warnings\":");
-				buf_addch(&out, '[');
-				for (size_t k = 0; k < tree.warnings.nr; k++) {
-					if (k)
-						buf_addch(&out, ',');
-					buf_add_json_str(&out, tree.warnings.v[k],
-							 strlen(tree.warnings.v[k]));
-				}
-				buf_addch(&out, ']');
-			}
-			buf_addch(&out, '}');
-		} else if (tree.nr) {
-			if (shown++)
-				buf_addch(&out, '\n');
-			buf_addf(&out, "%s\n", t[i].module ? t[i].module : t[i].arg);
-			text_facts(tree.libs[0].facts, &out);
-			text_tree(&tree, &out);
-		}
-		elf_tree_release(&tree);
 	}
-	if (o.json)
-		buf_adds(&out, "]}\n");
+	if (o.json) {
+		json_out(have_py ? &py : NULL, t, nr, &out);
+	} else {
+		if (have_py && (!nr || o.python_given))
+			text_python(&py, &out);
+		text_table(t, nr, &out);
+		for (i = 0; i < nr; i++) {
+			if (!t[i].tree.nr)
+				continue;
+			buf_addf(&out, "\n%s\n", t[i].module ? t[i].module : t[i].arg);
+			text_facts(t[i].tree.libs[0].facts, &out);
+			text_tree(&t[i].tree, &out);
+		}
+	}
 	fwrite(out.buf, 1, out.len, stdout);
 	if (fflush(stdout))
 		ret = EXIT_FAIL;
@@ -583,6 +644,7 @@ out:
 		free(t[i].module);
 		free(t[i].file);
 		free(t[i].error);
+		elf_tree_release(&t[i].tree);
 	}
 	free(t);
 	free(exe);

@@ -1219,6 +1219,32 @@ out:
 	buf_release(&found);
 }
 
+/* The first executable called name in $PATH, as a real path; NULL with errno set. */
+static char *path_lookup(const char *name)
+{
+	const char *p = getenv("PATH");
+	struct buf cand = BUF_INIT;
+	char *real = NULL;
+
+	if (!p || !*p)
+		p = "/usr/local/bin:/usr/bin:/bin";
+	while (p && !real) {
+		const char *colon = strchr(p, ':');
+		size_t len = colon ? (size_t)(colon - p) : strlen(p);
+
+		buf_reset(&cand);
+		buf_add(&cand, len ? p : ".", len ? len : 1);
+		buf_addf(&cand, "/%s", name);
+		if (!access(cand.buf, X_OK))
+			real = realpath(cand.buf, NULL);
+		p = colon ? colon + 1 : NULL;
+	}
+	buf_release(&cand);
+	if (!real)
+		errno = ENOENT;
+	return real;
+}
+
 static void python_version_from_soname(const char *name, struct elf_python *py)
 {
 	char mm[16];
@@ -1822,7 +1848,7 @@ int elf_python_inspect(struct elf_resolver *r, const char *path, struct elf_pyth
 
 	elf_tree_init(&t);
 	elf_python_release(py);
-	real = realpath(path, NULL);
+	real = strchr(path, '/') ? realpath(path, NULL) : path_lookup(path);
 	if (!real) {
 		buf_addf(err, "cannot read '%s': %s", path, strerror(errno));
 		goto out;
