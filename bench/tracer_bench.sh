@@ -1,60 +1,73 @@
 #!/bin/sh
-# Tracer overhead: median wall time of `python -X importtime -c 'import PKG'`
-# without and with coldstart's bootstrap + tracer (C extension, and the
-# pure-Python fallback for reference), runs interleaved so drift hits every
-# column alike.  Usage: bench/tracer_bench.sh [runs] [python]   (default 15,
-# /usr/bin/python3; run `make tracer` first).  Packages: aiohttp fastapi, or
-# $BENCH_PACKAGES.
+# Tracer overhead: `python -X importtime -c 'import PKG'` without and with
+# coldstart's bootstrap + tracer (the C extension, and the pure-Python
+# fallback for reference), runs interleaved so drift hits every column alike.
+# Prints median wall time and median CPU time (user+sys of the child, from
+# wait4) per column and the ratio to plain importtime.  CPU time is the
+# steadier figure on a busy machine.
+# Usage: bench/tracer_bench.sh [runs] [python]  (default 15, /usr/bin/python3;
+# run `make tracer` first).  Packages: aiohttp fastapi, or $BENCH_PACKAGES.
 set -eu
 runs=${1:-15}
 py=${2:-/usr/bin/python3}
-pkgs=${BENCH_PACKAGES:-"aiohttp fastapi"}
 root=$(cd "$(dirname "$0")/.." && pwd)
-boot=$root/python/coldstart/_boot
-suffix=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-if [ ! -f "$root/python/coldstart/_tracer$suffix" ]; then
-	echo "tracer_bench: no $root/python/coldstart/_tracer$suffix (run make tracer)" >&2
-	exit 1
-fi
-[ "$runs" -ge 10 ] || { echo "tracer_bench: use at least 10 runs" >&2; exit 2; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+exec /usr/bin/python3 - "$runs" "$py" "$root" ${BENCH_PACKAGES:-aiohttp fastapi} <<'PYEOF'
+import os, shutil, statistics, subprocess, sys, sysconfig, tempfile, time
 
-now() { date +%s%N; }
+runs, py, root, pkgs = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4:]
+if runs < 10:
+    sys.exit("tracer_bench: use at least 10 runs")
+boot = os.path.join(root, "python", "coldstart", "_boot")
+suffix = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))"],
+                        capture_output=True, text=True).stdout.strip()
+so = os.path.join(root, "python", "coldstart", "_tracer" + suffix)
+if not os.path.exists(so):
+    sys.exit("tracer_bench: no %s (run make tracer)" % so)
+base = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "COLDSTART"))}
+tmp = tempfile.mkdtemp()
 
-# one MODE PKG: prints the wall time of one run in microseconds.
-one() {
-	rm -rf "$tmp/t" && mkdir "$tmp/t"
-	t0=$(now)
-	case $1 in
-	plain) env -u PYTHONDONTWRITEBYTECODE -u PYTHONPATH "$py" -X importtime -c "import $2" 2>/dev/null ;;
-	c) env -u PYTHONDONTWRITEBYTECODE PYTHONPATH="$boot" COLDSTART_TRACE_DIR="$tmp/t" \
-		"$py" -X importtime -c "import $2" 2>/dev/null ;;
-	py) env -u PYTHONDONTWRITEBYTECODE PYTHONPATH="$boot" COLDSTART_TRACE_DIR="$tmp/t" COLDSTART_TRACER=py \
-		"$py" -X importtime -c "import $2" 2>/dev/null ;;
-	esac
-	t1=$(now)
-	echo $(((t1 - t0) / 1000))
-}
 
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+def one(mode, pkg):
+    env = dict(base)
+    tdir = os.path.join(tmp, "t")
+    shutil.rmtree(tdir, ignore_errors=True)
+    os.mkdir(tdir)
+    if mode != "plain":
+        env.update(PYTHONPATH=boot, COLDSTART_TRACE_DIR=tdir)
+        if mode == "py":
+            env["COLDSTART_TRACER"] = "py"
+    t0 = time.perf_counter()
+    p = subprocess.Popen([py, "-X", "importtime", "-c", "import " + pkg], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    p.returncode = 0
+    if status != 0:
+        sys.exit("tracer_bench: %s run of %s failed (status %d)" % (mode, pkg, status))
+    return wall * 1e3, (ru.ru_utime + ru.ru_stime) * 1e3
 
-echo "tracer overhead, $py ($("$py" -c 'import sys; print(sys.version.split()[0])')), $runs runs each, interleaved, median wall"
-printf '%-10s %12s %12s %9s %12s %9s\n' package "importtime" "+tracer(C)" ratio "+tracer(py)" ratio
-for pkg in $pkgs; do
-	if ! "$py" -c "import $pkg" 2>/dev/null; then
-		printf '%-10s not importable by %s, skipped\n' "$pkg" "$py"
-		continue
-	fi
-	# Warm the page cache and the .pyc files first.
-	for m in plain c py; do one $m "$pkg" >/dev/null; done
-	: >"$tmp/plain" && : >"$tmp/c" && : >"$tmp/py"
-	i=0
-	while [ $i -lt "$runs" ]; do
-		for m in plain c py; do one $m "$pkg" >>"$tmp/$m"; done
-		i=$((i + 1))
-	done
-	p=$(median <"$tmp/plain") c=$(median <"$tmp/c") y=$(median <"$tmp/py")
-	printf '%-10s %9d us %9d us %8s %9d us %8s\n' "$pkg" "$p" "$c" \
-		"$(awk "BEGIN { printf \"%.3f\", $c / $p }")" "$y" "$(awk "BEGIN { printf \"%.3f\", $y / $p }")"
-done
+
+ver = subprocess.run([py, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True,
+                     text=True).stdout.strip()
+print("tracer overhead, %s (%s), %d runs per column, interleaved; medians; load average %.1f"
+      % (py, ver, runs, os.getloadavg()[0]))
+print("%-9s %-5s %11s %11s %7s %11s %7s" % ("package", "", "importtime", "+tracer(C)", "ratio",
+                                          "+tracer(py)", "ratio"))
+modes = ("plain", "c", "py")
+for pkg in pkgs:
+    if subprocess.run([py, "-c", "import " + pkg], capture_output=True).returncode:
+        print("%-9s not importable by %s, skipped" % (pkg, py))
+        continue
+    for m in modes:  # warm the page cache and the .pyc files
+        one(m, pkg)
+    res = {m: [] for m in modes}
+    for _ in range(runs):
+        for m in modes:
+            res[m].append(one(m, pkg))
+    for k, label in ((0, "wall"), (1, "cpu")):
+        med = {m: statistics.median(r[k] for r in res[m]) for m in modes}
+        print("%-9s %-5s %8.1f ms %8.1f ms %7.3f %8.1f ms %7.3f" % (
+            pkg if k == 0 else "", label, med["plain"], med["c"], med["c"] / med["plain"],
+            med["py"], med["py"] / med["plain"]))
+shutil.rmtree(tmp, ignore_errors=True)
+PYEOF
