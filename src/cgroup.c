@@ -677,6 +677,21 @@ out:
 	return ret;
 }
 
+/* Index of the controller whose run directory is path (a co-mount), or -1. */
+static int same_dir(const struct cgroup *cg, const char *path)
+{
+	struct stat a, b;
+	int c;
+
+	if (stat(path, &a))
+		return -1;
+	for (c = 0; c < V1__COUNT; c++)
+		if (cg->v1_dir[c] && !stat(cg->v1_dir[c], &b) && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino)
+			return c;
+	return -1;
+}
+
 /*
  * Makes the run's directory in every v1 hierarchy it needs (the limited
  * ones) or can use for figures (cpu, cpuacct, memory), trying our own
@@ -693,7 +708,9 @@ static int v1_create(struct cgroup *cg, const struct cg_places *pl, const struct
 
 	for (c = 0; c < V1__COUNT; c++) {
 		bool need = wants_v1(lim, (enum v1_ctl)c);
+		bool is_alias = false;
 		struct buf tried = BUF_INIT;
+		int shared;
 
 		if (!need && c != V1_CPU && c != V1_CPUACCT && c != V1_MEMORY)
 			continue;
@@ -704,6 +721,11 @@ static int v1_create(struct cgroup *cg, const struct cg_places *pl, const struct
 				fake_procs(cg->fake, dir.buf);
 				cg->v1_dir[c] = buf_detach(&dir, NULL);
 				base[c] = pl->v1[c].v[i];
+			} else if (errno == EEXIST && (shared = same_dir(cg, dir.buf)) >= 0) {
+				/* Co-mounted with an earlier one (cpu,cpuacct): one directory. */
+				cg->v1_dir[c] = buf_detach(&dir, NULL);
+				base[c] = base[shared];
+				is_alias = true;
 			} else {
 				buf_addf(&tried, "%scannot create '%s': %s", tried.len ? "; " : "",
 					 dir.buf, strerror(errno));
@@ -720,7 +742,7 @@ static int v1_create(struct cgroup *cg, const struct cg_places *pl, const struct
 			goto out;
 		}
 		buf_release(&tried);
-		if (cg->v1_dir[c]) {
+		if (cg->v1_dir[c] && !is_alias) {
 			any = true;
 			buf_reset(&p);
 			buf_addf(&p, "%s/cgroup.procs", cg->v1_dir[c]);
@@ -1283,8 +1305,6 @@ int cgroup_read_figures(struct cgroup *cg, struct cg_figures *out)
 		cpu = cg->v1_dir[V1_CPU];
 		mem = cg->v1_dir[V1_MEMORY];
 		out->cpu_usage_us = div_known(number_in(cg->v1_dir[V1_CPUACCT], "cpuacct.usage"), 1000);
-		if (out->cpu_usage_us == UNKNOWN) /* cpu,cpuacct apart and cpuacct missing */
-			out->cpu_usage_us = div_known(keyed_in(cpu, "cpuacct.stat", "usage"), 1000);
 		out->nr_periods = keyed_in(cpu, "cpu.stat", "nr_periods");
 		out->nr_throttled = keyed_in(cpu, "cpu.stat", "nr_throttled");
 		out->throttled_us = div_known(keyed_in(cpu, "cpu.stat", "throttled_time"), 1000);

@@ -448,6 +448,48 @@ static void test_v1_figures(void **state)
 	buf_release(&err);
 }
 
+static void test_v1_comounted(void **state)
+{
+	struct limits lim = { 0 };
+	struct buf err = BUF_INIT, p = BUF_INIT, t = BUF_INIT;
+	struct cg_figures fig;
+	struct cgroup *cg;
+	const char *const *joins;
+	char *cpu, *mem;
+
+	/* cpu,cpuacct mounted together: the two names are one directory. */
+	buf_addf(&p, "%s/cpuacct", root);
+	rm_rf(p.buf);
+	assert_int_equal(symlink("cpu", p.buf), 0);
+	assert_int_equal(limits_set_cpus(&lim, "0.25", &err), 0);
+	cg = cgroup_create(&lim, &err);
+	if (!cg)
+		fail_msg("cgroup_create: %s", err.buf);
+	joins = cgroup_join_files(cg);
+	/* One join file per directory: cpu(+cpuacct) and memory. */
+	assert_non_null(joins[0]);
+	assert_non_null(joins[1]);
+	assert_null(joins[2]);
+	cpu = run_dir(joins[0]);
+	mem = run_dir(joins[1]);
+	buf_addf(&t, "%s/cpu/", root);
+	assert_true(starts_with(cpu, t.buf));
+	assert_file(cpu, "cpu.cfs_quota_us", "25000");
+	put(cpu, "cpuacct.usage", "5000000\n");
+	assert_int_equal(cgroup_read_figures(cg, &fig), 0);
+	assert_int_equal(fig.cpu_usage_us, 5000);
+	assert_int_equal(fig.memory_peak, UNKNOWN);
+	cgroup_destroy(cg);
+	assert_false(exists(cpu));
+	assert_false(exists(mem));
+	free(cpu);
+	free(mem);
+	limits_release(&lim);
+	buf_release(&err);
+	buf_release(&p);
+	buf_release(&t);
+}
+
 static void test_v1_no_memsw(void **state)
 {
 	struct limits lim = { 0 };
@@ -781,6 +823,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_swap_needs_memory, fake_v2, fake_done),
 		cmocka_unit_test_setup_teardown(test_v1_limits_written, fake_v1, fake_done),
 		cmocka_unit_test_setup_teardown(test_v1_figures, fake_v1, fake_done),
+		cmocka_unit_test_setup_teardown(test_v1_comounted, fake_v1, fake_done),
 		cmocka_unit_test_setup_teardown(test_v1_no_memsw, fake_v1, fake_done),
 		cmocka_unit_test_setup_teardown(test_v1_missing_hierarchy, fake_v1, fake_done),
 		cmocka_unit_test_setup_teardown(test_cleanup_stale, fake_v2, fake_done),
