@@ -294,3 +294,19 @@ def test_profile_native_section(coldstart, tmp_path):
     report = coldstart("report", out).stdout
     if "Native extensions" in report:
         assert "numpy.core._multiarray_umath" in report
+
+
+def test_resolution_matches_ldd_for_every_debian_extension(coldstart):
+    """Every extension of Debian's Python and numpy: the same libraries, from the same files, as ldd."""
+    files = sorted(glob.glob("/usr/lib/python3.11/lib-dynload/*.so") +
+                   glob.glob("/usr/lib/python3/dist-packages/numpy/**/*.so", recursive=True))
+    assert len(files) > 40
+    for path in files:
+        r = coldstart("inspect", "--json", "--no-python", path)
+        assert r.returncode == 0, r.stderr
+        needs = json.loads(r.stdout)["objects"][0]["needs"][1:]
+        mine = {l["name"]: os.path.realpath(l["path"]) for l in needs}
+        theirs = {n: os.path.realpath(p) for n, p in ldd_map(path).items()}
+        assert set(mine) == set(theirs) - {"linux-vdso.so.1"}, path
+        for name, real in mine.items():
+            assert real == theirs[name], (path, name)
