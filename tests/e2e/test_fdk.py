@@ -135,6 +135,13 @@ def handler(ctx, data: io.BytesIO = None):
 async def async_handler(ctx, data=None):
     import asyncio
     await asyncio.sleep(0.01)
+    if data.getvalue() == b"resp":
+        return response.Response(ctx, response_data={"via": "coroutine"},
+                                 status_code=201)
+    if data.getvalue() == b"raise":
+        raise KeyError("async failure")
+    if data.getvalue() == b"slow":
+        await asyncio.sleep(5)
     return "async:" + data.getvalue().decode()
 '''
 
@@ -671,6 +678,15 @@ def test_coroutine_handler_named_on_command_line(python, fdk_factory):
     for i in range(3):
         st, r, body = f.call(b"x%d" % i, {})
         assert st == 200 and body == b"async:x%d" % i, f.errors()
+    st, r, body = f.call(b"resp", {})
+    assert st == 200 and json.loads(body) == {"via": "coroutine"}
+    assert r.getheader("Fn-Http-Status") == "201"
+    st, r, body = f.call(b"raise", {})
+    assert st == 502 and b"KeyError" in body
+    st, r, body = f.call(b"slow", {"Fn-Deadline": rfc3339(0.3)})
+    assert st == 504, body
+    st, r, body = f.call(b"after", {})
+    assert st == 200 and body == b"async:after"
 
 
 def test_module_name_target(python, fdk_factory):
