@@ -367,7 +367,8 @@ static int probe_python(const struct docker_opts *o, const char *image, const ch
 	size_t i;
 
 	strvec_pushv(&argv, (const char *const[]){ engine_argv0(o), "run", "--rm", "--name", name, "--network",
-						   "none", "--entrypoint", python, NULL });
+						   "none", "--entrypoint", python, "--label", NULL });
+	strvec_pushf(&argv, "coldstart.pid=%ld", (long)getpid());
 	if (o->user) {
 		strvec_push(&argv, "--user");
 		strvec_push(&argv, o->user);

@@ -6,12 +6,12 @@
 # build/docker/ so later runs only import it.  Needs DOCKER_HOST set to a
 # running daemon (start-dockerd.sh), and root.
 #
-# Environment: COLDSTART_DOCKER_DIR (default build/docker), COLDSTART_MIRROR
+# Environment: COLDSTART_DOCKER_CACHE (default build/docker), COLDSTART_MIRROR
 # (override the mirror), COLDSTART_IMAGE (default coldstart-test-python:bookworm).
 set -eu
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
-dir=${COLDSTART_DOCKER_DIR:-$here/build/docker}
+dir=${COLDSTART_DOCKER_CACHE:-$here/build/docker}
 image=${COLDSTART_IMAGE:-coldstart-test-python:bookworm}
 tarball=$dir/rootfs-bookworm-python3.tar
 rootfs=$dir/rootfs
@@ -36,6 +36,11 @@ if "$DOCKER" image inspect "$image" >/dev/null 2>&1; then
 	echo "build-image: $image already present"
 	exit 0
 fi
+
+mkdir -p "$dir"
+# One build at a time; a concurrent session waits and then only imports.
+exec 9>"$dir/.build.lock"
+flock 9
 
 if [ ! -s "$tarball" ]; then
 	mirror=${COLDSTART_MIRROR:-$(find_mirror)}

@@ -1,15 +1,16 @@
 #!/bin/sh
 # Starts a private Debian dockerd for coldstart's docker tests: no iptables,
 # no bridge, its own data root, exec root, socket and pid file under
-# build/docker/ (or $COLDSTART_DOCKER_DIR).  Waits until `docker version`
-# answers, then prints DOCKER_HOST=unix://... on stdout.
+# build/docker/daemon/ (or $COLDSTART_DOCKER_DIR).  The data root persists, so
+# an imported image survives a restart.  Waits until `docker version` answers,
+# then prints DOCKER_HOST=unix://... on stdout.
 #
 # Exit status: 0 started (or already running), 1 dockerd is missing or did
 # not answer in time (the log tail is printed on stderr), 2 not root.
 set -eu
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
-dir=${COLDSTART_DOCKER_DIR:-$here/build/docker}
+dir=${COLDSTART_DOCKER_DIR:-$here/build/docker/daemon}
 timeout=${COLDSTART_DOCKERD_TIMEOUT:-30}
 sock=$dir/docker.sock
 pidfile=$dir/dockerd.pid

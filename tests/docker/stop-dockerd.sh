@@ -1,10 +1,12 @@
 #!/bin/sh
 # Stops the private dockerd started by start-dockerd.sh: removes any
-# container left behind, sends SIGTERM, waits up to 20 s, then SIGKILL.
+# container left behind, sends SIGTERM, waits up to 20 s, then SIGKILL, and
+# unmounts what the daemon leaves mounted.  The data root (with the imported
+# test image) stays for the next run.
 set -eu
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
-dir=${COLDSTART_DOCKER_DIR:-$here/build/docker}
+dir=${COLDSTART_DOCKER_DIR:-$here/build/docker/daemon}
 pidfile=$dir/dockerd.pid
 sock=$dir/docker.sock
 DOCKER=${DOCKER:-docker}
@@ -31,3 +33,7 @@ if kill -0 "$pid" 2>/dev/null; then
 	kill -KILL "$pid" 2>/dev/null || true
 fi
 rm -f "$pidfile"
+# dockerd leaves its default network namespace mounted in the exec root.
+if mountpoint -q "$dir/exec/netns/default" 2>/dev/null; then
+	umount "$dir/exec/netns/default" || true
+fi
