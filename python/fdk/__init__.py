@@ -5,3 +5,5 @@ fdk-python (`import fdk`, `from fdk import response, context`,
 from coldstart.fdk import handle  # noqa: F401
 from fdk import context  # noqa: F401
 from fdk import response  # noqa: F401
+
+__all__ = ["context", "handle", "response"]

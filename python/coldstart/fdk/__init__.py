@@ -7,6 +7,8 @@ a function object from its own `if __name__ == "__main__"` block.
 from coldstart.fdk.context import InvokeContext  # noqa: F401
 from coldstart.fdk.response import Response  # noqa: F401
 
+__all__ = ["InvokeContext", "Response", "handle"]
+
 
 def handle(handler, warm="lazy"):
     """Serves handler (a function, or an object with a handler() method
