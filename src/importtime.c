@@ -17,9 +17,13 @@
 
 /*
  * A line longer than this that is not a row is passed through in pieces, so
- * one endless line never holds more than this much memory.
+ * one endless line never holds more than this much memory.  The fuzzer builds
+ * with a small limit to reach that path.
  */
+#ifndef IT_MAX_LINE
 #define IT_MAX_LINE ((size_t)16 << 20)
+#endif
+_Static_assert(IT_MAX_LINE >= 2 * MARKER_LEN, "IT_MAX_LINE too small");
 /* Warnings beyond this many are only counted, so junk input stays bounded. */
 #define IT_MAX_WARNINGS 1000
 /* Names quoted in warnings are cut to this many bytes. */
@@ -512,7 +516,12 @@ void it_feed(struct it_parser *ps, const char *data, size_t len, struct buf *pas
 			return;
 		}
 		n = (size_t)(nl + 1 - p);
-		if (!ps->carry.len && !ps->overlong && n <= IT_MAX_LINE + 1) {
+		/*
+		 * A line that fits is parsed in place; anything else goes
+		 * through carry, which trims at the same bytes however the
+		 * input was chunked.
+		 */
+		if (!ps->carry.len && !ps->overlong && n <= IT_MAX_LINE) {
 			handle_line(ps, p, n, passthrough);
 		} else {
 			carry_add(ps, p, n, passthrough);
