@@ -508,6 +508,45 @@ static int tree_from_json(struct elf_native *n, json_t *arr, struct elf_tree *t,
 	return 0;
 }
 
+static void rule_heavy(struct profile *p)
+{
+	struct elf_native *n = elf_native_get(p);
+
+	if (n)
+		heavy_findings(p, n);
+}
+
+static void rule_unstripped(struct profile *p)
+{
+	struct elf_native *n = elf_native_get(p);
+
+	if (n)
+		unstripped_findings(p, n);
+}
+
+static void rule_duplicate(struct profile *p)
+{
+	struct elf_native *n = elf_native_get(p);
+	size_t i, j;
+
+	if (!n)
+		return;
+	for (i = 0; i < n->nr; i++) {
+		/* Once per (run, proc): the first extension of each process. */
+		for (j = 0; j < i; j++)
+			if (n->exts[j].run == n->exts[i].run && n->exts[j].proc == n->exts[i].proc)
+				break;
+		if (j == i)
+			dup_findings_for(p, n, n->exts[i].run, n->exts[i].proc);
+	}
+}
+
+static const struct finding_rule native_rules[] = {
+	{ .id = "native-heavy-load", .run = rule_heavy },
+	{ .id = "native-unstripped", .run = rule_unstripped },
+	{ .id = "native-duplicate-library", .run = rule_duplicate },
+};
+
 struct elf_native *elf_native_get(const struct profile *p)
 {
 	size_t i;
@@ -704,45 +743,6 @@ void elf_report_section(const struct profile *p, struct buf *out)
 	}
 	free(order);
 }
-
-static void rule_heavy(struct profile *p)
-{
-	struct elf_native *n = elf_native_get(p);
-
-	if (n)
-		heavy_findings(p, n);
-}
-
-static void rule_unstripped(struct profile *p)
-{
-	struct elf_native *n = elf_native_get(p);
-
-	if (n)
-		unstripped_findings(p, n);
-}
-
-static void rule_duplicate(struct profile *p)
-{
-	struct elf_native *n = elf_native_get(p);
-	size_t i, j;
-
-	if (!n)
-		return;
-	for (i = 0; i < n->nr; i++) {
-		/* Once per (run, proc): the first extension of each process. */
-		for (j = 0; j < i; j++)
-			if (n->exts[j].run == n->exts[i].run && n->exts[j].proc == n->exts[i].proc)
-				break;
-		if (j == i)
-			dup_findings_for(p, n, n->exts[i].run, n->exts[i].proc);
-	}
-}
-
-static const struct finding_rule native_rules[] = {
-	{ .id = "native-heavy-load", .run = rule_heavy },
-	{ .id = "native-unstripped", .run = rule_unstripped },
-	{ .id = "native-duplicate-library", .run = rule_duplicate },
-};
 
 void elf_findings(struct profile *p)
 {

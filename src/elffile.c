@@ -1588,6 +1588,7 @@ int elf_ldcache_parse(struct elf_ldcache *c, const void *data, size_t len, struc
 	const unsigned char *p;
 	const char *base;
 	size_t start = 0, avail, nlibs, i;
+	int ret = -1;
 
 	elf_ldcache_release(c);
 	buf_add(&c->data, data, len);
@@ -1598,7 +1599,7 @@ int elf_ldcache_parse(struct elf_ldcache *c, const void *data, size_t len, struc
 
 		if (old > (len - 16) / LDCACHE_OLD_ENTRY) {
 			buf_adds(err, "bad ld.so.cache: old table larger than the file");
-			goto fail;
+			goto out;
 		}
 		start = 16 + (size_t)old * LDCACHE_OLD_ENTRY;
 		start = (start + 7) & ~(size_t)7;
@@ -1606,14 +1607,14 @@ int elf_ldcache_parse(struct elf_ldcache *c, const void *data, size_t len, struc
 	if (start > len || len - start < LDCACHE_HEADER ||
 	    memcmp(p + start, LDCACHE_MAGIC, 17) || memcmp(p + start + 17, LDCACHE_VERSION, 3)) {
 		buf_adds(err, "bad ld.so.cache: no glibc-ld.so.cache1.1 header");
-		goto fail;
+		goto out;
 	}
 	avail = len - start;
 	base = c->data.buf + start;
 	nlibs = rd32(p + start + 20);
 	if (nlibs > (avail - LDCACHE_HEADER) / LDCACHE_ENTRY) {
 		buf_addf(err, "bad ld.so.cache: %zu entries do not fit in %zu bytes", nlibs, avail);
-		goto fail;
+		goto out;
 	}
 	for (i = 0; i < nlibs; i++) {
 		const unsigned char *en = p + start + LDCACHE_HEADER + i * LDCACHE_ENTRY;
@@ -1622,14 +1623,15 @@ int elf_ldcache_parse(struct elf_ldcache *c, const void *data, size_t len, struc
 
 		if (!key || !value) {
 			buf_addf(err, "bad ld.so.cache: entry %zu points outside the file", i);
-			goto fail;
+			goto out;
 		}
 		ldcache_add(c, key, value, (int32_t)rd32(en), rd64(en + 16));
 	}
-	return 0;
-fail:
-	elf_ldcache_release(c);
-	return -1;
+	ret = 0;
+out:
+	if (ret)
+		elf_ldcache_release(c);
+	return ret;
 }
 
 int elf_ldcache_load(struct elf_ldcache *c, const char *path, struct buf *err)
