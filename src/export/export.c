@@ -339,7 +339,7 @@ bool export_has_timing(const struct proc *pr)
 int64_t export_layout(const struct proc *pr, bool use_timing, int64_t *start, int64_t *end)
 {
 	int32_t *order, *parent;
-	int64_t *width = NULL, *cursor, root_cursor = 0;
+	int64_t *width = NULL, *cursor, *span_lo = NULL, *span_hi = NULL, root_cursor = 0;
 	size_t n, k, i;
 
 	for (i = 0; i < pr->nr_nodes; i++)
@@ -368,6 +368,32 @@ int64_t export_layout(const struct proc *pr, bool use_timing, int64_t *start, in
 				width[parent[v]] += width[v];
 		}
 	}
+	if (use_timing) {
+		/*
+		 * An import without timestamps (importtime saw it, the tracer did
+		 * not) may still have timed imports inside it: it must span them.
+		 * span_lo/span_hi collect the timed descendants' extent.
+		 */
+		span_lo = xmalloc(st_mult(pr->nr_nodes, sizeof(*span_lo)));
+		span_hi = xmalloc(st_mult(pr->nr_nodes, sizeof(*span_hi)));
+		for (i = 0; i < pr->nr_nodes; i++) {
+			span_lo[i] = INT64_MAX;
+			span_hi[i] = -1;
+		}
+		for (k = n; k-- > 0;) {
+			int32_t v = order[k], up = parent[v];
+			const struct imp_timing *t = &pr->timing[v];
+
+			if (t->start_ns != UNKNOWN && t->end_ns != UNKNOWN) {
+				span_lo[v] = min64(span_lo[v], t->start_ns);
+				span_hi[v] = max64(span_hi[v], t->end_ns);
+			}
+			if (up >= 0) {
+				span_lo[up] = min64(span_lo[up], span_lo[v]);
+				span_hi[up] = max64(span_hi[up], span_hi[v]);
+			}
+		}
+	}
 	for (k = 0; k < n; k++) {
 		int32_t v = order[k], up = parent[v];
 		int64_t lo = up >= 0 ? cursor[up] : root_cursor;
@@ -378,11 +404,22 @@ int64_t export_layout(const struct proc *pr, bool use_timing, int64_t *start, in
 			const struct imp_timing *t = &pr->timing[v];
 			int64_t dur = nonneg(pr->nodes[v].cum_us) * 1000;
 
-			s = t->start_ns != UNKNOWN ? max64(t->start_ns, lo) : lo;
-			if (t->end_ns != UNKNOWN && t->start_ns != UNKNOWN)
+			if (t->start_ns != UNKNOWN && t->end_ns != UNKNOWN) {
+				s = max64(t->start_ns, lo);
 				e = t->end_ns;
-			else
+			} else if (span_hi[v] >= 0) {
+				/*
+				 * Its untimed part ran before the tracer started
+				 * timing (start-up imports around sitecustomize), so
+				 * it ends with its timed descendants.
+				 */
+				e = span_hi[v];
+				s = max64(lo, min64(span_lo[v], e - dur));
+				e = max64(e, s);
+			} else {
+				s = t->start_ns != UNKNOWN ? max64(t->start_ns, lo) : lo;
 				e = s + dur;
+			}
 			s = min64(s, hi);
 			e = min64(max64(e, s), hi);
 		} else {
@@ -401,6 +438,8 @@ int64_t export_layout(const struct proc *pr, bool use_timing, int64_t *start, in
 	free(parent);
 	free(cursor);
 	free(width);
+	free(span_lo);
+	free(span_hi);
 	return root_cursor;
 }
 

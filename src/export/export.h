@@ -103,7 +103,8 @@ const struct run *export_pick_run(const struct profile *p, const struct export_o
  * Perfectly nested intervals, in nanoseconds from the process's start, for
  * every node of pr: a child lies inside its parent and siblings do not
  * overlap.  With use_timing and a tracer's timing the real start/end are
- * used (clamped where the data disagree); otherwise the tree is laid out
+ * used (clamped where the data disagree; an untimed import ends with its
+ * timed descendants, or lasts its cumulative time); otherwise the tree is laid out
  * from the cumulative times, each node as wide as max(cum, sum of its
  * children).  start and end must hold pr->nr_nodes entries; nodes that are
  * not reachable from the roots get start = end = -1.  Returns the end of the

@@ -387,13 +387,17 @@ def test_speedscope_app_loads_our_files(coldstart, tmp_path):
     folded = tmp_path / "real.folded"
     export(coldstart, path, "speedscope", ss)
     export(coldstart, path, "folded", folded)
-    results = node("speedscope_import.mjs", tmp_path / "shot", ss, folded)
-    assert len(results) == 2
+    trace = tmp_path / "real.trace.json"
+    export(coldstart, path, "chrome", trace)
+    # speedscope imports Chrome traces too: a third, independent reader.
+    results = node("speedscope_import.mjs", tmp_path / "shot", ss, folded, trace)
+    assert len(results) == 3
     cum = {n.name: layout_width(n) for n in ep.walk(roots)}
     for res in results:
         assert res["loaded"], res
         assert res["errors"] == [] and res["dialogs"] == []
-        totals = {row[2]: ms(row[0]) for row in res["rows"] if TIME.match(row[0])}
+        # Chrome frames are keyed by name and args: "json {...}".
+        totals = {row[2].split(" {")[0]: ms(row[0]) for row in res["rows"] if TIME.match(row[0])}
         assert len(totals) >= 20, res["body_text"]
         # speedscope's own sandwich totals equal our cumulative times.
         checked = 0

@@ -96,6 +96,28 @@ static void test_layout_clamps_contradicting_timestamps(void **state)
 	profile_release(&p);
 }
 
+static void test_layout_untimed_parent_ends_with_timed_children(void **state)
+{
+	struct profile p;
+	struct proc *pr = simple_proc(&p);
+	int64_t start[8], end[8];
+
+	(void)state;
+	/* a: importtime only (start-up, before the tracer); c timed inside it. */
+	proc_ensure_timing(pr);
+	pr->timing[2].start_ns = 50000;
+	pr->timing[2].end_ns = 53000;
+	export_layout(pr, true, start, end);
+	assert_int_equal(start[2], 50000);
+	assert_int_equal(end[2], 53000);
+	assert_int_equal(end[0], 53000); /* a ends with c */
+	assert_int_equal(start[0], 53000 - 10000); /* and lasts its cum */
+	assert_int_equal(start[1], start[0]); /* b, untimed, from a's start */
+	assert_int_equal(end[1], start[0] + 4000);
+	assert_int_equal(start[3], 53000); /* d follows a */
+	profile_release(&p);
+}
+
 static bool count_visit(const struct proc *pr, int32_t i, void *data)
 {
 	(void)pr;
@@ -438,6 +460,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_layout_nests_when_children_exceed_parent),
 		cmocka_unit_test(test_layout_clamps_contradicting_timestamps),
+		cmocka_unit_test(test_layout_untimed_parent_ends_with_timed_children),
 		cmocka_unit_test(test_walk_survives_a_cycle),
 		cmocka_unit_test(test_folded_weights_are_self),
 		cmocka_unit_test(test_speedscope_events_balance),
