@@ -8,6 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * Every line repeats its whole path, so output grows with depth squared.
+ * Real import trees are tens of levels deep; a deeper one is refused rather
+ * than written for minutes.
+ */
+#define FOLDED_MAX_DEPTH 2048
+
 /* Frame names may not contain the separator or a newline. */
 static void add_frame(struct buf *out, const char *s)
 {
@@ -39,15 +46,16 @@ static void add_path(const struct proc *pr, const int32_t *parent, int32_t v, st
 	free(chain);
 }
 
-static void fold_proc(const struct proc *pr, size_t idx, struct buf *out)
+static int fold_proc(const struct proc *pr, size_t idx, struct buf *out, struct buf *err)
 {
 	int32_t *order, *parent;
 	int64_t *start, *end, *weight;
 	struct buf label = BUF_INIT;
 	size_t n, k;
+	int ret = 0;
 
 	if (!pr->nr_nodes)
-		return;
+		return 0;
 	order = xmalloc(st_mult(pr->nr_nodes, sizeof(*order)));
 	parent = xmalloc(st_mult(pr->nr_nodes, sizeof(*parent)));
 	start = xmalloc(st_mult(pr->nr_nodes, sizeof(*start)));
@@ -56,6 +64,19 @@ static void fold_proc(const struct proc *pr, size_t idx, struct buf *out)
 	export_layout(pr, false, start, end);
 	n = export_preorder(pr, order, parent);
 	export_proc_label(pr, idx, &label);
+	/* weight[] holds depths first: parents precede children in order[]. */
+	for (k = 0; k < n; k++) {
+		int32_t v = order[k];
+
+		weight[v] = parent[v] >= 0 ? weight[parent[v]] + 1 : 1;
+		if (weight[v] > FOLDED_MAX_DEPTH) {
+			buf_addf(err, "import tree of process %zu is deeper than %d levels; "
+				      "folded stacks would repeat every path (use speedscope or chrome)",
+				 idx + 1, FOLDED_MAX_DEPTH);
+			ret = -1;
+			goto out;
+		}
+	}
 
 	/* Self weight = layout width minus the children's widths (never < 0). */
 	for (k = 0; k < n; k++)
@@ -75,12 +96,14 @@ static void fold_proc(const struct proc *pr, size_t idx, struct buf *out)
 		buf_add_i64(out, us);
 		buf_addch(out, '\n');
 	}
+out:
 	buf_release(&label);
 	free(order);
 	free(parent);
 	free(start);
 	free(end);
 	free(weight);
+	return ret;
 }
 
 int export_folded(const struct profile *p, const struct export_opts *o, struct buf *out, struct buf *err)
@@ -93,7 +116,8 @@ int export_folded(const struct profile *p, const struct export_opts *o, struct b
 	for (i = 0; i < r->nr_procs; i++) {
 		if (i > 0 && !o->all_procs)
 			break;
-		fold_proc(&r->procs[i], i, out);
+		if (fold_proc(&r->procs[i], i, out, err) < 0)
+			return -1;
 	}
 	return 0;
 }

@@ -508,3 +508,18 @@ def test_real_traced_profile_every_format(coldstart, python, tmp_path):
     opens = [e for e in ss["profiles"][0]["events"] if e["type"] == "O" and frames[e["frame"]]["name"] in timed]
     exact = sum(1 for e in opens if any(abs(e["at"] - s) < 0.002 for s in timed[frames[e["frame"]]["name"]]))
     assert exact >= 0.9 * len(opens), (exact, len(opens))
+
+
+def test_pathologically_deep_tree(coldstart, tmp_path):
+    """3,000 nested imports: every format but folded copes; folded refuses clearly."""
+    doc = ep.profile_json([[[ep.Node("m", 10)]]])
+    doc["runs"][0]["processes"][0]["nodes"] = [["m%d" % i, i, i - 1, 10, 10 * (3000 - i), 0, "app"]
+                                               for i in range(3000)]
+    path = ep.write(tmp_path / "deep.json", doc)
+    for fmt in ("svg", "speedscope", "chrome", "html"):
+        r = coldstart("export", path, "-f", fmt, "-o", tmp_path / ("deep." + fmt), timeout=60)
+        assert r.returncode == 0, (fmt, r.stderr)
+    errors, stats = check_chrome_trace.validate(check_chrome_trace.load(str(tmp_path / "deep.chrome")))
+    assert errors == [] and stats["slices"] == 3000
+    r = coldstart("export", path, "-f", "folded", timeout=60)
+    assert r.returncode == 1 and "deeper than 2048 levels" in r.stderr
