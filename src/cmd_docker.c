@@ -373,9 +373,14 @@ static int probe_python(const struct docker_opts *o, const char *image, const ch
 		strvec_push(&argv, "--user");
 		strvec_push(&argv, o->user);
 	}
+	/* The interpreter may live in a volume, or need the user's environment. */
 	for (i = 0; i < o->env.nr; i++) {
 		strvec_push(&argv, "-e");
 		strvec_push(&argv, o->env.v[i]);
+	}
+	for (i = 0; i < o->volumes.nr; i++) {
+		strvec_push(&argv, "-v");
+		strvec_push(&argv, o->volumes.v[i]);
 	}
 	strvec_pushv(&argv, (const char *const[]){ image, "-I", "-c", code, NULL });
 	rc = engine(o, argv.v, &out, &errout);

@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from conftest import COLDSTART, ROOT, SAMPLES, run_coldstart
+from conftest import COLDSTART, OLD_PYTHONS, PYTHONS, ROOT, SAMPLES, python_version, run_coldstart
 
 IMAGE = "coldstart-test-python:bookworm"
 SCRIPTS = os.path.join(ROOT, "tests", "docker")
@@ -145,6 +145,41 @@ def test_plain_profile_with_tracer(cs, tmp_path):
     assert timing and any(t[0] > 0 for t in timing)
     # The container's own lifetime, not the CLI's.
     assert 0 < run["wall_us"] < 60 * 1000000
+
+
+def _in_container(py):
+    """(volume args, command) running interpreter py inside the test image."""
+    if py == "/usr/bin/python3":
+        return [], "python3"  # the image's own Debian 3.11
+    root = os.path.dirname(os.path.dirname(os.path.realpath(py)))
+    return ["-v", "%s:%s:ro" % (root, root)], os.path.join(root, "bin", os.path.basename(py))
+
+
+@pytest.mark.parametrize("py", PYTHONS or [None], ids=lambda p: p or "no-python")
+def test_every_interpreter_with_tracer(cs, tmp_path, py):
+    """Each interpreter found, mounted into the container: importtime and the pure-Python tracer."""
+    if py is None:
+        _skip("no interpreter with -X importtime found")
+    vols, cmd = _in_container(py)
+    out = tmp_path / "p.json"
+    r = cs("docker", "--no-report", "-o", out, *vols, IMAGE, cmd, "-c", "import json, email.parser")
+    assert r.returncode == 0, r.stderr
+    p = load(out)
+    assert tuple(int(x) for x in p["python_version"].split(".")[:2]) == python_version(py)
+    proc = p["runs"][0]["processes"][0]
+    names = node_names(proc)
+    assert "json" in names and "email.parser" in names
+    assert proc.get("timing") and any(t[0] > 0 for t in proc["timing"]), "no tracer records"
+
+
+@pytest.mark.parametrize("py", [p for p in OLD_PYTHONS if "3.6" in p] or [None], ids=lambda p: p or "none")
+def test_python_without_importtime_in_image(cs, py):
+    if py is None:
+        _skip("no Python 3.6 found under /root/.pyenv")
+    vols, cmd = _in_container(py)
+    r = cs("docker", *vols, IMAGE, cmd, "-c", "pass")
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "has no -X importtime (it needs Python 3.7 or newer)" in r.stderr
 
 
 def test_no_trace_is_importtime_only(cs, tmp_path):
