@@ -25,8 +25,8 @@ def _limits_reason():
         return "needs root to create cgroups"
     if not os.access(COLDSTART, os.X_OK):
         return None  # the coldstart fixture fails loudly instead
-    out = run_coldstart("profile", "--memory", "256m", "--python", DEBIAN_PYTHON, "-c", "pass",
-                        timeout=120)
+    out = run_coldstart("profile", "--memory", "256m", "--no-baseline", "--python", DEBIAN_PYTHON,
+                        "-c", "pass", timeout=120)
     if out.returncode == 3:
         return "no usable cgroup here: " + out.stderr.strip()
     return None
@@ -36,17 +36,49 @@ REASON = _limits_reason()
 needs_cgroups = pytest.mark.skipif(REASON is not None, reason=str(REASON))
 
 
+def _run_places():
+    """Where coldstart makes run cgroups for a child of ours: for every cgroup
+    mount, the mount root, our own cgroup and (v2) its parent."""
+    own = {}
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, ctls, path = line.rstrip("\n").split(":", 2)
+            own[ctls] = path
+    places = set()
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            sep = fields.index("-")
+            fstype, mroot, mnt = fields[sep + 1], fields[3], fields[4]
+            if fstype == "cgroup2":
+                paths = [own.get("", "/")]
+            elif fstype == "cgroup":
+                opts = set(fields[sep + 3].split(","))
+                paths = [p for c, p in own.items() if c and set(c.split(",")) <= opts]
+            else:
+                continue
+            places.add(mnt)
+            for path in paths:
+                if mroot != "/" and path.startswith(mroot):
+                    path = path[len(mroot):]
+                places.add(os.path.normpath(mnt + "/" + path.strip("/")))
+                places.add(os.path.dirname(os.path.normpath(mnt + "/" + path.strip("/"))))
+    return sorted(p for p in places if p.startswith(CGROUP_FS))
+
+
+RUN_PLACES = _run_places()
+
+
 def run_dirs(pid):
-    """Every coldstart-<pid>-* directory under the cgroup mounts."""
+    """Every coldstart-<pid>-* directory where coldstart makes run cgroups."""
     prefix = "coldstart-%d-" % pid
     found = []
-    for top, dirs, _ in os.walk(CGROUP_FS):
-        depth = top[len(CGROUP_FS):].count("/")
-        for d in dirs:
-            if d.startswith(prefix):
-                found.append(os.path.join(top, d))
-        # Run cgroups sit at a hierarchy root or in our own cgroup, never deeper.
-        dirs[:] = [d for d in dirs if not d.startswith("coldstart-")] if depth < 4 else []
+    for place in RUN_PLACES:
+        try:
+            names = os.listdir(place)
+        except OSError:
+            continue
+        found += [os.path.join(place, n) for n in names if n.startswith(prefix)]
     return found
 
 
@@ -86,6 +118,11 @@ def profile(*args, timeout=300):
     return p.returncode, data, err, p.pid
 
 
+def measured(data):
+    """The measured runs: not warm-up, not the unconstrained baseline."""
+    return [r for r in data["runs"] if not r["warmup"] and not r.get("baseline")]
+
+
 def spawn_sleeper_target(marker):
     """-c code that starts a grandchild sleeper (marker in its argv) and waits."""
     return ("import subprocess, time\n"
@@ -95,13 +132,13 @@ def spawn_sleeper_target(marker):
 
 @needs_cgroups
 def test_cpus_slows_cpu_bound_loop(coldstart):
-    rc, free, err, pid = profile("--python", DEBIAN_PYTHON, "-c", CPU_LOOP)
+    # Under limits, profile first makes an unconstrained baseline run.
+    rc, data, err, pid = profile("--cpus", "0.1", "--python", DEBIAN_PYTHON, "-c", CPU_LOOP)
     assert rc == 0, err
     assert run_dirs(pid) == []
-    rc, lim, err, pid = profile("--cpus", "0.1", "--python", DEBIAN_PYTHON, "-c", CPU_LOOP)
-    assert rc == 0, err
-    assert run_dirs(pid) == []
-    f, r = free["runs"][0], lim["runs"][0]
+    f = [r for r in data["runs"] if r.get("baseline")][0]
+    r = measured(data)[0]
+    assert f["cgroup"] is None
     free_cpu = f["user_us"] + f["sys_us"]
     # Against the CPU time the loop needs, not the free run's wall time,
     # which other load on a small host stretches.
@@ -109,8 +146,8 @@ def test_cpus_slows_cpu_bound_loop(coldstart):
     print("free: wall %d us, cpu %d us; --cpus 0.1: wall %d us, cgroup %s; wall/cpu %.1fx, "
           "wall/wall %.1fx" % (f["wall_us"], free_cpu, r["wall_us"], r["cgroup"], slowdown,
                                r["wall_us"] / f["wall_us"]))
-    assert lim["limits"]["cpus"] == 0.1
-    assert lim["limits"]["backend"] in ("cgroup-v1", "cgroup-v2")
+    assert data["limits"]["cpus"] == 0.1
+    assert data["limits"]["backend"] in ("cgroup-v1", "cgroup-v2")
     assert r["cgroup"]["nr_throttled"] > 0
     assert r["cgroup"]["throttled_us"] > 0
     assert slowdown > 4
@@ -118,10 +155,10 @@ def test_cpus_slows_cpu_bound_loop(coldstart):
 
 @needs_cgroups
 def test_memory_limit_oom_is_reported(coldstart):
-    rc, data, err, pid = profile("--memory", "64m", "--python", DEBIAN_PYTHON,
+    rc, data, err, pid = profile("--memory", "64m", "--no-baseline", "--python", DEBIAN_PYTHON,
                                  "-c", "b = b'x' * (200 * 1024 * 1024)\nprint(len(b))")
     assert rc == 7, err
-    run = data["runs"][0]
+    run = measured(data)[0]
     assert run["status"] == "oom"
     assert run["cgroup"]["oom_kills"] >= 1
     assert 32 * 2**20 < run["cgroup"]["memory_peak"] <= 64 * 2**20
@@ -129,7 +166,7 @@ def test_memory_limit_oom_is_reported(coldstart):
     assert data["limits"]["swap"] == 0
     assert run_dirs(pid) == []
     # And the human report says so.
-    out = coldstart("profile", "--memory", "64m", "--python", DEBIAN_PYTHON,
+    out = coldstart("profile", "--memory", "64m", "--no-baseline", "--python", DEBIAN_PYTHON,
                     "-c", "b = b'x' * (200 * 1024 * 1024)")
     assert out.returncode == 7
     assert "OOM" in out.stdout
@@ -137,10 +174,10 @@ def test_memory_limit_oom_is_reported(coldstart):
 
 @needs_cgroups
 def test_memory_under_the_limit_runs(coldstart):
-    rc, data, err, pid = profile("--memory", "256m", "--python", DEBIAN_PYTHON,
+    rc, data, err, pid = profile("--memory", "256m", "--no-baseline", "--python", DEBIAN_PYTHON,
                                  "-c", "b = b'x' * (64 * 1024 * 1024)")
     assert rc == 0, err
-    run = data["runs"][0]
+    run = measured(data)[0]
     assert run["status"] == "exited"
     assert run["cgroup"]["oom_kills"] == 0
     assert run["cgroup"]["memory_peak"] >= 64 * 2**20
@@ -154,7 +191,8 @@ def test_memory_under_the_limit_runs(coldstart):
     ("lambda:256", 256 / 1769, 256 * 2**20),
 ])
 def test_presets(coldstart, preset, cpus, memory):
-    rc, data, err, pid = profile("--preset", preset, "--python", DEBIAN_PYTHON, "-c", "pass")
+    rc, data, err, pid = profile("--preset", preset, "--no-baseline", "--python", DEBIAN_PYTHON,
+                                 "-c", "pass")
     assert rc == 0, err
     assert data["limits"]["preset"] == preset
     assert abs(data["limits"]["cpus"] - cpus) < 1e-6
@@ -167,8 +205,8 @@ def test_no_cgroup_left_after_runs_on_every_python(coldstart, python):
     rc, data, err, pid = profile("-n", "3", "--memory", "256m", "--pids", "64", "--python", python,
                                  "-c", "import json")
     assert rc == 0, err
-    assert len([r for r in data["runs"] if not r["warmup"]]) == 3
-    for r in data["runs"]:
+    assert len(measured(data)) == 3
+    for r in measured(data):
         assert r["cgroup"]["cpu_usage_us"] > 0
         assert r["cgroup"]["memory_peak"] > 0
     assert run_dirs(pid) == []
@@ -177,10 +215,11 @@ def test_no_cgroup_left_after_runs_on_every_python(coldstart, python):
 @needs_cgroups
 def test_timeout_kills_everything_and_removes_cgroup(coldstart):
     marker = "301.%d" % os.getpid()
-    rc, data, err, pid = profile("--timeout", "2", "--memory", "256m", "--python", DEBIAN_PYTHON,
-                                 "-c", spawn_sleeper_target(marker), timeout=60)
+    rc, data, err, pid = profile("--timeout", "2", "--memory", "256m", "--no-baseline",
+                                 "--python", DEBIAN_PYTHON, "-c", spawn_sleeper_target(marker),
+                                 timeout=60)
     assert rc == 8, err
-    assert data["runs"][0]["status"] == "timeout"
+    assert measured(data)[0]["status"] == "timeout"
     assert run_dirs(pid) == []
     assert wait_for(lambda: not live_with_marker(marker), 10), live_with_marker(marker)
 
@@ -189,8 +228,8 @@ def test_timeout_kills_everything_and_removes_cgroup(coldstart):
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signal_to_coldstart_cleans_up(coldstart, sig, code):
     marker = "302.%d%d" % (os.getpid(), sig)
-    p = subprocess.Popen([COLDSTART, "profile", "--memory", "256m", "--python", DEBIAN_PYTHON,
-                          "-c", spawn_sleeper_target(marker)],
+    p = subprocess.Popen([COLDSTART, "profile", "--memory", "256m", "--no-baseline",
+                          "--python", DEBIAN_PYTHON, "-c", spawn_sleeper_target(marker)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert wait_for(lambda: run_dirs(p.pid) and live_with_marker(marker)), \
@@ -211,8 +250,8 @@ def test_signal_to_coldstart_cleans_up(coldstart, sig, code):
 @needs_cgroups
 def test_sigkilled_coldstart_is_cleaned_by_next_run(coldstart):
     marker = "303.%d" % os.getpid()
-    p = subprocess.Popen([COLDSTART, "profile", "--memory", "256m", "--python", DEBIAN_PYTHON,
-                          "-c", spawn_sleeper_target(marker)],
+    p = subprocess.Popen([COLDSTART, "profile", "--memory", "256m", "--no-baseline",
+                          "--python", DEBIAN_PYTHON, "-c", spawn_sleeper_target(marker)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         assert wait_for(lambda: run_dirs(p.pid) and live_with_marker(marker)), \
@@ -233,7 +272,8 @@ def test_sigkilled_coldstart_is_cleaned_by_next_run(coldstart):
     if not live_with_marker(marker):
         print("note: another coldstart on this host already killed the sleeper")
     # The next constrained run removes it and what is inside.
-    rc, data, err, pid = profile("--memory", "128m", "--python", DEBIAN_PYTHON, "-c", "pass")
+    rc, data, err, pid = profile("--memory", "128m", "--no-baseline", "--python", DEBIAN_PYTHON,
+                                 "-c", "pass")
     assert rc == 0, err
     assert run_dirs(p.pid) == []
     assert not [d for d in left if os.path.exists(d)]
@@ -274,7 +314,7 @@ def test_fake_v2_tree_end_to_end(coldstart, tmp_path):
     data = json.loads(out.stdout)
     assert data["limits"]["backend"] == "cgroup-v2"
     # A fake tree has no kernel behind it: the figures are unknown, not zero.
-    assert data["runs"][0]["cgroup"]["cpu_usage_us"] == -1
+    assert measured(data)[0]["cgroup"]["cpu_usage_us"] == -1
     enabled = (tmp_path / "cgroup.subtree_control").read_text().split()
     assert {"cpu", "memory", "pids"} <= set(enabled)
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith("coldstart-")] == []
