@@ -1175,6 +1175,15 @@ int limits_set_preset(struct limits *lim, const char *s, struct buf *err)
 	return -1;
 }
 
+int limits_check(const struct limits *lim, struct buf *err)
+{
+	if (lim->swap != 0 && lim->memory <= 0) {
+		buf_adds(err, "--swap needs --memory: swap is only limited beyond a memory limit");
+		return -1;
+	}
+	return 0;
+}
+
 bool limits_any(const struct limits *lim)
 {
 	return lim->cpus > 0 || lim->memory > 0 || lim->pids > 0 || lim->cpuset || lim->swap != 0;
@@ -1228,10 +1237,8 @@ struct cgroup *cgroup_create(struct limits *lim, struct buf *err)
 	size_t i;
 
 	places_init(&pl);
-	if (lim->swap != 0 && lim->memory <= 0) {
-		buf_adds(err, "--swap needs --memory: swap is only limited beyond a memory limit");
+	if (limits_check(lim, err))
 		goto out;
-	}
 	places_find(&pl);
 	v2_needed(lim, &need);
 	for (i = 0; i < pl.v2.nr; i++)
@@ -1261,7 +1268,10 @@ struct cgroup *cgroup_create(struct limits *lim, struct buf *err)
 		goto out;
 	}
 	buf_adds(err, "cannot apply resource limits: ");
-	if (!pl.v2.nr && !v1_any)
+	if (!pl.v2.nr && !v1_any && pl.fake)
+		buf_addf(err, "$COLDSTART_CGROUP_ROOT '%s' holds neither a cgroup2 tree (cgroup.controllers) "
+			 "nor v1 hierarchies (<controller>/cgroup.procs)", getenv("COLDSTART_CGROUP_ROOT"));
+	else if (!pl.v2.nr && !v1_any)
 		buf_adds(err, "no cgroup filesystem is mounted");
 	buf_add(err, why2.buf, why2.len);
 	if (why1.len)

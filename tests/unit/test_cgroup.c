@@ -348,8 +348,13 @@ static void test_swap_needs_memory(void **state)
 
 	assert_int_equal(limits_set_swap(&lim, "64m", &err), 0);
 	assert_true(limits_any(&lim));
+	assert_int_equal(limits_check(&lim, &err), -1);
+	assert_string_equal(err.buf, "--swap needs --memory: swap is only limited beyond a memory limit");
+	buf_reset(&err);
 	assert_null(cgroup_create(&lim, &err));
 	assert_non_null(strstr(err.buf, "--swap needs --memory"));
+	assert_int_equal(limits_set_memory(&lim, "64m", &err), 0);
+	assert_int_equal(limits_check(&lim, &err), 0);
 	limits_release(&lim);
 	buf_release(&err);
 }
@@ -609,6 +614,7 @@ static void test_no_cgroupfs(void **state)
 	assert_int_equal(limits_set_cpus(&lim, "1", &err), 0);
 	assert_null(cgroup_create(&lim, &err));
 	assert_non_null(strstr(err.buf, "cannot apply resource limits"));
+	assert_non_null(strstr(err.buf, "holds neither a cgroup2 tree"));
 	assert_non_null(strstr(err.buf, "--no-limits"));
 	assert_null(cgroup_backend_name());
 	unsetenv("COLDSTART_CGROUP_ROOT");
