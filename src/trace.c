@@ -1009,6 +1009,13 @@ out:
 	return ret;
 }
 
+static bool keep_trace(void)
+{
+	const char *keep = getenv("COLDSTART_KEEP_TRACE");
+
+	return keep && *keep && strcmp(keep, "0");
+}
+
 static int cmp_cstr(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -1060,6 +1067,8 @@ int trace_collect(struct trace_session *ts, struct profile *p, struct run *run, 
 		nr_tp++;
 	}
 	trace_merge_run(p, run, tps, nr_tp);
+	if (keep_trace())
+		profile_add_warning(p, 0, "trace files kept in '%s' (COLDSTART_KEEP_TRACE)", ts->dir);
 	ret = 0;
 out:
 	if (d)
@@ -1081,9 +1090,8 @@ void trace_session_release(struct trace_session *ts)
 	DIR *d;
 	struct dirent *de;
 	struct buf path = BUF_INIT;
-	const char *keep = getenv("COLDSTART_KEEP_TRACE");
 
-	if (ts->dir && !(keep && *keep && strcmp(keep, "0"))) {
+	if (ts->dir && !keep_trace()) {
 		d = opendir(ts->dir);
 		while (d && (de = readdir(d))) {
 			if (de->d_name[0] == '.')
