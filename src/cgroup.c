@@ -340,7 +340,7 @@ static void places_find(struct cg_places *pl)
 		pl->fake = true;
 		if (file_in(fake, "cgroup.controllers")) {
 			strvec_push(&pl->v2, fake);
-			return;
+			goto out;
 		}
 		for (i = 0; i < V1__COUNT; i++) {
 			buf_reset(&path);
@@ -348,8 +348,7 @@ static void places_find(struct cg_places *pl)
 			if (file_in(path.buf, "cgroup.procs"))
 				strvec_push(&pl->v1[i], path.buf);
 		}
-		buf_release(&path);
-		return;
+		goto out;
 	}
 	if (read_small("/proc/self/mountinfo", &mi) || read_small("/proc/self/cgroup", &cgf))
 		goto out;
@@ -360,7 +359,10 @@ static void places_find(struct cg_places *pl)
 		char *p = copy;
 		size_t sep = 0;
 
-		/* Fields are space-separated; mount points escape spaces as \040. */
+		/*
+		 * Fields are space-separated; a mount point with a space would
+		 * read as \040, which cgroup mounts do not use.
+		 */
 		while (*p) {
 			char *e = strchr(p, ' ');
 
@@ -450,8 +452,8 @@ static bool v2_has_controllers(const char *base, const struct strvec *need, stru
 	if (read_in(base, "cgroup.controllers", &sb)) {
 		if (why)
 			buf_addf(why, "cannot read '%s/cgroup.controllers': %s", base, strerror(errno));
-		buf_release(&sb);
-		return false;
+		ok = false;
+		goto out;
 	}
 	trim(&sb);
 	for (i = 0; i < need->nr; i++) {
@@ -464,6 +466,7 @@ static bool v2_has_controllers(const char *base, const struct strvec *need, stru
 		buf_addf(why, "cgroup v2 at '%s' does not offer the %s controller%s (it offers: %s)",
 			 base, missing.buf, strchr(missing.buf, ',') ? "s" : "",
 			 sb.len ? sb.buf : "none");
+out:
 	buf_release(&sb);
 	buf_release(&missing);
 	return ok;
@@ -563,10 +566,12 @@ static int v2_apply(struct cgroup *cg, const struct limits *lim, struct buf *err
 			buf_adds(&v, "max");
 		else
 			buf_add_i64(&v, lim->swap);
-		if (!cg->fake && !file_in(cg->dir, "memory.swap.max"))
-			swap_note(cg, "memory.swap.max");
-		else if (write_in(cg->fake, cg->dir, "memory.swap.max", v.buf, err))
+		if (!cg->fake && !file_in(cg->dir, "memory.swap.max")) {
+			if (lim->swap >= 0)
+				swap_note(cg, "memory.swap.max");
+		} else if (write_in(cg->fake, cg->dir, "memory.swap.max", v.buf, err)) {
 			goto out;
+		}
 	}
 	if (lim->pids > 0) {
 		buf_reset(&v);
