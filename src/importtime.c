@@ -172,6 +172,73 @@ static void start_proc(struct it_parser *ps)
 }
 
 /*
+ * Word-at-a-time helpers for the two loops that see every byte of a row:
+ * the indentation and the name.  A row is ~70 bytes and there may be
+ * millions of them.
+ */
+#define ONES ((uint64_t)0x0101010101010101ULL)
+#define HIGHS ((uint64_t)0x8080808080808080ULL)
+
+static uint64_t load64(const char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* Bytes of x that are zero get their high bit set (exact, no false hits). */
+static uint64_t zero_bytes(uint64_t x)
+{
+	return ~(((x & ~HIGHS) + ~HIGHS) | x | ~HIGHS);
+}
+
+static inline size_t count_spaces(const char *p, const char *end)
+{
+	const char *s = p;
+
+	while (end - p >= 8) {
+		uint64_t other = ~zero_bytes(load64(p) ^ (ONES * ' ')) & HIGHS;
+
+		if (other) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			return (size_t)(p - s) + (size_t)__builtin_ctzll(other) / 8;
+#else
+			break;
+#endif
+		}
+		p += 8;
+	}
+	while (p < end && *p == ' ')
+		p++;
+	return (size_t)(p - s);
+}
+
+/* Index of the first byte that cannot be in a module name, or len. */
+static size_t find_bad_name_byte(const char *name, size_t len)
+{
+	size_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		uint64_t x = load64(name + i);
+		/* high bit set in bytes < 0x20 (for bytes < 0x80), 0x7f or '|' */
+		uint64_t low = (x - ONES * 0x20) & ~x & HIGHS;
+		uint64_t del = zero_bytes(x ^ (ONES * 0x7f));
+		uint64_t bar = zero_bytes(x ^ (ONES * '|'));
+
+		if (low | del | bar)
+			break;
+	}
+	for (; i < len; i++) {
+		unsigned char ch = (unsigned char)name[i];
+
+		if (ch < 0x20 || ch == 0x7f || ch == '|')
+			return i;
+	}
+	return len;
+}
+
+/*
  * Parses "123", "-123" or "cached" after optional spaces, up to the next
  * '|'.  Returns the position after the '|', or NULL when the column is not
  * one of those.  Numbers beyond int64 are clamped; the caller warns.
@@ -184,8 +251,7 @@ static const char *parse_column(const char *p, const char *end, int64_t *val, bo
 	const char *digits;
 
 	*cached = *clamped = *negative = false;
-	while (p < end && *p == ' ')
-		p++;
+	p += count_spaces(p, end);
 	if ((size_t)(end - p) >= 6 && !memcmp(p, "cached", 6)) {
 		*cached = true;
 		*val = 0;
@@ -196,7 +262,12 @@ static const char *parse_column(const char *p, const char *end, int64_t *val, bo
 			p++;
 		}
 		digits = p;
-		while (p < end && (unsigned char)(*p - '0') < 10) {
+		/* 18 digits always fit; only longer numbers need checks. */
+		while (p < end && (unsigned char)(*p - '0') < 10 && p - digits < 18)
+			v = v * 10 + (unsigned)(*p++ - '0');
+		if (p == digits)
+			return NULL;
+		for (; p < end && (unsigned char)(*p - '0') < 10; p++) {
 			unsigned d = (unsigned)(*p - '0');
 
 			if (v > ((uint64_t)INT64_MAX - d) / 10) {
@@ -205,15 +276,11 @@ static const char *parse_column(const char *p, const char *end, int64_t *val, bo
 			} else if (!*clamped) {
 				v = v * 10 + d;
 			}
-			p++;
 		}
-		if (p == digits)
-			return NULL;
 		*val = neg ? -(int64_t)v : (int64_t)v;
 		*negative = neg && v;
 	}
-	while (p < end && *p == ' ')
-		p++;
+	p += count_spaces(p, end);
 	if (p == end || *p != '|')
 		return NULL;
 	return p + 1;
@@ -263,22 +330,18 @@ static int parse_row(const char *line, size_t len, struct row *r, const char **w
 	if (neg1 || neg2)
 		r->flags |= NODE_NEGATIVE;
 
-	for (spaces = 0; q + spaces < end && q[spaces] == ' '; spaces++)
-		;
+	spaces = count_spaces(q, end);
 	r->name = q + spaces;
 	r->name_len = (size_t)(end - r->name);
 	if (!r->name_len) {
 		*why = "no module name";
 		return -1;
 	}
-	for (i = 0; i < r->name_len; i++) {
-		unsigned char ch = (unsigned char)r->name[i];
-
-		if (ch < 0x20 || ch == 0x7f || ch == '|') {
-			*why = ch == '|' ? "module name contains '|'"
+	i = find_bad_name_byte(r->name, r->name_len);
+	if (i < r->name_len) {
+		*why = r->name[i] == '|' ? "module name contains '|'"
 					 : "module name contains a control character";
-			return -1;
-		}
+		return -1;
 	}
 	/* "| " is the separator; the indentation follows it. */
 	r->no_separator = spaces == 0;

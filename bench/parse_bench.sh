@@ -1,0 +1,47 @@
+#!/bin/sh
+# Times parsing a 1,000,000-row -X importtime log: `coldstart parse LOG -o
+# out.json` (parse + model + JSON), and the parser alone through a small
+# driver (bench/it_parse_driver.c).  Prints wall time and peak RSS next to the
+# log's size.  The log is generated once into build/bench/.
+# Usage: sh bench/parse_bench.sh [ROWS]
+set -eu
+cd "$(dirname "$0")/.."
+rows=${1:-1000000}
+dir=build/bench
+log=$dir/importtime-$rows.log
+mkdir -p "$dir"
+if [ ! -s "$log" ]; then
+	echo "generating $log"
+	python3 bench/gen_importtime.py "$rows" "$log.tmp" && mv "$log.tmp" "$log"
+fi
+size=$(wc -c <"$log")
+
+cc -std=c11 -D_GNU_SOURCE -O2 -Isrc -o "$dir/it_parse_driver" bench/it_parse_driver.c \
+	src/importtime.c src/profile.c src/util.c src/stdlib_names.c -lz -lm
+
+# measure LABEL CMD...: best wall time of 3 runs and the peak RSS of that run.
+measure() {
+	label=$1
+	shift
+	best=""
+	for i in 1 2 3; do
+		/usr/bin/time -f "%e %M" -o "$dir/time.out" "$@" >/dev/null 2>"$dir/stderr.out" ||
+			{ echo "$label: failed:"; cat "$dir/stderr.out"; return 0; }
+		set -- "$@"
+		read -r secs kb <"$dir/time.out"
+		if [ -z "$best" ] || [ "$(echo "$secs < $best" | bc)" = 1 ]; then
+			best=$secs
+			bestkb=$kb
+		fi
+	done
+	awk -v l="$label" -v s="$best" -v kb="$bestkb" -v size="$size" 'BEGIN {
+		printf "%-28s %7.3f s  peak RSS %7.1f MiB  = %.2f x log\n", l, s, kb / 1024, kb * 1024 / size }'
+}
+
+printf "log: %s, %d rows, %.1f MiB\n" "$log" "$rows" "$(echo "$size / 1048576" | bc -l)"
+measure "parser only (it_feed)" "$dir/it_parse_driver" "$log"
+if [ -x ./coldstart ] && ./coldstart parse --help >/dev/null 2>&1; then
+	measure "coldstart parse -o json" ./coldstart parse "$log" -o "$dir/out.json"
+else
+	echo "coldstart parse: not built (make), skipped"
+fi
