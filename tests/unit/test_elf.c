@@ -474,6 +474,63 @@ static void test_resolver_loop(void **state)
 	buf_release(&err);
 }
 
+/*
+ * A chain l000.so -> l001.so -> ... -> l099.so, made from loop/liba.so by
+ * renaming its soname and DT_NEEDED strings (both 7 bytes long).
+ */
+static void test_resolver_depth_cap(void **state)
+{
+	char dir[] = "/tmp/coldstart-elftest-XXXXXX";
+	struct buf img = BUF_INIT, path = BUF_INIT, err = BUF_INIT;
+	char *src = fixture("loop/liba.so");
+	struct elf_resolver r;
+	struct elf_tree t;
+	char *needed, *soname;
+	size_t i;
+
+	assert_int_equal(buf_read_file(&img, src), 0);
+	needed = memmem(img.buf, img.len, "libb.so", 8);
+	soname = memmem(img.buf, img.len, "liba.so", 8);
+	assert_non_null(needed);
+	assert_non_null(soname);
+	assert_non_null(mkdtemp(dir));
+	for (i = 0; i < 100; i++) {
+		FILE *f;
+
+		snprintf(soname, 8, "l%03zu.so", i);
+		snprintf(needed, 8, "l%03zu.so", i + 1);
+		buf_reset(&path);
+		buf_addf(&path, "%s/l%03zu.so", dir, i);
+		f = fopen(path.buf, "wb");
+		assert_non_null(f);
+		assert_int_equal(fwrite(img.buf, 1, img.len, f), img.len);
+		fclose(f);
+	}
+	resolver_fresh(&r);
+	elf_tree_init(&t);
+	buf_reset(&path);
+	buf_addf(&path, "%s/l000.so", dir);
+	assert_int_equal(elf_resolve(&r, path.buf, &t, &err), 0);
+	/* Depths 0 to ELF_MAX_DEPTH are loaded; the last one's needs are not followed. */
+	assert_int_equal(t.nr, ELF_MAX_DEPTH + 1);
+	assert_int_equal(t.libs[t.nr - 1].depth, ELF_MAX_DEPTH);
+	assert_string_equal(t.libs[t.nr - 1].how, "runpath");
+	assert_int_equal(t.warnings.nr, 1);
+	assert_non_null(strstr(t.warnings.v[0], "levels deep"));
+	elf_tree_release(&t);
+	elf_resolver_release(&r);
+	for (i = 0; i < 100; i++) {
+		buf_reset(&path);
+		buf_addf(&path, "%s/l%03zu.so", dir, i);
+		unlink(path.buf);
+	}
+	rmdir(dir);
+	free(src);
+	buf_release(&img);
+	buf_release(&path);
+	buf_release(&err);
+}
+
 static void test_resolver_search_order(void **state)
 {
 	struct elf_resolver r;
@@ -779,6 +836,7 @@ int main(void)
 		cmocka_unit_test(test_not_regular),
 		cmocka_unit_test(test_no_section_headers),
 		cmocka_unit_test(test_resolver_loop),
+		cmocka_unit_test(test_resolver_depth_cap),
 		cmocka_unit_test(test_resolver_search_order),
 		cmocka_unit_test(test_ldcache),
 		cmocka_unit_test(test_json_roundtrip),
