@@ -472,8 +472,11 @@ static void rule_ex_config(struct profile *p)
 	buf_release(&ev);
 }
 
-/* Appends the innermost open imports: open nodes none of whose children is open. */
-static void add_open_chains(struct buf *ev, const struct proc *pr, size_t *found)
+/*
+ * Appends the innermost open imports: open nodes none of whose children is
+ * open.  *first gets the name of the first one.
+ */
+static void add_open_chains(struct buf *ev, const struct proc *pr, size_t *found, const char **first)
 {
 	int32_t i, c;
 
@@ -487,6 +490,8 @@ static void add_open_chains(struct buf *ev, const struct proc *pr, size_t *found
 				inner = false;
 		if (!inner)
 			continue;
+		if (!*found)
+			*first = node_name(pr, i);
 		buf_adds(ev, *found ? "; and " : "; it was importing ");
 		add_chain(ev, pr, i);
 		if (pr->timing && pr->timing[i].rss_start_kb >= 0) {
@@ -503,6 +508,7 @@ static void rule_oom(struct profile *p)
 	struct buf ev = BUF_INIT;
 	size_t ri, pi, found = 0, hits = 0;
 	const struct run *r = NULL;
+	const char *module = NULL;
 
 	for (ri = 0; ri < p->nr_runs; ri++)
 		if (p->runs[ri].status == RUN_OOM) {
@@ -523,10 +529,10 @@ static void rule_oom(struct profile *p)
 		buf_add_bytes(&ev, r->cg.memory_peak);
 	}
 	for (pi = 0; pi < r->nr_procs; pi++)
-		add_open_chains(&ev, &r->procs[pi], &found);
+		add_open_chains(&ev, &r->procs[pi], &found, &module);
 	if (!found)
 		buf_adds(&ev, "; no trace says which import was running (run with the tracer)");
-	finding_add(p, "oom-during-import", "error", NULL, UNKNOWN, "out of memory during start-up", ev.buf,
+	finding_add(p, "oom-during-import", "error", module, UNKNOWN, "out of memory during start-up", ev.buf,
 		    "raise the memory limit above what start-up needs, or stop importing the module named "
 		    "above at start-up (import it where it is used); measure again with a higher --memory "
 		    "to see the peak");

@@ -582,3 +582,24 @@ def test_fallback_when_no_compiler(coldstart, tmp_path):
     main = prof["runs"][0]["processes"][0]
     assert main["pid"] > 0 and "timing" in main
     by_name(main, "json")
+
+
+def test_profile_oom_names_the_import(coldstart, python, tmp_path):
+    """A target killed by the memory limit while importing: the open import is named."""
+    (tmp_path / "outer.py").write_text("import json\n")
+    (tmp_path / "hog.py").write_text("import outer\nblocks = []\nwhile True:\n"
+                                     "    blocks.append(bytearray(8 << 20))\n")
+    (tmp_path / "main.py").write_text("import hog\n")
+    r, prof = profile(coldstart, python, tmp_path, "--memory", "96m", "--no-baseline",
+                      str(tmp_path / "main.py"))
+    if r.returncode == 3:
+        pytest.skip("memory limits unavailable here: %s" % r.stderr.strip())
+    assert r.returncode == 7, r.stderr
+    run = prof["runs"][0]
+    assert run["status"] == "oom"
+    main = run["processes"][0]
+    _, hog = by_name(main, "hog")
+    assert hog["flags"] & OPEN
+    f = [f for f in prof["findings"] if f["id"] == "oom-during-import"]
+    assert len(f) == 1 and f[0]["module"] == "hog", prof["findings"]
+    assert "it was importing hog" in f[0]["evidence"]

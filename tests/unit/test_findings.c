@@ -245,7 +245,7 @@ static void test_oom(void **state)
 	pr->nodes[b].flags |= NODE_OPEN;
 	pr->timing[b].rss_start_kb = 30 * 1024;
 	findings_run(&p);
-	f = get(&p, "oom-during-import", NULL);
+	f = get(&p, "oom-during-import", "pandas");
 	assert_string_equal(f->severity, "error");
 	assert_non_null(strstr(f->evidence, "limit 64.0 MiB"));
 	assert_non_null(strstr(f->evidence, "it was importing app -> pandas (pid 4242), RSS 30.0 MiB"));
