@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from conftest import PYTHONS, ROOT, SAMPLES, python_version
+from conftest import OLD_PYTHONS, PYTHONS, ROOT, SAMPLES, python_version
 
 BOOT = os.path.join(ROOT, "python", "coldstart", "_boot")
 TRACER_C = os.path.join(ROOT, "python", "coldstart", "_tracer.c")
@@ -213,6 +213,27 @@ def test_bootstrap_is_transparent(python, impl, mode, user_site, tmp_path, trace
     tr = one_trace(tdir)
     assert tr.impl == impl
     assert tr.pid > 0 and tr.argv[0] == python
+
+
+@pytest.mark.parametrize("old", OLD_PYTHONS or [None])
+def test_bootstrap_hands_over_on_old_pythons(old, tmp_path):
+    """2.7 and 3.6 are not traced, but a bootstrap they inherit must not change them."""
+    if old is None:
+        pytest.skip("no Python 2.7 or 3.6 found")
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "sitecustomize.py").write_text("import sys\nsys.USER_SITECUSTOMIZE = 1\n")
+    code = "import sys, sitecustomize; print(repr((sys.path, sys.argv, sitecustomize.__file__, sys.USER_SITECUSTOMIZE)))"
+    plain = subprocess.run([old, "-c", code, "x"], capture_output=True, text=True,
+                           env=clean_env(PYTHONPATH=str(user)))
+    tdir = tmp_path / "t"
+    tdir.mkdir()
+    got = subprocess.run([old, "-c", code, "x"], capture_output=True, text=True,
+                         env=clean_env(PYTHONPATH=BOOT + os.pathsep + str(user), COLDSTART_TRACE_DIR=str(tdir)))
+    assert plain.returncode == 0 and got.returncode == 0, got.stderr
+    assert got.stdout.replace(".pyc'", ".py'") == plain.stdout.replace(".pyc'", ".py'")
+    assert got.stderr == plain.stderr
+    assert os.listdir(str(tdir)) == []
 
 
 def test_imports_nest_and_failures_recorded(python, impl, tmp_path, tracer_build_dir):
