@@ -19,23 +19,25 @@ size=$(wc -c <"$log")
 cc -std=c11 -D_GNU_SOURCE -O2 -Isrc -o "$dir/it_parse_driver" bench/it_parse_driver.c \
 	src/importtime.c src/profile.c src/util.c src/stdlib_names.c -lz -lm
 
-# measure LABEL CMD...: best wall time of 3 runs and the peak RSS of that run.
+# measure LABEL CMD...: best wall time of 3 runs, with that run's CPU time
+# (user+sys; wall exceeds it when the machine is busy) and peak RSS.
 measure() {
 	label=$1
 	shift
 	best=""
 	for i in 1 2 3; do
-		/usr/bin/time -f "%e %M" -o "$dir/time.out" "$@" >/dev/null 2>"$dir/stderr.out" ||
+		/usr/bin/time -f "%e %M %U %S" -o "$dir/time.out" "$@" >/dev/null 2>"$dir/stderr.out" ||
 			{ echo "$label: failed:"; cat "$dir/stderr.out"; return 0; }
-		set -- "$@"
-		read -r secs kb <"$dir/time.out"
+		read -r secs kb usr sys <"$dir/time.out"
 		if [ -z "$best" ] || [ "$(echo "$secs < $best" | bc)" = 1 ]; then
 			best=$secs
 			bestkb=$kb
+			bestcpu=$(echo "$usr + $sys" | bc)
 		fi
 	done
-	awk -v l="$label" -v s="$best" -v kb="$bestkb" -v size="$size" 'BEGIN {
-		printf "%-28s %7.3f s  peak RSS %7.1f MiB  = %.2f x log\n", l, s, kb / 1024, kb * 1024 / size }'
+	awk -v l="$label" -v s="$best" -v c="$bestcpu" -v kb="$bestkb" -v size="$size" 'BEGIN {
+		printf "%-26s wall %6.3f s  cpu %6.3f s  peak RSS %6.1f MiB = %.2f x log\n",
+			l, s, c, kb / 1024, kb * 1024 / size }'
 }
 
 printf "log: %s, %d rows, %.1f MiB\n" "$log" "$rows" "$(echo "$size / 1048576" | bc -l)"

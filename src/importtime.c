@@ -35,7 +35,7 @@ _Static_assert(IT_MAX_LINE >= 2 * MARKER_LEN, "IT_MAX_LINE too small");
 /*
  * A node printed but not yet adopted by a parent row.  For a cached row whose
  * depth is not known yet, maxd is the deepest level its printed field allows
- * (see attach_row); for every other node it is DEPTH_KNOWN.
+ * (see attach_cached); for every other node it is DEPTH_KNOWN.
  */
 struct pending {
 	int32_t node;
@@ -402,6 +402,10 @@ static void adopt(struct it_parser *ps, int32_t parent, uint32_t d)
  * parent, i.e. the first row at a depth d with d+1 <= len(name)/2 (the
  * innermost candidate, because cached rows are far more common inside
  * imports than at the top level).  Left over at the end, it is a root.
+ * The rule is exact when the cached import is followed by the end of the
+ * import it belongs to; when a fresh import follows it in the same module,
+ * the row lands one level (or, for long names, several) too deep, under the
+ * first row of that import.  Width is checked only for consistency.
  */
 static void attach_cached(struct it_parser *ps, const struct row *r)
 {
@@ -440,7 +444,8 @@ static void handle_row(struct it_parser *ps, const struct row *r)
 				if (ps->stack[i].maxd == DEPTH_KNOWN)
 					open = true;
 			if (open)
-				warn(ps, "a new process started while the previous one was inside an import: process trees interleave");
+				warn(ps, "a new process started while the previous one was "
+					 "inside an import: process trees interleave");
 			flush_pending(ps, "previous process interrupted");
 		}
 		start_proc(ps);

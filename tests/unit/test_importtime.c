@@ -686,7 +686,8 @@ static void test_overlong_line(void **state)
 		assert_memory_equal(res.pass.buf, want.buf, want.len);
 		assert_int_equal(res.rows, 1);
 		assert_string_equal(node_name(&res.run.procs[0], 0), "tail");
-		assert_true(has_warning(&res, "warning 1: line longer than 16777216 bytes passed through in pieces"));
+		assert_true(has_warning(&res, "warning 1: line longer than 16777216 bytes "
+					      "passed through in pieces"));
 		result_release(&res);
 	}
 	/* Without a newline at all, and without any row. */
