@@ -267,60 +267,79 @@ static void heavy_findings(struct profile *p, struct elf_native *n)
 	}
 }
 
+/* What native-unstripped has collected so far. */
+struct strip_state {
+	const struct elf_facts **seen;
+	size_t nr_seen, alloc_seen, shown;
+	uint64_t total;
+	const char *module; /* the one module concerned, NULL when several or none */
+	struct buf ev;
+};
+
+static void note_unstripped(struct strip_state *st, const struct elf_facts *f, const char *label,
+			    const char *module)
+{
+	uint64_t bytes;
+	size_t k;
+
+	if (!f)
+		return;
+	bytes = elf_facts_strippable_bytes(f);
+	if (!elf_facts_unstripped(f) || bytes < ELF_UNSTRIPPED_BYTES)
+		return;
+	for (k = 0; k < st->nr_seen; k++)
+		if (st->seen[k] == f)
+			return;
+	ALLOC_GROW(st->seen, st->nr_seen + 1, st->alloc_seen);
+	st->seen[st->nr_seen++] = f;
+	st->total += bytes;
+	st->module = st->nr_seen == 1 ? module : NULL;
+	if (st->shown++ < 6) {
+		if (st->shown > 1)
+			buf_adds(&st->ev, "; ");
+		buf_addf(&st->ev, "%s (%s): ", label, f->path);
+		buf_add_bytes(&st->ev, (int64_t)bytes);
+		buf_addf(&st->ev, " in %zu symbols and %zu debug sections", f->nr_symtab,
+			 f->nr_debug_sections);
+	}
+}
+
 static void unstripped_findings(struct profile *p, struct elf_native *n)
 {
-	struct buf title = BUF_INIT, ev = BUF_INIT, fix = BUF_INIT;
-	const struct elf_facts **seen = NULL;
-	size_t nr_seen = 0, alloc_seen = 0, i, j, k, shown = 0;
-	uint64_t total = 0;
-	const char *module = NULL;
+	struct buf title = BUF_INIT, fix = BUF_INIT;
+	struct strip_state st;
+	size_t i, j;
 
+	memset(&st, 0, sizeof(st));
+	buf_init(&st.ev, 0);
+	/* The interpreter ships with the image too (pyenv builds keep debug info). */
+	if (n->has_python) {
+		note_unstripped(&st, n->py.exe_facts, "the interpreter", NULL);
+		note_unstripped(&st, n->py.lib_facts, "libpython", NULL);
+	}
 	for (i = 0; i < n->nr; i++) {
 		const struct elf_native_ext *e = &n->exts[i];
 
-		for (j = 0; j < e->tree.nr; j++) {
-			const struct elf_facts *f = e->tree.libs[j].facts;
-			uint64_t bytes;
-
-			if (!f || e->tree.libs[j].preloaded)
-				continue;
-			bytes = elf_facts_strippable_bytes(f);
-			if (!elf_facts_unstripped(f) || bytes < ELF_UNSTRIPPED_BYTES)
-				continue;
-			for (k = 0; k < nr_seen && seen[k] != f; k++)
-				;
-			if (k < nr_seen)
-				continue;
-			ALLOC_GROW(seen, nr_seen + 1, alloc_seen);
-			seen[nr_seen++] = f;
-			total += bytes;
-			module = nr_seen == 1 ? e->module : NULL;
-			if (shown < 6) {
-				if (shown++)
-					buf_adds(&ev, "; ");
-				buf_addf(&ev, "%s (%s): ", j ? e->tree.libs[j].name : e->module,
-					 f->path);
-				buf_add_bytes(&ev, (int64_t)bytes);
-				buf_addf(&ev, " in %zu symbols and %zu debug sections", f->nr_symtab,
-					 f->nr_debug_sections);
-			}
-		}
+		for (j = 0; j < e->tree.nr; j++)
+			if (!e->tree.libs[j].preloaded)
+				note_unstripped(&st, e->tree.libs[j].facts,
+						j ? e->tree.libs[j].name : e->module, e->module);
 	}
-	if (nr_seen) {
-		if (shown < nr_seen)
-			buf_addf(&ev, "; and %zu more", nr_seen - shown);
-		buf_addf(&title, "%zu native object%s ship ", nr_seen, nr_seen == 1 ? "" : "s");
-		buf_add_bytes(&title, (int64_t)total);
+	if (st.nr_seen) {
+		if (st.shown > 6)
+			buf_addf(&st.ev, "; and %zu more", st.shown - 6);
+		buf_addf(&title, "%zu native object%s ship ", st.nr_seen, st.nr_seen == 1 ? "" : "s");
+		buf_add_bytes(&title, (int64_t)st.total);
 		buf_adds(&title, " of symbols and debug info");
 		buf_adds(&fix, "strip them (strip --strip-unneeded, or build with -s / "
 			       "pip's --config-settings) and keep debug info in separate files: the "
 			       "bytes are never mapped, but they are copied into every image, "
 			       "cache and cold container pull");
-		add_finding(p, "native-unstripped", "info", &title, &ev, &fix, module, UNKNOWN);
+		add_finding(p, "native-unstripped", "info", &title, &st.ev, &fix, st.module, UNKNOWN);
 	}
-	free(seen);
+	free(st.seen);
 	buf_release(&title);
-	buf_release(&ev);
+	buf_release(&st.ev);
 	buf_release(&fix);
 }
 

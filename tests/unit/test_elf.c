@@ -826,6 +826,75 @@ static void test_profile_section_and_findings(void **state)
 	buf_release(&json2);
 }
 
+/* A pyenv interpreter keeps libpython's debug info: that is shipped too. */
+static void test_unstripped_interpreter(void **state)
+{
+	struct profile p;
+	struct proc *pr;
+	struct buf err = BUF_INIT, out = BUF_INIT, cmd = BUF_INIT;
+	const struct finding *fd;
+	struct elf_resolver r;
+	struct elf_python py;
+	char *ctypes;
+	glob_t g;
+
+	if (glob("/root/.pyenv/versions/3.1*/bin/python3", 0, NULL, &g)) {
+		print_message("not checked: no pyenv Python 3.1x under /root/.pyenv/versions\n");
+		return;
+	}
+	elf_resolver_init(&r);
+	elf_python_init(&py);
+	assert_int_equal(elf_python_inspect(&r, g.gl_pathv[0], &py, &err), 0);
+	if (!py.lib_facts || !elf_facts_unstripped(py.lib_facts)) {
+		print_message("not checked: %s has a stripped or static libpython\n", g.gl_pathv[0]);
+		goto out;
+	}
+	/* The byte count is readelf's: .symtab, .strtab and .debug_* sizes. */
+	buf_addf(&cmd, "readelf -SW '%s'", py.libpython);
+	assert_int_equal(run_cmd(cmd.buf, &out), 0);
+	{
+		unsigned long long total = 0, addr, off, size;
+		char name[256], type[64];
+		const char *l;
+
+		for (l = out.buf; (l = strstr(l, "\n  [")); l++) {
+			const char *close = strchr(l, ']');
+
+			if (sscanf(close + 1, "%255s %63s %llx %llx %llx", name, type, &addr, &off,
+				   &size) == 5 &&
+			    (!strcmp(name, ".symtab") || !strcmp(name, ".strtab") ||
+			     starts_with(name, ".debug")))
+				total += size;
+		}
+		assert_true(total > 0);
+		assert_int_equal(elf_facts_strippable_bytes(py.lib_facts), total);
+	}
+	ctypes = module_file(g.gl_pathv[0], "_ctypes");
+	assert_non_null(ctypes);
+	profile_init(&p);
+	p.python = xstrdup(g.gl_pathv[0]);
+	pr = run_add_proc(profile_add_run(&p));
+	add_native(pr, "_ctypes", ctypes, 100, 1);
+	buf_reset(&err);
+	elf_annotate_profile(&p, &err);
+	assert_string_equal(err.buf, "");
+	elf_findings(&p);
+	fd = find_finding(&p, "native-unstripped", 0);
+	assert_non_null(fd);
+	assert_non_null(strstr(fd->evidence, "libpython ("));
+	assert_non_null(strstr(fd->evidence, py.libpython));
+	elf_native_forget(&p);
+	profile_release(&p);
+	free(ctypes);
+out:
+	globfree(&g);
+	elf_python_release(&py);
+	elf_resolver_release(&r);
+	buf_release(&err);
+	buf_release(&out);
+	buf_release(&cmd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -841,6 +910,7 @@ int main(void)
 		cmocka_unit_test(test_ldcache),
 		cmocka_unit_test(test_json_roundtrip),
 		cmocka_unit_test(test_profile_section_and_findings),
+		cmocka_unit_test(test_unstripped_interpreter),
 	};
 	char *here = realpath(__FILE__, NULL);
 
