@@ -26,6 +26,11 @@ int limits_set_pids(struct limits *lim, const char *s, struct buf *err);
 int limits_set_cpuset(struct limits *lim, const char *s, struct buf *err);
 /* "fn" = 0.1 CPU + 128 MiB; "lambda:MB" = MB/1769 CPUs + MB MiB. */
 int limits_set_preset(struct limits *lim, const char *s, struct buf *err);
+/*
+ * Checks the options together once all are parsed (--swap needs --memory);
+ * 0, or -1 with a message in err: a usage error.  cgroup_create checks too.
+ */
+int limits_check(const struct limits *lim, struct buf *err);
 bool limits_any(const struct limits *lim);
 void limits_release(struct limits *lim);
 /* Appends "0.1 CPU, 128.0 MiB memory, no swap, 64 pids" for reports. */

@@ -479,6 +479,10 @@ int cmd_profile(int argc, char **argv)
 	if (o.no_limits) {
 		limits_release(&o.limits);
 		memset(&o.limits, 0, sizeof(o.limits));
+	} else if (limits_check(&o.limits, &err) < 0) {
+		error("%s", err.buf);
+		ret = EXIT_USAGE;
+		goto out;
 	}
 	p.limits = o.limits;
 	memset(&o.limits, 0, sizeof(o.limits));

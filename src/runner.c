@@ -44,6 +44,16 @@ static void on_signal(int sig, siginfo_t *si, void *uctx)
 	errno = saved;
 }
 
+static bool has_warning(const struct profile *p, const char *msg)
+{
+	size_t i;
+
+	for (i = 0; i < p->nr_warnings; i++)
+		if (!strcmp(p->warnings[i].msg, msg))
+			return true;
+	return false;
+}
+
 static void forward_text(const struct buf *text, bool quiet)
 {
 	const char *s = text->buf;
@@ -196,6 +206,8 @@ enum runner_error runner_run(const struct runner_opts *o, struct profile *p, str
 			goto out;
 		}
 		c.join_files = cgroup_join_files(cg);
+		if (cgroup_note(cg) && !has_warning(p, cgroup_note(cg)))
+			profile_add_warning(p, 0, "%s", cgroup_note(cg));
 	}
 	(void)env_set;
 	if (o->before_start) {
