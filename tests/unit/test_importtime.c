@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "importtime.h"
@@ -846,6 +847,130 @@ static void test_empty(void **state)
 	it_parser_free(NULL);
 }
 
+/* Runs cmd through the shell and returns its stderr (stdout discarded). */
+static void run_capture(const char *cmd, struct buf *err)
+{
+	struct buf full = BUF_INIT;
+	char chunk[8192];
+	size_t n;
+	FILE *f;
+
+	buf_addf(&full, "%s 2>&1 >/dev/null", cmd);
+	f = popen(full.buf, "r");
+	assert_non_null(f);
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		buf_add(err, chunk, n);
+	pclose(f);
+	buf_release(&full);
+}
+
+static size_t find_pythons(char paths[][256], size_t max)
+{
+	static const char *const versions[] = { "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14" };
+	size_t nr = 0, v;
+	DIR *d;
+	struct dirent *de;
+
+	if (!access("/usr/bin/python3", X_OK))
+		snprintf(paths[nr++], 256, "/usr/bin/python3");
+	d = opendir("/root/.pyenv/versions");
+	if (!d) {
+		printf("note: /root/.pyenv/versions not found: only /usr/bin/python3 is run\n");
+		return nr;
+	}
+	while ((de = readdir(d)) && nr < max) {
+		for (v = 0; v < ARRAY_SIZE(versions); v++) {
+			size_t l = strlen(versions[v]);
+
+			if (!strncmp(de->d_name, versions[v], l) && de->d_name[l] == '.') {
+				snprintf(paths[nr], 256, "/root/.pyenv/versions/%.100s/bin/python3", de->d_name);
+				if (!access(paths[nr], X_OK))
+					nr++;
+			}
+		}
+	}
+	closedir(d);
+	return nr;
+}
+
+/*
+ * Live runs of every interpreter found: the target's own stderr comes back
+ * through passthrough untouched, the rows make one clean tree, and a child
+ * interpreter (PYTHONPROFILEIMPORTTIME is inherited) is a second process.
+ */
+static void test_live_interpreters(void **state)
+{
+	char paths[16][256], dir[] = "/tmp/test_importtime.XXXXXX";
+	size_t nr = find_pythons(paths, ARRAY_SIZE(paths)), i;
+	struct buf spawner = BUF_INIT;
+	FILE *f;
+
+	(void)state;
+	if (!nr) {
+		printf("skipped: no Python interpreter found\n");
+		skip();
+	}
+	assert_non_null(mkdtemp(dir));
+	buf_addf(&spawner, "%s/spawner.py", dir);
+	f = fopen(spawner.buf, "w");
+	assert_non_null(f);
+	fputs("import json, subprocess, sys\n"
+	      "subprocess.run([sys.executable, '-c', 'import xml.dom.minidom'])\n", f);
+	fclose(f);
+	for (i = 0; i < nr; i++) {
+		struct buf cmd = BUF_INIT, err = BUF_INIT;
+		struct result res;
+		const struct proc *pr;
+		int32_t k;
+
+		buf_addf(&cmd, "%s -X importtime -I -c 'import sys, json; "
+			       "sys.stderr.write(\"app: hello\\n\"); import xml.dom.minidom'", paths[i]);
+		run_capture(cmd.buf, &err);
+		parse_text(&res, err.buf, err.len, 0, 0);
+		if (res.nr_warnings || strcmp(res.pass.buf, "app: hello\n"))
+			fail_msg("%s: warnings or passthrough:\n%s", paths[i], res.dump.buf);
+		pr = only_proc(&res);
+		assert_true(pr->nr_nodes > 30);
+		assert_true(proc_find(pr, "xml.dom.minidom") >= 0);
+		for (k = 0; k < (int32_t)pr->nr_nodes; k++)
+			assert_true(pr->nodes[k].cum_us >= pr->nodes[k].self_us);
+		result_release(&res);
+
+		buf_reset(&cmd);
+		buf_reset(&err);
+		buf_addf(&cmd, "PYTHONPROFILEIMPORTTIME=1 %s -c 'import subprocess, sys; "
+			       "subprocess.run([sys.executable, \"-c\", \"import json\"])'", paths[i]);
+		run_capture(cmd.buf, &err);
+		parse_text(&res, err.buf, err.len, 0, 0);
+		assert_int_equal(res.headers, 2);
+		assert_int_equal(res.run.nr_procs, 2);
+		assert_true(proc_find(&res.run.procs[1], "json") >= 0);
+		if (res.nr_warnings)
+			fail_msg("%s: %s", paths[i], res.dump.buf);
+		result_release(&res);
+
+		/* The child starts while the parent is inside "import spawner". */
+		buf_reset(&cmd);
+		buf_reset(&err);
+		buf_addf(&cmd, "PYTHONPROFILEIMPORTTIME=1 %s -c 'import sys; sys.path.insert(0, \"%s\"); "
+			       "import spawner'", paths[i], dir);
+		run_capture(cmd.buf, &err);
+		parse_text(&res, err.buf, err.len, 0, 0);
+		assert_int_equal(res.headers, 2);
+		if (!has_warning(&res, "inside an import: process trees interleave"))
+			fail_msg("%s: no interleave warning:\n%s", paths[i], res.dump.buf);
+		result_release(&res);
+		printf("ok: %s\n", paths[i]);
+		buf_release(&cmd);
+		buf_release(&err);
+	}
+	/* spawner.py and its __pycache__ */
+	buf_reset(&spawner);
+	buf_addf(&spawner, "rm -rf '%s'", dir);
+	assert_int_equal(system(spawner.buf), 0);
+	buf_release(&spawner);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -867,6 +992,7 @@ int main(void)
 		cmocka_unit_test(test_warning_cap),
 		cmocka_unit_test(test_parse_buffer),
 		cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_live_interpreters),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
