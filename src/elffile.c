@@ -1790,6 +1790,12 @@ int elf_resolve(struct elf_resolver *r, const char *path, struct elf_tree *out, 
 	if (!f)
 		goto out;
 	ci = resolver_lookup(r, path, err);
+	if (ci < 0) {
+		/* Removed or replaced since it was read a moment ago. */
+		if (!err->len)
+			buf_addf(err, "cannot read '%s': %s", path, strerror(errno));
+		goto out;
+	}
 	/* $ORIGIN of the root: its directory as given, made absolute, symlinks kept. */
 	if (path[0] != '/') {
 		char *cwd = getcwd(NULL, 0);
