@@ -20,7 +20,7 @@
  * give a small MAD by chance; this keeps such modules from being flagged.
  */
 #define SEPARATION_MIN_RUNS 3
-#define SEPARATION 0.95
+#define SEPARATION 0.9
 
 struct sample {
 	const char *name;
@@ -436,7 +436,7 @@ void diff_report(const struct diff *d, const char *a_name, const char *b_name, s
 			      "(at least the typical module's MAD) and --min-delta (");
 		buf_add_duration(out, d->min_delta_us);
 		buf_addf(out, ")%s\n", d->a_runs >= SEPARATION_MIN_RUNS && d->b_runs >= SEPARATION_MIN_RUNS
-					       ? ", and the runs separate (95% of run pairs agree)"
+					       ? ", and the runs separate (90% of run pairs agree)"
 					       : "");
 	} else {
 		buf_adds(out, "noise: single runs; a change is flagged when it exceeds --min-delta (");

@@ -32,7 +32,7 @@ struct diff_entry {
 	/*
 	 * Fraction of (A run, B run) pairs in which B's self time is larger;
 	 * -1 with fewer than 3 runs on a side.  With it, a slow-down is only
-	 * flagged when >= 0.95 (a speed-up when <= 0.05).
+	 * flagged when >= 0.9 (a speed-up when <= 0.1).
 	 */
 	double superiority;
 	bool flagged;

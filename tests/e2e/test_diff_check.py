@@ -5,6 +5,7 @@ Noise is modelled two ways: synthetic runs with known jitter and outliers
 repeated runs of real interpreters through `coldstart profile -n`, where a
 module that sleeps 20 ms is planted.
 """
+import json
 import os
 import random
 import re
@@ -148,9 +149,15 @@ def test_diff_real_runs_find_a_planted_sleep(coldstart, python, tmp_path):
     (app / "slowmod.py").write_text("import time\ntime.sleep(0.02)\n")
     b = profile_app(coldstart, python, app / "app.py", tmp_path / "b.json", 5)
     r = coldstart("diff", a, b)
-    assert r.returncode == 1, r.stdout + r.stderr
+
+    def runs_of(path):
+        doc = json.loads(ep.read_output(path))
+        return [[n[3] for n in run["processes"][0]["nodes"] if n[0] == "slowmod"]
+                for run in doc["runs"] if not run["warmup"]]
+    why = "%s\nslowmod self per run: A %s, B %s" % (r.stdout, runs_of(a), runs_of(b))
+    assert r.returncode == 1, why + r.stderr
     slower = flagged(r.stdout, "slower (flagged)")
-    assert slower and slower[0] == "slowmod", r.stdout
+    assert slower and slower[0] == "slowmod", why
     delta = re.search(r"\+([\d.]+) ms  slowmod", r.stdout)
     assert 18.0 <= float(delta.group(1)) <= 40.0, r.stdout
     # Same code twice: whatever real noise gets through is far below 20 ms.
