@@ -4,9 +4,10 @@
 #include "analyze.h"
 
 #include <stdlib.h>
+#include <string.h>
 
-/* findings.c provides it; see findings.h once it exists. */
-void findings_run(struct profile *p);
+#include "elf_report.h"
+#include "findings.h"
 
 void profile_analyze(struct profile *p, const char *const *stdlib_names)
 {
@@ -39,5 +40,26 @@ void profile_analyze_with(struct profile *p, const char *const *stdlib_names, co
 				    "printed): %s",
 				    bad_total, bad_total == 1 ? "" : "s", examples.buf);
 	buf_release(&examples);
+
+	/* Native extensions need the tracer's file names; annotation precedes the rules. */
+	{
+		struct buf err = BUF_INIT;
+		const char *line = NULL;
+		char *nl;
+
+		elf_annotate_profile(p, &err);
+		for (line = err.buf; *line; line = nl + 1) {
+			nl = strchr(line, '\n');
+			if (!nl) {
+				profile_add_warning(p, 0, "%s", line);
+				break;
+			}
+			*nl = '\0';
+			if (*line)
+				profile_add_warning(p, 0, "%s", line);
+		}
+		buf_release(&err);
+	}
+	elf_register_findings();
 	findings_run(p);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "elf_report.h"
 #include "stdlib_names.h"
 
 static const char *const kind_names[KIND__COUNT] = {
@@ -145,6 +146,7 @@ void profile_release(struct profile *p)
 	for (i = 0; i < p->nr_findings; i++)
 		finding_release(&p->findings[i]);
 	free(p->findings);
+	elf_native_forget(p);
 	profile_init(p);
 }
 

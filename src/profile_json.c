@@ -5,6 +5,8 @@
  */
 #include "profile.h"
 
+#include "elf_report.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -313,6 +315,9 @@ static void write_profile(struct jw *w, const struct profile *p)
 		buf_addch(w->out, ',');
 	}
 	jw_close(w, ']');
+	buf_addch(w->out, ',');
+	jw_key(w, "native");
+	elf_native_to_json(p, w->out);
 	jw_close(w, '}');
 	buf_addch(w->out, '\n');
 }
@@ -587,6 +592,17 @@ static int read_profile(struct profile *p, json_t *root, struct buf *err)
 		if (!f.id)
 			f.id = xstrdup("unknown");
 		profile_add_finding(p, &f);
+	}
+	v = json_object_get(root, "native");
+	if (json_is_object(v)) {
+		char *text = json_dumps(v, JSON_COMPACT);
+		struct buf nerr = BUF_INIT;
+
+		if (!text || elf_native_from_json(p, text, strlen(text), &nerr) < 0)
+			profile_add_warning(p, 0, "native extension facts not restored: %s",
+					    nerr.len ? nerr.buf : "out of memory");
+		free(text);
+		buf_release(&nerr);
 	}
 	return 0;
 }

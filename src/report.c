@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "elf_report.h"
 #include "stats.h"
 
-void (*report_extra_section)(const struct profile *p, struct buf *out);
 
 struct style {
 	const char *bold, *dim, *red, *yellow, *green, *reset;
@@ -676,8 +676,7 @@ void report_render(const struct profile *p, const struct report_opts *o, struct 
 			buf_release(&title);
 		}
 	}
-	if (report_extra_section)
-		report_extra_section(p, out);
+	elf_report_section(p, out);
 	render_findings(p, out, st);
 	if (p->nr_warnings) {
 		size_t shown = p->nr_warnings < 10 ? p->nr_warnings : 10;

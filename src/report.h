@@ -24,10 +24,4 @@ bool report_want_color(int fd);
 /* Renders the whole report of p into out. */
 void report_render(const struct profile *p, const struct report_opts *o, struct buf *out);
 
-/*
- * Optional sections supplied by other modules (native extensions); NULL
- * when that module is absent.  Each appends to out.
- */
-extern void (*report_extra_section)(const struct profile *p, struct buf *out);
-
 #endif
