@@ -844,6 +844,15 @@ int cmd_docker(int argc, char **argv)
 		}
 		rc = read_state(&o, x.name, &p, r);
 		engine_remove(&o, x.name);
+		if (!rc && x.publish_port && r->ready_us == UNKNOWN && r->status != RUN_OOM &&
+		    !(o.network && !strcmp(o.network, "host"))) {
+			profile_add_warning(&p, 0, "port %d was published on 127.0.0.1 and never answered; an engine "
+					    "without a bridge network (dockerd --bridge=none) cannot publish ports: "
+					    "try --network host", x.publish_port);
+			warning("port %d was published on 127.0.0.1 and never answered; an engine without a bridge "
+				"network (dockerd --bridge=none) cannot publish ports: try --network host",
+				x.publish_port);
+		}
 		if (rc) {
 			ret = rc;
 			goto out;

@@ -306,6 +306,18 @@ def test_ready_http_on_host_network(cs, tmp_path):
     assert "socketserver" in node_names(run["processes"][0])
 
 
+def test_ready_tcp_unpublishable_port_says_why(cs):
+    """The test daemon has no bridge, so a published port never answers."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = cs("docker", "--ready", "tcp:%d" % port, "--ready-timeout", "3", "--no-report", IMAGE,
+           "python3", "-m", "http.server", "--bind", "0.0.0.0", str(port), timeout=60)
+    assert r.returncode == 9, r.stdout + r.stderr
+    assert "port %d was published on 127.0.0.1 and never answered" % port in r.stderr
+    assert "try --network host" in r.stderr
+
+
 def test_failing_and_signalled_targets(cs):
     r = cs("docker", "--no-report", IMAGE, "python3", "-c", "import sys; sys.exit(3)")
     assert r.returncode == 5, r.stderr
