@@ -6,7 +6,7 @@
 #   make check      the same suite on an ASan + UBSan build
 #   make fuzz       short libFuzzer runs of the parsers (clang)
 #   make bench      benchmarks that print side-by-side figures
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local DESTDIR= (PYDIR= for the Python packages)
 #
 # DEVELOPER=0 turns warnings back into warnings.
 
@@ -15,6 +15,9 @@ DESTDIR ?=
 BINDIR = $(PREFIX)/bin
 DATADIR = $(PREFIX)/share/coldstart
 PYTHON ?= /usr/bin/python3
+# Where `make install` puts the coldstart and fdk packages so PYTHON imports
+# them: its purelib under PREFIX (Debian's /usr/local/lib/pythonX.Y/dist-packages).
+PYDIR ?= $(shell $(PYTHON) -c 'import sysconfig; p = "$(PREFIX)"; s = "posix_local" if p.endswith("/local") and "posix_local" in sysconfig.get_scheme_names() else "posix_prefix"; b = p[:-6] if s == "posix_local" else p; print(sysconfig.get_path("purelib", s, vars={"base": b, "platbase": b}))' 2>/dev/null)
 DEVELOPER ?= 1
 VERSION := 0.1.0
 
@@ -110,16 +113,20 @@ bench: all
 	@sh bench/run.sh
 
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/python/coldstart $(DESTDIR)$(DATADIR)/python/fdk
+	@test -n "$(PYDIR)" || { echo "cannot find where $(PYTHON) imports packages from; set PYDIR=" >&2; exit 1; }
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/python $(DESTDIR)$(PYDIR)
 	install -m 755 coldstart $(DESTDIR)$(BINDIR)/coldstart
-	cp -R python/coldstart/. $(DESTDIR)$(DATADIR)/python/coldstart/
-	if [ -d python/fdk ]; then cp -R python/fdk/. $(DESTDIR)$(DATADIR)/python/fdk/; fi
-	if [ -f python/coldstart-fdk ]; then install -m 755 python/coldstart-fdk $(DESTDIR)$(BINDIR)/coldstart-fdk; fi
-	find $(DESTDIR)$(DATADIR) -name __pycache__ -prune -exec rm -rf {} +
+	rm -rf $(DESTDIR)$(DATADIR)/python/coldstart $(DESTDIR)$(PYDIR)/coldstart $(DESTDIR)$(PYDIR)/fdk
+	cp -R python/coldstart $(DESTDIR)$(DATADIR)/python/coldstart
+	cp -R python/coldstart python/fdk $(DESTDIR)$(PYDIR)/
+	rm -f $(DESTDIR)$(PYDIR)/coldstart/_tracer.c
+	sed '1s|.*|#!$(PYTHON)|' python/coldstart-fdk > $(DESTDIR)$(BINDIR)/coldstart-fdk
+	chmod 755 $(DESTDIR)$(BINDIR)/coldstart-fdk
+	find $(DESTDIR)$(DATADIR) $(DESTDIR)$(PYDIR)/coldstart $(DESTDIR)$(PYDIR)/fdk -name __pycache__ -prune -exec rm -rf {} +
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/coldstart $(DESTDIR)$(BINDIR)/coldstart-fdk
-	rm -rf $(DESTDIR)$(DATADIR)
+	rm -rf $(DESTDIR)$(DATADIR) $(DESTDIR)$(PYDIR)/coldstart $(DESTDIR)$(PYDIR)/fdk
 
 format:
 	clang-format -i src/*.c src/*.h src/export/*.c tests/unit/*.c
