@@ -188,6 +188,36 @@ static int write_gz(const char *path, const char *data, size_t len, struct buf *
 	return 0;
 }
 
+/*
+ * The representative run: among non-warm-up runs with a process (any run
+ * with a process if all are warm-ups), the one whose main-process import
+ * total is the median.  NULL when no run has a process.
+ */
+static const struct run *median_run(const struct profile *p)
+{
+	size_t i, j, nr = 0, *idx = xmalloc(st_mult(p->nr_runs, sizeof(size_t)));
+	const struct run *r = NULL;
+	int pass;
+
+	for (pass = 0; pass < 2 && !nr; pass++)
+		for (i = 0; i < p->nr_runs; i++)
+			if (p->runs[i].nr_procs && (pass || !p->runs[i].warmup))
+				idx[nr++] = i;
+	/* Insertion sort by total: runs are few. */
+	for (i = 1; i < nr; i++) {
+		size_t v = idx[i];
+		int64_t tv = proc_import_total_us(&p->runs[v].procs[0], true);
+
+		for (j = i; j > 0 && proc_import_total_us(&p->runs[idx[j - 1]].procs[0], true) > tv; j--)
+			idx[j] = idx[j - 1];
+		idx[j] = v;
+	}
+	if (nr)
+		r = &p->runs[idx[(nr - 1) / 2]];
+	free(idx);
+	return r;
+}
+
 const struct exporter *exporter_list(size_t *nr)
 {
 	*nr = ARRAY_SIZE(exporters);
@@ -260,9 +290,7 @@ out:
 const struct run *export_pick_run(const struct profile *p, const struct export_opts *o,
 				  struct buf *err)
 {
-	size_t i, nr = 0, *idx = NULL;
-	const struct run *r = NULL;
-	bool warm_ok = false;
+	const struct run *r;
 
 	if (!p->nr_runs) {
 		buf_adds(err, "the profile holds no runs");
@@ -275,38 +303,10 @@ const struct run *export_pick_run(const struct profile *p, const struct export_o
 			return NULL;
 		}
 		r = &p->runs[o->run];
-		goto check;
+	} else {
+		r = median_run(p);
 	}
-	/* The median run by main-process import total, warm-up runs last resort. */
-	idx = xmalloc(st_mult(p->nr_runs, sizeof(*idx)));
-again:
-	for (i = 0; i < p->nr_runs; i++)
-		if (p->runs[i].nr_procs && (warm_ok || !p->runs[i].warmup))
-			idx[nr++] = i;
-	if (!nr && !warm_ok) {
-		warm_ok = true;
-		goto again;
-	}
-	if (!nr) {
-		free(idx);
-		buf_adds(err, "the profile holds no process to draw");
-		return NULL;
-	}
-	/* Insertion sort: runs are few. */
-	for (i = 1; i < nr; i++) {
-		size_t j = i, v = idx[i];
-		int64_t tv = proc_import_total_us(&p->runs[v].procs[0], true);
-
-		while (j > 0 && proc_import_total_us(&p->runs[idx[j - 1]].procs[0], true) > tv) {
-			idx[j] = idx[j - 1];
-			j--;
-		}
-		idx[j] = v;
-	}
-	r = &p->runs[idx[(nr - 1) / 2]];
-	free(idx);
-check:
-	if (!r->nr_procs) {
+	if (!r || !r->nr_procs) {
 		buf_adds(err, "the selected run holds no process to draw");
 		return NULL;
 	}
