@@ -672,7 +672,7 @@ static void fill_meta(struct profile *p, const char *image, const char *python)
 	gmtime_r(&t, &tm);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	p->created = xstrdup(stamp);
-	p->cwd = xstrdup("/");
+	/* cwd stays NULL: the host's directory says nothing about the container's. */
 }
 
 /* The port a tcp:/http:// probe connects to, to publish on 127.0.0.1; 0 for none. */
