@@ -142,20 +142,34 @@ int budget_check(const struct profile *p, const struct budget *b, struct buf *ex
 	}
 	for (i = 0; i < b->forbid.nr; i++) {
 		const char *name = b->forbid.v[i];
+		size_t len = strlen(name);
 		bool found = false;
 
+		/* "xml" forbids xml.dom too; every process of every measured run counts. */
 		for (r = 0; r < p->nr_runs && !found; r++) {
 			const struct run *run = &p->runs[r];
-			int32_t k;
+			size_t pi;
 
-			if (run->warmup || !run->nr_procs)
+			if (run->warmup)
 				continue;
-			k = proc_find(&run->procs[0], name);
-			if (k >= 0) {
-				found = true;
-				buf_addf(explain, "forbid FAIL %s: imported via ", name);
-				proc_chain(&run->procs[0], k, " > ", explain);
-				buf_addch(explain, '\n');
+			for (pi = 0; pi < run->nr_procs && !found; pi++) {
+				const struct proc *pr = &run->procs[pi];
+				size_t k;
+
+				for (k = 0; k < pr->nr_nodes; k++) {
+					const char *n = node_name(pr, (int32_t)k);
+
+					if (strncmp(n, name, len) || (n[len] && n[len] != '.'))
+						continue;
+					found = true;
+					buf_addf(explain, "forbid FAIL %s: %s imported via ", name, n);
+					proc_chain(pr, (int32_t)k, " > ", explain);
+					if (pi)
+						buf_addf(explain, " (process %zu%s)", pi + 1,
+							 pr->argv ? ", a child" : "");
+					buf_addch(explain, '\n');
+					break;
+				}
 			}
 		}
 		if (!found)

@@ -29,7 +29,8 @@ int budget_add(struct budget *b, const char *spec, struct buf *err);
 void budget_forbid(struct budget *b, const char *module);
 /*
  * Checks p; appends one line per budget ("ok"/"FAIL", measured vs limit) and
- * per forbidden module found (with its import chain) to explain.  Returns 0
+ * per forbidden module (with the import chain of the first import of it or
+ * of a submodule, in any process) to explain.  Returns 0
  * when everything fits, 1 when something failed, -1 when p has no measured
  * run to check.
  */

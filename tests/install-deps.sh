@@ -27,7 +27,22 @@ done
 if [ "$what" != build ] && ! command -v node >/dev/null 2>&1; then
 	missing="$missing nodejs npm"
 fi
-[ -z "$missing" ] && exit 0
+consumers() {
+	# The real viewers the export tests load our files into (pinned in
+	# tests/consumers/package-lock.json); node_modules is not committed.
+	here=$(cd "$(dirname "$0")" && pwd)
+	if [ "$what" != build ] && command -v npm >/dev/null 2>&1 && [ ! -d "$here/consumers/node_modules" ]; then
+		echo "coldstart: npm install in tests/consumers (speedscope, playwright-core)" >&2
+		(cd "$here/consumers" && npm ci --no-audit --no-fund --silent >&2) ||
+			echo "coldstart: npm install failed; the viewer tests will say why they skip" >&2
+	fi
+	return 0
+}
+
+if [ -z "$missing" ]; then
+	consumers
+	exit 0
+fi
 
 if [ "$(id -u)" != 0 ]; then
 	echo "coldstart: missing Debian packages:$missing" >&2
@@ -36,4 +51,5 @@ if [ "$(id -u)" != 0 ]; then
 fi
 echo "coldstart: installing missing Debian packages:$missing" >&2
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing >&2
+apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing >&2 || exit 1
+consumers
