@@ -410,84 +410,6 @@ static void parse_finish(struct tparse *ps)
 	pr->end_ns = ps->last_t;
 }
 
-int trace_parse(struct trace_proc *tp, const char *text, size_t len, struct buf *err)
-{
-	struct tparse ps;
-	const char *end, *p = text;
-	char *line = NULL, *f[MAX_FIELDS];
-	size_t line_alloc = 0, k;
-	int ret = -1;
-
-	memset(tp, 0, sizeof(*tp));
-	proc_init(&tp->proc);
-	proc_ensure_timing(&tp->proc);
-	memset(&ps, 0, sizeof(ps));
-	ps.tp = tp;
-	ps.compile_node = -1;
-	end = memchr(text, '\0', len);
-	if (end)
-		len = (size_t)(end - text);
-	end = text + len;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t n, nf;
-
-		if (!nl)
-			break; /* a record cut short by a kill */
-		n = (size_t)(nl - p);
-		ALLOC_GROW(line, n + 1, line_alloc);
-		memcpy(line, p, n);
-		line[n] = '\0';
-		p = nl + 1;
-		if (!ps.header && tp->records == 0 && strcmp(line, "#coldstart-trace 1")) {
-			buf_addf(err, "not a coldstart trace (first line '%.40s')", line);
-			goto out;
-		}
-		nf = split_fields(line, f, MAX_FIELDS);
-		tp->records++;
-		if (parse_record(&ps, f, nf) < 0)
-			tp->bad_records++;
-	}
-	if (!ps.header) {
-		buf_addf(err, "not a coldstart trace (no header record)");
-		goto out;
-	}
-	parse_finish(&ps);
-	ret = 0;
-out:
-	for (k = 0; k < ps.nr_stacks; k++)
-		free(ps.stacks[k].v);
-	free(ps.stacks);
-	free(ps.find_end);
-	free(ps.exec_at);
-	free(line);
-	return ret;
-}
-
-int trace_read_file(struct trace_proc *tp, const char *path, struct buf *err)
-{
-	struct buf text = BUF_INIT;
-	int ret;
-
-	if (buf_read_file(&text, path) < 0) {
-		memset(tp, 0, sizeof(*tp));
-		proc_init(&tp->proc);
-		buf_addf(err, "cannot read '%s': %s", path, strerror(errno));
-		buf_release(&text);
-		return -1;
-	}
-	ret = trace_parse(tp, text.buf, text.len, err);
-	buf_release(&text);
-	return ret;
-}
-
-void trace_proc_release(struct trace_proc *tp)
-{
-	proc_release(&tp->proc);
-	free(tp->stopped);
-	tp->stopped = NULL;
-}
-
 struct name_ent {
 	const char *name;
 	size_t post;
@@ -571,25 +493,47 @@ static int64_t children_sum(const struct proc *pr, int32_t i)
 	return sum;
 }
 
-void trace_merge(struct proc *pr, const struct trace_proc *tp)
-{
-	const struct proc *tr = &tp->proc;
-	size_t n = pr->nr_nodes, m = tr->nr_nodes, total, i, nr_post, nr_ent = 0;
-	struct proc out;
-	int32_t *post = xmalloc(st_mult(n + 1, sizeof(int32_t)));
-	int32_t *tr_order = xmalloc(st_mult(m + 1, sizeof(int32_t)));
-	int32_t *map = xmalloc(st_mult(m + 1, sizeof(int32_t))); /* trace node -> out node */
-	int32_t *it_match = xmalloc(st_mult(n + 1, sizeof(int32_t))); /* it node -> trace node */
-	struct name_ent *ents = xmalloc(st_mult(n + 1, sizeof(*ents)));
-	bool *used = xcalloc(n + 1, sizeof(bool));
-	size_t *preidx = xmalloc(st_mult(n + 1, sizeof(size_t)));
-	int32_t *parent, *sorted, j;
-	bool *timed;
-	int64_t *key, *old_sum;
-	struct sort_ctx ctx;
+/* One merge of a trace into an importtime process (trace_merge). */
+struct merge {
+	struct proc *it; /* importtime's process, replaced at the end */
+	const struct proc *tr; /* the trace's own tree */
+	size_t n, m; /* their node counts */
+	int32_t *map; /* trace node -> node of out */
+	int32_t *it_match; /* importtime node -> trace node, -1 */
+	int64_t *old_sum; /* importtime: sum of each node's children's cum */
+	struct proc out; /* importtime's nodes keep their indexes, trace-only ones follow */
+};
 
-	/* importtime nodes by name, in completion (post-)order. */
-	nr_post = postorder(pr, post);
+/* The first entry named name in ents (sorted by name, then completion order), or NULL. */
+static struct name_ent *first_named(struct name_ent *ents, size_t nr, const char *name)
+{
+	size_t lo = 0, hi = nr;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (strcmp(ents[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < nr && !strcmp(ents[lo].name, name) ? &ents[lo] : NULL;
+}
+
+/*
+ * Pairs trace nodes with importtime rows of the same name, both taken in
+ * completion order (rows are printed when an import ends); open trace nodes
+ * never have a row.
+ */
+static void match_by_name(struct merge *mg)
+{
+	const struct proc *pr = mg->it, *tr = mg->tr;
+	int32_t *post = xmalloc(st_mult(mg->n + 1, sizeof(int32_t)));
+	int32_t *order = xmalloc(st_mult(mg->m + 1, sizeof(int32_t)));
+	struct name_ent *ents = xmalloc(st_mult(mg->n + 1, sizeof(*ents)));
+	bool *used = xcalloc(mg->n + 1, sizeof(bool));
+	size_t i, a, b, nr_post = postorder(pr, post), nr_ent = 0;
+
 	for (i = 0; i < nr_post; i++) {
 		if (pr->nodes[post[i]].flags & NODE_CACHED)
 			continue;
@@ -598,127 +542,129 @@ void trace_merge(struct proc *pr, const struct trace_proc *tp)
 		ents[nr_ent].node = post[i];
 		nr_ent++;
 	}
-	qsort(ents, nr_ent, sizeof(*ents), cmp_name_ent);
-	for (i = 0; i < n; i++)
-		it_match[i] = -1;
-	{
-		size_t k = 0;
-
-		for (j = pr->first_root; j >= 0; j = preorder_next_node(pr, j))
-			preidx[j] = k++;
+	if (nr_ent)
+		qsort(ents, nr_ent, sizeof(*ents), cmp_name_ent);
+	for (i = 0; i < mg->n; i++)
+		mg->it_match[i] = -1;
+	for (i = 0; i < mg->m; i++) {
+		order[i] = (int32_t)i;
+		mg->map[i] = -1;
 	}
+	/* Insertion sort by end time is fine: a trace is nearly in that order. */
+	for (a = 1; a < mg->m; a++) {
+		int32_t x = order[a];
+		int64_t ex = tr->timing[x].end_ns;
 
-	/* Trace nodes in completion order; open ones never have a row. */
-	for (i = 0; i < m; i++)
-		tr_order[i] = (int32_t)i;
-	{
-		size_t a, b;
-
-		/* Insertion sort by end time is fine: traces are nearly sorted. */
-		for (a = 1; a < m; a++) {
-			int32_t x = tr_order[a];
-			int64_t ex = tr->timing[x].end_ns;
-
-			for (b = a; b > 0 && tr->timing[tr_order[b - 1]].end_ns > ex; b--)
-				tr_order[b] = tr_order[b - 1];
-			tr_order[b] = x;
-		}
+		for (b = a; b > 0 && tr->timing[order[b - 1]].end_ns > ex; b--)
+			order[b] = order[b - 1];
+		order[b] = x;
 	}
-	for (i = 0; i < m; i++)
-		map[i] = -1;
-	for (i = 0; i < m; i++) {
-		int32_t t = tr_order[i];
-		struct name_ent probe = { node_name(tr, t), 0, -1 };
+	for (i = 0; i < mg->m; i++) {
+		int32_t t = order[i];
+		const char *name = node_name(tr, t);
 		struct name_ent *e;
 
-		if ((tr->nodes[t].flags & NODE_OPEN) || !nr_ent)
+		if (tr->nodes[t].flags & NODE_OPEN)
 			continue;
-		{
-			/* The first entry of this name; entries of a name are in completion order. */
-			size_t lo = 0, hi = nr_ent;
-
-			while (lo < hi) {
-				size_t mid = (lo + hi) / 2;
-
-				if (strcmp(ents[mid].name, probe.name) < 0)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			e = lo < nr_ent ? &ents[lo] : NULL;
-		}
-		for (; e && e < ents + nr_ent && !strcmp(e->name, probe.name); e++) {
+		for (e = first_named(ents, nr_ent, name); e && e < ents + nr_ent && !strcmp(e->name, name); e++) {
 			if (used[e - ents])
 				continue;
 			used[e - ents] = true;
-			map[t] = e->node;
-			it_match[e->node] = t;
+			mg->map[t] = e->node;
+			mg->it_match[e->node] = t;
 			break;
 		}
 	}
+	free(post);
+	free(order);
+	free(ents);
+	free(used);
+}
 
-	/* The merged process: importtime nodes keep their indexes, trace-only ones follow. */
-	proc_init(&out);
-	proc_ensure_timing(&out);
-	for (i = 0; i < n; i++) {
+static uint32_t intern_from(struct proc *dst, const struct proc *src, uint32_t off)
+{
+	const char *s = proc_str(src, off);
+
+	return off ? proc_intern(dst, s, strlen(s)) : 0;
+}
+
+/* Fills out's nodes: importtime's first (same indexes), then trace-only ones. */
+static void copy_nodes(struct merge *mg)
+{
+	const struct proc *pr = mg->it, *tr = mg->tr;
+	struct proc *out = &mg->out;
+	size_t i;
+
+	mg->old_sum = xcalloc(mg->n + 1, sizeof(int64_t));
+	for (i = 0; i < mg->n; i++) {
 		const struct imp_node *s = &pr->nodes[i];
 		const char *nm = node_name(pr, (int32_t)i);
-		int32_t k = proc_add_node(&out, nm, strlen(nm), s->depth, s->self_us, s->cum_us);
+		int32_t k = proc_add_node(out, nm, strlen(nm), s->depth, s->self_us, s->cum_us);
 
-		out.nodes[k].flags = s->flags;
-		out.nodes[k].kind = s->kind;
-		if (pr->timing)
-			out.timing[k] = pr->timing[i];
-		out.timing[k].file = pr->timing && pr->timing[i].file
-					     ? proc_intern(&out, proc_str(pr, pr->timing[i].file),
-							   strlen(proc_str(pr, pr->timing[i].file)))
-					     : 0;
+		out->nodes[k].flags = s->flags;
+		out->nodes[k].kind = s->kind;
+		if (pr->timing) {
+			out->timing[k] = pr->timing[i];
+			out->timing[k].file = intern_from(out, pr, pr->timing[i].file);
+		}
+		mg->old_sum[i] = children_sum(pr, (int32_t)i);
 	}
-	for (i = 0; i < m; i++) {
+	for (i = 0; i < mg->m; i++) {
 		const struct imp_node *s = &tr->nodes[i];
-		int32_t k = map[i];
+		int32_t k = mg->map[i];
 
 		if (k < 0) {
 			const char *nm = node_name(tr, (int32_t)i);
 
-			k = proc_add_node(&out, nm, strlen(nm), s->depth, s->self_us, s->cum_us);
-			out.nodes[k].flags = s->flags | NODE_TRACE_ONLY;
-			map[i] = k;
+			k = proc_add_node(out, nm, strlen(nm), s->depth, s->self_us, s->cum_us);
+			out->nodes[k].flags = s->flags | NODE_TRACE_ONLY;
+			mg->map[i] = k;
 		} else {
-			out.nodes[k].flags |= s->flags & (NODE_FAILED | NODE_OPEN | NODE_COMPILED | NODE_NATIVE);
+			out->nodes[k].flags |= s->flags & (NODE_FAILED | NODE_OPEN | NODE_COMPILED | NODE_NATIVE);
 		}
-		out.timing[k] = tr->timing[i];
-		out.timing[k].file = tr->timing[i].file
-					     ? proc_intern(&out, proc_str(tr, tr->timing[i].file),
-							   strlen(proc_str(tr, tr->timing[i].file)))
-					     : 0;
+		out->timing[k] = tr->timing[i];
+		out->timing[k].file = intern_from(out, tr, tr->timing[i].file);
 	}
-	total = out.nr_nodes;
+}
 
-	/* Parents: the trace's where it has one, else importtime's. */
-	parent = xmalloc(st_mult(total + 1, sizeof(int32_t)));
-	timed = xcalloc(total + 1, sizeof(bool));
-	key = xmalloc(st_mult(total + 1, sizeof(int64_t)));
-	old_sum = xcalloc(total + 1, sizeof(int64_t));
-	sorted = xmalloc(st_mult(total + 1, sizeof(int32_t)));
-	for (i = 0; i < n; i++) {
-		int32_t t = it_match[i];
+/*
+ * Links out: parents from the trace where it has one, else importtime's;
+ * siblings by start time, untimed rows (from before the tracer started)
+ * first in importtime's order; depths recomputed.
+ */
+static void relink(struct merge *mg)
+{
+	const struct proc *pr = mg->it, *tr = mg->tr;
+	struct proc *out = &mg->out;
+	size_t total = out->nr_nodes, i, k = 0;
+	int32_t *parent = xmalloc(st_mult(total + 1, sizeof(int32_t)));
+	int32_t *sorted = xmalloc(st_mult(total + 1, sizeof(int32_t)));
+	bool *timed = xcalloc(total + 1, sizeof(bool));
+	int64_t *key = xcalloc(total + 1, sizeof(int64_t));
+	struct sort_ctx ctx = { parent, timed, key };
+	int32_t j;
+
+	for (j = pr->first_root; j >= 0; j = preorder_next_node(pr, j))
+		key[j] = (int64_t)k++;
+	for (i = 0; i < mg->n; i++) {
+		int32_t t = mg->it_match[i];
 
 		parent[i] = pr->nodes[i].parent;
 		if (t >= 0 && tr->nodes[t].parent >= 0)
-			parent[i] = map[tr->nodes[t].parent];
-		old_sum[i] = children_sum(pr, (int32_t)i);
-		timed[i] = t >= 0;
-		key[i] = t >= 0 ? tr->timing[t].start_ns : (int64_t)preidx[i];
+			parent[i] = mg->map[tr->nodes[t].parent];
+		if (t >= 0) {
+			timed[i] = true;
+			key[i] = tr->timing[t].start_ns;
+		}
 	}
-	for (i = 0; i < m; i++) {
-		int32_t k = map[i];
+	for (i = 0; i < mg->m; i++) {
+		int32_t o = mg->map[i];
 
-		if (k < (int32_t)n)
+		if (o < (int32_t)mg->n)
 			continue;
-		parent[k] = tr->nodes[i].parent >= 0 ? map[tr->nodes[i].parent] : -1;
-		timed[k] = true;
-		key[k] = tr->timing[i].start_ns;
+		parent[o] = tr->nodes[i].parent >= 0 ? mg->map[tr->nodes[i].parent] : -1;
+		timed[o] = true;
+		key[o] = tr->timing[i].start_ns;
 	}
 	/* A contradiction between the two trees must not make a cycle. */
 	for (i = 0; i < total; i++) {
@@ -731,34 +677,42 @@ void trace_merge(struct proc *pr, const struct trace_proc *tp)
 	}
 	for (i = 0; i < total; i++) {
 		sorted[i] = (int32_t)i;
-		out.nodes[i].parent = out.nodes[i].first_child = out.nodes[i].last_child = -1;
-		out.nodes[i].next_sibling = -1;
+		out->nodes[i].parent = out->nodes[i].first_child = out->nodes[i].last_child = -1;
+		out->nodes[i].next_sibling = -1;
 	}
-	ctx.parent = parent;
-	ctx.timed = timed;
-	ctx.key = key;
-	qsort_r(sorted, total, sizeof(int32_t), cmp_child, &ctx);
+	if (total)
+		qsort_r(sorted, total, sizeof(int32_t), cmp_child, &ctx);
 	for (i = 0; i < total; i++) {
-		int32_t k = sorted[i];
-
-		if (parent[k] >= 0)
-			proc_link_child(&out, parent[k], k);
+		if (parent[sorted[i]] >= 0)
+			proc_link_child(out, parent[sorted[i]], sorted[i]);
 		else
-			proc_link_root(&out, k);
+			proc_link_root(out, sorted[i]);
 	}
-	for (j = out.first_root; j >= 0; j = preorder_next_node(&out, j))
-		out.nodes[j].depth = out.nodes[j].parent >= 0 ? out.nodes[out.nodes[j].parent].depth + 1 : 0;
+	for (j = out->first_root; j >= 0; j = preorder_next_node(out, j))
+		out->nodes[j].depth = out->nodes[j].parent >= 0 ? out->nodes[out->nodes[j].parent].depth + 1 : 0;
+	free(parent);
+	free(sorted);
+	free(timed);
+	free(key);
+}
 
-	/* Self times where the children changed (post-order: children first). */
-	nr_post = postorder(&out, sorted);
-	for (i = 0; i < nr_post; i++) {
-		int32_t k = sorted[i];
-		struct imp_node *nd = &out.nodes[k];
-		int64_t sum = children_sum(&out, k);
+/*
+ * self = cum - children's cum where the children changed; importtime's own
+ * rounding is kept where they did not.  Children first (post-order).
+ */
+static void fix_self_times(struct merge *mg)
+{
+	struct proc *out = &mg->out;
+	int32_t *post = xmalloc(st_mult(out->nr_nodes + 1, sizeof(int32_t)));
+	size_t i, nr = postorder(out, post);
 
-		if (k < (int32_t)n) {
-			/* importtime's own rounding is kept where the children did not change. */
-			if (sum != old_sum[k] && nd->cum_us >= 0)
+	for (i = 0; i < nr; i++) {
+		int32_t k = post[i];
+		struct imp_node *nd = &out->nodes[k];
+		int64_t sum = children_sum(out, k);
+
+		if (k < (int32_t)mg->n) {
+			if (sum != mg->old_sum[k] && nd->cum_us >= 0)
 				nd->self_us = nd->cum_us - sum;
 		} else {
 			if (sum > nd->cum_us)
@@ -768,33 +722,7 @@ void trace_merge(struct proc *pr, const struct trace_proc *tp)
 		if (nd->self_us < 0 && !(nd->flags & NODE_NEGATIVE))
 			nd->self_us = 0;
 	}
-
-	for (i = 0; i < tr->nr_events; i++) {
-		const struct proc_event *e = &tr->events[i];
-
-		add_event(&out, e->t_ns, proc_str(tr, e->name), proc_str(tr, e->detail),
-			  e->node >= 0 ? map[e->node] : -1);
-	}
-	out.pid = tr->pid;
-	out.ppid = tr->ppid;
-	out.argv = tr->argv ? xstrdup(tr->argv) : (pr->argv ? xstrdup(pr->argv) : NULL);
-	out.start_ns = tr->start_ns;
-	out.end_ns = tr->end_ns;
-
-	proc_release(pr);
-	*pr = out;
 	free(post);
-	free(tr_order);
-	free(map);
-	free(it_match);
-	free(ents);
-	free(used);
-	free(preidx);
-	free(parent);
-	free(timed);
-	free(key);
-	free(old_sum);
-	free(sorted);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -830,6 +758,180 @@ static void warn_about(struct profile *p, const struct trace_proc *tp)
 				    "trace of pid %ld: Python %s has no audit hooks; imports were traced, "
 				    "side effects and compilation were not",
 				    pid, tp->version);
+}
+
+static const char *find_datadir(void)
+{
+	const char *env = getenv("COLDSTART_DATADIR");
+
+	if (env && *env)
+		return env;
+	if (coldstart_datadir)
+		return coldstart_datadir();
+	return NULL;
+}
+
+/* Sets NAME=value in env, replacing an existing entry. */
+static void env_set(struct strvec *env, const char *name, const char *value)
+{
+	struct strvec out = STRVEC_INIT;
+	size_t i, len = strlen(name);
+
+	for (i = 0; i < env->nr; i++)
+		if (strncmp(env->v[i], name, len) || env->v[i][len] != '=')
+			strvec_push(&out, env->v[i]);
+	strvec_pushf(&out, "%s=%s", name, value);
+	strvec_clear(env);
+	*env = out;
+}
+
+static const char *env_get(const struct strvec *env, const char *name)
+{
+	size_t i, len = strlen(name);
+
+	for (i = 0; i < env->nr; i++)
+		if (!strncmp(env->v[i], name, len) && env->v[i][len] == '=')
+			return env->v[i] + len + 1;
+	return NULL;
+}
+
+static void write_note(const char *dir, const char *name, const char *text)
+{
+	struct buf path = BUF_INIT;
+	FILE *f;
+
+	buf_addf(&path, "%s/%s", dir, name);
+	f = fopen(path.buf, "w");
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+	buf_release(&path);
+}
+
+static bool keep_trace(void)
+{
+	const char *keep = getenv("COLDSTART_KEEP_TRACE");
+
+	return keep && *keep && strcmp(keep, "0");
+}
+
+static int cmp_cstr(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int trace_parse(struct trace_proc *tp, const char *text, size_t len, struct buf *err)
+{
+	struct tparse ps;
+	const char *end, *p = text;
+	char *line = NULL, *f[MAX_FIELDS];
+	size_t line_alloc = 0, k;
+	int ret = -1;
+
+	memset(tp, 0, sizeof(*tp));
+	proc_init(&tp->proc);
+	proc_ensure_timing(&tp->proc);
+	memset(&ps, 0, sizeof(ps));
+	ps.tp = tp;
+	ps.compile_node = -1;
+	end = memchr(text, '\0', len);
+	if (end)
+		len = (size_t)(end - text);
+	end = text + len;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n, nf;
+
+		if (!nl)
+			break; /* a record cut short by a kill */
+		n = (size_t)(nl - p);
+		ALLOC_GROW(line, n + 1, line_alloc);
+		memcpy(line, p, n);
+		line[n] = '\0';
+		p = nl + 1;
+		if (!ps.header && tp->records == 0 && strcmp(line, "#coldstart-trace 1")) {
+			buf_addf(err, "not a coldstart trace (first line '%.40s')", line);
+			goto out;
+		}
+		nf = split_fields(line, f, MAX_FIELDS);
+		tp->records++;
+		if (parse_record(&ps, f, nf) < 0)
+			tp->bad_records++;
+	}
+	if (!ps.header) {
+		buf_addf(err, "not a coldstart trace (no header record)");
+		goto out;
+	}
+	parse_finish(&ps);
+	ret = 0;
+out:
+	for (k = 0; k < ps.nr_stacks; k++)
+		free(ps.stacks[k].v);
+	free(ps.stacks);
+	free(ps.find_end);
+	free(ps.exec_at);
+	free(line);
+	return ret;
+}
+
+int trace_read_file(struct trace_proc *tp, const char *path, struct buf *err)
+{
+	struct buf text = BUF_INIT;
+	int ret;
+
+	if (buf_read_file(&text, path) < 0) {
+		memset(tp, 0, sizeof(*tp));
+		proc_init(&tp->proc);
+		buf_addf(err, "cannot read '%s': %s", path, strerror(errno));
+		buf_release(&text);
+		return -1;
+	}
+	ret = trace_parse(tp, text.buf, text.len, err);
+	buf_release(&text);
+	return ret;
+}
+
+void trace_proc_release(struct trace_proc *tp)
+{
+	proc_release(&tp->proc);
+	free(tp->stopped);
+	tp->stopped = NULL;
+}
+
+void trace_merge(struct proc *pr, const struct trace_proc *tp)
+{
+	struct merge mg;
+
+	memset(&mg, 0, sizeof(mg));
+	mg.it = pr;
+	mg.tr = &tp->proc;
+	mg.n = pr->nr_nodes;
+	mg.m = mg.tr->nr_nodes;
+	mg.map = xmalloc(st_mult(mg.m + 1, sizeof(int32_t)));
+	mg.it_match = xmalloc(st_mult(mg.n + 1, sizeof(int32_t)));
+	match_by_name(&mg);
+	proc_init(&mg.out);
+	proc_ensure_timing(&mg.out);
+	copy_nodes(&mg);
+	relink(&mg);
+	fix_self_times(&mg);
+	for (size_t i = 0; i < mg.tr->nr_events; i++) {
+		const struct proc_event *e = &mg.tr->events[i];
+
+		add_event(&mg.out, e->t_ns, proc_str(mg.tr, e->name), proc_str(mg.tr, e->detail),
+			  e->node >= 0 ? mg.map[e->node] : -1);
+	}
+	mg.out.pid = mg.tr->pid;
+	mg.out.ppid = mg.tr->ppid;
+	mg.out.argv = mg.tr->argv ? xstrdup(mg.tr->argv) : (pr->argv ? xstrdup(pr->argv) : NULL);
+	mg.out.start_ns = mg.tr->start_ns;
+	mg.out.end_ns = mg.tr->end_ns;
+	proc_release(pr);
+	*pr = mg.out;
+	free(mg.map);
+	free(mg.it_match);
+	free(mg.old_sum);
 }
 
 void trace_merge_run(struct profile *p, struct run *run, const struct trace_proc *tps, size_t nr)
@@ -907,55 +1009,6 @@ void trace_merge_run(struct profile *p, struct run *run, const struct trace_proc
 	free(dest);
 }
 
-static const char *find_datadir(void)
-{
-	const char *env = getenv("COLDSTART_DATADIR");
-
-	if (env && *env)
-		return env;
-	if (coldstart_datadir)
-		return coldstart_datadir();
-	return NULL;
-}
-
-/* Sets NAME=value in env, replacing an existing entry. */
-static void env_set(struct strvec *env, const char *name, const char *value)
-{
-	struct strvec out = STRVEC_INIT;
-	size_t i, len = strlen(name);
-
-	for (i = 0; i < env->nr; i++)
-		if (strncmp(env->v[i], name, len) || env->v[i][len] != '=')
-			strvec_push(&out, env->v[i]);
-	strvec_pushf(&out, "%s=%s", name, value);
-	strvec_clear(env);
-	*env = out;
-}
-
-static const char *env_get(const struct strvec *env, const char *name)
-{
-	size_t i, len = strlen(name);
-
-	for (i = 0; i < env->nr; i++)
-		if (!strncmp(env->v[i], name, len) && env->v[i][len] == '=')
-			return env->v[i] + len + 1;
-	return NULL;
-}
-
-static void write_note(const char *dir, const char *name, const char *text)
-{
-	struct buf path = BUF_INIT;
-	FILE *f;
-
-	buf_addf(&path, "%s/%s", dir, name);
-	f = fopen(path.buf, "w");
-	if (f) {
-		fputs(text, f);
-		fclose(f);
-	}
-	buf_release(&path);
-}
-
 int trace_prepare(struct trace_session *ts, const char *python, struct strvec *env, struct buf *err)
 {
 	const char *datadir = find_datadir(), *tmp = getenv("TMPDIR"), *old;
@@ -1009,18 +1062,6 @@ out:
 	return ret;
 }
 
-static bool keep_trace(void)
-{
-	const char *keep = getenv("COLDSTART_KEEP_TRACE");
-
-	return keep && *keep && strcmp(keep, "0");
-}
-
-static int cmp_cstr(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 int trace_collect(struct trace_session *ts, struct profile *p, struct run *run, struct buf *err)
 {
 	DIR *d = NULL;
@@ -1046,7 +1087,8 @@ int trace_collect(struct trace_session *ts, struct profile *p, struct run *run, 
 		ALLOC_GROW(files, nr + 1, alloc);
 		files[nr++] = xstrdup(de->d_name);
 	}
-	qsort(files, nr, sizeof(char *), cmp_cstr);
+	if (nr)
+		qsort(files, nr, sizeof(char *), cmp_cstr);
 	buf_addf(&path, "%s/fallback.txt", ts->dir);
 	if (!buf_read_file(&note, path.buf) && note.len)
 		profile_add_warning(p, 0, "the C tracer is unavailable, the pure-Python tracer was used: %s",
