@@ -221,7 +221,7 @@ static size_t find_bad_name_byte(const char *name, size_t len)
 
 	for (; i + 8 <= len; i += 8) {
 		uint64_t x = load64(name + i);
-		/* high bit set in bytes < 0x20 (for bytes < 0x80), 0x7f or '|' */
+		/* high bit set when a byte is < 0x20 (exact for "any"), 0x7f or '|' */
 		uint64_t low = (x - ONES * 0x20) & ~x & HIGHS;
 		uint64_t del = zero_bytes(x ^ (ONES * 0x7f));
 		uint64_t bar = zero_bytes(x ^ (ONES * '|'));
@@ -287,6 +287,28 @@ static const char *parse_column(const char *p, const char *end, int64_t *val, bo
 }
 
 /*
+ * Parses a right-aligned non-negative number filling f[0..w) exactly
+ * ("%9ld" without overflow); false when the field is anything else.
+ */
+static bool parse_fixed(const char *f, size_t w, int64_t *val)
+{
+	size_t i = count_spaces(f, f + w);
+	int64_t v = 0;
+
+	if (i == w)
+		return false;
+	for (; i < w; i++) {
+		unsigned d = (unsigned)(unsigned char)f[i] - '0';
+
+		if (d > 9)
+			return false;
+		v = v * 10 + d;
+	}
+	*val = v;
+	return true;
+}
+
+/*
  * Recognises a header or a row in line[0..len) (no newline, no CR).  Only the
  * first MARKER on the line is considered: what precedes it is the target's
  * own text, glued on the same line.  Returns 1 for a row or header, 0 for a
@@ -311,6 +333,16 @@ static int parse_row(const char *line, size_t len, struct row *r, const char **w
 		r->header = true;
 		return 1;
 	}
+	/*
+	 * Nearly every row is "import time: %9ld | %10ld | ..." with numbers
+	 * that fit their columns; anything else takes the general path.
+	 */
+	if (end - p >= 26 && p[10] == ' ' && p[11] == '|' && p[12] == ' ' && p[23] == ' ' &&
+	    p[24] == '|' && p[0] == ' ' && parse_fixed(p + 1, 9, &r->self_us) &&
+	    parse_fixed(p + 13, 10, &r->cum_us)) {
+		q = p + 25;
+		goto name;
+	}
 	q = parse_column(p, end, &r->self_us, &c1, &clamp1, &neg1);
 	if (!q) {
 		*why = "self column is not a number";
@@ -330,6 +362,7 @@ static int parse_row(const char *line, size_t len, struct row *r, const char **w
 	if (neg1 || neg2)
 		r->flags |= NODE_NEGATIVE;
 
+name:
 	spaces = count_spaces(q, end);
 	r->name = q + spaces;
 	r->name_len = (size_t)(end - r->name);
