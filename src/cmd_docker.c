@@ -215,6 +215,23 @@ static char *next_line(char **text)
 	return line;
 }
 
+/*
+ * "coldstart.host=<hostname>": stale containers are only judged by pids of
+ * this host (DOCKER_HOST may be a daemon shared with other machines).
+ */
+static void push_owner_labels(struct strvec *argv)
+{
+	char host[256] = "unknown";
+
+	if (gethostname(host, sizeof(host) - 1) < 0)
+		memcpy(host, "unknown", sizeof("unknown"));
+	host[sizeof(host) - 1] = '\0';
+	strvec_push(argv, "--label");
+	strvec_pushf(argv, "coldstart.pid=%ld", (long)getpid());
+	strvec_push(argv, "--label");
+	strvec_pushf(argv, "coldstart.host=%s", host);
+}
+
 static const char *engine_argv0(const struct docker_opts *o)
 {
 	return o->engine;
@@ -261,11 +278,16 @@ static void engine_remove(const struct docker_opts *o, const char *name)
 static void engine_cleanup_stale(const struct docker_opts *o)
 {
 	struct buf out = BUF_INIT;
+	struct strvec argv = STRVEC_INIT, labels = STRVEC_INIT;
 	char *line, *rest;
-	int rc = engine(o, (const char *const[]){ engine_argv0(o), "ps", "-a", "--filter", "label=coldstart.pid",
-						  "--format", "{{.Names}} {{.Label \"coldstart.pid\"}}", NULL },
-			&out, NULL);
+	int rc;
 
+	push_owner_labels(&labels);
+	strvec_pushv(&argv, (const char *const[]){ engine_argv0(o), "ps", "-a", "--filter", "label=coldstart.pid",
+						   "--filter", NULL });
+	strvec_pushf(&argv, "label=%s", labels.v[3]);
+	strvec_pushv(&argv, (const char *const[]){ "--format", "{{.Names}} {{.Label \"coldstart.pid\"}}", NULL });
+	rc = engine(o, argv.v, &out, NULL);
 	if (rc != 0)
 		goto out;
 	rest = out.buf;
@@ -282,6 +304,8 @@ static void engine_cleanup_stale(const struct docker_opts *o)
 		engine_remove(o, line);
 	}
 out:
+	strvec_clear(&argv);
+	strvec_clear(&labels);
 	buf_release(&out);
 }
 
@@ -367,8 +391,8 @@ static int probe_python(const struct docker_opts *o, const char *image, const ch
 	size_t i;
 
 	strvec_pushv(&argv, (const char *const[]){ engine_argv0(o), "run", "--rm", "--name", name, "--network",
-						   "none", "--entrypoint", python, "--label", NULL });
-	strvec_pushf(&argv, "coldstart.pid=%ld", (long)getpid());
+						   "none", "--entrypoint", python, NULL });
+	push_owner_labels(&argv);
 	if (o->user) {
 		strvec_push(&argv, "--user");
 		strvec_push(&argv, o->user);
@@ -473,8 +497,7 @@ static int before_start(void *data, struct runner_child_view *cv, struct buf *er
 	ds.entrypoint = o->entrypoint;
 	ds.init = !o->no_init;
 	ds.publish_port = x->publish_port;
-	strvec_push(&ds.extra, "--label");
-	strvec_pushf(&ds.extra, "coldstart.pid=%ld", (long)getpid());
+	push_owner_labels(&ds.extra);
 	strvec_pushv(&ds.extra, o->extra.v);
 	strvec_pushv(&ds.volumes, o->volumes.v);
 

@@ -376,6 +376,19 @@ def test_killed_coldstart_is_cleaned_up_next_time(engine, cs):
     assert r.returncode == 0, r.stderr
 
 
+def test_other_hosts_containers_are_left_alone(engine, cs):
+    """A daemon shared with other machines: their pids mean nothing here."""
+    made = docker(engine, "create", "--name", "elsewhere-1", "--label", "coldstart.pid=999999",
+                  "--label", "coldstart.host=some-other-host", IMAGE, "python3", "-c", "pass")
+    assert made.returncode == 0, made.stderr
+    try:
+        r = cs("docker", "--no-report", IMAGE, "python3", "-c", "pass")
+        assert r.returncode == 0, r.stderr
+        assert containers(engine) == ["elsewhere-1"]
+    finally:
+        docker(engine, "rm", "-f", "elsewhere-1")
+
+
 # Errors: each with its exit code and message, none of them a hang.
 
 def test_no_docker_cli(cs, tmp_path):
