@@ -1,10 +1,11 @@
 #!/bin/sh
 # Tracer overhead: `python -X importtime -c 'import PKG'` without and with
-# coldstart's bootstrap + tracer (the C extension, and the pure-Python
-# fallback for reference), runs interleaved so drift hits every column alike.
-# Prints median wall time and median CPU time (user+sys of the child, from
-# wait4) per column and the ratio to plain importtime.  CPU time is the
-# steadier figure on a busy machine.
+# coldstart's bootstrap (alone: COLDSTART_TRACER=off; with the C tracer; with
+# the pure-Python fallback), runs interleaved so drift hits every column
+# alike.  Rows: median wall time of the process, its CPU time (user+sys from
+# wait4), and the time of the `import PKG` statement measured inside the
+# process (no interpreter start-up: the steadiest figure); ratios are to plain
+# importtime.
 # Usage: bench/tracer_bench.sh [runs] [python]  (default 15, /usr/bin/python3;
 # run `make tracer` first).  Packages: aiohttp fastapi, or $BENCH_PACKAGES.
 set -eu
@@ -34,26 +35,29 @@ def one(mode, pkg):
     os.mkdir(tdir)
     if mode != "plain":
         env.update(PYTHONPATH=boot, COLDSTART_TRACE_DIR=tdir)
-        if mode == "py":
-            env["COLDSTART_TRACER"] = "py"
+        if mode in ("py", "off"):
+            env["COLDSTART_TRACER"] = mode
+    code = "import time; t = time.perf_counter(); import %s; print((time.perf_counter() - t) * 1e3)" % pkg
     t0 = time.perf_counter()
-    p = subprocess.Popen([py, "-X", "importtime", "-c", "import " + pkg], env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen([py, "-X", "importtime", "-c", code], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    out = p.stdout.read()
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
     p.returncode = 0
+    p.stdout.close()
     if status != 0:
         sys.exit("tracer_bench: %s run of %s failed (status %d)" % (mode, pkg, status))
-    return wall * 1e3, (ru.ru_utime + ru.ru_stime) * 1e3
+    return wall * 1e3, (ru.ru_utime + ru.ru_stime) * 1e3, float(out)
 
 
 ver = subprocess.run([py, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True,
                      text=True).stdout.strip()
 print("tracer overhead, %s (%s), %d runs per column, interleaved; medians; load average %.1f"
       % (py, ver, runs, os.getloadavg()[0]))
-print("%-9s %-5s %11s %11s %7s %11s %7s" % ("package", "", "importtime", "+tracer(C)", "ratio",
-                                          "+tracer(py)", "ratio"))
-modes = ("plain", "c", "py")
+modes = ("plain", "off", "c", "py")
+print("%-9s %-6s %11s %11s %6s %11s %6s %11s %6s" % (
+    "package", "", "importtime", "+boot only", "ratio", "+tracer(C)", "ratio", "+tracer(py)", "ratio"))
 for pkg in pkgs:
     if subprocess.run([py, "-c", "import " + pkg], capture_output=True).returncode:
         print("%-9s not importable by %s, skipped" % (pkg, py))
@@ -64,10 +68,10 @@ for pkg in pkgs:
     for _ in range(runs):
         for m in modes:
             res[m].append(one(m, pkg))
-    for k, label in ((0, "wall"), (1, "cpu")):
+    for k, label in ((0, "wall"), (1, "cpu"), (2, "import")):
         med = {m: statistics.median(r[k] for r in res[m]) for m in modes}
-        print("%-9s %-5s %8.1f ms %8.1f ms %7.3f %8.1f ms %7.3f" % (
-            pkg if k == 0 else "", label, med["plain"], med["c"], med["c"] / med["plain"],
-            med["py"], med["py"] / med["plain"]))
+        print("%-9s %-6s %8.1f ms %8.1f ms %6.3f %8.1f ms %6.3f %8.1f ms %6.3f" % (
+            pkg if k == 0 else "", label, med["plain"], med["off"], med["off"] / med["plain"],
+            med["c"], med["c"] / med["plain"], med["py"], med["py"] / med["plain"]))
 shutil.rmtree(tmp, ignore_errors=True)
 PYEOF
