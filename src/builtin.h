@@ -9,7 +9,15 @@
 #define EXIT_OK 0
 #define EXIT_FAIL 1 /* a check failed, a target failed, a file could not be read */
 #define EXIT_USAGE 2 /* bad command line */
-/* 3 (EXIT_LIMITS) is in cgroup.h; target codes are mapped in docs/exit-codes.md. */
+/* 3 (EXIT_LIMITS) is in cgroup.h. */
+/* What happened to a measured target (profile, docker; docs/exit-codes.md). */
+#define EXIT_NO_PYTHON 4 /* interpreter or command unusable */
+#define EXIT_NO_ENGINE 4 /* docker: engine, image or container unusable */
+#define EXIT_TARGET_FAILED 5
+#define EXIT_TARGET_SIGNALED 6
+#define EXIT_TARGET_OOM 7
+#define EXIT_TARGET_TIMEOUT 8
+#define EXIT_NOT_READY 9
 
 int cmd_profile(int argc, char **argv);
 int cmd_parse(int argc, char **argv);

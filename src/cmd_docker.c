@@ -25,12 +25,6 @@
 extern char **environ;
 
 /* The same codes as `profile` (docs/exit-codes.md, docs/docker.md). */
-#define EXIT_NO_ENGINE 4
-#define EXIT_TARGET_FAILED 5
-#define EXIT_TARGET_SIGNALED 6
-#define EXIT_TARGET_OOM 7
-#define EXIT_TARGET_TIMEOUT 8
-#define EXIT_NOT_READY 9
 
 struct docker_opts {
 	struct show_opts show; /* first: the shared callbacks cast ctx to it */
@@ -647,40 +641,6 @@ out:
 	return ret;
 }
 
-/* Maps the represented runs to coldstart's exit status (as `profile` does). */
-static int run_exit_status(const struct profile *p, const struct docker_opts *o)
-{
-	const struct run *worst = NULL;
-	size_t i;
-
-	for (i = 0; i < p->nr_runs; i++) {
-		const struct run *r = &p->runs[i];
-
-		if ((r->status == RUN_EXITED && !r->exit_code) || r->status == RUN_STOPPED)
-			continue;
-		worst = r;
-		break;
-	}
-	if (o->ready)
-		for (i = 0; i < p->nr_runs; i++)
-			if (p->runs[i].ready_us == UNKNOWN && p->runs[i].status != RUN_OOM &&
-			    p->runs[i].status != RUN_TIMEOUT)
-				return EXIT_NOT_READY;
-	if (!worst)
-		return EXIT_OK;
-	if (o->passthrough_exit)
-		return worst->status == RUN_EXITED ? worst->exit_code
-		       : worst->status == RUN_SIGNALED ? 128 + worst->term_signal
-		       : worst->status == RUN_OOM ? 128 + SIGKILL : 124;
-	switch (worst->status) {
-	case RUN_EXITED: return EXIT_TARGET_FAILED;
-	case RUN_SIGNALED: return EXIT_TARGET_SIGNALED;
-	case RUN_OOM: return EXIT_TARGET_OOM;
-	case RUN_TIMEOUT: return EXIT_TARGET_TIMEOUT;
-	default: return EXIT_FAIL;
-	}
-}
-
 static void fill_meta(struct profile *p, const char *image, const char *python)
 {
 	char stamp[32];
@@ -885,7 +845,7 @@ int cmd_docker(int argc, char **argv)
 		fprintf(stderr, "\r%40s\r", "");
 
 	profile_analyze(&p, stdlib_names.nr ? stdlib_names.v : NULL);
-	ret = run_exit_status(&p, &o);
+	ret = profile_exit_status(&p, o.ready != NULL, o.passthrough_exit);
 	rc = show_profile(&p, &o.show);
 	if (rc && ret == EXIT_OK)
 		ret = rc;

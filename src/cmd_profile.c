@@ -23,13 +23,6 @@
 #include "report.h"
 #include "runner.h"
 
-/* Exit codes of `profile` beyond 0/1/2/3 (docs/exit-codes.md). */
-#define EXIT_NO_PYTHON 4
-#define EXIT_TARGET_FAILED 5
-#define EXIT_TARGET_SIGNALED 6
-#define EXIT_TARGET_OOM 7
-#define EXIT_TARGET_TIMEOUT 8
-#define EXIT_NOT_READY 9
 
 struct profile_opts {
 	struct show_opts show; /* first: the shared callbacks cast ctx to it */
@@ -363,43 +356,6 @@ static void fill_meta(struct profile *p, const char *python)
 		p->cwd = xstrdup(cwd);
 }
 
-/* Maps the represented run to coldstart's exit status. */
-static int run_exit_status(const struct profile *p, const struct profile_opts *o)
-{
-	size_t i;
-	const struct run *worst = NULL;
-
-	for (i = 0; i < p->nr_runs; i++) {
-		const struct run *r = &p->runs[i];
-
-		if (r->status == RUN_EXITED && !r->exit_code)
-			continue;
-		if (r->status == RUN_STOPPED)
-			continue;
-		worst = r;
-		break;
-	}
-	if (o->ready) {
-		for (i = 0; i < p->nr_runs; i++)
-			if (p->runs[i].ready_us == UNKNOWN && p->runs[i].status != RUN_OOM &&
-			    p->runs[i].status != RUN_TIMEOUT)
-				return EXIT_NOT_READY;
-	}
-	if (!worst)
-		return EXIT_OK;
-	if (o->passthrough_exit)
-		return worst->status == RUN_EXITED ? worst->exit_code
-		       : worst->status == RUN_SIGNALED ? 128 + worst->term_signal
-		       : worst->status == RUN_OOM ? 128 + SIGKILL : 124;
-	switch (worst->status) {
-	case RUN_EXITED: return EXIT_TARGET_FAILED;
-	case RUN_SIGNALED: return EXIT_TARGET_SIGNALED;
-	case RUN_OOM: return EXIT_TARGET_OOM;
-	case RUN_TIMEOUT: return EXIT_TARGET_TIMEOUT;
-	default: return EXIT_FAIL;
-	}
-}
-
 int cmd_profile(int argc, char **argv)
 {
 	static const char *const stop_at[] = { "-m", "-c", NULL };
@@ -555,7 +511,7 @@ int cmd_profile(int argc, char **argv)
 
 		profile_analyze_with(&p, names, site_dirs.nr ? site_dirs.v : NULL);
 	}
-	ret = run_exit_status(&p, &o);
+	ret = profile_exit_status(&p, o.ready != NULL, o.passthrough_exit);
 	rc = show_profile(&p, &o.show);
 	/* A target's own failure is more specific than a broken budget. */
 	if (rc && ret == EXIT_OK)

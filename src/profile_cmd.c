@@ -5,6 +5,7 @@
 #include "profile_cmd.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,6 +29,39 @@ static int write_stdout(const char *s, size_t n)
 		return -1;
 	}
 	return 0;
+}
+
+int profile_exit_status(const struct profile *p, bool ready, bool passthrough)
+{
+	const struct run *worst = NULL;
+	size_t i;
+
+	for (i = 0; i < p->nr_runs; i++) {
+		const struct run *r = &p->runs[i];
+
+		if ((r->status == RUN_EXITED && !r->exit_code) || r->status == RUN_STOPPED)
+			continue;
+		worst = r;
+		break;
+	}
+	if (ready)
+		for (i = 0; i < p->nr_runs; i++)
+			if (p->runs[i].ready_us == UNKNOWN && p->runs[i].status != RUN_OOM &&
+			    p->runs[i].status != RUN_TIMEOUT)
+				return EXIT_NOT_READY;
+	if (!worst)
+		return EXIT_OK;
+	if (passthrough)
+		return worst->status == RUN_EXITED ? worst->exit_code
+		       : worst->status == RUN_SIGNALED ? 128 + worst->term_signal
+		       : worst->status == RUN_OOM ? 128 + SIGKILL : 124;
+	switch (worst->status) {
+	case RUN_EXITED: return EXIT_TARGET_FAILED;
+	case RUN_SIGNALED: return EXIT_TARGET_SIGNALED;
+	case RUN_OOM: return EXIT_TARGET_OOM;
+	case RUN_TIMEOUT: return EXIT_TARGET_TIMEOUT;
+	default: return EXIT_FAIL;
+	}
 }
 
 void profile_outputs_init(struct profile_outputs *po)

@@ -41,6 +41,14 @@ int profile_finish_outputs(const struct profile *p, const struct profile_outputs
 			   const struct report_opts *ro, const char *output, bool json_stdout, bool no_report);
 
 /*
+ * The exit status for the measured runs of p: 0, EXIT_NOT_READY when ready
+ * was asked for and a run never got there, or EXIT_TARGET_* for the first
+ * run that did not end cleanly.  With passthrough, that run's own status
+ * (its code, or 128 + signal) instead.
+ */
+int profile_exit_status(const struct profile *p, bool ready, bool passthrough);
+
+/*
  * How a command shows a profile.  Commands put this first in their option
  * context so the shared callbacks below (SHOW_OPTIONS) can reach it.
  */

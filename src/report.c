@@ -488,7 +488,10 @@ static void render_run_summary(const struct profile *p, const struct run *r, str
 		buf_adds(out, ", sys ");
 		add_dur(out, r->sys_us);
 		buf_adds(out, "\n  max RSS         ");
-		buf_add_bytes(out, r->maxrss_kb * 1024);
+		if (r->maxrss_kb >= 0)
+			buf_add_bytes(out, r->maxrss_kb * 1024);
+		else
+			buf_adds(out, "unknown");
 		buf_addch(out, '\n');
 	}
 	if (r->ready_us != UNKNOWN || r->first_response_us != UNKNOWN) {
