@@ -440,7 +440,8 @@ def test_every_process_traced(python, impl, tmp_path, tracer_build_dir):
     found = traces(tdir)
     pids = {t.pid for t in found}
     roots = [t for t in found if t.ppid not in pids]
-    assert len(roots) == 1, [(t.pid, t.ppid, t.argv) for t in found]
+    assert len(roots) == 1, "\n".join("pid %d ppid %d %s" % (t.pid, t.ppid, " ".join(t.argv)[-80:])
+                                      for t in found)
     root = roots[0]
     assert str(tmp_path / "spawner.py") in root.argv
     sub = [t for t in found if t.argv[1:] == ["-c", "import json"]]
