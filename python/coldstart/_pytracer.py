@@ -141,9 +141,6 @@ def _show(o):
 
 
 def _audit(event, args):
-    if _st.get("sleep_probe") and event == "time.sleep":
-        _st["sleep_audited"] = True
-        return
     if event not in _EVENTS or not _st["enabled"] or _st["busy"]:
         return
     _st["busy"] = True
@@ -252,14 +249,8 @@ def _wrap_sleep():
     _st["sleep"] = True
     mod = sys.modules["time"]
     orig = mod.sleep
-    if hasattr(sys, "addaudithook"):
-        _st["sleep_probe"] = True
-        try:
-            orig(0)
-        finally:
-            _st["sleep_probe"] = False
-        if _st.get("sleep_audited"):
-            return
+    if sys.version_info >= (3, 13):
+        return  # it raises the event itself (3.12.1 and 3.11 do not)
 
     def sleep(secs):
         if _st["enabled"]:
