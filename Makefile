@@ -38,7 +38,7 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
 # The tracer extension, built for the default interpreter; coldstart builds
-# it on demand for others (see src/tracer_build.c).
+# it on demand for others (see src/trace_build.c).
 TRACER_SRC := python/coldstart/_tracer.c
 PY_EXT_SUFFIX := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
 PY_INCLUDES := $(shell $(PYTHON) -c 'import sysconfig; print("-I" + sysconfig.get_paths()["include"])' 2>/dev/null)

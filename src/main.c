@@ -1,11 +1,9 @@
 /*
  * Entry point: finds the subcommand in a table and runs it.
  */
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "builtin.h"
 #include "util.h"
@@ -37,43 +35,6 @@ static void usage(FILE *f)
 		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\n'coldstart <command> --help' describes each command.\n"
 		   "Exit codes: docs/exit-codes.md (0 ok, 1 failure, 2 usage, 3 limits unavailable).\n");
-}
-
-const char *coldstart_datadir(void)
-{
-	static char *dir;
-	static const char *const candidates[] = { "python", "../share/coldstart/python" };
-	const char *env = getenv("COLDSTART_DATADIR");
-	char exe[PATH_MAX];
-	struct buf probe = BUF_INIT;
-	ssize_t n;
-	char *slash;
-	size_t i;
-
-	if (env && *env)
-		return env;
-	if (dir)
-		return dir;
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return NULL;
-	exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (!slash)
-		return NULL;
-	*slash = '\0';
-	/* In the source tree the binary sits beside python/; installed, in bin/. */
-	for (i = 0; i < ARRAY_SIZE(candidates) && !dir; i++) {
-		buf_reset(&probe);
-		buf_addf(&probe, "%s/%s/coldstart/__init__.py", exe, candidates[i]);
-		if (!access(probe.buf, R_OK)) {
-			buf_reset(&probe);
-			buf_addf(&probe, "%s/%s", exe, candidates[i]);
-			dir = realpath(probe.buf, NULL);
-		}
-	}
-	buf_release(&probe);
-	return dir;
 }
 
 int main(int argc, char **argv)

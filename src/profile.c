@@ -477,8 +477,12 @@ size_t proc_check_consistency(struct proc *pr, int64_t tolerance_us)
 
 		if (n->flags & (NODE_CACHED | NODE_TRACE_ONLY))
 			continue;
+		/*
+		 * Trace-only children count: the merge sets self from the
+		 * trace wherever it added children importtime never printed.
+		 */
 		for (c = n->first_child; c >= 0; c = pr->nodes[c].next_sibling)
-			if (!(pr->nodes[c].flags & (NODE_CACHED | NODE_TRACE_ONLY))) {
+			if (!(pr->nodes[c].flags & NODE_CACHED)) {
 				children += pr->nodes[c].cum_us;
 				nr_children++;
 			}

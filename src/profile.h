@@ -232,7 +232,7 @@ bool is_stdlib_module(const char *name, const char *const *stdlib_names);
 /*
  * Checks self == cum - sum(children cum) within tolerance_us per node (plus
  * one microsecond per child and one for self: CPython rounds each printed
- * value up); trace-only and cached nodes are left out of the sum.  Sets
+ * value up); cached nodes are left out of the sum.  Sets
  * NODE_INCONSISTENT and returns the number of violations.
  */
 size_t proc_check_consistency(struct proc *pr, int64_t tolerance_us);

@@ -16,12 +16,6 @@
 #include "builtin.h"
 #include "trace_build.h"
 
-/*
- * main.c defines coldstart_datadir(); the unit-test binaries link without
- * main.o, so the reference is weak and COLDSTART_DATADIR is the fallback.
- */
-#pragma weak coldstart_datadir
-
 #define MAX_FIELDS 64
 
 /* Per-thread stack of open imports while parsing. */
@@ -766,9 +760,7 @@ static const char *find_datadir(void)
 
 	if (env && *env)
 		return env;
-	if (coldstart_datadir)
-		return coldstart_datadir();
-	return NULL;
+	return coldstart_datadir();
 }
 
 /* Sets NAME=value in env, replacing an existing entry. */
@@ -959,7 +951,8 @@ void trace_merge_run(struct profile *p, struct run *run, const struct trace_proc
 
 		for (j = 0; j < tp->proc.nr_nodes; j++)
 			names[j] = node_name(&tp->proc, (int32_t)j);
-		qsort(names, tp->proc.nr_nodes, sizeof(char *), cmp_str);
+		if (tp->proc.nr_nodes)
+			qsort(names, tp->proc.nr_nodes, sizeof(char *), cmp_str);
 		for (j = 0; j < orig; j++) {
 			size_t s;
 

@@ -121,7 +121,13 @@ static void test_forbid_names_the_chain(void **state)
 	budget_forbid(&b, "asyncio");
 	buf_reset(&explain);
 	assert_int_equal(budget_check(&p, &b, &explain), 1);
-	assert_non_null(strstr(explain.buf, "FAIL asyncio: imported via app > web > asyncio"));
+	assert_non_null(strstr(explain.buf, "FAIL asyncio: asyncio imported via app > web > asyncio"));
+	/* A package forbids its submodules too, but not names that merely share a prefix. */
+	budget_release(&b);
+	budget_init(&b);
+	budget_forbid(&b, "asyn");
+	buf_reset(&explain);
+	assert_int_equal(budget_check(&p, &b, &explain), 0);
 	budget_release(&b);
 	profile_release(&p);
 	buf_release(&explain);
