@@ -85,7 +85,8 @@ int show_opt_forbid(void *ctx, const char *v, struct buf *err);
 /* Option-table entries for the above (struct opt from args.h). */
 #define SHOW_OPTIONS                                                                                            \
 	{ "output", 'o', 1, show_opt_output, "FILE", "save the profile as JSON (gzip when FILE ends in .gz)" },     \
-	{ "json", 0, 0, show_opt_json, NULL, "print the JSON profile on stdout instead of the report" },           \
+	{ "json", 0, 0, show_opt_json, NULL,                                                                       \
+	  "print the JSON profile on stdout instead of the report (after the target's own stdout; -o for a clean file)" }, \
 	{ "no-report", 0, 0, show_opt_no_report, NULL, "print no report (with -o or exports)" },                   \
 	{ "top", 0, 1, show_opt_top, "N", "rows in each top table (default 15)" },                                 \
 	{ "tree", 0, 0, show_opt_tree, NULL, "print the import tree" },                                           \
