@@ -27,18 +27,8 @@ extern char **environ;
 /* The same codes as `profile` (docs/exit-codes.md, docs/docker.md). */
 
 struct docker_opts {
-	struct show_opts show; /* first: the shared callbacks cast ctx to it */
-	struct limits limits;
-	bool no_limits;
-	bool no_trace;
+	struct measure_ctx c; /* first: the shared callbacks cast ctx to it */
 	bool no_init;
-	bool quiet;
-	bool passthrough_exit;
-	int runs;
-	int warmup;
-	int64_t timeout_us;
-	const char *ready;
-	int64_t ready_timeout_us;
 	const char *engine;
 	int engine_timeout_ms;
 	struct strvec env;
@@ -62,54 +52,9 @@ struct docker_run_ctx {
 	bool create_failed; /* the engine refused to create it */
 };
 
-static int parse_seconds(const char *v, const char *opt, double max, int64_t *us, struct buf *err)
-{
-	char *end;
-	double s;
-
-	errno = 0;
-	s = strtod(v, &end);
-	if (errno || end == v || *end || !(s > 0) || s > max) {
-		buf_addf(err, "%s needs a positive number of seconds, not '%s'", opt, v);
-		return -1;
-	}
-	*us = (int64_t)(s * 1e6);
-	return 0;
-}
-
-static int parse_count(const char *v, const char *opt, long min, int *out, struct buf *err)
-{
-	char *end;
-	long n;
-
-	errno = 0;
-	n = strtol(v, &end, 10);
-	if (errno || end == v || *end || n < min || n > 10000) {
-		buf_addf(err, "%s needs a number from %ld to 10000, not '%s'", opt, min, v);
-		return -1;
-	}
-	*out = (int)n;
-	return 0;
-}
-
 #define OPTS() struct docker_opts *o = ctx
 
-static int o_no_trace(void *ctx, const char *v, struct buf *err) { OPTS(); o->no_trace = true; return 0; }
-static int o_no_limits(void *ctx, const char *v, struct buf *err) { OPTS(); o->no_limits = true; return 0; }
 static int o_no_init(void *ctx, const char *v, struct buf *err) { OPTS(); o->no_init = true; return 0; }
-static int o_quiet(void *ctx, const char *v, struct buf *err) { OPTS(); o->quiet = true; return 0; }
-static int o_passthrough(void *ctx, const char *v, struct buf *err) { OPTS(); o->passthrough_exit = true; return 0; }
-static int o_runs(void *ctx, const char *v, struct buf *err) { OPTS(); return parse_count(v, "--runs", 1, &o->runs, err); }
-static int o_warmup(void *ctx, const char *v, struct buf *err) { OPTS(); return parse_count(v, "--warmup", 0, &o->warmup, err); }
-static int o_timeout(void *ctx, const char *v, struct buf *err) { OPTS(); return parse_seconds(v, "--timeout", 86400.0 * 365, &o->timeout_us, err); }
-static int o_ready(void *ctx, const char *v, struct buf *err) { OPTS(); o->ready = v; return 0; }
-static int o_ready_timeout(void *ctx, const char *v, struct buf *err) { OPTS(); return parse_seconds(v, "--ready-timeout", 86400, &o->ready_timeout_us, err); }
-static int o_cpus(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_cpus(&o->limits, v, err); }
-static int o_memory(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_memory(&o->limits, v, err); }
-static int o_swap(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_swap(&o->limits, v, err); }
-static int o_pids(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_pids(&o->limits, v, err); }
-static int o_cpuset(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_cpuset(&o->limits, v, err); }
-static int o_preset(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_preset(&o->limits, v, err); }
 static int o_env(void *ctx, const char *v, struct buf *err) { OPTS(); strvec_push(&o->env, v); return 0; }
 static int o_volume(void *ctx, const char *v, struct buf *err) { OPTS(); strvec_push(&o->volumes, v); return 0; }
 static int o_extra(void *ctx, const char *v, struct buf *err) { OPTS(); strvec_push(&o->extra, v); return 0; }
@@ -133,7 +78,7 @@ static int o_engine_timeout(void *ctx, const char *v, struct buf *err)
 	OPTS();
 	int64_t us;
 
-	if (parse_seconds(v, "--engine-timeout", 3600, &us, err) < 0)
+	if (measure_parse_seconds(v, "--engine-timeout", 3600, &us, err) < 0)
 		return -1;
 	o->engine_timeout_ms = (int)(us / 1000) ? (int)(us / 1000) : 1;
 	return 0;
@@ -141,6 +86,7 @@ static int o_engine_timeout(void *ctx, const char *v, struct buf *err)
 
 static const struct opt docker_options[] = {
 	SHOW_OPTIONS,
+	MEASURE_OPTIONS,
 	{ "engine", 0, 1, o_engine, "NAME", "docker (default) or podman; DOCKER_HOST is respected" },
 	{ "env", 'e', 1, o_env, "NAME[=VALUE]", "set an environment variable in the container; repeatable" },
 	{ "volume", 'v', 1, o_volume, "SRC:DST[:ro]", "mount into the container; repeatable" },
@@ -151,22 +97,6 @@ static const struct opt docker_options[] = {
 	{ "no-init", 0, 0, o_no_init, NULL, "no --init: the command is PID 1 (it may ignore SIGTERM)" },
 	{ "engine-timeout", 0, 1, o_engine_timeout, "SECONDS",
 	  "limit for each engine command other than the run itself (default 60)" },
-	{ "no-trace", 0, 0, o_no_trace, NULL, "importtime only: do not mount the tracer bootstrap" },
-	{ "quiet", 'q', 0, o_quiet, NULL, "do not forward the container's stderr" },
-	{ "runs", 'n', 1, o_runs, "N", "measure N runs (one fresh container each) and report medians" },
-	{ "warmup", 0, 1, o_warmup, "N", "unmeasured runs before the measured ones" },
-	{ "timeout", 0, 1, o_timeout, "SECONDS", "kill the container after SECONDS" },
-	{ "cpus", 0, 1, o_cpus, "F", "CPU limit in CPUs (docker --cpus)" },
-	{ "memory", 0, 1, o_memory, "SIZE", "memory limit (docker --memory, --memory-swap equal)" },
-	{ "swap", 0, 1, o_swap, "SIZE", "swap allowed beyond --memory (default 0)" },
-	{ "pids", 0, 1, o_pids, "N", "process count limit (docker --pids-limit)" },
-	{ "cpuset", 0, 1, o_cpuset, "LIST", "CPUs to run on (docker --cpuset-cpus)" },
-	{ "preset", 0, 1, o_preset, "NAME", "fn (0.1 CPU, 128 MiB) or lambda:MB (MB/1769 CPUs, MB MiB)" },
-	{ "no-limits", 0, 0, o_no_limits, NULL, "ignore limit options and presets (run unconstrained)" },
-	{ "ready", 0, 1, o_ready, "SPEC",
-	  "measure readiness: fn (Fn agent over /tmp/iofs), tcp:PORT, http://127.0.0.1:PORT/path" },
-	{ "ready-timeout", 0, 1, o_ready_timeout, "SECONDS", "give up waiting for readiness (default 60)" },
-	{ "exit-code", 0, 0, o_passthrough, NULL, "exit with the container's own status" },
 	{ NULL, 0, 0, NULL, NULL, NULL },
 };
 
@@ -476,7 +406,7 @@ static int before_start(void *data, struct runner_child_view *cv, struct buf *er
 	struct strvec argv = STRVEC_INIT;
 	struct buf out = BUF_INIT, errout = BUF_INIT, line = BUF_INIT;
 	char *boot = NULL, *slash;
-	const char *fn_dir = x->o->ready ? ready_fn_dir(cv->ready) : NULL;
+	const char *fn_dir = x->o->c.m.ready ? ready_fn_dir(cv->ready) : NULL;
 	int ret = -1, rc;
 	size_t i;
 
@@ -697,12 +627,10 @@ int cmd_docker(int argc, char **argv)
 	bool tracer = false, tty = isatty(2);
 
 	memset(&o, 0, sizeof(o));
-	show_opts_init(&o.show);
+	measure_ctx_init(&o.c);
 	strvec_init(&o.env);
 	strvec_init(&o.volumes);
 	strvec_init(&o.extra);
-	o.runs = 1;
-	o.ready_timeout_us = 60 * 1000000LL;
 	o.engine = "docker";
 	o.engine_timeout_ms = 60 * 1000;
 	profile_init(&p);
@@ -729,23 +657,19 @@ int cmd_docker(int argc, char **argv)
 	}
 	image = argv[i++];
 	command = (const char *const *)argv + i;
-	if (o.ready && strcmp(o.ready, "fn") && !ready_port(o.ready)) {
+	if (o.c.m.ready && strcmp(o.c.m.ready, "fn") && !ready_port(o.c.m.ready)) {
 		error("--ready '%s' cannot reach into a container: use fn, tcp:PORT or http://127.0.0.1:PORT/...",
-		      o.ready);
+		      o.c.m.ready);
 		ret = EXIT_USAGE;
 		goto out;
 	}
-	if (o.no_limits) {
-		limits_release(&o.limits);
-		memset(&o.limits, 0, sizeof(o.limits));
-	}
-	if (o.limits.swap != 0 && o.limits.memory <= 0) {
-		error("--swap needs --memory: the engine limits swap only together with memory");
+	if (measure_opts_finish(&o.c.m, &err) < 0) {
+		error("%s", err.buf);
 		ret = EXIT_USAGE;
 		goto out;
 	}
-	p.limits = o.limits;
-	memset(&o.limits, 0, sizeof(o.limits));
+	p.limits = o.c.m.limits;
+	memset(&o.c.m.limits, 0, sizeof(o.c.m.limits));
 	if (limits_any(&p.limits))
 		p.limits.backend = xstrdup(o.engine);
 	strvec_push(&p.target, image);
@@ -769,7 +693,7 @@ int cmd_docker(int argc, char **argv)
 			ret = EXIT_NO_ENGINE;
 			goto out;
 		}
-		tracer = !rc && !o.no_trace;
+		tracer = !rc && !o.c.m.no_trace;
 	}
 
 	memset(&x, 0, sizeof(x));
@@ -778,31 +702,31 @@ int cmd_docker(int argc, char **argv)
 	x.image = image;
 	x.command = command;
 	x.image_pythonpath = image_pythonpath;
-	x.publish_port = o.ready ? ready_port(o.ready) : 0;
+	x.publish_port = o.c.m.ready ? ready_port(o.c.m.ready) : 0;
 
 	/* Replaced by before_start once the container exists. */
 	strvec_pushv(&placeholder, (const char *const[]){ o.engine, "start", "--attach", "", NULL });
 	memset(&ro, 0, sizeof(ro));
 	ro.argv = placeholder.v;
 	ro.trace = tracer;
-	ro.timeout_us = o.timeout_us;
-	ro.ready = o.ready;
-	ro.ready_timeout_us = o.ready_timeout_us;
-	ro.quiet = o.quiet;
+	ro.timeout_us = o.c.m.timeout_us;
+	ro.ready = o.c.m.ready;
+	ro.ready_timeout_us = o.c.m.ready_timeout_us;
+	ro.quiet = o.c.m.quiet;
 	ro.raw_fd = -1;
 	ro.before_start = before_start;
 	ro.before_start_data = &x;
 
-	total_runs = o.warmup + o.runs;
+	total_runs = o.c.m.warmup + o.c.m.runs;
 	for (k = 0; k < total_runs; k++) {
 		struct run *r = profile_add_run(&p);
 		enum runner_error re;
 		int sig = 0;
 
-		r->warmup = k < o.warmup;
+		r->warmup = k < o.c.m.warmup;
 		if (tty && total_runs > 1) {
 			fprintf(stderr, "\rcoldstart: %s run %d/%d ", r->warmup ? "warm-up" : "measured",
-				r->warmup ? k + 1 : k - o.warmup + 1, r->warmup ? o.warmup : o.runs);
+				r->warmup ? k + 1 : k - o.c.m.warmup + 1, r->warmup ? o.c.m.warmup : o.c.m.runs);
 			fflush(stderr);
 		}
 		buf_reset(&name);
@@ -845,13 +769,12 @@ int cmd_docker(int argc, char **argv)
 		fprintf(stderr, "\r%40s\r", "");
 
 	profile_analyze(&p, stdlib_names.nr ? stdlib_names.v : NULL);
-	ret = profile_exit_status(&p, o.ready != NULL, o.passthrough_exit);
-	rc = show_profile(&p, &o.show);
+	ret = profile_exit_status(&p, o.c.m.ready != NULL, o.c.m.passthrough_exit);
+	rc = show_profile(&p, &o.c.show);
 	if (rc && ret == EXIT_OK)
 		ret = rc;
 out:
-	show_opts_release(&o.show);
-	limits_release(&o.limits);
+	measure_ctx_release(&o.c);
 	profile_release(&p);
 	strvec_clear(&o.env);
 	strvec_clear(&o.volumes);

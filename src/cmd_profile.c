@@ -25,130 +25,24 @@
 
 
 struct profile_opts {
-	struct show_opts show; /* first: the shared callbacks cast ctx to it */
+	struct measure_ctx c; /* first: the shared callbacks cast ctx to it */
 	const char *python;
-	struct limits limits;
-	bool no_limits;
-	bool no_trace;
-	bool quiet;
-	bool passthrough_exit;
 	bool no_baseline;
-	int runs;
-	int warmup;
-	int64_t timeout_us;
-	const char *ready;
-	int64_t ready_timeout_us;
 	const char *raw_log;
 };
 
-static int parse_int(const char *s, long min, long max, long *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-#define OPTS(field) struct profile_opts *o = ctx
+#define OPTS() struct profile_opts *o = ctx
 
 static int o_python(void *ctx, const char *v, struct buf *err) { OPTS(); o->python = v; return 0; }
-static int o_no_trace(void *ctx, const char *v, struct buf *err) { OPTS(); o->no_trace = true; return 0; }
 static int o_no_baseline(void *ctx, const char *v, struct buf *err) { OPTS(); o->no_baseline = true; return 0; }
-static int o_no_limits(void *ctx, const char *v, struct buf *err) { OPTS(); o->no_limits = true; return 0; }
-static int o_quiet(void *ctx, const char *v, struct buf *err) { OPTS(); o->quiet = true; return 0; }
-static int o_passthrough(void *ctx, const char *v, struct buf *err) { OPTS(); o->passthrough_exit = true; return 0; }
-static int o_runs(void *ctx, const char *v, struct buf *err)
-{
-	OPTS();
-	long n;
-
-	if (parse_int(v, 1, 10000, &n) < 0) {
-		buf_addf(err, "--runs needs a number from 1 to 10000, not '%s'", v);
-		return -1;
-	}
-	o->runs = (int)n;
-	return 0;
-}
-
-static int o_warmup(void *ctx, const char *v, struct buf *err)
-{
-	OPTS();
-	long n;
-
-	if (parse_int(v, 0, 10000, &n) < 0) {
-		buf_addf(err, "--warmup needs a number from 0 to 10000, not '%s'", v);
-		return -1;
-	}
-	o->warmup = (int)n;
-	return 0;
-}
-
-static int o_timeout(void *ctx, const char *v, struct buf *err)
-{
-	OPTS();
-	char *end;
-	double s;
-
-	errno = 0;
-	s = strtod(v, &end);
-	if (errno || end == v || *end || !(s > 0) || s > 86400.0 * 365) {
-		buf_addf(err, "--timeout needs a positive number of seconds, not '%s'", v);
-		return -1;
-	}
-	o->timeout_us = (int64_t)(s * 1e6);
-	return 0;
-}
-
 static int o_raw_log(void *ctx, const char *v, struct buf *err) { OPTS(); o->raw_log = v; return 0; }
-static int o_ready(void *ctx, const char *v, struct buf *err) { OPTS(); o->ready = v; return 0; }
 
-static int o_ready_timeout(void *ctx, const char *v, struct buf *err)
-{
-	OPTS();
-	char *end;
-	double s;
-
-	errno = 0;
-	s = strtod(v, &end);
-	if (errno || end == v || *end || !(s > 0) || s > 86400) {
-		buf_addf(err, "--ready-timeout needs a positive number of seconds, not '%s'", v);
-		return -1;
-	}
-	o->ready_timeout_us = (int64_t)(s * 1e6);
-	return 0;
-}
-
-static int o_cpus(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_cpus(&o->limits, v, err); }
-static int o_memory(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_memory(&o->limits, v, err); }
-static int o_swap(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_swap(&o->limits, v, err); }
-static int o_pids(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_pids(&o->limits, v, err); }
-static int o_cpuset(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_cpuset(&o->limits, v, err); }
-static int o_preset(void *ctx, const char *v, struct buf *err) { OPTS(); return limits_set_preset(&o->limits, v, err); }
 static const struct opt profile_options[] = {
 	{ "python", 0, 1, o_python, "PATH", "interpreter to run (default: python3 on PATH)" },
 	SHOW_OPTIONS,
-	{ "no-trace", 0, 0, o_no_trace, NULL, "importtime only: do not load the in-process tracer" },
-	{ "quiet", 'q', 0, o_quiet, NULL, "do not forward the target's stderr" },
-	{ "runs", 'n', 1, o_runs, "N", "measure N runs and report medians and spreads" },
-	{ "warmup", 0, 1, o_warmup, "N", "unmeasured runs before the measured ones (page cache, .pyc)" },
-	{ "timeout", 0, 1, o_timeout, "SECONDS", "kill the target and all it started after SECONDS" },
-	{ "cpus", 0, 1, o_cpus, "F", "CPU limit in CPUs, e.g. 0.1 (cgroup quota)" },
-	{ "memory", 0, 1, o_memory, "SIZE", "memory limit, e.g. 128m, 1g" },
-	{ "swap", 0, 1, o_swap, "SIZE", "swap allowed beyond --memory (default 0, as docker's memory = memory-swap)" },
-	{ "pids", 0, 1, o_pids, "N", "process count limit" },
-	{ "cpuset", 0, 1, o_cpuset, "LIST", "CPUs to run on, e.g. 0 or 0-1" },
-	{ "preset", 0, 1, o_preset, "NAME", "fn (0.1 CPU, 128 MiB) or lambda:MB (MB/1769 CPUs, MB MiB)" },
+	MEASURE_OPTIONS,
 	{ "no-baseline", 0, 0, o_no_baseline, NULL, "with limits: skip the unconstrained reference run" },
-	{ "no-limits", 0, 0, o_no_limits, NULL, "ignore limit options and presets (run unconstrained)" },
-	{ "ready", 0, 1, o_ready, "SPEC", "measure readiness: fn, tcp:PORT, http://127.0.0.1:PORT/path, unix:PATH" },
-	{ "ready-timeout", 0, 1, o_ready_timeout, "SECONDS", "give up waiting for readiness (default 60)" },
 	{ "raw-log", 0, 1, o_raw_log, "FILE", "also save the target's raw stderr (importtime rows included)" },
-	{ "exit-code", 0, 0, o_passthrough, NULL, "exit with the target's own status instead of coldstart's codes" },
 	{ NULL, 0, 0, NULL, NULL, NULL },
 };
 
@@ -372,9 +266,7 @@ int cmd_profile(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	memset(&ro, 0, sizeof(ro));
 	ro.raw_fd = -1;
-	show_opts_init(&o.show);
-	o.runs = 1;
-	o.ready_timeout_us = 60 * 1000000LL;
+	measure_ctx_init(&o.c);
 	profile_init(&p);
 
 	rc = args_parse(profile_options, &o, argc, argv, &i, stop_at, &err);
@@ -432,16 +324,13 @@ int cmd_profile(int argc, char **argv)
 		}
 	}
 
-	if (o.no_limits) {
-		limits_release(&o.limits);
-		memset(&o.limits, 0, sizeof(o.limits));
-	} else if (limits_check(&o.limits, &err) < 0) {
+	if (measure_opts_finish(&o.c.m, &err) < 0) {
 		error("%s", err.buf);
 		ret = EXIT_USAGE;
 		goto out;
 	}
-	p.limits = o.limits;
-	memset(&o.limits, 0, sizeof(o.limits));
+	p.limits = o.c.m.limits;
+	memset(&o.c.m.limits, 0, sizeof(o.c.m.limits));
 
 	fill_meta(&p, command_mode ? (shebang ? shebang : argv[i]) : o.python);
 	if (!command_mode || shebang) {
@@ -453,12 +342,12 @@ int cmd_profile(int argc, char **argv)
 	ro.argv = child_argv.v;
 	ro.env = env.v;
 	ro.python = command_mode ? shebang : o.python;
-	ro.trace = !o.no_trace;
+	ro.trace = !o.c.m.no_trace;
 	ro.use_limits = limits_any(&p.limits);
-	ro.timeout_us = o.timeout_us;
-	ro.ready = o.ready;
-	ro.ready_timeout_us = o.ready_timeout_us;
-	ro.quiet = o.quiet;
+	ro.timeout_us = o.c.m.timeout_us;
+	ro.ready = o.c.m.ready;
+	ro.ready_timeout_us = o.c.m.ready_timeout_us;
+	ro.quiet = o.c.m.quiet;
 	ro.raw_fd = -1;
 	if (o.raw_log) {
 		ro.raw_fd = open(o.raw_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -474,20 +363,20 @@ int cmd_profile(int argc, char **argv)
 	 * (it also warms the page cache like a warm-up run).
 	 */
 	baseline = ro.use_limits && !o.no_baseline;
-	total_runs = baseline + o.warmup + o.runs;
+	total_runs = baseline + o.c.m.warmup + o.c.m.runs;
 	for (k = 0; k < total_runs; k++) {
 		struct run *r = profile_add_run(&p);
 		enum runner_error re;
 		int sig = 0;
 
 		r->baseline = baseline && k == 0;
-		r->warmup = k < baseline + o.warmup;
+		r->warmup = k < baseline + o.c.m.warmup;
 		ro.use_limits = limits_any(&p.limits) && !r->baseline;
 		if (tty && total_runs > 1) {
 			fprintf(stderr, "\rcoldstart: %s run %d/%d ",
 				r->baseline ? "unconstrained" : r->warmup ? "warm-up" : "measured",
-				r->baseline ? 1 : r->warmup ? k - baseline + 1 : k - baseline - o.warmup + 1,
-				r->baseline ? 1 : r->warmup ? o.warmup : o.runs);
+				r->baseline ? 1 : r->warmup ? k - baseline + 1 : k - baseline - o.c.m.warmup + 1,
+				r->baseline ? 1 : r->warmup ? o.c.m.warmup : o.c.m.runs);
 			fflush(stderr);
 		}
 		re = runner_run(&ro, &p, r, &err, &sig);
@@ -511,16 +400,15 @@ int cmd_profile(int argc, char **argv)
 
 		profile_analyze_with(&p, names, site_dirs.nr ? site_dirs.v : NULL);
 	}
-	ret = profile_exit_status(&p, o.ready != NULL, o.passthrough_exit);
-	rc = show_profile(&p, &o.show);
+	ret = profile_exit_status(&p, o.c.m.ready != NULL, o.c.m.passthrough_exit);
+	rc = show_profile(&p, &o.c.show);
 	/* A target's own failure is more specific than a broken budget. */
 	if (rc && ret == EXIT_OK)
 		ret = rc;
 out:
 	if (ro.raw_fd >= 0)
 		close(ro.raw_fd);
-	show_opts_release(&o.show);
-	limits_release(&o.limits);
+	measure_ctx_release(&o.c);
 	profile_release(&p);
 	strvec_clear(&child_argv);
 	strvec_clear(&env);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "budget.h"
+#include "cgroup.h"
 #include "builtin.h"
 #include "export/export.h"
 
@@ -198,6 +199,84 @@ int show_opt_color(void *ctx, const char *v, struct buf *err)
 		return -1;
 	}
 	return 0;
+}
+
+#define M(ctx) (&((struct measure_ctx *)(ctx))->m)
+
+int measure_parse_seconds(const char *v, const char *opt, double max, int64_t *us, struct buf *err)
+{
+	char *end;
+	double sec;
+
+	errno = 0;
+	sec = strtod(v, &end);
+	if (errno || end == v || *end || !(sec > 0) || sec > max) {
+		buf_addf(err, "%s needs a positive number of seconds, not '%s'", opt, v);
+		return -1;
+	}
+	*us = (int64_t)(sec * 1e6);
+	return 0;
+}
+
+static int parse_runs(const char *v, const char *opt, long min, int *out, struct buf *err)
+{
+	long n;
+
+	if (parse_count(v, min, 10000, &n) < 0) {
+		buf_addf(err, "%s needs a number from %ld to 10000, not '%s'", opt, min, v);
+		return -1;
+	}
+	*out = (int)n;
+	return 0;
+}
+
+int measure_opt_no_trace(void *ctx, const char *v, struct buf *err) { M(ctx)->no_trace = true; return 0; }
+int measure_opt_quiet(void *ctx, const char *v, struct buf *err) { M(ctx)->quiet = true; return 0; }
+int measure_opt_no_limits(void *ctx, const char *v, struct buf *err) { M(ctx)->no_limits = true; return 0; }
+int measure_opt_ready(void *ctx, const char *v, struct buf *err) { M(ctx)->ready = v; return 0; }
+int measure_opt_exit_code(void *ctx, const char *v, struct buf *err) { M(ctx)->passthrough_exit = true; return 0; }
+int measure_opt_runs(void *ctx, const char *v, struct buf *err) { return parse_runs(v, "--runs", 1, &M(ctx)->runs, err); }
+int measure_opt_warmup(void *ctx, const char *v, struct buf *err) { return parse_runs(v, "--warmup", 0, &M(ctx)->warmup, err); }
+int measure_opt_cpus(void *ctx, const char *v, struct buf *err) { return limits_set_cpus(&M(ctx)->limits, v, err); }
+int measure_opt_memory(void *ctx, const char *v, struct buf *err) { return limits_set_memory(&M(ctx)->limits, v, err); }
+int measure_opt_swap(void *ctx, const char *v, struct buf *err) { return limits_set_swap(&M(ctx)->limits, v, err); }
+int measure_opt_pids(void *ctx, const char *v, struct buf *err) { return limits_set_pids(&M(ctx)->limits, v, err); }
+int measure_opt_cpuset(void *ctx, const char *v, struct buf *err) { return limits_set_cpuset(&M(ctx)->limits, v, err); }
+int measure_opt_preset(void *ctx, const char *v, struct buf *err) { return limits_set_preset(&M(ctx)->limits, v, err); }
+
+int measure_opt_timeout(void *ctx, const char *v, struct buf *err)
+{
+	return measure_parse_seconds(v, "--timeout", 86400.0 * 365, &M(ctx)->timeout_us, err);
+}
+
+int measure_opt_ready_timeout(void *ctx, const char *v, struct buf *err)
+{
+	return measure_parse_seconds(v, "--ready-timeout", 86400, &M(ctx)->ready_timeout_us, err);
+}
+
+void measure_ctx_init(struct measure_ctx *c)
+{
+	show_opts_init(&c->show);
+	memset(&c->m, 0, sizeof(c->m));
+	c->m.runs = 1;
+	c->m.ready_timeout_us = 60 * 1000000LL;
+}
+
+void measure_ctx_release(struct measure_ctx *c)
+{
+	show_opts_release(&c->show);
+	limits_release(&c->m.limits);
+	memset(&c->m.limits, 0, sizeof(c->m.limits));
+}
+
+int measure_opts_finish(struct measure_opts *m, struct buf *err)
+{
+	if (m->no_limits) {
+		limits_release(&m->limits);
+		memset(&m->limits, 0, sizeof(m->limits));
+		return 0;
+	}
+	return limits_check(&m->limits, err);
 }
 
 void show_opts_init(struct show_opts *so)

@@ -82,6 +82,75 @@ int show_opt_folded(void *ctx, const char *v, struct buf *err);
 int show_opt_budget(void *ctx, const char *v, struct buf *err);
 int show_opt_forbid(void *ctx, const char *v, struct buf *err);
 
+/* Options of the commands that run a target (profile, docker). */
+struct measure_opts {
+	struct limits limits;
+	bool no_limits;
+	bool no_trace;
+	bool quiet;
+	bool passthrough_exit;
+	int runs;
+	int warmup;
+	int64_t timeout_us; /* 0 = none */
+	const char *ready;
+	int64_t ready_timeout_us;
+};
+
+/*
+ * The option context of a measuring command starts with this, so both the
+ * SHOW_OPTIONS and the MEASURE_OPTIONS callbacks can reach their part.
+ */
+struct measure_ctx {
+	struct show_opts show;
+	struct measure_opts m;
+};
+
+void measure_ctx_init(struct measure_ctx *c);
+void measure_ctx_release(struct measure_ctx *c);
+/*
+ * After parsing: drops the limits for --no-limits, else checks them together
+ * (--swap needs --memory).  -1 with a message in err: a usage error.
+ */
+int measure_opts_finish(struct measure_opts *m, struct buf *err);
+
+/* Parses a positive number of seconds up to max into microseconds; -1 with err. */
+int measure_parse_seconds(const char *v, const char *opt, double max, int64_t *us, struct buf *err);
+
+int measure_opt_no_trace(void *ctx, const char *v, struct buf *err);
+int measure_opt_quiet(void *ctx, const char *v, struct buf *err);
+int measure_opt_runs(void *ctx, const char *v, struct buf *err);
+int measure_opt_warmup(void *ctx, const char *v, struct buf *err);
+int measure_opt_timeout(void *ctx, const char *v, struct buf *err);
+int measure_opt_cpus(void *ctx, const char *v, struct buf *err);
+int measure_opt_memory(void *ctx, const char *v, struct buf *err);
+int measure_opt_swap(void *ctx, const char *v, struct buf *err);
+int measure_opt_pids(void *ctx, const char *v, struct buf *err);
+int measure_opt_cpuset(void *ctx, const char *v, struct buf *err);
+int measure_opt_preset(void *ctx, const char *v, struct buf *err);
+int measure_opt_no_limits(void *ctx, const char *v, struct buf *err);
+int measure_opt_ready(void *ctx, const char *v, struct buf *err);
+int measure_opt_ready_timeout(void *ctx, const char *v, struct buf *err);
+int measure_opt_exit_code(void *ctx, const char *v, struct buf *err);
+
+#define MEASURE_OPTIONS                                                                                         \
+	{ "no-trace", 0, 0, measure_opt_no_trace, NULL, "importtime only: do not load the in-process tracer" },    \
+	{ "quiet", 'q', 0, measure_opt_quiet, NULL, "do not forward the target's stderr" },                       \
+	{ "runs", 'n', 1, measure_opt_runs, "N", "measure N runs and report medians and spreads" },                \
+	{ "warmup", 0, 1, measure_opt_warmup, "N", "unmeasured runs before the measured ones (page cache, .pyc)" }, \
+	{ "timeout", 0, 1, measure_opt_timeout, "SECONDS", "kill the target and all it started after SECONDS" },   \
+	{ "cpus", 0, 1, measure_opt_cpus, "F", "CPU limit in CPUs, e.g. 0.1" },                                    \
+	{ "memory", 0, 1, measure_opt_memory, "SIZE", "memory limit, e.g. 128m, 1g" },                             \
+	{ "swap", 0, 1, measure_opt_swap, "SIZE",                                                                  \
+	  "swap allowed beyond --memory (default 0, as docker's memory = memory-swap)" },                          \
+	{ "pids", 0, 1, measure_opt_pids, "N", "process count limit" },                                            \
+	{ "cpuset", 0, 1, measure_opt_cpuset, "LIST", "CPUs to run on, e.g. 0 or 0-1" },                           \
+	{ "preset", 0, 1, measure_opt_preset, "NAME", "fn (0.1 CPU, 128 MiB) or lambda:MB (MB/1769 CPUs, MB MiB)" }, \
+	{ "no-limits", 0, 0, measure_opt_no_limits, NULL, "ignore limit options and presets (run unconstrained)" }, \
+	{ "ready", 0, 1, measure_opt_ready, "SPEC",                                                                \
+	  "measure readiness: fn, tcp:PORT, http://127.0.0.1:PORT/path, unix:PATH" },                              \
+	{ "ready-timeout", 0, 1, measure_opt_ready_timeout, "SECONDS", "give up waiting for readiness (default 60)" }, \
+	{ "exit-code", 0, 0, measure_opt_exit_code, NULL, "exit with the target's own status instead of coldstart's codes" }
+
 /* Option-table entries for the above (struct opt from args.h). */
 #define SHOW_OPTIONS                                                                                            \
 	{ "output", 'o', 1, show_opt_output, "FILE", "save the profile as JSON (gzip when FILE ends in .gz)" },     \
