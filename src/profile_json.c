@@ -110,6 +110,87 @@ static void write_limits(struct jw *w, const struct limits *l)
 	buf_addch(w->out, ',');
 }
 
+/* Decimal digits of v at q; returns the end.  The hot path of big profiles. */
+static char *put_i64(char *q, int64_t v)
+{
+	static const char pairs[] =
+		"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+		"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+		"8081828384858687888990919293949596979899";
+	char tmp[24];
+	size_t k = sizeof(tmp);
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+
+	while (u >= 100) {
+		unsigned d = (unsigned)(u % 100) * 2;
+
+		u /= 100;
+		tmp[--k] = pairs[d + 1];
+		tmp[--k] = pairs[d];
+	}
+	if (u >= 10) {
+		tmp[--k] = pairs[u * 2 + 1];
+		tmp[--k] = pairs[u * 2];
+	} else {
+		tmp[--k] = (char)('0' + u);
+	}
+	if (v < 0)
+		*q++ = '-';
+	memcpy(q, tmp + k, sizeof(tmp) - k);
+	return q + (sizeof(tmp) - k);
+}
+
+/* One node as [name,depth,parent,self,cum,flags,"kind"], written in place. */
+static void write_node(struct jw *w, const struct proc *pr, const struct imp_node *nd, const char *name,
+		       int64_t parent)
+{
+	size_t len = strlen(name), k;
+	const char *kind = kind_name(nd->kind);
+	char *q;
+
+	for (k = 0; k < len; k++) {
+		unsigned char c = (unsigned char)name[k];
+
+		if (c < 0x20 || c == '"' || c == '\\' || c == 0x7f)
+			break;
+	}
+	if (k < len) {
+		/* Rare: a name that needs escaping takes the general path. */
+		buf_addch(w->out, '[');
+		buf_add_json_str(w->out, name, len);
+	} else {
+		buf_grow(w->out, len + 3);
+		q = w->out->buf + w->out->len;
+		*q++ = '[';
+		*q++ = '"';
+		memcpy(q, name, len);
+		q += len;
+		*q++ = '"';
+		w->out->len = (size_t)(q - w->out->buf);
+	}
+	buf_grow(w->out, 5 * 21 + 16 + strlen(kind));
+	q = w->out->buf + w->out->len;
+	*q++ = ',';
+	q = put_i64(q, nd->depth);
+	*q++ = ',';
+	q = put_i64(q, parent);
+	*q++ = ',';
+	q = put_i64(q, nd->self_us);
+	*q++ = ',';
+	q = put_i64(q, nd->cum_us);
+	*q++ = ',';
+	q = put_i64(q, nd->flags);
+	*q++ = ',';
+	*q++ = '"';
+	memcpy(q, kind, strlen(kind));
+	q += strlen(kind);
+	memcpy(q, "\"],", 3);
+	q += 3;
+	*q = '\0';
+	w->out->len = (size_t)(q - w->out->buf);
+	jw_flush(w, 0);
+}
+
 static void write_proc(struct jw *w, const struct proc *pr)
 {
 	int32_t *order = NULL, *newidx = NULL;
@@ -144,28 +225,9 @@ static void write_proc(struct jw *w, const struct proc *pr)
 	jw_kv_int(w, "end_ns", pr->end_ns);
 	jw_key(w, "nodes");
 	buf_addch(w->out, '[');
-	for (i = 0; i < n; i++) {
-		const struct imp_node *nd = &pr->nodes[order[i]];
-		const char *name = node_name(pr, order[i]);
-
-		buf_addch(w->out, '[');
-		buf_add_json_str(w->out, name, strlen(name));
-		buf_addch(w->out, ',');
-		buf_add_i64(w->out, nd->depth);
-		buf_addch(w->out, ',');
-		buf_add_i64(w->out, nd->parent >= 0 ? newidx[nd->parent] : -1);
-		buf_addch(w->out, ',');
-		buf_add_i64(w->out, nd->self_us);
-		buf_addch(w->out, ',');
-		buf_add_i64(w->out, nd->cum_us);
-		buf_addch(w->out, ',');
-		buf_add_i64(w->out, nd->flags);
-		buf_addch(w->out, ',');
-		buf_addch(w->out, '"');
-		buf_adds(w->out, kind_name(nd->kind));
-		buf_adds(w->out, "\"],");
-		jw_flush(w, 0);
-	}
+	for (i = 0; i < n; i++)
+		write_node(w, pr, &pr->nodes[order[i]], node_name(pr, order[i]),
+			   pr->nodes[order[i]].parent >= 0 ? newidx[pr->nodes[order[i]].parent] : -1);
 	jw_close(w, ']');
 	buf_addch(w->out, ',');
 	if (pr->timing) {

@@ -1,11 +1,11 @@
 /*
  * Top-level names of the standard library (union of sys.stdlib_module_names
  * of CPython 3.10-3.13), used to classify imports when the profiled
- * interpreter did not tell us its own list.  Sorted for bsearch.
+ * interpreter did not tell us its own list.
  */
 #include "stdlib_names.h"
 
-#include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 static const char *const names[] = {
@@ -331,25 +331,50 @@ static const char *const names[] = {
 	"zoneinfo",
 };
 
-struct key {
-	const char *s;
-	size_t len;
-};
+/*
+ * An open-addressing table over the names, built on first use: classifying a
+ * million nodes must not cost a million binary searches.
+ */
+#define TABLE_SIZE 1024
 
-static int cmp_name(const void *k, const void *elem)
+static const char *table[TABLE_SIZE];
+static size_t table_len[TABLE_SIZE];
+static int table_ready;
+
+static uint32_t hash_name(const char *s, size_t len)
 {
-	const struct key *key = k;
-	const char *name = *(const char *const *)elem;
-	int c = strncmp(key->s, name, key->len);
+	uint32_t h = 2166136261u;
+	size_t i;
 
-	if (c)
-		return c;
-	return name[key->len] ? -1 : 0;
+	for (i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 16777619u;
+	return h;
+}
+
+static void build_table(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		size_t len = strlen(names[i]);
+		uint32_t k = hash_name(names[i], len) & (TABLE_SIZE - 1);
+
+		while (table[k])
+			k = (k + 1) & (TABLE_SIZE - 1);
+		table[k] = names[i];
+		table_len[k] = len;
+	}
+	table_ready = 1;
 }
 
 bool stdlib_name_known(const char *name, size_t len)
 {
-	struct key k = { name, len };
+	uint32_t k;
 
-	return bsearch(&k, names, sizeof(names) / sizeof(names[0]), sizeof(names[0]), cmp_name) != NULL;
+	if (!table_ready)
+		build_table();
+	for (k = hash_name(name, len) & (TABLE_SIZE - 1); table[k]; k = (k + 1) & (TABLE_SIZE - 1))
+		if (table_len[k] == len && !memcmp(table[k], name, len))
+			return true;
+	return false;
 }
