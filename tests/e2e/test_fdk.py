@@ -189,6 +189,7 @@ class Fdk(object):
                      "PYTHONPYCACHEPREFIX": PYCACHE})
         full.pop("PYTHONDONTWRITEBYTECODE", None)
         full.update(env or {})
+        self.env = full
         if argv is None:
             argv = [python, FDK] + list(args) + [func] + \
                 ([handler] if handler else [])
@@ -612,6 +613,92 @@ def test_lazy_mode_imports_on_first_call_only(python, fdk_factory):
     f.call(b"", {"X-Case": "str"})
     with open(f.marker) as m:
         assert m.read().count("imported") == 1
+
+
+# What coldstart-fdk loads before lsnr.sock exists: under Fn's 10% CPU quota
+# every module read before the symlink delays readiness, so the list is
+# pinned here.  Only the entry module and its two import-free packages, and
+# _socket; the HTTP reader, context, response, the lazy loader and select
+# come after (in lazy mode with the first connection).
+READY_MODULES = {"coldstart", "coldstart.fdk", "coldstart.fdk.server"}
+READY_EXTRA = {"_socket"}
+
+
+def _modules_at_start(python, env):
+    p = subprocess.run([python, "-c", "import sys; print('\\n'.join(sys.modules))"],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return set(p.stdout.split())
+
+
+@pytest.mark.parametrize("warm", ["lazy", "background"])
+def test_modules_loaded_before_ready(python, fdk_factory, warm):
+    d = tempfile.mkdtemp(prefix="fdkmods", dir="/tmp")
+    try:
+        dump = os.path.join(d, "modules.txt")
+        f = fdk_factory(python, args=["--warm", warm],
+                        env={"COLDSTART_FDK_DEBUG_MODULES": dump})
+        f.wait_ready()
+        with open(dump) as fh:
+            at_ready = set(fh.read().split())
+        own = {m for m in at_ready if m.split(".")[0] in ("coldstart", "fdk")}
+        assert own == READY_MODULES, sorted(own)
+        extra = at_ready - _modules_at_start(python, f.env) - own
+        assert extra <= READY_EXTRA, sorted(extra)
+        assert "func" not in at_ready
+        _alive(f)
+        assert f.stop() == 0
+        assert not os.path.lexists(f.sock)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_signal_before_the_first_call_exits_0_and_cleans_up(
+        python, fdk_factory, signum):
+    f = fdk_factory(python)
+    f.wait_ready()
+    phony = os.path.join(f.dir, os.readlink(f.sock))
+    f.proc.send_signal(signum)
+    assert f.proc.wait(timeout=10) == 0, f.errors()
+    assert not os.path.lexists(f.sock)
+    assert not os.path.exists(phony)
+    assert not os.path.exists(f.marker)
+    assert f.errors() == ""
+
+
+def test_package_names_load_on_use(python):
+    code = textwrap.dedent("""
+        import sys
+        import coldstart.fdk as m
+        assert "coldstart.fdk.context" not in sys.modules
+        from coldstart.fdk import InvokeContext, Response, handle
+        from coldstart.fdk import context, response
+        assert InvokeContext is context.InvokeContext
+        assert Response is response.Response
+        from coldstart.fdk.server import Server, serve, listener_paths
+        from coldstart.fdk import loop
+        assert Server is loop.Server
+        try:
+            m.NoSuchName
+        except AttributeError:
+            pass
+        else:
+            raise SystemExit("NoSuchName found")
+        print("ok")
+    """)
+    p = subprocess.run([python, "-c", code], capture_output=True, text=True,
+                       timeout=60, env=dict(os.environ, PYTHONPATH=PYDIR))
+    assert p.returncode == 0 and p.stdout == "ok\n", p.stderr
+
+
+def test_python_m_entry_serves(python, fdk_factory):
+    f = fdk_factory(python, argv=[python, "-m", "coldstart.fdk",
+                                  os.path.join(SAMPLES, "fn-hello", "func.py")])
+    f.wait_ready()
+    st, r, body = f.call(b'{"name": "m"}', {})
+    assert st == 200 and json.loads(body) == {"message": "Hello m"}, f.errors()
+    assert f.stop() == 0
 
 
 def test_warm_eager_imports_before_ready(python, fdk_factory):

@@ -2,10 +2,11 @@
 http-stream server.  `coldstart-fdk func.py [handler]` or
 `python -m coldstart.fdk func.py [handler]` runs a function; handle() serves
 a function object from its own `if __name__ == "__main__"` block.
-"""
 
-from coldstart.fdk.context import InvokeContext  # noqa: F401
-from coldstart.fdk.response import Response  # noqa: F401
+This package imports nothing when it is imported, since coldstart-fdk loads
+it before its socket is ready: InvokeContext and Response are loaded from
+coldstart.fdk.context and coldstart.fdk.response on first use.
+"""
 
 __all__ = ["InvokeContext", "Response", "handle"]
 
@@ -35,3 +36,13 @@ def handle(handler, warm="lazy"):
     raise SystemExit(server.serve(resolve, warm=warm,
                                   what=getattr(handler, "__name__",
                                                "handler")))
+
+
+def __getattr__(name):
+    if name == "InvokeContext":
+        from coldstart.fdk.context import InvokeContext
+        return InvokeContext
+    if name == "Response":
+        from coldstart.fdk.response import Response
+        return Response
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -1,10 +1,12 @@
-"""coldstart-fdk's server: Fn's http-stream contract on a blocking unix socket.
+"""coldstart-fdk's request loop: Fn's http-stream contract on a unix socket.
 
-It binds a phony socket next to FN_LISTENER, chmods it 0666, listens, and
-only then links lsnr.sock to it; it answers POST /call one request at a time
-and runs the function (loaded lazily, in the background or eagerly) under the
-call's Fn-Deadline.  Start-up imports only C modules (_socket, _signal,
-select): asyncio comes in only when a handler returns a coroutine.
+coldstart.fdk.server makes the socket ready and hands it over here (in lazy
+mode once the first connection is accepted); serve() does all of it itself,
+for --warm eager and fdk.handle().  Calls are answered one request at a time
+and run the function (loaded lazily, in the background or eagerly) under the
+call's Fn-Deadline.  This module imports only C modules (_socket, _signal,
+select) besides coldstart's own: asyncio comes in only when a handler
+returns a coroutine.
 """
 
 import io
@@ -26,65 +28,23 @@ except ImportError:  # pragma: no cover
 from coldstart.fdk import context as _ctx
 from coldstart.fdk import httpwire
 from coldstart.fdk import response as _response
+from coldstart.fdk import server as _entry
+from coldstart.fdk.server import (  # noqa: F401 - also reached from here
+    DEFAULT_MAX_BODY, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, MAX_SUN_PATH, USAGE,
+    WARM_MODES, ConfigError, _parse_args, _Terminate, listener_paths, log)
 
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
-
-MAX_SUN_PATH = 107
-WARM_MODES = ("lazy", "background", "eager")
-DEFAULT_MAX_BODY = 100 * 1024 * 1024
 SEND_TIMEOUT = 60.0
 MAX_CONNECTIONS = 64
 RECV_SIZE = 256 * 1024
-
-USAGE = """\
-usage: coldstart-fdk [--warm lazy|background|eager] [--max-body BYTES]
-                     FUNC [HANDLER]
-
-Serves HANDLER (default: handler) of FUNC (a path to func.py, or a module
-name) on the unix socket named by FN_LISTENER=unix:/path/lsnr.sock, the way
-Fn's http-stream contract wants it.
-
-  --warm lazy        import FUNC on the first call (default)
-  --warm background  start importing FUNC in a thread once the socket is
-                     ready; a call that arrives earlier waits for it
-  --warm eager       import FUNC before the socket is ready (fdk-python)
-  --max-body BYTES   refuse request bodies larger than this with 413
-                     (default 104857600)
-
-COLDSTART_FDK_WARM sets the warm mode when --warm is not given.
-Exit status: 0 after SIGTERM or SIGINT, 1 when the socket cannot be set up,
-2 for a usage or environment error (FN_LISTENER, FN_FORMAT, FUNC missing).
-"""
 
 _HOP_HEADERS = frozenset((
     "content-length", "transfer-encoding", "connection", "keep-alive",
     _ctx.FN_HTTP_STATUS, _ctx.FN_FDK_VERSION, _ctx.FN_FDK_RUNTIME))
 
-# True while a server runs in this process; fdk.handle() checks it.
-active = False
-
-
-class ConfigError(Exception):
-    """Bad arguments or environment: the process exits with EXIT_USAGE."""
-
 
 class _Deadline(BaseException):
     # A BaseException so that a handler's `except Exception` cannot hide it.
     pass
-
-
-class _Terminate(BaseException):
-    pass
-
-
-def log(msg):
-    try:
-        sys.stderr.write("coldstart-fdk: %s\n" % msg)
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
 
 
 def _canonical(name):
@@ -127,34 +87,6 @@ def _describe(exc):
     return "%s: %s" % (name, text) if text else name
 
 
-def listener_paths(value):
-    """Checks an FN_LISTENER value; returns (socket path, phony path).
-
-    Raises ConfigError when it is missing, lacks the unix: prefix, names no
-    file, names a missing directory, or is longer than a unix socket path
-    may be (107 bytes).
-    """
-    if value is None or value == "":
-        raise ConfigError("FN_LISTENER is not set; expected "
-                          "unix:/path/to/lsnr.sock")
-    if not value.startswith("unix:"):
-        raise ConfigError("FN_LISTENER %r does not start with 'unix:'"
-                          % value)
-    path = value[len("unix:"):]
-    d, base = os.path.split(path)
-    if not base:
-        raise ConfigError("FN_LISTENER %r names no socket file" % value)
-    phony = os.path.join(d, "phony" + base)
-    for p in (path, phony):
-        n = len(os.fsencode(p))
-        if n > MAX_SUN_PATH:
-            raise ConfigError("socket path %r is %d bytes, over the unix "
-                              "socket limit of %d" % (p, n, MAX_SUN_PATH))
-    if d and not os.path.isdir(d):
-        raise ConfigError("FN_LISTENER directory %r does not exist" % d)
-    return path, phony
-
-
 class _Conn(object):
     __slots__ = ("sock", "fd", "reader")
 
@@ -185,20 +117,8 @@ class Server(object):
 
     def open(self):
         """Binds and listens on the phony socket; raises OSError."""
-        for p in (self.path, self.phony):
-            try:
-                os.unlink(p)
-            except FileNotFoundError:
-                pass
-        s = _sock.socket(_sock.AF_UNIX, _sock.SOCK_STREAM)
-        try:
-            s.bind(self.phony)
-            os.chmod(self.phony, 0o666)
-            s.listen(16)
-            s.setblocking(False)
-        except BaseException:
-            s.close()
-            raise
+        s = _entry.listen(self.path, self.phony)
+        s.setblocking(False)
         self.lsock = s
 
     def ready(self):
@@ -207,20 +127,9 @@ class Server(object):
         self.linked = True
 
     def close(self):
-        if self.lsock is not None:
-            self.lsock.close()
-            self.lsock = None
-        if self.linked:
-            try:
-                if os.readlink(self.path) == os.path.basename(self.phony):
-                    os.unlink(self.path)
-            except OSError:
-                pass
-            self.linked = False
-        try:
-            os.unlink(self.phony)
-        except OSError:
-            pass
+        _entry.close_listener(self.lsock, self.path, self.phony, self.linked)
+        self.lsock = None
+        self.linked = False
 
     def on_signal(self, signum, frame):
         if self.busy:
@@ -404,14 +313,17 @@ class Server(object):
             except OSError as e:
                 log("accept failed: %s" % e)
                 return
-            s = _sock.socket(_sock.AF_UNIX, _sock.SOCK_STREAM, 0, fd)
-            if len(conns) >= MAX_CONNECTIONS:
-                s.close()
-                continue
-            s.setblocking(False)
-            conn = _Conn(s, self.max_body)
-            conns[conn.fd] = conn
-            poller.register(conn.fd, select.POLLIN)
+            self._add_conn(poller, conns, fd)
+
+    def _add_conn(self, poller, conns, fd):
+        s = _sock.socket(_sock.AF_UNIX, _sock.SOCK_STREAM, 0, fd)
+        if len(conns) >= MAX_CONNECTIONS:
+            s.close()
+            return
+        s.setblocking(False)
+        conn = _Conn(s, self.max_body)
+        conns[conn.fd] = conn
+        poller.register(conn.fd, select.POLLIN)
 
     def _service(self, conn):
         """Reads from one connection and answers what is complete; returns
@@ -454,12 +366,16 @@ class Server(object):
             if not keep:
                 return False
 
-    def serve_forever(self):
+    def serve_forever(self, first=None):
+        """Answers calls until an exception (_Terminate) ends it; first is
+        an already accepted connection's descriptor, or None."""
         poller = select.poll()
         lfd = self.lsock.fileno()
         poller.register(lfd, select.POLLIN)
         conns = {}
         try:
+            if first is not None:
+                self._add_conn(poller, conns, first)
             while True:
                 for fd, ev in poller.poll():
                     if fd == lfd:
@@ -511,20 +427,16 @@ def serve(resolve, warm="lazy", max_body=DEFAULT_MAX_BODY, what="function",
     """Runs the server until SIGTERM or SIGINT; returns an exit status.
 
     resolve() returns the function to call; what names it in messages.
+    With warm="eager" resolve() runs before the socket is ready.
     """
-    global active
     env = os.environ if environ is None else environ
     try:
-        path, phony = listener_paths(env.get("FN_LISTENER"))
-        fmt = env.get("FN_FORMAT", "")
-        if fmt not in ("", _ctx.HTTPSTREAM):
-            raise ConfigError("FN_FORMAT %r is not supported; only %r" % (
-                fmt, _ctx.HTTPSTREAM))
+        path, phony = _entry.check_environ(env)
     except ConfigError as e:
         log(str(e))
         return EXIT_USAGE
 
-    active = True
+    _entry.active = True
     server = Server(resolve, path, phony, max_body=max_body)
     old = {}
     try:
@@ -551,7 +463,7 @@ def serve(resolve, warm="lazy", max_body=DEFAULT_MAX_BODY, what="function",
         return EXIT_OK
     finally:
         server.close()
-        active = False
+        _entry.active = False
         for signum, handler in old.items():
             try:
                 _sig.signal(signum, handler)
@@ -560,69 +472,14 @@ def serve(resolve, warm="lazy", max_body=DEFAULT_MAX_BODY, what="function",
     return EXIT_OK
 
 
-def _parse_args(argv):
-    warm = os.environ.get("COLDSTART_FDK_WARM") or "lazy"
-    max_body = DEFAULT_MAX_BODY
-    rest = []
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a in ("-h", "--help"):
-            return None
-        if a == "--version":
-            return "version"
-        if a == "--":
-            rest.extend(argv[i + 1:])
-            break
-        if a.startswith("--warm") or a.startswith("--max-body"):
-            name, eq, value = a.partition("=")
-            if name not in ("--warm", "--max-body"):
-                raise ConfigError("unknown option %r" % a)
-            if not eq:
-                i += 1
-                if i >= len(argv):
-                    raise ConfigError("option %s needs a value" % name)
-                value = argv[i]
-            if name == "--warm":
-                warm = value
-            else:
-                if not value.isdigit() or int(value) <= 0:
-                    raise ConfigError("--max-body wants a positive number "
-                                      "of bytes, not %r" % value)
-                max_body = int(value)
-        elif a.startswith("-") and a != "-":
-            raise ConfigError("unknown option %r" % a)
-        else:
-            rest.append(a)
-        i += 1
-    if warm not in WARM_MODES:
-        raise ConfigError("warm mode %r is not one of %s" % (
-            warm, ", ".join(WARM_MODES)))
-    if not rest:
-        raise ConfigError("missing FUNC (a path to func.py or a module name)")
-    if len(rest) > 2:
-        raise ConfigError("too many arguments: %s" % " ".join(rest[2:]))
-    func = rest[0]
-    handler = rest[1] if len(rest) == 2 else "handler"
-    return func, handler, warm, max_body
+def _function(func, handler):
+    from coldstart import lazy
+    return lazy.LazyFunction(lazy.LazyModule(func), attr=handler)
 
 
-def main(argv=None):
-    """The coldstart-fdk command; returns its exit status."""
-    argv = sys.argv[1:] if argv is None else argv
-    try:
-        parsed = _parse_args(argv)
-    except ConfigError as e:
-        log(str(e))
-        sys.stderr.write(USAGE)
-        return EXIT_USAGE
-    if parsed is None:
-        sys.stdout.write(USAGE)
-        return EXIT_OK
-    if parsed == "version":
-        sys.stdout.write("coldstart-fdk %s\n" % _ctx.VERSION)
-        return EXIT_OK
-    func, handler, warm, max_body = parsed
+def run(func, handler, warm, max_body):
+    """The coldstart-fdk command from its parsed arguments, everything
+    imported before the socket is ready (used for --warm eager)."""
     from coldstart import lazy
     target = lazy.LazyModule(func)
     if target.is_path and not os.path.isfile(target.path):
@@ -631,3 +488,22 @@ def main(argv=None):
     fn = lazy.LazyFunction(target, attr=handler)
     return serve(fn.resolve, warm=warm, max_body=max_body,
                  what="%s (%s)" % (func, handler))
+
+
+def adopt(lsock, path, phony, first, func, handler, warm, max_body):
+    """Serves on a socket coldstart.fdk.server has made ready (bound,
+    linked, blocking, SIGTERM and SIGINT raising _Terminate): first is the
+    descriptor of an accepted connection or None.  Returns only through an
+    exception; the caller closes the socket and removes the links."""
+    fn = _function(func, handler)
+    server = Server(fn.resolve, path, phony, max_body=max_body)
+    lsock.setblocking(False)
+    server.lsock = lsock
+    server.linked = True
+    for signum in (_sig.SIGTERM, _sig.SIGINT):
+        _sig.signal(signum, server.on_signal)
+    _sig.signal(_sig.SIGALRM, server._on_alarm)
+    if warm == "background":
+        _warm_in_background(fn.resolve, "%s (%s)" % (func, handler))
+    server.serve_forever(first)
+    return EXIT_OK

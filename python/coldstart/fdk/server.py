@@ -1,0 +1,318 @@
+"""coldstart-fdk's entry point: the part that runs before the socket is ready.
+
+main() checks the arguments and the environment, binds a phony socket next
+to FN_LISTENER, chmods it 0666, listens, and only then links lsnr.sock to
+it.  Everything else (the HTTP reader, the per-call context, the response
+builder, the lazy loader and the request loop in coldstart.fdk.loop) is
+imported after the link exists: in the default lazy mode when the first
+connection arrives, so an idle container spends no CPU on it.  Before ready
+this module imports only _socket and _signal (both C modules), besides the
+coldstart and coldstart.fdk packages, which import nothing.  Under Fn's CPU
+quota every millisecond of CPU before the link counts; tests/e2e/test_fdk.py
+checks this list (COLDSTART_FDK_DEBUG_MODULES names a file that receives the
+modules loaded at the moment of the link).
+
+--warm eager, and serve() (used by fdk.handle()), go through
+coldstart.fdk.loop.serve() instead, which imports everything first.
+"""
+
+import os
+import sys
+
+try:
+    import _signal as _sig
+except ImportError:  # pragma: no cover - every CPython has _signal
+    import signal as _sig
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+MAX_SUN_PATH = 107
+WARM_MODES = ("lazy", "background", "eager")
+DEFAULT_MAX_BODY = 100 * 1024 * 1024
+HTTPSTREAM = "http-stream"
+
+USAGE = """\
+usage: coldstart-fdk [--warm lazy|background|eager] [--max-body BYTES]
+                     FUNC [HANDLER]
+
+Serves HANDLER (default: handler) of FUNC (a path to func.py, or a module
+name) on the unix socket named by FN_LISTENER=unix:/path/lsnr.sock, the way
+Fn's http-stream contract wants it.
+
+  --warm lazy        import FUNC on the first call (default)
+  --warm background  start importing FUNC in a thread once the socket is
+                     ready; a call that arrives earlier waits for it
+  --warm eager       import FUNC before the socket is ready (fdk-python)
+  --max-body BYTES   refuse request bodies larger than this with 413
+                     (default 104857600)
+
+COLDSTART_FDK_WARM sets the warm mode when --warm is not given.
+Exit status: 0 after SIGTERM or SIGINT, 1 when the socket cannot be set up,
+2 for a usage or environment error (FN_LISTENER, FN_FORMAT, FUNC missing).
+"""
+
+# True while a server runs in this process; fdk.handle() checks it.
+active = False
+
+
+class ConfigError(Exception):
+    """Bad arguments or environment: the process exits with EXIT_USAGE."""
+
+
+class _Terminate(BaseException):
+    pass
+
+
+def log(msg):
+    try:
+        sys.stderr.write("coldstart-fdk: %s\n" % msg)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def listener_paths(value):
+    """Checks an FN_LISTENER value; returns (socket path, phony path).
+
+    Raises ConfigError when it is missing, lacks the unix: prefix, names no
+    file, names a missing directory, or is longer than a unix socket path
+    may be (107 bytes).
+    """
+    if value is None or value == "":
+        raise ConfigError("FN_LISTENER is not set; expected "
+                          "unix:/path/to/lsnr.sock")
+    if not value.startswith("unix:"):
+        raise ConfigError("FN_LISTENER %r does not start with 'unix:'"
+                          % value)
+    path = value[len("unix:"):]
+    d, base = os.path.split(path)
+    if not base:
+        raise ConfigError("FN_LISTENER %r names no socket file" % value)
+    phony = os.path.join(d, "phony" + base)
+    for p in (path, phony):
+        n = len(os.fsencode(p))
+        if n > MAX_SUN_PATH:
+            raise ConfigError("socket path %r is %d bytes, over the unix "
+                              "socket limit of %d" % (p, n, MAX_SUN_PATH))
+    if d and not os.path.isdir(d):
+        raise ConfigError("FN_LISTENER directory %r does not exist" % d)
+    return path, phony
+
+
+def check_environ(env):
+    """Returns (socket path, phony path) for FN_LISTENER; raises
+    ConfigError for a bad FN_LISTENER or an FN_FORMAT other than
+    http-stream (or empty)."""
+    path, phony = listener_paths(env.get("FN_LISTENER"))
+    fmt = env.get("FN_FORMAT", "")
+    if fmt not in ("", HTTPSTREAM):
+        raise ConfigError("FN_FORMAT %r is not supported; only %r" % (
+            fmt, HTTPSTREAM))
+    return path, phony
+
+
+def listen(path, phony):
+    """Removes stale sockets, binds the phony one, chmods it 0666 and
+    listens (blocking); returns the socket or raises OSError."""
+    import _socket
+    for p in (path, phony):
+        try:
+            os.unlink(p)
+        except FileNotFoundError:
+            pass
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        s.bind(phony)
+        os.chmod(phony, 0o666)
+        s.listen(16)
+    except BaseException:
+        s.close()
+        raise
+    return s
+
+
+def close_listener(lsock, path, phony, linked):
+    """Closes the listening socket and removes lsnr.sock (when it still
+    points to our phony socket) and the phony socket; safe to repeat."""
+    if lsock is not None:
+        lsock.close()
+    if linked:
+        try:
+            if os.readlink(path) == os.path.basename(phony):
+                os.unlink(path)
+        except OSError:
+            pass
+    try:
+        os.unlink(phony)
+    except OSError:
+        pass
+
+
+def _on_term(signum, frame):
+    raise _Terminate(signum)
+
+
+def _dump_modules(name):
+    # For tests: which modules were loaded when the socket became ready.
+    try:
+        with open(name, "w") as f:
+            f.write("\n".join(sorted(sys.modules)) + "\n")
+    except OSError as e:
+        log("cannot write %s: %s" % (name, e))
+
+
+def _is_path(target):
+    # coldstart.lazy's rule, repeated here to keep coldstart.lazy out of
+    # start-up: a file path ends in .py or contains a separator.
+    return target.endswith(".py") or os.sep in target or \
+        (os.altsep is not None and os.altsep in target)
+
+
+def _parse_args(argv):
+    warm = os.environ.get("COLDSTART_FDK_WARM") or "lazy"
+    max_body = DEFAULT_MAX_BODY
+    rest = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-h", "--help"):
+            return None
+        if a == "--version":
+            return "version"
+        if a == "--":
+            rest.extend(argv[i + 1:])
+            break
+        if a.startswith("--warm") or a.startswith("--max-body"):
+            name, eq, value = a.partition("=")
+            if name not in ("--warm", "--max-body"):
+                raise ConfigError("unknown option %r" % a)
+            if not eq:
+                i += 1
+                if i >= len(argv):
+                    raise ConfigError("option %s needs a value" % name)
+                value = argv[i]
+            if name == "--warm":
+                warm = value
+            else:
+                if not value.isdigit() or int(value) <= 0:
+                    raise ConfigError("--max-body wants a positive number "
+                                      "of bytes, not %r" % value)
+                max_body = int(value)
+        elif a.startswith("-") and a != "-":
+            raise ConfigError("unknown option %r" % a)
+        else:
+            rest.append(a)
+        i += 1
+    if warm not in WARM_MODES:
+        raise ConfigError("warm mode %r is not one of %s" % (
+            warm, ", ".join(WARM_MODES)))
+    if not rest:
+        raise ConfigError("missing FUNC (a path to func.py or a module name)")
+    if len(rest) > 2:
+        raise ConfigError("too many arguments: %s" % " ".join(rest[2:]))
+    func = rest[0]
+    handler = rest[1] if len(rest) == 2 else "handler"
+    return func, handler, warm, max_body
+
+
+def serve(resolve, warm="lazy", max_body=DEFAULT_MAX_BODY, what="function",
+          environ=None):
+    """Runs the server until SIGTERM or SIGINT; returns an exit status.
+
+    resolve() returns the function to call; what names it in messages.
+    With warm="eager" resolve() runs before the socket is ready.
+    """
+    from coldstart.fdk import loop
+    return loop.serve(resolve, warm=warm, max_body=max_body, what=what,
+                      environ=environ)
+
+
+def _serve_ready_first(func, handler, warm, max_body):
+    """--warm lazy and background: links lsnr.sock with as little work as
+    possible, then hands the socket to coldstart.fdk.loop (in lazy mode
+    once the first connection is accepted)."""
+    global active
+    env = os.environ
+    try:
+        path, phony = check_environ(env)
+    except ConfigError as e:
+        log(str(e))
+        return EXIT_USAGE
+    active = True
+    lsock = None
+    linked = False
+    old = {}
+    try:
+        for signum in (_sig.SIGTERM, _sig.SIGINT):
+            old[signum] = _sig.signal(signum, _on_term)
+        try:
+            lsock = listen(path, phony)
+            os.symlink(os.path.basename(phony), path)
+            linked = True
+        except OSError as e:
+            log("cannot listen on %r: %s" % (path, e))
+            return EXIT_FAILURE
+        debug = env.get("COLDSTART_FDK_DEBUG_MODULES")
+        if debug:
+            _dump_modules(debug)
+        first = None
+        if warm == "lazy":
+            # Nothing else happens until Fn's agent connects: an idle
+            # container costs no CPU, and the rest loads on the first call.
+            try:
+                first = lsock._accept()[0]
+            except OSError as e:
+                log("accept failed: %s" % e)
+        from coldstart.fdk import loop
+        return loop.adopt(lsock, path, phony, first, func, handler, warm,
+                          max_body)
+    except _Terminate:
+        return EXIT_OK
+    finally:
+        close_listener(lsock, path, phony, linked)
+        active = False
+        for signum, h in old.items():
+            try:
+                _sig.signal(signum, h)
+            except (OSError, ValueError, TypeError):
+                pass
+
+
+def main(argv=None):
+    """The coldstart-fdk command; returns its exit status."""
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        parsed = _parse_args(argv)
+    except ConfigError as e:
+        log(str(e))
+        sys.stderr.write(USAGE)
+        return EXIT_USAGE
+    if parsed is None:
+        sys.stdout.write(USAGE)
+        return EXIT_OK
+    if parsed == "version":
+        from coldstart.fdk.context import VERSION
+        sys.stdout.write("coldstart-fdk %s\n" % VERSION)
+        return EXIT_OK
+    func, handler, warm, max_body = parsed
+    if warm == "eager" or not func:
+        from coldstart.fdk import loop
+        return loop.run(func, handler, warm, max_body)
+    if _is_path(func) and not os.path.isfile(os.path.abspath(func)):
+        log("no such function file: %r" % func)
+        return EXIT_USAGE
+    return _serve_ready_first(func, handler, warm, max_body)
+
+
+def __getattr__(name):
+    # Server and the rest of the request loop used to live here; they are
+    # in coldstart.fdk.loop now, which is imported only when needed.
+    if not name.startswith("__"):
+        from coldstart.fdk import loop
+        try:
+            return getattr(loop, name)
+        except AttributeError:
+            pass
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
