@@ -6,6 +6,7 @@
 # Usage: sh bench/parse_bench.sh [ROWS]
 set -eu
 cd "$(dirname "$0")/.."
+[ -x /usr/bin/time ] || { echo "parse_bench: /usr/bin/time missing (apt-get install time)" >&2; exit 1; }
 rows=${1:-1000000}
 dir=build/bench
 log=$dir/importtime-$rows.log
@@ -31,10 +32,10 @@ measure() {
 		/usr/bin/time -f "%e %M %U %S" -o "$dir/time.out" "$@" >/dev/null 2>"$dir/stderr.out" ||
 			{ echo "$label: failed:"; cat "$dir/stderr.out"; return 0; }
 		read -r secs kb usr sys <"$dir/time.out"
-		if [ -z "$best" ] || [ "$(echo "$secs < $best" | bc)" = 1 ]; then
+		if [ -z "$best" ] || awk -v a="$secs" -v b="$best" 'BEGIN { exit !(a < b) }'; then
 			best=$secs
 			bestkb=$kb
-			bestcpu=$(echo "$usr + $sys" | bc)
+			bestcpu=$(awk -v a="$usr" -v b="$sys" 'BEGIN { print a + b }')
 		fi
 	done
 	awk -v l="$label" -v s="$best" -v c="$bestcpu" -v kb="$bestkb" -v size="$size" 'BEGIN {
@@ -42,7 +43,7 @@ measure() {
 			l, s, c, kb / 1024, kb * 1024 / size }'
 }
 
-printf "log: %s, %d rows, %.1f MiB\n" "$log" "$rows" "$(echo "$size / 1048576" | bc -l)"
+printf "log: %s, %d rows, %.1f MiB\n" "$log" "$rows" "$(awk -v s="$size" 'BEGIN { print s / 1048576 }')"
 measure "parser only (it_feed)" "$dir/it_parse_driver" "$log"
 if [ -x ./coldstart ] && ./coldstart parse --help >/dev/null 2>&1; then
 	measure "coldstart parse -o json" ./coldstart parse "$log" -o "$dir/out.json"
