@@ -31,8 +31,8 @@ struct it_parser *it_parser_new(struct run *run);
  * passthrough (may be NULL to drop it) exactly as it arrived, including a
  * prefix glued before a row on the same line ("WARN: partial" in
  * "WARN: partialimport time: ...").  Lines are buffered until their newline;
- * a line longer than the parser's limit is passed through whole with a
- * warning once it is known not to be a row.
+ * a line longer than the parser's limit (16 MiB) is passed through in
+ * pieces with a warning once it is known not to be a row.
  */
 void it_feed(struct it_parser *ps, const char *data, size_t len, struct buf *passthrough);
 
