@@ -538,51 +538,109 @@ static int cmp_pkg(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+struct pkg_index {
+	struct pkg_total *t;
+	size_t n, alloc;
+	int32_t *slots; /* index into t, -1 empty */
+	size_t cap;
+	size_t *open; /* per package: how many of its nodes are on the current path */
+};
+
+static uint64_t hash_bytes(const char *s, size_t len)
+{
+	uint64_t h = 1469598103934665603ULL;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+	return h;
+}
+
+static void pkg_rehash(struct pkg_index *ix)
+{
+	size_t cap = ix->cap ? ix->cap * 2 : 256, i;
+
+	free(ix->slots);
+	ix->slots = xmalloc(st_mult(cap, sizeof(*ix->slots)));
+	for (i = 0; i < cap; i++)
+		ix->slots[i] = -1;
+	ix->cap = cap;
+	for (i = 0; i < ix->n; i++) {
+		size_t k = hash_bytes(ix->t[i].name, strlen(ix->t[i].name)) & (cap - 1);
+
+		while (ix->slots[k] >= 0)
+			k = (k + 1) & (cap - 1);
+		ix->slots[k] = (int32_t)i;
+	}
+}
+
+/* The package entry for name's top level, created on first sight. */
+static size_t pkg_lookup(struct pkg_index *ix, const char *name, uint8_t kind)
+{
+	size_t len = top_len(name), k;
+
+	if ((ix->n + 1) * 2 > ix->cap)
+		pkg_rehash(ix);
+	for (k = hash_bytes(name, len) & (ix->cap - 1); ix->slots[k] >= 0; k = (k + 1) & (ix->cap - 1)) {
+		const char *have = ix->t[ix->slots[k]].name;
+
+		if (!strncmp(have, name, len) && !have[len])
+			return (size_t)ix->slots[k];
+	}
+	ALLOC_GROW(ix->t, ix->n + 1, ix->alloc);
+	ix->open = xrealloc(ix->open, st_mult(ix->alloc, sizeof(*ix->open)));
+	memset(&ix->t[ix->n], 0, sizeof(ix->t[ix->n]));
+	ix->t[ix->n].name = xstrndup(name, len);
+	ix->t[ix->n].kind = kind;
+	ix->open[ix->n] = 0;
+	ix->slots[k] = (int32_t)ix->n;
+	return ix->n++;
+}
+
 struct pkg_total *proc_package_totals(const struct proc *pr, size_t *nr)
 {
-	struct pkg_total *t = NULL;
-	size_t n = 0, alloc = 0, k;
-	int32_t i;
+	struct pkg_index ix = { 0 };
+	size_t *pkg_of = xmalloc(st_mult(pr->nr_nodes ? pr->nr_nodes : 1, sizeof(*pkg_of)));
+	int32_t i = pr->first_root;
 
-	for (i = pr->first_root; i >= 0; i = preorder_next(pr, i)) {
+	/*
+	 * Depth-first with enter and exit, so "is an ancestor in the same
+	 * package" is a counter, not a walk up the tree: only the outermost
+	 * node of a package adds its cumulative time.
+	 */
+	while (i >= 0) {
 		const struct imp_node *node = &pr->nodes[i];
-		const char *name = node_name(pr, i);
-		size_t len = top_len(name);
-		bool outermost = true;
-		int32_t a;
+		size_t k = pkg_lookup(&ix, node_name(pr, i), node->kind);
 
-		if (node->flags & NODE_CACHED)
-			continue;
-		for (k = 0; k < n; k++)
-			if (strlen(t[k].name) == len && !strncmp(t[k].name, name, len))
-				break;
-		if (k == n) {
-			ALLOC_GROW(t, n + 1, alloc);
-			t[n].name = xstrndup(name, len);
-			t[n].self_us = t[n].cum_us = 0;
-			t[n].modules = 0;
-			t[n].kind = node->kind;
-			n++;
+		pkg_of[i] = k;
+		if (!(node->flags & NODE_CACHED)) {
+			ix.t[k].modules++;
+			if (node->self_us > 0)
+				ix.t[k].self_us += node->self_us;
+			if (!ix.open[k] && node->cum_us > 0)
+				ix.t[k].cum_us += node->cum_us;
 		}
-		t[k].modules++;
-		if (node->self_us > 0)
-			t[k].self_us += node->self_us;
-		/* Only the outermost node of a package adds to its cumulative. */
-		for (a = node->parent; a >= 0; a = pr->nodes[a].parent) {
-			const char *an = node_name(pr, a);
-
-			if (top_len(an) == len && !strncmp(an, name, len)) {
-				outermost = false;
+		ix.open[k]++;
+		if (node->first_child >= 0) {
+			i = node->first_child;
+			continue;
+		}
+		while (i >= 0) {
+			ix.open[pkg_of[i]]--;
+			if (pr->nodes[i].next_sibling >= 0) {
+				i = pr->nodes[i].next_sibling;
 				break;
 			}
+			i = pr->nodes[i].parent;
 		}
-		if (outermost && node->cum_us > 0)
-			t[k].cum_us += node->cum_us;
 	}
-	if (n)
-		qsort(t, n, sizeof(*t), cmp_pkg);
-	*nr = n;
-	return t;
+	free(pkg_of);
+	free(ix.slots);
+	free(ix.open);
+	if (ix.n)
+		qsort(ix.t, ix.n, sizeof(*ix.t), cmp_pkg);
+	*nr = ix.n;
+	return ix.t;
 }
 
 void pkg_totals_free(struct pkg_total *t, size_t nr)

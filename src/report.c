@@ -86,6 +86,77 @@ static int cmp_self(const void *a, const void *b)
 	return cmp_desc(x->self_us, y->self_us);
 }
 
+static int64_t key_of(const struct proc *pr, int32_t i, bool by_self)
+{
+	return by_self ? pr->nodes[i].self_us : pr->nodes[i].cum_us;
+}
+
+/*
+ * The n largest nodes by self or cumulative time, largest first, among those
+ * accepted by keep; a bounded min-heap, so a million nodes cost O(N log n).
+ */
+static size_t top_nodes(const struct proc *pr, bool by_self, bool (*keep)(const struct proc *, int32_t),
+			int32_t *out, size_t n)
+{
+	size_t have = 0, i;
+
+	if (!n)
+		return 0;
+	for (i = 0; i < pr->nr_nodes; i++) {
+		int32_t x = (int32_t)i;
+		size_t k;
+
+		if (!keep(pr, x))
+			continue;
+		if (have == n) {
+			if (key_of(pr, x, by_self) <= key_of(pr, out[0], by_self))
+				continue;
+			out[0] = x;
+		} else {
+			/* Sift up. */
+			k = have++;
+			out[k] = x;
+			while (k && key_of(pr, out[(k - 1) / 2], by_self) > key_of(pr, out[k], by_self)) {
+				int32_t t = out[k];
+
+				out[k] = out[(k - 1) / 2];
+				out[(k - 1) / 2] = t;
+				k = (k - 1) / 2;
+			}
+			continue;
+		}
+		/* Sift the replaced root down. */
+		for (k = 0;;) {
+			size_t l = 2 * k + 1, r = l + 1, m = k;
+			int32_t t;
+
+			if (l < have && key_of(pr, out[l], by_self) < key_of(pr, out[m], by_self))
+				m = l;
+			if (r < have && key_of(pr, out[r], by_self) < key_of(pr, out[m], by_self))
+				m = r;
+			if (m == k)
+				break;
+			t = out[k];
+			out[k] = out[m];
+			out[m] = t;
+			k = m;
+		}
+	}
+	sort_proc = pr;
+	qsort(out, have, sizeof(*out), by_self ? cmp_self : cmp_cum);
+	return have;
+}
+
+static bool keep_imported(const struct proc *pr, int32_t i)
+{
+	return !(pr->nodes[i].flags & NODE_CACHED);
+}
+
+static bool keep_timed(const struct proc *pr, int32_t i)
+{
+	return pr->timing[i].start_ns >= 0 && !(pr->nodes[i].flags & NODE_CACHED);
+}
+
 static void describe_status(const struct profile *p, const struct run *r, struct buf *out)
 {
 	switch (r->status) {
@@ -253,16 +324,12 @@ static void render_top(const struct proc *pr, const struct report_opts *o, struc
 		       const struct style *st, bool by_self)
 {
 	int32_t *idx;
-	size_t n = 0, i;
+	size_t n, i;
 
-	if (!pr->nr_nodes)
+	if (!pr->nr_nodes || o->top <= 0)
 		return;
-	idx = xmalloc(st_mult(pr->nr_nodes, sizeof(*idx)));
-	for (i = 0; i < pr->nr_nodes; i++)
-		if (!(pr->nodes[i].flags & NODE_CACHED))
-			idx[n++] = (int32_t)i;
-	sort_proc = pr;
-	qsort(idx, n, sizeof(*idx), by_self ? cmp_self : cmp_cum);
+	idx = xmalloc(st_mult((size_t)o->top, sizeof(*idx)));
+	n = top_nodes(pr, by_self, keep_imported, idx, (size_t)o->top);
 	heading(out, st, by_self ? "Top modules by self time" : "Top modules by cumulative time");
 	if (pr->timing)
 		buf_addf(out, "  %10s %10s %10s %10s  %s\n", "cumulative", "self", "starts at", "RSS +",
@@ -311,20 +378,16 @@ static void render_phases(const struct proc *pr, const struct report_opts *o, st
 			  const struct style *st)
 {
 	int32_t *idx;
-	size_t n = 0, i;
+	size_t n, i;
 
-	if (!pr->timing || !pr->nr_nodes)
+	if (!pr->timing || !pr->nr_nodes || o->top <= 0)
 		return;
-	idx = xmalloc(st_mult(pr->nr_nodes, sizeof(*idx)));
-	for (i = 0; i < pr->nr_nodes; i++)
-		if (pr->timing[i].start_ns >= 0 && !(pr->nodes[i].flags & NODE_CACHED))
-			idx[n++] = (int32_t)i;
+	idx = xmalloc(st_mult((size_t)o->top, sizeof(*idx)));
+	n = top_nodes(pr, true, keep_timed, idx, (size_t)o->top);
 	if (!n) {
 		free(idx);
 		return;
 	}
-	sort_proc = pr;
-	qsort(idx, n, sizeof(*idx), cmp_self);
 	heading(out, st, "Phases of the slowest imports (tracer: find = finders, load = .pyc read / compile / dlopen, exec = module body incl. its imports)");
 	buf_addf(out, "  %10s %10s %10s %10s %10s  %s\n", "self", "find", "load", "exec", "compile", "module");
 	for (i = 0; i < n && i < (size_t)o->top; i++) {
