@@ -204,7 +204,7 @@ def test_check_verdicts(coldstart, app_profile, args, code, lines):
     (("--help",), 0, "usage: coldstart check"),
     (("P", "--budget", "total"), 2, "not NAME=DURATION"),
     (("P", "--budget", "total=fast"), 2, "'fast' is not a duration"),
-    (("P", "--budget"), 2, "--budget needs a value"),
+    (("P", "--budget"), 2, "'--budget' needs a value"),
     (("P", "--forbid", ""), 2, "expected a module name"),
     (("P", "--frob"), 2, "unknown option '--frob'"),
     (("MISSING", "--budget", "total=1s"), 1, "cannot read"),

@@ -327,7 +327,7 @@ def test_stdout_and_format_from_name(coldstart, tmp_path):
     (("P", "--run", "0"), 2, "--run '0'"),
     (("P", "--run", "9"), 1, "run 9 does not exist"),
     (("P", "--width", "5"), 2, "--width '5'"),
-    (("P", "-o"), 2, "-o needs a value"),
+    (("P", "-o"), 2, "'-o' needs a value"),
     (("MISSING",), 1, "cannot read"),
     (("CORRUPT",), 1, "error"),
     (("P", "-o", "/nonexistent-dir/x.svg"), 1, "cannot write '/nonexistent-dir/x.svg'"),
