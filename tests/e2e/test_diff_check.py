@@ -185,7 +185,7 @@ def app_profile(profiles):
     (("--budget", "total=10ms"), 1, [r"FAIL total: 13\.4 ms > 10\.0 ms", r"check failed"]),
     (("--budget=web=11ms", "--budget", "app=5ms"), 1, [r"ok +web: 10\.0 ms", r"FAIL app: 11\.4 ms > 5\.0 ms"]),
     (("--budget", "numpy=1ms"), 0, [r"ok +numpy: not imported"]),
-    (("--forbid", "asyncio"), 1, [r"FAIL asyncio: imported via app > web > asyncio"]),
+    (("--forbid", "asyncio"), 1, [r"FAIL asyncio: asyncio imported via app > web > asyncio"]),
     (("--forbid", "xml", "-q"), 0, [r"^check passed \(1 rule\)$"]),
     (("--forbid", "asyncio", "--budget", "total=1s", "-q"), 1, [r"^forbid FAIL asyncio"]),
 ])
@@ -227,4 +227,4 @@ def test_check_gates_a_real_profile(coldstart, python, tmp_path):
     r = coldstart("check", prof, "--budget", "total=100us")
     assert r.returncode == 1 and "FAIL total" in r.stdout
     r = coldstart("check", prof, "--forbid", "asyncio")
-    assert r.returncode == 1 and re.search(r"FAIL asyncio: imported via .*asyncio", r.stdout), r.stdout
+    assert r.returncode == 1 and re.search(r"FAIL asyncio: asyncio imported via .*asyncio", r.stdout), r.stdout
