@@ -100,7 +100,7 @@ check:
 		COLDSTART_BIN=build-asan/coldstart build-asan/coldstart
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 		unit
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 COLDSTART_DATADIR=$(CURDIR)/python \
 		COLDSTART=$(CURDIR)/build-asan/coldstart $(PYTHON) -m pytest -q -rs tests/e2e
 
 build-asan/coldstart: $(OBJS)
