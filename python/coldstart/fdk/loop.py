@@ -29,9 +29,8 @@ from coldstart.fdk import context as _ctx
 from coldstart.fdk import httpwire
 from coldstart.fdk import response as _response
 from coldstart.fdk import server as _entry
-from coldstart.fdk.server import (  # noqa: F401 - also reached from here
-    DEFAULT_MAX_BODY, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, MAX_SUN_PATH, USAGE,
-    WARM_MODES, ConfigError, _parse_args, _Terminate, listener_paths, log)
+from coldstart.fdk.server import (DEFAULT_MAX_BODY, EXIT_FAILURE, EXIT_OK,
+                                  EXIT_USAGE, ConfigError, _Terminate, log)
 
 SEND_TIMEOUT = 60.0
 MAX_CONNECTIONS = 64
@@ -472,11 +471,6 @@ def serve(resolve, warm="lazy", max_body=DEFAULT_MAX_BODY, what="function",
     return EXIT_OK
 
 
-def _function(func, handler):
-    from coldstart import lazy
-    return lazy.LazyFunction(lazy.LazyModule(func), attr=handler)
-
-
 def run(func, handler, warm, max_body):
     """The coldstart-fdk command from its parsed arguments, everything
     imported before the socket is ready (used for --warm eager)."""
@@ -495,7 +489,8 @@ def adopt(lsock, path, phony, first, func, handler, warm, max_body):
     linked, blocking, SIGTERM and SIGINT raising _Terminate): first is the
     descriptor of an accepted connection or None.  Returns only through an
     exception; the caller closes the socket and removes the links."""
-    fn = _function(func, handler)
+    from coldstart import lazy
+    fn = lazy.LazyFunction(lazy.LazyModule(func), attr=handler)
     server = Server(fn.resolve, path, phony, max_body=max_body)
     lsock.setblocking(False)
     server.lsock = lsock

@@ -10,7 +10,7 @@ this module imports only _socket and _signal (both C modules), besides the
 coldstart and coldstart.fdk packages, which import nothing.  Under Fn's CPU
 quota every millisecond of CPU before the link counts; tests/e2e/test_fdk.py
 checks this list (COLDSTART_FDK_DEBUG_MODULES names a file that receives the
-modules loaded at the moment of the link).
+modules loaded when the link is made).
 
 --warm eager, and serve() (used by fdk.handle()), go through
 coldstart.fdk.loop.serve() instead, which imports everything first.
@@ -249,14 +249,16 @@ def _serve_ready_first(func, handler, warm, max_body):
             old[signum] = _sig.signal(signum, _on_term)
         try:
             lsock = listen(path, phony)
+            debug = env.get("COLDSTART_FDK_DEBUG_MODULES")
+            if debug:
+                # Written just before the link, so that it is complete when
+                # the link appears; nothing is imported in between.
+                _dump_modules(debug)
             os.symlink(os.path.basename(phony), path)
             linked = True
         except OSError as e:
             log("cannot listen on %r: %s" % (path, e))
             return EXIT_FAILURE
-        debug = env.get("COLDSTART_FDK_DEBUG_MODULES")
-        if debug:
-            _dump_modules(debug)
         first = None
         if warm == "lazy":
             # Nothing else happens until Fn's agent connects: an idle
