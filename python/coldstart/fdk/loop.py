@@ -324,6 +324,21 @@ class Server(object):
         conns[conn.fd] = conn
         poller.register(conn.fd, select.POLLIN)
 
+    def _discard_input(self, conn):
+        # Closing a unix socket with unread bytes resets the peer, which
+        # may then lose the error reply it has not read yet: end our side,
+        # then read and drop what the client has already sent.
+        conn.sock.shutdown(_sock.SHUT_WR)
+        left = 16 * RECV_SIZE
+        while left > 0:
+            try:
+                data = conn.sock.recv(RECV_SIZE)
+            except (BlockingIOError, InterruptedError):
+                return
+            if not data:
+                return
+            left -= len(data)
+
     def _service(self, conn):
         """Reads from one connection and answers what is complete; returns
         False when the connection is to be closed."""
@@ -347,6 +362,7 @@ class Server(object):
                 status, headers, body = _error_reply(e.status, e.message)
                 try:
                     self._reply(conn, status, headers, body, False)
+                    self._discard_input(conn)
                 except OSError:
                     pass
                 return False
@@ -371,6 +387,11 @@ class Server(object):
         poller = select.poll()
         lfd = self.lsock.fileno()
         poller.register(lfd, select.POLLIN)
+        # A signal that lands just before poll() enters the kernel would
+        # only run its Python handler once poll() returns, perhaps never;
+        # the wakeup pipe makes that poll() return at once.
+        wake, old_wake = _entry.wakeup_pipe()
+        poller.register(wake[0], select.POLLIN)
         conns = {}
         try:
             if first is not None:
@@ -379,6 +400,9 @@ class Server(object):
                 for fd, ev in poller.poll():
                     if fd == lfd:
                         self._accept(poller, conns)
+                        continue
+                    if fd == wake[0]:
+                        _entry.drain(fd)
                         continue
                     conn = conns.get(fd)
                     if conn is None:
@@ -393,6 +417,7 @@ class Server(object):
         finally:
             for conn in list(conns.values()):
                 self._close_conn(poller, conns, conn)
+            _entry.close_wakeup_pipe(wake, old_wake)
 
 
 def _print_exception():

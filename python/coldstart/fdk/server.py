@@ -154,6 +154,62 @@ def _on_term(signum, frame):
     raise _Terminate(signum)
 
 
+def wakeup_pipe():
+    """Returns ((read fd, write fd), previous wakeup fd) after making the
+    pipe's write end the signal wakeup fd: a signal then also writes a
+    byte there, so a poll() that includes the read end cannot sleep
+    through a signal that arrived just before it started."""
+    r, w = os.pipe()
+    try:
+        os.set_blocking(r, False)
+        os.set_blocking(w, False)
+        return (r, w), _sig.set_wakeup_fd(w)
+    except BaseException:
+        os.close(r)
+        os.close(w)
+        raise
+
+
+def close_wakeup_pipe(pipe, old):
+    try:
+        _sig.set_wakeup_fd(old)
+    except (ValueError, OSError):
+        pass
+    os.close(pipe[0])
+    os.close(pipe[1])
+
+
+def drain(fd):
+    try:
+        while os.read(fd, 512):
+            pass
+    except OSError:
+        pass
+
+
+def _first_connection(lsock):
+    """Waits for Fn's agent to connect; returns the accepted descriptor,
+    or None when accept() failed (the request loop then tries again)."""
+    import select
+    wake, old = wakeup_pipe()
+    try:
+        p = select.poll()
+        p.register(lsock.fileno(), select.POLLIN)
+        p.register(wake[0], select.POLLIN)
+        while True:
+            for fd, ev in p.poll():
+                if fd == wake[0]:
+                    drain(fd)
+                    continue
+                try:
+                    return lsock._accept()[0]
+                except OSError as e:
+                    log("accept failed: %s" % e)
+                    return None
+    finally:
+        close_wakeup_pipe(wake, old)
+
+
 def _dump_modules(name):
     # For tests: which modules were loaded when the socket became ready.
     try:
@@ -263,10 +319,7 @@ def _serve_ready_first(func, handler, warm, max_body):
         if warm == "lazy":
             # Nothing else happens until Fn's agent connects: an idle
             # container costs no CPU, and the rest loads on the first call.
-            try:
-                first = lsock._accept()[0]
-            except OSError as e:
-                log("accept failed: %s" % e)
+            first = _first_connection(lsock)
         from coldstart.fdk import loop
         return loop.adopt(lsock, path, phony, first, func, handler, warm,
                           max_body)
