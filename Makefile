@@ -123,6 +123,9 @@ install: all
 	sed '1s|.*|#!$(PYTHON)|' python/coldstart-fdk > $(DESTDIR)$(BINDIR)/coldstart-fdk
 	chmod 755 $(DESTDIR)$(BINDIR)/coldstart-fdk
 	find $(DESTDIR)$(DATADIR) $(DESTDIR)$(PYDIR)/coldstart $(DESTDIR)$(PYDIR)/fdk -name __pycache__ -prune -exec rm -rf {} +
+	# Fresh bytecode where it is installed: a start-up tool must not compile at start-up.
+	$(PYTHON) -m compileall -q -d $(PYDIR) $(DESTDIR)$(PYDIR)/coldstart $(DESTDIR)$(PYDIR)/fdk
+	$(PYTHON) -m compileall -q -d $(DATADIR)/python $(DESTDIR)$(DATADIR)/python
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/coldstart $(DESTDIR)$(BINDIR)/coldstart-fdk

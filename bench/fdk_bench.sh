@@ -15,22 +15,33 @@ mkdir -p "$out"
 
 run() {
 	name=$1
-	shift
+	round=$2
+	shift 2
 	# shellcheck disable=SC2086
-	if ! PYTHONPATH="$PWD/python" ./coldstart profile --no-trace --quiet $LIMITS -n "$RUNS" --warmup 1 \
-		--ready fn --no-report -o "$out/$name.json" -- "$@" >/dev/null; then
-		echo "fdk_bench: '$name' did not become ready; see $out/$name.json" >&2
+	if ! PYTHONPATH="$PWD/python" ./coldstart profile --no-trace --quiet $LIMITS --no-baseline \
+		--ready fn --no-report -o "$out/$name-$round.json" -- "$@" >/dev/null; then
+		echo "fdk_bench: '$name' did not become ready in round $round; see $out/$name-$round.json" >&2
 	fi
 }
 
-# Interleave the variants round by round so machine noise hits them alike.
-for variant in floor lazy background eager fdk-python; do
-	case $variant in
-	floor) run floor "$PY" bench/fdk_floor.py ;;
-	lazy | background | eager)
-		run "$variant" "$PY" python/coldstart-fdk --warm "$variant" samples/fn-hello/func.py handler ;;
-	fdk-python) run fdk-python "$PY" samples/fn-hello/func.py ;;
-	esac
+# Bytecode caches as an image build would leave them (compileall), so every
+# variant pays the same for its own modules.
+"$PY" -m compileall -q python samples/fn-hello bench >/dev/null
+rm -f "$out"/*.json
+
+# Round by round, each variant once per round, so machine noise and the CFS
+# period boundaries hit every variant alike.
+round=0
+while [ "$round" -lt "$RUNS" ]; do
+	round=$((round + 1))
+	for variant in floor lazy background eager fdk-python; do
+		case $variant in
+		floor) run floor "$round" "$PY" bench/fdk_floor.py ;;
+		lazy | background | eager)
+			run "$variant" "$round" "$PY" python/coldstart-fdk --warm "$variant" samples/fn-hello/func.py handler ;;
+		fdk-python) run fdk-python "$round" "$PY" samples/fn-hello/func.py ;;
+		esac
+	done
 done
 
 "$PY" - "$out" <<'PYEOF'
@@ -38,21 +49,30 @@ import json, os, statistics, sys
 out = sys.argv[1]
 rows = []
 for name in ("floor", "lazy", "background", "eager", "fdk-python"):
-    path = os.path.join(out, name + ".json")
-    try:
-        p = json.load(open(path))
-    except (OSError, ValueError):
-        rows.append((name, None, None, 0)); continue
-    runs = [r for r in p["runs"] if not r["warmup"]]
-    ready = [r["ready_us"] for r in runs if r["ready_us"] >= 0]
-    first = [r["first_response_us"] for r in runs if r["first_response_us"] >= 0]
+    ready, first, limits, pyver = [], [], None, None
+    for f in sorted(os.listdir(out)):
+        if not (f.startswith(name + "-") and f[len(name) + 1:-5].isdigit()):
+            continue
+        try:
+            p = json.load(open(os.path.join(out, f)))
+        except (OSError, ValueError):
+            continue
+        limits, pyver = p["limits"], p["python_version"]
+        for r in p["runs"]:
+            if r["warmup"]:
+                continue
+            if r["ready_us"] >= 0:
+                ready.append(r["ready_us"])
+            if r["first_response_us"] >= 0:
+                first.append(r["first_response_us"])
     rows.append((name, statistics.median(ready) if ready else None,
                  statistics.median(first) if first else None, len(ready)))
+    if name == "floor":
+        floor_limits, floor_py = limits, pyver
 floor = rows[0][1]
-limits = json.load(open(os.path.join(out, "floor.json")))["limits"]
-print("Fn readiness under %s CPU / %d MiB (%s), median of %s runs each, python %s" % (
-    limits["cpus"], limits["memory"] // (1 << 20), limits["backend"], os.environ.get("RUNS", "10"),
-    json.load(open(os.path.join(out, "floor.json")))["python_version"]))
+limits = floor_limits or {"cpus": 0, "memory": 0, "backend": None}
+print("Fn readiness under %s CPU / %d MiB (%s), median of %s interleaved rounds, python %s" % (
+    limits["cpus"], limits["memory"] // (1 << 20), limits["backend"], os.environ.get("RUNS", "10"), floor_py))
 print("%-12s %12s %16s %12s %10s" % ("variant", "ready ms", "first resp ms", "ready/floor", "runs ok"))
 for name, ready, first, n in rows:
     print("%-12s %12s %16s %12s %10d" % (
