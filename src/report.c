@@ -70,25 +70,44 @@ static int cmp_desc(int64_t a, int64_t b)
 
 static const struct proc *sort_proc;
 
+/*
+ * Ties are broken by the other time, then the name, then the depth, so a
+ * report reads the same whatever order the nodes are stored in (a profile
+ * read back from JSON is in pre-order, a fresh one in importtime's order).
+ */
+static int cmp_ties(int32_t a, int32_t b, bool by_self)
+{
+	const struct imp_node *x = &sort_proc->nodes[a];
+	const struct imp_node *y = &sort_proc->nodes[b];
+	int c = by_self ? cmp_desc(x->cum_us, y->cum_us) : cmp_desc(x->self_us, y->self_us);
+
+	if (!c)
+		c = strcmp(node_name(sort_proc, a), node_name(sort_proc, b));
+	if (!c)
+		c = x->depth < y->depth ? -1 : x->depth > y->depth;
+	return c;
+}
+
 static int cmp_cum(const void *a, const void *b)
 {
-	const struct imp_node *x = &sort_proc->nodes[*(const int32_t *)a];
-	const struct imp_node *y = &sort_proc->nodes[*(const int32_t *)b];
+	int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
+	int c = cmp_desc(sort_proc->nodes[i].cum_us, sort_proc->nodes[j].cum_us);
 
-	return cmp_desc(x->cum_us, y->cum_us);
+	return c ? c : cmp_ties(i, j, false);
 }
 
 static int cmp_self(const void *a, const void *b)
 {
-	const struct imp_node *x = &sort_proc->nodes[*(const int32_t *)a];
-	const struct imp_node *y = &sort_proc->nodes[*(const int32_t *)b];
+	int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
+	int c = cmp_desc(sort_proc->nodes[i].self_us, sort_proc->nodes[j].self_us);
 
-	return cmp_desc(x->self_us, y->self_us);
+	return c ? c : cmp_ties(i, j, true);
 }
 
-static int64_t key_of(const struct proc *pr, int32_t i, bool by_self)
+/* Whether node a ranks below node b in the table (the heap's order). */
+static bool ranks_below(int32_t a, int32_t b, bool by_self)
 {
-	return by_self ? pr->nodes[i].self_us : pr->nodes[i].cum_us;
+	return (by_self ? cmp_self(&a, &b) : cmp_cum(&a, &b)) > 0;
 }
 
 /*
@@ -102,6 +121,7 @@ static size_t top_nodes(const struct proc *pr, bool by_self, bool (*keep)(const 
 
 	if (!n)
 		return 0;
+	sort_proc = pr;
 	for (i = 0; i < pr->nr_nodes; i++) {
 		int32_t x = (int32_t)i;
 		size_t k;
@@ -109,14 +129,14 @@ static size_t top_nodes(const struct proc *pr, bool by_self, bool (*keep)(const 
 		if (!keep(pr, x))
 			continue;
 		if (have == n) {
-			if (key_of(pr, x, by_self) <= key_of(pr, out[0], by_self))
+			if (!ranks_below(out[0], x, by_self))
 				continue;
 			out[0] = x;
 		} else {
 			/* Sift up. */
 			k = have++;
 			out[k] = x;
-			while (k && key_of(pr, out[(k - 1) / 2], by_self) > key_of(pr, out[k], by_self)) {
+			while (k && ranks_below(out[k], out[(k - 1) / 2], by_self)) {
 				int32_t t = out[k];
 
 				out[k] = out[(k - 1) / 2];
@@ -130,9 +150,9 @@ static size_t top_nodes(const struct proc *pr, bool by_self, bool (*keep)(const 
 			size_t l = 2 * k + 1, r = l + 1, m = k;
 			int32_t t;
 
-			if (l < have && key_of(pr, out[l], by_self) < key_of(pr, out[m], by_self))
+			if (l < have && ranks_below(out[l], out[m], by_self))
 				m = l;
-			if (r < have && key_of(pr, out[r], by_self) < key_of(pr, out[m], by_self))
+			if (r < have && ranks_below(out[r], out[m], by_self))
 				m = r;
 			if (m == k)
 				break;
