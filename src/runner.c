@@ -98,23 +98,6 @@ static void build_env(const struct runner_opts *o, struct strvec *env)
 		strvec_push(env, *x);
 }
 
-/* Replaces or appends NAME=value in a full environment vector. */
-static void env_set(struct strvec *env, const char *name, const char *value)
-{
-	size_t len = strlen(name), i;
-	struct buf kv = BUF_INIT;
-
-	buf_addf(&kv, "%s=%s", name, value);
-	for (i = 0; i < env->nr; i++)
-		if (!strncmp(env->v[i], name, len) && env->v[i][len] == '=') {
-			free((char *)env->v[i]);
-			env->v[i] = buf_detach(&kv, NULL);
-			return;
-		}
-	strvec_push(env, kv.buf);
-	buf_release(&kv);
-}
-
 static void kill_everything(struct child *c, struct cgroup *cg)
 {
 	if (cg)
@@ -209,7 +192,6 @@ enum runner_error runner_run(const struct runner_opts *o, struct profile *p, str
 		if (cgroup_note(cg) && !has_warning(p, cgroup_note(cg)))
 			profile_add_warning(p, 0, "%s", cgroup_note(cg));
 	}
-	(void)env_set;
 	if (o->before_start) {
 		struct runner_child_view cv = {
 			.argv = &c.args,

@@ -754,39 +754,6 @@ static void warn_about(struct profile *p, const struct trace_proc *tp)
 				    pid, tp->version);
 }
 
-static const char *find_datadir(void)
-{
-	const char *env = getenv("COLDSTART_DATADIR");
-
-	if (env && *env)
-		return env;
-	return coldstart_datadir();
-}
-
-/* Sets NAME=value in env, replacing an existing entry. */
-static void env_set(struct strvec *env, const char *name, const char *value)
-{
-	struct strvec out = STRVEC_INIT;
-	size_t i, len = strlen(name);
-
-	for (i = 0; i < env->nr; i++)
-		if (strncmp(env->v[i], name, len) || env->v[i][len] != '=')
-			strvec_push(&out, env->v[i]);
-	strvec_pushf(&out, "%s=%s", name, value);
-	strvec_clear(env);
-	*env = out;
-}
-
-static const char *env_get(const struct strvec *env, const char *name)
-{
-	size_t i, len = strlen(name);
-
-	for (i = 0; i < env->nr; i++)
-		if (!strncmp(env->v[i], name, len) && env->v[i][len] == '=')
-			return env->v[i] + len + 1;
-	return NULL;
-}
-
 static void write_note(const char *dir, const char *name, const char *text)
 {
 	struct buf path = BUF_INIT;
@@ -1004,7 +971,7 @@ void trace_merge_run(struct profile *p, struct run *run, const struct trace_proc
 
 int trace_prepare(struct trace_session *ts, const char *python, struct strvec *env, struct buf *err)
 {
-	const char *datadir = find_datadir(), *tmp = getenv("TMPDIR"), *old;
+	const char *datadir = coldstart_datadir(), *tmp = getenv("TMPDIR"), *old;
 	struct buf path = BUF_INIT, berr = BUF_INIT, pp = BUF_INIT;
 	char *so = NULL, *slash;
 	int ret = -1;
@@ -1032,19 +999,19 @@ int trace_prepare(struct trace_session *ts, const char *python, struct strvec *e
 	if (python && trace_build_ensure(python, datadir, &so, &berr) < 0)
 		write_note(ts->dir, "fallback.txt", berr.buf);
 	buf_addf(&pp, "%s", ts->boot_dir);
-	old = env_get(env, "PYTHONPATH");
+	old = strvec_getenv(env, "PYTHONPATH");
 	if (old && *old)
 		buf_addf(&pp, ":%s", old);
-	env_set(env, "PYTHONPATH", pp.buf);
-	env_set(env, "COLDSTART_TRACE_DIR", ts->dir);
+	strvec_setenv(env, "PYTHONPATH", pp.buf);
+	strvec_setenv(env, "COLDSTART_TRACE_DIR", ts->dir);
 	if (so) {
 		slash = strrchr(so, '/');
 		if (slash)
 			*slash = '\0';
-		env_set(env, "COLDSTART_TRACER_PATH", so);
-		env_set(env, "COLDSTART_TRACER", "");
+		strvec_setenv(env, "COLDSTART_TRACER_PATH", so);
+		strvec_setenv(env, "COLDSTART_TRACER", "");
 	} else if (python) {
-		env_set(env, "COLDSTART_TRACER", "py");
+		strvec_setenv(env, "COLDSTART_TRACER", "py");
 	}
 	ret = 0;
 out:

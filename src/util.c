@@ -308,6 +308,29 @@ void strvec_clear(struct strvec *sv)
 	strvec_init(sv);
 }
 
+void strvec_setenv(struct strvec *env, const char *name, const char *value)
+{
+	struct strvec out = STRVEC_INIT;
+	size_t i, len = strlen(name);
+
+	for (i = 0; i < env->nr; i++)
+		if (strncmp(env->v[i], name, len) || env->v[i][len] != '=')
+			strvec_push(&out, env->v[i]);
+	strvec_pushf(&out, "%s=%s", name, value);
+	strvec_clear(env);
+	*env = out;
+}
+
+const char *strvec_getenv(const struct strvec *env, const char *name)
+{
+	size_t i, len = strlen(name);
+
+	for (i = 0; i < env->nr; i++)
+		if (!strncmp(env->v[i], name, len) && env->v[i][len] == '=')
+			return env->v[i] + len + 1;
+	return NULL;
+}
+
 const char **strvec_detach(struct strvec *sv)
 {
 	const char **v;

@@ -92,6 +92,12 @@ void strvec_pushf(struct strvec *sv, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void strvec_pushv(struct strvec *sv, const char *const *v);
 void strvec_clear(struct strvec *sv);
+/*
+ * For environment vectors ("NAME=value" entries): setenv drops every entry
+ * for name and appends NAME=value; getenv returns the value or NULL.
+ */
+void strvec_setenv(struct strvec *env, const char *name, const char *value);
+const char *strvec_getenv(const struct strvec *env, const char *name);
 /* Takes ownership of the vector's array; sv is left empty. */
 const char **strvec_detach(struct strvec *sv);
 
