@@ -55,6 +55,21 @@ def python_version(py):
     return _version(py)
 
 
+def interpreter_params(wanted):
+    """pytest params: Debian's interpreter, then one pyenv interpreter per
+    "X.Y" in wanted, or a skip that says which one is missing."""
+    out = [pytest.param(DEBIAN_PYTHON, id="debian")]
+    for want in wanted:
+        found = [p for p, v in ALL_PYTHONS
+                 if v and "%d.%d" % v == want and p != DEBIAN_PYTHON]
+        if found:
+            out.append(pytest.param(found[0], id="py" + want))
+        else:
+            out.append(pytest.param(None, id="py" + want, marks=pytest.mark.skip(
+                reason="no pyenv Python %s under /root/.pyenv/versions" % want)))
+    return out
+
+
 def pytest_report_header(config):
     return "coldstart: %s; interpreters: %s" % (COLDSTART, ", ".join(
         "%s (%s)" % (p, ".".join(map(str, v)) if v else "?") for p, v in ALL_PYTHONS))

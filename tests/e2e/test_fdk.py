@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from conftest import ALL_PYTHONS, DEBIAN_PYTHON, ROOT, SAMPLES
+from conftest import DEBIAN_PYTHON, ROOT, SAMPLES, interpreter_params
 
 PYDIR = os.path.join(ROOT, "python")
 FDK = os.path.join(PYDIR, "coldstart-fdk")
@@ -31,16 +31,7 @@ PYCACHE = os.path.join(tempfile.gettempdir(), "coldstart-test-pycache")
 
 
 def _interpreters():
-    out = [pytest.param(DEBIAN_PYTHON, id="debian")]
-    for want in WANTED:
-        found = [p for p, v in ALL_PYTHONS
-                 if v and "%d.%d" % v == want and p != DEBIAN_PYTHON]
-        if found:
-            out.append(pytest.param(found[0], id="py" + want))
-        else:
-            out.append(pytest.param(None, id="py" + want, marks=pytest.mark.skip(
-                reason="no pyenv Python %s under /root/.pyenv/versions" % want)))
-    return out
+    return interpreter_params(WANTED)
 
 
 INTERPRETERS = _interpreters()

@@ -11,23 +11,14 @@ import textwrap
 
 import pytest
 
-from conftest import ALL_PYTHONS, DEBIAN_PYTHON, ROOT
+from conftest import ROOT, interpreter_params
 
 PYDIR = os.path.join(ROOT, "python")
 WANTED = ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]
 
 
 def _interpreters():
-    out = [pytest.param(DEBIAN_PYTHON, id="debian")]
-    for want in WANTED:
-        found = [p for p, v in ALL_PYTHONS
-                 if v and "%d.%d" % v == want and p != DEBIAN_PYTHON]
-        if found:
-            out.append(pytest.param(found[0], id="py" + want))
-        else:
-            out.append(pytest.param(None, id="py" + want, marks=pytest.mark.skip(
-                reason="no pyenv Python %s under /root/.pyenv/versions" % want)))
-    return out
+    return interpreter_params(WANTED)
 
 
 @pytest.fixture(params=_interpreters())
