@@ -29,7 +29,7 @@ ifeq ($(DEVELOPER),1)
 WARN += -Werror
 endif
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -DCOLDSTART_VERSION='"$(VERSION)"' $(WARN) $(CFLAGS) -MMD -MP -Isrc
-LIBS = -ljansson -lelf -lz -lm
+LIBS = -ljansson -lelf -lz -lm -pthread
 
 SRCS := $(wildcard src/*.c) $(wildcard src/export/*.c)
 OBJS := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS))

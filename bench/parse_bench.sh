@@ -20,7 +20,7 @@ size=$(wc -c <"$log")
 # The driver links the whole library (everything but main.c), as the tests do.
 cc -std=c11 -D_GNU_SOURCE -DCOLDSTART_VERSION='"bench"' -O2 -Isrc -o "$dir/it_parse_driver" \
 	bench/it_parse_driver.c $(ls src/*.c src/export/*.c | grep -v '^src/main.c$') \
-	-ljansson -lelf -lz -lm
+	-ljansson -lelf -lz -lm -pthread
 
 # measure LABEL CMD...: best wall time of 3 runs, with that run's CPU time
 # (user+sys; wall exceeds it when the machine is busy) and peak RSS.

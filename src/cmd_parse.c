@@ -49,11 +49,19 @@ static void usage(FILE *f)
 	buf_release(&h);
 }
 
+/*
+ * zlib's own buffer, and the chunk size: a read of at least twice the buffer
+ * goes straight into the chunk instead of through zlib's buffer, which
+ * spares a copy of plain logs.
+ */
+#define GZ_BUFFER (1 << 18)
+#define CHUNK (GZ_BUFFER * 4)
+
 /* Streams the file through the parser so huge logs never sit in memory whole. */
 static int parse_stream(const char *path, struct profile *p, struct run *r)
 {
 	struct it_parser *ps = it_parser_new(r);
-	char *chunk = xmalloc(1 << 18);
+	char *chunk = xmalloc(CHUNK);
 	gzFile gz;
 	int n, ret = -1;
 	size_t nw, i;
@@ -64,8 +72,8 @@ static int parse_stream(const char *path, struct profile *p, struct run *r)
 		error("cannot read '%s': %s", path, strerror(errno ? errno : ENOMEM));
 		goto out;
 	}
-	gzbuffer(gz, 1 << 18);
-	while ((n = gzread(gz, chunk, 1 << 18)) > 0)
+	gzbuffer(gz, GZ_BUFFER);
+	while ((n = gzread(gz, chunk, CHUNK)) > 0)
 		it_feed(ps, chunk, (size_t)n, NULL);
 	if (n < 0) {
 		int zerr;

@@ -10,6 +10,10 @@
 
 #include "importtime.h"
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #define MARKER "import time:"
 #define MARKER_LEN (sizeof(MARKER) - 1)
 #define HEADER_REST " self [us] | cumulative | imported package"
@@ -197,6 +201,15 @@ static inline size_t count_spaces(const char *p, const char *end)
 {
 	const char *s = p;
 
+#ifdef __SSE2__
+	for (; end - p >= 16; p += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)p);
+		unsigned other = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(' '))) ^ 0xffffu;
+
+		if (other)
+			return (size_t)(p - s) + (size_t)__builtin_ctz(other);
+	}
+#endif
 	while (end - p >= 8) {
 		uint64_t other = ~zero_bytes(load64(p) ^ (ONES * ' ')) & HIGHS;
 
@@ -236,6 +249,69 @@ static size_t find_bad_name_byte(const char *name, size_t len)
 			return i;
 	}
 	return len;
+}
+
+/* First byte of [p, end) that cannot be in a module name, or end. */
+static inline const char *skip_name(const char *p, const char *end)
+{
+#ifdef __SSE2__
+	for (; end - p >= 16; p += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)p);
+		/* Unsigned v <= 0x1f, the DEL byte, '|'. */
+		__m128i bad = _mm_or_si128(_mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(0x1f)), _mm_set1_epi8(0x1f)),
+					   _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f)),
+							_mm_cmpeq_epi8(v, _mm_set1_epi8('|'))));
+		unsigned m = (unsigned)_mm_movemask_epi8(bad);
+
+		if (m)
+			return p + __builtin_ctz(m);
+	}
+#endif
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	for (; end - p >= 8; p += 8) {
+		uint64_t x = load64(p);
+		/* As in find_bad_name_byte; the lowest flagged byte is exact. */
+		uint64_t bad = ((x - ONES * 0x20) & ~x & HIGHS) | zero_bytes(x ^ (ONES * 0x7f)) |
+			       zero_bytes(x ^ (ONES * '|'));
+
+		if (bad)
+			return p + __builtin_ctzll(bad) / 8;
+	}
+#endif
+	for (; p < end; p++) {
+		unsigned char ch = (unsigned char)*p;
+
+		if (ch < 0x20 || ch == 0x7f || ch == '|')
+			break;
+	}
+	return p;
+}
+
+/*
+ * The value of a number right-aligned in 8 bytes ("    1243"), or -1 when
+ * the bytes are anything else (all spaces, a space after a digit, a sign).
+ * The leading spaces become '0's, all eight bytes must then be digits, and
+ * digit pairs, quads and octets are combined with three multiplications.
+ */
+static inline __attribute__((always_inline)) int64_t field8(const char *f)
+{
+	uint64_t x = load64(f);
+	/* Bytes before the first one that is not a space (there must be one). */
+	uint64_t lead = ~zero_bytes(x ^ (ONES * ' ')) & HIGHS;
+	unsigned shift;
+
+	if (!lead)
+		return -1;
+	shift = (unsigned)__builtin_ctzll(lead) & ~7u;
+	/* ' ' | 0x10 == '0'; the shift by 64 is avoided: lead has a bit below 64. */
+	x |= ((ONES * 0x10) >> (63 - shift)) >> 1;
+	if (((x & (ONES * 0xf0)) ^ (ONES * 0x30)) | (((x & (ONES * 0x0f)) + ONES * 0x06) & (ONES * 0x10)))
+		return -1;
+	x &= ONES * 0x0f;
+	x = (x * (1 + (10 << 8))) >> 8 & 0x00ff00ff00ff00ffULL;
+	x = (x * (1 + (100 << 16))) >> 16 & 0x0000ffff0000ffffULL;
+	x = (x * (1 + (10000ULL << 32))) >> 32;
+	return (int64_t)x;
 }
 
 /*
@@ -462,10 +538,24 @@ static void attach_cached(struct it_parser *ps, const struct row *r)
 		push_pending(ps, node, maxd);
 }
 
+/* Adds a row that is not cached to the current process (it exists). */
+static void add_row(struct it_parser *ps, const char *name, size_t len, uint32_t depth,
+		    int64_t self_us, int64_t cum_us, uint32_t flags)
+{
+	struct proc *pr = cur_proc(ps);
+	int32_t node = proc_add_node(pr, name, len, depth, self_us, cum_us);
+
+	pr->nodes[node].flags |= flags;
+	adopt(ps, node, depth);
+	if (depth == 0)
+		proc_link_root(pr, node);
+	else
+		push_pending(ps, node, DEPTH_KNOWN);
+}
+
 static void handle_row(struct it_parser *ps, const struct row *r)
 {
 	struct proc *pr;
-	int32_t node;
 
 	if (r->header) {
 		ps->headers++;
@@ -510,13 +600,58 @@ static void handle_row(struct it_parser *ps, const struct row *r)
 	if (r->indent % 2)
 		warn(ps, "odd indentation (%zu spaces) before '%.*s'", r->indent,
 		     quote_len(r->name_len), r->name);
-	node = proc_add_node(pr, r->name, r->name_len, r->depth, r->self_us, r->cum_us);
-	pr->nodes[node].flags |= r->flags;
-	adopt(ps, node, r->depth);
-	if (r->depth == 0)
-		proc_link_root(pr, node);
-	else
-		push_pending(ps, node, DEPTH_KNOWN);
+	add_row(ps, r->name, r->name_len, r->depth, r->self_us, r->cum_us, r->flags);
+}
+
+/*
+ * The common row in one pass: "import time:" at the start of a line, both
+ * numbers inside their columns (under 100 s), even indentation and a clean
+ * name up to the newline.  Returns the line's length, newline included, or 0
+ * to leave the line to handle_line, which reads every line this one takes the
+ * same way (and is the only one that warns).  Only whole lines in p..end are
+ * taken, so chunking makes no difference.
+ */
+static size_t fast_row(struct it_parser *ps, const char *p, const char *end)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	const char *f = p + MARKER_LEN, *name, *stop;
+	int64_t self_us, cum_us;
+	size_t indent, len;
+
+	/* 40 bytes: the marker, both columns and a one-byte name with its newline. */
+	if (end - p < 40 || !ps->has_proc || cur_proc(ps)->nr_nodes >= INT32_MAX - 1)
+		return 0;
+	if (load64(p) != load64(MARKER) || memcmp(p + 8, MARKER + 8, MARKER_LEN - 8))
+		return 0;
+	if (f[0] != ' ' || f[1] != ' ' || f[10] != ' ' || f[11] != '|' || f[12] != ' ' ||
+	    f[13] != ' ' || f[14] != ' ' || f[23] != ' ' || f[24] != '|' || f[25] != ' ')
+		return 0;
+	self_us = field8(f + 2);
+	cum_us = field8(f + 15);
+	if (self_us < 0 || cum_us < 0)
+		return 0;
+	indent = count_spaces(f + 26, end);
+	if (indent % 2)
+		return 0;
+	name = f + 26 + indent;
+	stop = skip_name(name, end);
+	if (stop == name || stop == end)
+		return 0;
+	len = (size_t)(stop - name);
+	if (*stop == '\r' && end - stop >= 2 && stop[1] == '\n')
+		stop++;
+	if (*stop != '\n')
+		return 0;
+	ps->lineno++;
+	ps->rows++;
+	add_row(ps, name, len, clamp_depth(indent / 2), self_us, cum_us, 0);
+	return (size_t)(stop + 1 - p);
+#else
+	(void)ps;
+	(void)p;
+	(void)end;
+	return 0;
+#endif
 }
 
 /*
@@ -609,9 +744,14 @@ void it_feed(struct it_parser *ps, const char *data, size_t len, struct buf *pas
 	if (ps->finished)
 		BUG("it_feed after it_finish");
 	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *nl;
 		size_t n;
 
+		if (!ps->carry.len && !ps->overlong && (n = fast_row(ps, p, end))) {
+			p += n;
+			continue;
+		}
+		nl = memchr(p, '\n', (size_t)(end - p));
 		if (!nl) {
 			carry_add(ps, p, (size_t)(end - p), passthrough);
 			return;

@@ -11,7 +11,12 @@
 #include <sys/stat.h>
 
 #include "elf_report.h"
+#include "parallel.h"
 #include "stdlib_names.h"
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 static const char *const kind_names[KIND__COUNT] = {
 	[KIND_STARTUP] = "startup",
@@ -46,6 +51,16 @@ static size_t top_len(const char *name)
 	const char *dot = strchr(name, '.');
 
 	return dot ? (size_t)(dot - name) : strlen(name);
+}
+
+static uint64_t hash_bytes(const char *s, size_t len)
+{
+	uint64_t h = 1469598103934665603ULL;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+	return h;
 }
 
 /* Whether two dotted names share their top-level package. */
@@ -244,74 +259,20 @@ void proc_release(struct proc *pr)
 	pr->first_root = pr->last_root = -1;
 }
 
-uint32_t proc_intern(struct proc *pr, const char *s, size_t len)
+void proc_grow_names(struct proc *pr, size_t len)
 {
-	size_t off;
-
-	if (!len)
-		return 0;
-	off = pr->names.len;
-	if (off + len + 1 > UINT32_MAX)
+	if (pr->names.len + len + 1 > UINT32_MAX)
 		die("name pool of one process exceeds 4 GiB");
-	buf_add(&pr->names, s, len);
-	/* Names must not contain NUL: the pool is NUL-separated. */
-	if (memchr(s, '\0', len))
-		for (size_t k = off; k < off + len; k++)
-			if (!pr->names.buf[k])
-				pr->names.buf[k] = '?';
-	buf_addch(&pr->names, '\0');
-	return (uint32_t)off;
+	buf_grow(&pr->names, len + 1);
 }
 
-int32_t proc_add_node(struct proc *pr, const char *name, size_t len,
-		      uint32_t depth, int64_t self_us, int64_t cum_us)
+void proc_grow_nodes(struct proc *pr)
 {
-	struct imp_node *n;
-
 	if (pr->nr_nodes >= INT32_MAX)
 		die("too many import nodes in one process");
 	ALLOC_GROW(pr->nodes, pr->nr_nodes + 1, pr->alloc_nodes);
-	n = &pr->nodes[pr->nr_nodes];
-	n->name = proc_intern(pr, name, len);
-	n->depth = depth;
-	n->parent = n->first_child = n->last_child = n->next_sibling = -1;
-	n->flags = 0;
-	n->kind = KIND_APP;
-	n->self_us = self_us;
-	n->cum_us = cum_us;
-	if (pr->timing) {
+	if (pr->timing)
 		pr->timing = xrealloc(pr->timing, st_mult(pr->alloc_nodes, sizeof(*pr->timing)));
-		memset(&pr->timing[pr->nr_nodes], 0xff, sizeof(*pr->timing));
-		pr->timing[pr->nr_nodes].file = 0;
-	}
-	return (int32_t)pr->nr_nodes++;
-}
-
-void proc_link_child(struct proc *pr, int32_t parent, int32_t child)
-{
-	struct imp_node *p = &pr->nodes[parent];
-	struct imp_node *c = &pr->nodes[child];
-
-	c->parent = parent;
-	c->next_sibling = -1;
-	if (p->last_child >= 0)
-		pr->nodes[p->last_child].next_sibling = child;
-	else
-		p->first_child = child;
-	p->last_child = child;
-}
-
-void proc_link_root(struct proc *pr, int32_t node)
-{
-	struct imp_node *n = &pr->nodes[node];
-
-	n->parent = -1;
-	n->next_sibling = -1;
-	if (pr->last_root >= 0)
-		pr->nodes[pr->last_root].next_sibling = node;
-	else
-		pr->first_root = node;
-	pr->last_root = node;
 }
 
 void proc_ensure_timing(struct proc *pr)
@@ -419,24 +380,160 @@ static bool in_site_dirs(const char *name, const char *const *site_dirs)
 	return found;
 }
 
-static void classify_node(struct proc *pr, int32_t i, const char *const *stdlib_names,
-			  const char *const *site_dirs)
+/* A top-level package not in the standard library, not yet looked up in site_dirs. */
+#define KIND_SITE_UNKNOWN 0xff
+
+/*
+ * What a module's top-level package alone says about its kind (stdlib, or
+ * third-party / app by site_dirs), cached for one classification: a profile
+ * has a million nodes but a few hundred packages, and the site_dirs lookup
+ * costs system calls.
+ */
+struct top_cache {
+	const char *const *stdlib_names;
+	const char *const *site_dirs;
+	const char *end; /* end of the name pool: reads stop there */
+	const char **name; /* the first module seen with this top, NULL = empty slot */
+	size_t *len;
+	uint64_t *head; /* the top's first 8 bytes, zero-padded: compared first */
+	uint8_t *kind;
+	size_t cap, nr;
+};
+
+/* Length of the top-level package of name (up to its first '.'), reading no further than end. */
+static size_t top_length(const char *name, const char *end)
+{
+	const char *p = name;
+
+#ifdef __SSE2__
+	for (; end - p >= 16; p += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)p);
+		unsigned m = (unsigned)_mm_movemask_epi8(
+			_mm_or_si128(_mm_cmpeq_epi8(v, _mm_setzero_si128()), _mm_cmpeq_epi8(v, _mm_set1_epi8('.'))));
+
+		if (m)
+			return (size_t)(p - name) + (size_t)__builtin_ctz(m);
+	}
+#endif
+	while (p < end && *p && *p != '.')
+		p++;
+	return (size_t)(p - name);
+}
+
+/* The first min(len, 8) bytes of s as a number, zero-padded. */
+static uint64_t head_word(const char *s, size_t len, const char *end)
+{
+	uint64_t w = 0;
+	size_t i;
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (end - s >= 8) {
+		memcpy(&w, s, 8);
+		return len >= 8 ? w : w & (((uint64_t)1 << (8 * len)) - 1);
+	}
+#endif
+	for (i = 0; i < len && i < 8; i++)
+		w |= (uint64_t)(unsigned char)s[i] << (8 * i);
+	return w;
+}
+
+static size_t top_hash(uint64_t head, size_t len, size_t cap)
+{
+	return (size_t)(((head ^ len) * 0x9e3779b97f4a7c15ULL) >> 32) & (cap - 1);
+}
+
+static void top_cache_grow(struct top_cache *c)
+{
+	struct top_cache old = *c;
+	size_t i;
+
+	c->cap = old.cap ? old.cap * 2 : 256;
+	c->name = xcalloc(c->cap, sizeof(*c->name));
+	c->len = xmalloc(st_mult(c->cap, sizeof(*c->len)));
+	c->head = xmalloc(st_mult(c->cap, sizeof(*c->head)));
+	c->kind = xmalloc(c->cap);
+	for (i = 0; i < old.cap; i++) {
+		size_t k;
+
+		if (!old.name[i])
+			continue;
+		k = top_hash(old.head[i], old.len[i], c->cap);
+		while (c->name[k])
+			k = (k + 1) & (c->cap - 1);
+		c->name[k] = old.name[i];
+		c->len[k] = old.len[i];
+		c->head[k] = old.head[i];
+		c->kind[k] = old.kind[i];
+	}
+	free(old.name);
+	free(old.len);
+	free(old.head);
+	free(old.kind);
+}
+
+static void top_cache_release(struct top_cache *c)
+{
+	free(c->name);
+	free(c->len);
+	free(c->head);
+	free(c->kind);
+}
+
+/* The slot for name's top-level package, filled with its stdlib verdict on first sight. */
+static size_t top_slot(struct top_cache *c, const char *name)
+{
+	size_t len = top_length(name, c->end), k;
+	uint64_t head = head_word(name, len, c->end);
+
+	if ((c->nr + 1) * 2 > c->cap)
+		top_cache_grow(c);
+	for (k = top_hash(head, len, c->cap); c->name[k]; k = (k + 1) & (c->cap - 1))
+		if (c->head[k] == head && c->len[k] == len &&
+		    (len <= 8 || !memcmp(c->name[k] + 8, name + 8, len - 8)))
+			return k;
+	c->name[k] = name;
+	c->len[k] = len;
+	c->head[k] = head;
+	c->kind[k] = is_stdlib_module(name, c->stdlib_names) ? KIND_STDLIB : KIND_SITE_UNKNOWN;
+	c->nr++;
+	return k;
+}
+
+static uint8_t top_site_kind(struct top_cache *c, size_t k)
+{
+	if (c->kind[k] == KIND_SITE_UNKNOWN)
+		c->kind[k] = in_site_dirs(c->name[k], c->site_dirs) ? KIND_THIRDPARTY : KIND_APP;
+	return c->kind[k];
+}
+
+/* coldstart's own modules: the bootstrap and the tracer. */
+static bool is_tool_module(const char *name, bool startup)
+{
+	if (startup)
+		return starts_with(name, "coldstart") || !strcmp(name, "_coldstart_boot");
+	return name[0] == 'c' && !strncmp(name, "coldstart", 9) &&
+	       (!name[9] || (name[9] == '.' && name[10] == '_'));
+}
+
+static void classify_node(struct proc *pr, int32_t i, struct top_cache *tops)
 {
 	struct imp_node *n = &pr->nodes[i];
 	const char *name = node_name(pr, i);
 	const char *file = pr->timing && pr->timing[i].file ? proc_str(pr, pr->timing[i].file) : NULL;
 	int32_t a;
+	size_t k;
 
 	if (n->flags & NODE_STARTUP) {
-		if (starts_with(name, "coldstart") || !strcmp(name, "_coldstart_boot"))
+		if ((name[0] == 'c' || name[0] == '_') && is_tool_module(name, true))
 			n->kind = KIND_TOOL;
 		return;
 	}
-	if (starts_with(name, "coldstart._") || !strcmp(name, "coldstart")) {
+	if (is_tool_module(name, false)) {
 		n->kind = KIND_TOOL;
 		return;
 	}
-	if (is_stdlib_module(name, stdlib_names)) {
+	k = top_slot(tops, name);
+	if (tops->kind[k] == KIND_STDLIB) {
 		n->kind = KIND_STDLIB;
 		return;
 	}
@@ -445,20 +542,44 @@ static void classify_node(struct proc *pr, int32_t i, const char *const *stdlib_
 	 * when it has no file of its own (the caller classifies parents first
 	 * whenever files are known).
 	 */
-	a = n->parent;
+	a = pr->timing ? n->parent : -1;
 	if (a >= 0 && (pr->nodes[a].flags & NODE_STARTUP || !same_top(node_name(pr, a), name)))
 		a = -1;
 	if (file)
 		n->kind = strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ? KIND_THIRDPARTY
 											    : KIND_APP;
-	else if (a >= 0 && pr->timing)
+	else if (a >= 0)
 		n->kind = pr->nodes[a].kind;
 	else
-		n->kind = in_site_dirs(name, site_dirs) ? KIND_THIRDPARTY : KIND_APP;
+		n->kind = top_site_kind(tops, k);
+}
+
+/* Nodes per range of the passes over every node; smaller ranges are not worth a thread. */
+#define NODES_PER_RANGE 65536
+
+struct classify_job {
+	struct proc *pr;
+	const char *const *stdlib_names;
+	const char *const *site_dirs;
+};
+
+/* Classifies nodes [begin, end) of a process without a trace: each writes its own kind only. */
+static void classify_range(void *ctx, size_t begin, size_t end, unsigned slot)
+{
+	struct classify_job *job = ctx;
+	struct top_cache tops = { .stdlib_names = job->stdlib_names, .site_dirs = job->site_dirs,
+				  .end = job->pr->names.buf + job->pr->names.len };
+	size_t i;
+
+	for (i = begin; i < end; i++)
+		classify_node(job->pr, (int32_t)i, &tops);
+	top_cache_release(&tops);
 }
 
 void proc_classify(struct proc *pr, const char *const *stdlib_names, const char *const *site_dirs)
 {
+	struct top_cache tops = { .stdlib_names = stdlib_names, .site_dirs = site_dirs,
+				  .end = pr->names.buf + pr->names.len };
 	int32_t i, last_startup = -1;
 	bool seen_site = false;
 
@@ -482,27 +603,45 @@ void proc_classify(struct proc *pr, const char *const *stdlib_names, const char 
 	}
 	/*
 	 * Without file names a node's kind depends on its own name only, so the
-	 * nodes are taken in array order (a million of them stay cache-friendly);
-	 * with a trace, pre-order lets a submodule inherit its package's kind.
+	 * nodes are taken in array order (a million of them stay cache-friendly)
+	 * and ranges of them in parallel; with a trace, pre-order lets a
+	 * submodule inherit its package's kind.
 	 */
 	if (!pr->timing) {
-		for (i = 0; i < (int32_t)pr->nr_nodes; i++)
-			classify_node(pr, i, stdlib_names, site_dirs);
+		struct classify_job job = { pr, stdlib_names, site_dirs };
+
+		parallel_for(pr->nr_nodes, parallel_ranges(pr->nr_nodes, NODES_PER_RANGE), classify_range, &job);
 		return;
 	}
 	for (i = pr->first_root; i >= 0; i = preorder_next(pr, i))
-		classify_node(pr, i, stdlib_names, site_dirs);
+		classify_node(pr, i, &tops);
+	top_cache_release(&tops);
 }
 
-size_t proc_check_consistency(struct proc *pr, int64_t tolerance_us)
-{
-	size_t bad = 0, i;
+/*
+ * The consistency check runs in two parallel passes: the verdicts first (a
+ * node reads its children's flags), then the flags (a node writes its own),
+ * so no thread writes a word another one reads.
+ */
+struct consistency_job {
+	struct proc *pr;
+	int64_t tolerance_us;
+	uint8_t *bad;
+	size_t nr_bad[PARALLEL_MAX];
+};
 
-	for (i = 0; i < pr->nr_nodes; i++) {
-		struct imp_node *n = &pr->nodes[i];
+static void judge_range(void *ctx, size_t begin, size_t end, unsigned slot)
+{
+	struct consistency_job *job = ctx;
+	const struct proc *pr = job->pr;
+	size_t i;
+
+	for (i = begin; i < end; i++) {
+		const struct imp_node *n = &pr->nodes[i];
 		int64_t children = 0, nr_children = 0;
 		int32_t c;
 
+		job->bad[i] = 2; /* left alone */
 		if (n->flags & (NODE_CACHED | NODE_TRACE_ONLY))
 			continue;
 		/*
@@ -518,14 +657,39 @@ size_t proc_check_consistency(struct proc *pr, int64_t tolerance_us)
 		 * CPython rounds each printed value up to a microsecond, so
 		 * every child's cum and the self can each be up to 1 us off.
 		 */
-		if (llabs(n->cum_us - children - n->self_us) > tolerance_us + nr_children + 1 ||
-		    n->self_us < 0) {
-			n->flags |= NODE_INCONSISTENT;
+		job->bad[i] = llabs(n->cum_us - children - n->self_us) > job->tolerance_us + nr_children + 1 ||
+			      n->self_us < 0;
+	}
+}
+
+static void mark_range(void *ctx, size_t begin, size_t end, unsigned slot)
+{
+	struct consistency_job *job = ctx;
+	size_t i, bad = 0;
+
+	for (i = begin; i < end; i++) {
+		if (job->bad[i] == 1) {
+			job->pr->nodes[i].flags |= NODE_INCONSISTENT;
 			bad++;
-		} else {
-			n->flags &= ~NODE_INCONSISTENT;
+		} else if (!job->bad[i]) {
+			job->pr->nodes[i].flags &= ~NODE_INCONSISTENT;
 		}
 	}
+	job->nr_bad[slot] = bad;
+}
+
+size_t proc_check_consistency(struct proc *pr, int64_t tolerance_us)
+{
+	struct consistency_job job = { pr, tolerance_us, NULL, { 0 } };
+	unsigned nr = parallel_ranges(pr->nr_nodes, NODES_PER_RANGE), slot;
+	size_t bad = 0;
+
+	job.bad = xmalloc(pr->nr_nodes ? pr->nr_nodes : 1);
+	parallel_for(pr->nr_nodes, nr, judge_range, &job);
+	parallel_for(pr->nr_nodes, nr, mark_range, &job);
+	for (slot = 0; slot < nr; slot++)
+		bad += job.nr_bad[slot];
+	free(job.bad);
 	return bad;
 }
 
@@ -545,16 +709,6 @@ struct pkg_index {
 	size_t cap;
 	size_t *open; /* per package: how many of its nodes are on the current path */
 };
-
-static uint64_t hash_bytes(const char *s, size_t len)
-{
-	uint64_t h = 1469598103934665603ULL;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-	return h;
-}
 
 static void pkg_rehash(struct pkg_index *ix)
 {

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "util.h"
 
@@ -189,25 +190,96 @@ void run_release(struct run *r);
 
 void proc_init(struct proc *pr);
 void proc_release(struct proc *pr);
-/* Interns a string into the process's pool and returns its offset. */
-uint32_t proc_intern(struct proc *pr, const char *s, size_t len);
+/* Out-of-line growth for the inline functions below; both die beyond their limits. */
+void proc_grow_names(struct proc *pr, size_t len);
+void proc_grow_nodes(struct proc *pr);
+
+/*
+ * Copies s into the process's pool and returns its offset.  s must not hold
+ * a NUL byte (the pool is NUL-separated): every caller passes a C string or
+ * text it has checked.  Inline, with the next three: the parser calls them
+ * once per row.
+ */
+static inline uint32_t proc_intern(struct proc *pr, const char *s, size_t len)
+{
+	struct buf *pool = &pr->names;
+	size_t off;
+
+	if (!len)
+		return 0;
+	if (buf_avail(pool) < len + 1 || pool->len + len + 1 > UINT32_MAX)
+		proc_grow_names(pr, len);
+	off = pool->len;
+	memcpy(pool->buf + off, s, len);
+	pool->buf[off + len] = '\0';
+	pool->len = off + len + 1;
+	pool->buf[pool->len] = '\0';
+	return (uint32_t)off;
+}
+
 static inline const char *proc_str(const struct proc *pr, uint32_t off)
 {
 	return pr->names.buf + off;
 }
+
 static inline const char *node_name(const struct proc *pr, int32_t i)
 {
 	return pr->names.buf + pr->nodes[i].name;
 }
+
 /*
  * Appends a node with no links; the caller links it with proc_link_child or
- * proc_link_root.  Returns its index.
+ * proc_link_root.  Returns its index.  name follows proc_intern's rule.
  */
-int32_t proc_add_node(struct proc *pr, const char *name, size_t len,
-		      uint32_t depth, int64_t self_us, int64_t cum_us);
+static inline int32_t proc_add_node(struct proc *pr, const char *name, size_t len,
+				    uint32_t depth, int64_t self_us, int64_t cum_us)
+{
+	struct imp_node *n;
+
+	if (pr->nr_nodes >= pr->alloc_nodes || pr->nr_nodes >= INT32_MAX)
+		proc_grow_nodes(pr);
+	n = &pr->nodes[pr->nr_nodes];
+	n->name = proc_intern(pr, name, len);
+	n->depth = depth;
+	n->parent = n->first_child = n->last_child = n->next_sibling = -1;
+	n->flags = 0;
+	n->kind = KIND_APP;
+	n->self_us = self_us;
+	n->cum_us = cum_us;
+	if (pr->timing) {
+		memset(&pr->timing[pr->nr_nodes], 0xff, sizeof(*pr->timing));
+		pr->timing[pr->nr_nodes].file = 0;
+	}
+	return (int32_t)pr->nr_nodes++;
+}
+
 /* Appends child as the last child of parent. */
-void proc_link_child(struct proc *pr, int32_t parent, int32_t child);
-void proc_link_root(struct proc *pr, int32_t node);
+static inline void proc_link_child(struct proc *pr, int32_t parent, int32_t child)
+{
+	struct imp_node *p = &pr->nodes[parent];
+	struct imp_node *c = &pr->nodes[child];
+
+	c->parent = parent;
+	c->next_sibling = -1;
+	if (p->last_child >= 0)
+		pr->nodes[p->last_child].next_sibling = child;
+	else
+		p->first_child = child;
+	p->last_child = child;
+}
+
+static inline void proc_link_root(struct proc *pr, int32_t node)
+{
+	struct imp_node *n = &pr->nodes[node];
+
+	n->parent = -1;
+	n->next_sibling = -1;
+	if (pr->last_root >= 0)
+		pr->nodes[pr->last_root].next_sibling = node;
+	else
+		pr->first_root = node;
+	pr->last_root = node;
+}
 /* Allocates the timing array (all UNKNOWN) if absent. */
 void proc_ensure_timing(struct proc *pr);
 /* Appends "a -> b -> c" for the chain from the root to node i. */

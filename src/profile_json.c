@@ -6,12 +6,19 @@
 #include "profile.h"
 
 #include "elf_report.h"
+#include "parallel.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #define FLUSH_AT (1u << 20)
 
@@ -35,13 +42,45 @@ static const char *const flag_names[] = {
 	"compiled", "native", "negative",
 };
 
+static void jw_write(struct jw *w, const char *text, size_t len)
+{
+	if (len && gzwrite(w->gz, text, (unsigned)len) != (int)len)
+		w->failed = 1;
+}
+
+/*
+ * Writes out what has piled up.  Until the end (force) the last byte stays
+ * in the buffer: it may be the comma that jw_close takes back.
+ */
 static void jw_flush(struct jw *w, int force)
 {
-	if (!w->gz || (!force && w->out->len < FLUSH_AT))
+	char last;
+
+	if (!w->gz || (!force && w->out->len < FLUSH_AT) || !w->out->len)
 		return;
-	if (w->out->len && gzwrite(w->gz, w->out->buf, (unsigned)w->out->len) != (int)w->out->len)
-		w->failed = 1;
+	if (force) {
+		jw_write(w, w->out->buf, w->out->len);
+		buf_reset(w->out);
+		return;
+	}
+	last = w->out->buf[w->out->len - 1];
+	jw_write(w, w->out->buf, w->out->len - 1);
 	buf_reset(w->out);
+	buf_addch(w->out, last);
+}
+
+/* Appends text (its last byte kept back like jw_flush does). */
+static void jw_put(struct jw *w, const char *text, size_t len)
+{
+	if (!len)
+		return;
+	if (!w->gz) {
+		buf_add(w->out, text, len);
+		return;
+	}
+	jw_flush(w, 1);
+	jw_write(w, text, len - 1);
+	buf_addch(w->out, text[len - 1]);
 }
 
 static void jw_key(struct jw *w, const char *k)
@@ -110,66 +149,134 @@ static void write_limits(struct jw *w, const struct limits *l)
 	buf_addch(w->out, ',');
 }
 
-/* Decimal digits of v at q; returns the end.  The hot path of big profiles. */
-static char *put_i64(char *q, int64_t v)
+/*
+ * The eight decimal digits of u < 100,000,000 as bytes 0-9, most significant
+ * first in memory (little-endian): both 4-digit halves are split into pairs
+ * and the pairs into digits in parallel, dividing by multiplication.
+ */
+static inline uint64_t eight_digits(uint32_t u)
 {
-	static const char pairs[] =
-		"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-		"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-		"8081828384858687888990919293949596979899";
+	uint64_t x = (uint64_t)(u / 10000) | (uint64_t)(u % 10000) << 32;
+	uint64_t hi = ((x * 5243) >> 19) & 0x0000007f0000007fULL; /* v / 100 for v < 10000 */
+
+	x = hi | (x - hi * 100) << 16;
+	hi = ((x * 103) >> 10) & 0x000f000f000f000fULL; /* v / 10 for v < 100 */
+	return hi | (x - hi * 10) << 8;
+}
+
+/*
+ * Decimal digits of v at q; returns the end.  q must have room for 24 bytes:
+ * numbers below 10^8 are written as one 8-byte store.  A million-node profile
+ * formats five million numbers.
+ */
+static inline char *put_i64(char *q, int64_t v)
+{
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
 	char tmp[24];
 	size_t k = sizeof(tmp);
-	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
 
-	while (u >= 100) {
-		unsigned d = (unsigned)(u % 100) * 2;
-
-		u /= 100;
-		tmp[--k] = pairs[d + 1];
-		tmp[--k] = pairs[d];
-	}
-	if (u >= 10) {
-		tmp[--k] = pairs[u * 2 + 1];
-		tmp[--k] = pairs[u * 2];
-	} else {
-		tmp[--k] = (char)('0' + u);
-	}
 	if (v < 0)
 		*q++ = '-';
+	if (u < 10) {
+		*q = (char)('0' + u);
+		return q + 1;
+	}
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (u < 100000000) {
+		uint64_t d = eight_digits((uint32_t)u);
+		/* Leading zero digits are the low zero bytes; u >= 10 leaves at least two digits. */
+		unsigned skip = (unsigned)__builtin_ctzll(d) / 8;
+
+		d = (d + 0x3030303030303030ULL) >> (8 * skip);
+		memcpy(q, &d, 8);
+		return q + 8 - skip;
+	}
+#endif
+	while (u) {
+		tmp[--k] = (char)('0' + u % 10);
+		u /= 10;
+	}
 	memcpy(q, tmp + k, sizeof(tmp) - k);
 	return q + (sizeof(tmp) - k);
 }
 
-/* One node as [name,depth,parent,self,cum,flags,"kind"], written in place. */
-static void write_node(struct jw *w, const struct proc *pr, const struct imp_node *nd, const char *name,
-		       int64_t parent)
+/*
+ * Length of the pool string at off when it can go into JSON as it is, or
+ * SIZE_MAX when it holds a byte that needs escaping.  One pass finds both:
+ * the terminating NUL is a control byte like the ones that need escaping.
+ */
+static size_t plain_json_len(const struct buf *pool, uint32_t off)
 {
-	size_t len = strlen(name), k;
-	const char *kind = kind_name(nd->kind);
-	char *q;
+	const char *s = pool->buf + off, *p = s, *end = pool->buf + pool->len;
 
-	for (k = 0; k < len; k++) {
-		unsigned char c = (unsigned char)name[k];
+#ifdef __SSE2__
+	for (; end - p >= 16; p += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)p);
+		/* Unsigned v <= 0x1f (the NUL too), '"', '\\', DEL. */
+		__m128i hit = _mm_or_si128(
+			_mm_or_si128(_mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(0x1f)), _mm_set1_epi8(0x1f)),
+				     _mm_cmpeq_epi8(v, _mm_set1_epi8('"'))),
+			_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')), _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f))));
+		unsigned m = (unsigned)_mm_movemask_epi8(hit);
+
+		if (m) {
+			p += __builtin_ctz(m);
+			return *p ? SIZE_MAX : (size_t)(p - s);
+		}
+	}
+#endif
+	for (; p < end; p++) {
+		unsigned char c = (unsigned char)*p;
 
 		if (c < 0x20 || c == '"' || c == '\\' || c == 0x7f)
-			break;
+			return c ? SIZE_MAX : (size_t)(p - s);
 	}
-	if (k < len) {
+	return (size_t)(p - s);
+}
+
+/* How a node's array ends, by kind: ,"app"], */
+struct kind_tail {
+	char text[24];
+	size_t len;
+};
+
+static void kind_tails(struct kind_tail *t)
+{
+	int k;
+
+	for (k = 0; k <= KIND__COUNT; k++) {
+		int n = snprintf(t[k].text, sizeof(t[k].text), ",\"%s\"],", kind_name((enum node_kind)k));
+
+		t[k].len = (size_t)n;
+	}
+}
+
+/* One node as [name,depth,parent,self,cum,flags,"kind"], written in place. */
+static void write_node(struct jw *w, const struct proc *pr, const struct imp_node *nd, int64_t parent,
+		       const struct kind_tail *tails)
+{
+	size_t len = plain_json_len(&pr->names, nd->name);
+	const struct kind_tail *tail = &tails[nd->kind < KIND__COUNT ? nd->kind : KIND__COUNT];
+	bool plain = len != SIZE_MAX;
+	char *q;
+
+	if (!plain) {
 		/* Rare: a name that needs escaping takes the general path. */
 		buf_addch(w->out, '[');
-		buf_add_json_str(w->out, name, len);
-	} else {
-		buf_grow(w->out, len + 3);
-		q = w->out->buf + w->out->len;
+		buf_add_json_str(w->out, proc_str(pr, nd->name), strlen(proc_str(pr, nd->name)));
+		len = 0;
+	}
+	/* Five numbers of at most 20 digits and a sign, four commas, the rest. */
+	if (buf_avail(w->out) < len + 5 * 21 + 4 + 3 + sizeof(tail->text))
+		buf_grow(w->out, len + 5 * 21 + 4 + 3 + sizeof(tail->text));
+	q = w->out->buf + w->out->len;
+	if (plain) {
 		*q++ = '[';
 		*q++ = '"';
-		memcpy(q, name, len);
+		memcpy(q, proc_str(pr, nd->name), len);
 		q += len;
 		*q++ = '"';
-		w->out->len = (size_t)(q - w->out->buf);
 	}
-	buf_grow(w->out, 5 * 21 + 16 + strlen(kind));
-	q = w->out->buf + w->out->len;
 	*q++ = ',';
 	q = put_i64(q, nd->depth);
 	*q++ = ',';
@@ -180,15 +287,74 @@ static void write_node(struct jw *w, const struct proc *pr, const struct imp_nod
 	q = put_i64(q, nd->cum_us);
 	*q++ = ',';
 	q = put_i64(q, nd->flags);
-	*q++ = ',';
-	*q++ = '"';
-	memcpy(q, kind, strlen(kind));
-	q += strlen(kind);
-	memcpy(q, "\"],", 3);
-	q += 3;
+	memcpy(q, tail->text, sizeof(tail->text));
+	q += tail->len;
 	*q = '\0';
 	w->out->len = (size_t)(q - w->out->buf);
-	jw_flush(w, 0);
+	if (w->out->len >= FLUSH_AT)
+		jw_flush(w, 0);
+}
+
+/*
+ * Nodes per thread and round.  Below this a thread costs more than it saves;
+ * above it the rounds' buffers (about 50 bytes a node) grow for nothing.
+ */
+#define NODES_PER_RANGE 32768
+
+/* Formats nodes in pre-order, a round of consecutive ranges in parallel. */
+struct node_job {
+	const struct proc *pr;
+	const int32_t *order, *newidx;
+	const struct kind_tail *tails;
+	size_t base; /* the round's first pre-order position */
+	struct buf out[PARALLEL_MAX]; /* each slot's text, reused round after round */
+};
+
+static void format_nodes(void *ctx, size_t begin, size_t end, unsigned slot)
+{
+	struct node_job *job = ctx;
+	/* A copy on this thread's stack: the slots' structs share cache lines. */
+	struct buf out = job->out[slot];
+	struct jw w = { &out, NULL, 0 };
+	size_t i;
+
+	buf_reset(&out);
+	for (i = job->base + begin; i < job->base + end; i++) {
+		const struct imp_node *nd = &job->pr->nodes[job->order[i]];
+
+		write_node(&w, job->pr, nd, nd->parent >= 0 ? job->newidx[nd->parent] : -1, job->tails);
+	}
+	job->out[slot] = out;
+}
+
+static void write_nodes(struct jw *w, const struct proc *pr, const int32_t *order, const int32_t *newidx,
+			size_t n)
+{
+	struct kind_tail tails[KIND__COUNT + 1];
+	struct node_job job = { .pr = pr, .order = order, .newidx = newidx, .tails = tails };
+	unsigned nr = parallel_ranges(n, NODES_PER_RANGE), slot;
+	size_t i;
+
+	kind_tails(tails);
+	if (nr == 1) {
+		for (i = 0; i < n; i++) {
+			const struct imp_node *nd = &pr->nodes[order[i]];
+
+			write_node(w, pr, nd, nd->parent >= 0 ? newidx[nd->parent] : -1, tails);
+		}
+		return;
+	}
+	for (slot = 0; slot < nr; slot++)
+		buf_init(&job.out[slot], 0);
+	for (job.base = 0; job.base < n; job.base += nr * NODES_PER_RANGE) {
+		size_t count = n - job.base < nr * NODES_PER_RANGE ? n - job.base : nr * NODES_PER_RANGE;
+
+		parallel_for(count, nr, format_nodes, &job);
+		for (slot = 0; slot < nr; slot++)
+			jw_put(w, job.out[slot].buf, job.out[slot].len);
+	}
+	for (slot = 0; slot < nr; slot++)
+		buf_release(&job.out[slot]);
 }
 
 static void write_proc(struct jw *w, const struct proc *pr)
@@ -225,9 +391,7 @@ static void write_proc(struct jw *w, const struct proc *pr)
 	jw_kv_int(w, "end_ns", pr->end_ns);
 	jw_key(w, "nodes");
 	buf_addch(w->out, '[');
-	for (i = 0; i < n; i++)
-		write_node(w, pr, &pr->nodes[order[i]], node_name(pr, order[i]),
-			   pr->nodes[order[i]].parent >= 0 ? newidx[pr->nodes[order[i]].parent] : -1);
+	write_nodes(w, pr, order, newidx, n);
 	jw_close(w, ']');
 	buf_addch(w->out, ',');
 	if (pr->timing) {
@@ -451,6 +615,29 @@ static int64_t arr_int(json_t *a, size_t i)
 	return json_is_integer(v) ? (int64_t)json_integer_value(v) : UNKNOWN;
 }
 
+/*
+ * Interns a JSON string; JSON may spell a NUL byte (\u0000), which the
+ * NUL-separated pool cannot hold, so such bytes become '?'.
+ */
+static uint32_t intern_json(struct proc *pr, json_t *js)
+{
+	const char *s = json_string_value(js);
+	size_t len = json_string_length(js);
+	uint32_t off;
+	char *copy;
+
+	if (!memchr(s, '\0', len))
+		return proc_intern(pr, s, len);
+	copy = xmalloc(len);
+	memcpy(copy, s, len);
+	for (size_t k = 0; k < len; k++)
+		if (!copy[k])
+			copy[k] = '?';
+	off = proc_intern(pr, copy, len);
+	free(copy);
+	return off;
+}
+
 static int read_proc(struct proc *pr, json_t *jp, struct buf *err)
 {
 	json_t *nodes = json_object_get(jp, "nodes");
@@ -485,8 +672,8 @@ static int read_proc(struct proc *pr, json_t *jp, struct buf *err)
 				 (long long)parent);
 			return -1;
 		}
-		idx = proc_add_node(pr, json_string_value(name), json_string_length(name),
-				    (uint32_t)arr_int(n, 1), arr_int(n, 3), arr_int(n, 4));
+		idx = proc_add_node(pr, "", 0, (uint32_t)arr_int(n, 1), arr_int(n, 3), arr_int(n, 4));
+		pr->nodes[idx].name = intern_json(pr, name);
 		pr->nodes[idx].flags = (uint32_t)arr_int(n, 5);
 		kind = json_string_value(json_array_get(n, 6));
 		k = kind ? kind_from_name(kind) : -1;
@@ -515,8 +702,7 @@ static int read_proc(struct proc *pr, json_t *jp, struct buf *err)
 			tm->compile_ns = arr_int(t, 5);
 			tm->rss_start_kb = arr_int(t, 6);
 			tm->rss_end_kb = arr_int(t, 7);
-			tm->file = json_is_string(file)
-				? proc_intern(pr, json_string_value(file), json_string_length(file)) : 0;
+			tm->file = json_is_string(file) ? intern_json(pr, file) : 0;
 		}
 	}
 	if (json_is_array(events)) {
@@ -531,10 +717,8 @@ static int read_proc(struct proc *pr, json_t *jp, struct buf *err)
 			ALLOC_GROW(pr->events, pr->nr_events + 1, pr->alloc_events);
 			pe = &pr->events[pr->nr_events++];
 			pe->t_ns = arr_int(e, 0);
-			pe->name = json_is_string(name)
-				? proc_intern(pr, json_string_value(name), json_string_length(name)) : 0;
-			pe->detail = json_is_string(detail)
-				? proc_intern(pr, json_string_value(detail), json_string_length(detail)) : 0;
+			pe->name = json_is_string(name) ? intern_json(pr, name) : 0;
+			pe->detail = json_is_string(detail) ? intern_json(pr, detail) : 0;
 			pe->node = node >= 0 && node < (int64_t)nr ? (int32_t)node : -1;
 		}
 	}

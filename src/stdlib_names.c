@@ -5,6 +5,7 @@
  */
 #include "stdlib_names.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -339,7 +340,8 @@ static const char *const names[] = {
 
 static const char *table[TABLE_SIZE];
 static size_t table_len[TABLE_SIZE];
-static int table_ready;
+/* Classification runs on several threads; the first lookup builds the table once. */
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
 static uint32_t hash_name(const char *s, size_t len)
 {
@@ -364,15 +366,13 @@ static void build_table(void)
 		table[k] = names[i];
 		table_len[k] = len;
 	}
-	table_ready = 1;
 }
 
 bool stdlib_name_known(const char *name, size_t len)
 {
 	uint32_t k;
 
-	if (!table_ready)
-		build_table();
+	pthread_once(&table_once, build_table);
 	for (k = hash_name(name, len) & (TABLE_SIZE - 1); table[k]; k = (k + 1) & (TABLE_SIZE - 1))
 		if (table_len[k] == len && !memcmp(table[k], name, len))
 			return true;

@@ -58,6 +58,11 @@ void buf_release(struct buf *sb);
 /* Hands the string to the caller (who frees it) and leaves sb empty. */
 char *buf_detach(struct buf *sb, size_t *len);
 void buf_grow(struct buf *sb, size_t extra);
+/* Bytes that can be added without growing (the terminating NUL has its own room). */
+static inline size_t buf_avail(const struct buf *sb)
+{
+	return sb->alloc ? sb->alloc - sb->len - 1 : 0;
+}
 void buf_setlen(struct buf *sb, size_t len);
 static inline void buf_reset(struct buf *sb) { buf_setlen(sb, 0); }
 void buf_add(struct buf *sb, const void *data, size_t len);

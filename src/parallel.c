@@ -1,0 +1,84 @@
+/*
+ * parallel_for: one POSIX thread per extra range, signals blocked in the
+ * workers so the run loop's handlers keep running on the main thread.
+ */
+#include "parallel.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "util.h"
+
+struct range_job {
+	parallel_fn fn;
+	void *ctx;
+	size_t begin, end;
+	unsigned slot;
+	pthread_t thread;
+	int started;
+};
+
+static void *range_main(void *arg)
+{
+	struct range_job *job = arg;
+
+	job->fn(job->ctx, job->begin, job->end, job->slot);
+	return NULL;
+}
+
+unsigned parallel_ranges(size_t n, size_t min_per_range)
+{
+	const char *env = getenv("COLDSTART_THREADS");
+	long cpus;
+	size_t nr;
+
+	if (env && *env) {
+		cpus = strtol(env, NULL, 10);
+	} else {
+		cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	}
+	if (cpus < 1)
+		cpus = 1;
+	if (cpus > PARALLEL_MAX)
+		cpus = PARALLEL_MAX;
+	nr = min_per_range ? n / min_per_range : n;
+	if (nr > (size_t)cpus)
+		nr = (size_t)cpus;
+	return nr ? (unsigned)nr : 1;
+}
+
+void parallel_for(size_t n, unsigned nr, parallel_fn fn, void *ctx)
+{
+	struct range_job jobs[PARALLEL_MAX];
+	sigset_t all, old;
+	unsigned i;
+
+	if (nr < 1)
+		nr = 1;
+	if (nr > PARALLEL_MAX)
+		nr = PARALLEL_MAX;
+	for (i = 0; i < nr; i++) {
+		jobs[i].fn = fn;
+		jobs[i].ctx = ctx;
+		jobs[i].begin = n / nr * i;
+		jobs[i].end = i + 1 == nr ? n : n / nr * (i + 1);
+		jobs[i].slot = i;
+		jobs[i].started = 0;
+	}
+	if (nr > 1) {
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		for (i = 1; i < nr; i++)
+			jobs[i].started = !pthread_create(&jobs[i].thread, NULL, range_main, &jobs[i]);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	fn(ctx, jobs[0].begin, jobs[0].end, 0);
+	for (i = 1; i < nr; i++) {
+		if (jobs[i].started)
+			pthread_join(jobs[i].thread, NULL);
+		else
+			fn(ctx, jobs[i].begin, jobs[i].end, i);
+	}
+}
