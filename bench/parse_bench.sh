@@ -44,7 +44,7 @@ measure() {
 }
 
 printf "log: %s, %d rows, %.1f MiB\n" "$log" "$rows" "$(awk -v s="$size" 'BEGIN { print s / 1048576 }')"
-measure "parser only (it_feed)" "$dir/it_parse_driver" "$log"
+measure "parser only (it_feed_from)" "$dir/it_parse_driver" "$log"
 if [ -x ./coldstart ] && ./coldstart parse --help >/dev/null 2>&1; then
 	# The target: parse + model + JSON.  The report (top tables over a
 	# million nodes) is measured separately.

@@ -24,8 +24,7 @@ void profile_analyze_with(struct profile *p, const char *const *stdlib_names, co
 			struct proc *pr = &p->runs[r].procs[i];
 			size_t bad, k;
 
-			proc_classify(pr, stdlib_names, site_dirs);
-			bad = proc_check_consistency(pr, 0);
+			bad = proc_analyze(pr, stdlib_names, site_dirs, 0);
 			bad_total += bad;
 			for (k = 0; k < pr->nr_nodes && bad && examples.len < 200; k++)
 				if (pr->nodes[k].flags & NODE_INCONSISTENT)

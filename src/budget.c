@@ -154,16 +154,17 @@ int budget_check(const struct profile *p, const struct budget *b, struct buf *ex
 				continue;
 			for (pi = 0; pi < run->nr_procs && !found; pi++) {
 				const struct proc *pr = &run->procs[pi];
-				size_t k;
+				int32_t k;
 
-				for (k = 0; k < pr->nr_nodes; k++) {
-					const char *n = node_name(pr, (int32_t)k);
+				/* In import order, so the first import of it is the one named. */
+				for (k = pr->first_root; k >= 0; k = proc_preorder_next(pr, k)) {
+					const char *n = node_name(pr, k);
 
 					if (strncmp(n, name, len) || (n[len] && n[len] != '.'))
 						continue;
 					found = true;
 					buf_addf(explain, "forbid FAIL %s: %s imported via ", name, n);
-					proc_chain(pr, (int32_t)k, " > ", explain);
+					proc_chain(pr, k, " > ", explain);
 					if (pi)
 						buf_addf(explain, " (process %zu%s)", pi + 1,
 							 pr->argv ? ", a child" : "");

@@ -87,24 +87,27 @@ static void rule_compiled(struct profile *p)
 	for (pi = 0; pi < r->nr_procs; pi++) {
 		const struct proc *pr = &r->procs[pi];
 
-		for (i = 0; i < (int32_t)pr->nr_nodes; i++) {
-			const struct imp_timing *tm = pr->timing ? &pr->timing[i] : NULL;
+		/* Only the tracer sees compilation: without a trace there is nothing to find. */
+		if (!pr->timing)
+			continue;
+		for (i = pr->first_root; i >= 0; i = proc_preorder_next(pr, i)) {
+			const struct imp_timing *tm = &pr->timing[i];
 
 			if (!(pr->nodes[i].flags & NODE_COMPILED) || node_is_tool(pr, i))
 				continue;
 			nr++;
-			if (tm && tm->compile_ns > 0)
+			if (tm->compile_ns > 0)
 				total_ns += tm->compile_ns;
 			if (listed < LIST_MAX) {
 				buf_addf(&ev, "%s'%s'", listed ? ", " : "", node_name(pr, i));
-				if (tm && tm->compile_ns > 0) {
+				if (tm->compile_ns > 0) {
 					buf_adds(&ev, " (");
 					buf_add_duration(&ev, tm->compile_ns / 1000);
 					buf_adds(&ev, ")");
 				}
 				listed++;
 			}
-			if (tm && tm->file && targets.nr < 8) {
+			if (tm->file && targets.nr < 8) {
 				buf_reset(&t);
 				compile_target(node_name(pr, i), proc_str(pr, tm->file), &t);
 				if (!in_list(&targets, t.buf))
@@ -393,10 +396,11 @@ static void rule_failed(struct profile *p)
 	size_t nr = 0;
 	int32_t i;
 
-	if (!r || !r->nr_procs)
+	/* Only the tracer sees failed imports: without a trace there is nothing to find. */
+	if (!r || !r->nr_procs || !r->procs[0].timing)
 		return;
 	pr = &r->procs[0];
-	for (i = 0; i < (int32_t)pr->nr_nodes; i++) {
+	for (i = pr->first_root; i >= 0; i = proc_preorder_next(pr, i)) {
 		const struct imp_node *n = &pr->nodes[i];
 		const char *nm = node_name(pr, i);
 
@@ -480,7 +484,7 @@ static void add_open_chains(struct buf *ev, const struct proc *pr, size_t *found
 {
 	int32_t i, c;
 
-	for (i = 0; i < (int32_t)pr->nr_nodes; i++) {
+	for (i = pr->first_root; i >= 0; i = proc_preorder_next(pr, i)) {
 		bool inner = true;
 
 		if (!(pr->nodes[i].flags & NODE_OPEN))

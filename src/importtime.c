@@ -3,12 +3,16 @@
  * and row lines (also when glued after the target's own text), and builds the
  * post-order rows into per-process import trees with a stack of pending nodes.
  */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "importtime.h"
+#include "parallel.h"
 
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -18,6 +22,8 @@
 #define MARKER_LEN (sizeof(MARKER) - 1)
 #define HEADER_REST " self [us] | cumulative | imported package"
 #define HEADER_REST_LEN (sizeof(HEADER_REST) - 1)
+/* "import time: %9ld | %10ld | ": where a common row's indentation starts. */
+#define ROW_COLUMNS (MARKER_LEN + 26)
 
 /*
  * A line longer than this that is not a row is passed through in pieces, so
@@ -603,55 +609,88 @@ static void handle_row(struct it_parser *ps, const struct row *r)
 	add_row(ps, r->name, r->name_len, r->depth, r->self_us, r->cum_us, r->flags);
 }
 
+/* A row lex_row recognised: everything add_row needs, and the line. */
+struct fast_rec {
+	const char *name;
+	uint32_t name_len;
+	uint32_t depth;
+	int64_t self_us, cum_us;
+};
+
 /*
  * The common row in one pass: "import time:" at the start of a line, both
  * numbers inside their columns (under 100 s), even indentation and a clean
  * name up to the newline.  Returns the line's length, newline included, or 0
  * to leave the line to handle_line, which reads every line this one takes the
- * same way (and is the only one that warns).  Only whole lines in p..end are
- * taken, so chunking makes no difference.
+ * same way (and is the only one that warns).  Only whole lines are taken, and
+ * nothing past the newline is looked at, so chunking makes no difference.
+ * Touches no parser state: the lexing thread of it_feed_from calls it too.
  */
-static size_t fast_row(struct it_parser *ps, const char *p, const char *end)
+static size_t lex_row(const char *p, const char *end, struct fast_rec *rec)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	const char *f = p + MARKER_LEN, *name, *stop;
-	int64_t self_us, cum_us;
-	size_t indent, len;
+	size_t indent;
 
-	/* 40 bytes: the marker, both columns and a one-byte name with its newline. */
-	if (end - p < 40 || !ps->has_proc || cur_proc(ps)->nr_nodes >= INT32_MAX - 1)
+	/* The marker, both columns and a one-byte name with its newline. */
+	if (end - p < (ptrdiff_t)ROW_COLUMNS + 2)
 		return 0;
 	if (load64(p) != load64(MARKER) || memcmp(p + 8, MARKER + 8, MARKER_LEN - 8))
 		return 0;
 	if (f[0] != ' ' || f[1] != ' ' || f[10] != ' ' || f[11] != '|' || f[12] != ' ' ||
 	    f[13] != ' ' || f[14] != ' ' || f[23] != ' ' || f[24] != '|' || f[25] != ' ')
 		return 0;
-	self_us = field8(f + 2);
-	cum_us = field8(f + 15);
-	if (self_us < 0 || cum_us < 0)
+	rec->self_us = field8(f + 2);
+	rec->cum_us = field8(f + 15);
+	if (rec->self_us < 0 || rec->cum_us < 0)
 		return 0;
-	indent = count_spaces(f + 26, end);
+	indent = count_spaces(p + ROW_COLUMNS, end);
 	if (indent % 2)
 		return 0;
-	name = f + 26 + indent;
+	name = p + ROW_COLUMNS + indent;
 	stop = skip_name(name, end);
 	if (stop == name || stop == end)
 		return 0;
-	len = (size_t)(stop - name);
+	rec->name = name;
+	rec->name_len = (uint32_t)(stop - name);
+	rec->depth = clamp_depth(indent / 2);
 	if (*stop == '\r' && end - stop >= 2 && stop[1] == '\n')
 		stop++;
-	if (*stop != '\n')
+	/* A longer line goes through carry like any other (and is cut there). */
+	if (*stop != '\n' || (size_t)(stop + 1 - p) > IT_MAX_LINE)
 		return 0;
-	ps->lineno++;
-	ps->rows++;
-	add_row(ps, name, len, clamp_depth(indent / 2), self_us, cum_us, 0);
 	return (size_t)(stop + 1 - p);
 #else
-	(void)ps;
 	(void)p;
 	(void)end;
+	(void)rec;
 	return 0;
 #endif
+}
+
+/* Whether the parser is in the state lex_row's rows may be added in. */
+static bool fast_ok(struct it_parser *ps)
+{
+	return ps->has_proc && !ps->carry.len && !ps->overlong && cur_proc(ps)->nr_nodes < INT32_MAX - 1;
+}
+
+static void add_fast(struct it_parser *ps, const struct fast_rec *rec)
+{
+	ps->lineno++;
+	ps->rows++;
+	add_row(ps, rec->name, rec->name_len, rec->depth, rec->self_us, rec->cum_us, 0);
+}
+
+/* lex_row on the parser: adds the row and returns its length, or 0. */
+static size_t fast_row(struct it_parser *ps, const char *p, const char *end)
+{
+	struct fast_rec rec;
+	size_t n;
+
+	if (!fast_ok(ps) || !(n = lex_row(p, end, &rec)))
+		return 0;
+	add_fast(ps, &rec);
+	return n;
 }
 
 /*
@@ -747,7 +786,7 @@ void it_feed(struct it_parser *ps, const char *data, size_t len, struct buf *pas
 		const char *nl;
 		size_t n;
 
-		if (!ps->carry.len && !ps->overlong && (n = fast_row(ps, p, end))) {
+		if ((n = fast_row(ps, p, end))) {
 			p += n;
 			continue;
 		}
@@ -789,6 +828,219 @@ void it_finish(struct it_parser *ps, struct buf *passthrough)
 		ps->nr_warnings++;
 	}
 	ps->finished = true;
+}
+
+/*
+ * it_feed_from: a lexing thread reads chunks into a ring of slots and splits
+ * each into items, in stream order: rows lex_row took, and raw bytes (every
+ * other line, and lines cut by the chunk's end) for it_feed.  The calling
+ * thread applies the items of one slot after the other.
+ */
+#define LEX_CHUNK ((size_t)1 << 20)
+#define LEX_SLOTS 4
+
+/*
+ * 24 bytes, as every row of a big log passes through one: offsets into the
+ * slot's chunk, numbers lex_row kept under 10^8.  name_len 0 marks raw bytes.
+ */
+struct lex_item {
+	uint32_t off, len; /* the raw bytes, or the row's line */
+	uint32_t name_off, name_len; /* the row's name, from the line's start */
+	uint32_t self_us, cum_us;
+};
+
+struct lex_slot {
+	char *buf;
+	struct lex_item *items;
+	size_t nr_items, alloc_items;
+	bool ready; /* lexed, not yet applied */
+};
+
+struct lexer {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct lex_slot slot[LEX_SLOTS];
+	it_read_fn read;
+	void *ctx;
+	bool done; /* the lexing thread has filled its last slot */
+	bool failed; /* read returned -1 */
+	int read_errno;
+	bool partial; /* the previous chunk ended inside a line (lexing thread only) */
+};
+
+static void lex_add(struct lex_slot *sl, const char *p, size_t len, const struct fast_rec *rec)
+{
+	struct lex_item *it;
+
+	if (sl->nr_items == sl->alloc_items)
+		ALLOC_GROW(sl->items, sl->nr_items + 1, sl->alloc_items);
+	it = &sl->items[sl->nr_items++];
+	it->off = (uint32_t)(p - sl->buf);
+	it->len = (uint32_t)len;
+	it->name_off = rec ? (uint32_t)(rec->name - p) : 0;
+	it->name_len = rec ? rec->name_len : 0;
+	it->self_us = rec ? (uint32_t)rec->self_us : 0;
+	it->cum_us = rec ? (uint32_t)rec->cum_us : 0;
+}
+
+static void lex_chunk(struct lexer *lx, struct lex_slot *sl, size_t n)
+{
+	const char *p = sl->buf, *end = sl->buf + n, *raw = NULL;
+
+	sl->nr_items = 0;
+	if (lx->partial) {
+		const char *nl = memchr(p, '\n', n);
+
+		if (!nl) {
+			lex_add(sl, p, n, NULL);
+			return;
+		}
+		raw = p;
+		p = nl + 1;
+		lx->partial = false;
+	}
+	while (p < end) {
+		struct fast_rec rec;
+		size_t len = lex_row(p, end, &rec);
+		const char *nl;
+
+		if (len) {
+			if (raw)
+				lex_add(sl, raw, (size_t)(p - raw), NULL);
+			raw = NULL;
+			lex_add(sl, p, len, &rec);
+			p += len;
+			continue;
+		}
+		if (!raw)
+			raw = p;
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl) {
+			lx->partial = true;
+			p = end;
+			break;
+		}
+		p = nl + 1;
+	}
+	if (raw)
+		lex_add(sl, raw, (size_t)(p - raw), NULL);
+}
+
+static void *lex_main(void *arg)
+{
+	struct lexer *lx = arg;
+	unsigned s = 0;
+
+	for (;;) {
+		struct lex_slot *sl = &lx->slot[s];
+		long n;
+		int err;
+
+		pthread_mutex_lock(&lx->lock);
+		while (sl->ready)
+			pthread_cond_wait(&lx->cond, &lx->lock);
+		pthread_mutex_unlock(&lx->lock);
+		n = lx->read(lx->ctx, sl->buf, LEX_CHUNK);
+		err = errno;
+		if (n > 0)
+			lex_chunk(lx, sl, (size_t)n);
+		pthread_mutex_lock(&lx->lock);
+		if (n > 0) {
+			sl->ready = true;
+		} else {
+			lx->failed = n < 0;
+			lx->read_errno = err;
+			lx->done = true;
+		}
+		pthread_cond_broadcast(&lx->cond);
+		pthread_mutex_unlock(&lx->lock);
+		if (n <= 0)
+			return NULL;
+		s = (s + 1) % LEX_SLOTS;
+	}
+}
+
+/* it_feed_from on the calling thread alone. */
+static int feed_plain(struct it_parser *ps, it_read_fn read, void *ctx, struct buf *pt)
+{
+	char *chunk = xmalloc(LEX_CHUNK);
+	long n;
+
+	while ((n = read(ctx, chunk, LEX_CHUNK)) > 0)
+		it_feed(ps, chunk, (size_t)n, pt);
+	free(chunk);
+	return n < 0 ? -1 : 0;
+}
+
+int it_feed_from(struct it_parser *ps, it_read_fn read, void *ctx, struct buf *pt)
+{
+	struct lexer lx;
+	pthread_t thread;
+	sigset_t all, old;
+	unsigned s, i;
+	int started, ret = 0;
+
+	if (parallel_cpus() < 2)
+		return feed_plain(ps, read, ctx, pt);
+	memset(&lx, 0, sizeof(lx));
+	pthread_mutex_init(&lx.lock, NULL);
+	pthread_cond_init(&lx.cond, NULL);
+	lx.read = read;
+	lx.ctx = ctx;
+	for (s = 0; s < LEX_SLOTS; s++)
+		lx.slot[s].buf = xmalloc(LEX_CHUNK);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	started = !pthread_create(&thread, NULL, lex_main, &lx);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!started) {
+		ret = feed_plain(ps, read, ctx, pt);
+		goto out;
+	}
+	for (s = 0;; s = (s + 1) % LEX_SLOTS) {
+		struct lex_slot *sl = &lx.slot[s];
+
+		bool have;
+
+		pthread_mutex_lock(&lx.lock);
+		while (!sl->ready && !lx.done)
+			pthread_cond_wait(&lx.cond, &lx.lock);
+		have = sl->ready;
+		pthread_mutex_unlock(&lx.lock);
+		if (!have)
+			break;
+		for (i = 0; i < sl->nr_items; i++) {
+			const struct lex_item *it = &sl->items[i];
+			const char *line = sl->buf + it->off;
+
+			if (it->name_len && fast_ok(ps)) {
+				struct fast_rec rec = { line + it->name_off, it->name_len,
+							clamp_depth((it->name_off - ROW_COLUMNS) / 2), it->self_us,
+							it->cum_us };
+
+				add_fast(ps, &rec);
+			} else {
+				it_feed(ps, line, it->len, pt);
+			}
+		}
+		pthread_mutex_lock(&lx.lock);
+		sl->ready = false;
+		pthread_cond_broadcast(&lx.cond);
+		pthread_mutex_unlock(&lx.lock);
+	}
+	pthread_join(thread, NULL);
+	if (lx.failed) {
+		errno = lx.read_errno;
+		ret = -1;
+	}
+out:
+	for (s = 0; s < LEX_SLOTS; s++) {
+		free(lx.slot[s].buf);
+		free(lx.slot[s].items);
+	}
+	pthread_cond_destroy(&lx.cond);
+	pthread_mutex_destroy(&lx.lock);
+	return ret;
 }
 
 const struct it_warning *it_warnings(const struct it_parser *ps, size_t *nr)

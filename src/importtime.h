@@ -43,6 +43,22 @@ void it_feed(struct it_parser *ps, const char *data, size_t len, struct buf *pas
  */
 void it_finish(struct it_parser *ps, struct buf *passthrough);
 
+/*
+ * A read(2)-like source: up to len bytes into buf, 0 at the end, -1 on error.
+ * Called from another thread than it_feed_from's caller.
+ */
+typedef long (*it_read_fn)(void *ctx, char *buf, size_t len);
+
+/*
+ * Feeds a whole stream from read.  With more than one CPU (see
+ * parallel_cpus), a second thread reads the stream and recognises the common
+ * rows while this one builds the trees; every other byte still goes through
+ * it_feed, so the result, warnings and passthrough included, is what it_feed
+ * gives for the same bytes.  Returns 0, or -1 when read failed (whatever came
+ * before the failure has been fed).  it_finish is still the caller's.
+ */
+int it_feed_from(struct it_parser *ps, it_read_fn read, void *ctx, struct buf *passthrough);
+
 /* Warnings recorded so far; owned by the parser. */
 const struct it_warning *it_warnings(const struct it_parser *ps, size_t *nr);
 /* Number of rows and header lines recognised. */

@@ -28,24 +28,22 @@ static void *range_main(void *arg)
 	return NULL;
 }
 
-unsigned parallel_ranges(size_t n, size_t min_per_range)
+unsigned parallel_cpus(void)
 {
 	const char *env = getenv("COLDSTART_THREADS");
-	long cpus;
-	size_t nr;
+	long cpus = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
 
-	if (env && *env) {
-		cpus = strtol(env, NULL, 10);
-	} else {
-		cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	}
 	if (cpus < 1)
 		cpus = 1;
-	if (cpus > PARALLEL_MAX)
-		cpus = PARALLEL_MAX;
-	nr = min_per_range ? n / min_per_range : n;
-	if (nr > (size_t)cpus)
-		nr = (size_t)cpus;
+	return cpus > PARALLEL_MAX ? PARALLEL_MAX : (unsigned)cpus;
+}
+
+unsigned parallel_ranges(size_t n, size_t min_per_range)
+{
+	size_t nr = min_per_range ? n / min_per_range : n, cpus = parallel_cpus();
+
+	if (nr > cpus)
+		nr = cpus;
 	return nr ? (unsigned)nr : 1;
 }
 

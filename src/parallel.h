@@ -19,10 +19,14 @@
 typedef void (*parallel_fn)(void *ctx, size_t begin, size_t end, unsigned slot);
 
 /*
+ * How many threads the work may use: the online CPUs, or COLDSTART_THREADS
+ * (1 turns threads off), at most PARALLEL_MAX.
+ */
+unsigned parallel_cpus(void);
+
+/*
  * How many ranges a loop over n items with at least min_per_range items per
- * range is split into: 1 below that size, else up to the number of online
- * CPUs (COLDSTART_THREADS=N overrides it; 1 turns threads off), at most
- * PARALLEL_MAX.
+ * range is split into: 1 below that size, else up to parallel_cpus().
  */
 unsigned parallel_ranges(size_t n, size_t min_per_range);
 

@@ -95,11 +95,7 @@ static void set_kind_subtree(struct proc *pr, int32_t i, uint8_t kind, uint32_t 
 	}
 }
 
-/*
- * Visits every node in pre-order without recursion; the tree can be
- * thousands of levels deep.
- */
-static int32_t preorder_next(const struct proc *pr, int32_t i)
+int32_t proc_preorder_next(const struct proc *pr, int32_t i)
 {
 	const struct imp_node *n = &pr->nodes[i];
 
@@ -243,6 +239,7 @@ void proc_init(struct proc *pr)
 	pr->end_ns = UNKNOWN;
 	pr->first_root = -1;
 	pr->last_root = -1;
+	pr->children_first = true;
 	buf_init(&pr->names, 0);
 	/* Offset 0 is the empty string. */
 	buf_addch(&pr->names, '\0');
@@ -273,6 +270,20 @@ void proc_grow_nodes(struct proc *pr)
 	ALLOC_GROW(pr->nodes, pr->nr_nodes + 1, pr->alloc_nodes);
 	if (pr->timing)
 		pr->timing = xrealloc(pr->timing, st_mult(pr->alloc_nodes, sizeof(*pr->timing)));
+}
+
+void proc_unlink_all(struct proc *pr)
+{
+	size_t i;
+
+	for (i = 0; i < pr->nr_nodes; i++) {
+		struct imp_node *n = &pr->nodes[i];
+
+		n->parent = n->first_child = n->last_child = n->next_sibling = -1;
+	}
+	pr->first_root = pr->last_root = -1;
+	pr->children_first = true;
+	pr->nr_linked = 0;
 }
 
 void proc_ensure_timing(struct proc *pr)
@@ -309,7 +320,7 @@ int32_t proc_find(const struct proc *pr, const char *name)
 {
 	int32_t i;
 
-	for (i = pr->first_root; i >= 0; i = preorder_next(pr, i))
+	for (i = pr->first_root; i >= 0; i = proc_preorder_next(pr, i))
 		if (!strcmp(node_name(pr, i), name))
 			return i;
 	return -1;
@@ -557,139 +568,163 @@ static void classify_node(struct proc *pr, int32_t i, struct top_cache *tops)
 /* Nodes per range of the passes over every node; smaller ranges are not worth a thread. */
 #define NODES_PER_RANGE 65536
 
-struct classify_job {
-	struct proc *pr;
-	const char *const *stdlib_names;
-	const char *const *site_dirs;
-};
-
-/* Classifies nodes [begin, end) of a process without a trace: each writes its own kind only. */
-static void classify_range(void *ctx, size_t begin, size_t end, unsigned slot)
+/*
+ * Start-up is every root up to and including the top-level "site" row: the
+ * interpreter imports site (and with it .pth files and sitecustomize) before
+ * it runs the target.  Without a site row (-S, or a log cut short) nothing is
+ * marked.
+ */
+static void mark_startup(struct proc *pr)
 {
-	struct classify_job *job = ctx;
-	struct top_cache tops = { .stdlib_names = job->stdlib_names, .site_dirs = job->site_dirs,
-				  .end = job->pr->names.buf + job->pr->names.len };
-	size_t i;
+	int32_t i, last_startup = -1;
 
-	for (i = begin; i < end; i++)
-		classify_node(job->pr, (int32_t)i, &tops);
-	top_cache_release(&tops);
+	for (i = pr->first_root; i >= 0; i = pr->nodes[i].next_sibling)
+		if (!strcmp(node_name(pr, i), "site"))
+			last_startup = i;
+	if (last_startup < 0)
+		return;
+	for (i = pr->first_root; i >= 0; i = pr->nodes[i].next_sibling) {
+		set_kind_subtree(pr, i, KIND_STARTUP, NODE_STARTUP);
+		if (i == last_startup)
+			break;
+	}
 }
 
 void proc_classify(struct proc *pr, const char *const *stdlib_names, const char *const *site_dirs)
 {
 	struct top_cache tops = { .stdlib_names = stdlib_names, .site_dirs = site_dirs,
 				  .end = pr->names.buf + pr->names.len };
-	int32_t i, last_startup = -1;
-	bool seen_site = false;
+	int32_t i;
 
-	/*
-	 * Start-up is every root up to and including the top-level "site" row:
-	 * the interpreter imports site (and with it .pth files and
-	 * sitecustomize) before it runs the target.  Without a site row (-S, or
-	 * a log cut short) nothing is marked.
-	 */
-	for (i = pr->first_root; i >= 0; i = pr->nodes[i].next_sibling)
-		if (!strcmp(node_name(pr, i), "site")) {
-			last_startup = i;
-			seen_site = true;
-		}
-	if (seen_site) {
-		for (i = pr->first_root; i >= 0; i = pr->nodes[i].next_sibling) {
-			set_kind_subtree(pr, i, KIND_STARTUP, NODE_STARTUP);
-			if (i == last_startup)
-				break;
-		}
-	}
+	mark_startup(pr);
 	/*
 	 * Without file names a node's kind depends on its own name only, so the
-	 * nodes are taken in array order (a million of them stay cache-friendly)
-	 * and ranges of them in parallel; with a trace, pre-order lets a
+	 * nodes are taken in array order; with a trace, pre-order lets a
 	 * submodule inherit its package's kind.
 	 */
 	if (!pr->timing) {
-		struct classify_job job = { pr, stdlib_names, site_dirs };
-
-		parallel_for(pr->nr_nodes, parallel_ranges(pr->nr_nodes, NODES_PER_RANGE), classify_range, &job);
-		return;
+		for (i = 0; i < (int32_t)pr->nr_nodes; i++)
+			classify_node(pr, i, &tops);
+	} else {
+		for (i = pr->first_root; i >= 0; i = proc_preorder_next(pr, i))
+			classify_node(pr, i, &tops);
 	}
-	for (i = pr->first_root; i >= 0; i = preorder_next(pr, i))
-		classify_node(pr, i, &tops);
 	top_cache_release(&tops);
 }
 
 /*
- * The consistency check runs in two parallel passes: the verdicts first (a
- * node reads its children's flags), then the flags (a node writes its own),
- * so no thread writes a word another one reads.
+ * Whether node n breaks self == cum - sum(children cum): 1 when it does, 0
+ * when not, -1 for nodes the check leaves alone (cached, trace-only).
  */
-struct consistency_job {
-	struct proc *pr;
-	int64_t tolerance_us;
-	uint8_t *bad;
-	size_t nr_bad[PARALLEL_MAX];
-};
-
-static void judge_range(void *ctx, size_t begin, size_t end, unsigned slot)
+static int node_inconsistent(const struct proc *pr, const struct imp_node *n, int64_t tolerance_us)
 {
-	struct consistency_job *job = ctx;
-	const struct proc *pr = job->pr;
-	size_t i;
+	int64_t children = 0, nr_children = 0;
+	int32_t c;
 
-	for (i = begin; i < end; i++) {
-		const struct imp_node *n = &pr->nodes[i];
-		int64_t children = 0, nr_children = 0;
-		int32_t c;
-
-		job->bad[i] = 2; /* left alone */
-		if (n->flags & (NODE_CACHED | NODE_TRACE_ONLY))
-			continue;
-		/*
-		 * Trace-only children count: the merge sets self from the
-		 * trace wherever it added children importtime never printed.
-		 */
-		for (c = n->first_child; c >= 0; c = pr->nodes[c].next_sibling)
-			if (!(pr->nodes[c].flags & NODE_CACHED)) {
-				children += pr->nodes[c].cum_us;
-				nr_children++;
-			}
-		/*
-		 * CPython rounds each printed value up to a microsecond, so
-		 * every child's cum and the self can each be up to 1 us off.
-		 */
-		job->bad[i] = llabs(n->cum_us - children - n->self_us) > job->tolerance_us + nr_children + 1 ||
-			      n->self_us < 0;
-	}
-}
-
-static void mark_range(void *ctx, size_t begin, size_t end, unsigned slot)
-{
-	struct consistency_job *job = ctx;
-	size_t i, bad = 0;
-
-	for (i = begin; i < end; i++) {
-		if (job->bad[i] == 1) {
-			job->pr->nodes[i].flags |= NODE_INCONSISTENT;
-			bad++;
-		} else if (!job->bad[i]) {
-			job->pr->nodes[i].flags &= ~NODE_INCONSISTENT;
+	if (n->flags & (NODE_CACHED | NODE_TRACE_ONLY))
+		return -1;
+	/*
+	 * Trace-only children count: the merge sets self from the trace
+	 * wherever it added children importtime never printed.
+	 */
+	for (c = n->first_child; c >= 0; c = pr->nodes[c].next_sibling)
+		if (!(pr->nodes[c].flags & NODE_CACHED)) {
+			children += pr->nodes[c].cum_us;
+			nr_children++;
 		}
-	}
-	job->nr_bad[slot] = bad;
+	/*
+	 * CPython rounds each printed value up to a microsecond, so every
+	 * child's cum and the self can each be up to 1 us off.
+	 */
+	return llabs(n->cum_us - children - n->self_us) > tolerance_us + nr_children + 1 || n->self_us < 0;
 }
 
 size_t proc_check_consistency(struct proc *pr, int64_t tolerance_us)
 {
-	struct consistency_job job = { pr, tolerance_us, NULL, { 0 } };
-	unsigned nr = parallel_ranges(pr->nr_nodes, NODES_PER_RANGE), slot;
-	size_t bad = 0;
+	size_t bad = 0, i;
 
-	job.bad = xmalloc(pr->nr_nodes ? pr->nr_nodes : 1);
-	parallel_for(pr->nr_nodes, nr, judge_range, &job);
-	parallel_for(pr->nr_nodes, nr, mark_range, &job);
-	for (slot = 0; slot < nr; slot++)
-		bad += job.nr_bad[slot];
-	free(job.bad);
+	for (i = 0; i < pr->nr_nodes; i++) {
+		struct imp_node *n = &pr->nodes[i];
+		int v = node_inconsistent(pr, n, tolerance_us);
+
+		if (v > 0) {
+			n->flags |= NODE_INCONSISTENT;
+			bad++;
+		} else if (!v) {
+			n->flags &= ~NODE_INCONSISTENT;
+		}
+	}
+	return bad;
+}
+
+/*
+ * proc_analyze without a trace: classification and the consistency check in
+ * one pass over the nodes, ranges of them in parallel.  A node's check reads
+ * its children's flags, which may lie in another range, so flags are not
+ * written during the pass: each range lists the nodes whose
+ * NODE_INCONSISTENT must flip, and the flips are applied after it.
+ */
+struct analyze_slot {
+	int32_t *flip;
+	size_t nr_flip, alloc_flip;
+	size_t bad;
+};
+
+struct analyze_job {
+	struct proc *pr;
+	const char *const *stdlib_names;
+	const char *const *site_dirs;
+	int64_t tolerance_us;
+	struct analyze_slot slot[PARALLEL_MAX];
+};
+
+static void analyze_range(void *ctx, size_t begin, size_t end, unsigned slot)
+{
+	struct analyze_job *job = ctx;
+	struct proc *pr = job->pr;
+	struct top_cache tops = { .stdlib_names = job->stdlib_names, .site_dirs = job->site_dirs,
+				  .end = pr->names.buf + pr->names.len };
+	struct analyze_slot out = { NULL, 0, 0, 0 };
+	size_t i;
+
+	for (i = begin; i < end; i++) {
+		const struct imp_node *n = &pr->nodes[i];
+		int v;
+
+		classify_node(pr, (int32_t)i, &tops);
+		v = node_inconsistent(pr, n, job->tolerance_us);
+		if (v < 0)
+			continue;
+		out.bad += (size_t)v;
+		if (v != !!(n->flags & NODE_INCONSISTENT)) {
+			ALLOC_GROW(out.flip, out.nr_flip + 1, out.alloc_flip);
+			out.flip[out.nr_flip++] = (int32_t)i;
+		}
+	}
+	top_cache_release(&tops);
+	job->slot[slot] = out;
+}
+
+size_t proc_analyze(struct proc *pr, const char *const *stdlib_names, const char *const *site_dirs,
+		    int64_t tolerance_us)
+{
+	struct analyze_job job = { pr, stdlib_names, site_dirs, tolerance_us, { { NULL, 0, 0, 0 } } };
+	unsigned nr, s;
+	size_t bad = 0, k;
+
+	if (pr->timing) {
+		proc_classify(pr, stdlib_names, site_dirs);
+		return proc_check_consistency(pr, tolerance_us);
+	}
+	mark_startup(pr);
+	nr = parallel_ranges(pr->nr_nodes, NODES_PER_RANGE);
+	parallel_for(pr->nr_nodes, nr, analyze_range, &job);
+	for (s = 0; s < nr; s++) {
+		for (k = 0; k < job.slot[s].nr_flip; k++)
+			pr->nodes[job.slot[s].flip[k]].flags ^= NODE_INCONSISTENT;
+		bad += job.slot[s].bad;
+		free(job.slot[s].flip);
+	}
 	return bad;
 }
 

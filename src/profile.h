@@ -12,7 +12,8 @@
 
 #include "util.h"
 
-#define PROFILE_FORMAT_VERSION 1
+/* Version 2 lists a node before its parent (version 1, still read: after). */
+#define PROFILE_FORMAT_VERSION 2
 
 /* Unknown value for any int64_t measurement below. */
 #define UNKNOWN (-1)
@@ -90,6 +91,14 @@ struct proc {
 	struct proc_event *events;
 	size_t nr_events, alloc_events;
 	int32_t first_root, last_root;
+	/*
+	 * Kept by the link functions: every node is linked, each before its
+	 * parent in the array, and siblings (and roots) in array order.  The
+	 * parser's trees are like that (a row follows the rows of what it
+	 * imported), and the JSON writer then writes the array as it is.
+	 */
+	bool children_first;
+	size_t nr_linked;
 	/* NUL-separated strings; offset 0 is the empty string. */
 	struct buf names;
 };
@@ -253,12 +262,15 @@ static inline int32_t proc_add_node(struct proc *pr, const char *name, size_t le
 	return (int32_t)pr->nr_nodes++;
 }
 
-/* Appends child as the last child of parent. */
+/* Appends child as the last child of parent.  Each node is linked once. */
 static inline void proc_link_child(struct proc *pr, int32_t parent, int32_t child)
 {
 	struct imp_node *p = &pr->nodes[parent];
 	struct imp_node *c = &pr->nodes[child];
 
+	if (child > parent || child < p->last_child)
+		pr->children_first = false;
+	pr->nr_linked++;
 	c->parent = parent;
 	c->next_sibling = -1;
 	if (p->last_child >= 0)
@@ -272,6 +284,9 @@ static inline void proc_link_root(struct proc *pr, int32_t node)
 {
 	struct imp_node *n = &pr->nodes[node];
 
+	if (node < pr->last_root)
+		pr->children_first = false;
+	pr->nr_linked++;
 	n->parent = -1;
 	n->next_sibling = -1;
 	if (pr->last_root >= 0)
@@ -280,10 +295,23 @@ static inline void proc_link_root(struct proc *pr, int32_t node)
 		pr->first_root = node;
 	pr->last_root = node;
 }
+/* Unlinks every node, to link them all again. */
+void proc_unlink_all(struct proc *pr);
+/* Whether every node is linked, each before its parent, siblings in array order. */
+static inline bool proc_children_first(const struct proc *pr)
+{
+	return pr->children_first && pr->nr_linked == pr->nr_nodes;
+}
 /* Allocates the timing array (all UNKNOWN) if absent. */
 void proc_ensure_timing(struct proc *pr);
 /* Appends "a -> b -> c" for the chain from the root to node i. */
 void proc_chain(const struct proc *pr, int32_t i, const char *sep, struct buf *out);
+/*
+ * The node after i in pre-order (import order: a parent before its children,
+ * siblings in order), -1 after the last; start from first_root.  Iterative:
+ * the tree can be thousands of levels deep.
+ */
+int32_t proc_preorder_next(const struct proc *pr, int32_t i);
 /* First node with this name in pre-order, -1 if none. */
 int32_t proc_find(const struct proc *pr, const char *name);
 /* Sum of cum_us over roots that are not start-up, and over all roots. */
@@ -308,6 +336,14 @@ bool is_stdlib_module(const char *name, const char *const *stdlib_names);
  * NODE_INCONSISTENT and returns the number of violations.
  */
 size_t proc_check_consistency(struct proc *pr, int64_t tolerance_us);
+
+/*
+ * proc_classify and proc_check_consistency together, the way the analysis
+ * runs them: without a trace in one pass over the nodes, on several threads
+ * for big processes.  Returns the number of violations.
+ */
+size_t proc_analyze(struct proc *pr, const char *const *stdlib_names, const char *const *site_dirs,
+		    int64_t tolerance_us);
 
 /* Aggregation by top-level package. */
 struct pkg_total {

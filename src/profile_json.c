@@ -1,7 +1,7 @@
 /*
  * The profile's JSON form (docs/profile-format.md): a streaming writer that
  * flushes through zlib (gzip when the name ends in .gz) and a reader built on
- * jansson.  Nodes are written in pre-order as compact arrays.
+ * jansson.  Nodes are written children first, as compact arrays.
  */
 #include "profile.h"
 
@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#include <time.h>
+#include <stdlib.h>
 
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -301,12 +303,12 @@ static void write_node(struct jw *w, const struct proc *pr, const struct imp_nod
  */
 #define NODES_PER_RANGE 32768
 
-/* Formats nodes in pre-order, a round of consecutive ranges in parallel. */
+/* Formats nodes in write_order, a round of consecutive ranges in parallel. */
 struct node_job {
 	const struct proc *pr;
 	const int32_t *order, *newidx;
 	const struct kind_tail *tails;
-	size_t base; /* the round's first pre-order position */
+	size_t base; /* the round's first position in write order */
 	struct buf out[PARALLEL_MAX]; /* each slot's text, reused round after round */
 };
 
@@ -320,9 +322,10 @@ static void format_nodes(void *ctx, size_t begin, size_t end, unsigned slot)
 
 	buf_reset(&out);
 	for (i = job->base + begin; i < job->base + end; i++) {
-		const struct imp_node *nd = &job->pr->nodes[job->order[i]];
+		const struct imp_node *nd = &job->pr->nodes[job->order ? job->order[i] : (int32_t)i];
 
-		write_node(&w, job->pr, nd, nd->parent >= 0 ? job->newidx[nd->parent] : -1, job->tails);
+		write_node(&w, job->pr, nd, nd->parent >= 0 && job->newidx ? job->newidx[nd->parent] : nd->parent,
+			   job->tails);
 	}
 	job->out[slot] = out;
 }
@@ -338,9 +341,9 @@ static void write_nodes(struct jw *w, const struct proc *pr, const int32_t *orde
 	kind_tails(tails);
 	if (nr == 1) {
 		for (i = 0; i < n; i++) {
-			const struct imp_node *nd = &pr->nodes[order[i]];
+			const struct imp_node *nd = &pr->nodes[order ? order[i] : (int32_t)i];
 
-			write_node(w, pr, nd, nd->parent >= 0 ? newidx[nd->parent] : -1, tails);
+			write_node(w, pr, nd, nd->parent >= 0 && newidx ? newidx[nd->parent] : nd->parent, tails);
 		}
 		return;
 	}
@@ -357,31 +360,51 @@ static void write_nodes(struct jw *w, const struct proc *pr, const int32_t *orde
 		buf_release(&job.out[slot]);
 }
 
-static void write_proc(struct jw *w, const struct proc *pr)
+/*
+ * The order nodes are written in: children before their parent, siblings in
+ * import order.  A tree from the parser is already laid out so (and then
+ * order and newidx stay NULL: written as it is); any other tree gets a
+ * post-order walk, order[i] being the node written i-th and newidx its
+ * inverse.
+ */
+static size_t write_order(const struct proc *pr, int32_t **order_out, int32_t **newidx_out)
 {
-	int32_t *order = NULL, *newidx = NULL;
+	int32_t *order, *newidx, k;
 	size_t n = 0, i;
-	int32_t k;
 
-	/* Pre-order numbering, so a parent always precedes its children. */
+	*order_out = *newidx_out = NULL;
+	if (proc_children_first(pr))
+		return pr->nr_nodes;
 	order = xmalloc(st_mult(pr->nr_nodes ? pr->nr_nodes : 1, sizeof(*order)));
 	newidx = xmalloc(st_mult(pr->nr_nodes ? pr->nr_nodes : 1, sizeof(*newidx)));
 	for (i = 0; i < pr->nr_nodes; i++)
 		newidx[i] = -1;
-	for (k = pr->first_root; k >= 0;) {
-		const struct imp_node *nd = &pr->nodes[k];
-
-		newidx[k] = (int32_t)n;
-		order[n++] = k;
-		if (nd->first_child >= 0) {
-			k = nd->first_child;
-			continue;
-		}
-		while (k >= 0 && pr->nodes[k].next_sibling < 0)
+	k = pr->first_root;
+	while (k >= 0) {
+		while (pr->nodes[k].first_child >= 0)
+			k = pr->nodes[k].first_child;
+		/* k has no children left to visit: write it, then its next sibling's subtree or its parent. */
+		for (;;) {
+			newidx[k] = (int32_t)n;
+			order[n++] = k;
+			if (pr->nodes[k].next_sibling >= 0) {
+				k = pr->nodes[k].next_sibling;
+				break;
+			}
 			k = pr->nodes[k].parent;
-		if (k >= 0)
-			k = pr->nodes[k].next_sibling;
+			if (k < 0)
+				break;
+		}
 	}
+	*order_out = order;
+	*newidx_out = newidx;
+	return n;
+}
+
+static void write_proc(struct jw *w, const struct proc *pr)
+{
+	int32_t *order, *newidx;
+	size_t n = write_order(pr, &order, &newidx), i;
 
 	buf_addch(w->out, '{');
 	jw_kv_int(w, "pid", pr->pid);
@@ -398,7 +421,7 @@ static void write_proc(struct jw *w, const struct proc *pr)
 		jw_key(w, "timing");
 		buf_addch(w->out, '[');
 		for (i = 0; i < n; i++) {
-			const struct imp_timing *t = &pr->timing[order[i]];
+			const struct imp_timing *t = &pr->timing[order ? order[i] : (int32_t)i];
 
 			buf_addf(w->out, "[%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,",
 				 (long long)t->start_ns, (long long)t->end_ns, (long long)t->find_ns,
@@ -427,7 +450,7 @@ static void write_proc(struct jw *w, const struct proc *pr)
 			buf_addch(w->out, ',');
 			jw_str(w, proc_str(pr, e->detail));
 			buf_addch(w->out, ',');
-			buf_add_i64(w->out, e->node >= 0 ? newidx[e->node] : -1);
+			buf_add_i64(w->out, e->node < 0 ? -1 : newidx ? newidx[e->node] : e->node);
 			buf_adds(w->out, "],");
 			jw_flush(w, 0);
 		}
@@ -638,7 +661,12 @@ static uint32_t intern_json(struct proc *pr, json_t *js)
 	return off;
 }
 
-static int read_proc(struct proc *pr, json_t *jp, struct buf *err)
+/*
+ * Reads a process.  Version 2 lists each node before its parent, version 1
+ * after it; either way a parent index points one way only, so no cycle can
+ * be built, and siblings are linked in the order they are listed.
+ */
+static int read_proc(struct proc *pr, json_t *jp, int version, struct buf *err)
 {
 	json_t *nodes = json_object_get(jp, "nodes");
 	json_t *timing = json_object_get(jp, "timing");
@@ -667,9 +695,10 @@ static int read_proc(struct proc *pr, json_t *jp, struct buf *err)
 			buf_addf(err, "node %zu is not [name, depth, parent, ...]", i);
 			return -1;
 		}
-		if (parent >= (int64_t)i || parent < -1) {
-			buf_addf(err, "node %zu has parent %lld, which does not precede it", i,
-				 (long long)parent);
+		if (parent < -1 || (version == 1 && parent >= (int64_t)i) ||
+		    (version != 1 && parent >= 0 && (parent <= (int64_t)i || parent >= (int64_t)nr))) {
+			buf_addf(err, "node %zu has parent %lld, which does not %s it", i, (long long)parent,
+				 version == 1 ? "precede" : "follow");
 			return -1;
 		}
 		idx = proc_add_node(pr, "", 0, (uint32_t)arr_int(n, 1), arr_int(n, 3), arr_int(n, 4));
@@ -678,10 +707,15 @@ static int read_proc(struct proc *pr, json_t *jp, struct buf *err)
 		kind = json_string_value(json_array_get(n, 6));
 		k = kind ? kind_from_name(kind) : -1;
 		pr->nodes[idx].kind = (uint8_t)(k >= 0 ? k : KIND_APP);
+	}
+	/* Linked once all exist: in version 2 a parent comes later. */
+	for (i = 0; i < nr; i++) {
+		int64_t parent = arr_int(json_array_get(nodes, i), 2);
+
 		if (parent >= 0)
-			proc_link_child(pr, (int32_t)parent, idx);
+			proc_link_child(pr, (int32_t)parent, (int32_t)i);
 		else
-			proc_link_root(pr, idx);
+			proc_link_root(pr, (int32_t)i);
 	}
 	if (json_is_array(timing)) {
 		if (json_array_size(timing) != nr) {
@@ -725,7 +759,7 @@ static int read_proc(struct proc *pr, json_t *jp, struct buf *err)
 	return 0;
 }
 
-static int read_run(struct profile *p, json_t *jr, struct buf *err)
+static int read_run(struct profile *p, json_t *jr, int version, struct buf *err)
 {
 	struct run *r = profile_add_run(p);
 	json_t *procs = json_object_get(jr, "processes");
@@ -762,7 +796,7 @@ static int read_run(struct profile *p, json_t *jr, struct buf *err)
 	for (i = 0; i < json_array_size(procs); i++) {
 		struct proc *pr = run_add_proc(r);
 
-		if (read_proc(pr, json_array_get(procs, i), err) < 0) {
+		if (read_proc(pr, json_array_get(procs, i), version, err) < 0) {
 			buf_addf(err, " (run %zu, process %zu)", p->nr_runs - 1, i);
 			return -1;
 		}
@@ -773,6 +807,7 @@ static int read_run(struct profile *p, json_t *jr, struct buf *err)
 static int read_profile(struct profile *p, json_t *root, struct buf *err)
 {
 	json_t *v, *runs, *lim;
+	int64_t version;
 	size_t i;
 
 	if (!json_is_object(root) || !json_is_string(json_object_get(root, "format")) ||
@@ -780,9 +815,10 @@ static int read_profile(struct profile *p, json_t *root, struct buf *err)
 		buf_addf(err, "not a coldstart profile (no \"format\": \"coldstart-profile\")");
 		return -1;
 	}
-	if (opt_int(root, "version", 0) != PROFILE_FORMAT_VERSION) {
-		buf_addf(err, "unsupported profile version %lld (this coldstart reads %d)",
-			 (long long)opt_int(root, "version", 0), PROFILE_FORMAT_VERSION);
+	version = opt_int(root, "version", 0);
+	if (version < 1 || version > PROFILE_FORMAT_VERSION) {
+		buf_addf(err, "unsupported profile version %lld (this coldstart reads 1 to %d)",
+			 (long long)version, PROFILE_FORMAT_VERSION);
 		return -1;
 	}
 	p->tool_version = opt_str(root, "tool_version");
@@ -813,7 +849,7 @@ static int read_profile(struct profile *p, json_t *root, struct buf *err)
 		return -1;
 	}
 	for (i = 0; i < json_array_size(runs); i++)
-		if (read_run(p, json_array_get(runs, i), err) < 0)
+		if (read_run(p, json_array_get(runs, i), (int)version, err) < 0)
 			return -1;
 	v = json_object_get(root, "warnings");
 	for (i = 0; i < json_array_size(v); i++) {

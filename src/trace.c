@@ -420,19 +420,6 @@ static int cmp_name_ent(const void *a, const void *b)
 	return x->post < y->post ? -1 : x->post > y->post;
 }
 
-/* Next node in pre-order, -1 at the end. */
-static int32_t preorder_next_node(const struct proc *pr, int32_t i)
-{
-	if (pr->nodes[i].first_child >= 0)
-		return pr->nodes[i].first_child;
-	while (i >= 0) {
-		if (pr->nodes[i].next_sibling >= 0)
-			return pr->nodes[i].next_sibling;
-		i = pr->nodes[i].parent;
-	}
-	return -1;
-}
-
 /* Fills order[] with nodes in post-order (children before parents). */
 static size_t postorder(const struct proc *pr, int32_t *order)
 {
@@ -638,7 +625,7 @@ static void relink(struct merge *mg)
 	struct sort_ctx ctx = { parent, timed, key };
 	int32_t j;
 
-	for (j = pr->first_root; j >= 0; j = preorder_next_node(pr, j))
+	for (j = pr->first_root; j >= 0; j = proc_preorder_next(pr, j))
 		key[j] = (int64_t)k++;
 	for (i = 0; i < mg->n; i++) {
 		int32_t t = mg->it_match[i];
@@ -669,11 +656,9 @@ static void relink(struct merge *mg)
 		if (steps > total)
 			parent[i] = -1;
 	}
-	for (i = 0; i < total; i++) {
+	for (i = 0; i < total; i++)
 		sorted[i] = (int32_t)i;
-		out->nodes[i].parent = out->nodes[i].first_child = out->nodes[i].last_child = -1;
-		out->nodes[i].next_sibling = -1;
-	}
+	proc_unlink_all(out);
 	if (total)
 		qsort_r(sorted, total, sizeof(int32_t), cmp_child, &ctx);
 	for (i = 0; i < total; i++) {
@@ -682,7 +667,7 @@ static void relink(struct merge *mg)
 		else
 			proc_link_root(out, sorted[i]);
 	}
-	for (j = out->first_root; j >= 0; j = preorder_next_node(out, j))
+	for (j = out->first_root; j >= 0; j = proc_preorder_next(out, j))
 		out->nodes[j].depth = out->nodes[j].parent >= 0 ? out->nodes[out->nodes[j].parent].depth + 1 : 0;
 	free(parent);
 	free(sorted);

@@ -203,7 +203,10 @@ def test_json_roundtrip_and_gzip(coldstart, tmp_path):
     assert r.returncode == 0, r.stderr
     with gzip.open(out, "rt") as f:
         prof = json.load(f)
-    assert prof["format"] == "coldstart-profile" and prof["version"] == 1
+    assert prof["format"] == "coldstart-profile" and prof["version"] == 2
+    # Version 2 lists every node before its parent, in the order importtime printed the rows.
+    nodes = prof["runs"][0]["processes"][0]["nodes"]
+    assert all(n[2] == -1 or n[2] > i for i, n in enumerate(nodes))
     again = coldstart("report", out, "--color", "never")
     assert again.returncode == 0, again.stderr
     # The same tables, rendered from the saved file.
@@ -235,6 +238,56 @@ def test_parse_matches_profile(coldstart, tmp_path):
     empty.write_text("nothing to see\n")
     r = coldstart("parse", empty)
     assert r.returncode == 1 and "no -X importtime rows" in r.stderr
+
+
+def test_version_1_files_still_read(coldstart, tmp_path):
+    """A version 1 file (pre-order nodes) reads as the same profile as its version 2 form
+    (children first); a parent index pointing the wrong way for the version is refused."""
+    raw = tmp_path / "raw.log"
+    v2 = tmp_path / "v2.json"
+    r = coldstart("profile", "--python", DEBIAN_PYTHON, "--no-trace", "--raw-log", raw, "-o", v2,
+                  "--no-report", "-c", "import json, asyncio")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(v2.read_text())
+    nodes = doc["runs"][0]["processes"][0]["nodes"]
+    # Rewrite the same tree in pre-order, as version 1 files have it.
+    children = collections.defaultdict(list)
+    for i, n in enumerate(nodes):
+        children[n[2]].append(i)
+    order = []
+    stack = list(reversed(children[-1]))
+    while stack:
+        i = stack.pop()
+        order.append(i)
+        stack.extend(reversed(children[i]))
+    assert sorted(order) == list(range(len(nodes)))
+    newidx = {old: new for new, old in enumerate(order)}
+    v1doc = json.loads(v2.read_text())
+    v1doc["version"] = 1
+    v1doc["runs"][0]["processes"][0]["nodes"] = [
+        nodes[i][:2] + [newidx[nodes[i][2]] if nodes[i][2] >= 0 else -1] + nodes[i][3:] for i in order]
+    v1 = tmp_path / "v1.json"
+    v1.write_text(json.dumps(v1doc))
+    a = coldstart("report", v2, "--color", "never", "--tree")
+    b = coldstart("report", v1, "--color", "never", "--tree")
+    assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
+    assert a.stdout == b.stdout and "asyncio" in a.stdout
+    # Reading version 1 and saving again gives the version 2 nodes back.
+    again = tmp_path / "again.json"
+    r = coldstart("report", v1, "-o", again, "--no-report")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(again.read_text())["runs"][0]["processes"][0]["nodes"] == nodes
+    # A version 2 node whose parent comes before it, and an unknown version.
+    bad = json.loads(v2.read_text())
+    bad["runs"][0]["processes"][0]["nodes"][-1][2] = 0
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    r = coldstart("report", tmp_path / "bad.json")
+    assert r.returncode == 1 and "does not follow it" in r.stderr, r.stderr
+    bad = json.loads(v2.read_text())
+    bad["version"] = 3
+    (tmp_path / "bad3.json").write_text(json.dumps(bad))
+    r = coldstart("report", tmp_path / "bad3.json")
+    assert r.returncode == 1 and "unsupported profile version 3" in r.stderr, r.stderr
 
 
 def test_colour_only_when_asked(coldstart):

@@ -118,13 +118,32 @@ struct result {
 	size_t rows, headers;
 };
 
+static void finish_result(struct result *res, struct it_parser *ps)
+{
+	const struct it_warning *w;
+	size_t nr, i;
+
+	it_finish(ps, &res->pass);
+	dump_run(&res->run, &res->dump);
+	res->rows = it_rows(ps);
+	res->headers = it_headers(ps);
+	buf_addf(&res->dump, "rows %zu headers %zu\n", res->rows, res->headers);
+	w = it_warnings(ps, &nr);
+	for (i = 0; i < nr; i++)
+		buf_addf(&res->dump, "warning %ld: %s\n", w[i].line, w[i].msg);
+	res->nr_warnings = nr;
+	buf_adds(&res->dump, "passthrough \"");
+	add_escaped(&res->dump, res->pass.buf, res->pass.len);
+	buf_adds(&res->dump, "\"\n");
+	it_parser_free(ps);
+}
+
 /* chunk 0 feeds everything at once; otherwise chunks of that size (or random when seed). */
 static void parse_text(struct result *res, const char *text, size_t len, size_t chunk,
 		       unsigned seed)
 {
 	struct it_parser *ps;
-	const struct it_warning *w;
-	size_t nr, i, off = 0;
+	size_t off = 0;
 
 	memset(&res->run, 0, sizeof(res->run));
 	buf_init(&res->dump, 0);
@@ -143,19 +162,47 @@ static void parse_text(struct result *res, const char *text, size_t len, size_t 
 			off += n;
 		}
 	}
-	it_finish(ps, &res->pass);
-	dump_run(&res->run, &res->dump);
-	res->rows = it_rows(ps);
-	res->headers = it_headers(ps);
-	buf_addf(&res->dump, "rows %zu headers %zu\n", res->rows, res->headers);
-	w = it_warnings(ps, &nr);
-	for (i = 0; i < nr; i++)
-		buf_addf(&res->dump, "warning %ld: %s\n", w[i].line, w[i].msg);
-	res->nr_warnings = nr;
-	buf_adds(&res->dump, "passthrough \"");
-	add_escaped(&res->dump, res->pass.buf, res->pass.len);
-	buf_adds(&res->dump, "\"\n");
-	it_parser_free(ps);
+	finish_result(res, ps);
+}
+
+/* A read(2)-like source over a string, handing out at most chunk bytes a call (random sizes with seed). */
+struct text_source {
+	const char *text;
+	size_t len, off, chunk;
+	unsigned seed;
+};
+
+static long read_text(void *ctx, char *buf, size_t len)
+{
+	struct text_source *src = ctx;
+	size_t n = src->chunk ? src->chunk : len;
+
+	if (src->seed)
+		n = (size_t)rand_r(&src->seed) % n + 1;
+	if (n > len)
+		n = len;
+	if (n > src->len - src->off)
+		n = src->len - src->off;
+	memcpy(buf, src->text + src->off, n);
+	src->off += n;
+	return (long)n;
+}
+
+/* Like parse_text through it_feed_from, with its lexing thread (COLDSTART_THREADS=2). */
+static void parse_reader(struct result *res, const char *text, size_t len, size_t chunk, unsigned seed)
+{
+	struct text_source src = { text, len, 0, chunk, seed };
+	struct it_parser *ps;
+
+	memset(&res->run, 0, sizeof(res->run));
+	buf_init(&res->dump, 0);
+	buf_init(&res->pass, 0);
+	ps = it_parser_new(&res->run);
+	setenv("COLDSTART_THREADS", "2", 1);
+	assert_int_equal(it_feed_from(ps, read_text, &src, &res->pass), 0);
+	unsetenv("COLDSTART_THREADS");
+	assert_int_equal(src.off, len);
+	finish_result(res, ps);
 }
 
 static void result_release(struct result *res)
@@ -242,6 +289,19 @@ static void test_golden(void **state)
 
 			parse_text(&part, log.buf, log.len, 50, (unsigned)c);
 			assert_string_equal(part.dump.buf, whole.dump.buf);
+			result_release(&part);
+		}
+		/* The same through the lexing thread, the stream cut anywhere. */
+		for (c = 0; c < ARRAY_SIZE(chunks) + 3; c++) {
+			struct result part;
+
+			if (c < ARRAY_SIZE(chunks))
+				parse_reader(&part, log.buf, log.len, chunks[c], 0);
+			else
+				parse_reader(&part, log.buf, log.len, 100, (unsigned)c);
+			if (strcmp(part.dump.buf, whole.dump.buf))
+				fail_msg("'%s' read in chunks of %zu differs:\n%s", names[i],
+					 c < ARRAY_SIZE(chunks) ? chunks[c] : 100, part.dump.buf);
 			result_release(&part);
 		}
 		result_release(&whole);
@@ -789,6 +849,71 @@ static void test_sibling_order(void **state)
 }
 
 /* Junk cannot grow the warning list without bound. */
+/*
+ * it_feed_from's lexing thread against plain it_feed on hostile logs: rows
+ * mixed with noise, glued text, CR, NUL, headers, cached and odd rows, huge
+ * numbers, lines longer than the lexer's chunk and than the parser's limit,
+ * the stream cut at random places.
+ */
+static void test_reader_matches_feed(void **state)
+{
+	static const char *const noise[] = {
+		"import time: self [us] | cumulative | imported package\n",
+		"Traceback (most recent call last):\n",
+		"WARN: glued",
+		"import time:    cached |     cached |     enc\n",
+		"import time:       -12 |         30 | neg\n",
+		"import time: 123456789 | 9999999999 | big\n",
+		"import time:         1 |          2 |   odd\n",
+		"import time:         1 |          2 | crlf\r\n",
+		"import time:         1 |          2 | nul\0x\n",
+		"import time:         1 |          2 |\n",
+		"\n",
+	};
+	unsigned seed;
+
+	(void)state;
+	for (seed = 1; seed <= 6; seed++) {
+		struct buf log = BUF_INIT;
+		struct result whole, part;
+		unsigned r = seed;
+		size_t k, c;
+
+		for (k = 0; k < 4000; k++) {
+			unsigned x = (unsigned)rand_r(&r);
+
+			if (x % 3)
+				add_row(&log, x % 5000, x % 90000, (x >> 8) % 6, (x >> 4) % 2 ? "pkg.mod" : "m");
+			else
+				buf_adds(&log, noise[(x >> 3) % ARRAY_SIZE(noise)]);
+		}
+		if (seed == 5) {
+			/* A row line longer than the lexer's chunk, and one longer than the limit. */
+			buf_adds(&log, "import time:         3 |          4 | ");
+			for (k = 0; k < (3u << 20); k++)
+				buf_addch(&log, 'a' + (char)(k % 26));
+			buf_adds(&log, "\nimport time:         5 |          6 | ");
+			for (k = 0; k < (16u << 20) + 5; k++)
+				buf_addch(&log, 'b');
+			buf_adds(&log, "\n");
+			add_row(&log, 1, 1, 0, "after");
+		}
+		parse_text(&whole, log.buf, log.len, 0, 0);
+		for (c = 0; c < 4; c++) {
+			static const size_t chunks[] = { 0, 1, 333, 65536 };
+
+			if (chunks[c] == 1 && log.len > (1u << 20))
+				continue; /* a handoff per byte of 20 MB takes minutes */
+			parse_reader(&part, log.buf, log.len, chunks[c], c == 2 ? seed : 0);
+			if (strcmp(part.dump.buf, whole.dump.buf))
+				fail_msg("seed %u, chunks of %zu: lexing thread differs", seed, chunks[c]);
+			result_release(&part);
+		}
+		result_release(&whole);
+		buf_release(&log);
+	}
+}
+
 static void test_warning_cap(void **state)
 {
 	struct buf log = BUF_INIT;
@@ -989,6 +1114,7 @@ int main(void)
 		cmocka_unit_test(test_overlong_line),
 		cmocka_unit_test(test_deep_nesting),
 		cmocka_unit_test(test_sibling_order),
+		cmocka_unit_test(test_reader_matches_feed),
 		cmocka_unit_test(test_warning_cap),
 		cmocka_unit_test(test_parse_buffer),
 		cmocka_unit_test(test_empty),
