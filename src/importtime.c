@@ -50,6 +50,7 @@ _Static_assert(IT_MAX_LINE >= 2 * MARKER_LEN, "IT_MAX_LINE too small");
 struct pending {
 	int32_t node;
 	uint32_t maxd;
+	uint32_t depth; /* the node's, when known: adopt reads it here, not in the node */
 };
 
 struct it_parser {
@@ -137,11 +138,13 @@ static struct proc *cur_proc(struct it_parser *ps)
 	return &ps->run->procs[ps->proc];
 }
 
-static void push_pending(struct it_parser *ps, int32_t node, uint32_t maxd)
+static void push_pending(struct it_parser *ps, int32_t node, uint32_t maxd, uint32_t depth)
 {
-	ALLOC_GROW(ps->stack, ps->nr_stack + 1, ps->alloc_stack);
+	if (ps->nr_stack == ps->alloc_stack)
+		ALLOC_GROW(ps->stack, ps->nr_stack + 1, ps->alloc_stack);
 	ps->stack[ps->nr_stack].node = node;
 	ps->stack[ps->nr_stack].maxd = maxd;
+	ps->stack[ps->nr_stack].depth = depth;
 	ps->nr_stack++;
 }
 
@@ -483,7 +486,7 @@ static void adopt(struct it_parser *ps, int32_t parent, uint32_t d)
 		if (e->maxd != DEPTH_KNOWN) {
 			if (e->maxd < d + 1)
 				break;
-		} else if (pr->nodes[e->node].depth <= d) {
+		} else if (e->depth <= d) {
 			break;
 		}
 		k--;
@@ -532,7 +535,7 @@ static void attach_cached(struct it_parser *ps, const struct row *r)
 	pr->nodes[node].flags |= NODE_CACHED;
 	if (r->indent && width % 2 == 0) {
 		pr->nodes[node].depth = maxd;
-		push_pending(ps, node, DEPTH_KNOWN);
+		push_pending(ps, node, DEPTH_KNOWN, maxd);
 		return;
 	}
 	if (r->indent)
@@ -541,7 +544,7 @@ static void attach_cached(struct it_parser *ps, const struct row *r)
 	if (maxd == 0)
 		proc_link_root(pr, node);
 	else
-		push_pending(ps, node, maxd);
+		push_pending(ps, node, maxd, 0);
 }
 
 /* Adds a row that is not cached to the current process (it exists). */
@@ -556,7 +559,7 @@ static void add_row(struct it_parser *ps, const char *name, size_t len, uint32_t
 	if (depth == 0)
 		proc_link_root(pr, node);
 	else
-		push_pending(ps, node, DEPTH_KNOWN);
+		push_pending(ps, node, DEPTH_KNOWN, depth);
 }
 
 static void handle_row(struct it_parser *ps, const struct row *r)

@@ -248,26 +248,40 @@ void proc_init(struct proc *pr)
 void proc_release(struct proc *pr)
 {
 	free(pr->argv);
-	free(pr->nodes);
+	big_free(pr->nodes, pr->alloc_nodes * sizeof(*pr->nodes));
 	free(pr->timing);
 	free(pr->events);
-	buf_release(&pr->names);
+	if (pr->names.alloc)
+		big_free(pr->names.buf, pr->names.alloc);
 	memset(pr, 0, sizeof(*pr));
 	pr->first_root = pr->last_root = -1;
 }
 
 void proc_grow_names(struct proc *pr, size_t len)
 {
-	if (pr->names.len + len + 1 > UINT32_MAX)
+	struct buf *pool = &pr->names;
+	size_t want = pool->len + len + 2, alloc; /* the name, its NUL, the buffer's own NUL */
+
+	if (pool->len + len + 1 > UINT32_MAX)
 		die("name pool of one process exceeds 4 GiB");
-	buf_grow(&pr->names, len + 1);
+	if (want <= pool->alloc)
+		return;
+	alloc = pool->alloc * 3 / 2 > want ? pool->alloc * 3 / 2 : want;
+	pool->buf = big_realloc(pool->buf, pool->alloc, alloc);
+	pool->alloc = alloc;
 }
 
 void proc_grow_nodes(struct proc *pr)
 {
+	size_t alloc = pr->alloc_nodes < 16 ? 16 : pr->alloc_nodes * 3 / 2;
+
 	if (pr->nr_nodes >= INT32_MAX)
 		die("too many import nodes in one process");
-	ALLOC_GROW(pr->nodes, pr->nr_nodes + 1, pr->alloc_nodes);
+	if (pr->nr_nodes < pr->alloc_nodes)
+		return;
+	pr->nodes = big_realloc(pr->nodes, st_mult(pr->alloc_nodes, sizeof(*pr->nodes)),
+				st_mult(alloc, sizeof(*pr->nodes)));
+	pr->alloc_nodes = alloc;
 	if (pr->timing)
 		pr->timing = xrealloc(pr->timing, st_mult(pr->alloc_nodes, sizeof(*pr->timing)));
 }

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <time.h>
 #include <zlib.h>
@@ -71,6 +72,50 @@ void *xrealloc(void *ptr, size_t size)
 	if (!p)
 		oom(size);
 	return p;
+}
+
+static void *big_map(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		oom(size);
+	return p;
+}
+
+void *big_realloc(void *ptr, size_t old_size, size_t new_size)
+{
+	void *p;
+
+	if (new_size < BIG_MIN) {
+		if (old_size < BIG_MIN)
+			return xrealloc(ptr, new_size);
+		p = xmalloc(new_size);
+		memcpy(p, ptr, new_size);
+		munmap(ptr, old_size);
+		return p;
+	}
+	if (old_size < BIG_MIN) {
+		p = big_map(new_size);
+		if (old_size)
+			memcpy(p, ptr, old_size);
+		free(ptr);
+	} else {
+		p = mremap(ptr, old_size, new_size, MREMAP_MAYMOVE);
+		if (p == MAP_FAILED)
+			oom(new_size);
+	}
+	/* Only advice: a kernel without transparent huge pages ignores it. */
+	madvise(p, new_size, MADV_HUGEPAGE);
+	return p;
+}
+
+void big_free(void *ptr, size_t size)
+{
+	if (size < BIG_MIN)
+		free(ptr);
+	else
+		munmap(ptr, size);
 }
 
 char *xstrdup(const char *s)

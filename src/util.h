@@ -20,6 +20,16 @@ _Noreturn void bug_fl(const char *file, int line, const char *fmt, ...)
 void *xmalloc(size_t size);
 void *xcalloc(size_t nmemb, size_t size);
 void *xrealloc(void *ptr, size_t size);
+/*
+ * realloc for arrays that may grow to hundreds of megabytes (a profile's
+ * nodes and names): from BIG_MIN bytes on they live in a mapping of their
+ * own, grown by mremap without copying and marked for transparent huge pages,
+ * which roughly halves the cost of faulting them in.  Sizes are the
+ * allocation's bytes (0 for NULL); free with big_free and the same size.
+ */
+#define BIG_MIN ((size_t)4 << 20)
+void *big_realloc(void *ptr, size_t old_size, size_t new_size);
+void big_free(void *ptr, size_t size);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 /* Multiplies with an overflow check (dies on overflow). */

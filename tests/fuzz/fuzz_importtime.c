@@ -1,8 +1,9 @@
 // corpus: tests/fixtures/importtime
 /*
  * libFuzzer target for the -X importtime parser: feeds the input in chunks of
- * random sizes and checks that the result equals a one-piece feed, that every
- * node sits in exactly one tree, and that passthrough never invents bytes.
+ * random sizes, and through it_feed_from's lexing thread, and checks that both
+ * results equal a one-piece feed, that every node sits in exactly one tree,
+ * and that passthrough never invents bytes.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -10,7 +11,17 @@
 
 #include "importtime.h"
 
+int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	/* it_feed_from uses its lexing thread even on a one-CPU machine. */
+	setenv("COLDSTART_THREADS", "2", 1);
+	return 0;
+}
 
 struct outcome {
 	struct run run;
@@ -40,6 +51,43 @@ static void parse(struct outcome *o, const char *text, size_t len, uint32_t seed
 		it_feed(o->ps, text + off, n, &o->pass);
 		off += n;
 	}
+	it_finish(o->ps, &o->pass);
+}
+
+/* A read(2)-like source handing out the input in xorshift-sized pieces. */
+struct source {
+	const char *text;
+	size_t len, off;
+	uint32_t seed;
+};
+
+static long read_source(void *ctx, char *buf, size_t len)
+{
+	struct source *src = ctx;
+	size_t n;
+
+	src->seed ^= src->seed << 13;
+	src->seed ^= src->seed >> 17;
+	src->seed ^= src->seed << 5;
+	n = src->seed % 4 ? src->seed % 200 + 1 : len;
+	if (n > len)
+		n = len;
+	if (n > src->len - src->off)
+		n = src->len - src->off;
+	memcpy(buf, src->text + src->off, n);
+	src->off += n;
+	return (long)n;
+}
+
+static void parse_threaded(struct outcome *o, const char *text, size_t len, uint32_t seed)
+{
+	struct source src = { text, len, 0, seed };
+
+	memset(&o->run, 0, sizeof(o->run));
+	buf_init(&o->pass, 0);
+	o->ps = it_parser_new(&o->run);
+	if (it_feed_from(o->ps, read_source, &src, &o->pass) < 0 || src.off != len)
+		abort();
 	it_finish(o->ps, &o->pass);
 }
 
@@ -119,7 +167,7 @@ static void check_same(const struct outcome *a, const struct outcome *b)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct outcome whole, parts;
+	struct outcome whole, parts, threaded;
 	uint32_t seed = 2463534242u;
 	size_t i;
 
@@ -127,11 +175,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		seed = seed * 31 + data[i];
 	parse(&whole, (const char *)data, size, 0);
 	parse(&parts, (const char *)data, size, seed | 1);
+	parse_threaded(&threaded, (const char *)data, size, seed | 1);
 	check_trees(&whole.run);
 	if (whole.pass.len > size)
 		abort();
 	check_same(&whole, &parts);
+	check_same(&whole, &threaded);
 	release(&whole);
 	release(&parts);
+	release(&threaded);
 	return 0;
 }

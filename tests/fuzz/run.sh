@@ -42,7 +42,7 @@ for t in $targets; do
 	name=$(basename "$t" .c)
 	seed=$(sed -n '1s|^// corpus: *||p' "$t")
 	[ -n "$seed" ] || seed=tests/fixtures/${name#fuzz_}
-	$CC $CFLAGS -fsanitize=fuzzer -o "$out/$name" "$t" $objs -ljansson -lelf -lz -lm
+	$CC $CFLAGS -fsanitize=fuzzer -o "$out/$name" "$t" $objs -ljansson -lelf -lz -lm -pthread
 	[ "$seconds" = 0 ] && { echo "built $out/$name"; continue; }
 	mkdir -p "$out/corpus/$name"
 	if [ ! -d "$seed" ]; then
