@@ -1002,7 +1002,6 @@ int it_feed_from(struct it_parser *ps, it_read_fn read, void *ctx, struct buf *p
 	}
 	for (s = 0;; s = (s + 1) % LEX_SLOTS) {
 		struct lex_slot *sl = &lx.slot[s];
-
 		bool have;
 
 		pthread_mutex_lock(&lx.lock);

@@ -53,16 +53,6 @@ static size_t top_len(const char *name)
 	return dot ? (size_t)(dot - name) : strlen(name);
 }
 
-static uint64_t hash_bytes(const char *s, size_t len)
-{
-	uint64_t h = 1469598103934665603ULL;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-	return h;
-}
-
 /* Whether two dotted names share their top-level package. */
 static bool same_top(const char *a, const char *b)
 {
@@ -593,7 +583,7 @@ static void mark_startup(struct proc *pr)
 	int32_t i, last_startup = -1;
 
 	for (i = pr->first_root; i >= 0; i = pr->nodes[i].next_sibling)
-		if (!strcmp(node_name(pr, i), "site"))
+		if (node_name(pr, i)[0] == 's' && !strcmp(node_name(pr, i), "site"))
 			last_startup = i;
 	if (last_startup < 0)
 		return;
@@ -753,10 +743,13 @@ static int cmp_pkg(const void *a, const void *b)
 
 struct pkg_index {
 	struct pkg_total *t;
+	uint64_t *head; /* per package: the top_cache key, its first 8 bytes and length */
+	size_t *len;
 	size_t n, alloc;
 	int32_t *slots; /* index into t, -1 empty */
 	size_t cap;
 	size_t *open; /* per package: how many of its nodes are on the current path */
+	const char *end; /* end of the name pool */
 };
 
 static void pkg_rehash(struct pkg_index *ix)
@@ -769,7 +762,7 @@ static void pkg_rehash(struct pkg_index *ix)
 		ix->slots[i] = -1;
 	ix->cap = cap;
 	for (i = 0; i < ix->n; i++) {
-		size_t k = hash_bytes(ix->t[i].name, strlen(ix->t[i].name)) & (cap - 1);
+		size_t k = top_hash(ix->head[i], ix->len[i], cap);
 
 		while (ix->slots[k] >= 0)
 			k = (k + 1) & (cap - 1);
@@ -780,29 +773,37 @@ static void pkg_rehash(struct pkg_index *ix)
 /* The package entry for name's top level, created on first sight. */
 static size_t pkg_lookup(struct pkg_index *ix, const char *name, uint8_t kind)
 {
-	size_t len = top_len(name), k;
+	size_t len = top_length(name, ix->end), k;
+	uint64_t head = head_word(name, len, ix->end);
 
 	if ((ix->n + 1) * 2 > ix->cap)
 		pkg_rehash(ix);
-	for (k = hash_bytes(name, len) & (ix->cap - 1); ix->slots[k] >= 0; k = (k + 1) & (ix->cap - 1)) {
-		const char *have = ix->t[ix->slots[k]].name;
+	for (k = top_hash(head, len, ix->cap); ix->slots[k] >= 0; k = (k + 1) & (ix->cap - 1)) {
+		size_t t = (size_t)ix->slots[k];
 
-		if (!strncmp(have, name, len) && !have[len])
-			return (size_t)ix->slots[k];
+		if (ix->head[t] == head && ix->len[t] == len &&
+		    (len <= 8 || !memcmp(ix->t[t].name + 8, name + 8, len - 8)))
+			return t;
 	}
-	ALLOC_GROW(ix->t, ix->n + 1, ix->alloc);
-	ix->open = xrealloc(ix->open, st_mult(ix->alloc, sizeof(*ix->open)));
+	if (ix->n == ix->alloc) {
+		ALLOC_GROW(ix->t, ix->n + 1, ix->alloc);
+		ix->open = xrealloc(ix->open, st_mult(ix->alloc, sizeof(*ix->open)));
+		ix->head = xrealloc(ix->head, st_mult(ix->alloc, sizeof(*ix->head)));
+		ix->len = xrealloc(ix->len, st_mult(ix->alloc, sizeof(*ix->len)));
+	}
 	memset(&ix->t[ix->n], 0, sizeof(ix->t[ix->n]));
 	ix->t[ix->n].name = xstrndup(name, len);
 	ix->t[ix->n].kind = kind;
 	ix->open[ix->n] = 0;
+	ix->head[ix->n] = head;
+	ix->len[ix->n] = len;
 	ix->slots[k] = (int32_t)ix->n;
 	return ix->n++;
 }
 
 struct pkg_total *proc_package_totals(const struct proc *pr, size_t *nr)
 {
-	struct pkg_index ix = { 0 };
+	struct pkg_index ix = { .end = pr->names.buf + pr->names.len };
 	size_t *pkg_of = xmalloc(st_mult(pr->nr_nodes ? pr->nr_nodes : 1, sizeof(*pkg_of)));
 	int32_t i = pr->first_root;
 
@@ -840,6 +841,8 @@ struct pkg_total *proc_package_totals(const struct proc *pr, size_t *nr)
 	free(pkg_of);
 	free(ix.slots);
 	free(ix.open);
+	free(ix.head);
+	free(ix.len);
 	if (ix.n)
 		qsort(ix.t, ix.n, sizeof(*ix.t), cmp_pkg);
 	*nr = ix.n;

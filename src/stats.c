@@ -19,15 +19,6 @@ static int cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
-}
-
 static int cmp_stats(const void *a, const void *b)
 {
 	const struct module_stats *x = a, *y = b;

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "util.h"
+
 static const char *const names[] = {
 	"__future__",
 	"_abc",
@@ -343,23 +345,13 @@ static size_t table_len[TABLE_SIZE];
 /* Classification runs on several threads; the first lookup builds the table once. */
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
-static uint32_t hash_name(const char *s, size_t len)
-{
-	uint32_t h = 2166136261u;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 16777619u;
-	return h;
-}
-
 static void build_table(void)
 {
 	size_t i;
 
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		size_t len = strlen(names[i]);
-		uint32_t k = hash_name(names[i], len) & (TABLE_SIZE - 1);
+		size_t k = hash_bytes(names[i], len) & (TABLE_SIZE - 1);
 
 		while (table[k])
 			k = (k + 1) & (TABLE_SIZE - 1);
@@ -370,10 +362,10 @@ static void build_table(void)
 
 bool stdlib_name_known(const char *name, size_t len)
 {
-	uint32_t k;
+	size_t k;
 
 	pthread_once(&table_once, build_table);
-	for (k = hash_name(name, len) & (TABLE_SIZE - 1); table[k]; k = (k + 1) & (TABLE_SIZE - 1))
+	for (k = hash_bytes(name, len) & (TABLE_SIZE - 1); table[k]; k = (k + 1) & (TABLE_SIZE - 1))
 		if (table_len[k] == len && !memcmp(table[k], name, len))
 			return true;
 	return false;

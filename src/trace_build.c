@@ -69,18 +69,6 @@ static char *next_line(char **p)
 	return s;
 }
 
-static uint64_t fnv1a(const char *s, size_t len)
-{
-	uint64_t h = 1469598103934665603ULL;
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 1099511628211ULL;
-	}
-	return h;
-}
-
 static int mkdir_p(const char *path)
 {
 	char *copy = xstrdup(path), *p;
@@ -213,7 +201,7 @@ int trace_build_ensure(const char *python, const char *datadir, char **so_path, 
 	}
 
 	root = trace_build_cache_root();
-	buf_addf(&dir, "%s/tracer/%016llx", root, (unsigned long long)fnv1a(src.buf, src.len));
+	buf_addf(&dir, "%s/tracer/%016llx", root, (unsigned long long)hash_bytes(src.buf, src.len));
 	buf_reset(&path);
 	buf_addf(&path, "%s/_tracer%s", dir.buf, info.ext_suffix);
 	if (!access(path.buf, R_OK)) {

@@ -74,6 +74,17 @@ void *xrealloc(void *ptr, size_t size)
 	return p;
 }
 
+uint64_t hash_bytes(const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	uint64_t h = 1469598103934665603ULL;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ p[i]) * 1099511628211ULL;
+	return h;
+}
+
 static void *big_map(size_t size)
 {
 	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <stdio.h>
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -31,6 +32,12 @@ void *xrealloc(void *ptr, size_t size);
 void *big_realloc(void *ptr, size_t old_size, size_t new_size);
 void big_free(void *ptr, size_t size);
 char *xstrdup(const char *s);
+/* FNV-1a, 64 bits: the hash of the tool's hash tables and cache keys. */
+uint64_t hash_bytes(const void *data, size_t len);
+static inline uint64_t hash_str(const char *s)
+{
+	return hash_bytes(s, strlen(s));
+}
 char *xstrndup(const char *s, size_t n);
 /* Multiplies with an overflow check (dies on overflow). */
 size_t st_mult(size_t a, size_t b);

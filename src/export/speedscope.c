@@ -17,15 +17,6 @@ struct frames {
 	size_t nslots;
 };
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-	return h;
-}
-
 static void frames_rehash(struct frames *f)
 {
 	size_t i, ns = f->nslots ? f->nslots * 2 : 1024;
