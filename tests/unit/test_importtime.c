@@ -914,6 +914,96 @@ static void test_reader_matches_feed(void **state)
 	}
 }
 
+/* Nodes of two processes, field by field (the struct has padding bytes). */
+static void assert_same_nodes(const struct proc *x, const struct proc *y)
+{
+	size_t i;
+
+	assert_int_equal(x->nr_nodes, y->nr_nodes);
+	for (i = 0; i < x->nr_nodes; i++) {
+		const struct imp_node *m = &x->nodes[i], *n = &y->nodes[i];
+
+		assert_string_equal(node_name(x, (int32_t)i), node_name(y, (int32_t)i));
+		assert_int_equal(m->depth, n->depth);
+		assert_int_equal(m->parent, n->parent);
+		assert_int_equal(m->first_child, n->first_child);
+		assert_int_equal(m->next_sibling, n->next_sibling);
+		assert_int_equal(m->flags, n->flags);
+		assert_int_equal(m->kind, n->kind);
+		assert_int_equal(m->self_us, n->self_us);
+		assert_int_equal(m->cum_us, n->cum_us);
+	}
+}
+
+/*
+ * A process of 150,000 rows: past BIG_MIN its node and name arrays move to
+ * mappings of their own (big_realloc), and the analysis and the JSON writer
+ * split it into ranges for two threads.  One thread and two must agree, and
+ * the JSON must read back to the same nodes.
+ */
+static void test_big_process(void **state)
+{
+	struct buf log = BUF_INIT, json1 = BUF_INIT, json2 = BUF_INIT, err = BUF_INIT;
+	struct result one, two;
+	struct profile p, q;
+	const struct proc *pr;
+	size_t i;
+
+	(void)state;
+	buf_adds(&log, "import time: self [us] | cumulative | imported package\n");
+	for (i = 0; i < 30000; i++) {
+		char name[64];
+
+		/* A root with two children, one of which has two children of its own. */
+		snprintf(name, sizeof(name), "package_number_%zu.with.a.long.enough.name", i % 977);
+		add_row(&log, 3, 3, 2, name);
+		add_row(&log, 4, 4, 2, "leaf_two_of_a_long_enough_name");
+		add_row(&log, 5, 12, 1, "middle.of.the.chain");
+		add_row(&log, 6, 6, 1, i % 2 ? "json.decoder" : "other.leaf");
+		add_row(&log, 7, 25, 0, name);
+	}
+	parse_text(&one, log.buf, log.len, 0, 0);
+	parse_reader(&two, log.buf, log.len, 65536, 0);
+	assert_string_equal(one.dump.buf, two.dump.buf);
+	pr = only_proc(&one);
+	assert_int_equal(pr->nr_nodes, 150000);
+	assert_true(pr->alloc_nodes * sizeof(*pr->nodes) >= BIG_MIN);
+	assert_true(pr->names.alloc >= BIG_MIN);
+	assert_true(proc_children_first(pr));
+	assert_int_equal(one.nr_warnings, 0);
+	result_release(&one);
+	result_release(&two);
+
+	/* Analysis and JSON on one thread and on two. */
+	profile_init(&p);
+	profile_init(&q);
+	it_parse_buffer(&p, profile_add_run(&p), log.buf, log.len);
+	it_parse_buffer(&q, profile_add_run(&q), log.buf, log.len);
+	setenv("COLDSTART_THREADS", "1", 1);
+	assert_int_equal(proc_analyze(&p.runs[0].procs[0], NULL, NULL, 0), 0);
+	profile_to_json(&p, &json1);
+	setenv("COLDSTART_THREADS", "2", 1);
+	assert_int_equal(proc_analyze(&q.runs[0].procs[0], NULL, NULL, 0), 0);
+	profile_to_json(&q, &json2);
+	unsetenv("COLDSTART_THREADS");
+	assert_same_nodes(&p.runs[0].procs[0], &q.runs[0].procs[0]);
+	assert_int_equal(q.runs[0].procs[0].nodes[3].kind, KIND_APP); /* other.leaf */
+	assert_int_equal(q.runs[0].procs[0].nodes[8].kind, KIND_STDLIB); /* json.decoder */
+	assert_int_equal(json1.len, json2.len);
+	assert_memory_equal(json1.buf, json2.buf, json1.len);
+	profile_release(&q);
+	profile_init(&q);
+	if (profile_from_json(&q, json2.buf, json2.len, &err) < 0)
+		fail_msg("%s", err.buf);
+	assert_same_nodes(&p.runs[0].procs[0], &q.runs[0].procs[0]);
+	profile_release(&p);
+	profile_release(&q);
+	buf_release(&json1);
+	buf_release(&json2);
+	buf_release(&err);
+	buf_release(&log);
+}
+
 static void test_warning_cap(void **state)
 {
 	struct buf log = BUF_INIT;
@@ -1115,6 +1205,7 @@ int main(void)
 		cmocka_unit_test(test_deep_nesting),
 		cmocka_unit_test(test_sibling_order),
 		cmocka_unit_test(test_reader_matches_feed),
+		cmocka_unit_test(test_big_process),
 		cmocka_unit_test(test_warning_cap),
 		cmocka_unit_test(test_parse_buffer),
 		cmocka_unit_test(test_empty),
