@@ -5,6 +5,7 @@
 #include "parallel.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -31,8 +32,15 @@ static void *range_main(void *arg)
 unsigned parallel_cpus(void)
 {
 	const char *env = getenv("COLDSTART_THREADS");
-	long cpus = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t set;
+	long cpus;
 
+	if (env && *env)
+		cpus = strtol(env, NULL, 10);
+	else if (!sched_getaffinity(0, sizeof(set), &set))
+		cpus = CPU_COUNT(&set); /* what taskset or a cpuset leaves us */
+	else
+		cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	if (cpus < 1)
 		cpus = 1;
 	return cpus > PARALLEL_MAX ? PARALLEL_MAX : (unsigned)cpus;

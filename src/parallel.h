@@ -19,8 +19,8 @@
 typedef void (*parallel_fn)(void *ctx, size_t begin, size_t end, unsigned slot);
 
 /*
- * How many threads the work may use: the online CPUs, or COLDSTART_THREADS
- * (1 turns threads off), at most PARALLEL_MAX.
+ * How many threads the work may use: the CPUs this process may run on, or
+ * COLDSTART_THREADS (1 turns threads off), at most PARALLEL_MAX.
  */
 unsigned parallel_cpus(void);
 
