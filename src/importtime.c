@@ -138,7 +138,7 @@ static struct proc *cur_proc(struct it_parser *ps)
 	return &ps->run->procs[ps->proc];
 }
 
-static void push_pending(struct it_parser *ps, int32_t node, uint32_t maxd, uint32_t depth)
+static inline void push_pending(struct it_parser *ps, int32_t node, uint32_t maxd, uint32_t depth)
 {
 	if (ps->nr_stack == ps->alloc_stack)
 		ALLOC_GROW(ps->stack, ps->nr_stack + 1, ps->alloc_stack);
