@@ -50,6 +50,9 @@ measure() {
 }
 
 printf "log: %s, %d rows, %.1f MiB\n" "$log" "$rows" "$(awk -v s="$size" 'BEGIN { print s / 1048576 }')"
+# How fast the machine is right now (shared machines drift by a third from
+# minute to minute): counting the log's lines, in the same run.
+measure "reference: wc -l of the log" wc -l "$log"
 measure "parser only (it_feed_from)" "$dir/it_parse_driver" "$log"
 if [ -x ./coldstart ] && ./coldstart parse --help >/dev/null 2>&1; then
 	# The target: parse + model + JSON.  The report (top tables over a

@@ -837,10 +837,12 @@ void it_finish(struct it_parser *ps, struct buf *passthrough)
  * it_feed_from: a lexing thread reads chunks into a ring of slots and splits
  * each into items, in stream order: rows lex_row took, and raw bytes (every
  * other line, and lines cut by the chunk's end) for it_feed.  The calling
- * thread applies the items of one slot after the other.
+ * thread applies the items of one slot after the other.  256 KiB chunks keep
+ * what the two threads hand over in the caches (1 MiB ones measured ~5 %
+ * slower on the 1M-row bench log).
  */
-#define LEX_CHUNK ((size_t)1 << 20)
-#define LEX_SLOTS 4
+#define LEX_CHUNK ((size_t)1 << 18)
+#define LEX_SLOTS 8
 
 /*
  * 24 bytes, as every row of a big log passes through one: offsets into the
