@@ -5,7 +5,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -236,30 +235,6 @@ static inline size_t count_spaces(const char *p, const char *end)
 	return (size_t)(p - s);
 }
 
-/* Index of the first byte that cannot be in a module name, or len. */
-static size_t find_bad_name_byte(const char *name, size_t len)
-{
-	size_t i = 0;
-
-	for (; i + 8 <= len; i += 8) {
-		uint64_t x = load64(name + i);
-		/* high bit set when a byte is < 0x20 (exact for "any"), 0x7f or '|' */
-		uint64_t low = (x - ONES * 0x20) & ~x & HIGHS;
-		uint64_t del = zero_bytes(x ^ (ONES * 0x7f));
-		uint64_t bar = zero_bytes(x ^ (ONES * '|'));
-
-		if (low | del | bar)
-			break;
-	}
-	for (; i < len; i++) {
-		unsigned char ch = (unsigned char)name[i];
-
-		if (ch < 0x20 || ch == 0x7f || ch == '|')
-			return i;
-	}
-	return len;
-}
-
 /* First byte of [p, end) that cannot be in a module name, or end. */
 static inline const char *skip_name(const char *p, const char *end)
 {
@@ -279,7 +254,7 @@ static inline const char *skip_name(const char *p, const char *end)
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	for (; end - p >= 8; p += 8) {
 		uint64_t x = load64(p);
-		/* As in find_bad_name_byte; the lowest flagged byte is exact. */
+		/* < 0x20 (exact for the lowest flagged byte), 0x7f, '|' */
 		uint64_t bad = ((x - ONES * 0x20) & ~x & HIGHS) | zero_bytes(x ^ (ONES * 0x7f)) |
 			       zero_bytes(x ^ (ONES * '|'));
 
@@ -372,28 +347,6 @@ static const char *parse_column(const char *p, const char *end, int64_t *val, bo
 }
 
 /*
- * Parses a right-aligned non-negative number filling f[0..w) exactly
- * ("%9ld" without overflow); false when the field is anything else.
- */
-static bool parse_fixed(const char *f, size_t w, int64_t *val)
-{
-	size_t i = count_spaces(f, f + w);
-	int64_t v = 0;
-
-	if (i == w)
-		return false;
-	for (; i < w; i++) {
-		unsigned d = (unsigned)(unsigned char)f[i] - '0';
-
-		if (d > 9)
-			return false;
-		v = v * 10 + d;
-	}
-	*val = v;
-	return true;
-}
-
-/*
  * Recognises a header or a row in line[0..len) (no newline, no CR).  Only the
  * first MARKER on the line is considered: what precedes it is the target's
  * own text, glued on the same line.  Returns 1 for a row or header, 0 for a
@@ -418,16 +371,6 @@ static int parse_row(const char *line, size_t len, struct row *r, const char **w
 		r->header = true;
 		return 1;
 	}
-	/*
-	 * Nearly every row is "import time: %9ld | %10ld | ..." with numbers
-	 * that fit their columns; anything else takes the general path.
-	 */
-	if (end - p >= 26 && p[10] == ' ' && p[11] == '|' && p[12] == ' ' && p[23] == ' ' &&
-	    p[24] == '|' && p[0] == ' ' && parse_fixed(p + 1, 9, &r->self_us) &&
-	    parse_fixed(p + 13, 10, &r->cum_us)) {
-		q = p + 25;
-		goto name;
-	}
 	q = parse_column(p, end, &r->self_us, &c1, &clamp1, &neg1);
 	if (!q) {
 		*why = "self column is not a number";
@@ -447,7 +390,6 @@ static int parse_row(const char *line, size_t len, struct row *r, const char **w
 	if (neg1 || neg2)
 		r->flags |= NODE_NEGATIVE;
 
-name:
 	spaces = count_spaces(q, end);
 	r->name = q + spaces;
 	r->name_len = (size_t)(end - r->name);
@@ -455,7 +397,7 @@ name:
 		*why = "no module name";
 		return -1;
 	}
-	i = find_bad_name_byte(r->name, r->name_len);
+	i = (size_t)(skip_name(r->name, end) - r->name);
 	if (i < r->name_len) {
 		*why = r->name[i] == '|' ? "module name contains '|'"
 					 : "module name contains a control character";
@@ -612,7 +554,7 @@ static void handle_row(struct it_parser *ps, const struct row *r)
 	add_row(ps, r->name, r->name_len, r->depth, r->self_us, r->cum_us, r->flags);
 }
 
-/* A row lex_row recognised: everything add_row needs, and the line. */
+/* A row lex_row recognised: everything add_row needs. */
 struct fast_rec {
 	const char *name;
 	uint32_t name_len;
@@ -981,9 +923,8 @@ int it_feed_from(struct it_parser *ps, it_read_fn read, void *ctx, struct buf *p
 {
 	struct lexer lx;
 	pthread_t thread;
-	sigset_t all, old;
 	unsigned s, i;
-	int started, ret = 0;
+	int ret = 0;
 
 	if (parallel_cpus() < 2)
 		return feed_plain(ps, read, ctx, pt);
@@ -994,11 +935,7 @@ int it_feed_from(struct it_parser *ps, it_read_fn read, void *ctx, struct buf *p
 	lx.ctx = ctx;
 	for (s = 0; s < LEX_SLOTS; s++)
 		lx.slot[s].buf = xmalloc(LEX_CHUNK);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	started = !pthread_create(&thread, NULL, lex_main, &lx);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (!started) {
+	if (parallel_start(&thread, lex_main, &lx) < 0) {
 		ret = feed_plain(ps, read, ctx, pt);
 		goto out;
 	}

@@ -1,10 +1,10 @@
 /*
- * parallel_for: one POSIX thread per extra range, signals blocked in the
- * workers so the run loop's handlers keep running on the main thread.
+ * parallel_for: one POSIX thread per extra range, started by parallel_start
+ * with signals blocked, so the run loop's handlers keep running on the main
+ * thread.
  */
 #include "parallel.h"
 
-#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -55,10 +55,21 @@ unsigned parallel_ranges(size_t n, size_t min_per_range)
 	return nr ? (unsigned)nr : 1;
 }
 
+int parallel_start(pthread_t *thread, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int err;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(thread, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return err ? -1 : 0;
+}
+
 void parallel_for(size_t n, unsigned nr, parallel_fn fn, void *ctx)
 {
 	struct range_job jobs[PARALLEL_MAX];
-	sigset_t all, old;
 	unsigned i;
 
 	if (nr < 1)
@@ -73,13 +84,8 @@ void parallel_for(size_t n, unsigned nr, parallel_fn fn, void *ctx)
 		jobs[i].slot = i;
 		jobs[i].started = 0;
 	}
-	if (nr > 1) {
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		for (i = 1; i < nr; i++)
-			jobs[i].started = !pthread_create(&jobs[i].thread, NULL, range_main, &jobs[i]);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-	}
+	for (i = 1; i < nr; i++)
+		jobs[i].started = !parallel_start(&jobs[i].thread, range_main, &jobs[i]);
 	fn(ctx, jobs[0].begin, jobs[0].end, 0);
 	for (i = 1; i < nr; i++) {
 		if (jobs[i].started)

@@ -6,6 +6,7 @@
 #ifndef COLDSTART_PARALLEL_H
 #define COLDSTART_PARALLEL_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 /* Most ranges a loop is split into (slots 0 .. PARALLEL_MAX - 1). */
@@ -29,6 +30,13 @@ unsigned parallel_cpus(void);
  * range is split into: 1 below that size, else up to parallel_cpus().
  */
 unsigned parallel_ranges(size_t n, size_t min_per_range);
+
+/*
+ * Starts fn(arg) on a new thread with every signal blocked in it, so signals
+ * keep reaching the calling thread (the run loop's self-pipe handlers).
+ * Returns 0, or -1 when no thread could be started.
+ */
+int parallel_start(pthread_t *thread, void *(*fn)(void *), void *arg);
 
 /*
  * Runs fn over [0, n) split into nr ranges (from parallel_ranges) and waits
