@@ -45,12 +45,47 @@ static void finding_release(struct finding *f)
 	free(f->module);
 }
 
+/* Length of the top-level package of name (up to its first '.'), reading no further than end. */
+static size_t top_length(const char *name, const char *end)
+{
+	const char *p = name;
+
+#ifdef __SSE2__
+	for (; end - p >= 16; p += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)p);
+		unsigned m = (unsigned)_mm_movemask_epi8(
+			_mm_or_si128(_mm_cmpeq_epi8(v, _mm_setzero_si128()), _mm_cmpeq_epi8(v, _mm_set1_epi8('.'))));
+
+		if (m)
+			return (size_t)(p - name) + (size_t)__builtin_ctz(m);
+	}
+#endif
+	while (p < end && *p && *p != '.')
+		p++;
+	return (size_t)(p - name);
+}
+
+/* The first min(len, 8) bytes of s as a number, zero-padded. */
+static uint64_t head_word(const char *s, size_t len, const char *end)
+{
+	uint64_t w = 0;
+	size_t i;
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (end - s >= 8) {
+		memcpy(&w, s, 8);
+		return len >= 8 ? w : w & (((uint64_t)1 << (8 * len)) - 1);
+	}
+#endif
+	for (i = 0; i < len && i < 8; i++)
+		w |= (uint64_t)(unsigned char)s[i] << (8 * i);
+	return w;
+}
+
 /* Length of the top-level package part of a dotted module name. */
 static size_t top_len(const char *name)
 {
-	const char *dot = strchr(name, '.');
-
-	return dot ? (size_t)(dot - name) : strlen(name);
+	return top_length(name, name + strlen(name));
 }
 
 /* Whether two dotted names share their top-level package. */
@@ -399,125 +434,126 @@ static bool in_site_dirs(const char *name, const char *const *site_dirs)
 #define KIND_SITE_UNKNOWN 0xff
 
 /*
- * What a module's top-level package alone says about its kind (stdlib, or
- * third-party / app by site_dirs), cached for one classification: a profile
- * has a million nodes but a few hundred packages, and the site_dirs lookup
- * costs system calls.
+ * The top-level packages of a process's module names, numbered 0, 1, ... in
+ * order of first sight: classification caches a verdict per package and the
+ * package totals sum per package, and a million nodes have a few hundred
+ * packages.  Looked up by the package's first 8 bytes and length.
  */
-struct top_cache {
-	const char *const *stdlib_names;
-	const char *const *site_dirs;
+struct top_table {
 	const char *end; /* end of the name pool: reads stop there */
-	const char **name; /* the first module seen with this top, NULL = empty slot */
+	const char **name; /* per package: the first module seen in it */
 	size_t *len;
-	uint64_t *head; /* the top's first 8 bytes, zero-padded: compared first */
-	uint8_t *kind;
-	size_t cap, nr;
+	uint64_t *head;
+	size_t n, alloc;
+	int32_t *slots; /* package number, -1 empty */
+	size_t cap;
 };
-
-/* Length of the top-level package of name (up to its first '.'), reading no further than end. */
-static size_t top_length(const char *name, const char *end)
-{
-	const char *p = name;
-
-#ifdef __SSE2__
-	for (; end - p >= 16; p += 16) {
-		__m128i v = _mm_loadu_si128((const __m128i *)p);
-		unsigned m = (unsigned)_mm_movemask_epi8(
-			_mm_or_si128(_mm_cmpeq_epi8(v, _mm_setzero_si128()), _mm_cmpeq_epi8(v, _mm_set1_epi8('.'))));
-
-		if (m)
-			return (size_t)(p - name) + (size_t)__builtin_ctz(m);
-	}
-#endif
-	while (p < end && *p && *p != '.')
-		p++;
-	return (size_t)(p - name);
-}
-
-/* The first min(len, 8) bytes of s as a number, zero-padded. */
-static uint64_t head_word(const char *s, size_t len, const char *end)
-{
-	uint64_t w = 0;
-	size_t i;
-
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	if (end - s >= 8) {
-		memcpy(&w, s, 8);
-		return len >= 8 ? w : w & (((uint64_t)1 << (8 * len)) - 1);
-	}
-#endif
-	for (i = 0; i < len && i < 8; i++)
-		w |= (uint64_t)(unsigned char)s[i] << (8 * i);
-	return w;
-}
 
 static size_t top_hash(uint64_t head, size_t len, size_t cap)
 {
 	return (size_t)(((head ^ len) * 0x9e3779b97f4a7c15ULL) >> 32) & (cap - 1);
 }
 
-static void top_cache_grow(struct top_cache *c)
+static void top_rehash(struct top_table *t)
 {
-	struct top_cache old = *c;
-	size_t i;
+	size_t cap = t->cap ? t->cap * 2 : 256, i;
 
-	c->cap = old.cap ? old.cap * 2 : 256;
-	c->name = xcalloc(c->cap, sizeof(*c->name));
-	c->len = xmalloc(st_mult(c->cap, sizeof(*c->len)));
-	c->head = xmalloc(st_mult(c->cap, sizeof(*c->head)));
-	c->kind = xmalloc(c->cap);
-	for (i = 0; i < old.cap; i++) {
-		size_t k;
+	free(t->slots);
+	t->slots = xmalloc(st_mult(cap, sizeof(*t->slots)));
+	for (i = 0; i < cap; i++)
+		t->slots[i] = -1;
+	t->cap = cap;
+	for (i = 0; i < t->n; i++) {
+		size_t k = top_hash(t->head[i], t->len[i], cap);
 
-		if (!old.name[i])
-			continue;
-		k = top_hash(old.head[i], old.len[i], c->cap);
-		while (c->name[k])
-			k = (k + 1) & (c->cap - 1);
-		c->name[k] = old.name[i];
-		c->len[k] = old.len[i];
-		c->head[k] = old.head[i];
-		c->kind[k] = old.kind[i];
+		while (t->slots[k] >= 0)
+			k = (k + 1) & (cap - 1);
+		t->slots[k] = (int32_t)i;
 	}
-	free(old.name);
-	free(old.len);
-	free(old.head);
-	free(old.kind);
+}
+
+/* The number of name's top-level package; a new one is added (and counted in t->n). */
+static size_t top_find(struct top_table *t, const char *name)
+{
+	size_t len = top_length(name, t->end), k;
+	uint64_t head = head_word(name, len, t->end);
+
+	if ((t->n + 1) * 2 > t->cap)
+		top_rehash(t);
+	for (k = top_hash(head, len, t->cap); t->slots[k] >= 0; k = (k + 1) & (t->cap - 1)) {
+		size_t i = (size_t)t->slots[k];
+
+		if (t->head[i] == head && t->len[i] == len &&
+		    (len <= 8 || !memcmp(t->name[i] + 8, name + 8, len - 8)))
+			return i;
+	}
+	if (t->n == t->alloc) {
+		ALLOC_GROW(t->name, t->n + 1, t->alloc);
+		t->len = xrealloc(t->len, st_mult(t->alloc, sizeof(*t->len)));
+		t->head = xrealloc(t->head, st_mult(t->alloc, sizeof(*t->head)));
+	}
+	t->name[t->n] = name;
+	t->len[t->n] = len;
+	t->head[t->n] = head;
+	t->slots[k] = (int32_t)t->n;
+	return t->n++;
+}
+
+static void top_table_release(struct top_table *t)
+{
+	free(t->name);
+	free(t->len);
+	free(t->head);
+	free(t->slots);
+}
+
+/* A top-level package not in the standard library, not yet looked up in site_dirs. */
+#define KIND_SITE_UNKNOWN 0xff
+
+/*
+ * What a module's top-level package alone says about its kind (stdlib, or
+ * third-party / app by site_dirs), cached for one classification: the
+ * site_dirs lookup costs system calls.
+ */
+struct top_cache {
+	const char *const *stdlib_names;
+	const char *const *site_dirs;
+	struct top_table tops;
+	uint8_t *kind; /* per package */
+	size_t alloc_kind;
+};
+
+static void top_cache_init(struct top_cache *c, const struct proc *pr, const char *const *stdlib_names,
+			   const char *const *site_dirs)
+{
+	memset(c, 0, sizeof(*c));
+	c->stdlib_names = stdlib_names;
+	c->site_dirs = site_dirs;
+	c->tops.end = pr->names.buf + pr->names.len;
 }
 
 static void top_cache_release(struct top_cache *c)
 {
-	free(c->name);
-	free(c->len);
-	free(c->head);
+	top_table_release(&c->tops);
 	free(c->kind);
 }
 
-/* The slot for name's top-level package, filled with its stdlib verdict on first sight. */
+/* The number of name's top-level package, with its stdlib verdict filled on first sight. */
 static size_t top_slot(struct top_cache *c, const char *name)
 {
-	size_t len = top_length(name, c->end), k;
-	uint64_t head = head_word(name, len, c->end);
+	size_t seen = c->tops.n, k = top_find(&c->tops, name);
 
-	if ((c->nr + 1) * 2 > c->cap)
-		top_cache_grow(c);
-	for (k = top_hash(head, len, c->cap); c->name[k]; k = (k + 1) & (c->cap - 1))
-		if (c->head[k] == head && c->len[k] == len &&
-		    (len <= 8 || !memcmp(c->name[k] + 8, name + 8, len - 8)))
-			return k;
-	c->name[k] = name;
-	c->len[k] = len;
-	c->head[k] = head;
-	c->kind[k] = is_stdlib_module(name, c->stdlib_names) ? KIND_STDLIB : KIND_SITE_UNKNOWN;
-	c->nr++;
+	if (k == seen) {
+		ALLOC_GROW(c->kind, k + 1, c->alloc_kind);
+		c->kind[k] = is_stdlib_module(name, c->stdlib_names) ? KIND_STDLIB : KIND_SITE_UNKNOWN;
+	}
 	return k;
 }
 
 static uint8_t top_site_kind(struct top_cache *c, size_t k)
 {
 	if (c->kind[k] == KIND_SITE_UNKNOWN)
-		c->kind[k] = in_site_dirs(c->name[k], c->site_dirs) ? KIND_THIRDPARTY : KIND_APP;
+		c->kind[k] = in_site_dirs(c->tops.name[k], c->site_dirs) ? KIND_THIRDPARTY : KIND_APP;
 	return c->kind[k];
 }
 
@@ -539,7 +575,7 @@ static void classify_node(struct proc *pr, int32_t i, struct top_cache *tops)
 	size_t k;
 
 	if (n->flags & NODE_STARTUP) {
-		if ((name[0] == 'c' || name[0] == '_') && is_tool_module(name, true))
+		if (is_tool_module(name, true))
 			n->kind = KIND_TOOL;
 		return;
 	}
@@ -596,10 +632,10 @@ static void mark_startup(struct proc *pr)
 
 void proc_classify(struct proc *pr, const char *const *stdlib_names, const char *const *site_dirs)
 {
-	struct top_cache tops = { .stdlib_names = stdlib_names, .site_dirs = site_dirs,
-				  .end = pr->names.buf + pr->names.len };
+	struct top_cache tops;
 	int32_t i;
 
+	top_cache_init(&tops, pr, stdlib_names, site_dirs);
 	mark_startup(pr);
 	/*
 	 * Without file names a node's kind depends on its own name only, so the
@@ -686,11 +722,11 @@ static void analyze_range(void *ctx, size_t begin, size_t end, unsigned slot)
 {
 	struct analyze_job *job = ctx;
 	struct proc *pr = job->pr;
-	struct top_cache tops = { .stdlib_names = job->stdlib_names, .site_dirs = job->site_dirs,
-				  .end = pr->names.buf + pr->names.len };
+	struct top_cache tops;
 	struct analyze_slot out = { NULL, 0, 0, 0 };
 	size_t i;
 
+	top_cache_init(&tops, pr, job->stdlib_names, job->site_dirs);
 	for (i = begin; i < end; i++) {
 		const struct imp_node *n = &pr->nodes[i];
 		int v;
@@ -741,69 +777,12 @@ static int cmp_pkg(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-struct pkg_index {
-	struct pkg_total *t;
-	uint64_t *head; /* per package: the top_cache key, its first 8 bytes and length */
-	size_t *len;
-	size_t n, alloc;
-	int32_t *slots; /* index into t, -1 empty */
-	size_t cap;
-	size_t *open; /* per package: how many of its nodes are on the current path */
-	const char *end; /* end of the name pool */
-};
-
-static void pkg_rehash(struct pkg_index *ix)
-{
-	size_t cap = ix->cap ? ix->cap * 2 : 256, i;
-
-	free(ix->slots);
-	ix->slots = xmalloc(st_mult(cap, sizeof(*ix->slots)));
-	for (i = 0; i < cap; i++)
-		ix->slots[i] = -1;
-	ix->cap = cap;
-	for (i = 0; i < ix->n; i++) {
-		size_t k = top_hash(ix->head[i], ix->len[i], cap);
-
-		while (ix->slots[k] >= 0)
-			k = (k + 1) & (cap - 1);
-		ix->slots[k] = (int32_t)i;
-	}
-}
-
-/* The package entry for name's top level, created on first sight. */
-static size_t pkg_lookup(struct pkg_index *ix, const char *name, uint8_t kind)
-{
-	size_t len = top_length(name, ix->end), k;
-	uint64_t head = head_word(name, len, ix->end);
-
-	if ((ix->n + 1) * 2 > ix->cap)
-		pkg_rehash(ix);
-	for (k = top_hash(head, len, ix->cap); ix->slots[k] >= 0; k = (k + 1) & (ix->cap - 1)) {
-		size_t t = (size_t)ix->slots[k];
-
-		if (ix->head[t] == head && ix->len[t] == len &&
-		    (len <= 8 || !memcmp(ix->t[t].name + 8, name + 8, len - 8)))
-			return t;
-	}
-	if (ix->n == ix->alloc) {
-		ALLOC_GROW(ix->t, ix->n + 1, ix->alloc);
-		ix->open = xrealloc(ix->open, st_mult(ix->alloc, sizeof(*ix->open)));
-		ix->head = xrealloc(ix->head, st_mult(ix->alloc, sizeof(*ix->head)));
-		ix->len = xrealloc(ix->len, st_mult(ix->alloc, sizeof(*ix->len)));
-	}
-	memset(&ix->t[ix->n], 0, sizeof(ix->t[ix->n]));
-	ix->t[ix->n].name = xstrndup(name, len);
-	ix->t[ix->n].kind = kind;
-	ix->open[ix->n] = 0;
-	ix->head[ix->n] = head;
-	ix->len[ix->n] = len;
-	ix->slots[k] = (int32_t)ix->n;
-	return ix->n++;
-}
-
 struct pkg_total *proc_package_totals(const struct proc *pr, size_t *nr)
 {
-	struct pkg_index ix = { .end = pr->names.buf + pr->names.len };
+	struct top_table tops = { .end = pr->names.buf + pr->names.len };
+	struct pkg_total *t = NULL;
+	size_t *open = NULL; /* per package: how many of its nodes are on the current path */
+	size_t alloc = 0;
 	size_t *pkg_of = xmalloc(st_mult(pr->nr_nodes ? pr->nr_nodes : 1, sizeof(*pkg_of)));
 	int32_t i = pr->first_root;
 
@@ -814,23 +793,32 @@ struct pkg_total *proc_package_totals(const struct proc *pr, size_t *nr)
 	 */
 	while (i >= 0) {
 		const struct imp_node *node = &pr->nodes[i];
-		size_t k = pkg_lookup(&ix, node_name(pr, i), node->kind);
+		const char *name = node_name(pr, i);
+		size_t seen = tops.n, k = top_find(&tops, name);
 
+		if (k == seen) {
+			ALLOC_GROW(t, k + 1, alloc);
+			open = xrealloc(open, st_mult(alloc, sizeof(*open)));
+			memset(&t[k], 0, sizeof(t[k]));
+			t[k].name = xstrndup(name, tops.len[k]);
+			t[k].kind = node->kind;
+			open[k] = 0;
+		}
 		pkg_of[i] = k;
 		if (!(node->flags & NODE_CACHED)) {
-			ix.t[k].modules++;
+			t[k].modules++;
 			if (node->self_us > 0)
-				ix.t[k].self_us += node->self_us;
-			if (!ix.open[k] && node->cum_us > 0)
-				ix.t[k].cum_us += node->cum_us;
+				t[k].self_us += node->self_us;
+			if (!open[k] && node->cum_us > 0)
+				t[k].cum_us += node->cum_us;
 		}
-		ix.open[k]++;
+		open[k]++;
 		if (node->first_child >= 0) {
 			i = node->first_child;
 			continue;
 		}
 		while (i >= 0) {
-			ix.open[pkg_of[i]]--;
+			open[pkg_of[i]]--;
 			if (pr->nodes[i].next_sibling >= 0) {
 				i = pr->nodes[i].next_sibling;
 				break;
@@ -838,15 +826,13 @@ struct pkg_total *proc_package_totals(const struct proc *pr, size_t *nr)
 			i = pr->nodes[i].parent;
 		}
 	}
+	*nr = tops.n;
 	free(pkg_of);
-	free(ix.slots);
-	free(ix.open);
-	free(ix.head);
-	free(ix.len);
-	if (ix.n)
-		qsort(ix.t, ix.n, sizeof(*ix.t), cmp_pkg);
-	*nr = ix.n;
-	return ix.t;
+	free(open);
+	top_table_release(&tops);
+	if (*nr)
+		qsort(t, *nr, sizeof(*t), cmp_pkg);
+	return t;
 }
 
 void pkg_totals_free(struct pkg_total *t, size_t nr)
