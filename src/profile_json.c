@@ -152,57 +152,6 @@ static void write_limits(struct jw *w, const struct limits *l)
 }
 
 /*
- * The eight decimal digits of u < 100,000,000 as bytes 0-9, most significant
- * first in memory (little-endian): both 4-digit halves are split into pairs
- * and the pairs into digits in parallel, dividing by multiplication.
- */
-static inline uint64_t eight_digits(uint32_t u)
-{
-	uint64_t x = (uint64_t)(u / 10000) | (uint64_t)(u % 10000) << 32;
-	uint64_t hi = ((x * 5243) >> 19) & 0x0000007f0000007fULL; /* v / 100 for v < 10000 */
-
-	x = hi | (x - hi * 100) << 16;
-	hi = ((x * 103) >> 10) & 0x000f000f000f000fULL; /* v / 10 for v < 100 */
-	return hi | (x - hi * 10) << 8;
-}
-
-/*
- * Decimal digits of v at q; returns the end.  q must have room for 24 bytes:
- * numbers below 10^8 are written as one 8-byte store.  A million-node profile
- * formats five million numbers.
- */
-static inline char *put_i64(char *q, int64_t v)
-{
-	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-	char tmp[24];
-	size_t k = sizeof(tmp);
-
-	if (v < 0)
-		*q++ = '-';
-	if (u < 10) {
-		*q = (char)('0' + u);
-		return q + 1;
-	}
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	if (u < 100000000) {
-		uint64_t d = eight_digits((uint32_t)u);
-		/* Leading zero digits are the low zero bytes; u >= 10 leaves at least two digits. */
-		unsigned skip = (unsigned)__builtin_ctzll(d) / 8;
-
-		d = (d + 0x3030303030303030ULL) >> (8 * skip);
-		memcpy(q, &d, 8);
-		return q + 8 - skip;
-	}
-#endif
-	while (u) {
-		tmp[--k] = (char)('0' + u % 10);
-		u /= 10;
-	}
-	memcpy(q, tmp + k, sizeof(tmp) - k);
-	return q + (sizeof(tmp) - k);
-}
-
-/*
  * Length of the pool string at off when it can go into JSON as it is, or
  * SIZE_MAX when it holds a byte that needs escaping.  One pass finds both:
  * the terminating NUL is a control byte like the ones that need escaping.
@@ -303,6 +252,12 @@ static void write_node(struct jw *w, const struct proc *pr, const struct imp_nod
  */
 #define NODES_PER_RANGE 32768
 
+/* i through one of write_order's maps (order, newidx); NULL maps i to itself. */
+static inline int32_t map_index(const int32_t *map, int32_t i)
+{
+	return map ? map[i] : i;
+}
+
 /* Formats nodes in write_order, a round of consecutive ranges in parallel. */
 struct node_job {
 	const struct proc *pr;
@@ -311,6 +266,14 @@ struct node_job {
 	size_t base; /* the round's first position in write order */
 	struct buf out[PARALLEL_MAX]; /* each slot's text, reused round after round */
 };
+
+/* The node written i-th, with its parent's position in the written array. */
+static void write_node_at(struct jw *w, const struct node_job *job, size_t i)
+{
+	const struct imp_node *nd = &job->pr->nodes[map_index(job->order, (int32_t)i)];
+
+	write_node(w, job->pr, nd, nd->parent >= 0 ? map_index(job->newidx, nd->parent) : -1, job->tails);
+}
 
 static void format_nodes(void *ctx, size_t begin, size_t end, unsigned slot)
 {
@@ -321,12 +284,8 @@ static void format_nodes(void *ctx, size_t begin, size_t end, unsigned slot)
 	size_t i;
 
 	buf_reset(&out);
-	for (i = job->base + begin; i < job->base + end; i++) {
-		const struct imp_node *nd = &job->pr->nodes[job->order ? job->order[i] : (int32_t)i];
-
-		write_node(&w, job->pr, nd, nd->parent >= 0 && job->newidx ? job->newidx[nd->parent] : nd->parent,
-			   job->tails);
-	}
+	for (i = job->base + begin; i < job->base + end; i++)
+		write_node_at(&w, job, i);
 	job->out[slot] = out;
 }
 
@@ -340,11 +299,8 @@ static void write_nodes(struct jw *w, const struct proc *pr, const int32_t *orde
 
 	kind_tails(tails);
 	if (nr == 1) {
-		for (i = 0; i < n; i++) {
-			const struct imp_node *nd = &pr->nodes[order ? order[i] : (int32_t)i];
-
-			write_node(w, pr, nd, nd->parent >= 0 && newidx ? newidx[nd->parent] : nd->parent, tails);
-		}
+		for (i = 0; i < n; i++)
+			write_node_at(w, &job, i);
 		return;
 	}
 	for (slot = 0; slot < nr; slot++)
@@ -421,7 +377,7 @@ static void write_proc(struct jw *w, const struct proc *pr)
 		jw_key(w, "timing");
 		buf_addch(w->out, '[');
 		for (i = 0; i < n; i++) {
-			const struct imp_timing *t = &pr->timing[order ? order[i] : (int32_t)i];
+			const struct imp_timing *t = &pr->timing[map_index(order, (int32_t)i)];
 
 			buf_addf(w->out, "[%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,",
 				 (long long)t->start_ns, (long long)t->end_ns, (long long)t->find_ns,
@@ -450,7 +406,7 @@ static void write_proc(struct jw *w, const struct proc *pr)
 			buf_addch(w->out, ',');
 			jw_str(w, proc_str(pr, e->detail));
 			buf_addch(w->out, ',');
-			buf_add_i64(w->out, e->node < 0 ? -1 : newidx ? newidx[e->node] : e->node);
+			buf_add_i64(w->out, e->node < 0 ? -1 : map_index(newidx, e->node));
 			buf_adds(w->out, "],");
 			jw_flush(w, 0);
 		}

@@ -250,17 +250,8 @@ void buf_addf(struct buf *sb, const char *fmt, ...)
 
 void buf_add_i64(struct buf *sb, int64_t v)
 {
-	char tmp[24];
-	size_t i = sizeof(tmp);
-	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-
-	do {
-		tmp[--i] = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
-	if (v < 0)
-		tmp[--i] = '-';
-	buf_add(sb, tmp + i, sizeof(tmp) - i);
+	buf_grow(sb, 24);
+	buf_setlen(sb, (size_t)(put_i64(sb->buf + sb->len, v) - sb->buf));
 }
 
 void buf_add_json_str(struct buf *sb, const char *s, size_t len)

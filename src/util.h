@@ -88,7 +88,58 @@ void buf_addch(struct buf *sb, int c);
 void buf_addf(struct buf *sb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void buf_vaddf(struct buf *sb, const char *fmt, va_list ap);
-/* Appends a signed decimal integer without going through printf. */
+/*
+ * The eight decimal digits of u < 100,000,000 as bytes 0-9, most significant
+ * first in memory (little-endian): both 4-digit halves are split into pairs
+ * and the pairs into digits in parallel, dividing by multiplication.
+ */
+static inline uint64_t eight_digits(uint32_t u)
+{
+	uint64_t x = (uint64_t)(u / 10000) | (uint64_t)(u % 10000) << 32;
+	uint64_t hi = ((x * 5243) >> 19) & 0x0000007f0000007fULL; /* v / 100 for v < 10000 */
+
+	x = hi | (x - hi * 100) << 16;
+	hi = ((x * 103) >> 10) & 0x000f000f000f000fULL; /* v / 10 for v < 100 */
+	return hi | (x - hi * 10) << 8;
+}
+
+/*
+ * Writes v in decimal at q (no NUL) and returns the end.  q must have room
+ * for 24 bytes: numbers below 10^8 are written as one 8-byte store.  Inline:
+ * a million-node profile formats five million numbers.
+ */
+static inline char *put_i64(char *q, int64_t v)
+{
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	char tmp[24];
+	size_t k = sizeof(tmp);
+
+	if (v < 0)
+		*q++ = '-';
+	if (u < 10) {
+		*q = (char)('0' + u);
+		return q + 1;
+	}
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (u < 100000000) {
+		uint64_t d = eight_digits((uint32_t)u);
+		/* Leading zero digits are the low zero bytes; u >= 10 leaves at least two digits. */
+		unsigned skip = (unsigned)__builtin_ctzll(d) / 8;
+
+		d = (d + 0x3030303030303030ULL) >> (8 * skip);
+		memcpy(q, &d, 8);
+		return q + 8 - skip;
+	}
+#endif
+	while (u) {
+		tmp[--k] = (char)('0' + u % 10);
+		u /= 10;
+	}
+	memcpy(q, tmp + k, sizeof(tmp) - k);
+	return q + (sizeof(tmp) - k);
+}
+
+/* Appends a signed decimal integer (put_i64) without going through printf. */
 void buf_add_i64(struct buf *sb, int64_t v);
 /* Appends s as a JSON string literal, quotes included. */
 void buf_add_json_str(struct buf *sb, const char *s, size_t len);
