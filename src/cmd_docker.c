@@ -663,13 +663,11 @@ int cmd_docker(int argc, char **argv)
 		ret = EXIT_USAGE;
 		goto out;
 	}
-	if (measure_opts_finish(&o.c.m, &err) < 0) {
+	if (measure_opts_finish(&o.c.m, &p.limits, &err) < 0) {
 		error("%s", err.buf);
 		ret = EXIT_USAGE;
 		goto out;
 	}
-	p.limits = o.c.m.limits;
-	memset(&o.c.m.limits, 0, sizeof(o.c.m.limits));
 	if (limits_any(&p.limits))
 		p.limits.backend = xstrdup(o.engine);
 	strvec_push(&p.target, image);

@@ -324,13 +324,11 @@ int cmd_profile(int argc, char **argv)
 		}
 	}
 
-	if (measure_opts_finish(&o.c.m, &err) < 0) {
+	if (measure_opts_finish(&o.c.m, &p.limits, &err) < 0) {
 		error("%s", err.buf);
 		ret = EXIT_USAGE;
 		goto out;
 	}
-	p.limits = o.c.m.limits;
-	memset(&o.c.m.limits, 0, sizeof(o.c.m.limits));
 
 	fill_meta(&p, command_mode ? (shebang ? shebang : argv[i]) : o.python);
 	if (!command_mode || shebang) {

@@ -269,14 +269,17 @@ void measure_ctx_release(struct measure_ctx *c)
 	memset(&c->m.limits, 0, sizeof(c->m.limits));
 }
 
-int measure_opts_finish(struct measure_opts *m, struct buf *err)
+int measure_opts_finish(struct measure_opts *m, struct limits *out, struct buf *err)
 {
 	if (m->no_limits) {
 		limits_release(&m->limits);
 		memset(&m->limits, 0, sizeof(m->limits));
-		return 0;
+	} else if (limits_check(&m->limits, err) < 0) {
+		return -1;
 	}
-	return limits_check(&m->limits, err);
+	*out = m->limits;
+	memset(&m->limits, 0, sizeof(m->limits));
+	return 0;
 }
 
 void show_opts_init(struct show_opts *so)

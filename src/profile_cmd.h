@@ -109,9 +109,10 @@ void measure_ctx_init(struct measure_ctx *c);
 void measure_ctx_release(struct measure_ctx *c);
 /*
  * After parsing: drops the limits for --no-limits, else checks them together
- * (--swap needs --memory).  -1 with a message in err: a usage error.
+ * (--swap needs --memory), and hands them to *out (the profile's; m keeps
+ * none).  -1 with a message in err: a usage error.
  */
-int measure_opts_finish(struct measure_opts *m, struct buf *err);
+int measure_opts_finish(struct measure_opts *m, struct limits *out, struct buf *err);
 
 /* Parses a positive number of seconds up to max into microseconds; -1 with err. */
 int measure_parse_seconds(const char *v, const char *opt, double max, int64_t *us, struct buf *err);
