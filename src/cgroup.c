@@ -1194,14 +1194,6 @@ bool limits_any(const struct limits *lim)
 	return lim->cpus > 0 || lim->memory > 0 || lim->pids > 0 || lim->cpuset || lim->swap != 0;
 }
 
-void limits_release(struct limits *lim)
-{
-	free(lim->cpuset);
-	free(lim->preset);
-	free(lim->backend);
-	lim->cpuset = lim->preset = lim->backend = NULL;
-}
-
 void limits_describe(const struct limits *lim, struct buf *out)
 {
 	size_t start = out->len;

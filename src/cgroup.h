@@ -32,7 +32,6 @@ int limits_set_preset(struct limits *lim, const char *s, struct buf *err);
  */
 int limits_check(const struct limits *lim, struct buf *err);
 bool limits_any(const struct limits *lim);
-void limits_release(struct limits *lim);
 /* Appends "0.1 CPU, 128.0 MiB memory, no swap, 64 pids" for reports. */
 void limits_describe(const struct limits *lim, struct buf *out);
 

@@ -161,6 +161,14 @@ int run_status_from_name(const char *s)
 	return -1;
 }
 
+void limits_release(struct limits *lim)
+{
+	free(lim->cpuset);
+	free(lim->preset);
+	free(lim->backend);
+	lim->cpuset = lim->preset = lim->backend = NULL;
+}
+
 void profile_init(struct profile *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -180,9 +188,7 @@ void profile_release(struct profile *p)
 	free(p->cwd);
 	free(p->command);
 	strvec_clear(&p->target);
-	free(p->limits.cpuset);
-	free(p->limits.preset);
-	free(p->limits.backend);
+	limits_release(&p->limits);
 	for (i = 0; i < p->nr_runs; i++)
 		run_release(&p->runs[i]);
 	free(p->runs);

@@ -151,6 +151,8 @@ struct limits {
 	char *preset; /* NULL, "fn", "lambda:MB" */
 	char *backend; /* "cgroup-v1", "cgroup-v2", "docker", NULL */
 };
+/* Frees the strings of a limits struct (NULLs them: the struct can be reused). */
+void limits_release(struct limits *lim);
 
 /* A warning attached to the profile, e.g. from the parser. */
 struct pwarn {
