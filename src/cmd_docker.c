@@ -604,6 +604,12 @@ static int ready_port(const char *spec)
 	return 0;
 }
 
+/* The runner's alerts are shown as they happen. */
+static void show_alert(void *data, const char *msg)
+{
+	warning("%s", msg);
+}
+
 static bool is_python_command(const char *cmd)
 {
 	const char *base = strrchr(cmd, '/');
@@ -712,14 +718,14 @@ int cmd_docker(int argc, char **argv)
 	ro.ready_timeout_us = o.c.m.ready_timeout_us;
 	ro.quiet = o.c.m.quiet;
 	ro.raw_fd = -1;
+	ro.notify = show_alert;
 	ro.before_start = before_start;
 	ro.before_start_data = &x;
 
 	total_runs = o.c.m.warmup + o.c.m.runs;
 	for (k = 0; k < total_runs; k++) {
 		struct run *r = profile_add_run(&p);
-		enum runner_error re;
-		int sig = 0;
+		struct runner_failure why;
 
 		r->warmup = k < o.c.m.warmup;
 		if (tty && total_runs > 1) {
@@ -732,19 +738,12 @@ int cmd_docker(int argc, char **argv)
 		x.name = name.buf;
 		x.created = x.create_failed = false;
 		buf_reset(&err);
-		re = runner_run(&ro, &p, r, &err, &sig);
-		if (re == RUNNER_INTERRUPTED) {
+		if (runner_run(&ro, &p, r, &err, &why) < 0) {
 			error("%s", err.buf);
 			if (x.created)
 				engine_remove(&o, x.name);
-			ret = 128 + sig;
-			goto out;
-		}
-		if (re != RUNNER_OK) {
-			error("%s", err.buf);
-			if (x.created)
-				engine_remove(&o, x.name);
-			ret = x.create_failed || re == RUNNER_NO_EXEC ? EXIT_NO_ENGINE : EXIT_FAIL;
+			ret = why.signo ? 128 + why.signo
+			      : x.create_failed || why.no_exec ? EXIT_NO_ENGINE : EXIT_FAIL;
 			goto out;
 		}
 		rc = read_state(&o, x.name, &p, r);

@@ -233,6 +233,12 @@ out:
 	return result;
 }
 
+/* The runner's alerts are shown as they happen. */
+static void show_alert(void *data, const char *msg)
+{
+	warning("%s", msg);
+}
+
 static void fill_meta(struct profile *p, const char *python)
 {
 	char cwd[PATH_MAX];
@@ -346,6 +352,7 @@ int cmd_profile(int argc, char **argv)
 	ro.ready = o.c.m.ready;
 	ro.ready_timeout_us = o.c.m.ready_timeout_us;
 	ro.quiet = o.c.m.quiet;
+	ro.notify = show_alert;
 	ro.raw_fd = -1;
 	if (o.raw_log) {
 		ro.raw_fd = open(o.raw_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -364,8 +371,7 @@ int cmd_profile(int argc, char **argv)
 	total_runs = baseline + o.c.m.warmup + o.c.m.runs;
 	for (k = 0; k < total_runs; k++) {
 		struct run *r = profile_add_run(&p);
-		enum runner_error re;
-		int sig = 0;
+		struct runner_failure why;
 
 		r->baseline = baseline && k == 0;
 		r->warmup = k < baseline + o.c.m.warmup;
@@ -377,16 +383,11 @@ int cmd_profile(int argc, char **argv)
 				r->baseline ? 1 : r->warmup ? o.c.m.warmup : o.c.m.runs);
 			fflush(stderr);
 		}
-		re = runner_run(&ro, &p, r, &err, &sig);
-		if (re == RUNNER_INTERRUPTED) {
+		if (runner_run(&ro, &p, r, &err, &why) < 0) {
 			error("%s", err.buf);
-			profile_release(&p);
-			ret = 128 + sig;
-			goto out;
-		}
-		if (re != RUNNER_OK) {
-			error("%s", err.buf);
-			ret = re == RUNNER_NO_LIMITS ? EXIT_LIMITS : re == RUNNER_NO_EXEC ? EXIT_NO_PYTHON : EXIT_FAIL;
+			ret = why.signo ? 128 + why.signo
+			      : why.no_limits ? EXIT_LIMITS
+			      : why.no_exec ? EXIT_NO_PYTHON : EXIT_FAIL;
 			goto out;
 		}
 	}

@@ -43,7 +43,6 @@ struct ready {
 	struct buf req;
 	size_t req_off;
 	struct buf resp;
-	int false_ready; /* http: 5xx answers seen */
 };
 
 static int64_t ms_to_ns(int ms)
@@ -477,7 +476,6 @@ int ready_step(struct ready *rd, struct buf *err)
 		close_fd(&rd->fd);
 		if (rd->kind == READY_HTTP && status >= 500) {
 			/* The port answered but the app is not serving yet. */
-			rd->false_ready++;
 			rd->state = ST_WAIT;
 			rd->next_try_ns = now + ms_to_ns(RETRY_MS * 2);
 			return 0;
@@ -509,11 +507,6 @@ int64_t ready_ready_us(const struct ready *rd)
 int64_t ready_response_us(const struct ready *rd)
 {
 	return rd->ready_ns && rd->response_ns ? (rd->response_ns - rd->ready_ns) / 1000 : UNKNOWN;
-}
-
-int ready_false_answers(const struct ready *rd)
-{
-	return rd->false_ready;
 }
 
 void ready_free(struct ready *rd)

@@ -37,8 +37,6 @@ int ready_step(struct ready *rd, struct buf *err);
 /* exec -> ready and ready -> first response, UNKNOWN (-1) when not reached. */
 int64_t ready_ready_us(const struct ready *rd);
 int64_t ready_response_us(const struct ready *rd);
-/* http: how many 5xx answers came before the first 2xx (false readiness). */
-int ready_false_answers(const struct ready *rd);
 /* Removes the private directory, closes sockets. */
 void ready_free(struct ready *rd);
 

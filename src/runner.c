@@ -1,7 +1,9 @@
 /*
  * The run loop behind `coldstart profile` (and `docker`): one target, one
- * struct run.  Signals arrive through a self-pipe so cleanup always runs in
- * the loop, never in a handler.
+ * struct run.  A run is a life cycle over one struct run_state: prepare (the
+ * environment, tracer, probe and cgroup), start, poll once until the target
+ * and its output are done, collect the figures, release.  Signals arrive
+ * through a self-pipe so cleanup always runs in the loop, never in a handler.
  */
 #include "runner.h"
 
@@ -9,6 +11,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -28,6 +31,30 @@ static int sig_pipe[2] = { -1, -1 };
 #define SIGNAL_GRACE_NS (3LL * 1000000000)
 /* How long to keep reading stderr after the target exits (grandchildren). */
 #define DRAIN_NS (300LL * 1000000)
+/* The longest the loop sleeps between looks at the target. */
+#define POLL_MS 50
+
+/* Everything one run owns, from prepare to release. */
+struct run_state {
+	const struct runner_opts *o;
+	struct profile *p;
+	struct run *r;
+	struct child c;
+	struct child_exit ex; /* valid once exited */
+	struct cgroup *cg; /* NULL: the run has no cgroup */
+	struct trace_session ts;
+	bool traced; /* ts was prepared */
+	struct it_parser *ps;
+	struct ready *rd; /* NULL without --ready */
+	struct buf pass; /* parser passthrough, forwarded to our stderr */
+	/* Deadlines, CLOCK_MONOTONIC ns; 0 = none. */
+	int64_t timeout_at, grace_at, drain_at, ready_at;
+	bool exited; /* the target was reaped */
+	bool timed_out;
+	bool stopping; /* readiness is decided: the target was asked to stop */
+	bool raw_failed;
+	int got_signal; /* the first signal coldstart received */
+};
 
 static void on_signal(int sig, siginfo_t *si, void *uctx)
 {
@@ -52,6 +79,21 @@ static bool has_warning(const struct profile *p, const char *msg)
 		if (!strcmp(p->warnings[i].msg, msg))
 			return true;
 	return false;
+}
+
+/* Records a warning that says the run went otherwise than asked, and tells the caller. */
+__attribute__((format(printf, 2, 3))) static void alert(struct run_state *st, const char *fmt, ...)
+{
+	struct buf msg = BUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	buf_vaddf(&msg, fmt, ap);
+	va_end(ap);
+	profile_add_warning(st->p, 0, "%s", msg.buf);
+	if (st->o->notify)
+		st->o->notify(st->o->notify_data, msg.buf);
+	buf_release(&msg);
 }
 
 static void forward_text(const struct buf *text, bool quiet)
@@ -98,14 +140,203 @@ static void build_env(const struct runner_opts *o, struct strvec *env)
 		strvec_push(env, *x);
 }
 
-static void kill_everything(struct child *c, struct cgroup *cg)
+static void kill_everything(struct run_state *st)
 {
-	if (cg)
-		cgroup_kill_all(cg);
-	if (c->pid > 0)
-		kill_tree(c->pid, SIGKILL, true);
+	if (st->cg)
+		cgroup_kill_all(st->cg);
+	if (st->c.pid > 0)
+		kill_tree(st->c.pid, SIGKILL, true);
 	/* Orphans reparented to us through the subreaper flag. */
 	kill_tree(getpid(), SIGKILL, false);
+}
+
+/* Asks the target to stop; SIGKILL follows after the grace. */
+static void stop_target(struct run_state *st, int64_t now)
+{
+	st->stopping = true;
+	if (st->c.pid > 0)
+		kill(st->c.pid, SIGTERM);
+	st->grace_at = now + SIGNAL_GRACE_NS;
+}
+
+/* The child's environment, the tracer, the probe, the cgroup and the caller's hook. */
+static int prepare(struct run_state *st, struct buf *err, struct runner_failure *why)
+{
+	const struct runner_opts *o = st->o;
+
+	strvec_pushv(&st->c.args, o->argv);
+	build_env(o, &st->c.env);
+	st->c.capture_stderr = true;
+
+	if (o->trace) {
+		struct buf terr = BUF_INIT;
+
+		if (trace_prepare(&st->ts, o->python, &st->c.env, &terr) < 0)
+			alert(st, "tracer unavailable, importtime only: %s", terr.buf);
+		else
+			st->traced = true;
+		buf_release(&terr);
+	}
+	if (o->ready) {
+		st->rd = ready_new(o->ready, &st->c.env, err);
+		if (!st->rd)
+			return -1;
+	}
+	if (o->use_limits) {
+		cgroup_cleanup_stale();
+		st->cg = cgroup_create(&st->p->limits, err);
+		if (!st->cg) {
+			why->no_limits = true;
+			return -1;
+		}
+		st->c.join_files = cgroup_join_files(st->cg);
+		if (cgroup_note(st->cg) && !has_warning(st->p, cgroup_note(st->cg)))
+			profile_add_warning(st->p, 0, "%s", cgroup_note(st->cg));
+	}
+	if (o->before_start) {
+		struct runner_child_view cv = {
+			.argv = &st->c.args,
+			.env = &st->c.env,
+			.trace_dir = st->traced ? st->ts.dir : NULL,
+			.boot_dir = st->traced ? st->ts.boot_dir : NULL,
+			.ready = st->rd,
+		};
+
+		if (o->before_start(o->before_start_data, &cv, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int start(struct run_state *st, struct buf *err, struct runner_failure *why)
+{
+	const struct runner_opts *o = st->o;
+
+	st->ps = it_parser_new(st->r);
+	if (child_start(&st->c, err) < 0) {
+		why->no_exec = true;
+		why->exec_errno = errno;
+		return -1;
+	}
+	/* The loop polls several sources; a read must never block it. */
+	fcntl(st->c.err_fd, F_SETFL, fcntl(st->c.err_fd, F_GETFL) | O_NONBLOCK);
+	if (st->rd)
+		ready_started(st->rd, st->c.pid, st->c.exec_ns);
+	if (o->timeout_us > 0)
+		st->timeout_at = st->c.start_ns + o->timeout_us * 1000;
+	if (st->rd && o->ready_timeout_us > 0)
+		st->ready_at = st->c.start_ns + o->ready_timeout_us * 1000;
+	return 0;
+}
+
+static void read_stderr(struct run_state *st)
+{
+	char chunk[65536];
+	ssize_t n;
+
+	if (st->c.err_fd < 0)
+		return;
+	n = read(st->c.err_fd, chunk, sizeof(chunk));
+	if (n > 0) {
+		if (st->o->raw_fd >= 0 && write(st->o->raw_fd, chunk, (size_t)n) != n && !st->raw_failed) {
+			st->raw_failed = true;
+			profile_add_warning(st->p, 0, "cannot copy the raw log: %s", strerror(errno));
+		}
+		it_feed(st->ps, chunk, (size_t)n, &st->pass);
+		forward_text(&st->pass, st->o->quiet);
+		buf_reset(&st->pass);
+	} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+		close(st->c.err_fd);
+		st->c.err_fd = -1;
+	}
+}
+
+/* Signals coldstart received: the first one ends the run; all go on to the target. */
+static void read_signals(struct run_state *st, int64_t now)
+{
+	unsigned char b[2];
+
+	while (read(sig_pipe[0], b, 2) == 2) {
+		if (!st->got_signal) {
+			st->got_signal = b[0];
+			st->grace_at = now + SIGNAL_GRACE_NS;
+		}
+		if (st->c.pid > 0 && !b[1])
+			kill(st->c.pid, b[0]);
+	}
+}
+
+static void step_ready(struct run_state *st, int64_t now)
+{
+	struct buf rerr = BUF_INIT;
+	int rs;
+
+	if (!st->rd || st->exited || st->stopping)
+		return;
+	rs = ready_step(st->rd, &rerr);
+	if (rs < 0)
+		alert(st, "readiness: %s", rerr.buf);
+	if (rs != 0)
+		stop_target(st, now);
+	else if (st->ready_at && now > st->ready_at) {
+		alert(st, "target not ready after %lld ms", (long long)(st->o->ready_timeout_us / 1000));
+		stop_target(st, now);
+	}
+	buf_release(&rerr);
+}
+
+/*
+ * One turn of the loop: wait for output, a signal, the probe or the next
+ * look at the target, and act on each.  Returns 1 when the run is over, 0
+ * to go on, -1 with a message in err (everything was killed).
+ */
+static int poll_once(struct run_state *st, struct buf *err)
+{
+	struct pollfd pfd[3];
+	nfds_t nfd = 0;
+	int timeout_ms = POLL_MS, rfd = -1, rt = POLL_MS;
+	int64_t now;
+
+	if (st->c.err_fd >= 0)
+		pfd[nfd++] = (struct pollfd){ .fd = st->c.err_fd, .events = POLLIN };
+	pfd[nfd++] = (struct pollfd){ .fd = sig_pipe[0], .events = POLLIN };
+	if (st->rd && !st->stopping && !st->exited && (rfd = ready_pollfd(st->rd, &rt)) >= 0)
+		pfd[nfd++] = (struct pollfd){ .fd = rfd, .events = POLLIN };
+	if (st->rd && rt < timeout_ms)
+		timeout_ms = rt;
+	if (poll(pfd, nfd, timeout_ms) < 0 && errno != EINTR) {
+		buf_addf(err, "poll failed: %s", strerror(errno));
+		kill_everything(st);
+		return -1;
+	}
+	now = now_ns();
+
+	read_stderr(st);
+	read_signals(st, now);
+	step_ready(st, now);
+	if (!st->exited) {
+		int rc = child_poll(&st->c, &st->ex);
+
+		if (rc < 0) {
+			buf_addf(err, "cannot wait for the target: %s", strerror(errno));
+			kill_everything(st);
+			return -1;
+		}
+		if (rc > 0) {
+			st->exited = true;
+			st->drain_at = now + DRAIN_NS;
+		}
+	}
+	if (!st->exited && st->timeout_at && now > st->timeout_at) {
+		st->timed_out = true;
+		kill_everything(st);
+		st->timeout_at = 0;
+	}
+	if (!st->exited && st->grace_at && now > st->grace_at) {
+		kill_everything(st);
+		st->grace_at = 0;
+	}
+	return st->exited && (st->c.err_fd < 0 || now > st->drain_at);
 }
 
 static void set_status(struct run *r, const struct child_exit *ex)
@@ -121,6 +352,71 @@ static void set_status(struct run *r, const struct child_exit *ex)
 		r->status = RUN_EXITED;
 		r->exit_code = ex->exit_code;
 	}
+}
+
+/* After the target ended: what it left behind, the parser's end, the figures, the trace. */
+static void collect(struct run_state *st)
+{
+	struct run *r = st->r;
+	const struct it_warning *w;
+	size_t i, nw;
+	int left = st->cg ? cgroup_nr_procs(st->cg) : 0;
+
+	/* What the target left running gets no life of its own. */
+	if (left > 0 || kill_tree(getpid(), 0, false) > 0) {
+		kill_everything(st);
+		profile_add_warning(st->p, 0, "killed processes the target left running");
+	}
+	launch_reap_orphans();
+	if (st->c.err_fd >= 0) {
+		close(st->c.err_fd);
+		st->c.err_fd = -1;
+	}
+	it_finish(st->ps, &st->pass);
+	forward_text(&st->pass, st->o->quiet);
+	w = it_warnings(st->ps, &nw);
+	for (i = 0; i < nw; i++)
+		profile_add_warning(st->p, w[i].line, "importtime: %s", w[i].msg);
+
+	set_status(r, &st->ex);
+	if (st->cg) {
+		cgroup_read_figures(st->cg, &r->cg);
+		if (r->status == RUN_SIGNALED && r->term_signal == SIGKILL && r->cg.oom_kills > 0)
+			r->status = RUN_OOM;
+	}
+	if (st->timed_out)
+		r->status = RUN_TIMEOUT;
+	else if (st->stopping && st->rd && !st->got_signal)
+		r->status = RUN_STOPPED;
+	if (st->rd) {
+		r->ready_us = ready_ready_us(st->rd);
+		r->first_response_us = ready_response_us(st->rd);
+	}
+	if (st->traced) {
+		struct buf terr = BUF_INIT;
+
+		if (trace_collect(&st->ts, st->p, r, &terr) < 0)
+			profile_add_warning(st->p, 0, "cannot read the trace: %s", terr.buf);
+		buf_release(&terr);
+	}
+}
+
+static void release(struct run_state *st)
+{
+	if (st->c.pid > 0) {
+		kill_everything(st);
+		child_finish(&st->c, &st->ex);
+	}
+	if (st->cg)
+		cgroup_destroy(st->cg);
+	if (st->rd)
+		ready_free(st->rd);
+	if (st->ps)
+		it_parser_free(st->ps);
+	if (st->traced || st->ts.dir)
+		trace_session_release(&st->ts);
+	child_release(&st->c);
+	buf_release(&st->pass);
 }
 
 void runner_setup_signals(void)
@@ -143,257 +439,29 @@ void runner_setup_signals(void)
 	launch_become_subreaper();
 }
 
-enum runner_error runner_run(const struct runner_opts *o, struct profile *p, struct run *r,
-			     struct buf *err, int *signo)
+int runner_run(const struct runner_opts *o, struct profile *p, struct run *r, struct buf *err,
+	       struct runner_failure *why)
 {
-	struct child c;
-	struct child_exit ex;
-	struct cgroup *cg = NULL;
-	struct trace_session ts = { 0 };
-	struct it_parser *ps = NULL;
-	struct ready *rd = NULL;
-	struct buf pass = BUF_INIT;
-	enum runner_error ret = RUNNER_FAILED;
-	int64_t deadline = 0, grace_deadline = 0, drain_deadline = 0, ready_deadline = 0;
-	bool exited = false, timed_out = false, stopping = false, traced = false, raw_failed = false;
-	int got_signal = 0;
-	size_t i;
+	struct run_state st = { .o = o, .p = p, .r = r, .pass = BUF_INIT };
+	int ret = -1, rc;
 
+	memset(why, 0, sizeof(*why));
 	runner_setup_signals();
-	child_init(&c);
-	strvec_pushv(&c.args, o->argv);
-	build_env(o, &c.env);
-	c.capture_stderr = true;
-
-	if (o->trace) {
-		struct buf terr = BUF_INIT;
-
-		if (trace_prepare(&ts, o->python, &c.env, &terr) < 0) {
-			profile_add_warning(p, 0, "tracer unavailable, importtime only: %s", terr.buf);
-			warning("tracer unavailable, importtime only: %s", terr.buf);
-		} else {
-			traced = true;
-		}
-		buf_release(&terr);
-	}
-	if (o->ready) {
-		rd = ready_new(o->ready, &c.env, err);
-		if (!rd)
-			goto out;
-	}
-	if (o->use_limits) {
-		cgroup_cleanup_stale();
-		cg = cgroup_create(&p->limits, err);
-		if (!cg) {
-			ret = RUNNER_NO_LIMITS;
-			goto out;
-		}
-		c.join_files = cgroup_join_files(cg);
-		if (cgroup_note(cg) && !has_warning(p, cgroup_note(cg)))
-			profile_add_warning(p, 0, "%s", cgroup_note(cg));
-	}
-	if (o->before_start) {
-		struct runner_child_view cv = {
-			.argv = &c.args,
-			.env = &c.env,
-			.trace_dir = traced ? ts.dir : NULL,
-			.boot_dir = traced ? ts.boot_dir : NULL,
-			.ready = rd,
-		};
-
-		if (o->before_start(o->before_start_data, &cv, err) < 0)
-			goto out;
-	}
-
-	ps = it_parser_new(r);
-	if (child_start(&c, err) < 0) {
-		ret = RUNNER_NO_EXEC;
+	child_init(&st.c);
+	if (prepare(&st, err, why) < 0 || start(&st, err, why) < 0)
+		goto out;
+	while (!(rc = poll_once(&st, err)))
+		;
+	if (rc < 0)
+		goto out;
+	collect(&st);
+	if (st.got_signal) {
+		why->signo = st.got_signal;
+		buf_addf(err, "interrupted by signal %d; target stopped", st.got_signal);
 		goto out;
 	}
-	/* The loop polls several sources; a read must never block it. */
-	fcntl(c.err_fd, F_SETFL, fcntl(c.err_fd, F_GETFL) | O_NONBLOCK);
-	if (rd)
-		ready_started(rd, c.pid, c.exec_ns);
-	if (o->timeout_us > 0)
-		deadline = c.start_ns + o->timeout_us * 1000;
-	if (rd && o->ready_timeout_us > 0)
-		ready_deadline = c.start_ns + o->ready_timeout_us * 1000;
-
-	for (;;) {
-		struct pollfd pfd[3];
-		nfds_t nfd = 0;
-		int timeout_ms = 50, rfd = -1, rt = 50;
-		int64_t now;
-
-		if (c.err_fd >= 0) {
-			pfd[nfd].fd = c.err_fd;
-			pfd[nfd].events = POLLIN;
-			nfd++;
-		}
-		pfd[nfd].fd = sig_pipe[0];
-		pfd[nfd].events = POLLIN;
-		nfd++;
-		if (rd && !stopping && !exited && (rfd = ready_pollfd(rd, &rt)) >= 0) {
-			pfd[nfd].fd = rfd;
-			pfd[nfd].events = POLLIN;
-			nfd++;
-		}
-		if (rd && rt < timeout_ms)
-			timeout_ms = rt;
-		if (poll(pfd, nfd, timeout_ms) < 0 && errno != EINTR) {
-			buf_addf(err, "poll failed: %s", strerror(errno));
-			kill_everything(&c, cg);
-			goto out;
-		}
-		now = now_ns();
-
-		if (c.err_fd >= 0) {
-			char chunk[65536];
-			ssize_t n = read(c.err_fd, chunk, sizeof(chunk));
-
-			if (n > 0) {
-				if (o->raw_fd >= 0 && write(o->raw_fd, chunk, (size_t)n) != n && !raw_failed) {
-					raw_failed = true;
-					profile_add_warning(p, 0, "cannot copy the raw log: %s", strerror(errno));
-				}
-				it_feed(ps, chunk, (size_t)n, &pass);
-				forward_text(&pass, o->quiet);
-				buf_reset(&pass);
-			} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-				close(c.err_fd);
-				c.err_fd = -1;
-			}
-		}
-
-		{
-			unsigned char b[2];
-
-			while (read(sig_pipe[0], b, 2) == 2) {
-				if (!got_signal) {
-					got_signal = b[0];
-					grace_deadline = now + SIGNAL_GRACE_NS;
-				}
-				if (c.pid > 0 && !b[1])
-					kill(c.pid, b[0]);
-			}
-		}
-
-		if (rd && !exited && !stopping) {
-			int rs = ready_step(rd, err);
-
-			if (rs < 0) {
-				profile_add_warning(p, 0, "readiness: %s", err->buf);
-				warning("readiness: %s", err->buf);
-				buf_reset(err);
-				stopping = true;
-			} else if (rs > 0) {
-				stopping = true;
-			}
-			if (stopping && c.pid > 0) {
-				kill(c.pid, SIGTERM);
-				grace_deadline = now + SIGNAL_GRACE_NS;
-			}
-		}
-		if (ready_deadline && now > ready_deadline && !stopping && !exited) {
-			profile_add_warning(p, 0, "target not ready after %lld ms",
-					    (long long)(o->ready_timeout_us / 1000));
-			warning("target not ready after %lld ms", (long long)(o->ready_timeout_us / 1000));
-			stopping = true;
-			kill(c.pid, SIGTERM);
-			grace_deadline = now + SIGNAL_GRACE_NS;
-		}
-
-		if (!exited) {
-			int st = child_poll(&c, &ex);
-
-			if (st > 0) {
-				exited = true;
-				drain_deadline = now + DRAIN_NS;
-			} else if (st < 0) {
-				buf_addf(err, "cannot wait for the target: %s", strerror(errno));
-				kill_everything(&c, cg);
-				goto out;
-			}
-		}
-		if (!exited && deadline && now > deadline) {
-			timed_out = true;
-			kill_everything(&c, cg);
-			deadline = 0;
-		}
-		if (!exited && grace_deadline && now > grace_deadline) {
-			kill_everything(&c, cg);
-			grace_deadline = 0;
-		}
-		if (exited && (c.err_fd < 0 || now > drain_deadline))
-			break;
-	}
-
-	/* What the target left running gets no life of its own. */
-	{
-		int left = cg ? cgroup_nr_procs(cg) : 0;
-
-		if (left > 0 || kill_tree(getpid(), 0, false) > 0) {
-			kill_everything(&c, cg);
-			profile_add_warning(p, 0, "killed processes the target left running");
-		}
-		launch_reap_orphans();
-	}
-	if (c.err_fd >= 0) {
-		close(c.err_fd);
-		c.err_fd = -1;
-	}
-	it_finish(ps, &pass);
-	forward_text(&pass, o->quiet);
-	{
-		size_t nw;
-		const struct it_warning *w = it_warnings(ps, &nw);
-
-		for (i = 0; i < nw; i++)
-			profile_add_warning(p, w[i].line, "importtime: %s", w[i].msg);
-	}
-
-	set_status(r, &ex);
-	if (cg) {
-		cgroup_read_figures(cg, &r->cg);
-		if (r->status == RUN_SIGNALED && r->term_signal == SIGKILL && r->cg.oom_kills > 0)
-			r->status = RUN_OOM;
-	}
-	if (timed_out)
-		r->status = RUN_TIMEOUT;
-	else if (stopping && rd && !got_signal)
-		r->status = RUN_STOPPED;
-	if (rd) {
-		r->ready_us = ready_ready_us(rd);
-		r->first_response_us = ready_response_us(rd);
-	}
-	if (traced) {
-		struct buf terr = BUF_INIT;
-
-		if (trace_collect(&ts, p, r, &terr) < 0)
-			profile_add_warning(p, 0, "cannot read the trace: %s", terr.buf);
-		buf_release(&terr);
-	}
-	if (got_signal) {
-		*signo = got_signal;
-		ret = RUNNER_INTERRUPTED;
-		buf_addf(err, "interrupted by signal %d; target stopped", got_signal);
-		goto out;
-	}
-	ret = RUNNER_OK;
+	ret = 0;
 out:
-	if (c.pid > 0) {
-		kill_everything(&c, cg);
-		child_finish(&c, &ex);
-	}
-	if (cg)
-		cgroup_destroy(cg);
-	if (rd)
-		ready_free(rd);
-	if (ps)
-		it_parser_free(ps);
-	if (traced || ts.dir)
-		trace_session_release(&ts);
-	child_release(&c);
-	buf_release(&pass);
+	release(&st);
 	return ret;
 }

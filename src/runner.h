@@ -26,29 +26,40 @@ struct runner_opts {
 	int64_t ready_timeout_us; /* how long to wait for readiness */
 	bool quiet; /* drop the target's stderr instead of forwarding it */
 	int raw_fd; /* >= 0: every byte of the target's stderr is copied here too */
-	bool progress; /* unused by the runner; for callers */
+	/*
+	 * Called with each warning that says the run went otherwise than asked
+	 * (the tracer is unavailable, readiness failed or was not reached) at
+	 * the moment it is recorded in the profile; the caller decides whether
+	 * to show it.  NULL: recorded only.
+	 */
+	void (*notify)(void *data, const char *msg);
+	void *notify_data;
 	/* Optional, for `docker`: see runner_child_view below (NULL: none). */
 	int (*before_start)(void *data, struct runner_child_view *cv, struct buf *err);
 	void *before_start_data;
 };
 
-/* Why the runner could not produce a run at all. */
-enum runner_error {
-	RUNNER_OK = 0,
-	RUNNER_FAILED, /* internal failure (pipes, files) */
-	RUNNER_NO_LIMITS, /* limits asked for and unavailable */
-	RUNNER_NO_EXEC, /* the program could not be executed */
-	RUNNER_INTERRUPTED, /* coldstart got SIGINT/SIGTERM/SIGHUP */
+/* Why runner_run produced no run (it returned -1); zeroed on every call. */
+struct runner_failure {
+	/*
+	 * coldstart received this signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT)
+	 * and stopped the target: the caller exits 128 + signo.  What the run
+	 * measured until then is in r, but it is not a complete run.
+	 */
+	int signo;
+	bool no_limits; /* limits asked for and unavailable (the message says what to do) */
+	bool no_exec; /* the program could not be executed */
+	int exec_errno; /* with no_exec: ENOENT when it does not exist, ... */
 };
 
 /*
  * Runs the target once into r (added by the caller with profile_add_run).
- * Returns RUNNER_OK when r describes what happened (whatever the target
- * did), else an error with a message in err.  On RUNNER_INTERRUPTED,
- * *signo holds the signal received; everything was cleaned up.
+ * Returns 0 when r describes what happened (whatever the target did), else
+ * -1 with a message in err and the reason in *why.  Everything the run
+ * started is cleaned up on both paths.
  */
-enum runner_error runner_run(const struct runner_opts *o, struct profile *p, struct run *r,
-			     struct buf *err, int *signo);
+int runner_run(const struct runner_opts *o, struct profile *p, struct run *r, struct buf *err,
+	       struct runner_failure *why);
 
 /* Installs the signal handlers runner_run relies on; call once. */
 void runner_setup_signals(void);
@@ -60,8 +71,8 @@ void runner_setup_signals(void);
  * starts.  argv and env are the child's and may be rewritten; trace_dir and
  * boot_dir are the host directories of the trace session (NULL when the
  * tracer is off or unavailable); ready is the probe (NULL without --ready,
- * see ready_fn_dir).  Returning -1 with a message in err ends the run with
- * RUNNER_FAILED.
+ * see ready_fn_dir).  Returning -1 with a message in err ends the run:
+ * runner_run returns -1 with that message.
  */
 struct runner_child_view {
 	struct strvec *argv;
