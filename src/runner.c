@@ -26,13 +26,19 @@
 extern char **environ;
 
 static int sig_pipe[2] = { -1, -1 };
+/* One SIGCHLD byte in the pipe is enough to wake the loop; more would fill it. */
+static volatile sig_atomic_t chld_pending;
 
 /* Grace given to the target after a forwarded signal, before SIGKILL. */
 #define SIGNAL_GRACE_NS (3LL * 1000000000)
 /* How long to keep reading stderr after the target exits (grandchildren). */
 #define DRAIN_NS (300LL * 1000000)
-/* The longest the loop sleeps between looks at the target. */
-#define POLL_MS 50
+/*
+ * The longest the loop sleeps between looks at the target.  Its exit wakes
+ * the loop at once (pidfd, else SIGCHLD through the pipe), so this only
+ * bounds the cost of a wake-up lost to a kernel without either.
+ */
+#define POLL_MAX_MS 1000
 
 /* Everything one run owns, from prepare to release. */
 struct run_state {
@@ -49,6 +55,16 @@ struct run_state {
 	struct buf pass; /* parser passthrough, forwarded to our stderr */
 	/* Deadlines, CLOCK_MONOTONIC ns; 0 = none. */
 	int64_t timeout_at, grace_at, drain_at, ready_at;
+	/*
+	 * When the target exited: the moment its exit woke the loop.  That is
+	 * when poll returned minus the time coldstart then waited for a CPU
+	 * (its run delay, /proc/thread-self/schedstat), unless that turn also
+	 * read output, which may have been the wake-up instead.
+	 */
+	int64_t exit_ns;
+	int64_t woke_ns; /* when the current turn's poll returned */
+	int schedstat_fd; /* -1 where the kernel has no schedstat */
+	bool exit_turn; /* this turn found the exit */
 	bool exited; /* the target was reaped */
 	bool timed_out;
 	bool stopping; /* readiness is decided: the target was asked to stop */
@@ -63,6 +79,11 @@ static void on_signal(int sig, siginfo_t *si, void *uctx)
 	ssize_t w;
 
 	(void)uctx;
+	if (sig == SIGCHLD) {
+		if (chld_pending)
+			return;
+		chld_pending = 1;
+	}
 	b[0] = (unsigned char)sig;
 	/* Terminal-generated signals already reached the target's group. */
 	b[1] = si && si->si_code == SI_KERNEL;
@@ -238,6 +259,8 @@ static void read_stderr(struct run_state *st)
 		return;
 	n = read(st->c.err_fd, chunk, sizeof(chunk));
 	if (n > 0) {
+		if (st->exit_turn)
+			st->exit_ns = st->woke_ns;
 		if (st->o->raw_fd >= 0 && write(st->o->raw_fd, chunk, (size_t)n) != n && !st->raw_failed) {
 			st->raw_failed = true;
 			profile_add_warning(st->p, 0, "cannot copy the raw log: %s", strerror(errno));
@@ -251,12 +274,20 @@ static void read_stderr(struct run_state *st)
 	}
 }
 
-/* Signals coldstart received: the first one ends the run; all go on to the target. */
+/*
+ * Signals coldstart received: the first one ends the run; all go on to the
+ * target.  A SIGCHLD only wakes the loop: the exit is looked at after this,
+ * and a SIGCHLD is sent after the child became a zombie, so clearing the
+ * flag first loses none.
+ */
 static void read_signals(struct run_state *st, int64_t now)
 {
 	unsigned char b[2];
 
+	chld_pending = 0;
 	while (read(sig_pipe[0], b, 2) == 2) {
+		if (b[0] == SIGCHLD)
+			continue;
 		if (!st->got_signal) {
 			st->got_signal = b[0];
 			st->grace_at = now + SIGNAL_GRACE_NS;
@@ -286,47 +317,111 @@ static void step_ready(struct run_state *st, int64_t now)
 }
 
 /*
- * One turn of the loop: wait for output, a signal, the probe or the next
- * look at the target, and act on each.  Returns 1 when the run is over, 0
- * to go on, -1 with a message in err (everything was killed).
+ * Nanoseconds this thread has spent runnable but waiting for a CPU, or -1:
+ * the second field of schedstat.
+ */
+static int64_t run_delay_ns(int fd)
+{
+	char text[128];
+	ssize_t n;
+	char *sp;
+
+	if (fd < 0 || (n = pread(fd, text, sizeof(text) - 1, 0)) <= 0)
+		return -1;
+	text[n] = '\0';
+	sp = strchr(text, ' ');
+	return sp ? strtoll(sp + 1, NULL, 10) : -1;
+}
+
+/* Reaps the target if it exited; late is how long the loop waited for a CPU after it woke. */
+static int check_exit(struct run_state *st, int64_t now, int64_t late, struct buf *err)
+{
+	int rc;
+
+	st->exit_turn = false;
+	if (st->exited)
+		return 0;
+	rc = child_poll(&st->c, &st->ex);
+	if (rc < 0) {
+		buf_addf(err, "cannot wait for the target: %s", strerror(errno));
+		kill_everything(st);
+		return -1;
+	}
+	if (rc > 0) {
+		st->exited = true;
+		st->exit_turn = true;
+		st->exit_ns = late > 0 && late < now - st->c.exec_ns ? now - late : now;
+		st->drain_at = now + DRAIN_NS;
+	}
+	return 0;
+}
+
+static void earliest(int64_t *at, int64_t deadline)
+{
+	if (deadline && (!*at || deadline < *at))
+		*at = deadline;
+}
+
+/* How long poll may sleep: until the nearest deadline, the probe's next step, or POLL_MAX_MS. */
+static int poll_timeout(const struct run_state *st, int probe_ms)
+{
+	int64_t at = 0, now = now_ns(), ms;
+
+	if (!st->exited) {
+		earliest(&at, st->timeout_at);
+		earliest(&at, st->grace_at);
+		if (st->rd && !st->stopping)
+			earliest(&at, st->ready_at);
+	} else {
+		earliest(&at, st->drain_at);
+	}
+	ms = POLL_MAX_MS;
+	if (at)
+		ms = at <= now ? 0 : (at - now + 999999) / 1000000;
+	if (probe_ms >= 0 && probe_ms < ms)
+		ms = probe_ms;
+	return ms < POLL_MAX_MS ? (int)ms : POLL_MAX_MS;
+}
+
+/*
+ * One turn of the loop: sleep until the target exits, writes, a signal
+ * arrives, the probe can move or a deadline passes, then act on each.  The
+ * exit is looked at before the output, so the wall time ends when the exit
+ * woke the loop, not after the output of that turn was parsed.  Returns 1 when the
+ * run is over, 0 to go on, -1 with a message in err (everything was killed).
  */
 static int poll_once(struct run_state *st, struct buf *err)
 {
-	struct pollfd pfd[3];
+	struct pollfd pfd[4];
 	nfds_t nfd = 0;
-	int timeout_ms = POLL_MS, rfd = -1, rt = POLL_MS;
-	int64_t now;
+	int rfd = -1, probe_ms = -1;
+	int64_t now, delay_before, delay_after;
 
+	if (!st->exited && st->c.pidfd >= 0)
+		pfd[nfd++] = (struct pollfd){ .fd = st->c.pidfd, .events = POLLIN };
 	if (st->c.err_fd >= 0)
 		pfd[nfd++] = (struct pollfd){ .fd = st->c.err_fd, .events = POLLIN };
 	pfd[nfd++] = (struct pollfd){ .fd = sig_pipe[0], .events = POLLIN };
-	if (st->rd && !st->stopping && !st->exited && (rfd = ready_pollfd(st->rd, &rt)) >= 0)
-		pfd[nfd++] = (struct pollfd){ .fd = rfd, .events = POLLIN };
-	if (st->rd && rt < timeout_ms)
-		timeout_ms = rt;
-	if (poll(pfd, nfd, timeout_ms) < 0 && errno != EINTR) {
+	if (st->rd && !st->stopping && !st->exited) {
+		rfd = ready_pollfd(st->rd, &probe_ms);
+		if (rfd >= 0)
+			pfd[nfd++] = (struct pollfd){ .fd = rfd, .events = POLLIN };
+	}
+	delay_before = run_delay_ns(st->schedstat_fd);
+	if (poll(pfd, nfd, poll_timeout(st, probe_ms)) < 0 && errno != EINTR) {
 		buf_addf(err, "poll failed: %s", strerror(errno));
 		kill_everything(st);
 		return -1;
 	}
-	now = now_ns();
+	now = st->woke_ns = now_ns();
+	delay_after = run_delay_ns(st->schedstat_fd);
 
-	read_stderr(st);
 	read_signals(st, now);
+	if (check_exit(st, now, delay_before >= 0 && delay_after >= 0 ? delay_after - delay_before : 0,
+		       err) < 0)
+		return -1;
+	read_stderr(st);
 	step_ready(st, now);
-	if (!st->exited) {
-		int rc = child_poll(&st->c, &st->ex);
-
-		if (rc < 0) {
-			buf_addf(err, "cannot wait for the target: %s", strerror(errno));
-			kill_everything(st);
-			return -1;
-		}
-		if (rc > 0) {
-			st->exited = true;
-			st->drain_at = now + DRAIN_NS;
-		}
-	}
 	if (!st->exited && st->timeout_at && now > st->timeout_at) {
 		st->timed_out = true;
 		kill_everything(st);
@@ -336,12 +431,12 @@ static int poll_once(struct run_state *st, struct buf *err)
 		kill_everything(st);
 		st->grace_at = 0;
 	}
-	return st->exited && (st->c.err_fd < 0 || now > st->drain_at);
+	return st->exited && (st->c.err_fd < 0 || now >= st->drain_at);
 }
 
-static void set_status(struct run *r, const struct child_exit *ex)
+static void set_status(struct run *r, const struct child_exit *ex, int64_t wall_ns)
 {
-	r->wall_us = ex->wall_us;
+	r->wall_us = wall_ns / 1000;
 	r->user_us = ex->user_us;
 	r->sys_us = ex->sys_us;
 	r->maxrss_kb = ex->maxrss_kb;
@@ -378,7 +473,7 @@ static void collect(struct run_state *st)
 	for (i = 0; i < nw; i++)
 		profile_add_warning(st->p, w[i].line, "importtime: %s", w[i].msg);
 
-	set_status(r, &st->ex);
+	set_status(r, &st->ex, st->exit_ns - st->c.exec_ns);
 	if (st->cg) {
 		cgroup_read_figures(st->cg, &r->cg);
 		if (r->status == RUN_SIGNALED && r->term_signal == SIGKILL && r->cg.oom_kills > 0)
@@ -415,13 +510,15 @@ static void release(struct run_state *st)
 		it_parser_free(st->ps);
 	if (st->traced || st->ts.dir)
 		trace_session_release(&st->ts);
+	if (st->schedstat_fd >= 0)
+		close(st->schedstat_fd);
 	child_release(&st->c);
 	buf_release(&st->pass);
 }
 
 void runner_setup_signals(void)
 {
-	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD };
 	struct sigaction sa;
 	size_t i;
 
@@ -431,7 +528,8 @@ void runner_setup_signals(void)
 		die("cannot create the signal pipe: %s", strerror(errno));
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_signal;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	/* SIGCHLD only for exits: kill_tree stops and continues processes. */
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NOCLDSTOP;
 	sigemptyset(&sa.sa_mask);
 	for (i = 0; i < ARRAY_SIZE(sigs); i++)
 		sigaction(sigs[i], &sa, NULL);
@@ -448,6 +546,7 @@ int runner_run(const struct runner_opts *o, struct profile *p, struct run *r, st
 	memset(why, 0, sizeof(*why));
 	runner_setup_signals();
 	child_init(&st.c);
+	st.schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
 	if (prepare(&st, err, why) < 0 || start(&st, err, why) < 0)
 		goto out;
 	while (!(rc = poll_once(&st, err)))
