@@ -588,22 +588,6 @@ static void fill_meta(struct profile *p, const char *image, const char *python)
 	/* cwd stays NULL: the host's directory says nothing about the container's. */
 }
 
-/* The port a tcp:/http:// probe connects to, to publish on 127.0.0.1; 0 for none. */
-static int ready_port(const char *spec)
-{
-	const char *s;
-
-	if (starts_with(spec, "tcp:"))
-		return atoi(spec + 4);
-	if (starts_with(spec, "http://")) {
-		s = strchr(spec + 7, ':');
-		if (s && (!strchr(spec + 7, '/') || s < strchr(spec + 7, '/')))
-			return atoi(s + 1);
-		return 80;
-	}
-	return 0;
-}
-
 /* The runner's alerts are shown as they happen. */
 static void show_alert(void *data, const char *msg)
 {
@@ -663,14 +647,14 @@ int cmd_docker(int argc, char **argv)
 	}
 	image = argv[i++];
 	command = (const char *const *)argv + i;
-	if (o.c.m.ready && strcmp(o.c.m.ready, "fn") && !ready_port(o.c.m.ready)) {
-		error("--ready '%s' cannot reach into a container: use fn, tcp:PORT or http://127.0.0.1:PORT/...",
-		      o.c.m.ready);
+	if (measure_opts_finish(&o.c.m, &p.limits, &err) < 0) {
+		error("%s", err.buf);
 		ret = EXIT_USAGE;
 		goto out;
 	}
-	if (measure_opts_finish(&o.c.m, &p.limits, &err) < 0) {
-		error("%s", err.buf);
+	if (o.c.m.ready && o.c.m.ready_spec.kind == READY_UNIX) {
+		error("--ready '%s' cannot reach into a container: use fn, tcp:PORT or http://127.0.0.1:PORT/...",
+		      o.c.m.ready);
 		ret = EXIT_USAGE;
 		goto out;
 	}
@@ -706,7 +690,7 @@ int cmd_docker(int argc, char **argv)
 	x.image = image;
 	x.command = command;
 	x.image_pythonpath = image_pythonpath;
-	x.publish_port = o.c.m.ready ? ready_port(o.c.m.ready) : 0;
+	x.publish_port = o.c.m.ready ? o.c.m.ready_spec.port : 0;
 
 	/* Replaced by before_start once the container exists. */
 	strvec_pushv(&placeholder, (const char *const[]){ o.engine, "start", "--attach", "", NULL });
@@ -714,7 +698,7 @@ int cmd_docker(int argc, char **argv)
 	ro.argv = placeholder.v;
 	ro.trace = tracer;
 	ro.timeout_us = o.c.m.timeout_us;
-	ro.ready = o.c.m.ready;
+	ro.ready = o.c.m.ready ? &o.c.m.ready_spec : NULL;
 	ro.ready_timeout_us = o.c.m.ready_timeout_us;
 	ro.quiet = o.c.m.quiet;
 	ro.raw_fd = -1;

@@ -349,7 +349,7 @@ int cmd_profile(int argc, char **argv)
 	ro.trace = !o.c.m.no_trace;
 	ro.use_limits = limits_any(&p.limits);
 	ro.timeout_us = o.c.m.timeout_us;
-	ro.ready = o.c.m.ready;
+	ro.ready = o.c.m.ready ? &o.c.m.ready_spec : NULL;
 	ro.ready_timeout_us = o.c.m.ready_timeout_us;
 	ro.quiet = o.c.m.quiet;
 	ro.notify = show_alert;

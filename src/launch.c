@@ -342,11 +342,30 @@ static size_t read_procs(struct pp **out)
 	return nr;
 }
 
-int kill_tree(pid_t pid, int sig, bool include_root)
+size_t launch_descendants(pid_t root, pid_t **out)
 {
 	struct pp *all = NULL;
 	pid_t *tree = NULL;
 	size_t nr_all, nr = 0, alloc = 0, i, scan;
+
+	nr_all = read_procs(&all);
+	ALLOC_GROW(tree, 1, alloc);
+	tree[nr++] = root;
+	for (scan = 0; scan < nr; scan++)
+		for (i = 0; i < nr_all; i++)
+			if (all[i].ppid == tree[scan] && all[i].pid != tree[scan]) {
+				ALLOC_GROW(tree, nr + 1, alloc);
+				tree[nr++] = all[i].pid;
+			}
+	free(all);
+	*out = tree;
+	return nr;
+}
+
+int kill_tree(pid_t pid, int sig, bool include_root)
+{
+	pid_t *tree = NULL;
+	size_t nr, i;
 	int count = 0;
 
 	if (pid <= 0)
@@ -354,22 +373,13 @@ int kill_tree(pid_t pid, int sig, bool include_root)
 	/* Freeze the root first so it cannot fork while we walk. */
 	if (sig == SIGKILL && include_root)
 		kill(pid, SIGSTOP);
-	nr_all = read_procs(&all);
-	ALLOC_GROW(tree, 1, alloc);
-	tree[nr++] = pid;
-	for (scan = 0; scan < nr; scan++)
-		for (i = 0; i < nr_all; i++)
-			if (all[i].ppid == tree[scan] && all[i].pid != tree[scan]) {
-				ALLOC_GROW(tree, nr + 1, alloc);
-				tree[nr++] = all[i].pid;
-			}
+	nr = launch_descendants(pid, &tree);
 	for (i = nr; i > (include_root ? 0 : 1); i--)
 		if (!kill(tree[i - 1], sig)) {
 			count++;
 			if (sig != SIGKILL && sig != SIGSTOP && sig != SIGCONT)
 				kill(tree[i - 1], SIGCONT);
 		}
-	free(all);
 	free(tree);
 	return count;
 }

@@ -71,6 +71,11 @@ void child_release(struct child *c);
  * then to pid itself when include_root.  Returns the number signalled.
  */
 int kill_tree(pid_t pid, int sig, bool include_root);
+/*
+ * root and its living descendants (walking /proc), parents before their
+ * children; *out (root first) is the caller's to free.  Returns how many.
+ */
+size_t launch_descendants(pid_t root, pid_t **out);
 
 /*
  * Makes this process a child subreaper so orphaned descendants of the target

@@ -234,6 +234,7 @@ int measure_opt_no_trace(void *ctx, const char *v, struct buf *err) { M(ctx)->no
 int measure_opt_quiet(void *ctx, const char *v, struct buf *err) { M(ctx)->quiet = true; return 0; }
 int measure_opt_no_limits(void *ctx, const char *v, struct buf *err) { M(ctx)->no_limits = true; return 0; }
 int measure_opt_ready(void *ctx, const char *v, struct buf *err) { M(ctx)->ready = v; return 0; }
+int measure_opt_ready_status(void *ctx, const char *v, struct buf *err) { M(ctx)->ready_status = v; return 0; }
 int measure_opt_exit_code(void *ctx, const char *v, struct buf *err) { M(ctx)->passthrough_exit = true; return 0; }
 int measure_opt_runs(void *ctx, const char *v, struct buf *err) { return parse_runs(v, "--runs", 1, &M(ctx)->runs, err); }
 int measure_opt_warmup(void *ctx, const char *v, struct buf *err) { return parse_runs(v, "--warmup", 0, &M(ctx)->warmup, err); }
@@ -258,6 +259,7 @@ void measure_ctx_init(struct measure_ctx *c)
 {
 	show_opts_init(&c->show);
 	memset(&c->m, 0, sizeof(c->m));
+	ready_spec_init(&c->m.ready_spec);
 	c->m.runs = 1;
 	c->m.ready_timeout_us = 60 * 1000000LL;
 }
@@ -267,10 +269,17 @@ void measure_ctx_release(struct measure_ctx *c)
 	show_opts_release(&c->show);
 	limits_release(&c->m.limits);
 	memset(&c->m.limits, 0, sizeof(c->m.limits));
+	ready_spec_release(&c->m.ready_spec);
 }
 
 int measure_opts_finish(struct measure_opts *m, struct limits *out, struct buf *err)
 {
+	if (m->ready_status && !m->ready) {
+		buf_adds(err, "--ready-status needs --ready http://...");
+		return -1;
+	}
+	if (m->ready && ready_spec_parse(&m->ready_spec, m->ready, m->ready_status, err) < 0)
+		return -1;
 	if (m->no_limits) {
 		limits_release(&m->limits);
 		memset(&m->limits, 0, sizeof(m->limits));

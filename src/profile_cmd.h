@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "profile.h"
+#include "ready.h"
 #include "report.h"
 
 struct out_request {
@@ -93,6 +94,8 @@ struct measure_opts {
 	int warmup;
 	int64_t timeout_us; /* 0 = none */
 	const char *ready;
+	const char *ready_status;
+	struct ready_spec ready_spec; /* ready and ready_status, parsed by measure_opts_finish */
 	int64_t ready_timeout_us;
 };
 
@@ -110,7 +113,8 @@ void measure_ctx_release(struct measure_ctx *c);
 /*
  * After parsing: drops the limits for --no-limits, else checks them together
  * (--swap needs --memory), and hands them to *out (the profile's; m keeps
- * none).  -1 with a message in err: a usage error.
+ * none); parses --ready and --ready-status into m->ready_spec.  -1 with a
+ * message in err: a usage error.
  */
 int measure_opts_finish(struct measure_opts *m, struct limits *out, struct buf *err);
 
@@ -131,6 +135,7 @@ int measure_opt_preset(void *ctx, const char *v, struct buf *err);
 int measure_opt_no_limits(void *ctx, const char *v, struct buf *err);
 int measure_opt_ready(void *ctx, const char *v, struct buf *err);
 int measure_opt_ready_timeout(void *ctx, const char *v, struct buf *err);
+int measure_opt_ready_status(void *ctx, const char *v, struct buf *err);
 int measure_opt_exit_code(void *ctx, const char *v, struct buf *err);
 
 #define MEASURE_OPTIONS                                                                                         \
@@ -150,6 +155,8 @@ int measure_opt_exit_code(void *ctx, const char *v, struct buf *err);
 	{ "ready", 0, 1, measure_opt_ready, "SPEC",                                                                \
 	  "measure readiness: fn, tcp:PORT, http://127.0.0.1:PORT/path, unix:PATH" },                              \
 	{ "ready-timeout", 0, 1, measure_opt_ready_timeout, "SECONDS", "give up waiting for readiness (default 60)" }, \
+	{ "ready-status", 0, 1, measure_opt_ready_status, "LIST",                                                  \
+	  "http:// readiness: the answers that count, e.g. 200 or 2xx,404 (default 200-399)" },                    \
 	{ "exit-code", 0, 0, measure_opt_exit_code, NULL, "exit with the target's own status instead of coldstart's codes" }
 
 /* Option-table entries for the above (struct opt from args.h). */

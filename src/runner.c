@@ -241,8 +241,9 @@ static int start(struct run_state *st, struct buf *err, struct runner_failure *w
 	}
 	/* The loop polls several sources; a read must never block it. */
 	fcntl(st->c.err_fd, F_SETFL, fcntl(st->c.err_fd, F_GETFL) | O_NONBLOCK);
+	/* Our descendants are the target's tree: orphans are reparented to us. */
 	if (st->rd)
-		ready_started(st->rd, st->c.pid, st->c.exec_ns);
+		ready_started(st->rd, o->before_start ? 0 : getpid(), st->c.exec_ns);
 	if (o->timeout_us > 0)
 		st->timeout_at = st->c.start_ns + o->timeout_us * 1000;
 	if (st->rd && o->ready_timeout_us > 0)
@@ -310,7 +311,12 @@ static void step_ready(struct run_state *st, int64_t now)
 	if (rs != 0)
 		stop_target(st, now);
 	else if (st->ready_at && now > st->ready_at) {
-		alert(st, "target not ready after %lld ms", (long long)(st->o->ready_timeout_us / 1000));
+		struct buf why = BUF_INIT;
+
+		ready_why_not(st->rd, &why);
+		alert(st, "target not ready after %lld ms%s%s%s", (long long)(st->o->ready_timeout_us / 1000),
+		      why.len ? " (" : "", why.buf, why.len ? ")" : "");
+		buf_release(&why);
 		stop_target(st, now);
 	}
 	buf_release(&rerr);
@@ -486,6 +492,7 @@ static void collect(struct run_state *st)
 	if (st->rd) {
 		r->ready_us = ready_ready_us(st->rd);
 		r->first_response_us = ready_response_us(st->rd);
+		r->ready_ns = ready_ready_ns(st->rd);
 	}
 	if (st->traced) {
 		struct buf terr = BUF_INIT;

@@ -11,6 +11,7 @@
 
 #include "profile.h"
 
+struct ready_spec;
 struct runner_child_view;
 
 struct runner_opts {
@@ -22,7 +23,7 @@ struct runner_opts {
 	bool trace;
 	bool use_limits; /* create a cgroup with p->limits */
 	int64_t timeout_us; /* 0 = none */
-	const char *ready; /* readiness spec (ready.h) or NULL */
+	const struct ready_spec *ready; /* readiness probe (ready.h) or NULL */
 	int64_t ready_timeout_us; /* how long to wait for readiness */
 	bool quiet; /* drop the target's stderr instead of forwarding it */
 	int raw_fd; /* >= 0: every byte of the target's stderr is copied here too */
@@ -66,7 +67,9 @@ void runner_setup_signals(void);
 
 /*
  * For callers whose child is not the target itself (`docker` runs the engine
- * CLI, which starts the target in a container): before_start is called once
+ * CLI, which starts the target in a container), so its process tree is not
+ * the target's (readiness then cannot look for the listener there, see
+ * ready_started): before_start is called once
  * the trace session and the readiness probe exist and before the child
  * starts.  argv and env are the child's and may be rewritten; trace_dir and
  * boot_dir are the host directories of the trace session (NULL when the
