@@ -115,7 +115,7 @@ static void usage(FILE *f)
 		"Exit status: 0 ok, 1 failure or broken budget, 2 usage, 4 engine, image or\n"
 		"container unusable (no CLI, daemon unreachable, image missing, never started),\n"
 		"5 target exited non-zero, 6 killed by a signal, 7 OOM-killed, 8 timeout,\n"
-		"9 readiness not reached (docs/docker.md).\n",
+		"9 readiness not reached, 10 no import recorded (docs/docker.md).\n",
 		h.buf);
 	buf_release(&h);
 }
@@ -751,6 +751,8 @@ int cmd_docker(int argc, char **argv)
 
 	profile_analyze(&p, stdlib_names.nr ? stdlib_names.v : NULL);
 	ret = profile_exit_status(&p, o.c.m.ready != NULL, o.c.m.passthrough_exit);
+	if (ret == EXIT_NO_IMPORTS)
+		error("no measured run recorded an import: nothing to profile");
 	rc = show_profile(&p, &o.c.show);
 	if (rc && ret == EXIT_OK)
 		ret = rc;

@@ -62,7 +62,8 @@ static void usage(FILE *f)
 		"options:\n%s\n"
 		"Exit status: 0 ok, 1 failure or broken budget, 2 usage, 3 limits unavailable,\n"
 		"4 interpreter missing or unsuitable, 5 target exited non-zero, 6 target killed by\n"
-		"a signal, 7 target OOM-killed, 8 timeout, 9 readiness not reached\n"
+		"a signal, 7 target OOM-killed, 8 timeout, 9 readiness not reached, 10 no import\n"
+		"recorded\n"
 		"(docs/exit-codes.md).  --exit-code passes the target's own status through.\n",
 		h.buf);
 	buf_release(&h);
@@ -400,6 +401,8 @@ int cmd_profile(int argc, char **argv)
 		profile_analyze_with(&p, names, site_dirs.nr ? site_dirs.v : NULL);
 	}
 	ret = profile_exit_status(&p, o.c.m.ready != NULL, o.c.m.passthrough_exit);
+	if (ret == EXIT_NO_IMPORTS)
+		error("no measured run recorded an import: nothing to profile");
 	rc = show_profile(&p, &o.c.show);
 	/* A target's own failure is more specific than a broken budget. */
 	if (rc && ret == EXIT_OK)

@@ -32,6 +32,17 @@ static int write_stdout(const char *s, size_t n)
 	return 0;
 }
 
+static bool measured_imports(const struct profile *p)
+{
+	size_t i, j;
+
+	for (i = 0; i < p->nr_runs; i++)
+		for (j = 0; j < p->runs[i].nr_procs && !p->runs[i].warmup; j++)
+			if (p->runs[i].procs[j].nr_nodes)
+				return true;
+	return false;
+}
+
 int profile_exit_status(const struct profile *p, bool ready, bool passthrough)
 {
 	const struct run *worst = NULL;
@@ -51,7 +62,7 @@ int profile_exit_status(const struct profile *p, bool ready, bool passthrough)
 			    p->runs[i].status != RUN_TIMEOUT)
 				return EXIT_NOT_READY;
 	if (!worst)
-		return EXIT_OK;
+		return passthrough || measured_imports(p) ? EXIT_OK : EXIT_NO_IMPORTS;
 	if (passthrough)
 		return worst->status == RUN_EXITED ? worst->exit_code
 		       : worst->status == RUN_SIGNALED ? 128 + worst->term_signal

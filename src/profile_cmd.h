@@ -43,9 +43,10 @@ int profile_finish_outputs(const struct profile *p, const struct profile_outputs
 
 /*
  * The exit status for the measured runs of p: 0, EXIT_NOT_READY when ready
- * was asked for and a run never got there, or EXIT_TARGET_* for the first
- * run that did not end cleanly.  With passthrough, that run's own status
- * (its code, or 128 + signal) instead.
+ * was asked for and a run never got there, EXIT_TARGET_* for the first run
+ * that did not end cleanly, else EXIT_NO_IMPORTS when no measured run
+ * recorded an import.  With passthrough, the target's own status (its
+ * code, or 128 + signal) instead.
  */
 int profile_exit_status(const struct profile *p, bool ready, bool passthrough);
 

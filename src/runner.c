@@ -455,12 +455,41 @@ static void set_status(struct run *r, const struct child_exit *ex, int64_t wall_
 	}
 }
 
+static size_t nr_imports(const struct run *r)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < r->nr_procs; i++)
+		n += r->procs[i].nr_nodes;
+	return n;
+}
+
+/*
+ * A run without importtime rows is either not Python at all (or a Python
+ * started with -I or -E, which ignore PYTHONPROFILEIMPORTTIME and
+ * PYTHONPATH), or one whose stderr did not reach us while the tracer saw
+ * its imports: the first is an empty profile, the second only lacks the
+ * rows' view.
+ */
+static void check_imports(struct run_state *st, size_t from_rows)
+{
+	if (from_rows)
+		return;
+	if (!nr_imports(st->r))
+		alert(st, "no import was recorded: the target printed no -X importtime rows%s (not Python, or "
+		      "Python started with -I or -E, which ignore PYTHONPROFILEIMPORTTIME and PYTHONPATH)",
+		      st->traced ? " and no Python process in it wrote a trace" : "");
+	else
+		profile_add_warning(st->p, 0, "the target printed no -X importtime rows (its stderr did not reach "
+				    "coldstart?): the imports are the tracer's alone");
+}
+
 /* After the target ended: what it left behind, the parser's end, the figures, the trace. */
 static void collect(struct run_state *st)
 {
 	struct run *r = st->r;
 	const struct it_warning *w;
-	size_t i, nw;
+	size_t i, nw, from_rows;
 	int left = st->cg ? cgroup_nr_procs(st->cg) : 0;
 
 	/* What the target left running gets no life of its own. */
@@ -478,6 +507,7 @@ static void collect(struct run_state *st)
 	w = it_warnings(st->ps, &nw);
 	for (i = 0; i < nw; i++)
 		profile_add_warning(st->p, w[i].line, "importtime: %s", w[i].msg);
+	from_rows = nr_imports(r);
 
 	set_status(r, &st->ex, st->exit_ns - st->c.exec_ns);
 	if (st->cg) {
@@ -501,6 +531,7 @@ static void collect(struct run_state *st)
 			profile_add_warning(st->p, 0, "cannot read the trace: %s", terr.buf);
 		buf_release(&terr);
 	}
+	check_imports(st, from_rows);
 }
 
 static void release(struct run_state *st)
