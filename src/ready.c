@@ -8,7 +8,6 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -23,6 +22,7 @@
 #include <unistd.h>
 
 #include "launch.h"
+#include "leftover.h"
 #include "listener.h"
 #include "profile.h"
 
@@ -40,7 +40,7 @@ enum ready_state { ST_WAIT, ST_CONNECTING, ST_SENDING, ST_READING, ST_DONE };
 struct ready {
 	const struct ready_spec *spec;
 	enum ready_state state;
-	char *dir; /* fn: private FN_LISTENER directory */
+	struct private_dir dir; /* fn: the private FN_LISTENER directory */
 	char *sock_path; /* fn: dir/lsnr.sock; unix: the path */
 	int ino_fd;
 	int fd;
@@ -220,27 +220,6 @@ out:
 	if (ret < 0)
 		ready_spec_release(rs);
 	return ret;
-}
-
-/* Empties and removes the private FN_LISTENER directory (no subdirectories). */
-static void remove_private_dir(const char *dir)
-{
-	struct buf path = BUF_INIT;
-	struct dirent *de;
-	DIR *d = opendir(dir);
-
-	if (d) {
-		while ((de = readdir(d))) {
-			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-				continue;
-			buf_reset(&path);
-			buf_addf(&path, "%s/%s", dir, de->d_name);
-			unlink(path.buf);
-		}
-		closedir(d);
-	}
-	rmdir(dir);
-	buf_release(&path);
 }
 
 static void rfc3339(int64_t from_now_s, char *out, size_t n)
@@ -444,7 +423,7 @@ static int check_fn_link(struct ready *rd, struct buf *err)
 			 "directory", target);
 		return -1;
 	}
-	buf_addf(&full, "%s/%s", rd->dir, target);
+	buf_addf(&full, "%s/%s", rd->dir.path, target);
 	if (lstat(full.buf, &st) < 0) {
 		buf_addf(err, "lsnr.sock points at '%s', which does not exist", target);
 		goto out;
@@ -505,25 +484,30 @@ static int response_status(const struct buf *resp, bool eof)
 	return status;
 }
 
+/* The Fn agent's limit on FN_LISTENER's path: a unix socket address. */
+#define FN_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
+
 static int fn_prepare(struct ready *rd, struct strvec *env, struct buf *err)
 {
-	char tmpl[] = "/tmp/coldstart-fn-XXXXXX";
+	struct buf sp = BUF_INIT, derr = BUF_INIT;
 
-	if (!mkdtemp(tmpl)) {
-		buf_addf(err, "cannot create a private FN_LISTENER directory: %s", strerror(errno));
+	if (private_dir_create(&rd->dir, "fn", &derr) < 0) {
+		buf_addf(err, "cannot create a private FN_LISTENER directory: %s", derr.buf);
+		buf_release(&derr);
 		return -1;
 	}
-	chmod(tmpl, 0755);
-	rd->dir = xstrdup(tmpl);
-	{
-		struct buf sp = BUF_INIT;
-
-		buf_addf(&sp, "%s/lsnr.sock", tmpl);
-		rd->sock_path = buf_detach(&sp, NULL);
+	/* The function's user may not be ours (docker --user): it must reach the socket. */
+	chmod(rd->dir.path, 0755);
+	buf_addf(&sp, "%s/lsnr.sock", rd->dir.path);
+	rd->sock_path = buf_detach(&sp, NULL);
+	if (strlen(rd->sock_path) > FN_PATH_MAX) {
+		buf_addf(err, "FN_LISTENER '%s' would be longer than the %zu bytes a socket path may have: set "
+			 "TMPDIR to a shorter directory", rd->sock_path, FN_PATH_MAX);
+		return -1;
 	}
 	rd->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	if (rd->ino_fd < 0 || inotify_add_watch(rd->ino_fd, rd->dir, IN_CREATE | IN_MOVED_TO) < 0) {
-		buf_addf(err, "cannot watch '%s': %s", rd->dir, strerror(errno));
+	if (rd->ino_fd < 0 || inotify_add_watch(rd->ino_fd, rd->dir.path, IN_CREATE | IN_MOVED_TO) < 0) {
+		buf_addf(err, "cannot watch '%s': %s", rd->dir.path, strerror(errno));
 		return -1;
 	}
 	strvec_pushf(env, "FN_LISTENER=unix:%s", rd->sock_path);
@@ -712,6 +696,7 @@ struct ready *ready_new(const struct ready_spec *spec, struct strvec *env, struc
 
 	rd->spec = spec;
 	rd->ino_fd = rd->fd = -1;
+	rd->dir.lock_fd = -1;
 	buf_init(&rd->req, 0);
 	buf_init(&rd->resp, 0);
 	buf_init(&rd->refused, 0);
@@ -834,9 +819,7 @@ void ready_free(struct ready *rd)
 		return;
 	close_fd(&rd->fd);
 	close_fd(&rd->ino_fd);
-	if (rd->dir)
-		remove_private_dir(rd->dir);
-	free(rd->dir);
+	private_dir_remove(&rd->dir);
 	free(rd->sock_path);
 	listeners_release(&rd->before);
 	listeners_release(&rd->own);
@@ -848,5 +831,5 @@ void ready_free(struct ready *rd)
 
 const char *ready_fn_dir(const struct ready *rd)
 {
-	return rd && rd->spec->kind == READY_FN ? rd->dir : NULL;
+	return rd && rd->spec->kind == READY_FN ? rd->dir.path : NULL;
 }

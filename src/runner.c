@@ -20,6 +20,7 @@
 #include "cgroup.h"
 #include "importtime.h"
 #include "launch.h"
+#include "leftover.h"
 #include "ready.h"
 #include "trace.h"
 
@@ -180,6 +181,46 @@ static void stop_target(struct run_state *st, int64_t now)
 	st->grace_at = now + SIGNAL_GRACE_NS;
 }
 
+/*
+ * Every run lives in a cgroup of its own, so that its whole tree can be
+ * found and killed, also by the next run after a SIGKILLed coldstart: with
+ * the limits when asked (no cgroup, no run), else one without limits where
+ * this host lets us make one.  Not for a child that is not the target
+ * (docker): the container lives elsewhere.  Leftovers of dead owners go
+ * first.
+ */
+static int make_cgroup(struct run_state *st, struct buf *err, struct runner_failure *why)
+{
+	struct buf cerr = BUF_INIT;
+
+	cgroup_cleanup_stale();
+	leftover_cleanup_dirs();
+	if (st->o->use_limits) {
+		st->cg = cgroup_create(&st->p->limits, err);
+		if (!st->cg) {
+			why->no_limits = true;
+			return -1;
+		}
+		if (cgroup_note(st->cg) && !has_warning(st->p, cgroup_note(st->cg)))
+			profile_add_warning(st->p, 0, "%s", cgroup_note(st->cg));
+	} else if (!st->o->before_start) {
+		st->cg = cgroup_create_unlimited(&cerr);
+		if (!st->cg) {
+			struct buf msg = BUF_INIT;
+
+			buf_addf(&msg, "the run has no cgroup of its own (%s): what the target leaves running "
+				 "outlives a SIGKILLed coldstart", cerr.buf);
+			if (!has_warning(st->p, msg.buf))
+				profile_add_warning(st->p, 0, "%s", msg.buf);
+			buf_release(&msg);
+		}
+	}
+	if (st->cg)
+		st->c.join_files = cgroup_join_files(st->cg);
+	buf_release(&cerr);
+	return 0;
+}
+
 /* The child's environment, the tracer, the probe, the cgroup and the caller's hook. */
 static int prepare(struct run_state *st, struct buf *err, struct runner_failure *why)
 {
@@ -203,17 +244,8 @@ static int prepare(struct run_state *st, struct buf *err, struct runner_failure 
 		if (!st->rd)
 			return -1;
 	}
-	if (o->use_limits) {
-		cgroup_cleanup_stale();
-		st->cg = cgroup_create(&st->p->limits, err);
-		if (!st->cg) {
-			why->no_limits = true;
-			return -1;
-		}
-		st->c.join_files = cgroup_join_files(st->cg);
-		if (cgroup_note(st->cg) && !has_warning(st->p, cgroup_note(st->cg)))
-			profile_add_warning(st->p, 0, "%s", cgroup_note(st->cg));
-	}
+	if (make_cgroup(st, err, why) < 0)
+		return -1;
 	if (o->before_start) {
 		struct runner_child_view cv = {
 			.argv = &st->c.args,
@@ -510,7 +542,7 @@ static void collect(struct run_state *st)
 	from_rows = nr_imports(r);
 
 	set_status(r, &st->ex, st->exit_ns - st->c.exec_ns);
-	if (st->cg) {
+	if (st->cg && st->o->use_limits) {
 		cgroup_read_figures(st->cg, &r->cg);
 		if (r->status == RUN_SIGNALED && r->term_signal == SIGKILL && r->cg.oom_kills > 0)
 			r->status = RUN_OOM;
