@@ -748,6 +748,12 @@ int cmd_docker(int argc, char **argv)
 	}
 	if (tty && total_runs > 1)
 		fprintf(stderr, "\r%40s\r", "");
+	rc = runner_after_runs();
+	if (rc) {
+		error("interrupted by signal %d", rc);
+		ret = 128 + rc;
+		goto out;
+	}
 
 	profile_analyze(&p, stdlib_names.nr ? stdlib_names.v : NULL);
 	ret = profile_exit_status(&p, o.c.m.ready != NULL, o.c.m.passthrough_exit);

@@ -394,6 +394,12 @@ int cmd_profile(int argc, char **argv)
 	}
 	if (tty && total_runs > 1)
 		fprintf(stderr, "\r%40s\r", "");
+	rc = runner_after_runs();
+	if (rc) {
+		error("interrupted by signal %d", rc);
+		ret = 128 + rc;
+		goto out;
+	}
 
 	{
 		const char **names = stdlib_names.nr ? stdlib_names.v : NULL;

@@ -384,6 +384,27 @@ int kill_tree(pid_t pid, int sig, bool include_root)
 	return count;
 }
 
+int launch_open_std_fds(void)
+{
+	int fd;
+
+	for (fd = 0; fd <= 2; fd++) {
+		int got;
+
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		/* The lowest free descriptor: fd itself. */
+		got = open("/dev/null", O_RDWR);
+		if (got < 0)
+			return -1;
+		if (got != fd) {
+			dup2(got, fd);
+			close(got);
+		}
+	}
+	return 0;
+}
+
 void launch_become_subreaper(void)
 {
 	prctl(PR_SET_CHILD_SUBREAPER, 1);

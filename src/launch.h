@@ -78,6 +78,14 @@ int kill_tree(pid_t pid, int sig, bool include_root);
 size_t launch_descendants(pid_t root, pid_t **out);
 
 /*
+ * Opens /dev/null on whichever of fds 0, 1 and 2 is closed, so that no
+ * descriptor coldstart opens later (the signal pipe, the target's stderr
+ * pipe) takes a standard one's number.  Call it before anything else.
+ * -1 when /dev/null cannot be opened.
+ */
+int launch_open_std_fds(void);
+
+/*
  * Makes this process a child subreaper so orphaned descendants of the target
  * are reparented to coldstart and can be reaped and killed.
  */

@@ -592,9 +592,8 @@ void runner_setup_signals(void)
 	struct sigaction sa;
 	size_t i;
 
-	if (sig_pipe[0] >= 0)
-		return;
-	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+	/* The handlers again each time: runner_after_runs may have changed them. */
+	if (sig_pipe[0] < 0 && pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		die("cannot create the signal pipe: %s", strerror(errno));
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_signal;
@@ -605,6 +604,31 @@ void runner_setup_signals(void)
 		sigaction(sigs[i], &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	launch_become_subreaper();
+}
+
+static void exit_on_signal(int sig)
+{
+	_exit(128 + sig);
+}
+
+int runner_after_runs(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	struct sigaction sa;
+	unsigned char b[2];
+	int pending = 0;
+	size_t i;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = exit_on_signal;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < ARRAY_SIZE(sigs); i++)
+		sigaction(sigs[i], &sa, NULL);
+	/* What came before the handlers changed is in the pipe. */
+	while (sig_pipe[0] >= 0 && read(sig_pipe[0], b, 2) == 2)
+		if (b[0] != SIGCHLD && !pending)
+			pending = b[0];
+	return pending;
 }
 
 int runner_run(const struct runner_opts *o, struct profile *p, struct run *r, struct buf *err,

@@ -62,8 +62,16 @@ struct runner_failure {
 int runner_run(const struct runner_opts *o, struct profile *p, struct run *r, struct buf *err,
 	       struct runner_failure *why);
 
-/* Installs the signal handlers runner_run relies on; call once. */
+/* Installs the signal handlers runner_run relies on (runner_run calls it too). */
 void runner_setup_signals(void);
+/*
+ * After the last run: from now on (the analysis, the report, the files) a
+ * SIGINT, SIGTERM, SIGHUP or SIGQUIT ends coldstart at once with 128 + N,
+ * as one during a run does; there is nothing left to clean up.  Returns a
+ * signal that already arrived since the last run looked (the caller exits
+ * 128 + N), else 0.
+ */
+int runner_after_runs(void);
 
 /*
  * For callers whose child is not the target itself (`docker` runs the engine

@@ -53,3 +53,57 @@ def test_failing_target_keeps_its_own_code(coldstart):
     """The target's failure explains more than the missing rows."""
     assert coldstart("profile", "--no-report", "--", "false").returncode == 5
     assert coldstart("profile", "--no-report", "--exit-code", "--", "ls", "/").returncode == 0
+
+
+def run_with_closed(closed, tmp_path):
+    out = tmp_path / "p.json"
+    script = tmp_path / "t.py"
+    script.write_text("import json, sys\nsys.stderr.write('the target writes to stderr\\n')\n")
+    p = subprocess.run([COLDSTART, "profile", "-o", str(out), "--python", DEBIAN_PYTHON, str(script)],
+                       preexec_fn=lambda: [os.close(fd) for fd in closed],
+                       stdout=subprocess.PIPE, timeout=120)
+    return p, out
+
+
+@pytest.mark.parametrize("closed", [(0, 2), (0, 1, 2), (0,), (2,)], ids=lambda c: "closed-" + "-".join(map(str, c)))
+def test_closed_standard_descriptors(tmp_path, closed):
+    """Closed 0 and 2 once let the signal pipe take them: the target's stderr was read as signals (exit 232)."""
+    p, out = run_with_closed(closed, tmp_path)
+    assert p.returncode == 0
+    doc = json.loads(out.read_text())
+    names = [n[0] for n in doc["runs"][0]["processes"][0]["nodes"]]
+    assert "json" in names
+    # The report goes where stdout is: to /dev/null when it was closed.
+    assert (b"interpreter" in p.stdout) == (1 not in closed)
+
+
+def wchan(pid):
+    try:
+        with open("/proc/%d/wchan" % pid) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_signal_after_the_last_run_exits_128_plus_n(tmp_path, sig):
+    """-o names a FIFO: after its run, coldstart waits to open it for the JSON,
+    which is a moment after the last run; a signal then must end it."""
+    fifo = tmp_path / "out.json"
+    os.mkfifo(fifo)
+    p = subprocess.Popen([COLDSTART, "profile", "--no-report", "-o", str(fifo), "--python", DEBIAN_PYTHON,
+                          "-c", "import json"], stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while "fifo" not in wchan(p.pid) and "wait_for_partner" not in wchan(p.pid):
+            assert p.poll() is None and time.monotonic() < deadline, "never reached the report"
+            time.sleep(0.01)
+        p.send_signal(sig)
+        rc = p.wait(timeout=10)
+    finally:
+        if p.poll() is None:
+            # Before the fix the signal was swallowed: let it finish to see its code.
+            with open(fifo, "rb") as f:
+                f.read()
+            rc = p.wait(timeout=30)
+    assert rc == 128 + sig, p.stderr.read()
