@@ -6,8 +6,6 @@
 #include "elf_report.h"
 
 #include <jansson.h>
-
-#include "findings.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -566,6 +564,8 @@ static const struct finding_rule native_rules[] = {
 	{ .id = "native-duplicate-library", .run = rule_duplicate },
 };
 
+const struct finding_rules elf_finding_rules = { native_rules, ARRAY_SIZE(native_rules) };
+
 struct elf_native *elf_native_get(const struct profile *p)
 {
 	size_t i;
@@ -761,22 +761,6 @@ void elf_report_section(const struct profile *p, struct buf *out)
 		buf_addch(out, '\n');
 	}
 	free(order);
-}
-
-void elf_findings(struct profile *p)
-{
-	size_t i;
-
-	for (i = 0; i < ARRAY_SIZE(native_rules); i++)
-		native_rules[i].run(p);
-}
-
-void elf_register_findings(void)
-{
-	size_t i;
-
-	for (i = 0; i < ARRAY_SIZE(native_rules); i++)
-		findings_register(&native_rules[i]);
 }
 
 void elf_native_to_json(const struct profile *p, struct buf *out)

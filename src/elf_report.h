@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "elffile.h"
+#include "findings.h"
 #include "profile.h"
 
 /* Thresholds of the findings (documented in docs/inspect.md). */
@@ -61,13 +62,11 @@ void elf_native_forget(const struct profile *p);
 void elf_annotate_profile(struct profile *p, struct buf *err);
 /* Renders the "native extensions" section; nothing when there are none. */
 void elf_report_section(const struct profile *p, struct buf *out);
-/* Adds native-heavy-load, native-unstripped and native-duplicate-library findings. */
-void elf_findings(struct profile *p);
 /*
- * Registers the same three rules with findings_register, so findings_run
- * applies them (to annotated profiles; the others get none).
+ * The rules native-heavy-load, native-unstripped and native-duplicate-library,
+ * for findings_run: they find nothing in a profile that was not annotated.
  */
-void elf_register_findings(void);
+extern const struct finding_rules elf_finding_rules;
 /* Appends {"python":...,"extensions":[...]} or null when not annotated. */
 void elf_native_to_json(const struct profile *p, struct buf *out);
 /*

@@ -699,6 +699,8 @@ static char *build_unstripped(const char *dir)
 	return path.buf ? buf_detach(&path, NULL) : NULL;
 }
 
+static const struct finding_rules *const native_rules[] = { &elf_finding_rules, NULL };
+
 static int32_t add_native(struct proc *pr, const char *name, const char *file, int64_t load_us,
 			  int64_t start_ns)
 {
@@ -762,7 +764,7 @@ static void test_profile_section_and_findings(void **state)
 	assert_true(strstr(out.buf, "_ssl") < strstr(out.buf, "pkg_a._root"));
 	assert_null(strstr(out.buf, "nofile"));
 
-	elf_findings(&p);
+	findings_run(&p, native_rules);
 	fd = find_finding(&p, "native-heavy-load", 0);
 	assert_non_null(fd);
 	assert_string_equal(fd->module, "_ssl");
@@ -878,7 +880,7 @@ static void test_unstripped_interpreter(void **state)
 	buf_reset(&err);
 	elf_annotate_profile(&p, &err);
 	assert_string_equal(err.buf, "");
-	elf_findings(&p);
+	findings_run(&p, native_rules);
 	fd = find_finding(&p, "native-unstripped", 0);
 	assert_non_null(fd);
 	assert_non_null(strstr(fd->evidence, "libpython ("));
