@@ -15,6 +15,7 @@
 #include "elffile.h"
 #include "findings.h"
 #include "launch.h"
+#include "native.h"
 #include "profile.h"
 #include "util.h"
 
@@ -505,7 +506,7 @@ static int inspect_profile(const struct inspect_opts *o)
 	findings_run(&p, native_tables);
 	if (o->json) {
 		buf_adds(&out, "{\"native\":");
-		elf_native_to_json(&p, &out);
+		native_set_to_json(&p.native, &out);
 		buf_adds(&out, ",\"findings\":[");
 		for (i = 0; i < p.nr_findings; i++) {
 			const struct finding *f = &p.findings[i];
@@ -553,7 +554,6 @@ static int inspect_profile(const struct inspect_opts *o)
 	fwrite(out.buf, 1, out.len, stdout);
 	ret = fflush(stdout) ? EXIT_FAIL : EXIT_OK;
 out:
-	elf_native_forget(&p);
 	profile_release(&p);
 	buf_release(&err);
 	buf_release(&out);

@@ -1331,11 +1331,144 @@ static uint64_t json_u64(json_t *obj, const char *key)
 	return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
 }
 
+static int facts_from_obj(json_t *root, struct elf_facts *out, struct buf *err)
+{
+	json_t *arr;
+	size_t i;
+
+	elf_facts_release(out);
+	if (!json_is_object(root)) {
+		buf_adds(err, "bad ELF facts JSON: not an object");
+		return -1;
+	}
+	out->path = json_dup(root, "path");
+	out->file_size = (int64_t)json_u64(root, "file_size");
+	out->elf_class = (int)json_u64(root, "class");
+	out->big_endian = json_is_true(json_object_get(root, "big_endian"));
+	out->machine = (unsigned)json_u64(root, "machine");
+	out->type = (unsigned)json_u64(root, "type");
+	out->nr_load = json_u64(root, "load_segments");
+	out->load_filesz = json_u64(root, "load_filesz");
+	out->load_memsz = json_u64(root, "load_memsz");
+	out->interp = json_dup(root, "interp");
+	out->soname = json_dup(root, "soname");
+	out->rpath = json_dup(root, "rpath");
+	out->runpath = json_dup(root, "runpath");
+	arr = json_object_get(root, "needed");
+	for (i = 0; json_is_array(arr) && i < json_array_size(arr); i++) {
+		const char *s = json_string_value(json_array_get(arr, i));
+
+		if (s)
+			strvec_push(&out->needed, s);
+	}
+	out->nr_relocs = json_u64(root, "relocs");
+	out->nr_plt_relocs = json_u64(root, "plt_relocs");
+	out->nr_relative = json_u64(root, "relative_relocs");
+	out->nr_dynsyms = json_u64(root, "dynsyms");
+	out->nr_symtab = json_u64(root, "symtab");
+	out->symtab_bytes = json_u64(root, "symtab_bytes");
+	out->nr_debug_sections = json_u64(root, "debug_sections");
+	out->debug_bytes = json_u64(root, "debug_bytes");
+	out->has_debuglink = json_is_true(json_object_get(root, "debuglink"));
+	out->build_id = json_dup(root, "build_id");
+	out->libpython = json_dup(root, "libpython");
+	out->defines_python = json_is_true(json_object_get(root, "defines_python"));
+	out->py_version = json_dup(root, "python_version");
+	arr = json_object_get(root, "warnings");
+	for (i = 0; json_is_array(arr) && i < json_array_size(arr); i++) {
+		const char *s = json_string_value(json_array_get(arr, i));
+
+		if (s)
+			strvec_push(&out->warnings, s);
+	}
+	return 0;
+}
+
+/* Reads one facts object into a new struct owned by owner; NULL with err set. */
+static const struct elf_facts *owned_facts_from_obj(json_t *o, struct elf_facts_list *owner,
+						    struct buf *err)
+{
+	struct elf_facts *f = xmalloc(sizeof(*f));
+
+	elf_facts_init(f);
+	if (facts_from_obj(o, f, err)) {
+		elf_facts_release(f);
+		free(f);
+		return NULL;
+	}
+	ALLOC_GROW(owner->v, owner->nr + 1, owner->alloc);
+	owner->v[owner->nr++] = f;
+	return f;
+}
+
+static const char *how_const(const char *s)
+{
+	static const char *const hows[] = { "root", "rpath", "runpath", "LD_LIBRARY_PATH",
+					    "ld.so.cache", "default", "path", "loaded" };
+	size_t i;
+
+	for (i = 0; s && i < ARRAY_SIZE(hows); i++)
+		if (!strcmp(s, hows[i]))
+			return hows[i];
+	return NULL;
+}
+
+static int tree_from_arr(json_t *arr, struct elf_tree *t, struct elf_facts_list *owner,
+			 struct buf *err)
+{
+	size_t i;
+
+	for (i = 0; i < json_array_size(arr); i++) {
+		json_t *o = json_array_get(arr, i), *facts;
+		struct elf_lib *l;
+		json_int_t parent;
+
+		if (!json_is_object(o) || !json_string_value(json_object_get(o, "name"))) {
+			buf_addf(err, "bad native JSON: tree entry %zu has no name", i);
+			return -1;
+		}
+		parent = json_integer_value(json_object_get(o, "parent"));
+		if (i == 0 ? parent != -1 : (parent < 0 || (size_t)parent >= i)) {
+			buf_addf(err, "bad native JSON: tree entry %zu has a bad parent", i);
+			return -1;
+		}
+		ALLOC_GROW(t->libs, t->nr + 1, t->alloc);
+		l = &t->libs[t->nr++];
+		memset(l, 0, sizeof(*l));
+		l->name = json_dup(o, "name");
+		l->path = json_dup(o, "path");
+		l->how = how_const(json_string_value(json_object_get(o, "how")));
+		l->parent = (int)parent;
+		l->depth = i ? t->libs[parent].depth + 1 : 0;
+		l->preloaded = json_is_true(json_object_get(o, "preloaded"));
+		l->error = json_dup(o, "error");
+		facts = json_object_get(o, "facts");
+		if (json_is_object(facts) && !(l->facts = owned_facts_from_obj(facts, owner, err)))
+			return -1;
+	}
+	/* A root without facts is only valid with an error; keep the tree empty. */
+	if (!t->nr || !t->libs[0].facts)
+		elf_tree_release(t);
+	return 0;
+}
+
 void elf_facts_init(struct elf_facts *f)
 {
 	memset(f, 0, sizeof(*f));
 	strvec_init(&f->needed);
 	strvec_init(&f->warnings);
+}
+
+void elf_facts_list_release(struct elf_facts_list *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->nr; i++) {
+		elf_facts_release(l->v[i]);
+		free(l->v[i]);
+	}
+	free(l->v);
+	memset(l, 0, sizeof(*l));
 }
 
 void elf_facts_release(struct elf_facts *f)
@@ -1510,63 +1643,16 @@ void elf_facts_to_json(const struct elf_facts *f, struct buf *out)
 int elf_facts_from_json(const char *text, size_t len, struct elf_facts *out, struct buf *err)
 {
 	json_error_t jerr;
-	json_t *root = json_loadb(text, len, 0, &jerr), *arr;
-	size_t i;
-	int ret = -1;
+	json_t *root = json_loadb(text, len, 0, &jerr);
+	int ret;
 
-	elf_facts_release(out);
 	if (!root) {
+		elf_facts_release(out);
 		buf_addf(err, "bad ELF facts JSON at line %d: %s", jerr.line, jerr.text);
-		goto out;
+		return -1;
 	}
-	if (!json_is_object(root)) {
-		buf_adds(err, "bad ELF facts JSON: not an object");
-		goto out;
-	}
-	out->path = json_dup(root, "path");
-	out->file_size = (int64_t)json_u64(root, "file_size");
-	out->elf_class = (int)json_u64(root, "class");
-	out->big_endian = json_is_true(json_object_get(root, "big_endian"));
-	out->machine = (unsigned)json_u64(root, "machine");
-	out->type = (unsigned)json_u64(root, "type");
-	out->nr_load = json_u64(root, "load_segments");
-	out->load_filesz = json_u64(root, "load_filesz");
-	out->load_memsz = json_u64(root, "load_memsz");
-	out->interp = json_dup(root, "interp");
-	out->soname = json_dup(root, "soname");
-	out->rpath = json_dup(root, "rpath");
-	out->runpath = json_dup(root, "runpath");
-	arr = json_object_get(root, "needed");
-	for (i = 0; json_is_array(arr) && i < json_array_size(arr); i++) {
-		const char *s = json_string_value(json_array_get(arr, i));
-
-		if (s)
-			strvec_push(&out->needed, s);
-	}
-	out->nr_relocs = json_u64(root, "relocs");
-	out->nr_plt_relocs = json_u64(root, "plt_relocs");
-	out->nr_relative = json_u64(root, "relative_relocs");
-	out->nr_dynsyms = json_u64(root, "dynsyms");
-	out->nr_symtab = json_u64(root, "symtab");
-	out->symtab_bytes = json_u64(root, "symtab_bytes");
-	out->nr_debug_sections = json_u64(root, "debug_sections");
-	out->debug_bytes = json_u64(root, "debug_bytes");
-	out->has_debuglink = json_is_true(json_object_get(root, "debuglink"));
-	out->build_id = json_dup(root, "build_id");
-	out->libpython = json_dup(root, "libpython");
-	out->defines_python = json_is_true(json_object_get(root, "defines_python"));
-	out->py_version = json_dup(root, "python_version");
-	arr = json_object_get(root, "warnings");
-	for (i = 0; json_is_array(arr) && i < json_array_size(arr); i++) {
-		const char *s = json_string_value(json_array_get(arr, i));
-
-		if (s)
-			strvec_push(&out->warnings, s);
-	}
-	ret = 0;
-out:
-	if (root)
-		json_decref(root);
+	ret = facts_from_obj(root, out, err);
+	json_decref(root);
 	return ret;
 }
 
@@ -1651,6 +1737,25 @@ int elf_ldcache_load(struct elf_ldcache *c, const char *path, struct buf *err)
 	ret = 0;
 out:
 	buf_release(&data);
+	return ret;
+}
+
+int elf_tree_from_json(const char *text, size_t len, struct elf_tree *out,
+		       struct elf_facts_list *owner, struct buf *err)
+{
+	json_error_t jerr;
+	json_t *root = json_loadb(text, len, 0, &jerr);
+	int ret;
+
+	elf_tree_release(out);
+	if (!root) {
+		buf_addf(err, "bad native JSON at line %d: %s", jerr.line, jerr.text);
+		return -1;
+	}
+	ret = tree_from_arr(root, out, owner, err);
+	if (ret)
+		elf_tree_release(out);
+	json_decref(root);
 	return ret;
 }
 
@@ -1746,6 +1851,22 @@ void elf_resolver_unload(struct elf_resolver *r)
 		free(r->loaded[i].path);
 	}
 	r->nr_loaded = 0;
+}
+
+void elf_resolver_detach_facts(struct elf_resolver *r, struct elf_facts_list *into)
+{
+	size_t i;
+
+	elf_resolver_unload(r);
+	for (i = 0; i < r->nr_cached; i++) {
+		if (r->cached[i].facts) {
+			ALLOC_GROW(into->v, into->nr + 1, into->alloc);
+			into->v[into->nr++] = r->cached[i].facts;
+			r->cached[i].facts = NULL;
+		}
+		cached_free(&r->cached[i]);
+	}
+	r->nr_cached = 0;
 }
 
 void elf_resolver_release(struct elf_resolver *r)
@@ -1916,4 +2037,39 @@ void elf_python_to_json(const struct elf_python *py, struct buf *out)
 	else
 		buf_adds(out, "null");
 	buf_addch(out, '}');
+}
+
+int elf_python_from_json(const char *text, size_t len, struct elf_python *py,
+			 struct elf_facts_list *owner, struct buf *err)
+{
+	json_error_t jerr;
+	json_t *root = json_loadb(text, len, 0, &jerr), *v;
+	int ret = -1;
+
+	elf_python_release(py);
+	if (!root) {
+		buf_addf(err, "bad interpreter JSON at line %d: %s", jerr.line, jerr.text);
+		goto out;
+	}
+	if (!json_is_object(root) || !json_string_value(json_object_get(root, "exe"))) {
+		buf_adds(err, "bad interpreter JSON: no \"exe\"");
+		goto out;
+	}
+	py->exe = json_dup(root, "exe");
+	py->libpython = json_dup(root, "libpython");
+	py->shared = json_is_true(json_object_get(root, "shared"));
+	py->version = json_dup(root, "version");
+	v = json_object_get(root, "exe_facts");
+	if (json_is_object(v) && !(py->exe_facts = owned_facts_from_obj(v, owner, err)))
+		goto out;
+	v = json_object_get(root, "libpython_facts");
+	if (json_is_object(v) && !(py->lib_facts = owned_facts_from_obj(v, owner, err)))
+		goto out;
+	ret = 0;
+out:
+	if (ret)
+		elf_python_release(py);
+	if (root)
+		json_decref(root);
+	return ret;
 }

@@ -76,6 +76,18 @@ void elf_facts_init(struct elf_facts *f);
 void elf_facts_release(struct elf_facts *f);
 
 /*
+ * Facts that trees and interpreter facts point at, held by whoever keeps
+ * those (a profile's native extensions): filled from a resolver
+ * (elf_resolver_detach_facts) or from JSON.
+ */
+struct elf_facts_list {
+	struct elf_facts **v;
+	size_t nr, alloc;
+};
+/* Frees every struct elf_facts in l and the list itself (l can be reused). */
+void elf_facts_list_release(struct elf_facts_list *l);
+
+/*
  * Reads path (regular files only; FIFOs and devices are refused without
  * blocking).  Returns 0 with out filled, or -1 with err set and out left
  * initialised.  out must be initialised (or released) before the call.
@@ -170,6 +182,13 @@ struct elf_totals {
 void elf_tree_totals(const struct elf_tree *t, bool include_root, struct elf_totals *out);
 /* Appends the tree as a JSON array of objects (facts included). */
 void elf_tree_to_json(const struct elf_tree *t, struct buf *out);
+/*
+ * Reads what elf_tree_to_json wrote into out (which must be initialised);
+ * the facts it reads are appended to owner, which owns them.  A root without
+ * facts leaves out empty.  Returns 0, or -1 with err set and out empty.
+ */
+int elf_tree_from_json(const char *text, size_t len, struct elf_tree *out,
+		       struct elf_facts_list *owner, struct buf *err);
 
 /*
  * The resolver: the search configuration, an inspection cache (each file is
@@ -196,6 +215,13 @@ void elf_resolver_init(struct elf_resolver *r);
 void elf_resolver_release(struct elf_resolver *r);
 /* Forgets which objects are loaded (the inspection cache stays). */
 void elf_resolver_unload(struct elf_resolver *r);
+/*
+ * Hands every struct elf_facts the resolver has read to into, which takes
+ * ownership: the trees and interpreter facts filled so far keep pointing at
+ * them.  The resolver is left with nothing loaded and an empty inspection
+ * cache (resolving again reads the files anew).
+ */
+void elf_resolver_detach_facts(struct elf_resolver *r, struct elf_facts_list *into);
 /*
  * Inspects path through the cache.  Returns the facts (owned by r) or NULL
  * with err set.
@@ -235,5 +261,11 @@ void elf_python_release(struct elf_python *py);
 int elf_python_inspect(struct elf_resolver *r, const char *path, struct elf_python *py,
 		       struct buf *err);
 void elf_python_to_json(const struct elf_python *py, struct buf *out);
+/*
+ * Reads what elf_python_to_json wrote into py (released first); the facts go
+ * to owner, as for elf_tree_from_json.  Returns 0, or -1 with err set.
+ */
+int elf_python_from_json(const char *text, size_t len, struct elf_python *py,
+			 struct elf_facts_list *owner, struct buf *err);
 
 #endif

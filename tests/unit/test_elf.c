@@ -787,29 +787,40 @@ static void test_profile_section_and_findings(void **state)
 	}
 
 	/* JSON out and back gives the same JSON and the same section. */
-	elf_native_to_json(&p, &json);
+	native_set_to_json(&p.native, &json);
 	{
 		struct profile q;
 		struct buf out2 = BUF_INIT;
 
 		profile_init(&q);
-		assert_int_equal(elf_native_from_json(&q, json.buf, json.len, &err), 0);
-		elf_native_to_json(&q, &json2);
-		/* The interpreter is not read back; the extensions are. */
-		assert_non_null(strstr(json2.buf, "\"extensions\":["));
-		assert_string_equal(strstr(json.buf, "\"extensions\":"),
-				    strstr(json2.buf, "\"extensions\":"));
+		assert_int_equal(native_set_from_json(&q.native, json.buf, json.len, &err), 0);
+		native_set_to_json(&q.native, &json2);
+		/* The interpreter is read back too: the saved report shows what the live one did. */
+		assert_string_equal(json.buf, json2.buf);
 		elf_report_section(&q, &out2);
+		assert_string_equal(out.buf, out2.buf);
 		assert_non_null(strstr(out2.buf, "12.0 ms  _ssl: "));
-		assert_int_equal(elf_native_from_json(&q, "{\"extensions\":[{}]}", 19, &err), -1);
-		assert_null(elf_native_get(&q));
-		elf_native_forget(&q);
+		assert_int_equal(native_set_from_json(&q.native, "{\"extensions\":[{}]}", 19, &err), -1);
+		assert_false(q.native.annotated);
+		assert_int_equal(q.native.nr, 0);
+		buf_reset(&err);
+		assert_int_equal(native_set_from_json(&q.native, "null", 4, &err), 0);
+		assert_false(q.native.annotated);
+		buf_reset(&out2);
+		native_set_to_json(&q.native, &out2);
+		assert_string_equal(out2.buf, "null");
 		profile_release(&q);
 		buf_release(&out2);
 	}
-	elf_native_forget(&p);
-	assert_null(elf_native_get(&p));
+	/* Annotating again replaces the facts, and the profile frees them. */
+	buf_reset(&err);
+	elf_annotate_profile(&p, &err);
+	assert_string_equal(err.buf, "");
+	buf_reset(&json2);
+	native_set_to_json(&p.native, &json2);
+	assert_string_equal(json.buf, json2.buf);
 	profile_release(&p);
+	assert_false(p.native.annotated);
 	if (fat) {
 		struct buf cmd = BUF_INIT, o = BUF_INIT;
 
@@ -885,7 +896,6 @@ static void test_unstripped_interpreter(void **state)
 	assert_non_null(fd);
 	assert_non_null(strstr(fd->evidence, "libpython ("));
 	assert_non_null(strstr(fd->evidence, py.libpython));
-	elf_native_forget(&p);
 	profile_release(&p);
 	free(ctypes);
 out:
