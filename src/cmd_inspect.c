@@ -12,6 +12,9 @@
 
 #include "builtin.h"
 #include "elf_report.h"
+#include "elf_json.h"
+#include "elf_python.h"
+#include "elf_resolve.h"
 #include "elffile.h"
 #include "findings.h"
 #include "launch.h"

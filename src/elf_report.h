@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "elf_resolve.h"
 #include "elffile.h"
 #include "findings.h"
 #include "profile.h"

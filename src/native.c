@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "elf_json.h"
+
 static void ext_release(struct native_ext *e)
 {
 	free(e->module);

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "elf_python.h"
+#include "elf_resolve.h"
 #include "elffile.h"
 #include "util.h"
 

@@ -17,8 +17,13 @@
 #include <unistd.h>
 
 #include "elf_report.h"
+#include "elf_json.h"
+#include "elf_ldcache.h"
+#include "elf_python.h"
+#include "elf_resolve.h"
 #include "elffile.h"
 #include "profile.h"
+#include "pyversion.h"
 #include "util.h"
 
 #define DEBIAN_PYTHON "/usr/bin/python3"
@@ -907,6 +912,40 @@ out:
 	buf_release(&cmd);
 }
 
+/* The version finders over bytes, as the linker and distributions lay them out. */
+static void test_pyversion(void **state)
+{
+	static const char merged[] = "GCC: (Debian 12.2.0-14)\0/build/Python-3.13.0\0x";
+	static const char several[] = "3.9.1\0libpython3.11.so.1.0\0" "3.11.2+\0";
+	static const char lone[] = "abc\0" "3.12.0rc1\0";
+	static const char none[] = "3.x\0" "1.2.3\0" "3.11.\0";
+	char mm[16], small[4];
+	char *v;
+
+	assert_true(pyversion_major_minor("libpython3.11.so.1.0", 20, mm, sizeof(mm)));
+	assert_string_equal(mm, "3.11");
+	assert_true(pyversion_major_minor("_ssl.cpython-313-x86_64-linux-gnu.so", 36, mm, sizeof(mm)));
+	assert_string_equal(mm, "3.13");
+	assert_false(pyversion_major_minor("libpython3.11.so", 16, small, sizeof(small)));
+	assert_false(pyversion_major_minor("libfoo.so.3", 11, mm, sizeof(mm)));
+	/* A version merged into the tail of a longer string, picked by the soname. */
+	v = pyversion_find(merged, sizeof(merged), "libpython3.13.so.1.0");
+	assert_string_equal(v, "3.13.0");
+	free(v);
+	/* Several candidates: the major.minor the data names elsewhere picks one. */
+	v = pyversion_find(several, sizeof(several), NULL);
+	assert_string_equal(v, "3.11.2+");
+	free(v);
+	v = pyversion_find(lone, sizeof(lone), NULL);
+	assert_string_equal(v, "3.12.0rc1");
+	free(v);
+	assert_null(pyversion_find(none, sizeof(none), NULL));
+	/* Named, but no full version: the major.minor alone. */
+	v = pyversion_find(none, sizeof(none), "libpython3.10.so");
+	assert_string_equal(v, "3.10");
+	free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -923,6 +962,7 @@ int main(void)
 		cmocka_unit_test(test_json_roundtrip),
 		cmocka_unit_test(test_profile_section_and_findings),
 		cmocka_unit_test(test_unstripped_interpreter),
+		cmocka_unit_test(test_pyversion),
 	};
 	char *here = realpath(__FILE__, NULL);
 
