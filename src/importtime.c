@@ -1,38 +1,20 @@
 /*
- * Streaming parser of `-X importtime` stderr: splits lines, recognises header
- * and row lines (also when glued after the target's own text), and builds the
- * post-order rows into per-process import trees with a stack of pending nodes.
+ * Streaming parser of `-X importtime` stderr: splits lines, reads each with
+ * the row grammar (it_row.c), and builds the post-order rows into
+ * per-process import trees with a stack of pending nodes.  it_feed_from lets
+ * a second thread read and lex the stream (it_lexer.c).
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "importtime.h"
+#include "it_lexer.h"
+#include "it_row.h"
 #include "parallel.h"
 
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
-
-#define MARKER "import time:"
-#define MARKER_LEN (sizeof(MARKER) - 1)
-#define HEADER_REST " self [us] | cumulative | imported package"
-#define HEADER_REST_LEN (sizeof(HEADER_REST) - 1)
-/* "import time: %9ld | %10ld | ": where a common row's indentation starts. */
-#define ROW_COLUMNS (MARKER_LEN + 26)
-
-/*
- * A line longer than this that is not a row is passed through in pieces, so
- * one endless line never holds more than this much memory.  The fuzzer builds
- * with a small limit to reach that path.
- */
-#ifndef IT_MAX_LINE
-#define IT_MAX_LINE ((size_t)16 << 20)
-#endif
-_Static_assert(IT_MAX_LINE >= 2 * MARKER_LEN, "IT_MAX_LINE too small");
 /* Warnings beyond this many are only counted, so junk input stays bounded. */
 #define IT_MAX_WARNINGS 1000
 /* Names quoted in warnings are cut to this many bytes. */
@@ -71,21 +53,6 @@ struct it_parser {
 	bool finished;
 };
 
-/* What parse_row found on one line. */
-struct row {
-	bool header;
-	bool cached;
-	bool clamped; /* a number did not fit in int64 */
-	bool no_separator; /* no space after the last '|' */
-	size_t prefix_len; /* bytes before MARKER, passed through */
-	int64_t self_us, cum_us;
-	uint32_t flags;
-	uint32_t depth; /* normal rows */
-	size_t indent; /* spaces between "| " and the name */
-	const char *name;
-	size_t name_len;
-};
-
 static void add_warning(struct it_parser *ps, long line, const char *fmt, va_list ap)
 {
 	struct buf msg = BUF_INIT;
@@ -115,11 +82,6 @@ static void warn_at(struct it_parser *ps, long line, const char *fmt, ...)
 }
 
 #define warn(ps, ...) warn_at((ps), (ps)->lineno, __VA_ARGS__)
-
-static uint32_t clamp_depth(size_t d)
-{
-	return d > UINT32_MAX - 2 ? UINT32_MAX - 2 : (uint32_t)d;
-}
 
 static int quote_len(size_t len)
 {
@@ -184,233 +146,6 @@ static void start_proc(struct it_parser *ps)
 }
 
 /*
- * Word-at-a-time helpers for the two loops that see every byte of a row:
- * the indentation and the name.  A row is ~70 bytes and there may be
- * millions of them.
- */
-#define ONES ((uint64_t)0x0101010101010101ULL)
-#define HIGHS ((uint64_t)0x8080808080808080ULL)
-
-static uint64_t load64(const char *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-/* Bytes of x that are zero get their high bit set (exact, no false hits). */
-static uint64_t zero_bytes(uint64_t x)
-{
-	return ~(((x & ~HIGHS) + ~HIGHS) | x | ~HIGHS);
-}
-
-static inline size_t count_spaces(const char *p, const char *end)
-{
-	const char *s = p;
-
-#ifdef __SSE2__
-	for (; end - p >= 16; p += 16) {
-		__m128i v = _mm_loadu_si128((const __m128i *)p);
-		unsigned other = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(' '))) ^ 0xffffu;
-
-		if (other)
-			return (size_t)(p - s) + (size_t)__builtin_ctz(other);
-	}
-#endif
-	while (end - p >= 8) {
-		uint64_t other = ~zero_bytes(load64(p) ^ (ONES * ' ')) & HIGHS;
-
-		if (other) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-			return (size_t)(p - s) + (size_t)__builtin_ctzll(other) / 8;
-#else
-			break;
-#endif
-		}
-		p += 8;
-	}
-	while (p < end && *p == ' ')
-		p++;
-	return (size_t)(p - s);
-}
-
-/* First byte of [p, end) that cannot be in a module name, or end. */
-static inline const char *skip_name(const char *p, const char *end)
-{
-#ifdef __SSE2__
-	for (; end - p >= 16; p += 16) {
-		__m128i v = _mm_loadu_si128((const __m128i *)p);
-		/* Unsigned v <= 0x1f, the DEL byte, '|'. */
-		__m128i bad = _mm_or_si128(_mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(0x1f)), _mm_set1_epi8(0x1f)),
-					   _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f)),
-							_mm_cmpeq_epi8(v, _mm_set1_epi8('|'))));
-		unsigned m = (unsigned)_mm_movemask_epi8(bad);
-
-		if (m)
-			return p + __builtin_ctz(m);
-	}
-#endif
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	for (; end - p >= 8; p += 8) {
-		uint64_t x = load64(p);
-		/* < 0x20 (exact for the lowest flagged byte), 0x7f, '|' */
-		uint64_t bad = ((x - ONES * 0x20) & ~x & HIGHS) | zero_bytes(x ^ (ONES * 0x7f)) |
-			       zero_bytes(x ^ (ONES * '|'));
-
-		if (bad)
-			return p + __builtin_ctzll(bad) / 8;
-	}
-#endif
-	for (; p < end; p++) {
-		unsigned char ch = (unsigned char)*p;
-
-		if (ch < 0x20 || ch == 0x7f || ch == '|')
-			break;
-	}
-	return p;
-}
-
-/*
- * The value of a number right-aligned in 8 bytes ("    1243"), or -1 when
- * the bytes are anything else (all spaces, a space after a digit, a sign).
- * The leading spaces become '0's, all eight bytes must then be digits, and
- * digit pairs, quads and octets are combined with three multiplications.
- */
-static inline __attribute__((always_inline)) int64_t field8(const char *f)
-{
-	uint64_t x = load64(f);
-	/* Bytes before the first one that is not a space (there must be one). */
-	uint64_t lead = ~zero_bytes(x ^ (ONES * ' ')) & HIGHS;
-	unsigned shift;
-
-	if (!lead)
-		return -1;
-	shift = (unsigned)__builtin_ctzll(lead) & ~7u;
-	/* ' ' | 0x10 == '0'; the shift by 64 is avoided: lead has a bit below 64. */
-	x |= ((ONES * 0x10) >> (63 - shift)) >> 1;
-	if (((x & (ONES * 0xf0)) ^ (ONES * 0x30)) | (((x & (ONES * 0x0f)) + ONES * 0x06) & (ONES * 0x10)))
-		return -1;
-	x &= ONES * 0x0f;
-	x = (x * (1 + (10 << 8))) >> 8 & 0x00ff00ff00ff00ffULL;
-	x = (x * (1 + (100 << 16))) >> 16 & 0x0000ffff0000ffffULL;
-	x = (x * (1 + (10000ULL << 32))) >> 32;
-	return (int64_t)x;
-}
-
-/*
- * Parses "123", "-123" or "cached" after optional spaces, up to the next
- * '|'.  Returns the position after the '|', or NULL when the column is not
- * one of those.  Numbers beyond int64 are clamped; the caller warns.
- */
-static const char *parse_column(const char *p, const char *end, int64_t *val, bool *cached,
-				bool *clamped, bool *negative)
-{
-	bool neg = false;
-	uint64_t v = 0;
-	const char *digits;
-
-	*cached = *clamped = *negative = false;
-	p += count_spaces(p, end);
-	if ((size_t)(end - p) >= 6 && !memcmp(p, "cached", 6)) {
-		*cached = true;
-		*val = 0;
-		p += 6;
-	} else {
-		if (p < end && *p == '-') {
-			neg = true;
-			p++;
-		}
-		digits = p;
-		/* 18 digits always fit; only longer numbers need checks. */
-		while (p < end && (unsigned char)(*p - '0') < 10 && p - digits < 18)
-			v = v * 10 + (unsigned)(*p++ - '0');
-		if (p == digits)
-			return NULL;
-		for (; p < end && (unsigned char)(*p - '0') < 10; p++) {
-			unsigned d = (unsigned)(*p - '0');
-
-			if (v > ((uint64_t)INT64_MAX - d) / 10) {
-				*clamped = true;
-				v = (uint64_t)INT64_MAX;
-			} else if (!*clamped) {
-				v = v * 10 + d;
-			}
-		}
-		*val = neg ? -(int64_t)v : (int64_t)v;
-		*negative = neg && v;
-	}
-	p += count_spaces(p, end);
-	if (p == end || *p != '|')
-		return NULL;
-	return p + 1;
-}
-
-/*
- * Recognises a header or a row in line[0..len) (no newline, no CR).  Only the
- * first MARKER on the line is considered: what precedes it is the target's
- * own text, glued on the same line.  Returns 1 for a row or header, 0 for a
- * line without MARKER, -1 for a line with MARKER that does not parse (why is
- * set to the reason).
- */
-static int parse_row(const char *line, size_t len, struct row *r, const char **why)
-{
-	const char *end = line + len, *p, *q, *m;
-	bool c1, c2, clamp1, clamp2, neg1, neg2;
-	size_t spaces, i;
-
-	memset(r, 0, sizeof(*r));
-	if (len >= MARKER_LEN && !memcmp(line, MARKER, MARKER_LEN))
-		m = line;
-	else if (!(m = memmem(line, len, MARKER, MARKER_LEN)))
-		return 0;
-	r->prefix_len = (size_t)(m - line);
-	p = m + MARKER_LEN;
-
-	if ((size_t)(end - p) == HEADER_REST_LEN && !memcmp(p, HEADER_REST, HEADER_REST_LEN)) {
-		r->header = true;
-		return 1;
-	}
-	q = parse_column(p, end, &r->self_us, &c1, &clamp1, &neg1);
-	if (!q) {
-		*why = "self column is not a number";
-		return -1;
-	}
-	q = parse_column(q, end, &r->cum_us, &c2, &clamp2, &neg2);
-	if (!q) {
-		*why = "cumulative column is not a number";
-		return -1;
-	}
-	if (c1 != c2) {
-		*why = "only one column says 'cached'";
-		return -1;
-	}
-	r->cached = c1;
-	r->clamped = clamp1 || clamp2;
-	if (neg1 || neg2)
-		r->flags |= NODE_NEGATIVE;
-
-	spaces = count_spaces(q, end);
-	r->name = q + spaces;
-	r->name_len = (size_t)(end - r->name);
-	if (!r->name_len) {
-		*why = "no module name";
-		return -1;
-	}
-	i = (size_t)(skip_name(r->name, end) - r->name);
-	if (i < r->name_len) {
-		*why = r->name[i] == '|' ? "module name contains '|'"
-					 : "module name contains a control character";
-		return -1;
-	}
-	/* "| " is the separator; the indentation follows it. */
-	r->no_separator = spaces == 0;
-	r->indent = spaces ? spaces - 1 : 0;
-	r->depth = clamp_depth(r->indent / 2);
-	return 1;
-}
-
-/*
  * Adopts pending nodes for a row at depth d: scanning down from the top of
  * the stack, a node at depth d+1 is a child; a node deeper than that lost its
  * own parent's row and is attached here with a warning; a node at depth <= d
@@ -467,12 +202,12 @@ static void adopt(struct it_parser *ps, int32_t parent, uint32_t d)
  * the row lands one level (or, for long names, several) too deep, under the
  * first row of that import.  Width is checked only for consistency.
  */
-static void attach_cached(struct it_parser *ps, const struct row *r)
+static void attach_cached(struct it_parser *ps, const struct it_row *r)
 {
 	struct proc *pr = cur_proc(ps);
 	size_t width = r->indent + r->name_len;
 	int32_t node = proc_add_node(pr, r->name, r->name_len, 0, 0, 0);
-	uint32_t maxd = clamp_depth(width / 2);
+	uint32_t maxd = it_clamp_depth(width / 2);
 
 	pr->nodes[node].flags |= NODE_CACHED;
 	if (r->indent && width % 2 == 0) {
@@ -504,7 +239,7 @@ static void add_row(struct it_parser *ps, const char *name, size_t len, uint32_t
 		push_pending(ps, node, DEPTH_KNOWN, depth);
 }
 
-static void handle_row(struct it_parser *ps, const struct row *r)
+static void handle_row(struct it_parser *ps, const struct it_row *r)
 {
 	struct proc *pr;
 
@@ -539,7 +274,7 @@ static void handle_row(struct it_parser *ps, const struct row *r)
 	if (r->clamped)
 		warn(ps, "number too large for '%.*s': clamped to %lld", quote_len(r->name_len),
 		     r->name, (long long)INT64_MAX);
-	if (r->flags & NODE_NEGATIVE)
+	if (r->negative)
 		warn(ps, "negative time for '%.*s'", quote_len(r->name_len), r->name);
 	if (r->no_separator)
 		warn(ps, "no space after the last '|' before '%.*s'", quote_len(r->name_len), r->name);
@@ -551,88 +286,30 @@ static void handle_row(struct it_parser *ps, const struct row *r)
 	if (r->indent % 2)
 		warn(ps, "odd indentation (%zu spaces) before '%.*s'", r->indent,
 		     quote_len(r->name_len), r->name);
-	add_row(ps, r->name, r->name_len, r->depth, r->self_us, r->cum_us, r->flags);
+	add_row(ps, r->name, r->name_len, r->depth, r->self_us, r->cum_us,
+		r->negative ? NODE_NEGATIVE : 0);
 }
 
-/* A row lex_row recognised: everything add_row needs. */
-struct fast_rec {
-	const char *name;
-	uint32_t name_len;
-	uint32_t depth;
-	int64_t self_us, cum_us;
-};
-
-/*
- * The common row in one pass: "import time:" at the start of a line, both
- * numbers inside their columns (under 100 s), even indentation and a clean
- * name up to the newline.  Returns the line's length, newline included, or 0
- * to leave the line to handle_line, which reads every line this one takes the
- * same way (and is the only one that warns).  Only whole lines are taken, and
- * nothing past the newline is looked at, so chunking makes no difference.
- * Touches no parser state: the lexing thread of it_feed_from calls it too.
- */
-static size_t lex_row(const char *p, const char *end, struct fast_rec *rec)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	const char *f = p + MARKER_LEN, *name, *stop;
-	size_t indent;
-
-	/* The marker, both columns and a one-byte name with its newline. */
-	if (end - p < (ptrdiff_t)ROW_COLUMNS + 2)
-		return 0;
-	if (load64(p) != load64(MARKER) || memcmp(p + 8, MARKER + 8, MARKER_LEN - 8))
-		return 0;
-	if (f[0] != ' ' || f[1] != ' ' || f[10] != ' ' || f[11] != '|' || f[12] != ' ' ||
-	    f[13] != ' ' || f[14] != ' ' || f[23] != ' ' || f[24] != '|' || f[25] != ' ')
-		return 0;
-	rec->self_us = field8(f + 2);
-	rec->cum_us = field8(f + 15);
-	if (rec->self_us < 0 || rec->cum_us < 0)
-		return 0;
-	indent = count_spaces(p + ROW_COLUMNS, end);
-	if (indent % 2)
-		return 0;
-	name = p + ROW_COLUMNS + indent;
-	stop = skip_name(name, end);
-	if (stop == name || stop == end)
-		return 0;
-	rec->name = name;
-	rec->name_len = (uint32_t)(stop - name);
-	rec->depth = clamp_depth(indent / 2);
-	if (*stop == '\r' && end - stop >= 2 && stop[1] == '\n')
-		stop++;
-	/* A longer line goes through carry like any other (and is cut there). */
-	if (*stop != '\n' || (size_t)(stop + 1 - p) > IT_MAX_LINE)
-		return 0;
-	return (size_t)(stop + 1 - p);
-#else
-	(void)p;
-	(void)end;
-	(void)rec;
-	return 0;
-#endif
-}
-
-/* Whether the parser is in the state lex_row's rows may be added in. */
+/* Whether the parser is in the state it_row_lex's rows may be added in. */
 static bool fast_ok(struct it_parser *ps)
 {
 	return ps->has_proc && !ps->carry.len && !ps->overlong && cur_proc(ps)->nr_nodes < INT32_MAX - 1;
 }
 
-static void add_fast(struct it_parser *ps, const struct fast_rec *rec)
+static void add_fast(struct it_parser *ps, const struct it_fast_row *rec)
 {
 	ps->lineno++;
 	ps->rows++;
 	add_row(ps, rec->name, rec->name_len, rec->depth, rec->self_us, rec->cum_us, 0);
 }
 
-/* lex_row on the parser: adds the row and returns its length, or 0. */
+/* it_row_lex on the parser: adds the row and returns its length, or 0. */
 static size_t fast_row(struct it_parser *ps, const char *p, const char *end)
 {
-	struct fast_rec rec;
+	struct it_fast_row rec;
 	size_t n;
 
-	if (!fast_ok(ps) || !(n = lex_row(p, end, &rec)))
+	if (!fast_ok(ps) || !(n = it_row_lex(p, end, &rec)))
 		return 0;
 	add_fast(ps, &rec);
 	return n;
@@ -646,7 +323,7 @@ static void handle_line(struct it_parser *ps, const char *line, size_t len, stru
 {
 	size_t body = len;
 	const char *why = NULL;
-	struct row r;
+	struct it_row r;
 	int ret;
 
 	ps->lineno++;
@@ -654,7 +331,7 @@ static void handle_line(struct it_parser *ps, const char *line, size_t len, stru
 		body--;
 	if (body && line[body - 1] == '\r')
 		body--;
-	ret = parse_row(line, body, &r, &why);
+	ret = it_row_parse(line, body, &r, &why);
 	if (ret <= 0) {
 		if (ret < 0)
 			warn(ps, "malformed importtime row passed through: %s", why);
@@ -667,8 +344,8 @@ static void handle_line(struct it_parser *ps, const char *line, size_t len, stru
 
 /*
  * carry holds more than IT_MAX_LINE bytes of one line.  Keeps only what may
- * still become a row, the text from the last MARKER on (unless that text is
- * itself too long to be a row) or the last MARKER_LEN-1 bytes (a MARKER may
+ * still become a row, the text from the last marker on (unless that text is
+ * itself too long to be a row) or the last IT_MARKER_LEN-1 bytes (a marker may
  * be split across chunks), and passes the rest through.
  */
 static void trim_carry(struct it_parser *ps, struct buf *pt)
@@ -679,12 +356,12 @@ static void trim_carry(struct it_parser *ps, struct buf *pt)
 	if (!ps->overlong)
 		warn_at(ps, ps->lineno + 1, "line longer than %zu bytes passed through in pieces", IT_MAX_LINE);
 	ps->overlong = true;
-	for (m = s; (m = memmem(m, len - (size_t)(m - s), MARKER, MARKER_LEN)); m++)
+	for (m = s; (m = memmem(m, len - (size_t)(m - s), IT_MARKER, IT_MARKER_LEN)); m++)
 		last = m;
 	if (last && last > s)
 		keep_from = (size_t)(last - s);
 	else
-		keep_from = len - (MARKER_LEN - 1);
+		keep_from = len - (IT_MARKER_LEN - 1);
 	pass(pt, s, keep_from);
 	memmove(ps->carry.buf, s + keep_from, len - keep_from);
 	buf_setlen(&ps->carry, len - keep_from);
@@ -775,145 +452,13 @@ void it_finish(struct it_parser *ps, struct buf *passthrough)
 	ps->finished = true;
 }
 
-/*
- * it_feed_from: a lexing thread reads chunks into a ring of slots and splits
- * each into items, in stream order: rows lex_row took, and raw bytes (every
- * other line, and lines cut by the chunk's end) for it_feed.  The calling
- * thread applies the items of one slot after the other.  256 KiB chunks keep
- * what the two threads hand over in the caches (1 MiB ones measured ~5 %
- * slower on the 1M-row bench log).
- */
-#define LEX_CHUNK ((size_t)1 << 18)
-#define LEX_SLOTS 8
-
-/*
- * 24 bytes, as every row of a big log passes through one: offsets into the
- * slot's chunk, numbers lex_row kept under 10^8.  name_len 0 marks raw bytes.
- */
-struct lex_item {
-	uint32_t off, len; /* the raw bytes, or the row's line */
-	uint32_t name_off, name_len; /* the row's name, from the line's start */
-	uint32_t self_us, cum_us;
-};
-
-struct lex_slot {
-	char *buf;
-	struct lex_item *items;
-	size_t nr_items, alloc_items;
-	bool ready; /* lexed, not yet applied */
-};
-
-struct lexer {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct lex_slot slot[LEX_SLOTS];
-	it_read_fn read;
-	void *ctx;
-	bool done; /* the lexing thread has filled its last slot */
-	bool failed; /* read returned -1 */
-	int read_errno;
-	bool partial; /* the previous chunk ended inside a line (lexing thread only) */
-};
-
-static void lex_add(struct lex_slot *sl, const char *p, size_t len, const struct fast_rec *rec)
-{
-	struct lex_item *it;
-
-	if (sl->nr_items == sl->alloc_items)
-		ALLOC_GROW(sl->items, sl->nr_items + 1, sl->alloc_items);
-	it = &sl->items[sl->nr_items++];
-	it->off = (uint32_t)(p - sl->buf);
-	it->len = (uint32_t)len;
-	it->name_off = rec ? (uint32_t)(rec->name - p) : 0;
-	it->name_len = rec ? rec->name_len : 0;
-	it->self_us = rec ? (uint32_t)rec->self_us : 0;
-	it->cum_us = rec ? (uint32_t)rec->cum_us : 0;
-}
-
-static void lex_chunk(struct lexer *lx, struct lex_slot *sl, size_t n)
-{
-	const char *p = sl->buf, *end = sl->buf + n, *raw = NULL;
-
-	sl->nr_items = 0;
-	if (lx->partial) {
-		const char *nl = memchr(p, '\n', n);
-
-		if (!nl) {
-			lex_add(sl, p, n, NULL);
-			return;
-		}
-		raw = p;
-		p = nl + 1;
-		lx->partial = false;
-	}
-	while (p < end) {
-		struct fast_rec rec;
-		size_t len = lex_row(p, end, &rec);
-		const char *nl;
-
-		if (len) {
-			if (raw)
-				lex_add(sl, raw, (size_t)(p - raw), NULL);
-			raw = NULL;
-			lex_add(sl, p, len, &rec);
-			p += len;
-			continue;
-		}
-		if (!raw)
-			raw = p;
-		nl = memchr(p, '\n', (size_t)(end - p));
-		if (!nl) {
-			lx->partial = true;
-			p = end;
-			break;
-		}
-		p = nl + 1;
-	}
-	if (raw)
-		lex_add(sl, raw, (size_t)(p - raw), NULL);
-}
-
-static void *lex_main(void *arg)
-{
-	struct lexer *lx = arg;
-	unsigned s = 0;
-
-	for (;;) {
-		struct lex_slot *sl = &lx->slot[s];
-		long n;
-		int err;
-
-		pthread_mutex_lock(&lx->lock);
-		while (sl->ready)
-			pthread_cond_wait(&lx->cond, &lx->lock);
-		pthread_mutex_unlock(&lx->lock);
-		n = lx->read(lx->ctx, sl->buf, LEX_CHUNK);
-		err = errno;
-		if (n > 0)
-			lex_chunk(lx, sl, (size_t)n);
-		pthread_mutex_lock(&lx->lock);
-		if (n > 0) {
-			sl->ready = true;
-		} else {
-			lx->failed = n < 0;
-			lx->read_errno = err;
-			lx->done = true;
-		}
-		pthread_cond_broadcast(&lx->cond);
-		pthread_mutex_unlock(&lx->lock);
-		if (n <= 0)
-			return NULL;
-		s = (s + 1) % LEX_SLOTS;
-	}
-}
-
 /* it_feed_from on the calling thread alone. */
 static int feed_plain(struct it_parser *ps, it_read_fn read, void *ctx, struct buf *pt)
 {
-	char *chunk = xmalloc(LEX_CHUNK);
+	char *chunk = xmalloc(IT_LEX_CHUNK);
 	long n;
 
-	while ((n = read(ctx, chunk, LEX_CHUNK)) > 0)
+	while ((n = read(ctx, chunk, IT_LEX_CHUNK)) > 0)
 		it_feed(ps, chunk, (size_t)n, pt);
 	free(chunk);
 	return n < 0 ? -1 : 0;
@@ -921,67 +466,30 @@ static int feed_plain(struct it_parser *ps, it_read_fn read, void *ctx, struct b
 
 int it_feed_from(struct it_parser *ps, it_read_fn read, void *ctx, struct buf *pt)
 {
-	struct lexer lx;
-	pthread_t thread;
-	unsigned s, i;
-	int ret = 0;
+	const struct it_lex_slot *sl;
+	struct it_lexer *lx;
+	size_t i;
 
-	if (parallel_cpus() < 2)
+	if (parallel_cpus() < 2 || !(lx = it_lexer_start(read, ctx)))
 		return feed_plain(ps, read, ctx, pt);
-	memset(&lx, 0, sizeof(lx));
-	pthread_mutex_init(&lx.lock, NULL);
-	pthread_cond_init(&lx.cond, NULL);
-	lx.read = read;
-	lx.ctx = ctx;
-	for (s = 0; s < LEX_SLOTS; s++)
-		lx.slot[s].buf = xmalloc(LEX_CHUNK);
-	if (parallel_start(&thread, lex_main, &lx) < 0) {
-		ret = feed_plain(ps, read, ctx, pt);
-		goto out;
-	}
-	for (s = 0;; s = (s + 1) % LEX_SLOTS) {
-		struct lex_slot *sl = &lx.slot[s];
-		bool have;
-
-		pthread_mutex_lock(&lx.lock);
-		while (!sl->ready && !lx.done)
-			pthread_cond_wait(&lx.cond, &lx.lock);
-		have = sl->ready;
-		pthread_mutex_unlock(&lx.lock);
-		if (!have)
-			break;
+	while ((sl = it_lexer_next(lx))) {
 		for (i = 0; i < sl->nr_items; i++) {
-			const struct lex_item *it = &sl->items[i];
+			const struct it_lex_item *it = &sl->items[i];
 			const char *line = sl->buf + it->off;
 
 			if (it->name_len && fast_ok(ps)) {
-				struct fast_rec rec = { line + it->name_off, it->name_len,
-							clamp_depth((it->name_off - ROW_COLUMNS) / 2), it->self_us,
-							it->cum_us };
+				struct it_fast_row rec = { line + it->name_off, it->name_len,
+							   it_clamp_depth((it->name_off - IT_ROW_COLUMNS) / 2),
+							   it->self_us, it->cum_us };
 
 				add_fast(ps, &rec);
 			} else {
 				it_feed(ps, line, it->len, pt);
 			}
 		}
-		pthread_mutex_lock(&lx.lock);
-		sl->ready = false;
-		pthread_cond_broadcast(&lx.cond);
-		pthread_mutex_unlock(&lx.lock);
+		it_lexer_done(lx);
 	}
-	pthread_join(thread, NULL);
-	if (lx.failed) {
-		errno = lx.read_errno;
-		ret = -1;
-	}
-out:
-	for (s = 0; s < LEX_SLOTS; s++) {
-		free(lx.slot[s].buf);
-		free(lx.slot[s].items);
-	}
-	pthread_cond_destroy(&lx.cond);
-	pthread_mutex_destroy(&lx.lock);
-	return ret;
+	return it_lexer_finish(lx);
 }
 
 const struct it_warning *it_warnings(const struct it_parser *ps, size_t *nr)
