@@ -1,6 +1,6 @@
 /*
  * The native extensions of a profile: their life cycle and their JSON.  The
- * ELF facts inside are written and read by elffile's JSON functions.
+ * ELF facts inside are written and read by elf_json.c.
  */
 #include "native.h"
 
@@ -49,7 +49,7 @@ static char *jdup(json_t *o, const char *key)
 	return s ? xstrdup(s) : NULL;
 }
 
-/* elffile's readers take text: v as compact JSON, NULL with err set. */
+/* elf_json's readers take text: v as compact JSON, NULL with err set. */
 static char *dump(json_t *v, struct buf *err)
 {
 	char *text = json_dumps(v, JSON_COMPACT);
