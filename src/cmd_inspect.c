@@ -12,8 +12,13 @@
 
 #include "builtin.h"
 #include "elf_report.h"
+#include "elf_json.h"
+#include "elf_python.h"
+#include "elf_resolve.h"
 #include "elffile.h"
+#include "findings.h"
 #include "launch.h"
+#include "native.h"
 #include "profile.h"
 #include "util.h"
 
@@ -462,12 +467,24 @@ static int parse_args(int argc, char **argv, struct inspect_opts *o, struct strv
 	return 0;
 }
 
+static const struct finding_rules *const native_tables[] = { &elf_finding_rules, NULL };
+
+static bool is_native_finding(const struct finding *f)
+{
+	size_t i;
+
+	for (i = 0; i < elf_finding_rules.nr; i++)
+		if (!strcmp(f->id, elf_finding_rules.v[i].id))
+			return true;
+	return false;
+}
+
 /* `inspect --profile`: the native section and findings of a saved profile. */
 static int inspect_profile(const struct inspect_opts *o)
 {
 	struct profile p;
 	struct buf err = BUF_INIT, out = BUF_INIT;
-	size_t first, i;
+	size_t i, shown = 0;
 	int ret = EXIT_FAIL;
 	const char *line;
 
@@ -488,16 +505,18 @@ static int inspect_profile(const struct inspect_opts *o)
 		warning("%.*s", (int)(eol - line), line);
 		line = *eol ? eol + 1 : eol;
 	}
-	first = p.nr_findings;
-	elf_findings(&p);
+	/* The native rules alone, over the facts just read: they replace the saved ones. */
+	findings_run(&p, native_tables);
 	if (o->json) {
 		buf_adds(&out, "{\"native\":");
-		elf_native_to_json(&p, &out);
+		native_set_to_json(&p.native, &out);
 		buf_adds(&out, ",\"findings\":[");
-		for (i = first; i < p.nr_findings; i++) {
+		for (i = 0; i < p.nr_findings; i++) {
 			const struct finding *f = &p.findings[i];
 
-			if (i > first)
+			if (!is_native_finding(f))
+				continue;
+			if (shown++)
 				buf_addch(&out, ',');
 			buf_adds(&out, "{\"id\":");
 			buf_add_json_str(&out, f->id, strlen(f->id));
@@ -524,11 +543,13 @@ static int inspect_profile(const struct inspect_opts *o)
 		if (!out.len)
 			buf_adds(&out, "\nNative extensions\n  none with a known file (a profile "
 				       "made with the tracer records them)\n");
-		if (p.nr_findings > first)
-			buf_adds(&out, "\nFindings\n");
-		for (i = first; i < p.nr_findings; i++) {
+		for (i = 0; i < p.nr_findings; i++) {
 			const struct finding *f = &p.findings[i];
 
+			if (!is_native_finding(f))
+				continue;
+			if (!shown++)
+				buf_adds(&out, "\nFindings\n");
 			buf_addf(&out, "  [%s] %s: %s\n    %s\n    fix: %s\n", f->severity, f->id,
 				 f->title, f->evidence, f->fix);
 		}
@@ -536,7 +557,6 @@ static int inspect_profile(const struct inspect_opts *o)
 	fwrite(out.buf, 1, out.len, stdout);
 	ret = fflush(stdout) ? EXIT_FAIL : EXIT_OK;
 out:
-	elf_native_forget(&p);
 	profile_release(&p);
 	buf_release(&err);
 	buf_release(&out);

@@ -10,7 +10,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "elf_report.h"
 #include "parallel.h"
 #include "stdlib_names.h"
 
@@ -174,6 +173,7 @@ void profile_init(struct profile *p)
 	memset(p, 0, sizeof(*p));
 	strvec_init(&p->target);
 	p->limits.swap = 0;
+	native_set_init(&p->native);
 }
 
 
@@ -198,7 +198,7 @@ void profile_release(struct profile *p)
 	for (i = 0; i < p->nr_findings; i++)
 		finding_release(&p->findings[i]);
 	free(p->findings);
-	elf_native_forget(p);
+	native_set_release(&p->native);
 	profile_init(p);
 }
 

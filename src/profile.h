@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "native.h"
 #include "util.h"
 
 /* Version 2 lists a node before its parent (version 1, still read: after). */
@@ -187,6 +188,7 @@ struct profile {
 	size_t nr_warnings, alloc_warnings;
 	struct finding *findings;
 	size_t nr_findings, alloc_findings;
+	struct native_set native; /* native extensions with ELF facts (filled by elf_report.c) */
 };
 
 void profile_init(struct profile *p);

@@ -296,6 +296,29 @@ def test_profile_native_section(coldstart, tmp_path):
         assert "numpy.core._multiarray_umath" in report
 
 
+def native_section(report):
+    """The "Native extensions" section of a text report, up to the next blank line."""
+    m = re.search(r"^Native extensions\n(?:.+\n)*", report, re.M)
+    return m.group(0) if m else None
+
+
+def test_saved_report_keeps_native_section(coldstart, tmp_path):
+    """`report` of a saved profile shows the native section the live report showed, interpreter line included."""
+    out = tmp_path / "ssl.json"
+    r = coldstart("profile", "--python", DEBIAN_PYTHON, "-q", "--color", "never", "-o", out,
+                  "-c", "import ssl, _ctypes")
+    assert r.returncode == 0, r.stderr
+    live = native_section(r.stdout)
+    assert live, r.stdout
+    assert re.search(r"^  interpreter /\S+: Python 3\.11\.\d+, libpython static$", live, re.M), live
+    assert re.search(r"^\s+\S+ (us|ms)  _ssl: .* relocs; needs libssl\.so\.3 \(", live, re.M), live
+    saved = coldstart("report", "--color", "never", out)
+    assert saved.returncode == 0, saved.stderr
+    assert native_section(saved.stdout) == live
+    doc = json.loads(out.read_text())
+    assert doc["native"]["python"]["exe_facts"]["defines_python"] is True
+
+
 def test_resolution_matches_ldd_for_every_debian_extension(coldstart):
     """Every extension of Debian's Python and numpy: the same libraries, from the same files, as ldd."""
     files = sorted(glob.glob("/usr/lib/python3.11/lib-dynload/*.so") +
