@@ -7,8 +7,6 @@
 
 #include <ctype.h>
 #include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -121,21 +119,10 @@ static void unix_row(char *line, void *data)
 		add_ino(w->ls, ino);
 }
 
-/* Reads a /proc file (its size says 0) into out; -1 when it cannot be opened. */
 static int read_text(const char *path, struct buf *out)
 {
-	char chunk[16384];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
 	buf_reset(out);
-	if (fd < 0)
-		return -1;
-	while ((n = read(fd, chunk, sizeof(chunk))) > 0 || (n < 0 && errno == EINTR))
-		if (n > 0)
-			buf_add(out, chunk, (size_t)n);
-	close(fd);
-	return 0;
+	return buf_read_file(out, path);
 }
 
 void listeners_release(struct listeners *ls)
