@@ -19,6 +19,7 @@
 #ifndef COLDSTART_READY_H
 #define COLDSTART_READY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -45,6 +46,8 @@ void ready_spec_init(struct ready_spec *rs);
  */
 int ready_spec_parse(struct ready_spec *rs, const char *spec, const char *statuses, struct buf *err);
 void ready_spec_release(struct ready_spec *rs);
+/* http: whether an answer with status means ready. */
+bool ready_spec_accepts(const struct ready_spec *rs, int status);
 
 struct ready;
 

@@ -16,11 +16,6 @@
 #include "listener.h"
 #include "ready.h"
 
-static bool accepts(const struct ready_spec *rs, int status)
-{
-	return (rs->accept[status / 64] >> (status % 64)) & 1;
-}
-
 static void test_specs(void **state)
 {
 	struct ready_spec rs;
@@ -43,8 +38,8 @@ static void test_specs(void **state)
 	assert_string_equal(rs.host, "127.0.0.1");
 	assert_string_equal(rs.path, "/health?x=1");
 	assert_string_equal(rs.statuses, "200-399");
-	assert_true(accepts(&rs, 200) && accepts(&rs, 204) && accepts(&rs, 302) && accepts(&rs, 399));
-	assert_false(accepts(&rs, 199) || accepts(&rs, 400) || accepts(&rs, 500) || accepts(&rs, 503));
+	assert_true(ready_spec_accepts(&rs, 200) && ready_spec_accepts(&rs, 204) && ready_spec_accepts(&rs, 302) && ready_spec_accepts(&rs, 399));
+	assert_false(ready_spec_accepts(&rs, 199) || ready_spec_accepts(&rs, 400) || ready_spec_accepts(&rs, 500) || ready_spec_accepts(&rs, 503));
 
 	assert_int_equal(ready_spec_parse(&rs, "http://127.0.0.2", NULL, &err), 0);
 	assert_int_equal(rs.port, 80);
@@ -112,10 +107,10 @@ static void test_statuses(void **state)
 	assert_int_equal(ready_spec_parse(&rs, "http://127.0.0.1:9/", "2XX,404,500-502", &err), 0);
 	assert_string_equal(rs.statuses, "2XX,404,500-502");
 	for (s = 100; s < 600; s++)
-		assert_int_equal(accepts(&rs, s), (s >= 200 && s <= 299) || s == 404 || (s >= 500 && s <= 502));
+		assert_int_equal(ready_spec_accepts(&rs, s), (s >= 200 && s <= 299) || s == 404 || (s >= 500 && s <= 502));
 	assert_int_equal(ready_spec_parse(&rs, "http://127.0.0.1:9/", "200", &err), 0);
 	for (s = 100; s < 600; s++)
-		assert_int_equal(accepts(&rs, s), s == 200);
+		assert_int_equal(ready_spec_accepts(&rs, s), s == 200);
 	ready_spec_release(&rs);
 }
 
