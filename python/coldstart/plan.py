@@ -1,0 +1,524 @@
+"""Applies a start-up plan (written by `coldstart plan`, docs/plan.md).
+
+A plan names the modules a process imported before its first response,
+where each was found, and what to do with each at the next start:
+
+  load   the request used it: import it as usual, from its recorded file
+  eager  it must run at import (side effects, a native extension, --eager):
+         import it as usual, from its recorded file
+  defer  the request did not use it: when something imports it, create the
+         module object (spec, __path__, __file__ and the rest set) without
+         running its body; the body runs at the first real use
+
+install() checks the whole plan first (interpreter, every recorded file's
+size and mtime, shadowing on sys.path) and applies all of it or, when
+anything changed, none of it, with one warning on stderr.  Stdlib only,
+Python 3.8+; importing this file imports nothing beyond what start-up has
+loaded, and reading a plan uses the _json scanner without json and re.
+"""
+
+import os
+import sys
+import _thread
+
+from importlib import _bootstrap, _bootstrap_external
+
+__all__ = ["install", "installed", "warm", "responded", "deferred",
+           "is_deferred", "load", "PlanError", "PLAN_FORMAT", "PLAN_VERSION"]
+
+PLAN_FORMAT = "coldstart-plan"
+PLAN_VERSION = 1
+
+_ModuleType = type(sys)
+_module_getattr = _ModuleType.__getattribute__
+_module_setattr = _ModuleType.__setattr__
+
+# What the import system and module repr read on a module it did not just
+# create: answering these must not run the body (docs/plan.md).
+_EXEMPT = frozenset(("__spec__", "__name__", "__path__", "__loader__",
+                     "__package__", "__file__", "__cached__", "__class__",
+                     "__builtins__"))
+
+
+class PlanError(Exception):
+    """The plan file cannot be used (unreadable, wrong format, stale)."""
+
+
+def _warn(msg):
+    try:
+        sys.stderr.write("coldstart plan: %s\n" % msg)
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+# --- reading the plan ------------------------------------------------------
+
+def _json_constant(name):
+    raise ValueError("%s is not allowed in a plan" % name)
+
+
+class _JSONContext(object):
+    # The attributes _json.make_scanner reads; the plain types keep the
+    # scanner on its C fast paths.
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = staticmethod(_json_constant)
+    memo = None
+
+
+def _loads(text):
+    try:
+        import _json
+        scan = _json.make_scanner(_JSONContext())
+    except (ImportError, AttributeError, TypeError):
+        import json
+        return json.loads(text)
+    ws = " \t\n\r"
+    i = 0
+    while i < len(text) and text[i] in ws:
+        i += 1
+    try:
+        obj, end = scan(text, i)
+    except StopIteration as e:
+        raise ValueError("no JSON value at offset %s" % e.value)
+    while end < len(text) and text[end] in ws:
+        end += 1
+    if end != len(text):
+        raise ValueError("extra data at offset %d" % end)
+    return obj
+
+
+def read(path):
+    """Returns the plan in path as a dict; raises PlanError when it cannot
+    be read or is not a plan of a version this module applies."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise PlanError("cannot read %r: %s" % (path, e.strerror or e))
+    try:
+        plan = _loads(data.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise PlanError("%r is not JSON: %s" % (path, e))
+    if not isinstance(plan, dict) or plan.get("format") != PLAN_FORMAT:
+        raise PlanError("%r is not a coldstart plan" % path)
+    if plan.get("version") != PLAN_VERSION:
+        raise PlanError("%r is a plan of version %r; this coldstart applies "
+                        "version %d" % (path, plan.get("version"),
+                                        PLAN_VERSION))
+    if not isinstance(plan.get("modules"), list):
+        raise PlanError("%r has no module list" % path)
+    return plan
+
+
+def interpreter_identity():
+    """What a plan records of the interpreter that made it; a plan made by
+    another interpreter (or build) is stale."""
+    return {
+        "version": sys.version,
+        "cache_tag": sys.implementation.cache_tag,
+        "platform": sys.platform,
+        "prefix": sys.prefix,
+    }
+
+
+# --- staleness -------------------------------------------------------------
+
+def _stale_file(m):
+    """Returns why module entry m no longer matches its file, or None."""
+    path = m.get("path")
+    try:
+        st = os.stat(path)
+    except (OSError, TypeError, ValueError) as e:
+        return "%s: %r is gone (%s)" % (m.get("name"), path,
+                                        getattr(e, "strerror", e))
+    if st.st_size != m.get("size") or st.st_mtime_ns != m.get("mtime_ns"):
+        return "%s: %r changed since the plan was made" % (m.get("name"),
+                                                             path)
+    return None
+
+
+def _shadowed(plan, indexed):
+    """Returns why a file now on sys.path would be found before a planned
+    top-level module, or None.  Only directories whose mtime changed since
+    planning are listed."""
+    entries = plan.get("sys_path") or []
+    for pos, e in enumerate(entries):
+        d = e.get("entry")
+        if not isinstance(d, str):
+            continue
+        try:
+            mt = os.stat(d or ".").st_mtime_ns
+        except OSError:
+            continue
+        if mt == e.get("mtime_ns"):
+            continue
+        try:
+            names = os.listdir(d or ".")
+        except OSError:
+            continue
+        here = set()
+        for n in names:
+            base = n.partition(".")[0]
+            if base:
+                here.add(base)
+        for m in indexed:
+            if "." in m["name"] or m.get("entry_index", -1) <= pos:
+                continue
+            if m["name"] in here:
+                return ("%r on sys.path now holds %r, which would be found "
+                        "before the planned %r" % (d, m["name"], m["path"]))
+    return None
+
+
+def check(plan):
+    """Returns a list of reasons the plan does not fit this process (empty
+    when it fits)."""
+    why = []
+    rec = plan.get("python") or {}
+    cur = interpreter_identity()
+    for k in ("version", "cache_tag", "platform", "prefix"):
+        if rec.get(k) != cur[k]:
+            why.append("the plan was made by another interpreter (%s %r, "
+                       "this one has %r)" % (k, rec.get(k), cur[k]))
+            return why
+    indexed = []
+    for m in plan["modules"]:
+        if not isinstance(m, dict) or not isinstance(m.get("name"), str):
+            why.append("a module entry has no name")
+            return why
+        if m.get("kind") in _LOADERS and isinstance(m.get("path"), str):
+            r = _stale_file(m)
+            if r:
+                why.append(r)
+                return why
+            indexed.append(m)
+    r = _shadowed(plan, indexed)
+    if r:
+        why.append(r)
+    return why
+
+
+# --- deferred modules ------------------------------------------------------
+
+class _State(object):
+    __slots__ = ("spec", "loader", "owner", "error", "order")
+
+    def __init__(self, spec, loader, order):
+        self.spec = spec
+        self.loader = loader
+        self.owner = None
+        self.error = None
+        self.order = order
+
+
+# name -> _State for every module created deferred and not loaded yet.
+_pending = {}
+# Names whose deferred body failed: a later import statement loads them
+# normally, so it raises (or succeeds) as a plain import would.
+_failed = set()
+_counter = [0]
+
+
+def _state_of(mod):
+    d = _module_getattr(mod, "__dict__")
+    return _pending.get(d.get("__name__"))
+
+
+def _load(mod):
+    """Runs the body of a deferred module (once, whichever thread asks
+    first; the others wait on the module's import lock)."""
+    name = _module_getattr(mod, "__dict__").get("__name__")
+    st = _pending.get(name)
+    if st is None:
+        return
+    if st.owner == _thread.get_ident():
+        return  # a use from inside its own body: a circular import
+    with _bootstrap._ModuleLockManager(name):
+        st = _pending.get(name)
+        if st is None or type(mod) is not _Deferred:
+            return
+        if st.error is not None:
+            raise st.error
+        st.owner = _thread.get_ident()
+        spec = st.spec
+        spec._initializing = True
+        try:
+            st.loader.exec_module(mod)
+        except BaseException as e:
+            st.error = e
+            st.owner = None
+            _failed.add(name)
+            if sys.modules.get(name) is mod:
+                del sys.modules[name]
+            raise
+        finally:
+            spec._initializing = False
+        del _pending[name]
+        st.owner = None
+        # The body may have given itself a class of its own: keep it.
+        if type(mod) is _Deferred:
+            object.__setattr__(mod, "__class__", _ModuleType)
+
+
+class _Deferred(_ModuleType):
+    """The class of a module whose body has not run yet.  Reading any
+    attribute but the ones the import system reads (and submodules bound by
+    imports) runs the body first; so do setting and deleting attributes."""
+
+    def __getattribute__(self, attr):
+        if attr in _EXEMPT:
+            return _module_getattr(self, attr)
+        d = _module_getattr(self, "__dict__")
+        name = d.get("__name__")
+        st = _pending.get(name)
+        if st is not None and st.owner != _thread.get_ident():
+            # A submodule that an import bound here is answered as it is.
+            v = d.get(attr)
+            if not (isinstance(v, _ModuleType) and
+                    sys.modules.get("%s.%s" % (name, attr)) is v):
+                _load(self)
+        return _module_getattr(self, attr)
+
+    def __setattr__(self, attr, value):
+        d = _module_getattr(self, "__dict__")
+        st = _pending.get(d.get("__name__"))
+        # `import a.b` binds a.b on a: that must not run a's body.
+        if st is not None and st.owner != _thread.get_ident() and not (
+                isinstance(value, _ModuleType) and
+                sys.modules.get("%s.%s" % (d["__name__"], attr)) is value):
+            _load(self)
+        _module_setattr(self, attr, value)
+
+    def __delattr__(self, attr):
+        _load(self)
+        _ModuleType.__delattr__(self, attr)
+
+    def __dir__(self):
+        _load(self)
+        return _ModuleType.__dir__(self)
+
+
+class _DeferringLoader(object):
+    """Stands in spec.loader while the import system creates the module;
+    exec_module puts the real loader back and leaves the body for later."""
+
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        spec = _module_getattr(module, "__spec__")
+        spec.loader = self.loader
+        d = _module_getattr(module, "__dict__")
+        d["__loader__"] = self.loader
+        _counter[0] += 1
+        _pending[spec.name] = _State(spec, self.loader, _counter[0])
+        object.__setattr__(module, "__class__", _Deferred)
+
+
+# --- the finder ------------------------------------------------------------
+
+_LOADERS = {
+    "source": _bootstrap_external.SourceFileLoader,
+    "bytecode": _bootstrap_external.SourcelessFileLoader,
+    "extension": _bootstrap_external.ExtensionFileLoader,
+}
+
+
+class PlanFinder(object):
+    """A meta-path finder answering the plan's modules from their recorded
+    files: no sys.path scan.  It answers only when the recorded file is
+    where the normal finders would look (its sys.path entry is on sys.path,
+    or its directory in the parent's __path__); anything else goes to the
+    normal finders."""
+
+    def __init__(self, entries, defer):
+        self.entries = entries
+        self.defer = defer
+        self._path_key = None
+        self._path_set = frozenset()
+        self.answered = 0
+
+    def _on_sys_path(self, entry):
+        key = tuple(sys.path)
+        if key != self._path_key:
+            s = set()
+            for p in key:
+                if isinstance(p, str):
+                    s.add(os.path.abspath(p or "."))
+            self._path_set = frozenset(s)
+            self._path_key = key
+        return entry in self._path_set
+
+    def find_spec(self, name, path=None, target=None):
+        m = self.entries.get(name)
+        if m is None or name in _failed:
+            return None
+        where = m["dir"]
+        if path is None:
+            if not self._on_sys_path(where):
+                return None
+        else:
+            try:
+                if where not in path:
+                    return None
+            except TypeError:
+                return None
+        loader = _LOADERS[m["kind"]](name, m["path"])
+        spec = _bootstrap_external.spec_from_file_location(
+            name, m["path"], loader=loader,
+            submodule_search_locations=m.get("search"))
+        if self.defer and m.get("action") == "defer":
+            spec.loader = _DeferringLoader(loader)
+        self.answered += 1
+        return spec
+
+    def invalidate_caches(self):
+        self._path_key = None
+
+
+# --- public API ------------------------------------------------------------
+
+_installed = [None]
+_warm_lock = _thread.allocate_lock()
+_warm_state = {"mode": "off", "started": False, "delay": None}
+
+
+def installed():
+    """The PlanFinder in use, or None."""
+    return _installed[0]
+
+
+def deferred():
+    """Names of the modules created deferred whose bodies have not run, in
+    the order they were imported."""
+    return [n for n, _ in sorted(_pending.items(), key=lambda kv: kv[1].order)]
+
+
+def is_deferred(module):
+    """True while module's body has not run."""
+    return type(module) is _Deferred
+
+
+def load(module):
+    """Runs a deferred module's body now (nothing for a loaded module);
+    raises what the body raised."""
+    if type(module) is _Deferred:
+        _load(module)
+    return module
+
+
+def install(path, warm="off", strict=False, defer=True):
+    """Reads the plan in path and applies it to this process; returns the
+    finder, or None when the plan cannot be used (a warning says why and
+    nothing was changed).
+
+    warm: "off" (deferred bodies run at first use only) or "background"
+    (a thread runs them, in import order, once responded() is called).
+    strict: defer every planned pure-Python module the request did not use,
+    ignoring the plan's eager list (the benchmark's floor; unsafe).
+    defer=False uses the plan as a module index only.
+    """
+    if _installed[0] is not None:
+        return _installed[0]
+    if warm not in ("off", "background"):
+        raise ValueError("warm mode %r is not off or background" % (warm,))
+    try:
+        plan = read(path)
+        why = check(plan)
+    except PlanError as e:
+        _warn("%s; running without it" % e)
+        return None
+    if why:
+        _warn("ignoring stale plan %r: %s; run `coldstart plan` again"
+              % (path, why[0]))
+        return None
+    entries = {}
+    for m in plan["modules"]:
+        kind = m.get("kind")
+        if kind not in _LOADERS or not isinstance(m.get("path"), str):
+            continue
+        action = m.get("action")
+        if strict and kind != "extension" and not m.get("used") and \
+                action in ("eager", "defer") and m.get("name") != "__main__":
+            action = "defer"
+        e = {"kind": kind, "path": m["path"], "action": action,
+             "dir": m.get("dir") or os.path.dirname(m["path"])}
+        if m.get("search") is not None:
+            e["search"] = list(m["search"])
+        entries[m["name"]] = e
+    finder = PlanFinder(entries, defer)
+    sys.meta_path.insert(0, finder)
+    _installed[0] = finder
+    _warm_state["mode"] = warm
+    return finder
+
+
+def _warm_all():
+    # Deadline alarms and termination signals stay with the main thread.
+    try:
+        import signal
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM,
+                                                  signal.SIGTERM,
+                                                  signal.SIGINT})
+    except (ImportError, AttributeError, OSError, ValueError):
+        pass
+    done = set()
+    while True:
+        names = [n for n in deferred() if n not in done]
+        if not names:
+            return
+        for n in names:
+            done.add(n)
+            mod = sys.modules.get(n)
+            if mod is None or type(mod) is not _Deferred:
+                continue
+            try:
+                _load(mod)
+            except BaseException as e:  # it surfaces again at first use
+                _warn("background load of %s failed: %s: %s"
+                      % (n, type(e).__name__, e))
+
+
+def warm(block=False):
+    """Runs every deferred body now: in this thread when block, else in a
+    new thread (once)."""
+    with _warm_lock:
+        if _warm_state["started"]:
+            return
+        _warm_state["started"] = True
+    if block:
+        _warm_all()
+    else:
+        _thread.start_new_thread(_warm_all, ())
+
+
+def responded():
+    """Tells the plan the first response went out: with warm="background"
+    the deferred bodies start loading in a thread now."""
+    if _warm_state["mode"] == "background":
+        warm()
+
+
+def install_from_environ(environ=None):
+    """The bootstrap's entry: COLDSTART_PLAN names the plan,
+    COLDSTART_PLAN_WARM is off or background, COLDSTART_PLAN_STRICT=1
+    selects strict mode.  Returns the finder or None."""
+    env = os.environ if environ is None else environ
+    path = env.get("COLDSTART_PLAN")
+    if not path:
+        return None
+    warm_mode = env.get("COLDSTART_PLAN_WARM") or "off"
+    if warm_mode not in ("off", "background"):
+        _warn("COLDSTART_PLAN_WARM=%r is not off or background; using off"
+              % warm_mode)
+        warm_mode = "off"
+    return install(path, warm=warm_mode,
+                   strict=env.get("COLDSTART_PLAN_STRICT") == "1")
