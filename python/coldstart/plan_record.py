@@ -195,6 +195,37 @@ class Recorder(object):
             except TypeError:
                 pass
 
+    def class_built(self, cls):
+        # A metaclass or __init_subclass__ from another module usually
+        # registers the class somewhere (SQLAlchemy's events, plugin
+        # registries): deferring the body would leave that undone.
+        mine = getattr(cls, "__module__", None)
+        meta = type(cls)
+        mm = getattr(meta, "__module__", "")
+        if meta is not type and mm != mine and not _stdlib(mm):
+            self.note(REGISTRATION, "its class %s has the metaclass %s.%s"
+                      % (cls.__name__, mm, meta.__name__))
+            return
+        for base in cls.__mro__[1:]:
+            hook = base.__dict__.get("__init_subclass__")
+            if hook is not None:
+                hm = getattr(base, "__module__", "")
+                if hm != mine and not _stdlib(hm):
+                    self.note(REGISTRATION, "its class %s runs %s.%s."
+                              "__init_subclass__" % (cls.__name__, hm,
+                                                     base.__name__))
+                return
+
+    def called_in_body(self, code):
+        # register_option(), register_backend(), ...: a body that calls a
+        # registration function of another module.
+        if "register" in code.co_name:
+            top = self._top()
+            f = getattr(top.module, "__file__", None) if top else None
+            if f != code.co_filename:
+                self.note(REGISTRATION, "its body called %s() of %s"
+                          % (code.co_name, code.co_filename))
+
     # -- the request path ----------------------------------------------------
 
     def in_request(self):
@@ -289,6 +320,17 @@ class Recorder(object):
         ext.create_module = create_module
         self.restore.append((ext, "create_module", orig_create))
 
+        import builtins
+        orig_build = builtins.__build_class__
+
+        def build_class(func, name, *bases, **kw):
+            cls = orig_build(func, name, *bases, **kw)
+            if rec.recording and rec._top() is not None:
+                rec.class_built(cls)
+            return cls
+        builtins.__build_class__ = build_class
+        self.restore.append((builtins, "__build_class__", orig_build))
+
         import atexit
         import codecs
         import copyreg
@@ -327,8 +369,10 @@ class Recorder(object):
                 def py_start(code, offset):
                     if not rec.recording:
                         return DISABLE
-                    if code.co_name == "<module>" or \
-                            rec.stacks.get(_thread.get_ident()):
+                    if code.co_name == "<module>":
+                        return None
+                    if rec.stacks.get(_thread.get_ident()):
+                        rec.called_in_body(code)
                         return None
                     if rec.code_ran(code.co_filename):
                         return DISABLE
@@ -340,10 +384,13 @@ class Recorder(object):
         rec = self
 
         def profile(frame, event, arg):
-            if event == "call" and rec.recording and \
-                    not rec.stacks.get(_thread.get_ident()):
+            if event == "call" and rec.recording:
                 code = frame.f_code
-                if code.co_name != "<module>":
+                if code.co_name == "<module>":
+                    return
+                if rec.stacks.get(_thread.get_ident()):
+                    rec.called_in_body(code)
+                else:
                     rec.code_ran(code.co_filename)
         self.tool = None
         sys.setprofile(profile)
@@ -472,6 +519,27 @@ def _entry(rec_obj, name, mod, sys_path_abs):
 
 
 _MAIN = [_thread.get_ident()]
+_STDLIB = []
+
+
+def _stdlib(modname):
+    """True for builtins and modules of the interpreter's own library."""
+    if not modname or modname == "builtins":
+        return True
+    top = modname.partition(".")[0]
+    names = getattr(sys, "stdlib_module_names", None)
+    if names is not None:
+        return top in names
+    mod = sys.modules.get(top)
+    f = getattr(mod, "__file__", None) if mod is not None else None
+    if not f:
+        return True
+    if not _STDLIB:
+        import sysconfig
+        _STDLIB.append(os.path.dirname(os.__file__))
+        _STDLIB.append(sysconfig.get_paths().get("stdlib") or "")
+    return any(f.startswith(d + os.sep) for d in _STDLIB if d) and \
+        "-packages" not in f
 
 
 def decide(rec_obj, modules):
