@@ -376,6 +376,8 @@ class Server(object):
                 keep = self._respond(conn, req)
             finally:
                 self.busy = False
+            if self.calls == 1:
+                _entry.first_response()
             if self.term_pending:
                 raise _Terminate(0)
             if not keep:

@@ -35,7 +35,7 @@ HTTPSTREAM = "http-stream"
 
 USAGE = """\
 usage: coldstart-fdk [--warm lazy|background|eager] [--max-body BYTES]
-                     FUNC [HANDLER]
+                     [--plan FILE] FUNC [HANDLER]
 
 Serves HANDLER (default: handler) of FUNC (a path to func.py, or a module
 name) on the unix socket named by FN_LISTENER=unix:/path/lsnr.sock, the way
@@ -47,14 +47,21 @@ Fn's http-stream contract wants it.
   --warm eager       import FUNC before the socket is ready (fdk-python)
   --max-body BYTES   refuse request bodies larger than this with 413
                      (default 104857600)
+  --plan FILE        apply a start-up plan made by `coldstart plan` when
+                     FUNC loads (docs/plan.md); with --warm background the
+                     deferred modules load in a thread after the first
+                     response
 
-COLDSTART_FDK_WARM sets the warm mode when --warm is not given.
+COLDSTART_FDK_WARM sets the warm mode when --warm is not given;
+COLDSTART_PLAN names a plan when --plan is not given.
 Exit status: 0 after SIGTERM or SIGINT, 1 when the socket cannot be set up,
 2 for a usage or environment error (FN_LISTENER, FN_FORMAT, FUNC missing).
 """
 
 # True while a server runs in this process; fdk.handle() checks it.
 active = False
+# --plan FILE (or COLDSTART_PLAN), applied just before FUNC loads.
+plan_path = None
 
 
 class ConfigError(Exception):
@@ -240,9 +247,10 @@ def _parse_args(argv):
         if a == "--":
             rest.extend(argv[i + 1:])
             break
-        if a.startswith("--warm") or a.startswith("--max-body"):
+        if a.startswith("--warm") or a.startswith("--max-body") or \
+                a.startswith("--plan"):
             name, eq, value = a.partition("=")
-            if name not in ("--warm", "--max-body"):
+            if name not in ("--warm", "--max-body", "--plan"):
                 raise ConfigError("unknown option %r" % a)
             if not eq:
                 i += 1
@@ -251,6 +259,9 @@ def _parse_args(argv):
                 value = argv[i]
             if name == "--warm":
                 warm = value
+            elif name == "--plan":
+                global plan_path
+                plan_path = value
             else:
                 if not value.isdigit() or int(value) <= 0:
                     raise ConfigError("--max-body wants a positive number "
@@ -271,6 +282,23 @@ def _parse_args(argv):
     func = rest[0]
     handler = rest[1] if len(rest) == 2 else "handler"
     return func, handler, warm, max_body
+
+
+def apply_plan(warm):
+    """Applies --plan / COLDSTART_PLAN before the function loads."""
+    path = plan_path or os.environ.get("COLDSTART_PLAN")
+    if path:
+        from coldstart import plan
+        plan.install(path, warm="background" if warm == "background"
+                     else "off")
+
+
+def first_response():
+    """Called once the first call is answered: starts a plan's background
+    warm-up, if any."""
+    p = sys.modules.get("coldstart.plan")
+    if p is not None:
+        p.responded()
 
 
 def serve(resolve, warm="lazy", max_body=DEFAULT_MAX_BODY, what="function",
@@ -320,6 +348,7 @@ def _serve_ready_first(func, handler, warm, max_body):
             # Nothing else happens until Fn's agent connects: an idle
             # container costs no CPU, and the rest loads on the first call.
             first = _first_connection(lsock)
+        apply_plan(warm)
         from coldstart.fdk import loop
         return loop.adopt(lsock, path, phony, first, func, handler, warm,
                           max_body)
@@ -353,6 +382,7 @@ def main(argv=None):
         return EXIT_OK
     func, handler, warm, max_body = parsed
     if warm == "eager" or not func:
+        apply_plan(warm)
         from coldstart.fdk import loop
         return loop.run(func, handler, warm, max_body)
     if _is_path(func) and not os.path.isfile(os.path.abspath(func)):
