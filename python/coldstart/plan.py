@@ -323,6 +323,17 @@ class _DeferringLoader(object):
         object.__setattr__(module, "__class__", _Deferred)
 
 
+# Loaders whose modules can be deferred: their bodies are Python code.
+DEFERRABLE_LOADERS = (_bootstrap_external.SourceFileLoader,
+                      _bootstrap_external.SourcelessFileLoader)
+
+
+def deferring_loader(loader):
+    """Wraps loader so that the module it is about to create is left
+    deferred (for coldstart.lazy.defer_import)."""
+    return _DeferringLoader(loader)
+
+
 # --- the finder ------------------------------------------------------------
 
 _LOADERS = {
