@@ -40,6 +40,10 @@ _EXEMPT = frozenset(("__spec__", "__name__", "__path__", "__loader__",
                      "__builtins__"))
 
 
+_MISSING = object()
+_FROMLIST_CODE = getattr(_bootstrap._handle_fromlist, "__code__", None)
+
+
 class PlanError(Exception):
     """The plan file cannot be used (unreadable, wrong format, stale)."""
 
@@ -83,13 +87,15 @@ def _loads(text):
         i += 1
     try:
         obj, end = scan(text, i)
-    except StopIteration as e:
-        raise ValueError("no JSON value at offset %s" % e.value)
-    while end < len(text) and text[end] in ws:
-        end += 1
-    if end != len(text):
-        raise ValueError("extra data at offset %d" % end)
-    return obj
+        while end < len(text) and text[end] in ws:
+            end += 1
+        if end == len(text):
+            return obj
+    except Exception:
+        pass
+    # Not valid JSON: json says where, at a cost paid only for broken files.
+    import json
+    return json.loads(text)
 
 
 def read(path):
@@ -278,9 +284,15 @@ class _Deferred(_ModuleType):
         st = _pending.get(name)
         if st is not None and st.owner != _thread.get_ident():
             # A submodule that an import bound here is answered as it is.
-            v = d.get(attr)
-            if not (isinstance(v, _ModuleType) and
-                    sys.modules.get("%s.%s" % (name, attr)) is v):
+            v = d.get(attr, _MISSING)
+            if v is _MISSING:
+                # `from pkg import sub` asks hasattr(pkg, "sub") first and
+                # imports pkg.sub when it is missing: let it.
+                if sys._getframe(1).f_code is _FROMLIST_CODE:
+                    raise AttributeError(attr)
+                _load(self)
+            elif not (isinstance(v, _ModuleType) and
+                      sys.modules.get("%s.%s" % (name, attr)) is v):
                 _load(self)
         return _module_getattr(self, attr)
 

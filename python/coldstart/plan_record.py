@@ -425,9 +425,10 @@ class Recorder(object):
             if self.written:
                 return
             self.recording = False
+            names = list(sys.modules)
             self._uninstall()
             try:
-                write_plan(self)
+                write_plan(self, names)
             except Exception as e:
                 sys.stderr.write("coldstart plan: cannot write the plan: "
                                  "%s: %s\n" % (type(e).__name__, e))
@@ -608,7 +609,7 @@ def decide(rec_obj, modules):
                                      "the package of %s" % m["name"]})
 
 
-def write_plan(rec_obj):
+def write_plan(rec_obj, names):
     import json
     sys_path = []
     sys_path_abs = {}
@@ -623,7 +624,8 @@ def write_plan(rec_obj):
         sys_path.append({"entry": a, "mtime_ns": mt})
         sys_path_abs.setdefault(a, len(sys_path) - 1)
     modules = []
-    for name, mod in list(sys.modules.items()):
+    for name in names:
+        mod = sys.modules.get(name)
         if name in rec_obj.preloaded or name == "__main__" or \
                 name == __name__ or mod is None:
             continue
@@ -683,4 +685,6 @@ def start_from_environ(environ=None):
         _thread.start_new_thread(_control_thread, (rec_obj, int(fd)))
     import atexit
     atexit.register(rec_obj.stop)
+    # What the recorder itself imported is not the target's.
+    rec_obj.preloaded = set(sys.modules)
     return rec_obj
