@@ -304,6 +304,25 @@ static void report_failure(const char *what, enum plan_status st, const struct p
 	}
 }
 
+/*
+ * The status a caller of the target sees in a normalised response: the
+ * HTTP status, or an Fn function's Fn-Http-Status; 0 for a run-to-exit
+ * target's output.
+ */
+static int response_status(const struct buf *resp)
+{
+	const char *hdr_end = memmem(resp->buf, resp->len, "\r\n\r\n", 4);
+	const char *fs;
+	int status = 0;
+
+	if (!hdr_end || sscanf(resp->buf, "HTTP/1.%*d %d", &status) != 1)
+		return 0;
+	fs = strcasestr(resp->buf, "\r\nfn-http-status:");
+	if (status == 200 && fs && fs < hdr_end)
+		status = atoi(fs + 17);
+	return status;
+}
+
 /* Runs the target once with env; fills o.  Returns a plan_status. */
 static enum plan_status run_once(struct plan_run *r, const struct strvec *env, const char *record,
 				 struct plan_outcome *o, struct buf *err)
@@ -667,6 +686,19 @@ int cmd_plan(int argc, char **argv)
 		report_failure("planning run", st, &rec, &err);
 		ret = exit_for(st);
 		goto out;
+	}
+	for (k = 0; k < rec.nr_responses; k++) {
+		int status = response_status(&rec.responses[k]);
+
+		if (status >= 500) {
+			error("request %zu was answered %d: the target failed, and a plan made from a failing "
+			      "request would defer what the working path needs; fix the request or the target",
+			      k + 1, status);
+			if (rec.stderr_tail.len)
+				fprintf(stderr, "-- the target's last stderr output:\n%s\n", rec.stderr_tail.buf);
+			ret = EXIT_TARGET_FAILED;
+			goto out;
+		}
 	}
 	if (plan_load(tmp.buf, &d, &err) < 0) {
 		error("%s", err.buf);

@@ -216,15 +216,22 @@ class Recorder(object):
                                                      base.__name__))
                 return
 
-    def called_in_body(self, code):
+    def called_in_body(self, code, frame):
         # register_option(), register_backend(), ...: a body that calls a
         # registration function of another module.
         if "register" in code.co_name:
             top = self._top()
             f = getattr(top.module, "__file__", None) if top else None
-            if f != code.co_filename:
-                self.note(REGISTRATION, "its body called %s() of %s"
-                          % (code.co_name, code.co_filename))
+            if f == code.co_filename:
+                return
+            if code.co_name == "register" and code.co_filename in _ABC_FILES:
+                # ABC.register(cls) of the module's own class: nothing can
+                # test an instance of it before the module has run.
+                sub = frame.f_locals.get("subclass") if frame else None
+                if getattr(sub, "__module__", None) == top.name:
+                    return
+            self.note(REGISTRATION, "its body called %s() of %s"
+                      % (code.co_name, code.co_filename))
 
     # -- the request path ----------------------------------------------------
 
@@ -372,7 +379,8 @@ class Recorder(object):
                     if code.co_name == "<module>":
                         return None
                     if rec.stacks.get(_thread.get_ident()):
-                        rec.called_in_body(code)
+                        if "register" in code.co_name:
+                            rec.called_in_body(code, sys._getframe(1))
                         return None
                     if rec.code_ran(code.co_filename):
                         return DISABLE
@@ -389,7 +397,8 @@ class Recorder(object):
                 if code.co_name == "<module>":
                     return
                 if rec.stacks.get(_thread.get_ident()):
-                    rec.called_in_body(code)
+                    if "register" in code.co_name:
+                        rec.called_in_body(code, frame)
                 else:
                     rec.code_ran(code.co_filename)
         self.tool = None
@@ -520,6 +529,7 @@ def _entry(rec_obj, name, mod, sys_path_abs):
 
 
 _MAIN = [_thread.get_ident()]
+_ABC_FILES = ("<frozen abc>", getattr(sys.modules.get("abc"), "__file__", ""))
 _STDLIB = []
 
 

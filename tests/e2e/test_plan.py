@@ -1,0 +1,278 @@
+"""End-to-end tests of `coldstart plan` (src/cmd_plan.c, src/plan_target.c)
+with the real binary, Debian's python3 and its packages (jinja2), real
+unix and TCP sockets and real processes.
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+import pytest
+
+from conftest import COLDSTART, DEBIAN_PYTHON, ROOT
+
+BENCH_FNS = os.path.join(ROOT, "bench", "plan")
+
+pytestmark = pytest.mark.skipif(not os.path.exists(DEBIAN_PYTHON),
+                                reason="Debian's python3 is not installed")
+
+
+@pytest.fixture
+def workdir():
+    d = tempfile.mkdtemp(prefix="plancmd", dir="/tmp")
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def write(d, name, text):
+    path = os.path.join(d, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(textwrap.dedent(text))
+    return path
+
+
+def plan_cmd(*args, cwd=None, timeout=300):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("COLDSTART_") and k != "PYTHONPATH"}
+    return subprocess.run([COLDSTART, "plan"] + list(args), cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout,
+                          env=env)
+
+
+def test_real_function_plan_verifies_and_defers(workdir):
+    fn = os.path.join(BENCH_FNS, "fn_jinja2")
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--python", DEBIAN_PYTHON, "--fn",
+                 os.path.join(fn, "func.py"), "handler", "--request",
+                 os.path.join(fn, "request.json"), "--verify", "-o", out,
+                 cwd=fn)
+    assert p.returncode == 0, p.stderr
+    assert "verified: 1 response identical" in p.stdout
+    assert "deferred to their first use" in p.stdout
+    with open(out) as f:
+        plan = json.load(f)
+    assert plan["format"] == "coldstart-plan" and plan["version"] == 1
+    mods = {m["name"]: m for m in plan["modules"]}
+    assert mods["jinja2"]["kind"] == "source"
+    assert mods["jinja2"]["action"] in ("load", "eager")
+    assert mods["func"]["used"] is True
+    assert any(m["action"] == "defer" for m in plan["modules"])
+    for m in plan["modules"]:
+        if m["action"] == "defer":
+            assert m["kind"] in ("source", "bytecode") and not m["used"]
+    assert not [f for f in os.listdir(workdir) if f != "p.json"]
+
+
+def test_verify_refuses_a_plan_that_changes_the_response(workdir):
+    # plugin's body appends to another module's list: no heuristic sees
+    # that, so only --verify can, and it names the module.
+    write(workdir, "names.py", "NAMES = []\n")
+    write(workdir, "plugin.py", """
+        import names
+        names.NAMES.append("plugin")
+    """)
+    write(workdir, "func.py", """
+        import json
+        import names
+        import plugin
+        from fdk import response
+
+        def handler(ctx, data=None):
+            return response.Response(ctx, response_data=json.dumps(names.NAMES))
+    """)
+    write(workdir, "req.json", "{}")
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
+                 "req.json", "--verify", "-o", out, cwd=workdir)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "deferring 'plugin' changes the responses" in p.stderr
+    assert "--eager plugin" in p.stderr
+    assert not os.path.exists(out)
+    assert [f for f in os.listdir(workdir) if f.startswith("p.json")] == []
+    p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
+                 "req.json", "--verify", "--eager", "plugin", "-o", out,
+                 cwd=workdir)
+    assert p.returncode == 0, p.stderr
+    mods = {m["name"]: m for m in json.load(open(out))["modules"]}
+    assert mods["plugin"]["action"] == "eager"
+    assert mods["plugin"]["reasons"] == [{"code": "pinned",
+                                          "detail": "pinned with --eager"}]
+
+
+def test_run_to_exit_command_and_coldstart_run(workdir):
+    write(workdir, "tool.py", """
+        import sys
+        import json
+        import fractions
+        import decimal
+        print(json.dumps({"args": sys.argv[1:], "half": str(fractions.Fraction(1, 2))}))
+    """)
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--verify", "-o", out, "--", DEBIAN_PYTHON, "tool.py", "x",
+                 cwd=workdir)
+    assert p.returncode == 0, p.stderr
+    plan = json.load(open(out))
+    mods = {m["name"]: m for m in plan["modules"]}
+    assert mods["fractions"]["used"] is True
+    assert mods["decimal"]["action"] == "defer"
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    r = subprocess.run([DEBIAN_PYTHON, "-m", "coldstart.run", "--plan", out,
+                        "tool.py", "x"], cwd=workdir, capture_output=True,
+                       text=True, timeout=60, env=env)
+    assert r.returncode == 0 and r.stderr == ""
+    assert json.loads(r.stdout) == {"args": ["x"], "half": "1/2"}
+
+
+def _free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_http_server_with_requests(workdir):
+    port = _free_port()
+    write(workdir, "server.py", """
+        import json
+        import sys
+        import statistics
+        import decimal
+        from http.server import BaseHTTPRequestHandler, HTTPServer
+
+        class H(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                xs = json.loads(body)["xs"]
+                out = json.dumps({"mean": statistics.mean(xs)}).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+            def log_message(self, *a):
+                pass
+
+        HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+    """)
+    write(workdir, "r1.json", '{"xs": [1, 2, 3]}')
+    write(workdir, "r2.json", '{"xs": [10, 20]}')
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--ready", "http://127.0.0.1:%d/stats" % port, "--request",
+                 "r1.json", "--request", "r2.json", "--verify", "-o", out,
+                 "--", DEBIAN_PYTHON, "server.py", str(port), cwd=workdir)
+    assert p.returncode == 0, p.stderr
+    assert "verified: 2 responses identical" in p.stdout
+    mods = {m["name"]: m for m in json.load(open(out))["modules"]}
+    assert mods["statistics"]["used"] is True
+    assert mods["decimal"]["action"] == "defer"
+
+
+@pytest.mark.parametrize("args,message", [
+    ([], "nothing to plan"),
+    (["--fn", "func.py"], "at least one --request"),
+    (["--ready", "tcp:80", "--", "true"], "expected fn, exit or http"),
+    (["--ready", "http://10.0.0.1:80/", "--", "true"], "on this machine"),
+    (["--request", "r.json", "--", "true"], "takes no requests"),
+    (["--eager", "a b", "--", "true"], "expected a module name"),
+    (["--bogus"], "unknown option"),
+    (["--timeout", "soon", "--", "true"], "expected a duration"),
+    (["--fn", "f.py", "--", "true"], "either --fn"),
+])
+def test_usage_errors(workdir, args, message):
+    write(workdir, "func.py", "def handler(ctx, data=None):\n    return 1\n")
+    p = plan_cmd(*args, cwd=workdir)
+    assert p.returncode == 2, p.stderr
+    assert message in p.stderr
+
+
+def test_help():
+    p = plan_cmd("--help")
+    assert p.returncode == 0
+    for word in ("--fn", "--request", "--verify", "--eager", "Exit status"):
+        assert word in p.stdout
+
+
+def test_missing_interpreter_and_failing_function(workdir):
+    write(workdir, "func.py", """
+        import no_such_module_for_plan
+        def handler(ctx, data=None):
+            return "x"
+    """)
+    write(workdir, "req.json", "{}")
+    p = plan_cmd("--python", "/nonexistent/python3", "--fn", "func.py",
+                 "--request", "req.json", cwd=workdir)
+    assert p.returncode == 4, p.stderr
+    assert "/nonexistent/python3" in p.stderr
+    p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
+                 "req.json", cwd=workdir)
+    assert p.returncode == 5, p.stderr
+    assert "answered 502" in p.stderr
+    assert "no_such_module_for_plan" in p.stderr
+    assert not os.path.exists(os.path.join(workdir, "coldstart-plan.json"))
+
+
+def test_a_target_that_never_becomes_ready_times_out(workdir):
+    write(workdir, "func.py", "def handler(ctx, data=None):\n    return 1\n")
+    write(workdir, "req.json", "{}")
+    p = plan_cmd("--timeout", "2s", "--ready", "fn", "--request", "req.json",
+                 "--", DEBIAN_PYTHON, "-c", "import time; time.sleep(60)",
+                 cwd=workdir)
+    assert p.returncode == 9, p.stderr
+    assert "timed out waiting for lsnr.sock" in p.stderr
+
+
+def _procs_with(marker):
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if marker.encode() in f.read():
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def test_ctrl_c_stops_the_target_and_cleans_up(workdir):
+    write(workdir, "slowfunc.py", """
+        import time
+        def handler(ctx, data=None):
+            time.sleep(120)
+            return "late"
+    """)
+    write(workdir, "req.json", "{}")
+    before = set(f for f in os.listdir("/tmp")
+                 if f.startswith("coldstart-plan-"))
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("COLDSTART_") and k != "PYTHONPATH"}
+    p = subprocess.Popen([COLDSTART, "plan", "--python", DEBIAN_PYTHON,
+                          "--fn", os.path.join(workdir, "slowfunc.py"),
+                          "--request", "req.json"], cwd=workdir, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    marker = os.path.join(workdir, "slowfunc.py")
+    for _ in range(300):
+        if _procs_with(marker) and any(
+                f.startswith("coldstart-plan-") and f not in before
+                for f in os.listdir("/tmp")):
+            break
+        time.sleep(0.05)
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 130, err
+    assert b"interrupted" in err
+    time.sleep(0.2)
+    assert [q for q in _procs_with(marker) if q != p.pid] == []
+    after = set(f for f in os.listdir("/tmp")
+                if f.startswith("coldstart-plan-"))
+    assert after - before == set()
+    assert [f for f in os.listdir(workdir) if "plan.json" in f] == []
