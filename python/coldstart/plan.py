@@ -438,7 +438,7 @@ def load(module):
     return module
 
 
-def install(path, warm="off", strict=False, defer=True):
+def install(path, warm="off", strict=False, defer=True, native_lazy=False):
     """Reads the plan in path and applies it to this process; returns the
     finder, or None when the plan cannot be used (a warning says why and
     nothing was changed).
@@ -448,6 +448,10 @@ def install(path, warm="off", strict=False, defer=True):
     strict: defer every planned pure-Python module the request did not use,
     ignoring the plan's eager list (the benchmark's floor; unsafe).
     defer=False uses the plan as a module index only.
+    native_lazy: on an interpreter with PEP 810 (3.15+), defer through
+    sys.set_lazy_imports_filter instead of coldstart's deferred modules
+    (COLDSTART_PLAN_NATIVE=1; not exercised by the tests here, which have
+    no 3.15).
     """
     if _installed[0] is not None:
         return _installed[0]
@@ -477,11 +481,40 @@ def install(path, warm="off", strict=False, defer=True):
         if m.get("search") is not None:
             e["search"] = list(m["search"])
         entries[m["name"]] = e
-    finder = PlanFinder(entries, defer)
+    native = defer and native_lazy and \
+        hasattr(sys, "set_lazy_imports_filter")
+    finder = PlanFinder(entries, defer and not native)
+    if native:
+        # PEP 810 (3.15+): the interpreter defers, the finder only indexes.
+        sys.set_lazy_imports_filter(lazy_imports_filter(plan, strict))
+        sys.set_lazy_imports("all")
     sys.meta_path.insert(0, finder)
     _installed[0] = finder
     _warm_state["mode"] = warm
     return finder
+
+
+def lazy_imports_filter(plan, strict=False):
+    """The plan as a PEP 810 filter (Python 3.15+): a function
+    f(importing_module, imported_module, fromlist) that is True for the
+    imports the plan defers.  With sys.set_lazy_imports("all") and
+    sys.set_lazy_imports_filter(f), the interpreter's own lazy imports take
+    the place of coldstart's deferred modules (docs/plan.md)."""
+    defer = set()
+    for m in plan["modules"]:
+        if not isinstance(m, dict):
+            continue
+        a = m.get("action")
+        if strict and m.get("kind") in ("source", "bytecode") and \
+                not m.get("used") and a == "eager":
+            a = "defer"
+        if a == "defer":
+            defer.add(m.get("name"))
+    frozen = frozenset(defer)
+
+    def lazy_filter(importing_module, imported_module, fromlist, /):
+        return imported_module in frozen
+    return lazy_filter
 
 
 def _warm_all():
@@ -544,4 +577,5 @@ def install_from_environ(environ=None):
               % warm_mode)
         warm_mode = "off"
     return install(path, warm=warm_mode,
-                   strict=env.get("COLDSTART_PLAN_STRICT") == "1")
+                   strict=env.get("COLDSTART_PLAN_STRICT") == "1",
+                   native_lazy=env.get("COLDSTART_PLAN_NATIVE") == "1")

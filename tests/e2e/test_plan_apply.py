@@ -533,3 +533,30 @@ def test_coldstart_run_applies_a_plan(python, workdir):
                         "app.py"], cwd=workdir, capture_output=True,
                        text=True, timeout=60, env=env)
     assert p.returncode == 2 and "off or background" in p.stderr
+
+
+def test_pep810_filter_names_the_deferred_imports(python, workdir):
+    # The plan drives PEP 810's sys.set_lazy_imports_filter on 3.15+; the
+    # filter itself is plain Python and checked here on every interpreter.
+    write(workdir, "lazy1.py", "A = 1\n")
+    write(workdir, "busy.py", """
+        import lazy1
+        import atexit
+        atexit.register(print, "")
+    """)
+    plan = record(python, workdir, ["busy"])
+    write(workdir, "use.py", """
+        import json, sys
+        from coldstart import plan
+        p = plan.read(sys.argv[1])
+        f = plan.lazy_imports_filter(p)
+        g = plan.lazy_imports_filter(p, strict=True)
+        print(json.dumps([f("__main__", "lazy1", None), f("x", "busy", None),
+                          f("x", "os", ("path",)), g("x", "busy", None)]))
+    """)
+    p = subprocess.run([python, "use.py", os.path.join(workdir, "plan.json")],
+                       cwd=workdir, capture_output=True, text=True,
+                       timeout=60, env=_env())
+    assert p.returncode == 0, p.stderr
+    assert action(plan, "busy") == "eager"
+    assert json.loads(p.stdout) == [True, False, False, True]
