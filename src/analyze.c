@@ -8,6 +8,7 @@
 
 #include "elf_report.h"
 #include "findings.h"
+#include "plan_finding.h"
 
 void profile_analyze(struct profile *p, const char *const *stdlib_names)
 {
@@ -60,5 +61,6 @@ void profile_analyze_with(struct profile *p, const char *const *stdlib_names, co
 		buf_release(&err);
 	}
 	elf_register_findings();
+	plan_register_findings();
 	findings_run(p);
 }

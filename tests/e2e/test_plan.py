@@ -276,3 +276,31 @@ def test_ctrl_c_stops_the_target_and_cleans_up(workdir):
                 if f.startswith("coldstart-plan-"))
     assert after - before == set()
     assert [f for f in os.listdir(workdir) if "plan.json" in f] == []
+
+
+def test_profile_report_points_at_plans(workdir):
+    fn = os.path.join(BENCH_FNS, "fn_numpy")
+    out = os.path.join(workdir, "prof.json")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("COLDSTART_") and k != "PYTHONPATH"}
+    p = subprocess.run([COLDSTART, "profile", "--python", DEBIAN_PYTHON,
+                        "--ready", "fn", "--no-baseline", "-o", out, "--",
+                        DEBIAN_PYTHON, os.path.join(ROOT, "python",
+                                                    "coldstart-fdk"),
+                        "func.py", "handler"], cwd=fn, capture_output=True,
+                       text=True, timeout=300, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "[startup-plan]" in p.stdout
+    prof = json.load(open(out))
+    f = [x for x in prof["findings"] if x["id"] == "startup-plan"]
+    assert len(f) == 1
+    assert f[0]["cost_us"] >= 5000
+    assert "numpy" in f[0]["evidence"] and "coldstart plan" in f[0]["fix"]
+    # Without a first response (no --ready) there is nothing to say.
+    p = subprocess.run([COLDSTART, "profile", "--python", DEBIAN_PYTHON,
+                        "--no-baseline", "-o", out, "-c", "import json"],
+                       cwd=workdir, capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert p.returncode == 0, p.stderr
+    assert [x for x in json.load(open(out)).get("findings", [])
+            if x["id"] == "startup-plan"] == []
