@@ -123,6 +123,14 @@ def main():
                                     memory=MEMORY, stderr_path=log)
                 finally:
                     os.chdir(old)
+                if v in ("cs-fdk+plan", "floor") and not r["error"]:
+                    # A plan that was not applied makes the row meaningless.
+                    with open(log, errors="replace") as f:
+                        for line in f:
+                            if line.startswith("coldstart plan:"):
+                                r["error"] = "plan not applied: " + \
+                                    line.strip()
+                                break
                 if r["error"]:
                     sys.stderr.write("plan_bench: %s %s round %d: %s (see "
                                      "%s)\n" % (n, v, rnd + 1, r["error"],

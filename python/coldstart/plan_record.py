@@ -667,7 +667,7 @@ def write_plan(rec_obj, names):
     }
     tmp = rec_obj.out + ".tmp%d" % os.getpid()
     with open(tmp, "w") as f:
-        json.dump(plan, f, indent=1, sort_keys=False)
+        json.dump(plan, f, separators=(",", ":"))
         f.write("\n")
     os.replace(tmp, rec_obj.out)
 
