@@ -304,3 +304,79 @@ def test_profile_report_points_at_plans(workdir):
     assert p.returncode == 0, p.stderr
     assert [x for x in json.load(open(out)).get("findings", [])
             if x["id"] == "startup-plan"] == []
+
+
+def _fn_call(sock_path, body, call_id):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(30)
+    s.connect(sock_path)
+    s.sendall(("POST /call HTTP/1.1\r\nHost: x\r\nFn-Call-Id: %s\r\n"
+               "Content-Length: %d\r\n\r\n" % (call_id, len(body))).encode()
+              + body)
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += s.recv(65536)
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    n = int([line.split(b":")[1] for line in head.split(b"\r\n")
+             if line.lower().startswith(b"content-length")][0])
+    while len(rest) < n:
+        rest += s.recv(65536)
+    s.close()
+    return rest[:n]
+
+
+def test_coldstart_fdk_applies_the_plan_and_warms_in_background(workdir):
+    write(workdir, "unused_dep.py", "VALUE = 3\n")
+    write(workdir, "func.py", """
+        import json, sys, time
+        import unused_dep
+        from fdk import response
+
+        def handler(ctx, data=None):
+            plan = sys.modules.get("coldstart.plan")
+            wait = json.loads(data.getvalue() or b"{}").get("wait", 0)
+            end = time.time() + wait
+            while plan and plan.deferred() and time.time() < end:
+                time.sleep(0.02)
+            return response.Response(ctx, response_data=json.dumps(
+                {"plan": plan is not None,
+                 "deferred": plan.deferred() if plan else None}))
+    """)
+    write(workdir, "req.json", "{}")
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
+                 "req.json", "-o", out, cwd=workdir)
+    assert p.returncode == 0, p.stderr
+    mods = {m["name"]: m for m in json.load(open(out))["modules"]}
+    assert mods["unused_dep"]["action"] == "defer"
+    # Lazy: the body stays deferred (checked for half a second); background:
+    # it loads in a thread once the first response is out.
+    for warm, wait, stays in (("lazy", 0.5, True), ("background", 10, False)):
+        d = tempfile.mkdtemp(prefix="planfn", dir="/tmp")
+        sock = os.path.join(d, "lsnr.sock")
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("COLDSTART_") and k != "PYTHONPATH"}
+        env.update(FN_LISTENER="unix:" + sock, FN_FORMAT="http-stream")
+        proc = subprocess.Popen([DEBIAN_PYTHON,
+                                 os.path.join(ROOT, "python", "coldstart-fdk"),
+                                 "--plan", out, "--warm", warm, "func.py",
+                                 "handler"], cwd=workdir, env=env,
+                                stderr=subprocess.PIPE)
+        try:
+            for _ in range(600):
+                if os.path.islink(sock):
+                    break
+                time.sleep(0.01)
+            r1 = json.loads(_fn_call(sock, b"{}", "c1"))
+            r2 = json.loads(_fn_call(sock, json.dumps({"wait": wait}).encode(),
+                                     "c2"))
+        finally:
+            proc.terminate()
+            _, err = proc.communicate(timeout=30)
+            shutil.rmtree(d, ignore_errors=True)
+        assert b"coldstart plan:" not in err, err
+        assert r1["plan"] is True and "unused_dep" in r1["deferred"], warm
+        if stays:
+            assert r2["deferred"] == r1["deferred"]
+        else:
+            assert r2["deferred"] == []
