@@ -241,6 +241,7 @@ static int write_variant(const struct plan_doc *d, const char *const *names, siz
 {
 	json_t *copy = json_deep_copy(d->root);
 	json_t *mods = json_object_get(copy, "modules");
+	json_t *index = json_object_get(copy, "index");
 	size_t i, j;
 	int ret = 0;
 
@@ -250,6 +251,17 @@ static int write_variant(const struct plan_doc *d, const char *const *names, siz
 		for (j = 0; j < k; j++)
 			if (!strcmp(mod_str(m, "name"), names[j])) {
 				json_object_set_new(m, "action", json_string("eager"));
+				break;
+			}
+	}
+	/* The applier's compact rows: [name, kind, path, size, mtime_ns, action, ...]. */
+	for (i = 0; i < json_array_size(index); i++) {
+		json_t *row = json_array_get(index, i);
+		const char *name = json_string_value(json_array_get(row, 0));
+
+		for (j = 0; name && j < k; j++)
+			if (!strcmp(name, names[j])) {
+				json_array_set_new(row, 5, json_string("eager"));
 				break;
 			}
 	}

@@ -74,40 +74,107 @@ class _JSONContext(object):
     memo = None
 
 
-def _loads(text):
+_WS = " \t\n\r"
+# The members the applier needs, which the recorder writes first; the rest
+# of a plan (the full module records) is for people and tools.
+_HEAD = frozenset(("format", "version", "python", "sys_path", "index"))
+# One row of the plan's "index": the applier's compact copy of a module.
+INDEX_FIELDS = ("name", "kind", "path", "size", "mtime_ns", "action", "used",
+                "dir", "search", "entry_index")
+
+
+def _scanner():
     try:
         import _json
-        scan = _json.make_scanner(_JSONContext())
+        return _json.make_scanner(_JSONContext()), _json.scanstring
     except (ImportError, AttributeError, TypeError):
-        import json
-        return json.loads(text)
-    ws = " \t\n\r"
-    i = 0
-    while i < len(text) and text[i] in ws:
-        i += 1
+        return None, None
+
+
+def _head(text):
+    """Parses the top-level object's members in order until those in _HEAD
+    are all in; returns them, or None when the text does not look like that
+    (the caller then parses it whole)."""
+    scan, scanstring = _scanner()
+    if scan is None:
+        return None
+    n = len(text)
+    out = {}
     try:
-        obj, end = scan(text, i)
-        while end < len(text) and text[end] in ws:
-            end += 1
-        if end == len(text):
-            return obj
+        i = 0
+        while text[i] in _WS:
+            i += 1
+        if text[i] != "{":
+            return None
+        i += 1
+        while True:
+            while text[i] in _WS:
+                i += 1
+            if text[i] != '"':
+                return None
+            key, i = scanstring(text, i + 1, True)
+            while text[i] in _WS:
+                i += 1
+            if text[i] != ":":
+                return None
+            i += 1
+            while text[i] in _WS:
+                i += 1
+            out[key], i = scan(text, i)
+            if _HEAD.issubset(out):
+                return out
+            while i < n and text[i] in _WS:
+                i += 1
+            if text[i] != ",":
+                return None
+            i += 1
     except Exception:
-        pass
+        return None
+
+
+def _loads(text):
+    scan, _ = _scanner()
+    if scan is not None:
+        i = 0
+        while i < len(text) and text[i] in _WS:
+            i += 1
+        try:
+            obj, end = scan(text, i)
+            while end < len(text) and text[end] in _WS:
+                end += 1
+            if end == len(text):
+                return obj
+        except Exception:
+            pass
     # Not valid JSON: json says where, at a cost paid only for broken files.
     import json
     return json.loads(text)
 
 
+def _index_from_modules(modules):
+    rows = []
+    for m in modules:
+        if isinstance(m, dict) and m.get("kind") in _LOADERS and \
+                isinstance(m.get("path"), str):
+            rows.append([m.get(f) for f in INDEX_FIELDS])
+    return rows
+
+
 def read(path):
-    """Returns the plan in path as a dict; raises PlanError when it cannot
-    be read or is not a plan of a version this module applies."""
+    """Returns the plan in path as a dict with at least format, version,
+    python, sys_path and index (rows of INDEX_FIELDS); raises PlanError
+    when it cannot be read or is not a plan of a version this module
+    applies."""
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
         raise PlanError("cannot read %r: %s" % (path, e.strerror or e))
     try:
-        plan = _loads(data.decode("utf-8"))
+        text = data.decode("utf-8")
+        plan = _head(text)
+        if plan is None:
+            plan = _loads(text)
     except (ValueError, UnicodeDecodeError) as e:
         raise PlanError("%r is not JSON: %s" % (path, e))
     if not isinstance(plan, dict) or plan.get("format") != PLAN_FORMAT:
@@ -116,8 +183,15 @@ def read(path):
         raise PlanError("%r is a plan of version %r; this coldstart applies "
                         "version %d" % (path, plan.get("version"),
                                         PLAN_VERSION))
-    if not isinstance(plan.get("modules"), list):
-        raise PlanError("%r has no module list" % path)
+    if not isinstance(plan.get("index"), list):
+        if not isinstance(plan.get("modules"), list):
+            raise PlanError("%r has no module list" % path)
+        plan["index"] = _index_from_modules(plan["modules"])
+    for row in plan["index"]:
+        if not isinstance(row, list) or len(row) != len(INDEX_FIELDS) or \
+                not isinstance(row[0], str) or row[1] not in _LOADERS or \
+                not isinstance(row[2], str):
+            raise PlanError("%r has a malformed index row" % path)
     return plan
 
 
@@ -134,27 +208,25 @@ def interpreter_identity():
 
 # --- staleness -------------------------------------------------------------
 
-def _stale_file(m):
-    """Returns why module entry m no longer matches its file, or None."""
-    path = m.get("path")
+def _stale_file(row):
+    """Returns why index row no longer matches its file, or None."""
+    name, path = row[0], row[2]
     try:
         st = os.stat(path)
     except (OSError, TypeError, ValueError) as e:
-        return "%s: %r is gone (%s)" % (m.get("name"), path,
-                                        getattr(e, "strerror", e))
-    if st.st_size != m.get("size") or st.st_mtime_ns != m.get("mtime_ns"):
-        return "%s: %r changed since the plan was made" % (m.get("name"),
-                                                             path)
+        return "%s: %r is gone (%s)" % (name, path, getattr(e, "strerror", e))
+    if st.st_size != row[3] or st.st_mtime_ns != row[4]:
+        return "%s: %r changed since the plan was made" % (name, path)
     return None
 
 
-def _shadowed(plan, indexed):
+def _shadowed(plan):
     """Returns why a file now on sys.path would be found before a planned
     top-level module, or None.  Only directories whose mtime changed since
     planning are listed."""
     entries = plan.get("sys_path") or []
     for pos, e in enumerate(entries):
-        d = e.get("entry")
+        d = e.get("entry") if isinstance(e, dict) else None
         if not isinstance(d, str):
             continue
         try:
@@ -172,12 +244,13 @@ def _shadowed(plan, indexed):
             base = n.partition(".")[0]
             if base:
                 here.add(base)
-        for m in indexed:
-            if "." in m["name"] or m.get("entry_index", -1) <= pos:
+        for row in plan["index"]:
+            ei = row[9]
+            if "." in row[0] or not isinstance(ei, int) or ei <= pos:
                 continue
-            if m["name"] in here:
+            if row[0] in here:
                 return ("%r on sys.path now holds %r, which would be found "
-                        "before the planned %r" % (d, m["name"], m["path"]))
+                        "before the planned %r" % (d, row[0], row[2]))
     return None
 
 
@@ -192,18 +265,12 @@ def check(plan):
             why.append("the plan was made by another interpreter (%s %r, "
                        "this one has %r)" % (k, rec.get(k), cur[k]))
             return why
-    indexed = []
-    for m in plan["modules"]:
-        if not isinstance(m, dict) or not isinstance(m.get("name"), str):
-            why.append("a module entry has no name")
+    for row in plan["index"]:
+        r = _stale_file(row)
+        if r:
+            why.append(r)
             return why
-        if m.get("kind") in _LOADERS and isinstance(m.get("path"), str):
-            r = _stale_file(m)
-            if r:
-                why.append(r)
-                return why
-            indexed.append(m)
-    r = _shadowed(plan, indexed)
+    r = _shadowed(plan)
     if r:
         why.append(r)
     return why
@@ -468,19 +535,17 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False):
               % (path, why[0]))
         return None
     entries = {}
-    for m in plan["modules"]:
-        kind = m.get("kind")
-        if kind not in _LOADERS or not isinstance(m.get("path"), str):
-            continue
-        action = m.get("action")
-        if strict and kind != "extension" and not m.get("used") and \
-                action in ("eager", "defer") and m.get("name") != "__main__":
+    for row in plan["index"]:
+        name, kind, path, action, used = row[0], row[1], row[2], row[5], \
+            row[6]
+        if strict and kind != "extension" and not used and \
+                action in ("eager", "defer"):
             action = "defer"
-        e = {"kind": kind, "path": m["path"], "action": action,
-             "dir": m.get("dir") or os.path.dirname(m["path"])}
-        if m.get("search") is not None:
-            e["search"] = list(m["search"])
-        entries[m["name"]] = e
+        e = {"kind": kind, "path": path, "action": action,
+             "dir": row[7] or os.path.dirname(path)}
+        if row[8] is not None:
+            e["search"] = list(row[8])
+        entries[name] = e
     native = defer and native_lazy and \
         hasattr(sys, "set_lazy_imports_filter")
     finder = PlanFinder(entries, defer and not native)
@@ -501,15 +566,13 @@ def lazy_imports_filter(plan, strict=False):
     sys.set_lazy_imports_filter(f), the interpreter's own lazy imports take
     the place of coldstart's deferred modules (docs/plan.md)."""
     defer = set()
-    for m in plan["modules"]:
-        if not isinstance(m, dict):
-            continue
-        a = m.get("action")
-        if strict and m.get("kind") in ("source", "bytecode") and \
-                not m.get("used") and a == "eager":
+    for row in plan["index"]:
+        a = row[5]
+        if strict and row[1] in ("source", "bytecode") and not row[6] and \
+                a == "eager":
             a = "defer"
         if a == "defer":
-            defer.add(m.get("name"))
+            defer.add(row[0])
     frozen = frozenset(defer)
 
     def lazy_filter(importing_module, imported_module, fromlist, /):

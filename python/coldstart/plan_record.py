@@ -649,15 +649,17 @@ def write_plan(rec_obj, names):
     for m in modules:
         counts[m["action"]] += 1
         us[m["action"]] += m.get("self_us", 0)
+    # The applier reads the members up to "index" only: keep them first.
     plan = {
         "format": _plan.PLAN_FORMAT,
         "version": _plan.PLAN_VERSION,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "python": _plan.interpreter_identity(),
+        "sys_path": sys_path,
+        "index": _plan._index_from_modules(modules),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "executable": sys.executable,
         "argv": rec_obj.argv,
         "preloaded": sorted(rec_obj.preloaded),
-        "sys_path": sys_path,
         "summary": {"modules": len(modules), "load": counts["load"],
                     "eager": counts["eager"], "defer": counts["defer"],
                     "load_self_us": us["load"],
