@@ -144,11 +144,22 @@ static void usage(FILE *f)
 	buf_release(&b);
 }
 
-/* The parts of a plan the command reads back. */
+/*
+ * The parts of a plan the command reads back.  plan_load returns -1 for a
+ * file that is not a plan, -2 when the bootstrap wrote why the interpreter
+ * cannot be planned.
+ */
 struct plan_doc {
 	json_t *root;
 	json_t *modules;
 };
+
+static const char *mod_str(json_t *m, const char *key)
+{
+	json_t *v = json_object_get(m, key);
+
+	return json_is_string(v) ? json_string_value(v) : "";
+}
 
 static int plan_load(const char *path, struct plan_doc *d, struct buf *err)
 {
@@ -161,6 +172,13 @@ static int plan_load(const char *path, struct plan_doc *d, struct buf *err)
 		return -1;
 	}
 	fmt = json_object_get(d->root, "format");
+	/* The bootstrap's answer when the interpreter cannot be planned. */
+	if (json_is_string(fmt) && !strcmp(json_string_value(fmt), "coldstart-plan-error")) {
+		buf_addf(err, "%s", mod_str(d->root, "error"));
+		json_decref(d->root);
+		d->root = NULL;
+		return -2;
+	}
 	ver = json_object_get(d->root, "version");
 	d->modules = json_object_get(d->root, "modules");
 	if (!json_is_string(fmt) || strcmp(json_string_value(fmt), PLAN_FORMAT) || !json_is_integer(ver) ||
@@ -171,13 +189,6 @@ static int plan_load(const char *path, struct plan_doc *d, struct buf *err)
 		return -1;
 	}
 	return 0;
-}
-
-static const char *mod_str(json_t *m, const char *key)
-{
-	json_t *v = json_object_get(m, key);
-
-	return json_is_string(v) ? json_string_value(v) : "";
 }
 
 static int64_t mod_int(json_t *m, const char *key)
@@ -712,9 +723,10 @@ int cmd_plan(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (plan_load(tmp.buf, &d, &err) < 0) {
+	rc = plan_load(tmp.buf, &d, &err);
+	if (rc < 0) {
 		error("%s", err.buf);
-		ret = EXIT_FAIL;
+		ret = rc == -2 ? EXIT_NO_PYTHON : EXIT_FAIL;
 		goto out;
 	}
 	if (o.verify) {

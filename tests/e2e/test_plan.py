@@ -351,17 +351,23 @@ def test_coldstart_fdk_applies_the_plan_and_warms_in_background(workdir):
     assert mods["unused_dep"]["action"] == "defer"
     # Lazy: the body stays deferred (checked for half a second); background:
     # it loads in a thread once the first response is out.
-    for warm, wait, stays in (("lazy", 0.5, True), ("background", 10, False)):
+    # COLDSTART_PLAN does what --plan does.
+    for warm, wait, stays, by_env in (("lazy", 0.5, True, False),
+                                      ("background", 10, False, False),
+                                      ("lazy", 0.5, True, True)):
         d = tempfile.mkdtemp(prefix="planfn", dir="/tmp")
         sock = os.path.join(d, "lsnr.sock")
         env = {k: v for k, v in os.environ.items()
                if not k.startswith("COLDSTART_") and k != "PYTHONPATH"}
         env.update(FN_LISTENER="unix:" + sock, FN_FORMAT="http-stream")
+        how = ["--plan", out]
+        if by_env:
+            env["COLDSTART_PLAN"] = out
+            how = []
         proc = subprocess.Popen([DEBIAN_PYTHON,
-                                 os.path.join(ROOT, "python", "coldstart-fdk"),
-                                 "--plan", out, "--warm", warm, "func.py",
-                                 "handler"], cwd=workdir, env=env,
-                                stderr=subprocess.PIPE)
+                                 os.path.join(ROOT, "python", "coldstart-fdk")]
+                                + how + ["--warm", warm, "func.py", "handler"],
+                                cwd=workdir, env=env, stderr=subprocess.PIPE)
         try:
             for _ in range(600):
                 if os.path.islink(sock):
@@ -380,3 +386,16 @@ def test_coldstart_fdk_applies_the_plan_and_warms_in_background(workdir):
             assert r2["deferred"] == r1["deferred"]
         else:
             assert r2["deferred"] == []
+
+
+@pytest.mark.parametrize("version", ["2.7.18", "3.7.16"])
+def test_old_interpreters_are_refused_at_once(workdir, version):
+    py = "/root/.pyenv/versions/%s/bin/python" % version
+    if not os.path.exists(py):
+        pytest.skip("pyenv %s is not installed" % version)
+    t = time.time()
+    p = plan_cmd("--", py, "-c", "print(1)", cwd=workdir)
+    assert p.returncode == 4, p.stderr
+    assert "cannot be planned: 3.8 or newer is needed" in p.stderr
+    assert time.time() - t < 30
+    assert os.listdir(workdir) == []

@@ -24,8 +24,20 @@ def _boot():
         for p in removed:
             sys.path_importer_cache.pop(p, None)
     env = os.environ
-    if sys.version_info < (3, 8) or not (env.get("COLDSTART_PLAN_RECORD") or
-                                         env.get("COLDSTART_PLAN")):
+    if sys.version_info < (3, 8):
+        out = env.get("COLDSTART_PLAN_RECORD")
+        if out:
+            # Tell `coldstart plan` at once instead of letting it wait.
+            try:
+                f = open(out, "w")
+                f.write('{"format": "coldstart-plan-error", "error": '
+                        '"Python %d.%d cannot be planned: 3.8 or newer is '
+                        'needed"}\n' % sys.version_info[:2])
+                f.close()
+            except (IOError, OSError):
+                pass
+        return
+    if not (env.get("COLDSTART_PLAN_RECORD") or env.get("COLDSTART_PLAN")):
         return
     added = pydir not in sys.path
     if added:
