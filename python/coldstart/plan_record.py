@@ -102,6 +102,7 @@ class Recorder(object):
         self.stacks = {}       # thread id -> [_Frame]
         self.ext_depth = {}    # thread id -> depth inside a native init
         self.imported = set()  # names the import system found (audit)
+        self.importer = {}     # name -> the body that first imported it
         self.recording = True
         self.written = False
         self.order = 0
@@ -128,7 +129,7 @@ class Recorder(object):
         return (len(sys.meta_path), len(sys.path_hooks), _thread._count(),
                 sys.excepthook, sys.displayhook, sys.stdout, sys.stderr,
                 sys.stdin, sys.getrecursionlimit(),
-                len(getattr(w, "filters", ())) if w is not None else 0,
+                tuple(getattr(w, "filters", ())) if w is not None else (),
                 len(getattr(root, "handlers", ())) if root is not None
                 else 0,
                 getattr(root, "level", None) if root is not None else None)
@@ -141,9 +142,12 @@ class Recorder(object):
 
     def _compare(self, rec, before, after):
         for name, a, b in zip(self._SNAP_NAMES, before, after):
-            if a is not b and a != b:
-                self.note(STATE, "its body changed %s" % name, rec)
-                return
+            if a is b or a == b:
+                continue
+            if name == "warnings filters" and _own_filters(a, b, rec.name):
+                continue
+            self.note(STATE, "its body changed %s" % name, rec)
+            return
 
     def body_start(self, module, spec):
         tid = _thread.get_ident()
@@ -173,7 +177,7 @@ class Recorder(object):
         for n in now - fr.modules:
             if n != rec.name and n not in self.imported and \
                     not n.startswith(rec.name + ".") and \
-                    n not in self.recs:
+                    n not in self.recs and not _harmless_entry(n):
                 self.note(MODULES, "its body put %r in sys.modules" % n, rec)
                 break
         if stack:
@@ -224,12 +228,19 @@ class Recorder(object):
             f = getattr(top.module, "__file__", None) if top else None
             if f == code.co_filename:
                 return
-            if code.co_name == "register" and code.co_filename in _ABC_FILES:
-                # ABC.register(cls) of the module's own class: nothing can
-                # test an instance of it before the module has run.
-                sub = frame.f_locals.get("subclass") if frame else None
-                if getattr(sub, "__module__", None) == top.name:
+            # Registering one of the module's own classes (ABC.register,
+            # a type-keyed registry) is safe to defer: no instance of it,
+            # and for an ABC no isinstance() against it, can happen before
+            # the module runs.
+            if code.co_name in _HARMLESS_REGISTER:
+                return
+            if frame is not None:
+                names = code.co_varnames[:code.co_argcount +
+                                         code.co_kwonlyargcount]
+                loc = frame.f_locals
+                if any(_own_class(loc.get(n), top.name) for n in names):
                     return
+
             self.note(REGISTRATION, "its body called %s() of %s"
                       % (code.co_name, code.co_filename))
 
@@ -262,6 +273,9 @@ class Recorder(object):
             return
         if event == "import":
             self.imported.add(args[0])
+            if args[0] not in self.importer:
+                top = self._top()
+                self.importer[args[0]] = top.name if top else None
             return
         if event == "open":
             if len(args) < 2:
@@ -286,7 +300,9 @@ class Recorder(object):
         rec = self
 
         def wrapper(*args, **kwargs):
-            if rec.recording and rec._top() is not None:
+            top = rec._top() if rec.recording else None
+            if top is not None and not (what == "copyreg.pickle" and args and
+                                        _own_class(args[0], top.name)):
                 rec.note(REGISTRATION, "its body called %s" % what)
             return orig(*args, **kwargs)
         try:
@@ -516,6 +532,9 @@ def _entry(rec_obj, name, mod, sys_path_abs):
     elif isinstance(origin, str):
         m["origin"] = origin
     r = rec_obj.recs.get(name)
+    by = rec_obj.importer.get(name)
+    if by:
+        m["imported_by"] = by
     if r is not None and r.end is not None:
         cum = (r.end - r.start) // 1000
         m["order"] = r.order
@@ -529,7 +548,62 @@ def _entry(rec_obj, name, mod, sys_path_abs):
 
 
 _MAIN = [_thread.get_ident()]
-_ABC_FILES = ("<frozen abc>", getattr(sys.modules.get("abc"), "__file__", ""))
+
+
+# logging.Handler() registers its lock for os.fork(): a handler, not a
+# registration that another module looks up.
+_HARMLESS_REGISTER = frozenset(("_register_at_fork_reinit_lock",))
+
+
+def _own_class(obj, modname):
+    """True for a class of module modname, or of a native extension inside
+    its package (frozenlist registers frozenlist._frozenlist.FrozenList)."""
+    if not isinstance(obj, type) and type(obj).__name__ != "function":
+        return False
+    m = getattr(obj, "__module__", None)
+    if m == modname:
+        return True
+    if isinstance(m, str) and m.startswith(modname + "."):
+        sub = sys.modules.get(m)
+        f = getattr(sub, "__file__", None) or ""
+        return not f.endswith((".py", ".pyc"))
+    return False
+
+
+def _own_filters(before, after, modname):
+    """True when the body only added warnings filters for warning classes
+    of its own package, which nothing can raise before the package runs."""
+    top = modname.partition(".")[0]
+    old = set(id(f) for f in before)
+    for f in before:
+        if f not in after:
+            return False
+    for f in after:
+        if id(f) in old:
+            continue
+        cat = f[2] if isinstance(f, tuple) and len(f) > 2 else None
+        m = getattr(cat, "__module__", "") or ""
+        if m.partition(".")[0] != top:
+            return False
+    return True
+
+
+def _harmless_entry(name):
+    """sys.modules entries a body may add without faking a module: Cython's
+    shared runtime, the submodules a native module registers for itself
+    (pyexpat.errors), aliases of modules already there (__mp_main__)."""
+    if name.startswith("_cython_") or name == "cython_runtime":
+        return True
+    mod = sys.modules.get(name)
+    parent = sys.modules.get(name.rpartition(".")[0]) if "." in name else None
+    if parent is not None:
+        f = getattr(parent, "__file__", None) or ""
+        if not f.endswith((".py", ".pyc")):
+            return True
+    for other, m in list(sys.modules.items()):
+        if m is mod and other != name:
+            return True
+    return False
 _STDLIB = []
 
 
@@ -603,11 +677,16 @@ def decide(rec_obj, modules):
         native = any(x["code"] in (NATIVE, NATIVE_INIT, NATIVE_PARENT)
                      for x in m["reasons"])
         name = m["name"]
+        by = m.get("imported_by") or ""
         while "." in name:
             name = name.rpartition(".")[0]
             p = by_name.get(name)
             if p is None:
                 continue
+            # Imported by the package's own bodies only: deferring the
+            # package defers this import too (native ones excepted).
+            if not native and (by == name or by.startswith(name + ".")):
+                break
             if native and not any(x["code"] == NATIVE_PARENT
                                   for x in p["reasons"]):
                 p["reasons"].append({"code": NATIVE_PARENT, "detail":
