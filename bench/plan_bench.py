@@ -118,7 +118,21 @@ def gmean(xs):
 
 
 def main():
+    if os.geteuid() != 0 or not all(os.path.isdir(os.path.join(
+            fnagent.CG_ROOT, c)) for c in ("cpu", "memory")):
+        print("plan_bench: skipped: needs root and cgroup v1 cpu and memory "
+              "hierarchies under %s" % fnagent.CG_ROOT)
+        return
+    if not os.path.isdir(FDK_PYTHON):
+        print("plan_bench: skipped: fdk-python not found at %s (set "
+              "FDK_PYTHON)" % FDK_PYTHON)
+        return
     names = os.environ.get("FUNCS", "").split() or ALL
+    unknown = [n for n in names if n not in ALL]
+    if unknown:
+        sys.stderr.write("plan_bench: unknown functions %s; known: %s\n"
+                         % (" ".join(unknown), " ".join(ALL)))
+        sys.exit(2)
     os.makedirs(OUT, exist_ok=True)
     # Bytecode as an image build leaves it, for every variant alike.
     subprocess.run([PY, "-m", "compileall", "-q", os.path.join(ROOT, "python"),

@@ -80,7 +80,7 @@ _WS = " \t\n\r"
 _HEAD = frozenset(("format", "version", "python", "sys_path", "index"))
 # One row of the plan's "index": the applier's compact copy of a module.
 INDEX_FIELDS = ("name", "kind", "path", "size", "mtime_ns", "action", "used",
-                "dir", "search", "entry_index")
+                "dir", "search", "entry_index", "rebinds")
 
 
 def _scanner():
@@ -279,14 +279,16 @@ def check(plan):
 # --- deferred modules ------------------------------------------------------
 
 class _State(object):
-    __slots__ = ("spec", "loader", "owner", "error", "order")
+    __slots__ = ("spec", "loader", "owner", "error", "order", "rebinds")
 
-    def __init__(self, spec, loader, order):
+    def __init__(self, spec, loader, order, rebinds):
         self.spec = spec
         self.loader = loader
         self.owner = None
         self.error = None
         self.order = order
+        # Submodule names the package's body binds to something else.
+        self.rebinds = rebinds
 
 
 # name -> _State for every module created deferred and not loaded yet.
@@ -352,7 +354,9 @@ class _Deferred(_ModuleType):
         if st is not None and st.owner != _thread.get_ident():
             # A submodule that an import bound here is answered as it is.
             v = d.get(attr, _MISSING)
-            if v is _MISSING:
+            if attr in st.rebinds:
+                _load(self)
+            elif v is _MISSING:
                 # `from pkg import sub` asks hasattr(pkg, "sub") first and
                 # imports pkg.sub when it is missing: let it.
                 if sys._getframe(1).f_code is _FROMLIST_CODE:
@@ -386,8 +390,9 @@ class _DeferringLoader(object):
     """Stands in spec.loader while the import system creates the module;
     exec_module puts the real loader back and leaves the body for later."""
 
-    def __init__(self, loader):
+    def __init__(self, loader, rebinds=frozenset()):
         self.loader = loader
+        self.rebinds = rebinds
 
     def create_module(self, spec):
         return self.loader.create_module(spec)
@@ -398,7 +403,8 @@ class _DeferringLoader(object):
         d = _module_getattr(module, "__dict__")
         d["__loader__"] = self.loader
         _counter[0] += 1
-        _pending[spec.name] = _State(spec, self.loader, _counter[0])
+        _pending[spec.name] = _State(spec, self.loader, _counter[0],
+                                     self.rebinds)
         object.__setattr__(module, "__class__", _Deferred)
 
 
@@ -466,7 +472,7 @@ class PlanFinder(object):
             name, m["path"], loader=loader,
             submodule_search_locations=m.get("search"))
         if self.defer and m.get("action") == "defer":
-            spec.loader = _DeferringLoader(loader)
+            spec.loader = _DeferringLoader(loader, m["rebinds"])
         self.answered += 1
         return spec
 
@@ -545,6 +551,7 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False):
              "dir": row[7] or os.path.dirname(path)}
         if row[8] is not None:
             e["search"] = list(row[8])
+        e["rebinds"] = frozenset(row[10] or ())
         entries[name] = e
     native = defer and native_lazy and \
         hasattr(sys, "set_lazy_imports_filter")

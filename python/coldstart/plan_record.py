@@ -40,7 +40,6 @@ EFFECT = "effect"
 REGISTRATION = "registration"
 STATE = "state"
 MODULES = "sys-modules"
-SUBMODULE = "submodule-rebound"
 PINNED = "pinned"
 PARENT = "parent"
 KIND = "kind"
@@ -241,8 +240,16 @@ class Recorder(object):
                 if any(_own_class(loc.get(n), top.name) for n in names):
                     return
 
-            self.note(REGISTRATION, "its body called %s() of %s"
-                      % (code.co_name, code.co_filename))
+            what = ""
+            if frame is not None:
+                shown = [getattr(v, "__qualname__", "?") for v in
+                         (frame.f_locals.get(n) for n in code.co_varnames[
+                             :code.co_argcount + code.co_kwonlyargcount])
+                         if isinstance(v, type)]
+                if shown:
+                    what = " with %s" % ", ".join(shown[:3])
+            self.note(REGISTRATION, "its body called %s() of %s%s"
+                      % (code.co_name, code.co_filename, what))
 
     # -- the request path ----------------------------------------------------
 
@@ -290,6 +297,8 @@ class Recorder(object):
                 self.note(EFFECT, "its body opened %r for writing"
                           % (args[0],))
             return
+        if event == "ctypes.dlopen" and args and args[0] is None:
+            return  # the program itself, already loaded
         if event in _AUDIT_EFFECTS and self._top() is not None:
             self.note(EFFECT, "its body raised the audit event %s" % event)
 
@@ -653,15 +662,17 @@ def decide(rec_obj, modules):
             reasons.append({"code": CLASS, "detail":
                             "a module of class %s" % type(mod).__name__})
         if m.get("package") and mod is not None:
+            # `from .isoparser import isoparser`: the applier must load the
+            # package for these names instead of answering the submodule.
             d = getattr(mod, "__dict__", {})
+            rebinds = []
             for sub, v in list(d.items()):
                 full = "%s.%s" % (name, sub)
-                if full in sys.modules and v is not sys.modules[full] and \
-                        isinstance(sub, str):
-                    reasons.append({"code": SUBMODULE, "detail":
-                                    "binds %r to something other than "
-                                    "its submodule" % sub})
-                    break
+                if isinstance(sub, str) and full in sys.modules and \
+                        v is not sys.modules[full]:
+                    rebinds.append(sub)
+            if rebinds:
+                m["rebinds"] = sorted(rebinds)
         m["reasons"] = reasons
         if m["used"]:
             m["action"] = "load"

@@ -560,3 +560,26 @@ def test_pep810_filter_names_the_deferred_imports(python, workdir):
     assert p.returncode == 0, p.stderr
     assert action(plan, "busy") == "eager"
     assert json.loads(p.stdout) == [True, False, False, True]
+
+
+def test_package_that_rebinds_a_submodule_name(python, workdir):
+    # dateutil.parser does `from .isoparser import isoparser`: once the
+    # package has run, pkg.isoparser is the class, not the submodule.
+    write(workdir, "rpkg/__init__.py", "from .thing import thing\n")
+    write(workdir, "rpkg/thing.py", "def thing():\n    return 'function'\n")
+    plan = record(python, workdir, ["rpkg"])
+    mods = {m["name"]: m for m in plan["modules"]}
+    assert mods["rpkg"]["rebinds"] == ["thing"]
+    assert mods["rpkg"]["action"] == "defer"
+    plain, applied = compare(python, workdir, """
+        import rpkg.thing
+        was = deferred("rpkg")
+        from rpkg import thing
+        print(json.dumps({"was": was, "kind": type(thing).__name__,
+                          "call": thing() if callable(thing) else None,
+                          "attr": type(rpkg.thing).__name__}))
+    """)
+    assert applied["was"] is True and plain["was"] is False
+    for k in ("kind", "call", "attr"):
+        assert plain[k] == applied[k], k
+    assert applied["kind"] == "function"
