@@ -202,8 +202,10 @@ class UnixHTTPConnection(http.client.HTTPConnection):
 
     def connect(self):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(self.timeout)
+        # A blocking connect() waits for room in the listen backlog; with a
+        # timeout it would fail at once with EAGAIN when the backlog is full.
         s.connect(self.unix_path)
+        s.settimeout(self.timeout)
         self.sock = s
 
 

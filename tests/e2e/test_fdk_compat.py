@@ -83,6 +83,9 @@ tests = types.ModuleType("fdk.tests")
 tests.__path__ = [%r]
 sys.modules["fdk.tests"] = tests
 fdk.tests = tests
+# test_http_stream.py imports fdk-python's internal event_handler for the
+# four tests deselected here; a stand-in lets the module load.
+sys.modules["fdk.event_handler"] = types.ModuleType("fdk.event_handler")
 '''
 
 
