@@ -265,3 +265,33 @@ def test_signal_right_after_the_link_removes_it(python, fdk_factory, signum,
     assert not os.path.lexists(f.sock), os.listdir(f.dir)
     assert not os.path.exists(os.path.join(f.dir, "phonylsnr.sock"))
     assert "Traceback" not in f.errors()
+
+
+# --- logging ----------------------------------------------------------------
+
+def test_logging_as_fdk_python_with_and_without_fdk_debug(python,
+                                                          fdk_factory):
+    quiet = fdk_factory(python)
+    loud = fdk_factory(python, env={"FDK_DEBUG": "1"})
+    for f in (quiet, loud):
+        f.wait_ready()
+        st, r, body = f.call(b"", {"X-Case": "str", "Fn-Call-Id": "L1"})
+        assert st == 200, f.errors()
+    assert quiet.errors() == ""
+    assert "L1 - fdk - DEBUG - context provisioned\n" in loud.errors()
+    assert "L1 - fdk - DEBUG - function result obtained\n" in loud.errors()
+
+
+def test_second_signal_during_a_call_stops_at_once(python, fdk_factory):
+    f = fdk_factory(python)
+    f.wait_ready()
+    conn = f.connect()
+    conn.request("POST", "/call", body=b"", headers={"X-Case": "wedge"})
+    assert _wait_for(f.marker + ".wedged", f.proc), f.errors()
+    f.proc.send_signal(signal.SIGTERM)
+    f.proc.send_signal(signal.SIGINT)
+    r = conn.getresponse()
+    assert r.status == 502 and b"stopped" in r.read()
+    conn.close()
+    assert f.proc.wait(timeout=10) == 0
+    assert not os.path.lexists(f.sock)

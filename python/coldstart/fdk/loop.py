@@ -231,7 +231,7 @@ class _Function(object):
 
 class _Call(object):
     __slots__ = ("conn", "deadline", "deadline_text", "fired", "backstop",
-                 "ctx", "version")
+                 "ctx", "version", "returned")
 
     def __init__(self, conn, deadline, deadline_text, version):
         self.conn = conn
@@ -241,6 +241,8 @@ class _Call(object):
         self.backstop = 0.0
         self.ctx = None
         self.version = version
+        # Set once the handler has returned: its deadline no longer counts.
+        self.returned = False
 
 
 class _Conn(object):
@@ -306,8 +308,8 @@ class Server(object):
         c = self.current
         if c is None:
             raise Terminate(signum)
-        if self.term_at is not None:
-            # A second signal during the call: stop now.
+        if self.term_at is not None and not c.returned:
+            # A second signal while the handler runs: stop now.
             self._abandon(c, 502, "the server was stopped during the call",
                           EXIT_OK)
         self.term_at = time.time() + TERM_GRACE
@@ -318,7 +320,7 @@ class Server(object):
         its deadline, a repeat of a swallowed one, the end of the grace
         after it or after SIGTERM."""
         c = self.current
-        if c is None:
+        if c is None or c.returned:
             _sig.setitimer(_sig.ITIMER_REAL, 0)
             return
         times = []
@@ -338,7 +340,7 @@ class Server(object):
 
     def _on_alarm(self, signum, frame):
         c = self.current
-        if c is None:
+        if c is None or c.returned:
             return
         now = time.time()
         if self.term_at is not None and now >= self.term_at:
@@ -644,6 +646,7 @@ class Server(object):
                         hasattr(result, "cr_frame"):
                     result = self._run_coroutine(c, result)
             finally:
+                c.returned = True
                 _sig.setitimer(_sig.ITIMER_REAL, 0)
             _log.debug("function result obtained")
             if c.fired:
