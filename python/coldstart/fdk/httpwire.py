@@ -370,7 +370,8 @@ def _check(s, what):
     return s
 
 
-def format_head(status, headers, keep_alive, version="HTTP/1.1"):
+def format_head(status, headers, keep_alive, version="HTTP/1.1",
+                keep_alive_timeout=KEEP_ALIVE_TIMEOUT):
     """Returns the status line and headers of a response as bytes, laid
     out as fdk-python's server does: Connection (and Keep-Alive) first,
     then headers, a list of (name, value) pairs sent in their order and
@@ -379,7 +380,7 @@ def format_head(status, headers, keep_alive, version="HTTP/1.1"):
     out = ["%s %d %s\r\n" % (version, status, REASONS.get(status, "Unknown"))]
     if keep_alive:
         out.append("Connection: keep-alive\r\nKeep-Alive: %d\r\n"
-                   % KEEP_ALIVE_TIMEOUT)
+                   % keep_alive_timeout)
     else:
         out.append("Connection: close\r\n")
     for name, value in headers:

@@ -473,7 +473,8 @@ class Server(object):
             return
 
     def _queue(self, conn, status, headers, body, keep, version):
-        head = httpwire.format_head(status, headers, keep, version)
+        head = httpwire.format_head(status, headers, keep, version,
+                                    max(int(IDLE_TIMEOUT), 1))
         if len(body) < 65536:
             conn.out.append(memoryview(head + body))
         else:
