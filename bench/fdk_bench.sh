@@ -4,7 +4,7 @@
 # side by side in one run: the floor process (bind, chmod, symlink, answer),
 # coldstart-fdk in each warm mode, the function served through fdk.handle()
 # (everything imported before ready), and the real fdk-python 0.1.117 when
-# its source tree is found (FDK_PYTHON, default the shared peer copy).  Prints medians over RUNS runs and the
+# its source tree is found (FDK_PYTHON, or shared/peers/ beside the checkout).  Prints medians over RUNS runs and the
 # ratio of each ready time to the floor's.  Target: lazy ready <= 1.25 x floor.
 set -eu
 cd "$(dirname "$0")/.."
@@ -14,7 +14,10 @@ LIMITS=${LIMITS:---preset fn}
 out=build/bench/fdk
 mkdir -p "$out"
 
-PEER=${FDK_PYTHON:-/work/shared/peers/fdk-python-0.1.117}
+PEER=${FDK_PYTHON:-}
+for cand in ../shared ../../shared /work/shared; do
+	[ -z "$PEER" ] && [ -d "$cand/peers/fdk-python-0.1.117" ] && PEER=$(cd "$cand/peers/fdk-python-0.1.117" && pwd)
+done
 variants="floor lazy background eager fdk.handle"
 if [ -f "$PEER/fdk/scripts/fdk.py" ] && "$PY" -c "import httptools, iso8601" 2>/dev/null; then
 	variants="$variants fdk-python"

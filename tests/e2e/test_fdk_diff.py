@@ -31,11 +31,20 @@ import pytest
 
 from conftest import DEBIAN_PYTHON, ROOT
 
-PEER = os.path.join(os.path.dirname(ROOT), "..", "shared", "peers",
-                    "fdk-python-0.1.117")
-if not os.path.isdir(PEER):
-    PEER = "/work/shared/peers/fdk-python-0.1.117"
-PEER = os.path.realpath(PEER)
+def _find_peer():
+    # shared/ lies beside the checkout (CI) or beside its parent (a
+    # worktree); FDK_PYTHON names another copy.
+    tail = os.path.join("shared", "peers", "fdk-python-0.1.117")
+    for cand in (os.environ.get("FDK_PYTHON"),
+                 os.path.join(os.path.dirname(ROOT), tail),
+                 os.path.join(os.path.dirname(os.path.dirname(ROOT)), tail),
+                 os.path.join("/work", tail)):
+        if cand and os.path.isdir(cand):
+            return os.path.realpath(cand)
+    return os.path.join("/work", tail)
+
+
+PEER = _find_peer()
 PYDIR = os.path.join(ROOT, "python")
 FDK = os.path.join(PYDIR, "coldstart-fdk")
 HERE = os.path.dirname(os.path.abspath(__file__))
