@@ -17,19 +17,22 @@
 #include "cgroup.h"
 #include "docker.h"
 #include "profile.h"
-#include "profile_cmd.h"
+#include "measure.h"
 #include "ready.h"
 #include "report.h"
 #include "runner.h"
+#include "show.h"
 
 extern char **environ;
 
 /* The same codes as `profile` (docs/exit-codes.md, docs/docker.md). */
 
 struct docker_opts {
-	struct measure_ctx c; /* first: the shared callbacks cast ctx to it */
+	struct show_opts show;
+	struct measure_opts m;
 	bool no_init;
 	const char *engine;
+	int64_t engine_timeout_us;
 	int engine_timeout_ms;
 	struct strvec env;
 	struct strvec volumes;
@@ -52,73 +55,28 @@ struct docker_run_ctx {
 	bool create_failed; /* the engine refused to create it */
 };
 
-#define OPTS() struct docker_opts *o = ctx
-
-static int o_no_init(void *ctx, const char *v, struct buf *err) { OPTS(); o->no_init = true; return 0; }
-static int o_env(void *ctx, const char *v, struct buf *err) { OPTS(); strvec_push(&o->env, v); return 0; }
-static int o_volume(void *ctx, const char *v, struct buf *err) { OPTS(); strvec_push(&o->volumes, v); return 0; }
-static int o_extra(void *ctx, const char *v, struct buf *err) { OPTS(); strvec_push(&o->extra, v); return 0; }
-static int o_network(void *ctx, const char *v, struct buf *err) { OPTS(); o->network = v; return 0; }
-static int o_user(void *ctx, const char *v, struct buf *err) { OPTS(); o->user = v; return 0; }
-static int o_entrypoint(void *ctx, const char *v, struct buf *err) { OPTS(); o->entrypoint = v; return 0; }
-
-static int o_engine(void *ctx, const char *v, struct buf *err)
+static int set_engine(const struct opt *opt, const char *v, struct buf *err)
 {
-	OPTS();
 	if (strcmp(v, "docker") && strcmp(v, "podman")) {
 		buf_addf(err, "--engine is docker or podman, not '%s'", v);
 		return -1;
 	}
-	o->engine = v;
+	*(const char **)opt->value = v;
 	return 0;
 }
 
-static int o_engine_timeout(void *ctx, const char *v, struct buf *err)
-{
-	OPTS();
-	int64_t us;
-
-	if (measure_parse_seconds(v, "--engine-timeout", 3600, &us, err) < 0)
-		return -1;
-	o->engine_timeout_ms = (int)(us / 1000) ? (int)(us / 1000) : 1;
-	return 0;
-}
-
-static const struct opt docker_options[] = {
-	SHOW_OPTIONS,
-	MEASURE_OPTIONS,
-	{ "engine", 0, 1, o_engine, "NAME", "docker (default) or podman; DOCKER_HOST is respected" },
-	{ "env", 'e', 1, o_env, "NAME[=VALUE]", "set an environment variable in the container; repeatable" },
-	{ "volume", 'v', 1, o_volume, "SRC:DST[:ro]", "mount into the container; repeatable" },
-	{ "network", 0, 1, o_network, "NET", "container network (none, host, ...)" },
-	{ "user", 0, 1, o_user, "USER[:GROUP]", "user inside the container" },
-	{ "entrypoint", 0, 1, o_entrypoint, "PATH", "override the image's entrypoint" },
-	{ "engine-arg", 0, 1, o_extra, "ARG", "pass ARG to '<engine> create' verbatim; repeatable" },
-	{ "no-init", 0, 0, o_no_init, NULL, "no --init: the command is PID 1 (it may ignore SIGTERM)" },
-	{ "engine-timeout", 0, 1, o_engine_timeout, "SECONDS",
-	  "limit for each engine command other than the run itself (default 60)" },
-	{ NULL, 0, 0, NULL, NULL, NULL },
+static const struct usage docker_usage = {
+	.command = "docker",
+	.synopsis = "usage: coldstart docker [options] IMAGE [COMMAND [ARGS...]]\n\n"
+		    "Creates a container from IMAGE (never pulled) with the limits mapped to the\n"
+		    "engine's flags and PYTHONPROFILEIMPORTTIME=1, plus the tracer bootstrap when\n"
+		    "COMMAND is a Python 3.7+ of the image; starts it attached, parses its stderr,\n"
+		    "reads the end state (OOMKilled) and removes it.  One container per run.\n\n",
+	.footer = "Exit status: 0 ok, 1 failure or broken budget, 2 usage, 4 engine, image or\n"
+		  "container unusable (no CLI, daemon unreachable, image missing, never started),\n"
+		  "5 target exited non-zero, 6 killed by a signal, 7 OOM-killed, 8 timeout,\n"
+		  "9 readiness not reached (docs/docker.md).\n",
 };
-
-static void usage(FILE *f)
-{
-	struct buf h = BUF_INIT;
-
-	args_help(docker_options, &h);
-	fprintf(f,
-		"usage: coldstart docker [options] IMAGE [COMMAND [ARGS...]]\n\n"
-		"Creates a container from IMAGE (never pulled) with the limits mapped to the\n"
-		"engine's flags and PYTHONPROFILEIMPORTTIME=1, plus the tracer bootstrap when\n"
-		"COMMAND is a Python 3.7+ of the image; starts it attached, parses its stderr,\n"
-		"reads the end state (OOMKilled) and removes it.  One container per run.\n\n"
-		"options:\n%s\n"
-		"Exit status: 0 ok, 1 failure or broken budget, 2 usage, 4 engine, image or\n"
-		"container unusable (no CLI, daemon unreachable, image missing, never started),\n"
-		"5 target exited non-zero, 6 killed by a signal, 7 OOM-killed, 8 timeout,\n"
-		"9 readiness not reached (docs/docker.md).\n",
-		h.buf);
-	buf_release(&h);
-}
 
 /*
  * Cuts the next line off *text (in place) and returns it, NULL at the end.
@@ -406,7 +364,7 @@ static int before_start(void *data, struct runner_child_view *cv, struct buf *er
 	struct strvec argv = STRVEC_INIT;
 	struct buf out = BUF_INIT, errout = BUF_INIT, line = BUF_INIT;
 	char *boot = NULL, *slash;
-	const char *fn_dir = x->o->c.m.ready ? ready_fn_dir(cv->ready) : NULL;
+	const char *fn_dir = x->o->m.ready ? ready_fn_dir(cv->ready) : NULL;
 	int ret = -1, rc;
 	size_t i;
 
@@ -626,44 +584,55 @@ int cmd_docker(int argc, char **argv)
 	int i = 1, ret = EXIT_FAIL, k, rc, total_runs;
 	bool tracer = false, tty = isatty(2);
 
+	const struct opt options[] = {
+		OPT_INCLUDE(o.show.options),
+		OPT_INCLUDE(o.m.options),
+		OPT_CALLBACK("engine", 0, &o.engine, set_engine, "NAME", "docker (default) or podman; DOCKER_HOST is respected"),
+		OPT_STRINGS("env", 'e', &o.env, "NAME[=VALUE]", "set an environment variable in the container; repeatable"),
+		OPT_STRINGS("volume", 'v', &o.volumes, "SRC:DST[:ro]", "mount into the container; repeatable"),
+		OPT_STRING("network", 0, &o.network, "NET", "container network (none, host, ...)"),
+		OPT_STRING("user", 0, &o.user, "USER[:GROUP]", "user inside the container"),
+		OPT_STRING("entrypoint", 0, &o.entrypoint, "PATH", "override the image's entrypoint"),
+		OPT_STRINGS("engine-arg", 0, &o.extra, "ARG", "pass ARG to '<engine> create' verbatim; repeatable"),
+		OPT_BOOL("no-init", 0, &o.no_init, "no --init: the command is PID 1 (it may ignore SIGTERM)"),
+		OPT_SECONDS("engine-timeout", 0, &o.engine_timeout_us, 3600,
+			    "limit for each engine command other than the run itself (default 60)"),
+		OPT_END(),
+	};
+
 	memset(&o, 0, sizeof(o));
-	measure_ctx_init(&o.c);
+	show_opts_init(&o.show);
+	measure_opts_init(&o.m);
 	strvec_init(&o.env);
 	strvec_init(&o.volumes);
 	strvec_init(&o.extra);
 	o.engine = "docker";
-	o.engine_timeout_ms = 60 * 1000;
+	o.engine_timeout_us = 60 * 1000000LL;
 	profile_init(&p);
 
-	rc = args_parse(docker_options, &o, argc, argv, &i, NULL, &err);
-	if (rc == 1) {
-		usage(stdout);
-		ret = EXIT_OK;
+	rc = args_parse(options, argc, argv, &i, NULL, &err);
+	if (rc) {
+		ret = usage_stop(&docker_usage, options, rc, err.buf);
 		goto out;
 	}
-	if (rc < 0) {
-		error("%s", err.buf);
-		fprintf(stderr, "Try 'coldstart docker --help'.\n");
-		ret = EXIT_USAGE;
-		goto out;
-	}
+	o.engine_timeout_ms = (int)(o.engine_timeout_us / 1000) ? (int)(o.engine_timeout_us / 1000) : 1;
 	if (i < argc && !strcmp(argv[i], "--"))
 		i++;
 	if (i >= argc) {
 		error("no image: coldstart docker [options] IMAGE [COMMAND ARGS...]");
-		usage(stderr);
+		usage_show(&docker_usage, options, stderr);
 		ret = EXIT_USAGE;
 		goto out;
 	}
 	image = argv[i++];
 	command = (const char *const *)argv + i;
-	if (o.c.m.ready && strcmp(o.c.m.ready, "fn") && !ready_port(o.c.m.ready)) {
+	if (o.m.ready && strcmp(o.m.ready, "fn") && !ready_port(o.m.ready)) {
 		error("--ready '%s' cannot reach into a container: use fn, tcp:PORT or http://127.0.0.1:PORT/...",
-		      o.c.m.ready);
+		      o.m.ready);
 		ret = EXIT_USAGE;
 		goto out;
 	}
-	if (measure_opts_finish(&o.c.m, &p.limits, &err) < 0) {
+	if (measure_opts_finish(&o.m, &p.limits, &err) < 0) {
 		error("%s", err.buf);
 		ret = EXIT_USAGE;
 		goto out;
@@ -691,7 +660,7 @@ int cmd_docker(int argc, char **argv)
 			ret = EXIT_NO_ENGINE;
 			goto out;
 		}
-		tracer = !rc && !o.c.m.no_trace;
+		tracer = !rc && !o.m.no_trace;
 	}
 
 	memset(&x, 0, sizeof(x));
@@ -700,31 +669,31 @@ int cmd_docker(int argc, char **argv)
 	x.image = image;
 	x.command = command;
 	x.image_pythonpath = image_pythonpath;
-	x.publish_port = o.c.m.ready ? ready_port(o.c.m.ready) : 0;
+	x.publish_port = o.m.ready ? ready_port(o.m.ready) : 0;
 
 	/* Replaced by before_start once the container exists. */
 	strvec_pushv(&placeholder, (const char *const[]){ o.engine, "start", "--attach", "", NULL });
 	memset(&ro, 0, sizeof(ro));
 	ro.argv = placeholder.v;
 	ro.trace = tracer;
-	ro.timeout_us = o.c.m.timeout_us;
-	ro.ready = o.c.m.ready;
-	ro.ready_timeout_us = o.c.m.ready_timeout_us;
-	ro.quiet = o.c.m.quiet;
+	ro.timeout_us = o.m.timeout_us;
+	ro.ready = o.m.ready;
+	ro.ready_timeout_us = o.m.ready_timeout_us;
+	ro.quiet = o.m.quiet;
 	ro.raw_fd = -1;
 	ro.before_start = before_start;
 	ro.before_start_data = &x;
 
-	total_runs = o.c.m.warmup + o.c.m.runs;
+	total_runs = o.m.warmup + o.m.runs;
 	for (k = 0; k < total_runs; k++) {
 		struct run *r = profile_add_run(&p);
 		enum runner_error re;
 		int sig = 0;
 
-		r->warmup = k < o.c.m.warmup;
+		r->warmup = k < o.m.warmup;
 		if (tty && total_runs > 1) {
 			fprintf(stderr, "\rcoldstart: %s run %d/%d ", r->warmup ? "warm-up" : "measured",
-				r->warmup ? k + 1 : k - o.c.m.warmup + 1, r->warmup ? o.c.m.warmup : o.c.m.runs);
+				r->warmup ? k + 1 : k - o.m.warmup + 1, r->warmup ? o.m.warmup : o.m.runs);
 			fflush(stderr);
 		}
 		buf_reset(&name);
@@ -767,12 +736,13 @@ int cmd_docker(int argc, char **argv)
 		fprintf(stderr, "\r%40s\r", "");
 
 	profile_analyze(&p, stdlib_names.nr ? stdlib_names.v : NULL);
-	ret = profile_exit_status(&p, o.c.m.ready != NULL, o.c.m.passthrough_exit);
-	rc = show_profile(&p, &o.c.show);
+	ret = profile_exit_status(&p, o.m.ready != NULL, o.m.passthrough_exit);
+	rc = show_profile(&p, &o.show);
 	if (rc && ret == EXIT_OK)
 		ret = rc;
 out:
-	measure_ctx_release(&o.c);
+	show_opts_release(&o.show);
+	measure_opts_release(&o.m);
 	profile_release(&p);
 	strvec_clear(&o.env);
 	strvec_clear(&o.volumes);

@@ -19,54 +19,34 @@
 #include "cgroup.h"
 #include "launch.h"
 #include "profile.h"
-#include "profile_cmd.h"
+#include "measure.h"
 #include "report.h"
 #include "runner.h"
+#include "show.h"
 
 
 struct profile_opts {
-	struct measure_ctx c; /* first: the shared callbacks cast ctx to it */
+	struct show_opts show;
+	struct measure_opts m;
 	const char *python;
 	bool no_baseline;
 	const char *raw_log;
 };
 
-#define OPTS() struct profile_opts *o = ctx
-
-static int o_python(void *ctx, const char *v, struct buf *err) { OPTS(); o->python = v; return 0; }
-static int o_no_baseline(void *ctx, const char *v, struct buf *err) { OPTS(); o->no_baseline = true; return 0; }
-static int o_raw_log(void *ctx, const char *v, struct buf *err) { OPTS(); o->raw_log = v; return 0; }
-
-static const struct opt profile_options[] = {
-	{ "python", 0, 1, o_python, "PATH", "interpreter to run (default: python3 on PATH)" },
-	SHOW_OPTIONS,
-	MEASURE_OPTIONS,
-	{ "no-baseline", 0, 0, o_no_baseline, NULL, "with limits: skip the unconstrained reference run" },
-	{ "raw-log", 0, 1, o_raw_log, "FILE", "also save the target's raw stderr (importtime rows included)" },
-	{ NULL, 0, 0, NULL, NULL, NULL },
+static const struct usage profile_usage = {
+	.command = "profile",
+	.synopsis = "usage: coldstart profile [options] script.py [args...]\n"
+		    "       coldstart profile [options] -m module [args...]\n"
+		    "       coldstart profile [options] -c code [args...]\n"
+		    "       coldstart profile [options] -- command [args...]\n\n"
+		    "Runs the target with -X importtime (PYTHONPROFILEIMPORTTIME for any command)\n"
+		    "and the in-process tracer, and reports where start-up time goes.  The target's\n"
+		    "stdin and stdout are untouched; its own stderr is forwarded unchanged.\n\n",
+	.footer = "Exit status: 0 ok, 1 failure or broken budget, 2 usage, 3 limits unavailable,\n"
+		  "4 interpreter missing or unsuitable, 5 target exited non-zero, 6 target killed by\n"
+		  "a signal, 7 target OOM-killed, 8 timeout, 9 readiness not reached\n"
+		  "(docs/exit-codes.md).  --exit-code passes the target's own status through.\n",
 };
-
-static void usage(FILE *f)
-{
-	struct buf h = BUF_INIT;
-
-	args_help(profile_options, &h);
-	fprintf(f,
-		"usage: coldstart profile [options] script.py [args...]\n"
-		"       coldstart profile [options] -m module [args...]\n"
-		"       coldstart profile [options] -c code [args...]\n"
-		"       coldstart profile [options] -- command [args...]\n\n"
-		"Runs the target with -X importtime (PYTHONPROFILEIMPORTTIME for any command)\n"
-		"and the in-process tracer, and reports where start-up time goes.  The target's\n"
-		"stdin and stdout are untouched; its own stderr is forwarded unchanged.\n\n"
-		"options:\n%s\n"
-		"Exit status: 0 ok, 1 failure or broken budget, 2 usage, 3 limits unavailable,\n"
-		"4 interpreter missing or unsuitable, 5 target exited non-zero, 6 target killed by\n"
-		"a signal, 7 target OOM-killed, 8 timeout, 9 readiness not reached\n"
-		"(docs/exit-codes.md).  --exit-code passes the target's own status through.\n",
-		h.buf);
-	buf_release(&h);
-}
 
 /*
  * Asks the interpreter for its version and standard-library names.  Returns
@@ -263,27 +243,30 @@ int cmd_profile(int argc, char **argv)
 	int i = 1, ret = EXIT_FAIL, k, total_runs, rc, baseline;
 	bool command_mode = false, tty = isatty(2);
 
+	const struct opt options[] = {
+		OPT_STRING("python", 0, &o.python, "PATH", "interpreter to run (default: python3 on PATH)"),
+		OPT_INCLUDE(o.show.options),
+		OPT_INCLUDE(o.m.options),
+		OPT_BOOL("no-baseline", 0, &o.no_baseline, "with limits: skip the unconstrained reference run"),
+		OPT_STRING("raw-log", 0, &o.raw_log, "FILE", "also save the target's raw stderr (importtime rows included)"),
+		OPT_END(),
+	};
+
 	memset(&o, 0, sizeof(o));
 	memset(&ro, 0, sizeof(ro));
 	ro.raw_fd = -1;
-	measure_ctx_init(&o.c);
+	show_opts_init(&o.show);
+	measure_opts_init(&o.m);
 	profile_init(&p);
 
-	rc = args_parse(profile_options, &o, argc, argv, &i, stop_at, &err);
-	if (rc == 1) {
-		usage(stdout);
-		ret = EXIT_OK;
-		goto out;
-	}
-	if (rc < 0) {
-		error("%s", err.buf);
-		fprintf(stderr, "Try 'coldstart profile --help'.\n");
-		ret = EXIT_USAGE;
+	rc = args_parse(options, argc, argv, &i, stop_at, &err);
+	if (rc) {
+		ret = usage_stop(&profile_usage, options, rc, err.buf);
 		goto out;
 	}
 	if (i >= argc) {
 		error("no target: give a script, -m module, -c code, or -- command");
-		usage(stderr);
+		usage_show(&profile_usage, options, stderr);
 		ret = EXIT_USAGE;
 		goto out;
 	}
@@ -324,7 +307,7 @@ int cmd_profile(int argc, char **argv)
 		}
 	}
 
-	if (measure_opts_finish(&o.c.m, &p.limits, &err) < 0) {
+	if (measure_opts_finish(&o.m, &p.limits, &err) < 0) {
 		error("%s", err.buf);
 		ret = EXIT_USAGE;
 		goto out;
@@ -340,12 +323,12 @@ int cmd_profile(int argc, char **argv)
 	ro.argv = child_argv.v;
 	ro.env = env.v;
 	ro.python = command_mode ? shebang : o.python;
-	ro.trace = !o.c.m.no_trace;
+	ro.trace = !o.m.no_trace;
 	ro.use_limits = limits_any(&p.limits);
-	ro.timeout_us = o.c.m.timeout_us;
-	ro.ready = o.c.m.ready;
-	ro.ready_timeout_us = o.c.m.ready_timeout_us;
-	ro.quiet = o.c.m.quiet;
+	ro.timeout_us = o.m.timeout_us;
+	ro.ready = o.m.ready;
+	ro.ready_timeout_us = o.m.ready_timeout_us;
+	ro.quiet = o.m.quiet;
 	ro.raw_fd = -1;
 	if (o.raw_log) {
 		ro.raw_fd = open(o.raw_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -361,20 +344,20 @@ int cmd_profile(int argc, char **argv)
 	 * (it also warms the page cache like a warm-up run).
 	 */
 	baseline = ro.use_limits && !o.no_baseline;
-	total_runs = baseline + o.c.m.warmup + o.c.m.runs;
+	total_runs = baseline + o.m.warmup + o.m.runs;
 	for (k = 0; k < total_runs; k++) {
 		struct run *r = profile_add_run(&p);
 		enum runner_error re;
 		int sig = 0;
 
 		r->baseline = baseline && k == 0;
-		r->warmup = k < baseline + o.c.m.warmup;
+		r->warmup = k < baseline + o.m.warmup;
 		ro.use_limits = limits_any(&p.limits) && !r->baseline;
 		if (tty && total_runs > 1) {
 			fprintf(stderr, "\rcoldstart: %s run %d/%d ",
 				r->baseline ? "unconstrained" : r->warmup ? "warm-up" : "measured",
-				r->baseline ? 1 : r->warmup ? k - baseline + 1 : k - baseline - o.c.m.warmup + 1,
-				r->baseline ? 1 : r->warmup ? o.c.m.warmup : o.c.m.runs);
+				r->baseline ? 1 : r->warmup ? k - baseline + 1 : k - baseline - o.m.warmup + 1,
+				r->baseline ? 1 : r->warmup ? o.m.warmup : o.m.runs);
 			fflush(stderr);
 		}
 		re = runner_run(&ro, &p, r, &err, &sig);
@@ -398,15 +381,16 @@ int cmd_profile(int argc, char **argv)
 
 		profile_analyze_with(&p, names, site_dirs.nr ? site_dirs.v : NULL);
 	}
-	ret = profile_exit_status(&p, o.c.m.ready != NULL, o.c.m.passthrough_exit);
-	rc = show_profile(&p, &o.c.show);
+	ret = profile_exit_status(&p, o.m.ready != NULL, o.m.passthrough_exit);
+	rc = show_profile(&p, &o.show);
 	/* A target's own failure is more specific than a broken budget. */
 	if (rc && ret == EXIT_OK)
 		ret = rc;
 out:
 	if (ro.raw_fd >= 0)
 		close(ro.raw_fd);
-	measure_ctx_release(&o.c);
+	show_opts_release(&o.show);
+	measure_opts_release(&o.m);
 	profile_release(&p);
 	strvec_clear(&child_argv);
 	strvec_clear(&env);
