@@ -1,7 +1,7 @@
 /*
- * Resource limits for a run: parsing of --cpus/--memory/--swap/--pids/--cpuset/
- * --preset, and a cgroup per run on cgroup v2 or v1, with its figures (CPU,
- * throttling, peak memory, OOM kills) and a removal that works on every path.
+ * Resource limits applied to a local run: a cgroup per run on cgroup v2 or
+ * v1, with its figures (CPU, throttling, peak memory, OOM kills) and a
+ * removal that works on every path.  The limits themselves are runlimits.c's.
  */
 #include "cgroup.h"
 
@@ -9,7 +9,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,18 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The CFS period coldstart uses, as docker does. */
-#define CPU_PERIOD_US 100000
-/* The kernel refuses a quota below 1 ms. */
-#define CPU_MIN_QUOTA_US 1000
-#define MEMORY_MIN (4LL * 1024 * 1024)
-#define PIDS_MAX 4194304L
 /* How long destroy waits for processes to die and for rmdir to succeed. */
 #define KILL_WAIT_MS 3000
 #define RMDIR_WAIT_MS 1000
-/* Lambda gives one full vCPU at 1769 MB of memory. */
-#define LAMBDA_MB_PER_CPU 1769.0
-
 #define WHAT_TO_DO "run coldstart as root, delegate a cgroup v2 subtree to your user, or pass --no-limits"
 
 enum v1_ctl { V1_CPU, V1_CPUACCT, V1_MEMORY, V1_PIDS, V1_CPUSET, V1__COUNT };
@@ -552,7 +542,7 @@ static int v2_apply(struct cgroup *cg, const struct limits *lim, struct buf *err
 	int ret = -1;
 
 	if (lim->cpus > 0) {
-		buf_addf(&v, "%lld %d", (long long)llround(lim->cpus * CPU_PERIOD_US), CPU_PERIOD_US);
+		buf_addf(&v, "%lld %d", (long long)limits_cpu_quota_us(lim), LIMITS_CPU_PERIOD_US);
 		if (write_in(cg->fake, cg->dir, "cpu.max", v.buf, err))
 			goto out;
 	}
@@ -635,11 +625,11 @@ static int v1_apply(struct cgroup *cg, const struct limits *lim, const char *con
 	int ret = -1;
 
 	if ((d = cg->v1_dir[V1_CPU]) && lim->cpus > 0) {
-		buf_addf(&v, "%d", CPU_PERIOD_US);
+		buf_addf(&v, "%d", LIMITS_CPU_PERIOD_US);
 		if (write_in(cg->fake, d, "cpu.cfs_period_us", v.buf, err))
 			goto out;
 		buf_reset(&v);
-		buf_addf(&v, "%lld", (long long)llround(lim->cpus * CPU_PERIOD_US));
+		buf_addf(&v, "%lld", (long long)limits_cpu_quota_us(lim));
 		if (write_in(cg->fake, d, "cpu.cfs_quota_us", v.buf, err))
 			goto out;
 	}
@@ -1015,215 +1005,6 @@ static void cleanup_base(const char *base, int version, bool fake)
 	buf_release(&p);
 }
 
-static bool valid_cpuset(const char *s)
-{
-	const char *p = s;
-
-	if (!*s)
-		return false;
-	for (;;) {
-		long a, b;
-		char *end;
-
-		if (!isdigit((unsigned char)*p))
-			return false;
-		errno = 0;
-		a = strtol(p, &end, 10);
-		if (errno || a > 8191)
-			return false;
-		p = end;
-		if (*p == '-') {
-			if (!isdigit((unsigned char)p[1]))
-				return false;
-			b = strtol(p + 1, &end, 10);
-			if (errno || b > 8191 || b < a)
-				return false;
-			p = end;
-		}
-		if (!*p)
-			return true;
-		if (*p != ',')
-			return false;
-		p++;
-	}
-}
-
-/* A plain decimal: digits with at most one point, no sign or exponent. */
-static bool plain_decimal(const char *s)
-{
-	bool digit = false, point = false;
-
-	for (; *s; s++) {
-		if (isdigit((unsigned char)*s))
-			digit = true;
-		else if (*s == '.' && !point)
-			point = true;
-		else
-			return false;
-	}
-	return digit;
-}
-
-static void set_str(char **field, const char *s)
-{
-	free(*field);
-	*field = s ? xstrdup(s) : NULL;
-}
-
-int limits_set_cpus(struct limits *lim, const char *s, struct buf *err)
-{
-	double v;
-
-	if (!s || !plain_decimal(s)) {
-		buf_addf(err, "invalid --cpus '%s': expected a number of CPUs such as 0.1 or 2", s ? s : "");
-		return -1;
-	}
-	v = strtod(s, NULL);
-	if (!isfinite(v) || llround(v * CPU_PERIOD_US) < CPU_MIN_QUOTA_US) {
-		buf_addf(err, "invalid --cpus '%s': the smallest CPU limit is 0.01", s);
-		return -1;
-	}
-	if (v > 1024) {
-		buf_addf(err, "invalid --cpus '%s': at most 1024 CPUs", s);
-		return -1;
-	}
-	lim->cpus = v;
-	return 0;
-}
-
-int limits_set_memory(struct limits *lim, const char *s, struct buf *err)
-{
-	int64_t v;
-
-	if (!s || parse_size(s, &v)) {
-		buf_addf(err, "invalid --memory '%s': expected a size such as 128m or 1g", s ? s : "");
-		return -1;
-	}
-	if (v < MEMORY_MIN) {
-		buf_addf(err, "invalid --memory '%s': the smallest memory limit is 4m", s);
-		return -1;
-	}
-	lim->memory = v;
-	return 0;
-}
-
-int limits_set_swap(struct limits *lim, const char *s, struct buf *err)
-{
-	int64_t v;
-
-	if (s && (!strcmp(s, "unlimited") || !strcmp(s, "max") || !strcmp(s, "-1"))) {
-		lim->swap = -1;
-		return 0;
-	}
-	if (!s || parse_size(s, &v)) {
-		buf_addf(err, "invalid --swap '%s': expected a size such as 0, 64m or 1g, or 'unlimited'",
-			 s ? s : "");
-		return -1;
-	}
-	lim->swap = v;
-	return 0;
-}
-
-int limits_set_pids(struct limits *lim, const char *s, struct buf *err)
-{
-	const char *p;
-	long v;
-
-	for (p = s ? s : ""; isdigit((unsigned char)*p); p++)
-		;
-	if (!s || !*s || *p || strlen(s) > 9 || (v = strtol(s, NULL, 10)) < 1 || v > PIDS_MAX) {
-		buf_addf(err, "invalid --pids '%s': expected a number of processes from 1 to %ld",
-			 s ? s : "", PIDS_MAX);
-		return -1;
-	}
-	lim->pids = v;
-	return 0;
-}
-
-int limits_set_cpuset(struct limits *lim, const char *s, struct buf *err)
-{
-	if (!s || !valid_cpuset(s)) {
-		buf_addf(err, "invalid --cpuset '%s': expected a CPU list such as 0 or 0-1,3", s ? s : "");
-		return -1;
-	}
-	set_str(&lim->cpuset, s);
-	return 0;
-}
-
-int limits_set_preset(struct limits *lim, const char *s, struct buf *err)
-{
-	const char *p;
-	long mb;
-
-	if (s && !strcmp(s, "fn")) {
-		/* The Fn team's docker run: --cpus 0.1 --memory 128m. */
-		lim->cpus = 0.1;
-		lim->memory = 128LL * 1024 * 1024;
-		set_str(&lim->preset, s);
-		return 0;
-	}
-	if (s && starts_with(s, "lambda:")) {
-		p = s + strlen("lambda:");
-		if (*p && strlen(p) <= 5 && strspn(p, "0123456789") == strlen(p)) {
-			mb = strtol(p, NULL, 10);
-			if (mb >= 128 && mb <= 10240) {
-				lim->cpus = (double)mb / LAMBDA_MB_PER_CPU;
-				lim->memory = (int64_t)mb * 1024 * 1024;
-				set_str(&lim->preset, s);
-				return 0;
-			}
-		}
-		buf_addf(err, "invalid --preset '%s': Lambda memory is a whole number of MB from 128 to 10240", s);
-		return -1;
-	}
-	buf_addf(err, "invalid --preset '%s': expected 'fn' or 'lambda:MB' (e.g. lambda:512)", s ? s : "");
-	return -1;
-}
-
-int limits_check(const struct limits *lim, struct buf *err)
-{
-	if (lim->swap != 0 && lim->memory <= 0) {
-		buf_adds(err, "--swap needs --memory: swap is only limited beyond a memory limit");
-		return -1;
-	}
-	return 0;
-}
-
-bool limits_any(const struct limits *lim)
-{
-	return lim->cpus > 0 || lim->memory > 0 || lim->pids > 0 || lim->cpuset || lim->swap != 0;
-}
-
-void limits_describe(const struct limits *lim, struct buf *out)
-{
-	size_t start = out->len;
-
-	if (lim->preset)
-		buf_addf(out, "preset %s: ", lim->preset);
-	if (lim->cpus > 0)
-		buf_addf(out, "%.3g CPU", lim->cpus);
-	if (lim->memory > 0) {
-		if (out->len > start && out->buf[out->len - 1] != ' ')
-			buf_adds(out, ", ");
-		buf_add_bytes(out, lim->memory);
-		buf_adds(out, " memory, ");
-		if (!lim->swap) {
-			buf_adds(out, "no swap");
-		} else if (lim->swap < 0) {
-			buf_adds(out, "unlimited swap");
-		} else {
-			buf_add_bytes(out, lim->swap);
-			buf_adds(out, " swap");
-		}
-	}
-	if (lim->pids > 0)
-		buf_addf(out, "%s%ld pids", out->len > start ? ", " : "", lim->pids);
-	if (lim->cpuset)
-		buf_addf(out, "%scpus %s", out->len > start ? ", " : "", lim->cpuset);
-	if (out->len == start)
-		buf_adds(out, "no limits");
-}
-
 struct cgroup *cgroup_create(struct limits *lim, struct buf *err)
 {
 	struct cg_places pl;
@@ -1261,7 +1042,7 @@ struct cgroup *cgroup_create(struct limits *lim, struct buf *err)
 		}
 	}
 	if (cg) {
-		set_str(&lim->backend, cg->version == 2 ? "cgroup-v2" : "cgroup-v1");
+		limits_set_backend(lim, cg->version == 2 ? "cgroup-v2" : "cgroup-v1");
 		goto out;
 	}
 	buf_adds(err, "cannot apply resource limits: ");

@@ -87,6 +87,8 @@ int docker_limit_args(const struct limits *lim, struct strvec *argv, struct buf 
 {
 	if (!lim)
 		return 0;
+	if (limits_check(lim, err) < 0)
+		return -1;
 	if (lim->cpus > 0) {
 		strvec_push(argv, "--cpus");
 		add_cpus(argv, lim->cpus);
@@ -100,9 +102,6 @@ int docker_limit_args(const struct limits *lim, struct strvec *argv, struct buf 
 			strvec_push(argv, "-1");
 		else
 			strvec_pushf(argv, "%lld", (long long)(lim->memory + lim->swap));
-	} else if (lim->swap != 0) {
-		buf_addf(err, "--swap needs --memory: the engine limits swap only together with memory");
-		return -1;
 	}
 	if (lim->pids > 0) {
 		strvec_push(argv, "--pids-limit");

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "runlimits.h"
 #include "profile.h"
 #include "util.h"
 
@@ -48,8 +49,8 @@ void docker_spec_release(struct docker_spec *ds);
 /*
  * Appends the engine flags for lim: --cpus, --memory with --memory-swap
  * (memory + swap, or -1 for unlimited swap), --pids-limit, --cpuset-cpus.
- * Returns 0, or -1 with a message in err when the limits cannot be expressed
- * (swap without memory).
+ * Returns 0, or -1 with limits_check's message in err when the limits cannot
+ * be expressed (swap without memory).
  */
 int docker_limit_args(const struct limits *lim, struct strvec *argv, struct buf *err);
 

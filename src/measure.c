@@ -8,24 +8,12 @@
 #include <string.h>
 
 #include "builtin.h"
-#include "cgroup.h"
+#include "runlimits.h"
 
-/* --cpus, --memory, ...: the limit named by the option. */
+/* --cpus, --memory, ...: the limit the option is named after. */
 static int set_limit(const struct opt *opt, const char *v, struct buf *err)
 {
-	static const struct {
-		const char *name;
-		int (*set)(struct limits *lim, const char *s, struct buf *err);
-	} setters[] = {
-		{ "cpus", limits_set_cpus }, { "memory", limits_set_memory }, { "swap", limits_set_swap },
-		{ "pids", limits_set_pids }, { "cpuset", limits_set_cpuset }, { "preset", limits_set_preset },
-	};
-	size_t i;
-
-	for (i = 0; i < ARRAY_SIZE(setters); i++)
-		if (!strcmp(opt->long_name, setters[i].name))
-			return setters[i].set(opt->value, v, err);
-	BUG("no limit for --%s", opt->long_name);
+	return limits_set(opt->value, opt->long_name, v, err);
 }
 
 int profile_exit_status(const struct profile *p, bool ready, bool passthrough)

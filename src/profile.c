@@ -161,14 +161,6 @@ int run_status_from_name(const char *s)
 	return -1;
 }
 
-void limits_release(struct limits *lim)
-{
-	free(lim->cpuset);
-	free(lim->preset);
-	free(lim->backend);
-	lim->cpuset = lim->preset = lim->backend = NULL;
-}
-
 void profile_init(struct profile *p)
 {
 	memset(p, 0, sizeof(*p));

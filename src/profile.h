@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "runlimits.h"
 #include "util.h"
 
 /* Version 2 lists a node before its parent (version 1, still read: after). */
@@ -141,18 +142,6 @@ struct run {
 	struct proc *procs; /* procs[0] is the target's own process */
 	size_t nr_procs, alloc_procs;
 };
-
-struct limits {
-	double cpus; /* 0 = none */
-	int64_t memory; /* bytes, 0 = none */
-	int64_t swap; /* bytes beyond memory; -1 = unlimited */
-	long pids; /* 0 = none */
-	char *cpuset; /* NULL = none */
-	char *preset; /* NULL, "fn", "lambda:MB" */
-	char *backend; /* "cgroup-v1", "cgroup-v2", "docker", NULL */
-};
-/* Frees the strings of a limits struct (NULLs them: the struct can be reused). */
-void limits_release(struct limits *lim);
 
 /* A warning attached to the profile, e.g. from the parser. */
 struct pwarn {

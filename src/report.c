@@ -699,27 +699,10 @@ void report_render(const struct profile *p, const struct report_opts *o, struct 
 	if (p->python_version)
 		buf_addf(out, " (Python %s)", p->python_version);
 	buf_addch(out, '\n');
-	if (p->limits.backend || p->limits.cpus > 0 || p->limits.memory > 0) {
-		struct buf ld = BUF_INIT;
-
-		if (p->limits.cpus > 0)
-			buf_addf(&ld, "%.3g CPU", p->limits.cpus);
-		if (p->limits.memory > 0) {
-			buf_adds(&ld, ld.len ? ", " : "");
-			buf_add_bytes(&ld, p->limits.memory);
-			buf_adds(&ld, " memory");
-		}
-		if (p->limits.pids > 0)
-			buf_addf(&ld, "%s%ld pids", ld.len ? ", " : "", p->limits.pids);
-		if (p->limits.cpuset)
-			buf_addf(&ld, "%scpus %s", ld.len ? ", " : "", p->limits.cpuset);
-		buf_addf(out, "  limits          %s", ld.buf);
-		if (p->limits.preset)
-			buf_addf(out, " (preset %s)", p->limits.preset);
-		if (p->limits.backend)
-			buf_addf(out, " via %s", p->limits.backend);
+	if (limits_any(&p->limits) || p->limits.backend) {
+		buf_adds(out, "  limits          ");
+		limits_describe(&p->limits, out);
 		buf_addch(out, '\n');
-		buf_release(&ld);
 	}
 	if (!r) {
 		buf_adds(out, "  no runs in this profile\n");
