@@ -1,5 +1,7 @@
 /*
- * Resource limits through cgroups: one interface, a v2 and a v1 backend.
+ * Resource limits through cgroups: one interface, a v2 and a v1 backend
+ * (cgroup_v2.c, cgroup_v1.c; cgroup_fs.c finds the mounts and touches the
+ * files).
  * A fresh cgroup per run, named coldstart-<pid>-<n>, that the child joins
  * before exec (see launch.h join_files); removed on every path.
  */
@@ -16,10 +18,11 @@ struct cgroup;
 /*
  * Creates a cgroup with lim applied.  Detects the backend (v2 when its
  * controllers are usable, else v1) under the real cgroupfs, or under
- * $COLDSTART_CGROUP_ROOT when set (tests use a fake tree).  Returns NULL with
- * a message in err that says what to do (run as root, delegate a v2 subtree,
- * or pass --no-limits) when limits cannot be applied (limits_check's
- * message for inconsistent ones).  Sets lim->backend.
+ * $COLDSTART_CGROUP_ROOT when set (a plain directory tree that stands in for
+ * it in tests; see cgroup_internal.h).  Returns NULL with a message in err
+ * that says what to do (run as root, delegate a v2 subtree, or pass
+ * --no-limits) when limits cannot be applied (limits_check's message for
+ * inconsistent ones).  Sets lim->backend.
  */
 struct cgroup *cgroup_create(struct limits *lim, struct buf *err);
 /* NULL-terminated list of files the child writes "0" into. */
