@@ -5,8 +5,6 @@
  * path, and the cleanup of what a SIGKILLed coldstart left.  The limits
  * themselves are runlimits.c's; the files are touched through cgroup_fs.c.
  */
-#include "cgroup_internal.h"
-
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -16,6 +14,12 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "cgroup.h"
+
+#include "cgroup_fs.h"
+#include "cgroup_v1.h"
+#include "cgroup_v2.h"
 
 /* How long destroy waits for processes to die and for rmdir to succeed. */
 #define KILL_WAIT_MS 3000

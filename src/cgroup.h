@@ -19,7 +19,7 @@ struct cgroup;
  * Creates a cgroup with lim applied.  Detects the backend (v2 when its
  * controllers are usable, else v1) under the real cgroupfs, or under
  * $COLDSTART_CGROUP_ROOT when set (a plain directory tree that stands in for
- * it in tests; see cgroup_internal.h).  Returns NULL with a message in err
+ * it in tests; see cgroup_fs.h).  Returns NULL with a message in err
  * that says what to do (run as root, delegate a v2 subtree, or pass
  * --no-limits) when limits cannot be applied (limits_check's message for
  * inconsistent ones).  Sets lim->backend.

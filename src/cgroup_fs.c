@@ -2,9 +2,9 @@
  * Where cgroups can be made and how their files are touched: the cgroup
  * mounts of /proc/self/mountinfo (or the plain tree that stands in for them
  * in tests), small-file reads and writes, and the two ways of touching a
- * cgroup directory (see cgroup_internal.h).
+ * cgroup directory (see cgroup_fs.h).
  */
-#include "cgroup_internal.h"
+#include "cgroup_fs.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -485,7 +485,7 @@ int cg_read_procs(const char *dir, pid_t **pids, size_t *nr, size_t *alloc)
 	return 0;
 }
 
-void cg_swap_note(struct cgroup *cg, const char *file)
+void cg_swap_note(struct buf *note, const char *file)
 {
 	struct buf sb = BUF_INIT;
 	bool host_swap = false;
@@ -496,7 +496,7 @@ void cg_swap_note(struct cgroup *cg, const char *file)
 
 		host_swap = nl && nl[1];
 	}
-	buf_addf(&cg->note, "no swap limit could be set ('%s' is missing: swap accounting is off); %s",
+	buf_addf(note, "no swap limit could be set ('%s' is missing: swap accounting is off); %s",
 		 file, host_swap ? "this host has swap, so a run may swap beyond --memory instead of being OOM-killed"
 				 : "this host has no swap, so runs cannot swap anyway");
 	buf_release(&sb);

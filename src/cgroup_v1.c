@@ -3,9 +3,9 @@
  * cpuacct and memory always, for the figures; pids and cpuset when
  * limited), with cfs_quota_us, limit_in_bytes, memsw, pids.max and the
  * cpuset written, and cpuacct.usage, cpu.stat, max_usage_in_bytes and
- * oom_control read back (see cgroup_internal.h).
+ * oom_control read back (see cgroup_fs.h).
  */
-#include "cgroup_internal.h"
+#include "cgroup_v1.h"
 
 #include <errno.h>
 #include <string.h>
@@ -66,7 +66,7 @@ static int apply(struct cgroup *cg, const struct limits *lim, const char *const 
 		 */
 		if (lim->swap >= 0) {
 			if (!cg_file_in(base[V1_MEMORY], "memory.memsw.limit_in_bytes")) {
-				cg_swap_note(cg, "memory.memsw.limit_in_bytes");
+				cg_swap_note(&cg->note, "memory.memsw.limit_in_bytes");
 			} else {
 				buf_reset(&v);
 				buf_add_i64(&v, lim->memory + lim->swap);

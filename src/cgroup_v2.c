@@ -2,9 +2,9 @@
  * The cgroup v2 backend: enables the controllers a run needs in the
  * parent's subtree_control, makes the run's directory, writes cpu.max,
  * memory.max, memory.swap.max, pids.max and cpuset.cpus, and reads cpu.stat,
- * memory.peak and memory.events back (see cgroup_internal.h).
+ * memory.peak and memory.events back (see cgroup_fs.h).
  */
-#include "cgroup_internal.h"
+#include "cgroup_v2.h"
 
 #include <errno.h>
 #include <string.h>
@@ -114,7 +114,7 @@ static int apply(struct cgroup *cg, const struct limits *lim, struct buf *err)
 		/* No memory.swap.max: swap accounting is off, and no swap limit exists. */
 		if (!fs->has_control(cg->dir, "memory.swap.max")) {
 			if (lim->swap >= 0)
-				cg_swap_note(cg, "memory.swap.max");
+				cg_swap_note(&cg->note, "memory.swap.max");
 		} else if (fs->write(cg->dir, "memory.swap.max", v.buf, err)) {
 			goto out;
 		}

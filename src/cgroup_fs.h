@@ -1,18 +1,19 @@
 /*
- * Inside the cgroup module, shared by its four files: cgroup.c (the
- * interface in cgroup.h: backend choice, killing, removal, stale cleanup),
- * cgroup_fs.c (where cgroups can be made and how their files are touched),
- * cgroup_v2.c and cgroup_v1.c (the two backends).  Other modules use
+ * Inside the cgroup module: where cgroups can be made (the mounts, or the
+ * plain tree that stands in for them in tests), how their files are
+ * touched, and the handle of a run's cgroup that the backends fill
+ * (cgroup_v2.c, cgroup_v1.c) and cgroup.c owns.  Other modules use
  * cgroup.h only.
  */
-#ifndef COLDSTART_CGROUP_INTERNAL_H
-#define COLDSTART_CGROUP_INTERNAL_H
+#ifndef COLDSTART_CGROUP_FS_H
+#define COLDSTART_CGROUP_FS_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "cgroup.h"
+#include "profile.h"
+#include "util.h"
 
 enum v1_ctl { V1_CPU, V1_CPUACCT, V1_MEMORY, V1_PIDS, V1_CPUSET, V1__COUNT };
 extern const char *const cg_v1_names[V1__COUNT];
@@ -88,18 +89,7 @@ int64_t cg_number(const char *dir, const char *file);
 bool cg_has_word(const char *list, const char *word);
 /* Appends the pids in dir/cgroup.procs (none when it does not exist); -1 when unreadable. */
 int cg_read_procs(const char *dir, pid_t **pids, size_t *nr, size_t *alloc);
-/* Notes in cg that no swap limit could be set because file is missing, and whether that matters here. */
-void cg_swap_note(struct cgroup *cg, const char *file);
-
-/* cgroup v2 (cgroup_v2.c). */
-/* True when base offers every controller lim needs; else false with the reason in why (when not NULL). */
-bool cg_v2_usable(const char *base, const struct limits *lim, struct buf *why);
-/* Makes cg's directory under the first candidate that takes it and applies lim; -1 with why. */
-int cg_v2_create(struct cgroup *cg, const struct cg_places *pl, const struct limits *lim, struct buf *why);
-void cg_v2_figures(const struct cgroup *cg, struct cg_figures *out);
-
-/* cgroup v1 (cgroup_v1.c). */
-int cg_v1_create(struct cgroup *cg, const struct cg_places *pl, const struct limits *lim, struct buf *why);
-void cg_v1_figures(const struct cgroup *cg, struct cg_figures *out);
+/* Appends to note that no swap limit could be set because file is missing, and whether that matters here. */
+void cg_swap_note(struct buf *note, const char *file);
 
 #endif
