@@ -6,7 +6,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -86,9 +85,6 @@ int cmd_parse(int argc, char **argv)
 	struct parse_opts o;
 	struct profile p;
 	struct buf err = BUF_INIT;
-	char stamp[32];
-	time_t t = time(NULL);
-	struct tm tm;
 	struct strvec pos = STRVEC_INIT;
 	int rc, ret = EXIT_FAIL;
 
@@ -110,11 +106,7 @@ int cmd_parse(int argc, char **argv)
 		ret = usage_error(&parse_usage, "%s", !pos.nr ? "no log given" : "give exactly one log");
 		goto out;
 	}
-	p.tool_version = xstrdup(COLDSTART_VERSION);
-	p.command = xstrdup("parse");
-	gmtime_r(&t, &tm);
-	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	p.created = xstrdup(stamp);
+	profile_stamp(&p, "parse");
 	if (o.python_version)
 		p.python_version = xstrdup(o.python_version);
 	strvec_push(&p.target, pos.v[0]);

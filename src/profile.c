@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "elf_report.h"
 #include "parallel.h"
@@ -168,6 +169,22 @@ void profile_init(struct profile *p)
 	p->limits.swap = 0;
 }
 
+
+void profile_stamp(struct profile *p, const char *command)
+{
+	char stamp[32];
+	time_t t = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	free(p->tool_version);
+	free(p->command);
+	free(p->created);
+	p->tool_version = xstrdup(COLDSTART_VERSION);
+	p->command = xstrdup(command);
+	p->created = xstrdup(stamp);
+}
 
 void profile_release(struct profile *p)
 {

@@ -178,6 +178,8 @@ struct profile {
 
 void profile_init(struct profile *p);
 void profile_release(struct profile *p);
+/* Records which coldstart made p, with which command, and when (ISO 8601 UTC, now). */
+void profile_stamp(struct profile *p, const char *command);
 /* Returns the new run, zeroed with UNKNOWN measurements. */
 struct run *profile_add_run(struct profile *p);
 void profile_add_warning(struct profile *p, long line, const char *fmt, ...)
