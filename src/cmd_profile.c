@@ -154,7 +154,7 @@ int cmd_profile(int argc, char **argv)
 		OPT_STRING("python", 0, &o.python, "PATH", "interpreter to run (default: python3 on PATH)"),
 		OPT_INCLUDE(o.show.options),
 		OPT_INCLUDE(o.m.options),
-		OPT_BOOL("no-baseline", 0, &o.no_baseline, "with limits: skip the unconstrained reference run"),
+		OPT_BOOL("no-baseline", 0, &o.no_baseline, "with limits: skip the unconstrained reference runs"),
 		OPT_STRING("raw-log", 0, &o.raw_log, "FILE", "also save the target's raw stderr (importtime rows included)"),
 		OPT_END(),
 	};
@@ -217,7 +217,10 @@ int cmd_profile(int argc, char **argv)
 			goto out;
 		}
 	}
-	/* With limits, an unconstrained run first shows what the limits cost (it warms the page cache too). */
+	/*
+	 * With limits, as many unconstrained runs first show what the limits
+	 * cost (they warm the page cache too).
+	 */
 	s.baseline = limits_any(&p.limits) && !o.no_baseline;
 	ret = measure_run(&s);
 	if (!ret)

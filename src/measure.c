@@ -301,7 +301,7 @@ int measure_run(struct measure_session *s)
 	struct profile *p = s->p;
 	struct buf err = BUF_INIT;
 	bool tty = isatty(2);
-	int nbase = s->baseline ? 1 : 0, total = nbase + m->warmup + m->runs, k, ret = 0;
+	int nbase = s->baseline ? m->runs : 0, total = nbase + m->warmup + m->runs, k, ret = 0;
 
 	s->ro.timeout_us = m->timeout_us;
 	s->ro.ready = m->ready;

@@ -103,7 +103,10 @@ struct measure_session {
 	 * opts (timeout, readiness, quiet, use_limits per run).
 	 */
 	struct runner_opts ro;
-	/* An unconstrained run first, so the report can say what the limits cost (profile under limits). */
+	/*
+	 * Unconstrained runs first, as many as the measured ones, so the report
+	 * can compare the medians of both (profile under limits).
+	 */
 	bool baseline;
 	/* From measure_probe; empty when there was no probe or it could not tell. */
 	struct strvec stdlib_names;
@@ -131,7 +134,7 @@ void measure_session_release(struct measure_session *s);
 int measure_probe(struct measure_session *s, const char *python, const char *where);
 
 /*
- * Every run: the baseline (when asked), --warmup and --runs, with a progress
+ * Every run: the baseline (--runs of them, when asked), --warmup and --runs, with a progress
  * line on a terminal.  Returns 0, or the exit code after a message: 128+N
  * when coldstart got signal N, EXIT_LIMITS, EXIT_NO_PYTHON, EXIT_FAIL, or
  * what the target's run_end said.
