@@ -30,8 +30,8 @@ struct replay {
 	enum runner_error last_re;
 };
 
-static int replay_probe(void *self, const char *python, const char *const *args, struct buf *out,
-			struct buf *errout, struct buf *err)
+static int replay_probe(void *self, const char *python, const char *const *args, struct buf *out, struct buf *errout,
+			struct buf *err)
 {
 	struct replay *r = self;
 
@@ -188,18 +188,19 @@ static void test_run_sequence(void **state)
 	size_t i;
 
 	assert_int_equal(measure_run(&f->s), 0);
-	/* One unconstrained run, one warm-up, two measured. */
-	assert_int_equal(f->p.nr_runs, 4);
-	assert_true(f->p.runs[0].baseline && f->p.runs[0].warmup);
-	assert_true(!f->p.runs[1].baseline && f->p.runs[1].warmup);
-	for (i = 2; i < 4; i++)
+	/* As many unconstrained runs as measured ones, then the warm-up, then the measured runs. */
+	assert_int_equal(f->p.nr_runs, 5);
+	for (i = 0; i < 2; i++)
+		assert_true(f->p.runs[i].baseline && f->p.runs[i].warmup);
+	assert_true(!f->p.runs[2].baseline && f->p.runs[2].warmup);
+	for (i = 3; i < 5; i++)
 		assert_true(!f->p.runs[i].baseline && !f->p.runs[i].warmup);
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 5; i++) {
 		assert_int_equal(f->p.runs[i].status, RUN_EXITED);
 		assert_int_equal(f->p.runs[i].exit_code, 0);
 	}
-	assert_int_equal(f->r.begun, 4);
-	assert_int_equal(f->r.ended, 4);
+	assert_int_equal(f->r.begun, 5);
+	assert_int_equal(f->r.ended, 5);
 	assert_int_equal(f->r.last_re, RUNNER_OK);
 	teardown(f);
 }
