@@ -71,15 +71,9 @@ static int set_value(const struct opt *o, const char *shown, const char *arg, st
 	int64_t n;
 
 	switch (o->type) {
-	case OPT_T_BOOL:
-		*(bool *)o->value = true;
-		return 0;
-	case OPT_T_STRING:
-		*(const char **)o->value = arg;
-		return 0;
-	case OPT_T_STRINGS:
-		strvec_push(o->value, arg);
-		return 0;
+	case OPT_T_BOOL: *(bool *)o->value = true; return 0;
+	case OPT_T_STRING: *(const char **)o->value = arg; return 0;
+	case OPT_T_STRINGS: strvec_push(o->value, arg); return 0;
 	case OPT_T_INT:
 		if (parse_int(arg, o->min, o->max, &n) < 0) {
 			buf_addf(err, "%s '%s': expected a number from %lld to %lld", shown, arg, (long long)o->min,
@@ -94,8 +88,7 @@ static int set_value(const struct opt *o, const char *shown, const char *arg, st
 			return -1;
 		}
 		return 0;
-	case OPT_T_SECONDS:
-		return parse_seconds(arg, shown, (double)o->max, o->value, err);
+	case OPT_T_SECONDS: return parse_seconds(arg, shown, (double)o->max, o->value, err);
 	case OPT_T_CALLBACK:
 		if (o->cb(o, arg, err) < 0) {
 			if (!err->len)
@@ -103,8 +96,7 @@ static int set_value(const struct opt *o, const char *shown, const char *arg, st
 			return -1;
 		}
 		return 0;
-	default:
-		BUG("option '%s' of type %d reached the parser", shown, (int)o->type);
+	default: BUG("option '%s' of type %d reached the parser", shown, (int)o->type);
 	}
 }
 

@@ -46,31 +46,36 @@ struct opt {
  * The rows.  The value pointer's type is checked at compile time: passing
  * an int * to OPT_BOOL is an error (a pointer mismatch in ?:).
  */
+/* clang-format off */
 #define OPT_TYPED_(type, v) (1 ? (v) : (type *)NULL)
 #define OPT_END() { .type = OPT_T_END }
-#define OPT_BOOL(l, s, v, h) { .type = OPT_T_BOOL, .long_name = (l), .short_name = (s), .value = OPT_TYPED_(bool, v), .help = (h) }
-#define OPT_STRING(l, s, v, a, h)                                                                  \
+#define OPT_BOOL(l, s, v, h) \
+	{ .type = OPT_T_BOOL, .long_name = (l), .short_name = (s), .value = OPT_TYPED_(bool, v), .help = (h) }
+#define OPT_STRING(l, s, v, a, h) \
 	{ .type = OPT_T_STRING, .long_name = (l), .short_name = (s), .value = OPT_TYPED_(const char *, v), \
 	  .argh = (a), .help = (h) }
-#define OPT_STRINGS(l, s, v, a, h)                                                                    \
+#define OPT_STRINGS(l, s, v, a, h) \
 	{ .type = OPT_T_STRINGS, .long_name = (l), .short_name = (s), .value = OPT_TYPED_(struct strvec, v), \
 	  .argh = (a), .help = (h) }
-#define OPT_INT(l, s, v, lo, hi, a, h)                                                                   \
+#define OPT_INT(l, s, v, lo, hi, a, h) \
 	{ .type = OPT_T_INT, .long_name = (l), .short_name = (s), .value = OPT_TYPED_(int, v), .min = (lo), \
 	  .max = (hi), .argh = (a), .help = (h) }
-#define OPT_DURATION(l, s, v, a, h)                                                                    \
+#define OPT_DURATION(l, s, v, a, h) \
 	{ .type = OPT_T_DURATION, .long_name = (l), .short_name = (s), .value = OPT_TYPED_(int64_t, v), \
 	  .argh = (a), .help = (h) }
-#define OPT_SECONDS(l, s, v, max_seconds, h)                                                          \
+#define OPT_SECONDS(l, s, v, max_seconds, h) \
 	{ .type = OPT_T_SECONDS, .long_name = (l), .short_name = (s), .value = OPT_TYPED_(int64_t, v), \
 	  .max = (max_seconds), .argh = "SECONDS", .help = (h) }
 #define OPT_CALLBACK(l, s, v, fn, a, h) \
-	{ .type = OPT_T_CALLBACK, .long_name = (l), .short_name = (s), .value = (v), .cb = (fn), .argh = (a), .help = (h) }
-#define OPT_CALLBACK_DATA(l, s, v, fn, d, a, h)                                                              \
+	{ .type = OPT_T_CALLBACK, .long_name = (l), .short_name = (s), .value = (v), .cb = (fn), .argh = (a), \
+	  .help = (h) }
+#define OPT_CALLBACK_DATA(l, s, v, fn, d, a, h) \
 	{ .type = OPT_T_CALLBACK, .long_name = (l), .short_name = (s), .value = (v), .cb = (fn), .data = (d), \
 	  .argh = (a), .help = (h) }
 #define OPT_INCLUDE(table) { .type = OPT_T_INCLUDE, .include = (table) }
-#define OPT_HELP(l, s, a, h) { .type = OPT_T_HELP, .long_name = (l), .short_name = (s), .argh = (a), .help = (h) }
+#define OPT_HELP(l, s, a, h) \
+	{ .type = OPT_T_HELP, .long_name = (l), .short_name = (s), .argh = (a), .help = (h) }
+/* clang-format on */
 
 /*
  * Parses options from argv[*i] on, advancing *i past them.  Returns 0 when a

@@ -254,8 +254,10 @@ struct cgroup *cgroup_create(struct limits *lim, struct buf *err)
 	}
 	buf_adds(err, "cannot apply resource limits: ");
 	if (!pl.v2.nr && !v1_any && pl.root)
-		buf_addf(err, "$COLDSTART_CGROUP_ROOT '%s' holds neither a cgroup2 tree (cgroup.controllers) "
-			 "nor v1 hierarchies (<controller>/cgroup.procs)", pl.root);
+		buf_addf(err,
+			 "$COLDSTART_CGROUP_ROOT '%s' holds neither a cgroup2 tree (cgroup.controllers) "
+			 "nor v1 hierarchies (<controller>/cgroup.procs)",
+			 pl.root);
 	else if (!pl.v2.nr && !v1_any)
 		buf_adds(err, "no cgroup filesystem is mounted");
 	buf_add(err, why2.buf, why2.len);

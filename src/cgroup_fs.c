@@ -45,8 +45,7 @@ static void join_mount(struct buf *out, const char *mnt, const char *mroot, cons
 
 	buf_reset(out);
 	buf_adds(out, mnt);
-	if (strcmp(mroot, "/") && !strncmp(cgpath, mroot, rl) &&
-	    (cgpath[rl] == '/' || !cgpath[rl]))
+	if (strcmp(mroot, "/") && !strncmp(cgpath, mroot, rl) && (cgpath[rl] == '/' || !cgpath[rl]))
 		cgpath += rl;
 	if (strcmp(cgpath, "/"))
 		buf_adds(out, cgpath);
@@ -70,8 +69,7 @@ static char *own_cgroup(const char *cgroup_file, const char *ctl)
 			for (char *p = ctls.buf; *p; p++)
 				if (*p == ',')
 					*p = ' ';
-			if ((!*ctl && !ctls.len && !strncmp(line, "0:", 2)) ||
-			    (*ctl && cg_has_word(ctls.buf, ctl)))
+			if ((!*ctl && !ctls.len && !strncmp(line, "0:", 2)) || (*ctl && cg_has_word(ctls.buf, ctl)))
 				found = xstrndup(c2 + 1, end - (size_t)(c2 + 1 - line));
 			buf_release(&ctls);
 		}
@@ -496,9 +494,9 @@ void cg_swap_note(struct buf *note, const char *file)
 
 		host_swap = nl && nl[1];
 	}
-	buf_addf(note, "no swap limit could be set ('%s' is missing: swap accounting is off); %s",
-		 file, host_swap ? "this host has swap, so a run may swap beyond --memory instead of being OOM-killed"
-				 : "this host has no swap, so runs cannot swap anyway");
+	buf_addf(note, "no swap limit could be set ('%s' is missing: swap accounting is off); %s", file,
+		 host_swap ? "this host has swap, so a run may swap beyond --memory instead of being OOM-killed"
+			   : "this host has no swap, so runs cannot swap anyway");
 	buf_release(&sb);
 }
 

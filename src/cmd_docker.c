@@ -273,9 +273,11 @@ static int run_end(void *self, struct profile *p, struct run *r, enum runner_err
 	remove_container(x);
 	if (!ret && x->publish_port && r->ready_us == UNKNOWN && r->status != RUN_OOM &&
 	    !(o->network && !strcmp(o->network, "host"))) {
-		profile_add_warning(p, 0, "port %d was published on 127.0.0.1 and never answered; an engine "
+		profile_add_warning(p, 0,
+				    "port %d was published on 127.0.0.1 and never answered; an engine "
 				    "without a bridge network (dockerd --bridge=none) cannot publish ports: "
-				    "try --network host", x->publish_port);
+				    "try --network host",
+				    x->publish_port);
 		echo_warnings(p, p->nr_warnings - 1);
 	}
 	buf_release(&err);
@@ -309,7 +311,6 @@ static bool is_python_command(const char *cmd)
 	base = base ? base + 1 : cmd;
 	return starts_with(base, "python");
 }
-
 
 /* A container as the measuring session's target (self: a struct docker_target). */
 static const struct measure_target container = {
@@ -375,7 +376,8 @@ int cmd_docker(int argc, char **argv)
 		OPT_INCLUDE(o.m.options),
 		OPT_CALLBACK("engine", 0, &o.engine.cli, set_engine, "NAME",
 			     "docker (default) or podman; DOCKER_HOST is respected"),
-		OPT_STRINGS("env", 'e', &o.env, "NAME[=VALUE]", "set an environment variable in the container; repeatable"),
+		OPT_STRINGS("env", 'e', &o.env, "NAME[=VALUE]",
+			    "set an environment variable in the container; repeatable"),
 		OPT_STRINGS("volume", 'v', &o.volumes, "SRC:DST[:ro]", "mount into the container; repeatable"),
 		OPT_STRING("network", 0, &o.network, "NET", "container network (none, host, ...)"),
 		OPT_STRING("user", 0, &o.user, "USER[:GROUP]", "user inside the container"),

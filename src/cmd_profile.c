@@ -109,8 +109,8 @@ out:
  * command as it is, with PYTHONPROFILEIMPORTTIME=1 in env.  Records the
  * target in p.  Returns 0, or the exit code after a message.
  */
-static int target_argv(int argc, char **argv, int i, const char *python, struct profile *p,
-		       struct strvec *child_argv, struct strvec *env)
+static int target_argv(int argc, char **argv, int i, const char *python, struct profile *p, struct strvec *child_argv,
+		       struct strvec *env)
 {
 	int k;
 
@@ -155,7 +155,8 @@ int cmd_profile(int argc, char **argv)
 		OPT_INCLUDE(o.show.options),
 		OPT_INCLUDE(o.m.options),
 		OPT_BOOL("no-baseline", 0, &o.no_baseline, "with limits: skip the unconstrained reference runs"),
-		OPT_STRING("raw-log", 0, &o.raw_log, "FILE", "also save the target's raw stderr (importtime rows included)"),
+		OPT_STRING("raw-log", 0, &o.raw_log, "FILE",
+			   "also save the target's raw stderr (importtime rows included)"),
 		OPT_END(),
 	};
 
@@ -180,8 +181,7 @@ int cmd_profile(int argc, char **argv)
 		o.python = getenv("COLDSTART_PYTHON") ? getenv("COLDSTART_PYTHON") : "python3";
 
 	command_mode = !strcmp(argv[i], "--");
-	ret = target_argv(argc, argv, command_mode ? i + 1 : i, command_mode ? NULL : o.python, &p, &child_argv,
-			  &env);
+	ret = target_argv(argc, argv, command_mode ? i + 1 : i, command_mode ? NULL : o.python, &p, &child_argv, &env);
 	if (ret)
 		goto out;
 	if (command_mode)

@@ -401,11 +401,13 @@ int docker_engine_run(const struct docker_engine *e, const char *const *argv, st
 
 	if (rc < 0) {
 		if (errno == ENOENT)
-			buf_addf(err, "no '%s' command found on PATH: install it (Debian: docker.io%s) or pick another with "
-				 "--engine", argv[0], strcmp(argv[0], "podman") ? "" : ", podman");
+			buf_addf(err,
+				 "no '%s' command found on PATH: install it (Debian: docker.io%s) or pick another "
+				 "with --engine",
+				 argv[0], strcmp(argv[0], "podman") ? "" : ", podman");
 		else if (errno == ETIMEDOUT)
-			buf_addf(err, "%s; is the engine (DOCKER_HOST=%s) stuck? --engine-timeout raises the limit", why.buf,
-				 docker_host());
+			buf_addf(err, "%s; is the engine (DOCKER_HOST=%s) stuck? --engine-timeout raises the limit",
+				 why.buf, docker_host());
 		else
 			buf_add(err, why.buf, why.len);
 	}
@@ -415,14 +417,13 @@ int docker_engine_run(const struct docker_engine *e, const char *const *argv, st
 
 int docker_check_engine(const struct docker_engine *e, struct buf *err)
 {
+	/* docker's server version says the daemon answered; podman has no daemon to ask. */
+	const char *const docker_version[] = { "docker", "version", "--format", "{{.Server.Version}}", NULL };
+	const char *const podman_version[] = { "podman", "version", NULL };
 	struct buf out = BUF_INIT, errout = BUF_INIT;
 	int rc;
 
-	if (!strcmp(e->cli, "docker"))
-		rc = docker_engine_run(e, (const char *const[]){ "docker", "version", "--format", "{{.Server.Version}}", NULL },
-				       &out, &errout, err);
-	else
-		rc = docker_engine_run(e, (const char *const[]){ e->cli, "version", NULL }, &out, &errout, err);
+	rc = docker_engine_run(e, strcmp(e->cli, "docker") ? podman_version : docker_version, &out, &errout, err);
 	if (rc > 0) {
 		buf_addf(err, "the %s engine is unreachable (DOCKER_HOST=%s): ", e->cli, docker_host());
 		if (errout.len || out.len)
@@ -441,13 +442,14 @@ int docker_check_image(const struct docker_engine *e, const char *image, char **
 	char *s, *rest;
 	int rc;
 
-	rc = docker_engine_run(e, (const char *const[]){ e->cli, "image", "inspect", "--format",
-							 "{{range .Config.Env}}{{println .}}{{end}}", image, NULL },
+	rc = docker_engine_run(e,
+			       (const char *const[]){ e->cli, "image", "inspect", "--format",
+						      "{{range .Config.Env}}{{println .}}{{end}}", image, NULL },
 			       &out, &errout, err);
 	if (rc > 0) {
 		buf_add_last_line(&line, errout.buf);
-		buf_addf(err, "image '%s' is not in the engine (%s); coldstart never pulls: run '%s pull %s' or build it first",
-			 image, line.len ? line.buf : "no message", e->cli, image);
+		buf_addf(err, "image '%s' is not in the engine (%s); ", image, line.len ? line.buf : "no message");
+		buf_addf(err, "coldstart never pulls: run '%s pull %s' or build it first", e->cli, image);
 	} else if (!rc) {
 		rest = out.buf;
 		while ((s = next_line(&rest)))
@@ -465,7 +467,8 @@ int docker_check_image(const struct docker_engine *e, const char *image, char **
 int docker_remove(const struct docker_engine *e, const char *name, struct buf *err)
 {
 	struct buf errout = BUF_INIT;
-	int rc = docker_engine_run(e, (const char *const[]){ e->cli, "rm", "-f", "-v", name, NULL }, NULL, &errout, err);
+	int rc = docker_engine_run(e, (const char *const[]){ e->cli, "rm", "-f", "-v", name, NULL }, NULL, &errout,
+				   err);
 
 	if (rc > 0 && (strstr(errout.buf, "No such container") || strstr(errout.buf, "no such container"))) {
 		rc = 0;
@@ -499,7 +502,8 @@ int docker_cleanup_stale(const struct docker_engine *e, struct buf *err)
 
 	/* Only this host's coldstart processes can be judged by their pids. */
 	docker_owner_labels(&labels);
-	strvec_pushv(&argv, (const char *const[]){ e->cli, "ps", "-a", "--filter", "label=coldstart.pid", "--filter", NULL });
+	strvec_pushv(&argv,
+		     (const char *const[]){ e->cli, "ps", "-a", "--filter", "label=coldstart.pid", "--filter", NULL });
 	strvec_pushf(&argv, "label=%s", labels.v[3]);
 	strvec_pushv(&argv, (const char *const[]){ "--format", "{{.Names}} {{.Label \"coldstart.pid\"}}", NULL });
 	if (docker_engine_run(e, argv.v, &out, NULL, err) != 0) {
@@ -576,8 +580,9 @@ int docker_read_state(const struct docker_engine *e, const char *name, struct pr
 	/* These describe the engine CLI, not the container. */
 	r->user_us = r->sys_us = UNKNOWN;
 	r->maxrss_kb = UNKNOWN;
-	if (docker_engine_run(e, (const char *const[]){ e->cli, "inspect", "--type", "container", "--format",
-							DOCKER_STATE_FORMAT, name, NULL },
+	if (docker_engine_run(e,
+			      (const char *const[]){ e->cli, "inspect", "--type", "container", "--format",
+						     DOCKER_STATE_FORMAT, name, NULL },
 			      &out, &errout, &why) != 0) {
 		if (!why.len)
 			buf_add_last_line(&why, errout.buf);

@@ -20,17 +20,16 @@
  * What the probe asks: the version, sys.executable, the standard library's
  * module names (3.10+), then one site-packages directory a line.
  */
-static const char probe_code[] =
-	"import sys\n"
-	"sys.stdout.write('%d.%d.%d\\n' % tuple(sys.version_info[:3]))\n"
-	"sys.stdout.write((sys.executable or '') + '\\n')\n"
-	"sys.stdout.write(' '.join(sorted(getattr(sys, 'stdlib_module_names', ()))) + '\\n')\n"
-	"try:\n"
-	"    import site\n"
-	"    dirs = list(site.getsitepackages()) + [site.getusersitepackages()]\n"
-	"except Exception:\n"
-	"    dirs = [d for d in sys.path if d.endswith(('site-packages', 'dist-packages'))]\n"
-	"sys.stdout.write('\\n'.join(dirs) + '\\n')\n";
+static const char probe_code[] = "import sys\n"
+				 "sys.stdout.write('%d.%d.%d\\n' % tuple(sys.version_info[:3]))\n"
+				 "sys.stdout.write((sys.executable or '') + '\\n')\n"
+				 "sys.stdout.write(' '.join(sorted(getattr(sys, 'stdlib_module_names', ()))) + '\\n')\n"
+				 "try:\n"
+				 "    import site\n"
+				 "    dirs = list(site.getsitepackages()) + [site.getusersitepackages()]\n"
+				 "except Exception:\n"
+				 "    dirs = [d for d in sys.path if d.endswith(('site-packages', 'dist-packages'))]\n"
+				 "sys.stdout.write('\\n'.join(dirs) + '\\n')\n";
 
 /* -E -s rather than -I: Python 2 must get as far as saying its version. */
 static const char *const probe_args[] = { "-E", "-s", "-c", probe_code, NULL };
@@ -166,9 +165,10 @@ int profile_exit_status(const struct profile *p, bool ready, bool passthrough)
 	if (!worst)
 		return EXIT_OK;
 	if (passthrough)
-		return worst->status == RUN_EXITED ? worst->exit_code
+		return worst->status == RUN_EXITED     ? worst->exit_code
 		       : worst->status == RUN_SIGNALED ? 128 + worst->term_signal
-		       : worst->status == RUN_OOM ? 128 + SIGKILL : 124;
+		       : worst->status == RUN_OOM      ? 128 + SIGKILL
+						       : 124;
 	switch (worst->status) {
 	case RUN_EXITED: return EXIT_TARGET_FAILED;
 	case RUN_SIGNALED: return EXIT_TARGET_SIGNALED;
@@ -192,7 +192,8 @@ void measure_opts_init(struct measure_opts *m)
 			OPT_INT("runs", 'n', &m->runs, 1, 10000, "N", "measure N runs and report medians and spreads"),
 			OPT_INT("warmup", 0, &m->warmup, 0, 10000, "N",
 				"unmeasured runs before the measured ones (page cache, .pyc)"),
-			OPT_SECONDS("timeout", 0, &m->timeout_us, 86400 * 365, "kill the target and all it started after SECONDS"),
+			OPT_SECONDS("timeout", 0, &m->timeout_us, 86400 * 365,
+				    "kill the target and all it started after SECONDS"),
 			OPT_CALLBACK("cpus", 0, lim, set_limit, "F", "CPU limit in CPUs, e.g. 0.1"),
 			OPT_CALLBACK("memory", 0, lim, set_limit, "SIZE", "memory limit, e.g. 128m, 1g"),
 			OPT_CALLBACK("swap", 0, lim, set_limit, "SIZE",

@@ -119,8 +119,7 @@ int limits_set_swap(struct limits *lim, const char *s, struct buf *err)
 		return 0;
 	}
 	if (!s || parse_size(s, &v)) {
-		buf_addf(err, "invalid --swap '%s': expected a size such as 0, 64m or 1g, or 'unlimited'",
-			 s ? s : "");
+		buf_addf(err, "invalid --swap '%s': expected a size such as 0, 64m or 1g, or 'unlimited'", s ? s : "");
 		return -1;
 	}
 	lim->swap = v;
@@ -135,8 +134,8 @@ int limits_set_pids(struct limits *lim, const char *s, struct buf *err)
 	for (p = s ? s : ""; isdigit((unsigned char)*p); p++)
 		;
 	if (!s || !*s || *p || strlen(s) > 9 || (v = strtol(s, NULL, 10)) < 1 || v > LIMITS_PIDS_MAX) {
-		buf_addf(err, "invalid --pids '%s': expected a number of processes from 1 to %ld",
-			 s ? s : "", LIMITS_PIDS_MAX);
+		buf_addf(err, "invalid --pids '%s': expected a number of processes from 1 to %ld", s ? s : "",
+			 LIMITS_PIDS_MAX);
 		return -1;
 	}
 	lim->pids = v;

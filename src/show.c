@@ -143,28 +143,35 @@ void show_opts_init(struct show_opts *so)
 	profile_outputs_init(po);
 	{
 		const struct opt table[] = {
-			OPT_STRING("output", 'o', &so->output, "FILE", "save the profile as JSON (gzip when FILE ends in .gz)"),
+			OPT_STRING("output", 'o', &so->output, "FILE",
+				   "save the profile as JSON (gzip when FILE ends in .gz)"),
 			OPT_BOOL("json", 0, &so->json_stdout,
-				 "print the JSON profile on stdout instead of the report (after the target's own stdout; -o "
-				 "for a clean file)"),
+				 "print the JSON profile on stdout instead of the report (after the target's own "
+				 "stdout; -o for a clean file)"),
 			OPT_BOOL("no-report", 0, &so->no_report, "print no report (with -o or exports)"),
 			OPT_INT("top", 0, &ro->top, 0, 100000, "N", "rows in each top table (default 15)"),
 			OPT_BOOL("tree", 0, &ro->tree, "print the import tree"),
-			OPT_CALLBACK("depth", 0, ro, set_depth, "N", "tree: hide imports deeper than N (implies --tree)"),
+			OPT_CALLBACK("depth", 0, ro, set_depth, "N",
+				     "tree: hide imports deeper than N (implies --tree)"),
 			OPT_CALLBACK("threshold", 0, ro, set_threshold, "DUR",
 				     "tree: hide subtrees cheaper than DUR, e.g. 1ms (implies --tree)"),
-			OPT_BOOL("all-processes", 0, &ro->all_processes, "report every Python process, not only the main one"),
+			OPT_BOOL("all-processes", 0, &ro->all_processes,
+				 "report every Python process, not only the main one"),
 			OPT_CALLBACK("color", 0, ro, set_color, "WHEN",
 				     "auto (default: on a terminal without NO_COLOR), always, never"),
-			OPT_CALLBACK_DATA("flamegraph", 0, po, add_output, "svg", "FILE", "also write an SVG flame graph"),
-			OPT_CALLBACK_DATA("html", 0, po, add_output, "html", "FILE", "also write a single-file HTML report"),
+			OPT_CALLBACK_DATA("flamegraph", 0, po, add_output, "svg", "FILE",
+					  "also write an SVG flame graph"),
+			OPT_CALLBACK_DATA("html", 0, po, add_output, "html", "FILE",
+					  "also write a single-file HTML report"),
 			OPT_CALLBACK_DATA("speedscope", 0, po, add_output, "speedscope", "FILE",
 					  "also write a speedscope profile"),
-			OPT_CALLBACK_DATA("chrome", 0, po, add_output, "chrome", "FILE", "also write a Chrome trace (Perfetto)"),
+			OPT_CALLBACK_DATA("chrome", 0, po, add_output, "chrome", "FILE",
+					  "also write a Chrome trace (Perfetto)"),
 			OPT_CALLBACK_DATA("folded", 0, po, add_output, "folded", "FILE", "also write folded stacks"),
 			OPT_CALLBACK("budget", 0, po, add_budget, "NAME=DUR",
 				     "fail (exit 1) when total, startup, target or MODULE exceeds DUR; repeatable"),
-			OPT_CALLBACK("forbid", 0, po, add_forbid, "MODULE", "fail (exit 1) when MODULE is imported; repeatable"),
+			OPT_CALLBACK("forbid", 0, po, add_forbid, "MODULE",
+				     "fail (exit 1) when MODULE is imported; repeatable"),
 			OPT_END(),
 		};
 
@@ -183,8 +190,8 @@ int show_profile(const struct profile *p, const struct show_opts *so)
 	return profile_finish_outputs(p, &so->outputs, &so->report, so->output, so->json_stdout, so->no_report);
 }
 
-int profile_finish_outputs(const struct profile *p, const struct profile_outputs *po,
-			   const struct report_opts *ro, const char *output, bool json_stdout, bool no_report)
+int profile_finish_outputs(const struct profile *p, const struct profile_outputs *po, const struct report_opts *ro,
+			   const char *output, bool json_stdout, bool no_report)
 {
 	struct buf out = BUF_INIT, err = BUF_INIT;
 	int ret = 0;

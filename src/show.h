@@ -39,8 +39,8 @@ void profile_outputs_forbid(struct profile_outputs *po, const char *module);
  * Returns 0, or EXIT_FAIL when a file could not be written or a budget
  * failed (the explanation is printed on stderr).
  */
-int profile_finish_outputs(const struct profile *p, const struct profile_outputs *po,
-			   const struct report_opts *ro, const char *output, bool json_stdout, bool no_report);
+int profile_finish_outputs(const struct profile *p, const struct profile_outputs *po, const struct report_opts *ro,
+			   const char *output, bool json_stdout, bool no_report);
 
 /* What a command's options say about showing its profile. */
 struct show_opts {

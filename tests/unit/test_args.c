@@ -64,17 +64,17 @@ static void outer_init(struct outer *o)
 }
 
 /* The table under test, built over o as a command builds its own. */
-#define TABLE(o)                                                                                         \
-	const struct opt table[] = {                                                                     \
-		OPT_INCLUDE((o)->in_options),                                                            \
-		OPT_INT("count", 'n', &(o)->count, 1, 100, "N", "how many"),                            \
-		OPT_DURATION("wait", 0, &(o)->wait_us, "DUR", "a duration"),                            \
-		OPT_SECONDS("limit", 0, &(o)->limit_us, 60, "seconds up to a minute"),                  \
-		OPT_STRINGS("item", 'i', &(o)->list, "X", "repeatable"),                                 \
-		OPT_CALLBACK_DATA("call", 0, (o), remember, "payload", "ARG", "a callback with data"),   \
-		OPT_HELP("call", 0, "ARG=MORE", "a second help line for --call"),                        \
-		OPT_HELP("only-help", 0, NULL, "never parsed"),                                          \
-		OPT_END(),                                                                               \
+#define TABLE(o)                                                                                                       \
+	const struct opt table[] = {                                                                                   \
+		OPT_INCLUDE((o)->in_options),                                                                          \
+		OPT_INT("count", 'n', &(o)->count, 1, 100, "N", "how many"),                                           \
+		OPT_DURATION("wait", 0, &(o)->wait_us, "DUR", "a duration"),                                           \
+		OPT_SECONDS("limit", 0, &(o)->limit_us, 60, "seconds up to a minute"),                                 \
+		OPT_STRINGS("item", 'i', &(o)->list, "X", "repeatable"),                                               \
+		OPT_CALLBACK_DATA("call", 0, (o), remember, "payload", "ARG", "a callback with data"),                 \
+		OPT_HELP("call", 0, "ARG=MORE", "a second help line for --call"),                                      \
+		OPT_HELP("only-help", 0, NULL, "never parsed"),                                                        \
+		OPT_END(),                                                                                             \
 	}
 
 static int parse(const struct opt *table, struct buf *err, int *i, ...)

@@ -207,9 +207,10 @@ static void test_v2_figures(void **state)
 	if (!cg)
 		fail_msg("cgroup_create: %s", err.buf);
 	dir = run_dir(cgroup_join_files(cg)[0]);
-	put(dir, "cpu.stat", "usage_usec 2500123\nuser_usec 2000000\nsystem_usec 500123\n"
-			     "nr_periods 311\nnr_throttled 290\nthrottled_usec 25123456\n"
-			     "nr_bursts 0\nburst_usec 0\n");
+	put(dir, "cpu.stat",
+	    "usage_usec 2500123\nuser_usec 2000000\nsystem_usec 500123\n"
+	    "nr_periods 311\nnr_throttled 290\nthrottled_usec 25123456\n"
+	    "nr_bursts 0\nburst_usec 0\n");
 	put(dir, "memory.peak", "134213632\n");
 	put(dir, "memory.events", "low 0\nhigh 0\nmax 57\noom 1\noom_kill 1\noom_group_kill 0\n");
 	assert_int_equal(cgroup_read_figures(cg, &fig), 0);
@@ -431,8 +432,9 @@ static void test_v1_figures(void **state)
 	assert_file(cpu, "cpu.cfs_quota_us", "28943");
 	assert_file(mem, "memory.limit_in_bytes", "536870912");
 	put(acct, "cpuacct.usage", "1234567890\n");
-	put(cpu, "cpu.stat", "nr_periods 120\nnr_throttled 100\nthrottled_time 9876543210\n"
-			     "nr_bursts 0\nburst_time 0\n");
+	put(cpu, "cpu.stat",
+	    "nr_periods 120\nnr_throttled 100\nthrottled_time 9876543210\n"
+	    "nr_bursts 0\nburst_time 0\n");
 	put(mem, "memory.max_usage_in_bytes", "67104768\n");
 	put(mem, "memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n");
 	assert_int_equal(cgroup_read_figures(cg, &fig), 0);

@@ -76,8 +76,8 @@ static void test_presets(void **state)
 
 static void test_parse_cpus(void **state)
 {
-	static const char *const bad[] = { "", "abc", "-1", "0", "0.005", "0.0049", "1e3", "nan",
-					   "inf", "0x1", " 1", "1 ", "1.2.3", ".", "2000", "1,5" };
+	static const char *const bad[] = { "",	  "abc", "-1", "0",  "0.005", "0.0049", "1e3",	"nan",
+					   "inf", "0x1", " 1", "1 ", "1.2.3", ".",	"2000", "1,5" };
 	struct limits lim = { 0 };
 	struct buf err = BUF_INIT;
 	size_t i;
@@ -141,8 +141,9 @@ static void test_parse_memory_swap(void **state)
 static void test_parse_pids_cpuset(void **state)
 {
 	static const char *const bad_pids[] = { "", "0", "-1", "1.5", "x", "99999999999", "4194305", " 5" };
-	static const char *const bad_sets[] = { "", "a", "1-0", "0,", ",0", "0--1", "0-", "-1", "0 1",
-						"9999", "0-1,a" };
+	static const char *const bad_sets[] = {
+		"", "a", "1-0", "0,", ",0", "0--1", "0-", "-1", "0 1", "9999", "0-1,a"
+	};
 	struct limits lim = { 0 };
 	struct buf err = BUF_INIT;
 	size_t i;
@@ -258,12 +259,9 @@ static void test_by_name_check_and_quota(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_presets),
-		cmocka_unit_test(test_parse_cpus),
-		cmocka_unit_test(test_parse_memory_swap),
-		cmocka_unit_test(test_parse_pids_cpuset),
-		cmocka_unit_test(test_describe),
-		cmocka_unit_test(test_by_name_check_and_quota),
+		cmocka_unit_test(test_presets),		  cmocka_unit_test(test_parse_cpus),
+		cmocka_unit_test(test_parse_memory_swap), cmocka_unit_test(test_parse_pids_cpuset),
+		cmocka_unit_test(test_describe),	  cmocka_unit_test(test_by_name_check_and_quota),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
