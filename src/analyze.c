@@ -10,6 +10,10 @@
 #include "findings.h"
 #include "plan_finding.h"
 
+/* The rules every analysis runs, in order. */
+static const struct finding_rules *const rule_tables[] = { &findings_builtin, &elf_finding_rules,
+							    &plan_finding_rules, NULL };
+
 void profile_analyze(struct profile *p, const char *const *stdlib_names)
 {
 	profile_analyze_with(p, stdlib_names, NULL);
@@ -60,7 +64,5 @@ void profile_analyze_with(struct profile *p, const char *const *stdlib_names, co
 		}
 		buf_release(&err);
 	}
-	elf_register_findings();
-	plan_register_findings();
-	findings_run(p);
+	findings_run(p, rule_tables);
 }

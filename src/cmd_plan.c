@@ -39,19 +39,7 @@ struct plan_opts {
 	struct strvec command;
 };
 
-static int o_fn(void *ctx, const char *v, struct buf *err)
-{
-	((struct plan_opts *)ctx)->fn = v;
-	return 0;
-}
-
-static int o_request(void *ctx, const char *v, struct buf *err)
-{
-	strvec_push(&((struct plan_opts *)ctx)->request_files, v);
-	return 0;
-}
-
-static int o_eager(void *ctx, const char *v, struct buf *err)
+static int check_eager(const struct opt *opt, const char *v, struct buf *err)
 {
 	const char *p;
 
@@ -65,84 +53,24 @@ static int o_eager(void *ctx, const char *v, struct buf *err)
 		buf_addf(err, "--eager needs a module name");
 		return -1;
 	}
-	strvec_push(&((struct plan_opts *)ctx)->eager, v);
+	strvec_push(opt->value, v);
 	return 0;
 }
 
-static int o_output(void *ctx, const char *v, struct buf *err)
-{
-	((struct plan_opts *)ctx)->output = v;
-	return 0;
-}
-
-static int o_python(void *ctx, const char *v, struct buf *err)
-{
-	((struct plan_opts *)ctx)->python = v;
-	return 0;
-}
-
-static int o_ready(void *ctx, const char *v, struct buf *err)
-{
-	((struct plan_opts *)ctx)->ready = v;
-	return 0;
-}
-
-static int o_verify(void *ctx, const char *v, struct buf *err)
-{
-	((struct plan_opts *)ctx)->verify = true;
-	return 0;
-}
-
-static int o_timeout(void *ctx, const char *v, struct buf *err)
-{
-	struct plan_opts *o = ctx;
-
-	if (parse_duration_us(v, &o->timeout_us) < 0 || o->timeout_us <= 0) {
-		buf_addf(err, "--timeout '%s': expected a duration such as 60s or 500ms", v);
-		return -1;
-	}
-	return 0;
-}
-
-static int o_help(void *ctx, const char *v, struct buf *err)
-{
-	BUG("--help reached its option callback");
-}
-
-static const struct opt plan_options[] = {
-	{ "fn", 0, 1, o_fn, "FUNC", "an Fn function file (or module) served by coldstart-fdk; HANDLER may follow" },
-	{ "request", 0, 1, o_request, "FILE", "a sample request body (repeat for more; sent in order)" },
-	{ "ready", 0, 1, o_ready, "SPEC", "fn, http://127.0.0.1:PORT/PATH or exit (default: fn with --fn, else exit)" },
-	{ "output", 'o', 1, o_output, "FILE", "where to write the plan (default " DEFAULT_OUTPUT ")" },
-	{ "eager", 0, 1, o_eager, "MODULE", "keep MODULE (and its submodules) eager (repeat for more)" },
-	{ "verify", 0, 0, o_verify, NULL, "replay the requests with and without the plan; refuse it if a response differs" },
-	{ "python", 0, 1, o_python, "PATH", "interpreter for --fn (default: $COLDSTART_PYTHON or python3)" },
-	{ "timeout", 0, 1, o_timeout, "TIME", "limit for each run of the target (default 120s)" },
-	{ "help", 'h', 0, o_help, NULL, "this text" },
-	{ NULL, 0, 0, NULL, NULL, NULL },
+static const struct usage plan_usage = {
+	.command = "plan",
+	.synopsis = "usage: coldstart plan [options] --fn FUNC [HANDLER] [--request FILE]...\n"
+		    "       coldstart plan [options] [--ready SPEC] [--request FILE]... -- COMMAND [ARG]...\n\n"
+		    "Runs the target while it answers the sample requests and writes a start-up plan:\n"
+		    "the modules it imported before the last response, where each was found, which ones\n"
+		    "the requests used, and which must stay eager.  Apply it with coldstart-fdk --plan FILE,\n"
+		    "python -m coldstart.run --plan FILE, or COLDSTART_PLAN=FILE (docs/plan.md).\n\n",
+	.footer = "With --ready http://..., each --request is POSTed to the URL (none: one GET); with exit,\n"
+		  "the response is the command's stdout and exit status.\n"
+		  "Exit status: 0 plan written, 1 verification refused the plan or it could not be made,\n"
+		  "2 usage, 4 the target could not be started (or is older than Python 3.8), 5 it failed,\n"
+		  "8 it timed out, 9 it never became ready.\n",
 };
-
-static void usage(FILE *f)
-{
-	struct buf b = BUF_INIT;
-
-	args_help(plan_options, &b);
-	fprintf(f,
-		"usage: coldstart plan [options] --fn FUNC [HANDLER] [--request FILE]...\n"
-		"       coldstart plan [options] [--ready SPEC] [--request FILE]... -- COMMAND [ARG]...\n\n"
-		"Runs the target while it answers the sample requests and writes a start-up plan:\n"
-		"the modules it imported before the last response, where each was found, which ones\n"
-		"the requests used, and which must stay eager.  Apply it with coldstart-fdk --plan FILE,\n"
-		"python -m coldstart.run --plan FILE, or COLDSTART_PLAN=FILE (docs/plan.md).\n\n"
-		"options:\n%s\n"
-		"With --ready http://..., each --request is POSTed to the URL (none: one GET); with exit,\n"
-		"the response is the command's stdout and exit status.\n"
-		"Exit status: 0 plan written, 1 verification refused the plan or it could not be made,\n"
-		"2 usage, 4 the target could not be started, 5 it failed, 8 it timed out, 9 it never\n"
-		"became ready.\n",
-		b.buf);
-	buf_release(&b);
-}
 
 /*
  * The parts of a plan the command reads back.  plan_load returns -1 for a
@@ -595,6 +523,18 @@ int cmd_plan(int argc, char **argv)
 	enum plan_status st;
 	int i = 1, rc, ret = EXIT_USAGE;
 	size_t k;
+	const struct opt options[] = {
+		OPT_STRING("fn", 0, &o.fn, "FUNC", "an Fn function file (or module) served by coldstart-fdk; HANDLER may follow"),
+		OPT_STRINGS("request", 0, &o.request_files, "FILE", "a sample request body (repeat for more; sent in order)"),
+		OPT_STRING("ready", 0, &o.ready, "SPEC", "fn, http://127.0.0.1:PORT/PATH or exit (default: fn with --fn, else exit)"),
+		OPT_STRING("output", 'o', &o.output, "FILE", "where to write the plan (default " DEFAULT_OUTPUT ")"),
+		OPT_CALLBACK("eager", 0, &o.eager, check_eager, "MODULE", "keep MODULE (and its submodules) eager (repeat for more)"),
+		OPT_BOOL("verify", 0, &o.verify, "replay the requests with and without the plan; refuse it if a response differs"),
+		OPT_STRING("python", 0, &o.python, "PATH", "interpreter for --fn (default: $COLDSTART_PYTHON or python3)"),
+		OPT_DURATION("timeout", 0, &o.timeout_us, "TIME", "limit for each run of the target (default 120s)"),
+		OPT_HELP("help", 'h', NULL, "this text"),
+		OPT_END(),
+	};
 
 	memset(&o, 0, sizeof(o));
 	memset(&r, 0, sizeof(r));
@@ -609,15 +549,9 @@ int cmd_plan(int argc, char **argv)
 	o.output = DEFAULT_OUTPUT;
 	o.timeout_us = DEFAULT_TIMEOUT_US;
 	for (;;) {
-		rc = args_parse(plan_options, &o, argc, argv, &i, NULL, &err);
-		if (rc == 1) {
-			usage(stdout);
-			ret = EXIT_OK;
-			goto out;
-		}
-		if (rc < 0) {
-			error("%s", err.buf);
-			usage(stderr);
+		rc = args_parse(options, argc, argv, &i, NULL, &err);
+		if (rc) {
+			ret = usage_stop(&plan_usage, options, rc, err.buf);
 			goto out;
 		}
 		if (i >= argc)
@@ -635,12 +569,16 @@ int cmd_plan(int argc, char **argv)
 	for (; i < argc; i++)
 		strvec_push(&o.command, argv[i]);
 	if (o.fn && o.command.nr) {
-		error("--fn runs coldstart-fdk itself; give either --fn FUNC [HANDLER] or a command after --");
+		ret = usage_error(&plan_usage,
+				  "--fn runs coldstart-fdk itself; give either --fn FUNC [HANDLER] or a command after --");
 		goto out;
 	}
 	if (!o.fn && !o.command.nr) {
-		error("nothing to plan: give --fn FUNC [HANDLER] or a command after --");
-		usage(stderr);
+		ret = usage_error(&plan_usage, "nothing to plan: give --fn FUNC [HANDLER] or a command after --");
+		goto out;
+	}
+	if (o.timeout_us <= 0) {
+		ret = usage_error(&plan_usage, "--timeout must be more than zero");
 		goto out;
 	}
 	if (!datadir) {
@@ -651,12 +589,12 @@ int cmd_plan(int argc, char **argv)
 	if (parse_ready(&r, o.ready ? o.ready : o.fn ? "fn" : "exit") < 0)
 		goto out;
 	if (r.t.probe == PLAN_PROBE_FN && !o.request_files.nr) {
-		error("an Fn function needs at least one --request FILE to plan for");
+		ret = usage_error(&plan_usage, "an Fn function needs at least one --request FILE to plan for");
 		goto out;
 	}
 	if (r.t.probe == PLAN_PROBE_EXIT && o.request_files.nr) {
-		error("--request needs a server (--fn, or --ready fn or http://...): a command that runs to exit "
-		      "takes no requests");
+		ret = usage_error(&plan_usage, "--request needs a server (--fn, or --ready fn or http://...): a "
+					       "command that runs to exit takes no requests");
 		goto out;
 	}
 	if (read_bodies(&r, &o.request_files) < 0) {

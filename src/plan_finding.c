@@ -97,9 +97,8 @@ out:
 	buf_release(&d);
 }
 
-static const struct finding_rule plan_rule = { .id = "startup-plan", .run = rule_startup_plan };
+static const struct finding_rule plan_rules[] = {
+	{ .id = "startup-plan", .run = rule_startup_plan },
+};
 
-void plan_register_findings(void)
-{
-	findings_register(&plan_rule);
-}
+const struct finding_rules plan_finding_rules = { plan_rules, ARRAY_SIZE(plan_rules) };

@@ -6,7 +6,9 @@
 #ifndef COLDSTART_PLAN_FINDING_H
 #define COLDSTART_PLAN_FINDING_H
 
-/* Registers the `startup-plan` rule with findings.c; safe to repeat. */
-void plan_register_findings(void);
+#include "findings.h"
+
+/* The `startup-plan` rule, as a table for findings_run (analyze.c runs it). */
+extern const struct finding_rules plan_finding_rules;
 
 #endif
