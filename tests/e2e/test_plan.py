@@ -184,7 +184,8 @@ def test_http_server_with_requests(workdir):
     (["--request", "r.json", "--", "true"], "takes no requests"),
     (["--eager", "a b", "--", "true"], "expected a module name"),
     (["--bogus"], "unknown option"),
-    (["--timeout", "soon", "--", "true"], "expected a duration"),
+    (["--timeout", "soon", "--", "true"], "not a duration"),
+    (["--timeout", "0", "--", "true"], "more than zero"),
     (["--fn", "f.py", "--", "true"], "either --fn"),
 ])
 def test_usage_errors(workdir, args, message):
