@@ -16,6 +16,7 @@ configuration, the median, 90th percentile and largest error in ms.
 """
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -27,9 +28,10 @@ def fifo():
 
 
 def one(coldstart, extra_env, rt, so, runs, out_dir):
-    clock = os.path.join(out_dir, "clock.txt")
+    clock = os.path.join(out_dir, "clock")
     if os.path.exists(clock):
-        os.unlink(clock)
+        shutil.rmtree(clock)
+    os.mkdir(clock)
     env = dict(os.environ, LD_PRELOAD=so, WALLCLOCK_OUT=clock, **extra_env)
     p = subprocess.run([coldstart, "profile", "-n", str(runs), "--json", "--python", "/usr/bin/python3",
                         "-c", "pass"], capture_output=True, text=True, env=env, timeout=600,
@@ -37,10 +39,10 @@ def one(coldstart, extra_env, rt, so, runs, out_dir):
     if p.returncode != 0:
         sys.exit("coldstart failed (%d): %s" % (p.returncode, p.stderr))
     own = {}
-    with open(clock) as f:
-        for line in f:
-            pid, start, end = map(int, line.split())
-            own[pid] = (end - start) / 1e6
+    for name in os.listdir(clock):
+        with open(os.path.join(clock, name)) as f:
+            pid, start, end = map(int, f.read().split())
+        own[pid] = (end - start) / 1e6
     errors = []
     for r in json.loads(p.stdout)["runs"]:
         pid = r["processes"][0]["pid"]
