@@ -1,0 +1,999 @@
+/*
+ * `coldstart why MODULE PROFILE`: every importer of a module in each process
+ * of a profile, what each one's import cost, and what would go away if the
+ * module were never imported (why.h); text for a terminal or --json.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "builtin.h"
+#include "parallel.h"
+#include "profile.h"
+#include "stats.h"
+#include "why.h"
+#include "why_scan.h"
+
+#define WIDTH 100
+#define READER_TIMEOUT_MS (600 * 1000)
+/* Where an importer's chain starts, under its statement. */
+#define CHAIN_COL 30
+
+struct why_cmd_opts {
+	bool json;
+	bool no_source;
+	bool no_cache;
+	bool functions;
+	const char *python;
+	int top; /* rows per list, 0 = all */
+	long run; /* 1-based, 0 = the median run */
+};
+
+static int o_json(void *ctx, const char *v, struct buf *err)
+{
+	((struct why_cmd_opts *)ctx)->json = true;
+	return 0;
+}
+
+static int o_no_source(void *ctx, const char *v, struct buf *err)
+{
+	((struct why_cmd_opts *)ctx)->no_source = true;
+	return 0;
+}
+
+static int o_no_cache(void *ctx, const char *v, struct buf *err)
+{
+	((struct why_cmd_opts *)ctx)->no_cache = true;
+	return 0;
+}
+
+static int o_functions(void *ctx, const char *v, struct buf *err)
+{
+	((struct why_cmd_opts *)ctx)->functions = true;
+	return 0;
+}
+
+static int o_python(void *ctx, const char *v, struct buf *err)
+{
+	if (!*v) {
+		buf_addf(err, "--python needs an interpreter");
+		return -1;
+	}
+	((struct why_cmd_opts *)ctx)->python = v;
+	return 0;
+}
+
+static int o_number(const char *opt, const char *v, long lo, long hi, long *out, struct buf *err)
+{
+	char *end;
+	long n = strtol(v, &end, 10);
+
+	if (!*v || *end || n < lo || n > hi) {
+		buf_addf(err, "%s '%s': expected a whole number from %ld to %ld", opt, v, lo, hi);
+		return -1;
+	}
+	*out = n;
+	return 0;
+}
+
+static int o_top(void *ctx, const char *v, struct buf *err)
+{
+	long n;
+
+	if (o_number("--top", v, 0, 1000000, &n, err) < 0)
+		return -1;
+	((struct why_cmd_opts *)ctx)->top = (int)n;
+	return 0;
+}
+
+static int o_run(void *ctx, const char *v, struct buf *err)
+{
+	return o_number("--run", v, 1, 1000000, &((struct why_cmd_opts *)ctx)->run, err);
+}
+
+/* args_parse answers -h/--help itself; the row is there for args_help. */
+static int o_help(void *ctx, const char *v, struct buf *err)
+{
+	BUG("--help reached its option callback");
+}
+
+static const struct opt why_options[] = {
+	{ "json", 0, 0, o_json, NULL, "write the answer as JSON" },
+	{ "top", 0, 1, o_top, "N", "rows in each list (default 20; 0 lists all)" },
+	{ "run", 0, 1, o_run, "N", "the run to answer for (default: the median one)" },
+	{ "functions", 0, 0, o_functions, NULL, "count imports inside functions as run at start-up" },
+	{ "python", 0, 1, o_python, "PATH", "read the source with this interpreter (default: the profile's)" },
+	{ "no-source", 0, 0, o_no_source, NULL, "read no source: only the imports the profile recorded" },
+	{ "no-cache", 0, 0, o_no_cache, NULL, "read every file again and keep no cache" },
+	{ "help", 'h', 0, o_help, NULL, "this text" },
+	{ NULL, 0, 0, NULL, NULL, NULL },
+};
+
+static void usage(FILE *f)
+{
+	struct buf h = BUF_INIT;
+
+	args_help(why_options, &h);
+	fprintf(f,
+		"usage: coldstart why MODULE PROFILE [--json] [--top N] [--run N] [--functions]\n"
+		"                     [--python PATH] [--no-source] [--no-cache]\n\n"
+		"Every importer of MODULE in each process of PROFILE (not only the first one,\n"
+		"which is all -X importtime shows), what each one's import cost, and what would\n"
+		"go away if MODULE were never imported: the modules and time only reachable\n"
+		"through it.  Importers come from the recorded import tree and from the import\n"
+		"statements of the profile's modules, read with the profile's interpreter.\n\n"
+		"options:\n%s\n"
+		"Exit status: 0 answered, 1 the module is in no process of the profile or the\n"
+		"profile is unreadable, 2 bad command line.  See docs/why.md.\n",
+		h.buf);
+	buf_release(&h);
+}
+
+/* Appends s, shortened in the middle to at most width columns. */
+static void add_fit(struct buf *out, const char *s, size_t width)
+{
+	size_t len = strlen(s), head;
+
+	if (len <= width || width < 5) {
+		buf_adds(out, s);
+		return;
+	}
+	head = (width - 1) / 2;
+	buf_add(out, s, head);
+	buf_adds(out, "\xe2\x80\xa6");
+	buf_adds(out, s + len - (width - 1 - head));
+}
+
+/*
+ * Appends the chain of ancestors of node i ("a > b > c"), keeping its first
+ * and last links and shortening the middle to fit width columns.
+ */
+static void add_chain(struct buf *out, const struct proc *pr, int32_t i, size_t width)
+{
+	int32_t path[4096];
+	size_t nr = 0, k, used, keep;
+
+	for (i = i >= 0 ? pr->nodes[i].parent : -1; i >= 0 && nr < ARRAY_SIZE(path); i = pr->nodes[i].parent)
+		path[nr++] = i;
+	if (!nr)
+		return;
+	used = strlen(node_name(pr, path[nr - 1]));
+	for (k = nr - 1; k > 0; k--)
+		used += 3 + strlen(node_name(pr, path[k - 1]));
+	if (used <= width) {
+		for (k = nr; k > 0; k--)
+			buf_addf(out, "%s%s", node_name(pr, path[k - 1]), k > 1 ? " > " : "");
+		return;
+	}
+	/* The root, an ellipsis, and as many of the last links as fit; else the last links alone. */
+	used = strlen(node_name(pr, path[nr - 1])) + 4;
+	for (keep = 0; keep + 1 < nr && used + 3 + strlen(node_name(pr, path[keep])) <= width; keep++)
+		used += 3 + strlen(node_name(pr, path[keep]));
+	if (keep) {
+		buf_addf(out, "%s > \xe2\x80\xa6", node_name(pr, path[nr - 1]));
+	} else {
+		used = 1;
+		for (keep = 0; keep < nr && used + 3 + strlen(node_name(pr, path[keep])) <= width; keep++)
+			used += 3 + strlen(node_name(pr, path[keep]));
+		if (!keep) {
+			add_fit(out, node_name(pr, path[0]), width);
+			return;
+		}
+		buf_adds(out, "\xe2\x80\xa6");
+	}
+	for (k = keep; k > 0; k--)
+		buf_addf(out, " > %s", node_name(pr, path[k - 1]));
+}
+
+/* Appends text wrapped at width with indent spaces before each line. */
+static void add_wrapped(struct buf *out, const char *text, size_t indent, size_t width)
+{
+	size_t col = 0;
+	const char *p = text;
+
+	while (*p) {
+		const char *e = strchrnul(p, ' ');
+		size_t w = (size_t)(e - p);
+
+		if (col && col + 1 + w > width) {
+			buf_addch(out, '\n');
+			col = 0;
+		}
+		if (!col) {
+			buf_addf(out, "%*s", (int)indent, "");
+			col = indent;
+		} else {
+			buf_addch(out, ' ');
+			col++;
+		}
+		buf_add(out, p, w);
+		col += w;
+		p = *e ? e + 1 : e;
+	}
+	buf_addch(out, '\n');
+}
+
+/*
+ * Whether process i is a fork of another process of the run, and which: its
+ * parent is in the run with the same command line (a fork runs no __main__
+ * of its own and starts with its parent's modules).
+ */
+static int fork_parent(const struct run *r, size_t i)
+{
+	const struct proc *pr = &r->procs[i];
+	size_t j;
+
+	if (pr->pid < 0 || !pr->argv)
+		return -1;
+	for (j = 0; j < r->nr_procs; j++)
+		if (j != i && r->procs[j].pid == pr->ppid && r->procs[j].argv && !strcmp(r->procs[j].argv, pr->argv))
+			return (int)j;
+	return -1;
+}
+
+static const char *status_word(enum why_status s)
+{
+	static const char *const words[WHY_STATUS__COUNT] = {
+		[WHY_LOADED] = "loaded it",
+		[WHY_FOUND_LOADED] = "found loaded",
+		[WHY_INHERITED] = "inherited",
+		[WHY_CIRCULAR] = "circular",
+		[WHY_NOT_RUN] = "not run",
+		[WHY_IN_FUNCTION] = "in a function",
+		[WHY_NEVER] = "never runs",
+	};
+
+	return (unsigned)s < WHY_STATUS__COUNT ? words[s] : "?";
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+/* The importer's name as the user reads it. */
+static const char *importer_name(const struct why_graph *g, const struct why_importer *im,
+				 const struct why_stmt *first)
+{
+	if (im->node >= 0)
+		return node_name(g->pr, im->node);
+	if (first->via == WHY_VIA_TREE && first->target >= 0 && (g->pr->nodes[first->target].flags & NODE_STARTUP))
+		return "(interpreter start-up)";
+	return "__main__";
+}
+
+/* "dtypes.py:12", "dtypes.py:12 cond", "no statement", ... for a statement. */
+static void add_where(struct buf *out, const struct why_graph *g, const struct why_stmt *s)
+{
+	const char *file = why_graph_file(g, s->importer);
+
+	if (s->via == WHY_VIA_CACHED) {
+		buf_adds(out, "cached row");
+		return;
+	}
+	if (s->via == WHY_VIA_TREE) {
+		enum why_source src = s->importer >= 0 ? (enum why_source)g->source[s->importer] : WHY_SRC_NONE;
+		const struct why_stmt *computed = why_graph_computed(g, s->importer);
+
+		if (computed)
+			buf_addf(out, "%s:%u computed", file ? base_name(file) : "?", computed->line);
+		else if (s->importer < 0)
+			buf_adds(out, g->have_main ? "no statement" : "recorded");
+		else if (src == WHY_SRC_PARSED)
+			buf_adds(out, "no statement");
+		else if (src == WHY_SRC_NATIVE)
+			buf_adds(out, "extension");
+		else if (src == WHY_SRC_BUILTIN)
+			buf_adds(out, "built-in");
+		else if (src == WHY_SRC_NONE)
+			buf_adds(out, "recorded");
+		else
+			buf_adds(out, "no source");
+		return;
+	}
+	buf_addf(out, "%s:%u", file ? base_name(file) : "?", s->line);
+	if (s->via == WHY_VIA_CALL)
+		buf_adds(out, " call");
+	else if (s->ctx == WHY_COND)
+		buf_adds(out, " cond");
+	else if (s->ctx == WHY_TYPING)
+		buf_adds(out, " typing");
+	else if (s->ctx == WHY_MAIN_GUARD)
+		buf_adds(out, " main");
+}
+
+/* The statement that explains an importer best: a line over the bare tree edge it explains. */
+static const struct why_stmt *importer_stmt(const struct why_answer *a, const struct why_importer *im)
+{
+	size_t k;
+
+	for (k = im->first; k < im->first + im->nr; k++)
+		if (a->stmts[k].via != WHY_VIA_TREE && a->stmt_status[k] == im->status)
+			return &a->stmts[k];
+	return &a->stmts[im->first];
+}
+
+struct proc_answer {
+	size_t index; /* in the run */
+	int parent; /* fork parent's index, -1 */
+	bool inherited;
+	struct why_answer a;
+};
+
+static void text_importers(struct buf *out, const struct why_graph *g, const struct why_answer *a, int top)
+{
+	const struct proc *pr = g->pr;
+	size_t counts[WHY_STATUS__COUNT] = { 0 }, i, shown, where_w = 12;
+	struct buf where = BUF_INIT;
+	bool first = true;
+	int s;
+
+	for (i = 0; i < a->nr_importers; i++)
+		counts[a->importers[i].status]++;
+	buf_addf(out, "  %zu importer%s:", a->nr_importers, a->nr_importers == 1 ? "" : "s");
+	for (s = 0; s < WHY_STATUS__COUNT; s++)
+		if (counts[s]) {
+			buf_addf(out, "%s %zu %s", first ? "" : ",", counts[s], status_word((enum why_status)s));
+			first = false;
+		}
+	buf_addch(out, '\n');
+	if (!a->nr_importers)
+		return;
+	shown = top && (size_t)top < a->nr_importers ? (size_t)top : a->nr_importers;
+	for (i = 0; i < shown; i++) {
+		buf_reset(&where);
+		add_where(&where, g, importer_stmt(a, &a->importers[i]));
+		if (where.len > where_w)
+			where_w = where.len > 24 ? 24 : where.len;
+	}
+	buf_addf(out, "  %9s  %-13s  %-*s  %s\n", "cost", "what", (int)where_w, "where", "importer (and its chain)");
+	for (i = 0; i < shown; i++) {
+		const struct why_importer *im = &a->importers[i];
+		const struct why_stmt *st = importer_stmt(a, im);
+		const char *name = importer_name(g, im, st);
+		struct buf cost = BUF_INIT;
+		size_t used, left;
+
+		if (im->status == WHY_LOADED)
+			buf_add_duration(&cost, im->cost_us);
+		else if (im->status == WHY_FOUND_LOADED || im->status == WHY_CIRCULAR || im->status == WHY_INHERITED)
+			buf_adds(&cost, "0");
+		else
+			buf_adds(&cost, "-");
+		buf_reset(&where);
+		add_where(&where, g, st);
+		if (im->nr > 1 && where.len + 5 <= where_w)
+			buf_addf(&where, " +%zu", im->nr - 1);
+		buf_addf(out, "  %9s  %-13s  ", cost.buf, status_word(im->status));
+		used = 2 + 9 + 2 + 13 + 2;
+		if (where.len > where_w) {
+			add_fit(out, where.buf, where_w);
+			used += where_w;
+		} else {
+			buf_addf(out, "%-*s", (int)where_w, where.buf);
+			used += where_w;
+		}
+		buf_adds(out, "  ");
+		used += 2;
+		left = WIDTH > used ? WIDTH - used : 10;
+		add_fit(out, name, left);
+		buf_addch(out, '\n');
+		/* The chain on a line of its own, under the statement: chains are long. */
+		if (im->node >= 0 && pr->nodes[im->node].parent >= 0) {
+			buf_addf(out, "%*svia ", (int)CHAIN_COL, "");
+			add_chain(out, pr, im->node, WIDTH - CHAIN_COL - 4);
+			buf_addch(out, '\n');
+		}
+		buf_release(&cost);
+	}
+	if (shown < a->nr_importers)
+		buf_addf(out, "  \xe2\x80\xa6 %zu more (--top 0 lists all)\n", a->nr_importers - shown);
+	buf_release(&where);
+}
+
+static void text_gone(struct buf *out, const struct why_graph *g, const struct why_answer *a, const char *module,
+		      int top)
+{
+	const struct proc *pr = g->pr;
+	size_t i, shown, runs = 0;
+	struct buf line = BUF_INIT;
+
+	for (i = 0; i < a->nr_importers; i++)
+		if (a->importers[i].status <= WHY_CIRCULAR && a->importers[i].status != WHY_INHERITED)
+			runs++;
+	buf_addf(&line, "If %s were never imported, %zu module%s would go away: ", module, a->nr_gone,
+		 a->nr_gone == 1 ? "" : "s");
+	buf_add_duration(&line, a->gone_self_us);
+	buf_adds(&line, " of import time");
+	if (a->import_total_us > 0) {
+		buf_addf(&line, ", %.1f%% of this process's ", 100.0 * (double)a->gone_self_us / (double)a->import_total_us);
+		buf_add_duration(&line, a->import_total_us);
+	}
+	buf_addf(&line, ". %zu importer%s run%s an import of it at start-up", runs, runs == 1 ? "" : "s",
+		 runs == 1 ? "s" : "");
+	buf_adds(&line, runs ? "; each would have to defer it." : ".");
+	add_wrapped(out, line.buf, 2, WIDTH);
+	shown = top && (size_t)top < a->nr_gone ? (size_t)top : a->nr_gone;
+	if (shown)
+		buf_addf(out, "  %9s  %9s  %s\n", "self", "cum", "module");
+	for (i = 0; i < shown; i++) {
+		const struct imp_node *nd = &pr->nodes[a->gone[i]];
+		struct buf s = BUF_INIT, c = BUF_INIT;
+
+		buf_add_duration(&s, nd->self_us);
+		buf_add_duration(&c, nd->cum_us);
+		buf_addf(out, "  %9s  %9s  ", s.buf, c.buf);
+		add_fit(out, node_name(pr, a->gone[i]), WIDTH - 24);
+		buf_addch(out, '\n');
+		buf_release(&s);
+		buf_release(&c);
+	}
+	if (shown < a->nr_gone)
+		buf_addf(out, "  \xe2\x80\xa6 %zu more (--top 0 lists all)\n", a->nr_gone - shown);
+	if (a->nr_kept) {
+		buf_reset(&line);
+		buf_addf(&line, "%zu module%s imported beneath %s would stay, kept by other importers (their time "
+				"moves to them, it does not go away):",
+			 a->nr_kept, a->nr_kept == 1 ? "" : "s", module);
+		add_wrapped(out, line.buf, 2, WIDTH);
+		shown = top && (size_t)top < a->nr_kept ? (size_t)top : a->nr_kept;
+		buf_addf(out, "  %9s  %-28s  %s\n", "cum", "module", "kept by");
+		for (i = 0; i < shown; i++) {
+			const struct why_kept *k = &a->kept[i];
+			struct buf c = BUF_INIT, by = BUF_INIT;
+
+			buf_add_duration(&c, pr->nodes[k->node].cum_us);
+			buf_addf(out, "  %9s  ", c.buf);
+			buf_reset(&line);
+			add_fit(&line, node_name(pr, k->node), 28);
+			buf_addf(out, "%-28s  ", line.buf);
+			if (k->how.via == WHY_VIA_STMT && !k->how.line && k->by >= 0)
+				buf_addf(&by, "%s (a submodule of it stays)", node_name(pr, k->by));
+			else {
+				buf_adds(&by, k->by >= 0 ? node_name(pr, k->by) : "__main__");
+				buf_adds(&by, " (");
+				add_where(&by, g, &k->how);
+				buf_adds(&by, ")");
+			}
+			add_fit(out, by.buf, WIDTH - 43);
+			buf_addch(out, '\n');
+			buf_release(&c);
+			buf_release(&by);
+		}
+		if (shown < a->nr_kept)
+			buf_addf(out, "  \xe2\x80\xa6 %zu more (--top 0 lists all)\n", a->nr_kept - shown);
+	}
+	buf_release(&line);
+}
+
+static void text_process(struct buf *out, const struct run *r, const struct why_graph *g,
+			 const struct proc_answer *pa, const char *module, int top)
+{
+	const struct proc *pr = g->pr;
+	const struct why_answer *a = &pa->a;
+	struct buf line = BUF_INIT;
+
+	buf_addf(&line, "process %ld", pr->pid);
+	if (pa->index == 0)
+		buf_adds(&line, ", the target's own");
+	else if (pa->parent >= 0)
+		buf_addf(&line, ", a fork of %ld", r->procs[pa->parent].pid);
+	else if (pr->ppid > 0)
+		buf_addf(&line, ", started by %ld", pr->ppid);
+	if (pr->argv) {
+		buf_adds(&line, ": ");
+		add_fit(&line, pr->argv, WIDTH > line.len + 2 ? WIDTH - line.len - 2 : 10);
+	}
+	buf_addf(out, "%s\n", line.buf);
+	buf_reset(&line);
+	if (a->module >= 0) {
+		const struct imp_node *m = &pr->nodes[a->module];
+		size_t i;
+
+		buf_addf(&line, "%s loaded", module);
+		if (pr->timing && pr->timing[a->module].start_ns >= 0) {
+			buf_adds(&line, " at ");
+			buf_add_duration(&line, pr->timing[a->module].start_ns / 1000);
+		}
+		for (i = 0; i < a->nr_importers; i++)
+			if (a->importers[i].loaded == a->module) {
+				buf_addf(&line, " by %s", importer_name(g, &a->importers[i],
+									 importer_stmt(a, &a->importers[i])));
+				break;
+			}
+		buf_adds(&line, ": ");
+		buf_add_duration(&line, m->cum_us);
+		buf_adds(&line, " cumulative, ");
+		buf_add_duration(&line, m->self_us);
+		buf_addf(&line, " self; %zu module%s of its own", a->nr_loads, a->nr_loads == 1 ? "" : "s");
+	} else if (a->nr_loads) {
+		buf_addf(&line, "%s itself is not loaded here, %zu of its submodules are", module, a->nr_loads);
+	} else if (pa->inherited) {
+		buf_addf(&line, "%s came loaded from process %ld at the fork: nothing to pay here", module,
+			 r->procs[pa->parent].pid);
+	} else {
+		buf_addf(&line, "%s is not loaded in this process; its source names it", module);
+	}
+	add_wrapped(out, line.buf, 2, WIDTH);
+	text_importers(out, g, a, top);
+	if (a->nr_loads)
+		text_gone(out, g, a, module, top);
+	buf_release(&line);
+}
+
+static void text_sources(struct buf *out, const struct why_scan_result *res, bool scanned, bool have_trace,
+			 const char *scan_error, const struct why_cmd_opts *o)
+{
+	struct buf line = BUF_INIT;
+
+	if (o->no_source) {
+		buf_adds(&line, "Import statements not read (--no-source): the importers are the recorded ones, "
+				"the first import of each module.");
+	} else if (!scanned) {
+		buf_addf(&line, "Import statements not read: %s.  The importers are the recorded ones, the first "
+				"import of each module (--python PATH reads the source with another interpreter).",
+			 scan_error);
+	} else {
+		buf_addf(&line, "Statements of %zu files read by %s in ", res->files, res->python);
+		buf_add_duration(&line, res->wall_us);
+		buf_addf(&line, " (%zu parsed, %zu from the cache); %zu native extension%s cannot be read.",
+			 res->parsed, res->cached, res->sources[WHY_SRC_NATIVE],
+			 res->sources[WHY_SRC_NATIVE] == 1 ? "" : "s");
+		if (strcmp(res->cache, "used") && strcmp(res->cache, "off"))
+			buf_addf(&line, " The cache was refused: %s.", res->cache);
+		if (res->sources[WHY_SRC_ERROR])
+			buf_addf(&line, " %zu file%s could not be parsed (--json names them).", res->sources[WHY_SRC_ERROR],
+				 res->sources[WHY_SRC_ERROR] == 1 ? "" : "s");
+		if (!have_trace)
+			buf_adds(&line, " The profile has no trace: module files were located by name through the "
+					"interpreter's sys.path and the profile's directory.");
+	}
+	add_wrapped(out, line.buf, 0, WIDTH);
+	buf_release(&line);
+}
+
+static const char *assumption_text(bool functions)
+{
+	return functions ? "Assumes: every import statement in a loaded module's body and in its functions runs "
+			   "(TYPE_CHECKING and __main__ blocks excepted, and module-level ones whose module finished "
+			   "before the import), the recorded import tree's edges hold, and a submodule keeps its package. "
+			   "What C extensions and computed names import is seen only where they loaded a module first."
+			 : "Assumes: import statements in a loaded module's body run, conditional ones included "
+			   "(TYPE_CHECKING and __main__ blocks excepted, and module-level ones whose module finished "
+			   "before the import), imports inside functions do not run at start-up (--functions counts "
+			   "them), the recorded import tree's edges hold, and a submodule keeps its package. What C "
+			   "extensions and computed names import is seen only where they loaded a module first.";
+}
+
+static void json_str(struct buf *out, const char *s)
+{
+	if (s)
+		buf_add_json_str(out, s, strlen(s));
+	else
+		buf_adds(out, "null");
+}
+
+static void json_stmt(struct buf *out, const struct why_graph *g, const struct why_stmt *s, enum why_status st)
+{
+	buf_adds(out, "{\"imports\":");
+	json_str(out, s->name ? why_str(g, s->name) : s->target >= 0 ? node_name(g->pr, s->target) : NULL);
+	buf_adds(out, ",\"file\":");
+	json_str(out, s->via == WHY_VIA_TREE || s->via == WHY_VIA_CACHED ? NULL : why_graph_file(g, s->importer));
+	buf_addf(out, ",\"line\":%u,\"context\":\"%s\",\"via\":\"%s\",\"status\":\"%s\"}", s->line,
+		 why_ctx_name((enum why_ctx)s->ctx), why_via_name((enum why_via)s->via), why_status_name(st));
+}
+
+static void json_chain(struct buf *out, const struct proc *pr, int32_t i)
+{
+	struct buf chain = BUF_INIT;
+	const char *p;
+
+	buf_addch(out, '[');
+	if (i >= 0) {
+		proc_chain(pr, i, "\n", &chain);
+		for (p = chain.buf; *p;) {
+			const char *e = strchrnul(p, '\n');
+
+			if (p != chain.buf)
+				buf_addch(out, ',');
+			buf_add_json_str(out, p, (size_t)(e - p));
+			p = *e ? e + 1 : e;
+		}
+	}
+	buf_addch(out, ']');
+	buf_release(&chain);
+}
+
+static const char *source_name(enum why_source s)
+{
+	static const char *const names[WHY_SRC__COUNT] = {
+		[WHY_SRC_NONE] = "none",	 [WHY_SRC_PARSED] = "parsed",	  [WHY_SRC_NATIVE] = "native",
+		[WHY_SRC_BUILTIN] = "builtin", [WHY_SRC_NOSOURCE] = "nosource", [WHY_SRC_NOTFOUND] = "notfound",
+		[WHY_SRC_ERROR] = "error",
+	};
+
+	return (unsigned)s < WHY_SRC__COUNT ? names[s] : "none";
+}
+
+static void json_process(struct buf *out, const struct run *r, const struct why_graph *g,
+			 const struct proc_answer *pa)
+{
+	const struct proc *pr = g->pr;
+	const struct why_answer *a = &pa->a;
+	size_t i, k;
+
+	buf_addf(out, "{\"pid\":%ld,\"ppid\":%ld,\"argv\":", pr->pid, pr->ppid);
+	json_str(out, pr->argv);
+	buf_addf(out, ",\"role\":\"%s\"", pa->index == 0 ? "target" : pa->parent >= 0 ? "fork" : "child");
+	buf_addf(out, ",\"inherited\":%s,\"loads\":%zu,\"module\":", pa->inherited ? "true" : "false", a->nr_loads);
+	if (a->module >= 0) {
+		const struct imp_node *m = &pr->nodes[a->module];
+
+		buf_addf(out, "{\"start_us\":%lld,\"cum_us\":%lld,\"self_us\":%lld}",
+			 (long long)(pr->timing && pr->timing[a->module].start_ns >= 0 ? pr->timing[a->module].start_ns / 1000
+										      : UNKNOWN),
+			 (long long)m->cum_us, (long long)m->self_us);
+	} else {
+		buf_adds(out, "null");
+	}
+	buf_adds(out, ",\"importers\":[");
+	for (i = 0; i < a->nr_importers; i++) {
+		const struct why_importer *im = &a->importers[i];
+
+		buf_adds(out, i ? ",{\"module\":" : "{\"module\":");
+		json_str(out, importer_name(g, im, importer_stmt(a, im)));
+		buf_adds(out, ",\"chain\":");
+		json_chain(out, pr, im->node);
+		buf_addf(out, ",\"status\":\"%s\",\"cost_us\":%lld,\"loaded\":", why_status_name(im->status),
+			 (long long)im->cost_us);
+		json_str(out, im->loaded >= 0 ? node_name(pr, im->loaded) : NULL);
+		buf_addf(out, ",\"source\":\"%s\",\"statements\":[",
+			 source_name(im->node >= 0 ? (enum why_source)g->source[im->node]
+						   : g->have_main ? WHY_SRC_PARSED : WHY_SRC_NONE));
+		for (k = im->first; k < im->first + im->nr; k++) {
+			if (k > im->first)
+				buf_addch(out, ',');
+			json_stmt(out, g, &a->stmts[k], a->stmt_status[k]);
+		}
+		buf_adds(out, "]}");
+	}
+	buf_adds(out, "],\"gone\":");
+	if (a->nr_loads) {
+		buf_addf(out, "{\"self_us\":%lld,\"import_total_us\":%lld,\"modules\":[", (long long)a->gone_self_us,
+			 (long long)a->import_total_us);
+		for (i = 0; i < a->nr_gone; i++) {
+			const struct imp_node *nd = &pr->nodes[a->gone[i]];
+
+			buf_adds(out, i ? ",{\"name\":" : "{\"name\":");
+			json_str(out, node_name(pr, a->gone[i]));
+			buf_addf(out, ",\"self_us\":%lld,\"cum_us\":%lld}", (long long)nd->self_us, (long long)nd->cum_us);
+		}
+		buf_adds(out, "],\"kept\":[");
+		for (i = 0; i < a->nr_kept; i++) {
+			const struct why_kept *kp = &a->kept[i];
+
+			buf_adds(out, i ? ",{\"name\":" : "{\"name\":");
+			json_str(out, node_name(pr, kp->node));
+			buf_addf(out, ",\"cum_us\":%lld,\"by\":", (long long)pr->nodes[kp->node].cum_us);
+			json_str(out, kp->by >= 0 ? node_name(pr, kp->by) : "__main__");
+			buf_addf(out, ",\"edge\":\"%s\",\"statement\":",
+				 kp->how.via == WHY_VIA_TREE ? "tree"
+				 : kp->how.via == WHY_VIA_STMT && !kp->how.line && kp->how.target == kp->node &&
+						 kp->by >= 0 && why_in_package(node_name(pr, kp->by), node_name(pr, kp->node))
+					 ? "package"
+					 : "statement");
+			if (kp->how.via == WHY_VIA_TREE || !kp->how.line)
+				buf_adds(out, "null");
+			else
+				json_stmt(out, g, &kp->how, WHY_FOUND_LOADED);
+			buf_addch(out, '}');
+		}
+		buf_adds(out, "]}");
+	} else {
+		buf_adds(out, "null");
+	}
+	buf_addch(out, '}');
+	(void)r;
+}
+
+static void json_answer(struct buf *out, const char *module, size_t run_index, const struct profile *p,
+			const struct run *r, const struct why_graph *graphs, const struct proc_answer *pas, size_t nr,
+			const struct why_scan_result *res, bool scanned, const char *scan_error,
+			const struct why_cmd_opts *o)
+{
+	size_t i, s;
+	bool first = true;
+
+	buf_adds(out, "{\"module\":");
+	json_str(out, module);
+	buf_addf(out, ",\"run\":%zu,\"runs\":%zu,\"source\":{\"read\":%s", run_index + 1, p->nr_runs,
+		 scanned ? "true" : "false");
+	buf_adds(out, ",\"python\":");
+	json_str(out, res->python);
+	buf_adds(out, ",\"error\":");
+	json_str(out, scanned ? NULL : o->no_source ? "--no-source" : scan_error);
+	if (scanned) {
+		buf_addf(out, ",\"files\":%zu,\"parsed\":%zu,\"cached\":%zu,\"reader_s\":%.3f,\"wall_us\":%lld,\"cache\":",
+			 res->files, res->parsed, res->cached, res->reader_s, (long long)res->wall_us);
+		json_str(out, res->cache);
+		buf_adds(out, ",\"modules\":{");
+		for (s = 1; s < WHY_SRC__COUNT; s++)
+			buf_addf(out, "%s\"%s\":%zu", s > 1 ? "," : "", source_name((enum why_source)s), res->sources[s]);
+		buf_adds(out, "},\"unreadable\":[");
+		for (i = 0; i < nr; i++) {
+			const struct why_graph *g = &graphs[pas[i].index];
+			size_t k;
+
+			for (k = 0; k < g->pr->nr_nodes; k++) {
+				if (g->source[k] != WHY_SRC_ERROR)
+					continue;
+				buf_adds(out, first ? "{\"module\":" : ",{\"module\":");
+				first = false;
+				json_str(out, node_name(g->pr, (int32_t)k));
+				buf_adds(out, ",\"error\":");
+				json_str(out, g->error[k] ? why_str(g, g->error[k]) : NULL);
+				buf_addch(out, '}');
+			}
+			if (!first)
+				break; /* the processes share their files: one process's list is the list */
+		}
+		buf_addch(out, ']');
+	}
+	buf_addf(out, "},\"assumes\":{\"functions_run\":%s,\"text\":", o->functions ? "true" : "false");
+	json_str(out, assumption_text(o->functions));
+	buf_adds(out, "},\"processes\":[");
+	for (i = 0; i < nr; i++) {
+		if (i)
+			buf_addch(out, ',');
+		json_process(out, r, &graphs[pas[i].index], &pas[i]);
+	}
+	buf_adds(out, "],\"elsewhere\":[");
+	first = true;
+	for (i = 0; i < r->nr_procs; i++) {
+		size_t k;
+		bool answered = false;
+
+		for (k = 0; k < nr; k++)
+			answered |= pas[k].index == i;
+		if (answered)
+			continue;
+		buf_addf(out, "%s%ld", first ? "" : ",", r->procs[i].pid);
+		first = false;
+	}
+	buf_adds(out, "]}\n");
+}
+
+/* Edit distance, bounded: names longer than 64 bytes compare as far apart. */
+static size_t distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i, j, row[65], prev, tmp;
+
+	if (la > 64 || lb > 64)
+		return 64;
+	for (j = 0; j <= lb; j++)
+		row[j] = j;
+	for (i = 1; i <= la; i++) {
+		prev = row[0];
+		row[0] = i;
+		for (j = 1; j <= lb; j++) {
+			size_t best = prev + (a[i - 1] != b[j - 1]);
+
+			tmp = row[j];
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			prev = tmp;
+		}
+	}
+	return row[lb];
+}
+
+/* The last component of a dotted name. */
+static const char *last_part(const char *name)
+{
+	const char *dot = strrchr(name, '.');
+
+	return dot ? dot + 1 : name;
+}
+
+/*
+ * Up to five names of the run close to module: a small edit distance (a
+ * typo), the same last component ("tzinfo" for "pytz.tzinfo") or the name as
+ * a component; best first.
+ */
+static void suggest(const struct run *r, const char *module, struct buf *out)
+{
+	struct cand {
+		const char *name;
+		size_t score;
+	} best[5];
+	size_t nr = 0, i, k, j;
+
+	for (i = 0; i < r->nr_procs; i++) {
+		const struct proc *pr = &r->procs[i];
+
+		for (k = 0; k < pr->nr_nodes; k++) {
+			const char *name = node_name(pr, (int32_t)k);
+			size_t d = distance(module, name), dl = distance(module, last_part(name)), score, at;
+			size_t lim = strlen(module) / 3 + 1;
+			bool dup = false;
+
+			if (pr->nodes[k].flags & (NODE_CACHED | NODE_FAILED))
+				continue;
+			if (d <= lim)
+				score = d;
+			else if (dl <= lim)
+				score = 10 + dl;
+			else if (strstr(name, module))
+				score = 20 + strlen(name);
+			else
+				continue;
+			for (j = 0; j < nr; j++)
+				dup |= !strcmp(best[j].name, name);
+			if (dup)
+				continue;
+			for (at = nr; at > 0 && best[at - 1].score > score; at--)
+				;
+			if (at >= ARRAY_SIZE(best))
+				continue;
+			if (nr < ARRAY_SIZE(best))
+				nr++;
+			memmove(&best[at + 1], &best[at], (nr - 1 - at) * sizeof(best[0]));
+			best[at] = (struct cand){ .name = name, .score = score };
+		}
+	}
+	for (j = 0; j < nr; j++)
+		buf_addf(out, "%s%s", j ? ", " : "", best[j].name);
+}
+
+static bool run_has_trace(const struct run *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->nr_procs; i++)
+		if (r->procs[i].timing)
+			return true;
+	return false;
+}
+
+int cmd_why(int argc, char **argv)
+{
+	struct why_cmd_opts o = { .top = 20 };
+	struct profile p;
+	struct buf err = BUF_INIT, scan_err = BUF_INIT, out = BUF_INIT;
+	struct strvec pos = STRVEC_INIT;
+	struct why_graph *graphs = NULL;
+	struct proc_answer *pas = NULL;
+	struct why_scan_result res = { 0 };
+	bool *forks = NULL, scanned = false;
+	size_t nr_pas = 0, i, run_index;
+	const struct run *r = NULL;
+	const char *module;
+	int rc, ret = EXIT_USAGE;
+
+	profile_init(&p);
+	rc = args_parse_all(why_options, &o, argc, argv, &pos, &err);
+	if (rc == 1) {
+		usage(stdout);
+		ret = EXIT_OK;
+		goto out;
+	}
+	if (rc < 0 || pos.nr != 2 || !*pos.v[0]) {
+		if (rc < 0)
+			error("%s", err.buf);
+		else if (pos.nr > 2)
+			error("unexpected argument '%s'", pos.v[2]);
+		else
+			error("why needs a MODULE and a PROFILE");
+		fprintf(stderr, "Try 'coldstart why --help'.\n");
+		goto out;
+	}
+	module = pos.v[0];
+	ret = EXIT_FAIL;
+	if (profile_read_json(&p, pos.v[1], &err) < 0) {
+		error("%s", err.buf);
+		goto out;
+	}
+	if (!p.nr_runs) {
+		error("'%s' holds no runs", pos.v[1]);
+		goto out;
+	}
+	if (o.run > (long)p.nr_runs) {
+		error("--run %ld: '%s' holds %zu run%s", o.run, pos.v[1], p.nr_runs, p.nr_runs == 1 ? "" : "s");
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	run_index = o.run ? (size_t)(o.run - 1) : profile_median_run(&p);
+	r = &p.runs[run_index];
+	if (!r->nr_procs) {
+		error("run %zu of '%s' holds no processes", run_index + 1, pos.v[1]);
+		goto out;
+	}
+	graphs = xcalloc(r->nr_procs, sizeof(*graphs));
+	forks = xcalloc(r->nr_procs, sizeof(*forks));
+	for (i = 0; i < r->nr_procs; i++) {
+		why_graph_init(&graphs[i], &r->procs[i]);
+		forks[i] = fork_parent(r, i) >= 0;
+	}
+	if (!o.no_source) {
+		struct why_scan_opts so = {
+			.python = o.python,
+			.datadir = coldstart_datadir(),
+			.no_cache = o.no_cache,
+			.jobs = parallel_cpus(),
+			.timeout_ms = READER_TIMEOUT_MS,
+		};
+
+		scanned = why_scan(&p, r, forks, graphs, &so, &res, &scan_err) == 0;
+	}
+	pas = xcalloc(r->nr_procs, sizeof(*pas));
+	for (i = 0; i < r->nr_procs; i++) {
+		struct proc_answer *pa = &pas[nr_pas];
+		struct why_opts wo = { .functions_run = o.functions };
+
+		pa->index = i;
+		pa->parent = fork_parent(r, i);
+		pa->inherited = pa->parent >= 0 && why_graph_find(&graphs[pa->parent], module) >= 0;
+		wo.inherited = pa->inherited;
+		if (why_answer(&graphs[i], module, &wo, &pa->a) == 0)
+			nr_pas++;
+	}
+	if (!nr_pas) {
+		struct buf near = BUF_INIT;
+
+		suggest(r, module, &near);
+		error("'%s' is not imported in '%s'%s%s%s", module, pos.v[1],
+		      r->nr_procs > 1 ? " (in none of its processes)" : "", near.len ? "; close names: " : "",
+		      near.buf);
+		if (!scanned && !o.no_source)
+			fprintf(stderr, "coldstart: note: import statements not read: %s\n", scan_err.buf);
+		buf_release(&near);
+		goto out;
+	}
+	if (o.json) {
+		json_answer(&out, module, run_index, &p, r, graphs, pas, nr_pas, &res, scanned, scan_err.buf, &o);
+	} else {
+		struct buf line = BUF_INIT;
+
+		buf_addf(&line, "why %s \xe2\x80\x94 %s", module, pos.v[1]);
+		if (p.nr_runs > 1)
+			buf_addf(&line, ", run %zu of %zu", run_index + 1, p.nr_runs);
+		if (p.python_version)
+			buf_addf(&line, " (Python %s)", p.python_version);
+		add_fit(&out, line.buf, WIDTH);
+		buf_addch(&out, '\n');
+		buf_release(&line);
+		text_sources(&out, &res, scanned, run_has_trace(r), scan_err.buf, &o);
+		for (i = 0; i < nr_pas; i++) {
+			buf_addch(&out, '\n');
+			text_process(&out, r, &graphs[pas[i].index], &pas[i], module, o.top);
+		}
+		if (nr_pas < r->nr_procs)
+			buf_addf(&out, "\n%s is not imported in the %zu other process%s of the run.\n", module,
+				 r->nr_procs - nr_pas, r->nr_procs - nr_pas == 1 ? "" : "es");
+		buf_addch(&out, '\n');
+		add_wrapped(&out, assumption_text(o.functions), 0, WIDTH);
+	}
+	fwrite(out.buf, 1, out.len, stdout);
+	ret = EXIT_OK;
+out:
+	for (i = 0; graphs && i < r->nr_procs; i++)
+		why_graph_release(&graphs[i]);
+	for (i = 0; i < nr_pas; i++)
+		why_answer_release(&pas[i].a);
+	free(graphs);
+	free(pas);
+	free(forks);
+	why_scan_result_release(&res);
+	profile_release(&p);
+	strvec_clear(&pos);
+	buf_release(&err);
+	buf_release(&scan_err);
+	buf_release(&out);
+	return ret;
+}
