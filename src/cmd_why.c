@@ -100,12 +100,12 @@ static int o_help(void *ctx, const char *v, struct buf *err)
 
 static const struct opt why_options[] = {
 	{ "json", 0, 0, o_json, NULL, "write the answer as JSON" },
-	{ "top", 0, 1, o_top, "N", "rows in each list (default 20; 0 lists all)" },
-	{ "run", 0, 1, o_run, "N", "the run to answer for (default: the median one)" },
-	{ "functions", 0, 0, o_functions, NULL, "count imports inside functions as run at start-up" },
-	{ "python", 0, 1, o_python, "PATH", "read the source with this interpreter (default: the profile's)" },
-	{ "no-source", 0, 0, o_no_source, NULL, "read no source: only the imports the profile recorded" },
-	{ "no-cache", 0, 0, o_no_cache, NULL, "read every file again and keep no cache" },
+	{ "top", 0, 1, o_top, "N", "rows in each list (default 20; 0: all)" },
+	{ "run", 0, 1, o_run, "N", "the run to answer for (default: the median)" },
+	{ "functions", 0, 0, o_functions, NULL, "imports in functions run at start-up too" },
+	{ "python", 0, 1, o_python, "PATH", "read source with this interpreter" },
+	{ "no-source", 0, 0, o_no_source, NULL, "only the imports the profile recorded" },
+	{ "no-cache", 0, 0, o_no_cache, NULL, "read every file again, keep no cache" },
 	{ "help", 'h', 0, o_help, NULL, "this text" },
 	{ NULL, 0, 0, NULL, NULL, NULL },
 };
@@ -265,13 +265,16 @@ static const char *importer_name(const struct why_graph *g, const struct why_imp
 	return "__main__";
 }
 
-/* "dtypes.py:12", "dtypes.py:12 cond", "no statement", ... for a statement. */
-static void add_where(struct buf *out, const struct why_graph *g, const struct why_stmt *s)
+/*
+ * "dtypes.py:12", "dtypes.py:12 cond", "no statement", ... for a statement;
+ * " func" for one in a function unless the status already says so.
+ */
+static void add_where(struct buf *out, const struct why_graph *g, const struct why_stmt *s, bool say_func)
 {
 	const char *file = why_graph_file(g, s->importer);
 
-	if (s->via == WHY_VIA_CACHED) {
-		buf_adds(out, "cached row");
+	if (s->via == WHY_VIA_AGAIN) {
+		buf_adds(out, "recorded again");
 		return;
 	}
 	if (s->via == WHY_VIA_TREE) {
@@ -297,6 +300,8 @@ static void add_where(struct buf *out, const struct why_graph *g, const struct w
 	buf_addf(out, "%s:%u", file ? base_name(file) : "?", s->line);
 	if (s->via == WHY_VIA_CALL)
 		buf_adds(out, " call");
+	else if (s->ctx == WHY_FUNC && say_func)
+		buf_adds(out, " func");
 	else if (s->ctx == WHY_COND)
 		buf_adds(out, " cond");
 	else if (s->ctx == WHY_TYPING)
@@ -305,13 +310,20 @@ static void add_where(struct buf *out, const struct why_graph *g, const struct w
 		buf_adds(out, " main");
 }
 
-/* The statement that explains an importer best: a line over the bare tree edge it explains. */
+/*
+ * The statement that explains an importer best: a line with the importer's
+ * status over the bare tree edge; for a loader, else a line that names what
+ * it loaded (an import in a function that start-up called).
+ */
 static const struct why_stmt *importer_stmt(const struct why_answer *a, const struct why_importer *im)
 {
 	size_t k;
 
 	for (k = im->first; k < im->first + im->nr; k++)
 		if (a->stmts[k].via != WHY_VIA_TREE && a->stmt_status[k] == im->status)
+			return &a->stmts[k];
+	for (k = im->first; im->status == WHY_LOADED && k < im->first + im->nr; k++)
+		if (a->stmts[k].via != WHY_VIA_TREE && a->stmts[k].target == im->loaded)
 			return &a->stmts[k];
 	return &a->stmts[im->first];
 }
@@ -345,7 +357,7 @@ static void text_importers(struct buf *out, const struct why_graph *g, const str
 	shown = top && (size_t)top < a->nr_importers ? (size_t)top : a->nr_importers;
 	for (i = 0; i < shown; i++) {
 		buf_reset(&where);
-		add_where(&where, g, importer_stmt(a, &a->importers[i]));
+		add_where(&where, g, importer_stmt(a, &a->importers[i]), a->importers[i].status != WHY_IN_FUNCTION);
 		if (where.len > where_w)
 			where_w = where.len > 24 ? 24 : where.len;
 	}
@@ -364,7 +376,7 @@ static void text_importers(struct buf *out, const struct why_graph *g, const str
 		else
 			buf_adds(&cost, "-");
 		buf_reset(&where);
-		add_where(&where, g, st);
+		add_where(&where, g, st, im->status != WHY_IN_FUNCTION);
 		if (im->nr > 1 && where.len + 5 <= where_w)
 			buf_addf(&where, " +%zu", im->nr - 1);
 		buf_addf(out, "  %9s  %-13s  ", cost.buf, status_word(im->status));
@@ -381,10 +393,21 @@ static void text_importers(struct buf *out, const struct why_graph *g, const str
 		left = WIDTH > used ? WIDTH - used : 10;
 		add_fit(out, name, left);
 		buf_addch(out, '\n');
-		/* The chain on a line of its own, under the statement: chains are long. */
-		if (im->node >= 0 && pr->nodes[im->node].parent >= 0) {
-			buf_addf(out, "%*svia ", (int)CHAIN_COL, "");
-			add_chain(out, pr, im->node, WIDTH - CHAIN_COL - 4);
+		/*
+		 * On a line of its own, under the statement (chains are long): what
+		 * it loaded when that is a submodule, and the chain.
+		 */
+		buf_reset(&where);
+		if (im->status == WHY_LOADED && im->loaded >= 0 && im->loaded != a->module)
+			buf_addf(&where, "loaded %s%s", node_name(pr, im->loaded),
+				 im->node >= 0 && pr->nodes[im->node].parent >= 0 ? "; " : "");
+		if (im->node >= 0 && pr->nodes[im->node].parent >= 0)
+			buf_adds(&where, "via ");
+		if (where.len) {
+			buf_addf(out, "%*s", (int)CHAIN_COL, "");
+			add_fit(out, where.buf, WIDTH - CHAIN_COL);
+			if (im->node >= 0 && pr->nodes[im->node].parent >= 0 && WIDTH > CHAIN_COL + where.len + 8)
+				add_chain(out, pr, im->node, WIDTH - CHAIN_COL - where.len);
 			buf_addch(out, '\n');
 		}
 		buf_release(&cost);
@@ -455,7 +478,7 @@ static void text_gone(struct buf *out, const struct why_graph *g, const struct w
 			else {
 				buf_adds(&by, k->by >= 0 ? node_name(pr, k->by) : "__main__");
 				buf_adds(&by, " (");
-				add_where(&by, g, &k->how);
+				add_where(&by, g, &k->how, true);
 				buf_adds(&by, ")");
 			}
 			add_fit(out, by.buf, WIDTH - 43);
@@ -491,6 +514,7 @@ static void text_process(struct buf *out, const struct run *r, const struct why_
 	buf_reset(&line);
 	if (a->module >= 0) {
 		const struct imp_node *m = &pr->nodes[a->module];
+		int32_t top_r;
 		size_t i;
 
 		buf_addf(&line, "%s loaded", module);
@@ -498,8 +522,13 @@ static void text_process(struct buf *out, const struct run *r, const struct why_
 			buf_adds(&line, " at ");
 			buf_add_duration(&line, pr->timing[a->module].start_ns / 1000);
 		}
+		/* Its loader is the importer of the outermost node of the package around it. */
+		for (top_r = a->module; pr->nodes[top_r].parent >= 0 &&
+					why_in_package(node_name(pr, pr->nodes[top_r].parent), module);)
+			top_r = pr->nodes[top_r].parent;
 		for (i = 0; i < a->nr_importers; i++)
-			if (a->importers[i].loaded == a->module) {
+			if (a->importers[i].status == WHY_LOADED &&
+			    a->importers[i].node == (pr->nodes[top_r].parent >= 0 ? pr->nodes[top_r].parent : WHY_TOP)) {
 				buf_addf(&line, " by %s", importer_name(g, &a->importers[i],
 									 importer_stmt(a, &a->importers[i])));
 				break;
@@ -511,6 +540,9 @@ static void text_process(struct buf *out, const struct run *r, const struct why_
 		buf_addf(&line, " self; %zu module%s of its own", a->nr_loads, a->nr_loads == 1 ? "" : "s");
 	} else if (a->nr_loads) {
 		buf_addf(&line, "%s itself is not loaded here, %zu of its submodules are", module, a->nr_loads);
+	} else if (a->nr_failed) {
+		buf_addf(&line, "%s is not loaded here: %zu import%s of it failed", module, a->nr_failed,
+			 a->nr_failed == 1 ? "" : "s");
 	} else if (pa->inherited) {
 		buf_addf(&line, "%s came loaded from process %ld at the fork: nothing to pay here", module,
 			 r->procs[pa->parent].pid);
@@ -519,7 +551,7 @@ static void text_process(struct buf *out, const struct run *r, const struct why_
 	}
 	add_wrapped(out, line.buf, 2, WIDTH);
 	text_importers(out, g, a, top);
-	if (a->nr_loads)
+	if (a->nr_loads || a->nr_failed)
 		text_gone(out, g, a, module, top);
 	buf_release(&line);
 }
@@ -581,7 +613,7 @@ static void json_stmt(struct buf *out, const struct why_graph *g, const struct w
 	buf_adds(out, "{\"imports\":");
 	json_str(out, s->name ? why_str(g, s->name) : s->target >= 0 ? node_name(g->pr, s->target) : NULL);
 	buf_adds(out, ",\"file\":");
-	json_str(out, s->via == WHY_VIA_TREE || s->via == WHY_VIA_CACHED ? NULL : why_graph_file(g, s->importer));
+	json_str(out, s->via == WHY_VIA_TREE || s->via == WHY_VIA_AGAIN ? NULL : why_graph_file(g, s->importer));
 	buf_addf(out, ",\"line\":%u,\"context\":\"%s\",\"via\":\"%s\",\"status\":\"%s\"}", s->line,
 		 why_ctx_name((enum why_ctx)s->ctx), why_via_name((enum why_via)s->via), why_status_name(st));
 }
@@ -628,7 +660,8 @@ static void json_process(struct buf *out, const struct run *r, const struct why_
 	buf_addf(out, "{\"pid\":%ld,\"ppid\":%ld,\"argv\":", pr->pid, pr->ppid);
 	json_str(out, pr->argv);
 	buf_addf(out, ",\"role\":\"%s\"", pa->index == 0 ? "target" : pa->parent >= 0 ? "fork" : "child");
-	buf_addf(out, ",\"inherited\":%s,\"loads\":%zu,\"module\":", pa->inherited ? "true" : "false", a->nr_loads);
+	buf_addf(out, ",\"inherited\":%s,\"loads\":%zu,\"failed\":%zu,\"module\":", pa->inherited ? "true" : "false",
+		 a->nr_loads, a->nr_failed);
 	if (a->module >= 0) {
 		const struct imp_node *m = &pr->nodes[a->module];
 
@@ -661,7 +694,7 @@ static void json_process(struct buf *out, const struct run *r, const struct why_
 		buf_adds(out, "]}");
 	}
 	buf_adds(out, "],\"gone\":");
-	if (a->nr_loads) {
+	if (a->nr_loads || a->nr_failed) {
 		buf_addf(out, "{\"self_us\":%lld,\"import_total_us\":%lld,\"modules\":[", (long long)a->gone_self_us,
 			 (long long)a->import_total_us);
 		for (i = 0; i < a->nr_gone; i++) {

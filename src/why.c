@@ -20,7 +20,7 @@ static const char *const via_names[WHY_VIA__COUNT] = {
 	[WHY_VIA_STMT] = "statement",
 	[WHY_VIA_CALL] = "call",
 	[WHY_VIA_TREE] = "tree",
-	[WHY_VIA_CACHED] = "cached-row",
+	[WHY_VIA_AGAIN] = "recorded-again",
 	[WHY_VIA_COMPUTED] = "computed",
 };
 
@@ -162,16 +162,28 @@ void why_graph_init(struct why_graph *g, const struct proc *pr)
 			;
 		g->slots[s] = (int32_t)i + 1;
 	}
-	/* A cached row is an import statement that ran and found its module loaded. */
+	/*
+	 * A cached row is an import statement that ran and found its module
+	 * loaded; so is a tracer-only node of a module loaded before it (3.11's
+	 * importlib.import_module() enters _find_and_load, which the tracer
+	 * times, even for a loaded module).
+	 */
+	g->again = xcalloc(n ? n : 1, sizeof(*g->again));
 	for (i = 0; i < n; i++) {
 		const struct imp_node *c = &pr->nodes[i];
 		const char *name = node_name(pr, (int32_t)i);
 		size_t len = strlen(name);
+		int32_t first = find_len(g, name, len);
 
-		if (!(c->flags & NODE_CACHED) || !len)
+		if (!len || (c->flags & NODE_FAILED))
 			continue;
+		if (!(c->flags & NODE_CACHED) &&
+		    !((c->flags & NODE_TRACE_ONLY) && first >= 0 && first < (int32_t)i &&
+		      (!pr->timing || !pr->timing[i].file)))
+			continue;
+		g->again[i] = true;
 		push_stmt(g, c->parent >= 0 ? c->parent : WHY_TOP, resolve(g, name, len), intern(g, name, len), 0,
-			  WHY_BODY, WHY_VIA_CACHED);
+			  WHY_BODY, WHY_VIA_AGAIN);
 	}
 }
 
@@ -179,6 +191,7 @@ void why_graph_release(struct why_graph *g)
 {
 	free(g->stmts);
 	free(g->source);
+	free(g->again);
 	free(g->error);
 	free(g->file);
 	free(g->slots);
@@ -299,7 +312,7 @@ static void walk_init(struct walk *w, const struct why_graph *g, const char *mod
 	}
 	for (i = 0; i < w->n; i++) {
 		w->end[i] = w->pos[i] + size[i] - 1;
-		w->in_r[i] = !(pr->nodes[i].flags & NODE_CACHED) && why_in_package(node_name(pr, (int32_t)i), module);
+		w->in_r[i] = !g->again[i] && why_in_package(node_name(pr, (int32_t)i), module);
 	}
 	free(size);
 }
@@ -334,7 +347,7 @@ static enum why_status stmt_status(const struct walk *w, const struct why_stmt *
 		return WHY_IN_FUNCTION;
 	if (t < 0 || !target_is_it || w->pos[t] < 0)
 		return w->o->inherited ? WHY_INHERITED : WHY_NOT_RUN;
-	if (s->via == WHY_VIA_CACHED)
+	if (s->via == WHY_VIA_AGAIN)
 		return WHY_FOUND_LOADED;
 	if (a == WHY_TOP)
 		return pr->nodes[t].parent < 0 ? WHY_LOADED : WHY_FOUND_LOADED;
@@ -519,7 +532,7 @@ static void build_edges(const struct walk *w, struct edges *e)
 		const char *name = node_name(pr, (int32_t)i);
 		const char *dot = strrchr(name, '.');
 
-		if (nd->flags & NODE_CACHED)
+		if (g->again[i])
 			continue;
 		add_raw(&v, &nr, &alloc, nd->parent >= 0 ? nd->parent : top, (int32_t)i, EDGE_TREE);
 		if (dot) {
@@ -630,7 +643,7 @@ static void go_away(const struct walk *w, struct why_answer *a)
 	for (i = 0; i < w->n; i++) {
 		const struct imp_node *nd = &pr->nodes[i];
 
-		if ((nd->flags & NODE_CACHED) || w->pos[i] < 0)
+		if (g->again[i] || w->pos[i] < 0)
 			continue;
 		if (!seen[i]) {
 			a->gone[a->nr_gone++] = (int32_t)i;
@@ -672,17 +685,20 @@ int why_answer(const struct why_graph *g, const char *module, const struct why_o
 	memset(a, 0, sizeof(*a));
 	a->module = why_graph_find(g, module);
 	walk_init(&w, g, module, o);
-	for (i = 0; i < w.n; i++)
-		if (w.in_r[i])
+	for (i = 0; i < w.n; i++) {
+		if (w.in_r[i] && (g->pr->nodes[i].flags & NODE_FAILED))
+			a->nr_failed++;
+		else if (w.in_r[i])
 			a->nr_loads++;
+	}
 	collect_importers(&w, module, a);
-	if (!a->nr_loads && !a->nr_importers) {
+	if (!a->nr_loads && !a->nr_failed && !a->nr_importers) {
 		walk_release(&w);
 		why_answer_release(a);
 		a->module = -1;
 		return -1;
 	}
-	if (a->nr_loads)
+	if (a->nr_loads || a->nr_failed)
 		go_away(&w, a);
 	a->import_total_us = proc_import_total_us(g->pr, true);
 	walk_release(&w);

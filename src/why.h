@@ -31,7 +31,12 @@ enum why_via {
 	WHY_VIA_STMT = 0, /* an import statement in the source */
 	WHY_VIA_CALL, /* importlib.import_module("x") or __import__("x") with a literal name */
 	WHY_VIA_TREE, /* the recorded tree: it was the importer running when the module loaded */
-	WHY_VIA_CACHED, /* a 3.14 `-X importtime=2` cached row: the import ran, the module was loaded */
+	/*
+	 * The recorded tree shows the import again, finding the module loaded:
+	 * a 3.14 `-X importtime=2` cached row, or the tracer's record of an
+	 * importlib.import_module() call for a loaded module.
+	 */
+	WHY_VIA_AGAIN,
 	WHY_VIA_COMPUTED, /* import_module(x) / __import__(x) with a computed name: no target, no name */
 	WHY_VIA__COUNT
 };
@@ -85,6 +90,8 @@ struct why_graph {
 	struct why_stmt *stmts;
 	size_t nr_stmts, alloc_stmts;
 	uint8_t *source; /* enum why_source per node */
+	/* Per node: a repeat of an import already loaded (a cached row, a repeated import_module()), not a load. */
+	bool *again;
 	uint32_t *error; /* per node: pool offset of why its source could not be read, 0 = none */
 	uint32_t *file; /* per node: pool offset of the file that was read, 0 = none */
 	uint32_t main_file; /* the same for __main__ ("-c" for code given on the command line) */
@@ -97,9 +104,10 @@ struct why_graph {
 };
 
 /*
- * Indexes pr's nodes by name and adds the 3.14 cached rows as statements
- * (via WHY_VIA_CACHED, from the row's parent).  The recorded tree needs no
- * statements: why_answer reads it from pr.
+ * Indexes pr's nodes by name and adds the recorded repeats of imports
+ * (3.14 cached rows; tracer-only nodes of a module loaded before them) as
+ * statements of their parent with via WHY_VIA_AGAIN.  The recorded tree
+ * needs no statements: why_answer reads it from pr.
  */
 void why_graph_init(struct why_graph *g, const struct proc *pr);
 void why_graph_release(struct why_graph *g);
@@ -159,7 +167,8 @@ struct why_kept {
 struct why_answer {
 	/* The first load of the module in the process, -1 when it is not loaded here. */
 	int32_t module;
-	size_t nr_loads; /* nodes of the module and its submodules in this process */
+	size_t nr_loads; /* nodes of the module and its submodules in this process, failed ones left out */
+	size_t nr_failed; /* failed imports of them */
 	struct why_importer *importers;
 	size_t nr_importers;
 	struct why_stmt *stmts; /* the importers' statements, in importer order */
