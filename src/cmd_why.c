@@ -323,7 +323,8 @@ static const struct why_stmt *importer_stmt(const struct why_answer *a, const st
 		if (a->stmts[k].via != WHY_VIA_TREE && a->stmt_status[k] == im->status)
 			return &a->stmts[k];
 	for (k = im->first; im->status == WHY_LOADED && k < im->first + im->nr; k++)
-		if (a->stmts[k].via != WHY_VIA_TREE && a->stmts[k].target == im->loaded)
+		if ((a->stmts[k].via == WHY_VIA_STMT || a->stmts[k].via == WHY_VIA_CALL) &&
+		    a->stmts[k].target == im->loaded)
 			return &a->stmts[k];
 	return &a->stmts[im->first];
 }
@@ -499,7 +500,10 @@ static void text_process(struct buf *out, const struct run *r, const struct why_
 	const struct why_answer *a = &pa->a;
 	struct buf line = BUF_INIT;
 
-	buf_addf(&line, "process %ld", pr->pid);
+	if (pr->pid >= 0)
+		buf_addf(&line, "process %ld", pr->pid);
+	else
+		buf_adds(&line, "process (no pid: importtime only)");
 	if (pa->index == 0)
 		buf_adds(&line, ", the target's own");
 	else if (pa->parent >= 0)
@@ -547,7 +551,7 @@ static void text_process(struct buf *out, const struct run *r, const struct why_
 		buf_addf(&line, "%s came loaded from process %ld at the fork: nothing to pay here", module,
 			 r->procs[pa->parent].pid);
 	} else {
-		buf_addf(&line, "%s is not loaded in this process; its source names it", module);
+		buf_addf(&line, "%s's load is not in this process's tree; its importers below name it", module);
 	}
 	add_wrapped(out, line.buf, 2, WIDTH);
 	text_importers(out, g, a, top);

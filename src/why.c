@@ -346,9 +346,13 @@ static enum why_status stmt_status(const struct walk *w, const struct why_stmt *
 	if (s->ctx == WHY_FUNC)
 		return WHY_IN_FUNCTION;
 	if (t < 0 || !target_is_it || w->pos[t] < 0)
-		return w->o->inherited ? WHY_INHERITED : WHY_NOT_RUN;
-	if (s->via == WHY_VIA_AGAIN)
-		return WHY_FOUND_LOADED;
+		return w->o->inherited ? WHY_INHERITED : s->via == WHY_VIA_AGAIN ? WHY_FOUND_LOADED : WHY_NOT_RUN;
+	if (s->via == WHY_VIA_AGAIN) {
+		/* The record says it ran and found the module there, loaded or still loading. */
+		int64_t at = a >= 0 ? w->pos[a] : -1;
+
+		return at > w->pos[t] && at <= w->end[t] ? WHY_CIRCULAR : WHY_FOUND_LOADED;
+	}
 	if (a == WHY_TOP)
 		return pr->nodes[t].parent < 0 ? WHY_LOADED : WHY_FOUND_LOADED;
 	if (a < 0 || w->pos[a] < 0)

@@ -354,12 +354,14 @@ static void test_recorded_again(void **state)
 	struct why_graph g;
 	struct why_answer a;
 	struct why_opts o = { 0 };
-	int32_t user, cached, user2, again;
+	int32_t user, cached, user2, again, inner;
 
 	build(&f);
 	user = add(&f.pr, f.app, "user", 5, 5);
 	cached = add(&f.pr, user, "m", 0, 0);
 	f.pr.nodes[cached].flags |= NODE_CACHED;
+	inner = add(&f.pr, f.circ, "m", 0, 0);
+	f.pr.nodes[inner].flags |= NODE_CACHED;
 	user2 = add(&f.pr, f.app, "user2", 5, 15);
 	again = add(&f.pr, user2, "m", 10, 10);
 	f.pr.nodes[again].flags |= NODE_TRACE_ONLY;
@@ -374,6 +376,8 @@ static void test_recorded_again(void **state)
 	assert_int_equal(importer(&a, user)->status, WHY_FOUND_LOADED);
 	assert_int_equal(a.stmts[importer(&a, user)->first].via, WHY_VIA_AGAIN);
 	assert_int_equal(importer(&a, user2)->status, WHY_FOUND_LOADED);
+	/* A repeat inside the module's own import met it still loading. */
+	assert_int_equal(importer(&a, f.circ)->status, WHY_CIRCULAR);
 	assert_false(gone(&a, cached));
 	assert_false(gone(&a, again));
 	why_answer_release(&a);
