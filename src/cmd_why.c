@@ -575,9 +575,14 @@ static void text_sources(struct buf *out, const struct why_scan_result *res, boo
 	} else {
 		buf_addf(&line, "Statements of %zu files read by %s in ", res->files, res->python);
 		buf_add_duration(&line, res->wall_us);
-		buf_addf(&line, " (%zu parsed, %zu from the cache); %zu native extension%s cannot be read.",
-			 res->parsed, res->cached, res->sources[WHY_SRC_NATIVE],
-			 res->sources[WHY_SRC_NATIVE] == 1 ? "" : "s");
+		buf_addf(&line, " (%zu parsed, %zu from the cache).", res->parsed, res->cached);
+		if (res->sources[WHY_SRC_NATIVE] > res->pyx)
+			buf_addf(&line, " %zu native extension%s cannot be read%s", res->sources[WHY_SRC_NATIVE] - res->pyx,
+				 res->sources[WHY_SRC_NATIVE] - res->pyx == 1 ? "" : "s",
+				 res->pyx ? "," : ".");
+		if (res->pyx)
+			buf_addf(&line, " %zu native extension%s read through the Cython source beside %s.", res->pyx,
+				 res->pyx == 1 ? " was" : "s were", res->pyx == 1 ? "it" : "them");
 		if (strcmp(res->cache, "used") && strcmp(res->cache, "off"))
 			buf_addf(&line, " The cache was refused: %s.", res->cache);
 		if (res->sources[WHY_SRC_ERROR])
@@ -759,7 +764,7 @@ static void json_answer(struct buf *out, const char *module, size_t run_index, c
 		buf_adds(out, ",\"modules\":{");
 		for (s = 1; s < WHY_SRC__COUNT; s++)
 			buf_addf(out, "%s\"%s\":%zu", s > 1 ? "," : "", source_name((enum why_source)s), res->sources[s]);
-		buf_adds(out, "},\"unreadable\":[");
+		buf_addf(out, "},\"pyx\":%zu,\"unreadable\":[", res->pyx);
 		for (i = 0; i < nr; i++) {
 			const struct why_graph *g = &graphs[pas[i].index];
 			size_t k;

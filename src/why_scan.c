@@ -249,7 +249,7 @@ static enum why_source source_from_status(const char *s)
 {
 	if (!strcmp(s, "parsed") || !strcmp(s, "cached"))
 		return WHY_SRC_PARSED;
-	if (!strcmp(s, "native"))
+	if (!strcmp(s, "native") || !strcmp(s, "pyx"))
 		return WHY_SRC_NATIVE;
 	if (!strcmp(s, "builtin"))
 		return WHY_SRC_BUILTIN;
@@ -299,8 +299,10 @@ static int apply_records(struct listing *l, char *out, struct why_graph *graphs,
 			cur = next_f++;
 			if (cur < l->nr && strcmp(f[1], l->e[cur].name))
 				cur = SIZE_MAX; /* out of step: ignore rather than misattribute */
-			if (cur < l->nr && strcmp(l->e[cur].name, "__main__"))
+			if (cur < l->nr && strcmp(l->e[cur].name, "__main__")) {
 				res->sources[src]++;
+				res->pyx += !strcmp(f[2], "pyx");
+			}
 			for (u = use_first(l, cur, &code); u; u = use_next(l, u)) {
 				struct why_graph *g = &graphs[u->graph];
 

@@ -26,6 +26,7 @@ struct why_scan_result {
 	size_t files; /* distinct files of the modules */
 	size_t parsed, cached; /* read now, and answered from the cache */
 	size_t sources[WHY_SRC__COUNT]; /* modules by what was read for them */
+	size_t pyx; /* native ones read through the Cython source beside them */
 	double reader_s; /* the reader's own time, as it measured it */
 	int64_t wall_us; /* the whole scan, interpreter start included */
 	char *cache; /* "used", "off", or why the cache was refused (owned) */

@@ -15,7 +15,9 @@ gets one record a line, fields separated by TABs:
 
     F NAME STATUS FILE     what was read, one record per list line, in order,
                            then one for --main-code: parsed, cached, native,
-                           builtin, nosource, notfound, error:MESSAGE
+                           builtin, nosource, notfound, error:MESSAGE, or pyx
+                           for a native module read through the Cython source
+                           beside it (FILE is that .pyx)
     I NAME LINE CTX VIA BASE NAMES
                            an import of the module of the F record before it:
                            CTX body | cond | func | typing | main (under
@@ -35,7 +37,7 @@ import os
 import sys
 import time
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 BODY, COND, FUNC, TYPING, MAIN = "body", "cond", "func", "typing", "main"
 NATIVE_SUFFIXES = (".so", ".pyd")
 
@@ -177,11 +179,97 @@ def read_source(src, filename):
     return r.out
 
 
+def _pyx_names(text):
+    """The (module, names) of an `import ...` / `from ... import ...` line of
+    Cython source, or None (cimport is compile-time: no import at run time)."""
+    text = text.replace("(", " ").replace(")", " ").replace("\\", " ")
+    words = text.split()
+    if words[0] == "import" and "cimport" not in words:
+        return [(0, w.strip(), "") for w in " ".join(words[1:]).split(",") for w in [w.split(" as ")[0]]
+                if w.strip()]
+    if words[0] == "from" and len(words) >= 4 and words[2] == "import":
+        mod = words[1]
+        level = len(mod) - len(mod.lstrip("."))
+        names = ",".join(n.split(" as ")[0].strip() for n in " ".join(words[3:]).split(",")
+                         if n.strip())
+        return [(level, mod.lstrip("."), names)]
+    return None
+
+
+def read_pyx(src):
+    """The run-time imports of Cython source, line by line: Cython is not
+    Python, so no parser of the interpreter reads it.  Blocks are followed by
+    indentation; triple-quoted strings are skipped; a line that continues in
+    brackets is joined."""
+    out, stack, quote = [], [], None
+    lines = src.decode("utf-8", "replace").split("\n")
+    i = 0
+    while i < len(lines):
+        raw, lineno = lines[i], i + 1
+        i += 1
+        if quote:
+            if quote in raw:
+                quote = None
+            continue
+        text = raw.split("#", 1)[0].rstrip() if "#" in raw and '"' not in raw and "'" not in raw \
+            else raw.rstrip()
+        stripped = text.strip()
+        if not stripped:
+            continue
+        for q in ('"""', "'''"):
+            if stripped.lstrip("rRbBuUfF").startswith(q) and stripped.count(q) == 1:
+                quote = q
+        if quote:
+            continue
+        depth = stripped.count("(") + stripped.count("[") - stripped.count(")") - stripped.count("]")
+        while (depth > 0 or stripped.endswith("\\")) and i < len(lines):
+            more = lines[i].split("#", 1)[0].strip()
+            i += 1
+            stripped = stripped.rstrip("\\") + " " + more
+            depth += more.count("(") + more.count("[") - more.count(")") - more.count("]")
+        indent = len(text) - len(text.lstrip())
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        ctx = stack[-1][1] if stack else BODY
+        word = stripped.split()[0].rstrip(":")
+        if stripped.endswith(":"):
+            if word in ("def", "cpdef", "async", "lambda") or (word == "cdef" and " class " not in
+                                                                 stripped and "extern" not in stripped):
+                inner = FUNC
+            elif word in ("if", "elif", "else", "except", "for", "while", "IF", "ELIF", "ELSE", "match",
+                          "case"):
+                inner = _cond(ctx)
+            else:  # class, cdef class, try, with, finally, cdef extern
+                inner = ctx
+            stack.append((indent, inner))
+            continue
+        if word in ("import", "from"):
+            for level, module, names in _pyx_names(stripped) or ():
+                out.append((lineno, ctx, "stmt", level, module, names))
+    return out
+
+
+def _pyx_of(path):
+    """The Cython source beside an extension module, as Debian ships it."""
+    d, base = os.path.split(path)
+    pyx = os.path.join(d, base.split(".", 1)[0] + ".pyx")
+    return pyx if os.path.isfile(pyx) else None
+
+
 def _read_file(path):
     """(status, imports) for one file: a module's source, or a script of any
-    name (a console script); a .pyc is read through its source beside it."""
+    name (a console script); a .pyc is read through its source beside it; an
+    extension module through the Cython source beside it, when there is one
+    (status "pyx:PATH")."""
     if path.endswith(NATIVE_SUFFIXES):
-        return "native", []
+        pyx = _pyx_of(path)
+        if not pyx:
+            return "native", []
+        try:
+            with open(pyx, "rb") as f:
+                return "pyx:" + pyx, read_pyx(f.read())
+        except (OSError, ValueError, IndexError):
+            return "native", []
     if path.endswith(".pyc"):
         path = path[:-1]
         if not os.path.isfile(path):
@@ -458,6 +546,8 @@ def main(argv):
             out.append("F\t%s\t%s\t\n" % (name, status))
             continue
         st, imps, _ = results[path]
+        if st.startswith("pyx:"):
+            st, path = "pyx", st[4:]
         out.append("F\t%s\t%s\t%s\n" % (name, _clean(st), _clean(path)))
         emit(name, pkg, imps)
     if main_code is not None:
@@ -472,7 +562,7 @@ def main(argv):
     if cache_path and todo:
         for path in todo:
             st, imps, key = results[path]
-            if key and st in ("parsed", "native", "nosource"):
+            if key and (st in ("parsed", "native", "nosource") or st.startswith("pyx:")):
                 cache[path] = [key, st, imps]
         # Entries of other profiles stay for the next one, up to a bound past
         # which only this one's are kept.
