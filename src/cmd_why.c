@@ -378,8 +378,15 @@ static void text_importers(struct buf *out, const struct why_graph *g, const str
 			buf_adds(&cost, "-");
 		buf_reset(&where);
 		add_where(&where, g, st, im->status != WHY_IN_FUNCTION);
-		if (im->nr > 1 && where.len + 5 <= where_w)
-			buf_addf(&where, " +%zu", im->nr - 1);
+		/* +N: the importer's other lines (a tree edge is not one). */
+		{
+			size_t k, lines = 0;
+
+			for (k = im->first; k < im->first + im->nr; k++)
+				lines += a->stmts[k].via != WHY_VIA_TREE && &a->stmts[k] != st;
+			if (lines && where.len + 5 <= where_w)
+				buf_addf(&where, " +%zu", lines);
+		}
 		buf_addf(out, "  %9s  %-13s  ", cost.buf, status_word(im->status));
 		used = 2 + 9 + 2 + 13 + 2;
 		if (where.len > where_w) {
@@ -589,8 +596,8 @@ static void text_sources(struct buf *out, const struct why_scan_result *res, boo
 			buf_addf(&line, " %zu file%s could not be parsed (--json names them).", res->sources[WHY_SRC_ERROR],
 				 res->sources[WHY_SRC_ERROR] == 1 ? "" : "s");
 		if (!have_trace)
-			buf_adds(&line, " The profile has no trace: module files were located by name through the "
-					"interpreter's sys.path and the profile's directory.");
+			buf_adds(&line, " The profile has no trace: module files were located by name in the "
+					"profile's directory, the current one and the interpreter's sys.path.");
 	}
 	add_wrapped(out, line.buf, 0, WIDTH);
 	buf_release(&line);

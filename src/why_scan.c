@@ -355,7 +355,7 @@ static int run_reader(struct listing *l, const char *python, const char *code, c
 	struct child c;
 	struct child_exit ex;
 	struct buf list = BUF_INIT, errout = BUF_INIT, path = BUF_INIT;
-	char *root = NULL;
+	char *root = NULL, cwd[4096];
 	int fd = -1, ret = -1;
 	size_t i;
 
@@ -383,9 +383,14 @@ static int run_reader(struct listing *l, const char *python, const char *code, c
 		strvec_push(&c.args, "--cache-dir");
 		strvec_pushf(&c.args, "%s/imports", root);
 	}
+	/* Where modules without a file are looked for first: the profile's directory, then ours. */
 	if (p->cwd) {
 		strvec_push(&c.args, "--path");
 		strvec_push(&c.args, p->cwd);
+	}
+	if (getcwd(cwd, sizeof(cwd)) && (!p->cwd || strcmp(cwd, p->cwd))) {
+		strvec_push(&c.args, "--path");
+		strvec_push(&c.args, cwd);
 	}
 	if (code) {
 		strvec_push(&c.args, "--main-code");
