@@ -27,108 +27,21 @@ struct why_cmd_opts {
 	bool functions;
 	const char *python;
 	int top; /* rows per list, 0 = all */
-	long run; /* 1-based, 0 = the median run */
+	int run; /* 1-based, 0 = the median run */
 };
 
-static int o_json(void *ctx, const char *v, struct buf *err)
-{
-	((struct why_cmd_opts *)ctx)->json = true;
-	return 0;
-}
-
-static int o_no_source(void *ctx, const char *v, struct buf *err)
-{
-	((struct why_cmd_opts *)ctx)->no_source = true;
-	return 0;
-}
-
-static int o_no_cache(void *ctx, const char *v, struct buf *err)
-{
-	((struct why_cmd_opts *)ctx)->no_cache = true;
-	return 0;
-}
-
-static int o_functions(void *ctx, const char *v, struct buf *err)
-{
-	((struct why_cmd_opts *)ctx)->functions = true;
-	return 0;
-}
-
-static int o_python(void *ctx, const char *v, struct buf *err)
-{
-	if (!*v) {
-		buf_addf(err, "--python needs an interpreter");
-		return -1;
-	}
-	((struct why_cmd_opts *)ctx)->python = v;
-	return 0;
-}
-
-static int o_number(const char *opt, const char *v, long lo, long hi, long *out, struct buf *err)
-{
-	char *end;
-	long n = strtol(v, &end, 10);
-
-	if (!*v || *end || n < lo || n > hi) {
-		buf_addf(err, "%s '%s': expected a whole number from %ld to %ld", opt, v, lo, hi);
-		return -1;
-	}
-	*out = n;
-	return 0;
-}
-
-static int o_top(void *ctx, const char *v, struct buf *err)
-{
-	long n;
-
-	if (o_number("--top", v, 0, 1000000, &n, err) < 0)
-		return -1;
-	((struct why_cmd_opts *)ctx)->top = (int)n;
-	return 0;
-}
-
-static int o_run(void *ctx, const char *v, struct buf *err)
-{
-	return o_number("--run", v, 1, 1000000, &((struct why_cmd_opts *)ctx)->run, err);
-}
-
-/* args_parse answers -h/--help itself; the row is there for args_help. */
-static int o_help(void *ctx, const char *v, struct buf *err)
-{
-	BUG("--help reached its option callback");
-}
-
-static const struct opt why_options[] = {
-	{ "json", 0, 0, o_json, NULL, "write the answer as JSON" },
-	{ "top", 0, 1, o_top, "N", "rows in each list (default 20; 0: all)" },
-	{ "run", 0, 1, o_run, "N", "the run to answer for (default: the median)" },
-	{ "functions", 0, 0, o_functions, NULL, "imports in functions run at start-up too" },
-	{ "python", 0, 1, o_python, "PATH", "read source with this interpreter" },
-	{ "no-source", 0, 0, o_no_source, NULL, "only the imports the profile recorded" },
-	{ "no-cache", 0, 0, o_no_cache, NULL, "read every file again, keep no cache" },
-	{ "help", 'h', 0, o_help, NULL, "this text" },
-	{ NULL, 0, 0, NULL, NULL, NULL },
+static const struct usage why_usage = {
+	.command = "why",
+	.synopsis = "usage: coldstart why MODULE PROFILE [--json] [--top N] [--run N] [--functions]\n"
+		    "                     [--python PATH] [--no-source] [--no-cache]\n\n"
+		    "Every importer of MODULE in each process of PROFILE (not only the first one,\n"
+		    "which is all -X importtime shows), what each one's import cost, and what would\n"
+		    "go away if MODULE were never imported: the modules and time only reachable\n"
+		    "through it.  Importers come from the recorded import tree and from the import\n"
+		    "statements of the profile's modules, read with the profile's interpreter.\n\n",
+	.footer = "Exit status: 0 answered, 1 the module is in no process of the profile or the\n"
+		  "profile is unreadable, 2 bad command line.  See docs/why.md.\n",
 };
-
-static void usage(FILE *f)
-{
-	struct buf h = BUF_INIT;
-
-	args_help(why_options, &h);
-	fprintf(f,
-		"usage: coldstart why MODULE PROFILE [--json] [--top N] [--run N] [--functions]\n"
-		"                     [--python PATH] [--no-source] [--no-cache]\n\n"
-		"Every importer of MODULE in each process of PROFILE (not only the first one,\n"
-		"which is all -X importtime shows), what each one's import cost, and what would\n"
-		"go away if MODULE were never imported: the modules and time only reachable\n"
-		"through it.  Importers come from the recorded import tree and from the import\n"
-		"statements of the profile's modules, read with the profile's interpreter.\n\n"
-		"options:\n%s\n"
-		"Exit status: 0 answered, 1 the module is in no process of the profile or the\n"
-		"profile is unreadable, 2 bad command line.  See docs/why.md.\n",
-		h.buf);
-	buf_release(&h);
-}
 
 /* Appends s, shortened in the middle to at most width columns. */
 static void add_fit(struct buf *out, const char *s, size_t width)
@@ -925,21 +838,33 @@ int cmd_why(int argc, char **argv)
 	const char *module;
 	int rc, ret = EXIT_USAGE;
 
+	const struct opt options[] = {
+		OPT_BOOL("json", 0, &o.json, "write the answer as JSON"),
+		OPT_INT("top", 0, &o.top, 0, 1000000, "N", "rows in each list (default 20; 0: all)"),
+		OPT_INT("run", 0, &o.run, 1, 1000000, "N", "the run to answer for (default: the median)"),
+		OPT_BOOL("functions", 0, &o.functions, "imports in functions run at start-up too"),
+		OPT_STRING("python", 0, &o.python, "PATH", "read source with this interpreter"),
+		OPT_BOOL("no-source", 0, &o.no_source, "only the imports the profile recorded"),
+		OPT_BOOL("no-cache", 0, &o.no_cache, "read every file again, keep no cache"),
+		OPT_HELP("help", 'h', NULL, "this text"),
+		OPT_END(),
+	};
+
 	profile_init(&p);
-	rc = args_parse_all(why_options, &o, argc, argv, &pos, &err);
-	if (rc == 1) {
-		usage(stdout);
-		ret = EXIT_OK;
+	rc = args_parse_all(options, argc, argv, &pos, &err);
+	if (rc) {
+		ret = usage_stop(&why_usage, options, rc, err.buf);
 		goto out;
 	}
-	if (rc < 0 || pos.nr != 2 || !*pos.v[0]) {
-		if (rc < 0)
-			error("%s", err.buf);
-		else if (pos.nr > 2)
-			error("unexpected argument '%s'", pos.v[2]);
+	if (pos.nr != 2 || !*pos.v[0]) {
+		if (pos.nr > 2)
+			ret = usage_error(&why_usage, "unexpected argument '%s'", pos.v[2]);
 		else
-			error("why needs a MODULE and a PROFILE");
-		fprintf(stderr, "Try 'coldstart why --help'.\n");
+			ret = usage_error(&why_usage, "why needs a MODULE and a PROFILE");
+		goto out;
+	}
+	if (o.python && !*o.python) {
+		ret = usage_error(&why_usage, "--python needs an interpreter");
 		goto out;
 	}
 	module = pos.v[0];
@@ -952,9 +877,9 @@ int cmd_why(int argc, char **argv)
 		error("'%s' holds no runs", pos.v[1]);
 		goto out;
 	}
-	if (o.run > (long)p.nr_runs) {
-		error("--run %ld: '%s' holds %zu run%s", o.run, pos.v[1], p.nr_runs, p.nr_runs == 1 ? "" : "s");
-		ret = EXIT_USAGE;
+	if (o.run > 0 && (size_t)o.run > p.nr_runs) {
+		ret = usage_error(&why_usage, "--run %d: '%s' holds %zu run%s", o.run, pos.v[1], p.nr_runs,
+				  p.nr_runs == 1 ? "" : "s");
 		goto out;
 	}
 	run_index = o.run ? (size_t)(o.run - 1) : profile_median_run(&p);
