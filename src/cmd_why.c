@@ -498,11 +498,12 @@ static void text_sources(struct buf *out, const struct why_scan_result *res, boo
 		buf_addf(&line, " (%zu parsed, %zu from the cache).", res->parsed, res->cached);
 		if (res->sources[WHY_SRC_NATIVE] > res->pyx)
 			buf_addf(&line, " %zu native extension%s cannot be read%s", res->sources[WHY_SRC_NATIVE] - res->pyx,
-				 res->sources[WHY_SRC_NATIVE] - res->pyx == 1 ? "" : "s",
-				 res->pyx ? "," : ".");
+				 res->sources[WHY_SRC_NATIVE] - res->pyx == 1 ? "" : "s", res->pyx ? ";" : ".");
 		if (res->pyx)
-			buf_addf(&line, " %zu native extension%s read through the Cython source beside %s.", res->pyx,
-				 res->pyx == 1 ? " was" : "s were", res->pyx == 1 ? "it" : "them");
+			buf_addf(&line, " %zu %s read through the Cython source beside %s.", res->pyx,
+				 res->sources[WHY_SRC_NATIVE] > res->pyx ? (res->pyx == 1 ? "other was" : "others were")
+				 : (res->pyx == 1 ? "native extension was" : "native extensions were"),
+				 res->pyx == 1 ? "it" : "them");
 		if (strcmp(res->cache, "used") && strcmp(res->cache, "off"))
 			buf_addf(&line, " The cache was refused: %s.", res->cache);
 		if (res->sources[WHY_SRC_ERROR])
@@ -521,12 +522,14 @@ static const char *assumption_text(bool functions)
 	return functions ? "Assumes: every import statement in a loaded module's body and in its functions runs "
 			   "(TYPE_CHECKING and __main__ blocks excepted, and module-level ones whose module finished "
 			   "before the import), the recorded import tree's edges hold, and a submodule keeps its package. "
-			   "What C extensions and computed names import is seen only where they loaded a module first."
+			   "What C extensions without Cython source beside them and computed names import is seen only "
+			   "where they loaded a module first."
 			 : "Assumes: import statements in a loaded module's body run, conditional ones included "
 			   "(TYPE_CHECKING and __main__ blocks excepted, and module-level ones whose module finished "
 			   "before the import), imports inside functions do not run at start-up (--functions counts "
 			   "them), the recorded import tree's edges hold, and a submodule keeps its package. What C "
-			   "extensions and computed names import is seen only where they loaded a module first.";
+			   "extensions without Cython source beside them and computed names import is seen only where "
+			   "they loaded a module first.";
 }
 
 static void json_str(struct buf *out, const char *s)
