@@ -105,13 +105,17 @@ def importers(proc):
     return {im["module"]: im for im in proc["importers"]}
 
 
-@pytest.fixture
-def app_profile(coldstart, python, tmp_path):
-    write_app(tmp_path)
-    out = tmp_path / "app.json"
-    r = coldstart("profile", "--python", python, "-o", out, "app.py", cwd=tmp_path)
+def profile_app(coldstart, python, root):
+    write_app(root)
+    out = root / "app.json"
+    r = coldstart("profile", "--python", python, "-o", out, "app.py", cwd=root)
     assert r.returncode == 0, r.stderr
     return out
+
+
+@pytest.fixture
+def app_profile(coldstart, python, tmp_path):
+    return profile_app(coldstart, python, tmp_path)
 
 
 def test_every_case_of_importer(coldstart, python, app_profile, tmp_path):
@@ -193,10 +197,7 @@ def test_importtime_only_profile(coldstart, python, tmp_path):
 
 
 def test_cache_follows_the_files(coldstart, tmp_path):
-    write_app(tmp_path)
-    out = tmp_path / "app.json"
-    r = coldstart("profile", "--python", DEBIAN_PYTHON, "-o", out, "app.py", cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
+    out = profile_app(coldstart, DEBIAN_PYTHON, tmp_path)
     cache = tmp_path / "cache"
     first = why_json(coldstart, "heavy", out, cache=cache)["source"]
     assert first["cached"] == 0 and first["parsed"] == first["files"] > 10
@@ -219,10 +220,7 @@ def test_cache_follows_the_files(coldstart, tmp_path):
 
 
 def test_errors(coldstart, tmp_path):
-    write_app(tmp_path)
-    out = tmp_path / "app.json"
-    r = coldstart("profile", "--python", DEBIAN_PYTHON, "-o", out, "app.py", cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
+    out = profile_app(coldstart, DEBIAN_PYTHON, tmp_path)
     cache = tmp_path / "cache"
     r = why(coldstart, "haevy", out, cache=cache, ok=False)
     assert r.returncode == 1
