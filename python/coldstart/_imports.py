@@ -383,11 +383,17 @@ def _read_many(paths, jobs):
     kids = []
     for share in shares[1:]:
         r, w = os.pipe()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:
             os.close(r)
             try:
-                data = json.dumps(dict((p, _read_file(p)) for p in share)).encode("utf-8")
+                got = {}
+                for p in share:
+                    if os.getppid() != parent:  # the reader is gone (killed with coldstart)
+                        os._exit(1)
+                    got[p] = _read_file(p)
+                data = json.dumps(got).encode("utf-8")
                 with os.fdopen(w, "wb") as f:
                     f.write(data)
             finally:

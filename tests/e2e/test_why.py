@@ -434,3 +434,67 @@ def test_gunicorn_two_workers(coldstart, tmp_path, real_cache):
     text = why(coldstart, "requests", out, cache=real_cache).stdout
     fits(text)
     assert text.count(", a fork of %d" % procs[0]["pid"]) == 2
+
+
+def readers_of(cache):
+    """pids of import readers started for this cache directory."""
+    pids = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if any(a.endswith(b"_imports.py") for a in argv) and os.path.join(str(cache), "imports").encode() in argv:
+            pids.append(int(pid))
+    return pids
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "sigkill"])
+def test_interrupted_read_leaves_nothing(pandas_profile, tmp_path, how):
+    """Ctrl-C (SIGINT to the whole group) or SIGKILL of coldstart alone while
+    the reader parses pandas: no reader process and no half-written cache
+    stays behind."""
+    import signal
+    import time
+    from conftest import COLDSTART
+    cache = tmp_path / "cache"
+    env = dict(os.environ, COLDSTART_CACHE_DIR=str(cache))
+    p = subprocess.Popen([COLDSTART, "why", "numpy", str(pandas_profile)], env=env, start_new_session=True,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 30
+    while not readers_of(cache) and time.time() < deadline:
+        time.sleep(0.05)
+    assert readers_of(cache), "the reader never started"
+    time.sleep(0.5)
+    if how == "ctrl-c":
+        os.killpg(p.pid, signal.SIGINT)
+    else:
+        os.kill(p.pid, signal.SIGKILL)
+    p.wait(timeout=30)
+    deadline = time.time() + 15
+    while readers_of(cache) and time.time() < deadline:
+        time.sleep(0.05)
+    assert readers_of(cache) == []
+    leftovers = [f for f in (cache / "imports").iterdir() if f.name.endswith(".tmp")] \
+        if (cache / "imports").exists() else []
+    assert leftovers == []
+
+
+def test_runs(coldstart, tmp_path):
+    """--run picks a run of a repeated profile; the default is the median one, as the report's."""
+    write_app(tmp_path)
+    out = tmp_path / "n.json"
+    r = coldstart("profile", "--python", DEBIAN_PYTHON, "-n", "3", "-o", out, "app.py", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    cache = tmp_path / "cache"
+    d = why_json(coldstart, "heavy", out, "--run", "3", cache=cache)
+    assert d["run"] == 3 and d["runs"] == 3
+    assert importers(d["processes"][0])["alpha"]["status"] == "loaded"
+    pids = {why_json(coldstart, "heavy", out, "--run", str(n), cache=cache)["processes"][0]["pid"] for n in (1, 2, 3)}
+    assert len(pids) == 3
+    assert why_json(coldstart, "heavy", out, cache=cache)["run"] in (1, 2, 3)
+    r = why(coldstart, "heavy", out, "--run", "4", cache=cache, ok=False)
+    assert r.returncode == 2 and "holds 3 runs" in r.stderr
