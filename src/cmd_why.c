@@ -517,6 +517,32 @@ static void text_sources(struct buf *out, const struct why_scan_result *res, boo
 	buf_release(&line);
 }
 
+/* "pytz is not imported in process 12 (the target's own), 14, 15." */
+static void text_elsewhere(struct buf *out, const struct run *r, const struct proc_answer *pas, size_t nr,
+			   const char *module)
+{
+	struct buf line = BUF_INIT;
+	size_t i, k, listed = 0, left = r->nr_procs - nr;
+
+	buf_addf(&line, "%s is not imported in process%s", module, left == 1 ? "" : "es");
+	for (i = 0; i < r->nr_procs && listed < 8; i++) {
+		bool answered = false;
+
+		for (k = 0; k < nr; k++)
+			answered |= pas[k].index == i;
+		if (answered)
+			continue;
+		buf_addf(&line, "%s %ld%s", listed ? "," : "", r->procs[i].pid, i == 0 ? " (the target's own)" : "");
+		listed++;
+	}
+	if (left > listed)
+		buf_addf(&line, " and %zu more", left - listed);
+	buf_addch(&line, '.');
+	buf_addch(out, '\n');
+	add_wrapped(out, line.buf, 0, WIDTH);
+	buf_release(&line);
+}
+
 static const char *assumption_text(bool functions)
 {
 	return functions ? "Assumes: every import statement in a loaded module's body and in its functions runs "
@@ -951,8 +977,7 @@ int cmd_why(int argc, char **argv)
 			text_process(&out, r, &graphs[pas[i].index], &pas[i], module, o.top);
 		}
 		if (nr_pas < r->nr_procs)
-			buf_addf(&out, "\n%s is not imported in the %zu other process%s of the run.\n", module,
-				 r->nr_procs - nr_pas, r->nr_procs - nr_pas == 1 ? "" : "es");
+			text_elsewhere(&out, r, pas, nr_pas, module);
 		buf_addch(&out, '\n');
 		add_wrapped(&out, assumption_text(o.functions), 0, WIDTH);
 	}
