@@ -24,6 +24,7 @@ static const struct command commands[] = {
 	{ "why", cmd_why, "every importer of a module, and what would go away without it" },
 	{ "inspect", cmd_inspect, "ELF facts about native extensions and the interpreter" },
 	{ "docker", cmd_docker, "profile a command inside a constrained docker run" },
+	{ "plan", cmd_plan, "record a start-up plan (lazy imports, module index) from sample requests" },
 };
 
 static void usage(FILE *f)
