@@ -187,20 +187,32 @@ static void add_where(struct buf *out, const struct why_graph *g, const struct w
 
 /*
  * The statement that explains an importer best: a line with the importer's
- * status over the bare tree edge; for a loader, else a line that names what
- * it loaded (an import in a function that start-up called).
+ * status over the bare tree edge; for a loader, else a line of its body that
+ * names what it loaded, else a call with a computed name (the tree edge,
+ * which add_where shows as that call), else a line in a function that names
+ * it (a function start-up called, as Django's manage.py main()).
  */
-static const struct why_stmt *importer_stmt(const struct why_answer *a, const struct why_importer *im)
+static const struct why_stmt *importer_stmt(const struct why_graph *g, const struct why_answer *a,
+					    const struct why_importer *im)
 {
+	const struct why_stmt *in_function = NULL;
 	size_t k;
 
 	for (k = im->first; k < im->first + im->nr; k++)
 		if (a->stmts[k].via != WHY_VIA_TREE && a->stmt_status[k] == im->status)
 			return &a->stmts[k];
-	for (k = im->first; im->status == WHY_LOADED && k < im->first + im->nr; k++)
-		if ((a->stmts[k].via == WHY_VIA_STMT || a->stmts[k].via == WHY_VIA_CALL) &&
-		    a->stmts[k].target == im->loaded)
-			return &a->stmts[k];
+	for (k = im->first; im->status == WHY_LOADED && k < im->first + im->nr; k++) {
+		const struct why_stmt *s = &a->stmts[k];
+
+		if ((s->via != WHY_VIA_STMT && s->via != WHY_VIA_CALL) || s->target != im->loaded)
+			continue;
+		if (s->ctx != WHY_FUNC)
+			return s;
+		if (!in_function)
+			in_function = s;
+	}
+	if (in_function && !why_graph_computed(g, im->node))
+		return in_function;
 	return &a->stmts[im->first];
 }
 
@@ -226,14 +238,14 @@ static void text_importers(struct buf *out, const struct why_graph *g, const str
 	shown = top && (size_t)top < a->nr_importers ? (size_t)top : a->nr_importers;
 	for (i = 0; i < shown; i++) {
 		buf_reset(&where);
-		add_where(&where, g, importer_stmt(a, &a->importers[i]), a->importers[i].status != WHY_IN_FUNCTION);
+		add_where(&where, g, importer_stmt(g, a, &a->importers[i]), a->importers[i].status != WHY_IN_FUNCTION);
 		if (where.len > where_w)
 			where_w = where.len > 24 ? 24 : where.len;
 	}
 	buf_addf(out, "  %9s  %-13s  %-*s  %s\n", "cost", "what", (int)where_w, "where", "importer (and its chain)");
 	for (i = 0; i < shown; i++) {
 		const struct why_importer *im = &a->importers[i];
-		const struct why_stmt *st = importer_stmt(a, im);
+		const struct why_stmt *st = importer_stmt(g, a, im);
 		const char *name = importer_name(g, im, st);
 		struct buf cost = BUF_INIT;
 		size_t used, left;
@@ -409,7 +421,7 @@ static void text_process(struct buf *out, const struct run *r, const struct why_
 			if (a->importers[i].status == WHY_LOADED &&
 			    a->importers[i].node == (pr->nodes[top_r].parent >= 0 ? pr->nodes[top_r].parent : WHY_TOP)) {
 				buf_addf(&line, " by %s", importer_name(g, &a->importers[i],
-									 importer_stmt(a, &a->importers[i])));
+									 importer_stmt(g, a, &a->importers[i])));
 				break;
 			}
 		buf_adds(&line, ": ");
@@ -594,7 +606,7 @@ static void json_process(struct buf *out, const struct run *r, const struct why_
 		const struct why_importer *im = &a->importers[i];
 
 		buf_adds(out, i ? ",{\"module\":" : "{\"module\":");
-		json_str(out, importer_name(g, im, importer_stmt(a, im)));
+		json_str(out, importer_name(g, im, importer_stmt(g, a, im)));
 		buf_adds(out, ",\"chain\":");
 		json_chain(out, pr, im->node);
 		buf_addf(out, ",\"status\":\"%s\",\"cost_us\":%lld,\"loaded\":", why_status_name(im->status),
