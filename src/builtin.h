@@ -26,6 +26,7 @@ int cmd_report(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_why(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_docker(int argc, char **argv);
 int cmd_plan(int argc, char **argv);

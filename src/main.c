@@ -22,6 +22,7 @@ static const struct command commands[] = {
 	{ "export", cmd_export, "write a profile as SVG, folded, speedscope, Chrome trace or HTML" },
 	{ "diff", cmd_diff, "compare two profiles" },
 	{ "check", cmd_check, "fail when a profile breaks an import-time budget (for CI)" },
+	{ "why", cmd_why, "every importer of a module, and what would go away without it" },
 	{ "inspect", cmd_inspect, "ELF facts about native extensions and the interpreter" },
 	{ "docker", cmd_docker, "profile a command inside a constrained docker run" },
 	{ "plan", cmd_plan, "record a start-up plan (lazy imports, module index) from sample requests" },
