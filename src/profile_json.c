@@ -6,12 +6,14 @@
 #include "profile.h"
 
 #include "elf_report.h"
+#include "json_reader.h"
 #include "parallel.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <jansson.h>
+#include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -28,6 +30,7 @@ struct jw {
 	struct buf *out;
 	gzFile gz; /* NULL: everything stays in out */
 	int failed;
+	size_t escaped; /* bytes written as \\xHH (buf_add_json_str) */
 };
 
 static const char *const node_fields[] = {
@@ -94,7 +97,7 @@ static void jw_key(struct jw *w, const char *k)
 static void jw_str(struct jw *w, const char *s)
 {
 	if (s)
-		buf_add_json_str(w->out, s, strlen(s));
+		w->escaped += buf_add_json_str(w->out, s, strlen(s));
 	else
 		buf_adds(w->out, "null");
 }
@@ -103,6 +106,14 @@ static void jw_kv_str(struct jw *w, const char *k, const char *v)
 {
 	jw_key(w, k);
 	jw_str(w, v);
+	buf_addch(w->out, ',');
+}
+
+/* A figure, clamped to the range the reader accepts for it. */
+static void jw_kv_fig(struct jw *w, const char *k, int64_t v, int64_t lo, int64_t hi)
+{
+	jw_key(w, k);
+	buf_add_i64(w->out, profile_clamp(v, lo, hi));
 	buf_addch(w->out, ',');
 }
 
@@ -140,10 +151,10 @@ static void write_limits(struct jw *w, const struct limits *l)
 	jw_key(w, "limits");
 	buf_addch(w->out, '{');
 	jw_key(w, "cpus");
-	buf_addf(w->out, "%.6g,", l->cpus);
-	jw_kv_int(w, "memory", l->memory);
-	jw_kv_int(w, "swap", l->swap);
-	jw_kv_int(w, "pids", l->pids);
+	buf_addf(w->out, "%.6g,", l->cpus >= 0 && l->cpus <= 1e6 ? l->cpus : 0.0);
+	jw_kv_fig(w, "memory", l->memory, -1, PROFILE_MAX_BYTES);
+	jw_kv_fig(w, "swap", l->swap, -1, PROFILE_MAX_BYTES);
+	jw_kv_fig(w, "pids", l->pids, -1, INT32_MAX);
 	jw_kv_str(w, "cpuset", l->cpuset);
 	jw_kv_str(w, "preset", l->preset);
 	jw_kv_str(w, "backend", l->backend);
@@ -153,8 +164,9 @@ static void write_limits(struct jw *w, const struct limits *l)
 
 /*
  * Length of the pool string at off when it can go into JSON as it is, or
- * SIZE_MAX when it holds a byte that needs escaping.  One pass finds both:
- * the terminating NUL is a control byte like the ones that need escaping.
+ * SIZE_MAX when it holds a byte that needs escaping or a check (any byte
+ * past ASCII: it may not be UTF-8).  One pass finds both: the terminating
+ * NUL is a control byte like the ones that need escaping.
  */
 static size_t plain_json_len(const struct buf *pool, uint32_t off)
 {
@@ -168,7 +180,7 @@ static size_t plain_json_len(const struct buf *pool, uint32_t off)
 			_mm_or_si128(_mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(0x1f)), _mm_set1_epi8(0x1f)),
 				     _mm_cmpeq_epi8(v, _mm_set1_epi8('"'))),
 			_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')), _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f))));
-		unsigned m = (unsigned)_mm_movemask_epi8(hit);
+		unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(hit, v));
 
 		if (m) {
 			p += __builtin_ctz(m);
@@ -179,7 +191,7 @@ static size_t plain_json_len(const struct buf *pool, uint32_t off)
 	for (; p < end; p++) {
 		unsigned char c = (unsigned char)*p;
 
-		if (c < 0x20 || c == '"' || c == '\\' || c == 0x7f)
+		if (c < 0x20 || c == '"' || c == '\\' || c >= 0x7f)
 			return c ? SIZE_MAX : (size_t)(p - s);
 	}
 	return (size_t)(p - s);
@@ -214,7 +226,7 @@ static void write_node(struct jw *w, const struct proc *pr, const struct imp_nod
 	if (!plain) {
 		/* Rare: a name that needs escaping takes the general path. */
 		buf_addch(w->out, '[');
-		buf_add_json_str(w->out, proc_str(pr, nd->name), strlen(proc_str(pr, nd->name)));
+		w->escaped += buf_add_json_str(w->out, proc_str(pr, nd->name), strlen(proc_str(pr, nd->name)));
 		len = 0;
 	}
 	/* Five numbers of at most 20 digits and a sign, four commas, the rest. */
@@ -229,13 +241,13 @@ static void write_node(struct jw *w, const struct proc *pr, const struct imp_nod
 		*q++ = '"';
 	}
 	*q++ = ',';
-	q = put_i64(q, nd->depth);
+	q = put_i64(q, nd->depth <= INT32_MAX ? nd->depth : INT32_MAX);
 	*q++ = ',';
 	q = put_i64(q, parent);
 	*q++ = ',';
-	q = put_i64(q, nd->self_us);
+	q = put_i64(q, profile_clamp(nd->self_us, -PROFILE_MAX_US, PROFILE_MAX_US));
 	*q++ = ',';
-	q = put_i64(q, nd->cum_us);
+	q = put_i64(q, profile_clamp(nd->cum_us, -PROFILE_MAX_US, PROFILE_MAX_US));
 	*q++ = ',';
 	q = put_i64(q, nd->flags);
 	memcpy(q, tail->text, sizeof(tail->text));
@@ -265,6 +277,7 @@ struct node_job {
 	const struct kind_tail *tails;
 	size_t base; /* the round's first position in write order */
 	struct buf out[PARALLEL_MAX]; /* each slot's text, reused round after round */
+	size_t escaped[PARALLEL_MAX];
 };
 
 /* The node written i-th, with its parent's position in the written array. */
@@ -280,13 +293,14 @@ static void format_nodes(void *ctx, size_t begin, size_t end, unsigned slot)
 	struct node_job *job = ctx;
 	/* A copy on this thread's stack: the slots' structs share cache lines. */
 	struct buf out = job->out[slot];
-	struct jw w = { &out, NULL, 0 };
+	struct jw w = { .out = &out };
 	size_t i;
 
 	buf_reset(&out);
 	for (i = job->base + begin; i < job->base + end; i++)
 		write_node_at(&w, job, i);
 	job->out[slot] = out;
+	job->escaped[slot] += w.escaped;
 }
 
 static void write_nodes(struct jw *w, const struct proc *pr, const int32_t *order, const int32_t *newidx,
@@ -312,8 +326,10 @@ static void write_nodes(struct jw *w, const struct proc *pr, const int32_t *orde
 		for (slot = 0; slot < nr; slot++)
 			jw_put(w, job.out[slot].buf, job.out[slot].len);
 	}
-	for (slot = 0; slot < nr; slot++)
+	for (slot = 0; slot < nr; slot++) {
 		buf_release(&job.out[slot]);
+		w->escaped += job.escaped[slot];
+	}
 }
 
 /*
@@ -363,11 +379,11 @@ static void write_proc(struct jw *w, const struct proc *pr)
 	size_t n = write_order(pr, &order, &newidx), i;
 
 	buf_addch(w->out, '{');
-	jw_kv_int(w, "pid", pr->pid);
-	jw_kv_int(w, "ppid", pr->ppid);
+	jw_kv_fig(w, "pid", pr->pid, -1, INT32_MAX);
+	jw_kv_fig(w, "ppid", pr->ppid, -1, INT32_MAX);
 	jw_kv_str(w, "argv", pr->argv);
-	jw_kv_int(w, "start_ns", pr->start_ns);
-	jw_kv_int(w, "end_ns", pr->end_ns);
+	jw_kv_fig(w, "start_ns", pr->start_ns, -PROFILE_MAX_NS, PROFILE_MAX_NS);
+	jw_kv_fig(w, "end_ns", pr->end_ns, -PROFILE_MAX_NS, PROFILE_MAX_NS);
 	jw_key(w, "nodes");
 	buf_addch(w->out, '[');
 	write_nodes(w, pr, order, newidx, n);
@@ -378,11 +394,19 @@ static void write_proc(struct jw *w, const struct proc *pr)
 		buf_addch(w->out, '[');
 		for (i = 0; i < n; i++) {
 			const struct imp_timing *t = &pr->timing[map_index(order, (int32_t)i)];
+			const int64_t ns[] = { t->start_ns, t->end_ns, t->find_ns, t->load_ns, t->exec_ns,
+					       t->compile_ns };
+			size_t k;
 
-			buf_addf(w->out, "[%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,",
-				 (long long)t->start_ns, (long long)t->end_ns, (long long)t->find_ns,
-				 (long long)t->load_ns, (long long)t->exec_ns, (long long)t->compile_ns,
-				 (long long)t->rss_start_kb, (long long)t->rss_end_kb);
+			buf_addch(w->out, '[');
+			for (k = 0; k < ARRAY_SIZE(ns); k++) {
+				buf_add_i64(w->out, profile_clamp(ns[k], -PROFILE_MAX_NS, PROFILE_MAX_NS));
+				buf_addch(w->out, ',');
+			}
+			buf_add_i64(w->out, profile_clamp(t->rss_start_kb, -1, PROFILE_MAX_KB));
+			buf_addch(w->out, ',');
+			buf_add_i64(w->out, profile_clamp(t->rss_end_kb, -1, PROFILE_MAX_KB));
+			buf_addch(w->out, ',');
 			if (t->file)
 				jw_str(w, proc_str(pr, t->file));
 			else
@@ -400,7 +424,7 @@ static void write_proc(struct jw *w, const struct proc *pr)
 			const struct proc_event *e = &pr->events[i];
 
 			buf_addch(w->out, '[');
-			buf_add_i64(w->out, e->t_ns);
+			buf_add_i64(w->out, profile_clamp(e->t_ns, -PROFILE_MAX_NS, PROFILE_MAX_NS));
 			buf_addch(w->out, ',');
 			jw_str(w, proc_str(pr, e->name));
 			buf_addch(w->out, ',');
@@ -426,12 +450,12 @@ static void write_cg(struct jw *w, const struct cg_figures *cg)
 		return;
 	}
 	buf_addch(w->out, '{');
-	jw_kv_int(w, "cpu_usage_us", cg->cpu_usage_us);
-	jw_kv_int(w, "nr_periods", cg->nr_periods);
-	jw_kv_int(w, "nr_throttled", cg->nr_throttled);
-	jw_kv_int(w, "throttled_us", cg->throttled_us);
-	jw_kv_int(w, "memory_peak", cg->memory_peak);
-	jw_kv_int(w, "oom_kills", cg->oom_kills);
+	jw_kv_fig(w, "cpu_usage_us", cg->cpu_usage_us, -1, PROFILE_MAX_US);
+	jw_kv_fig(w, "nr_periods", cg->nr_periods, -1, PROFILE_MAX_COUNT);
+	jw_kv_fig(w, "nr_throttled", cg->nr_throttled, -1, PROFILE_MAX_COUNT);
+	jw_kv_fig(w, "throttled_us", cg->throttled_us, -1, PROFILE_MAX_US);
+	jw_kv_fig(w, "memory_peak", cg->memory_peak, -1, PROFILE_MAX_BYTES);
+	jw_kv_fig(w, "oom_kills", cg->oom_kills, -1, PROFILE_MAX_COUNT);
 	jw_close(w, '}');
 	buf_addch(w->out, ',');
 }
@@ -443,17 +467,17 @@ static void write_run(struct jw *w, const struct run *r)
 	buf_addch(w->out, '{');
 	jw_kv_str(w, "status", run_status_name(r->status));
 	jw_kv_int(w, "exit_code", r->exit_code);
-	jw_kv_int(w, "signal", r->term_signal);
+	jw_kv_fig(w, "signal", r->term_signal, 0, INT_MAX);
 	jw_key(w, "warmup");
 	buf_adds(w->out, r->warmup ? "true," : "false,");
 	jw_key(w, "baseline");
 	buf_adds(w->out, r->baseline ? "true," : "false,");
-	jw_kv_int(w, "wall_us", r->wall_us);
-	jw_kv_int(w, "user_us", r->user_us);
-	jw_kv_int(w, "sys_us", r->sys_us);
-	jw_kv_int(w, "maxrss_kb", r->maxrss_kb);
-	jw_kv_int(w, "ready_us", r->ready_us);
-	jw_kv_int(w, "first_response_us", r->first_response_us);
+	jw_kv_fig(w, "wall_us", r->wall_us, -1, PROFILE_MAX_US);
+	jw_kv_fig(w, "user_us", r->user_us, -1, PROFILE_MAX_US);
+	jw_kv_fig(w, "sys_us", r->sys_us, -1, PROFILE_MAX_US);
+	jw_kv_fig(w, "maxrss_kb", r->maxrss_kb, -1, PROFILE_MAX_KB);
+	jw_kv_fig(w, "ready_us", r->ready_us, -1, PROFILE_MAX_US);
+	jw_kv_fig(w, "first_response_us", r->first_response_us, -1, PROFILE_MAX_US);
 	write_cg(w, &r->cg);
 	jw_key(w, "processes");
 	buf_addch(w->out, '[');
@@ -515,7 +539,7 @@ static void write_profile(struct jw *w, const struct profile *p)
 		jw_kv_str(w, "evidence", f->evidence);
 		jw_kv_str(w, "fix", f->fix);
 		jw_kv_str(w, "module", f->module);
-		jw_kv_int(w, "cost_us", f->cost_us);
+		jw_kv_fig(w, "cost_us", f->cost_us, -1, PROFILE_MAX_US);
 		jw_close(w, '}');
 		buf_addch(w->out, ',');
 	}
@@ -523,13 +547,19 @@ static void write_profile(struct jw *w, const struct profile *p)
 	buf_addch(w->out, ',');
 	jw_key(w, "native");
 	elf_native_to_json(p, w->out);
+	/* Last: the count is known only now.  Readers turn it into a warning. */
+	if (w->escaped) {
+		buf_addch(w->out, ',');
+		jw_key(w, "escaped_bytes");
+		buf_add_i64(w->out, (int64_t)w->escaped);
+	}
 	jw_close(w, '}');
 	buf_addch(w->out, '\n');
 }
 
 void profile_to_json(const struct profile *p, struct buf *out)
 {
-	struct jw w = { out, NULL, 0 };
+	struct jw w = { .out = out };
 
 	write_profile(&w, p);
 }
@@ -537,7 +567,7 @@ void profile_to_json(const struct profile *p, struct buf *out)
 int profile_write_json(const struct profile *p, const char *path, struct buf *errmsg)
 {
 	struct buf out = BUF_INIT;
-	struct jw w = { &out, NULL, 0 };
+	struct jw w = { .out = &out };
 	int ret = -1;
 
 	if (!strcmp(path, "-")) {
@@ -567,323 +597,858 @@ out:
 	return ret;
 }
 
-/* Reading. */
+/*
+ * Reading: a streaming reader (json_reader.h) that builds the model as the
+ * document goes by, so memory follows the model, never a tree of the text.
+ * Every number is checked against the range its field can hold
+ * (docs/profile-format.md, "Limits"): a value out of range is an error, so
+ * what the analysis adds up later cannot overflow by much, and saturates
+ * where it could.
+ */
 
-static char *opt_str(json_t *o, const char *key)
+#define MAX_US PROFILE_MAX_US
+#define MAX_NS PROFILE_MAX_NS
+#define MAX_KB PROFILE_MAX_KB
+#define MAX_BYTES PROFILE_MAX_BYTES
+#define MAX_COUNT PROFILE_MAX_COUNT
+#define NATIVE_MAX ((size_t)16 << 20)
+
+struct reader {
+	struct jr jr;
+	struct profile *p;
+	uint64_t limit, used; /* bytes the model may take, and has taken */
+	int64_t version; /* 0 until read */
+	bool is_profile, has_runs;
+	bool over_limit; /* charge failed */
+	int64_t escaped; /* the writer's "escaped_bytes" */
+	struct buf native;
+	bool native_cut;
+	/* Where the reader is, for messages; SIZE_MAX outside. */
+	size_t run, proc, node;
+	const struct zfile *zf; /* the source when reading a file */
+};
+
+/* "run 0, process 2, node 7: " before a message about a field. */
+static void add_where(const struct reader *rd, struct buf *out)
 {
-	json_t *v = json_object_get(o, key);
-
-	return json_is_string(v) ? xstrdup(json_string_value(v)) : NULL;
+	if (rd->run != SIZE_MAX)
+		buf_addf(out, "run %zu, ", rd->run);
+	if (rd->proc != SIZE_MAX)
+		buf_addf(out, "process %zu, ", rd->proc);
+	if (rd->node != SIZE_MAX)
+		buf_addf(out, "node %zu, ", rd->node);
+	if (out->len >= 2)
+		buf_setlen(out, out->len - 2);
+	if (out->len)
+		buf_adds(out, ": ");
 }
 
-static int64_t opt_int(json_t *o, const char *key, int64_t dflt)
+static int out_of_range(struct reader *rd, const char *key, const char *value, int64_t lo, int64_t hi)
 {
-	json_t *v = json_object_get(o, key);
+	struct buf where = BUF_INIT;
 
-	if (json_is_integer(v))
-		return (int64_t)json_integer_value(v);
-	if (json_is_real(v))
-		return (int64_t)json_real_value(v);
-	return dflt;
+	add_where(rd, &where);
+	jr_fail(&rd->jr, "%s'%s' %s is out of range (%lld to %lld)", where.buf, key, value, (long long)lo,
+		(long long)hi);
+	buf_release(&where);
+	return -1;
 }
 
-static int64_t arr_int(json_t *a, size_t i)
+/* Counts bytes the model takes, failing past the limit. */
+static int charge(struct reader *rd, uint64_t bytes)
 {
-	json_t *v = json_array_get(a, i);
+	struct buf size = BUF_INIT;
 
-	return json_is_integer(v) ? (int64_t)json_integer_value(v) : UNKNOWN;
+	if (bytes <= rd->limit - rd->used) {
+		rd->used += bytes;
+		return 0;
+	}
+	buf_add_bytes(&size, rd->limit > INT64_MAX ? INT64_MAX : (int64_t)rd->limit);
+	rd->over_limit = true;
+	jr_fail(&rd->jr, "the profile needs more than %s of memory, the limit", size.buf);
+	buf_release(&size);
+	return -1;
 }
 
 /*
- * Interns a JSON string; JSON may spell a NUL byte (\u0000), which the
- * NUL-separated pool cannot hold, so such bytes become '?'.
+ * The number of a field, in lo..hi: non-numbers give dflt (readers have
+ * always taken a missing or null figure as unknown), a number out of the
+ * range fails.  Reals are truncated toward zero.
  */
-static uint32_t intern_json(struct proc *pr, json_t *js)
+static int read_int(struct reader *rd, const char *key, int64_t lo, int64_t hi, int64_t dflt, int64_t *out)
 {
-	const char *s = json_string_value(js);
-	size_t len = json_string_length(js);
-	uint32_t off;
-	char *copy;
+	char text[64];
 
-	if (!memchr(s, '\0', len))
-		return proc_intern(pr, s, len);
-	copy = xmalloc(len);
-	memcpy(copy, s, len);
-	for (size_t k = 0; k < len; k++)
-		if (!copy[k])
-			copy[k] = '?';
-	off = proc_intern(pr, copy, len);
-	free(copy);
-	return off;
+	switch (jr_value(&rd->jr)) {
+	case JR_ERROR:
+		return -1;
+	case JR_INT:
+		if (rd->jr.i < lo || rd->jr.i > hi) {
+			snprintf(text, sizeof(text), "%lld", (long long)rd->jr.i);
+			return out_of_range(rd, key, text, lo, hi);
+		}
+		*out = rd->jr.i;
+		return 0;
+	case JR_REAL:
+		if (!(rd->jr.d >= (double)lo && rd->jr.d <= (double)hi)) {
+			snprintf(text, sizeof(text), "%g", rd->jr.d);
+			return out_of_range(rd, key, text, lo, hi);
+		}
+		*out = i64_from_double(rd->jr.d);
+		return 0;
+	default:
+		*out = dflt;
+		return jr_skip(&rd->jr);
+	}
+}
+
+/* A string value as a new C string (NUL bytes, which JSON may spell, become '?'); NULL for non-strings. */
+static int read_str(struct reader *rd, char **out)
+{
+	enum jr_type t = jr_value(&rd->jr);
+	size_t k;
+
+	if (t == JR_ERROR)
+		return -1;
+	if (t != JR_STR)
+		return jr_skip(&rd->jr);
+	for (k = 0; k < rd->jr.str.len; k++)
+		if (!rd->jr.str.buf[k])
+			rd->jr.str.buf[k] = '?';
+	if (charge(rd, rd->jr.str.len + 1) < 0)
+		return -1;
+	free(*out);
+	*out = xstrndup(rd->jr.str.buf, rd->jr.str.len);
+	return 0;
+}
+
+/* The string just read, interned into pr's pool (NUL bytes become '?'). */
+static int intern_str(struct reader *rd, struct proc *pr, uint32_t *off)
+{
+	struct buf *s = &rd->jr.str;
+	size_t k;
+
+	if (charge(rd, s->len + 1) < 0)
+		return -1;
+	for (k = 0; k < s->len; k++)
+		if (!s->buf[k])
+			s->buf[k] = '?';
+	*off = proc_intern(pr, s->buf, s->len);
+	return 0;
 }
 
 /*
- * Reads a process.  Version 2 lists each node before its parent, version 1
- * after it; either way a parent index points one way only, so no cycle can
- * be built, and siblings are linked in the order they are listed.
+ * Scalar members of an object, described once: a key, where its value goes
+ * and the range it must lie in.
  */
-static int read_proc(struct proc *pr, json_t *jp, int version, struct buf *err)
-{
-	json_t *nodes = json_object_get(jp, "nodes");
-	json_t *timing = json_object_get(jp, "timing");
-	json_t *events = json_object_get(jp, "events");
-	size_t i, nr;
+enum field_type { F_I64, F_INT, F_LONG, F_BOOL, F_STR, F_REAL };
 
-	pr->pid = (long)opt_int(jp, "pid", -1);
-	pr->ppid = (long)opt_int(jp, "ppid", -1);
-	pr->argv = opt_str(jp, "argv");
-	pr->start_ns = opt_int(jp, "start_ns", UNKNOWN);
-	pr->end_ns = opt_int(jp, "end_ns", UNKNOWN);
-	if (!json_is_array(nodes)) {
-		buf_addf(err, "process without a 'nodes' array");
+struct field {
+	const char *key;
+	enum field_type type;
+	size_t off;
+	int64_t lo, hi;
+};
+
+#define I64(s, k, lo, hi) { #k, F_I64, offsetof(struct s, k), lo, hi }
+#define INT(s, k) { #k, F_INT, offsetof(struct s, k), INT_MIN, INT_MAX }
+
+static const struct field run_fields[] = {
+	{ "exit_code", F_INT, offsetof(struct run, exit_code), INT_MIN, INT_MAX },
+	{ "signal", F_INT, offsetof(struct run, term_signal), 0, INT_MAX },
+	{ "warmup", F_BOOL, offsetof(struct run, warmup), 0, 0 },
+	{ "baseline", F_BOOL, offsetof(struct run, baseline), 0, 0 },
+	I64(run, wall_us, -1, MAX_US),
+	I64(run, user_us, -1, MAX_US),
+	I64(run, sys_us, -1, MAX_US),
+	I64(run, maxrss_kb, -1, MAX_KB),
+	I64(run, ready_us, -1, MAX_US),
+	I64(run, first_response_us, -1, MAX_US),
+};
+
+static const struct field cg_fields[] = {
+	I64(cg_figures, cpu_usage_us, -1, MAX_US),
+	I64(cg_figures, nr_periods, -1, MAX_COUNT),
+	I64(cg_figures, nr_throttled, -1, MAX_COUNT),
+	I64(cg_figures, throttled_us, -1, MAX_US),
+	I64(cg_figures, memory_peak, -1, MAX_BYTES),
+	I64(cg_figures, oom_kills, -1, MAX_COUNT),
+};
+
+static const struct field proc_fields[] = {
+	{ "pid", F_LONG, offsetof(struct proc, pid), -1, INT32_MAX },
+	{ "ppid", F_LONG, offsetof(struct proc, ppid), -1, INT32_MAX },
+	{ "argv", F_STR, offsetof(struct proc, argv), 0, 0 },
+	I64(proc, start_ns, -MAX_NS, MAX_NS),
+	I64(proc, end_ns, -MAX_NS, MAX_NS),
+};
+
+static const struct field limits_fields[] = {
+	{ "cpus", F_REAL, offsetof(struct limits, cpus), 0, 1000000 },
+	I64(limits, memory, -1, MAX_BYTES),
+	I64(limits, swap, -1, MAX_BYTES),
+	{ "pids", F_LONG, offsetof(struct limits, pids), -1, INT32_MAX },
+	{ "cpuset", F_STR, offsetof(struct limits, cpuset), 0, 0 },
+	{ "preset", F_STR, offsetof(struct limits, preset), 0, 0 },
+	{ "backend", F_STR, offsetof(struct limits, backend), 0, 0 },
+};
+
+static const struct field finding_fields[] = {
+	{ "id", F_STR, offsetof(struct finding, id), 0, 0 },
+	{ "severity", F_STR, offsetof(struct finding, severity), 0, 0 },
+	{ "title", F_STR, offsetof(struct finding, title), 0, 0 },
+	{ "evidence", F_STR, offsetof(struct finding, evidence), 0, 0 },
+	{ "fix", F_STR, offsetof(struct finding, fix), 0, 0 },
+	{ "module", F_STR, offsetof(struct finding, module), 0, 0 },
+	I64(finding, cost_us, -1, MAX_US),
+};
+
+static const struct field profile_fields[] = {
+	{ "tool_version", F_STR, offsetof(struct profile, tool_version), 0, 0 },
+	{ "created", F_STR, offsetof(struct profile, created), 0, 0 },
+	{ "command", F_STR, offsetof(struct profile, command), 0, 0 },
+	{ "python", F_STR, offsetof(struct profile, python), 0, 0 },
+	{ "python_version", F_STR, offsetof(struct profile, python_version), 0, 0 },
+	{ "cwd", F_STR, offsetof(struct profile, cwd), 0, 0 },
+};
+
+/*
+ * Reads the value of the member just opened into base when its key is one
+ * of fields: returns 1, 0 when the key is not there (nothing read), -1.
+ * A member that is not a number keeps the struct's default.
+ */
+static int read_field(struct reader *rd, const struct field *fields, size_t nr, void *base)
+{
+	const char *key = rd->jr.key.buf;
+	char *at = base;
+	size_t i;
+	int64_t v;
+	enum jr_type t;
+
+	for (i = 0; i < nr && strcmp(fields[i].key, key); i++)
+		;
+	if (i == nr)
+		return 0;
+	at += fields[i].off;
+	switch (fields[i].type) {
+	case F_BOOL:
+		t = jr_value(&rd->jr);
+		if (t == JR_TRUE || t == JR_FALSE)
+			*(bool *)at = t == JR_TRUE;
+		return jr_skip(&rd->jr) < 0 ? -1 : 1;
+	case F_STR:
+		return read_str(rd, (char **)at) < 0 ? -1 : 1;
+	case F_REAL:
+		t = jr_value(&rd->jr);
+		if (t == JR_INT || t == JR_REAL) {
+			if (!(rd->jr.d >= (double)fields[i].lo && rd->jr.d <= (double)fields[i].hi)) {
+				char text[64];
+
+				snprintf(text, sizeof(text), "%g", rd->jr.d);
+				return out_of_range(rd, key, text, fields[i].lo, fields[i].hi);
+			}
+			*(double *)at = rd->jr.d;
+			return 1;
+		}
+		return jr_skip(&rd->jr) < 0 ? -1 : 1;
+	default:
+		break;
+	}
+	if (fields[i].type == F_I64)
+		v = *(int64_t *)at;
+	else if (fields[i].type == F_INT)
+		v = *(int *)at;
+	else
+		v = *(long *)at;
+	if (read_int(rd, key, fields[i].lo, fields[i].hi, v, &v) < 0)
+		return -1;
+	if (fields[i].type == F_I64)
+		*(int64_t *)at = v;
+	else if (fields[i].type == F_INT)
+		*(int *)at = (int)v;
+	else
+		*(long *)at = (long)v;
+	return 1;
+}
+
+#define READ_FIELD(rd, table, base) read_field(rd, table, ARRAY_SIZE(table), base)
+
+/* Expects an array and reads its elements with each(); anything else is skipped. */
+static int read_array(struct reader *rd, int (*each)(struct reader *rd, void *ctx, size_t i), void *ctx)
+{
+	enum jr_type t = jr_value(&rd->jr);
+	size_t i;
+	int more;
+
+	if (t == JR_ERROR)
+		return -1;
+	if (t != JR_ARR)
+		return jr_skip(&rd->jr);
+	for (i = 0; (more = jr_arr_next(&rd->jr)) > 0; i++)
+		if (each(rd, ctx, i) < 0)
+			return -1;
+	return more;
+}
+
+/* [name, depth, parent, self_us, cum_us, flags, kind, ...]: the parent is checked once the version is known. */
+static int read_node(struct reader *rd, void *ctx, size_t i)
+{
+	static const char *const keys[] = { NULL, "depth", "parent", "self_us", "cum_us", "flags" };
+	static const int64_t lo[] = { 0, 0, -1, -MAX_US, -MAX_US, 0 };
+	static const int64_t hi[] = { 0, INT32_MAX, INT32_MAX - 1, MAX_US, MAX_US, UINT32_MAX };
+	static const int64_t dflt[] = { 0, 0, -1, UNKNOWN, UNKNOWN, 0 };
+	struct proc *pr = ctx;
+	int64_t v[ARRAY_SIZE(keys)];
+	struct imp_node *n;
+	uint32_t name = 0;
+	int32_t idx;
+	size_t k;
+	int more, kind = KIND_APP;
+
+	rd->node = i;
+	if (charge(rd, sizeof(struct imp_node)) < 0)
+		return -1;
+	if (jr_value(&rd->jr) != JR_ARR || jr_arr_next(&rd->jr) <= 0 || jr_value(&rd->jr) != JR_STR)
+		return rd->jr.failed ? -1 : jr_fail(&rd->jr, "node %zu is not [name, depth, parent, ...]", i);
+	if (intern_str(rd, pr, &name) < 0)
+		return -1;
+	memcpy(v, dflt, sizeof(v));
+	for (k = 1; (more = jr_arr_next(&rd->jr)) > 0; k++) {
+		if (k < ARRAY_SIZE(keys)) {
+			if (read_int(rd, keys[k], lo[k], hi[k], dflt[k], &v[k]) < 0)
+				return -1;
+		} else if (k == 6 && jr_value(&rd->jr) == JR_STR) {
+			int found = kind_from_name(rd->jr.str.buf);
+
+			if (found >= 0)
+				kind = found;
+		} else if (rd->jr.failed || (k != 6 && jr_value(&rd->jr) == JR_ERROR) || jr_skip(&rd->jr) < 0) {
+			return -1;
+		}
+	}
+	if (more < 0)
+		return -1;
+	idx = proc_add_node(pr, "", 0, (uint32_t)v[1], v[3], v[4]);
+	n = &pr->nodes[idx];
+	n->name = name;
+	n->parent = (int32_t)v[2]; /* checked and linked at the end of the document */
+	n->flags = (uint32_t)v[5];
+	n->kind = (uint8_t)kind;
+	rd->node = SIZE_MAX;
+	return 0;
+}
+
+/* Timing entries before they are known to match the nodes. */
+struct timing_list {
+	struct proc *pr;
+	struct imp_timing *v;
+	size_t nr, alloc;
+};
+
+static int read_timing(struct reader *rd, void *ctx, size_t i)
+{
+	static const char *const keys[] = { "start_ns", "end_ns", "find_ns", "load_ns", "exec_ns",
+					    "compile_ns", "rss_start_kb", "rss_end_kb" };
+	struct timing_list *tl = ctx;
+	struct imp_timing *tm;
+	int64_t v[ARRAY_SIZE(keys)];
+	size_t k;
+	int more;
+
+	if (charge(rd, sizeof(*tm)) < 0)
+		return -1;
+	ALLOC_GROW(tl->v, tl->nr + 1, tl->alloc);
+	tm = &tl->v[tl->nr++];
+	for (k = 0; k < ARRAY_SIZE(v); k++)
+		v[k] = UNKNOWN;
+	tm->file = 0;
+	rd->node = i;
+	if (jr_value(&rd->jr) != JR_ARR)
+		return jr_skip(&rd->jr);
+	for (k = 0; (more = jr_arr_next(&rd->jr)) > 0; k++) {
+		bool kb = k >= 6;
+
+		if (k < ARRAY_SIZE(keys)) {
+			if (read_int(rd, keys[k], kb ? -1 : -MAX_NS, kb ? MAX_KB : MAX_NS, UNKNOWN, &v[k]) < 0)
+				return -1;
+		} else if (jr_value(&rd->jr) == JR_STR && k == 8) {
+			if (intern_str(rd, tl->pr, &tm->file) < 0)
+				return -1;
+		} else if (jr_skip(&rd->jr) < 0) {
+			return -1;
+		}
+	}
+	tm->start_ns = v[0];
+	tm->end_ns = v[1];
+	tm->find_ns = v[2];
+	tm->load_ns = v[3];
+	tm->exec_ns = v[4];
+	tm->compile_ns = v[5];
+	tm->rss_start_kb = v[6];
+	tm->rss_end_kb = v[7];
+	rd->node = SIZE_MAX;
+	return more;
+}
+
+/* [t_ns, name, detail, node]; the node is checked when the process ends. */
+static int read_event(struct reader *rd, void *ctx, size_t i)
+{
+	struct proc *pr = ctx;
+	struct proc_event *e;
+	int64_t node = -1;
+	size_t k;
+	int more;
+
+	if (charge(rd, sizeof(*e)) < 0)
+		return -1;
+	if (jr_value(&rd->jr) != JR_ARR)
+		return jr_skip(&rd->jr);
+	ALLOC_GROW(pr->events, pr->nr_events + 1, pr->alloc_events);
+	e = &pr->events[pr->nr_events++];
+	e->t_ns = UNKNOWN;
+	e->name = e->detail = 0;
+	for (k = 0; (more = jr_arr_next(&rd->jr)) > 0; k++) {
+		if (k == 0 || k == 3) {
+			if (read_int(rd, k ? "node" : "t_ns", k ? INT64_MIN : -MAX_NS, k ? INT64_MAX : MAX_NS,
+				     k ? -1 : UNKNOWN, k ? &node : &e->t_ns) < 0)
+				return -1;
+		} else if (jr_value(&rd->jr) == JR_STR && k < 3) {
+			if (intern_str(rd, pr, k == 1 ? &e->name : &e->detail) < 0)
+				return -1;
+		} else if (jr_skip(&rd->jr) < 0) {
+			return -1;
+		}
+	}
+	e->node = node >= 0 && node < INT32_MAX ? (int32_t)node : -1;
+	return more;
+}
+
+static int read_proc(struct reader *rd, void *ctx, size_t i)
+{
+	struct run *r = ctx;
+	struct proc *pr;
+	struct timing_list tl = { 0 };
+	bool timed = false, has_nodes = false;
+	int more, ret = -1;
+	size_t k;
+
+	if (charge(rd, sizeof(*pr)) < 0)
+		return -1;
+	pr = run_add_proc(r);
+	rd->proc = i;
+	tl.pr = pr;
+	if (jr_value(&rd->jr) != JR_OBJ) {
+		if (!rd->jr.failed)
+			jr_fail(&rd->jr, "process %zu is not an object", i);
 		return -1;
 	}
-	nr = json_array_size(nodes);
-	for (i = 0; i < nr; i++) {
-		json_t *n = json_array_get(nodes, i);
-		json_t *name = json_array_get(n, 0);
-		int64_t parent = arr_int(n, 2);
-		const char *kind;
-		int32_t idx;
-		int k;
+	while ((more = jr_obj_next(&rd->jr)) > 0) {
+		const char *key = rd->jr.key.buf;
+		int got = READ_FIELD(rd, proc_fields, pr);
 
-		if (!json_is_array(n) || !json_is_string(name)) {
-			buf_addf(err, "node %zu is not [name, depth, parent, ...]", i);
-			return -1;
+		if (got < 0)
+			goto out;
+		if (got)
+			continue;
+		if (!strcmp(key, "nodes")) {
+			has_nodes = true;
+			if (jr_value(&rd->jr) != JR_ARR) {
+				if (!rd->jr.failed)
+					jr_fail(&rd->jr, "run %zu, process %zu: 'nodes' is not an array", rd->run, i);
+				goto out;
+			}
+			for (k = pr->nr_nodes; (more = jr_arr_next(&rd->jr)) > 0; k++)
+				if (read_node(rd, pr, k) < 0)
+					goto out;
+			if (more < 0)
+				goto out;
+			pr->nr_linked = 0;
+			continue;
 		}
-		if (parent < -1 || (version == 1 && parent >= (int64_t)i) ||
-		    (version != 1 && parent >= 0 && (parent <= (int64_t)i || parent >= (int64_t)nr))) {
-			buf_addf(err, "node %zu has parent %lld, which does not %s it", i, (long long)parent,
-				 version == 1 ? "precede" : "follow");
-			return -1;
+		if (!strcmp(key, "timing")) {
+			timed = true;
+			more = read_array(rd, read_timing, &tl);
+		} else if (!strcmp(key, "events")) {
+			more = read_array(rd, read_event, pr);
+		} else {
+			more = jr_value(&rd->jr) == JR_ERROR ? -1 : jr_skip(&rd->jr);
 		}
-		idx = proc_add_node(pr, "", 0, (uint32_t)arr_int(n, 1), arr_int(n, 3), arr_int(n, 4));
-		pr->nodes[idx].name = intern_json(pr, name);
-		pr->nodes[idx].flags = (uint32_t)arr_int(n, 5);
-		kind = json_string_value(json_array_get(n, 6));
-		k = kind ? kind_from_name(kind) : -1;
-		pr->nodes[idx].kind = (uint8_t)(k >= 0 ? k : KIND_APP);
+		if (more < 0)
+			goto out;
 	}
-	/* Linked once all exist: in version 2 a parent comes later. */
+	if (more < 0)
+		goto out;
+	if (!has_nodes) {
+		jr_fail(&rd->jr, "run %zu, process %zu has no 'nodes' array", rd->run, i);
+		goto out;
+	}
+	if (timed) {
+		if (tl.nr != pr->nr_nodes) {
+			jr_fail(&rd->jr, "run %zu, process %zu: 'timing' has %zu entries for %zu nodes", rd->run, i,
+				tl.nr, pr->nr_nodes);
+			goto out;
+		}
+		proc_ensure_timing(pr);
+		if (tl.nr)
+			memcpy(pr->timing, tl.v, tl.nr * sizeof(*tl.v));
+	}
+	for (k = 0; k < pr->nr_events; k++)
+		if (pr->events[k].node >= (int32_t)pr->nr_nodes)
+			pr->events[k].node = -1;
+	ret = 0;
+out:
+	free(tl.v);
+	rd->proc = SIZE_MAX;
+	return ret;
+}
+
+static int read_cgroup(struct reader *rd, struct cg_figures *cg)
+{
+	enum jr_type t = jr_value(&rd->jr);
+	int more, got;
+
+	if (t != JR_OBJ)
+		return jr_skip(&rd->jr);
+	cg->has = true;
+	cg->cpu_usage_us = cg->nr_periods = cg->nr_throttled = UNKNOWN;
+	cg->throttled_us = cg->memory_peak = cg->oom_kills = UNKNOWN;
+	while ((more = jr_obj_next(&rd->jr)) > 0) {
+		got = READ_FIELD(rd, cg_fields, cg);
+		if (got < 0 || (!got && (jr_value(&rd->jr) == JR_ERROR || jr_skip(&rd->jr) < 0)))
+			return -1;
+	}
+	return more;
+}
+
+static int read_run(struct reader *rd, void *ctx, size_t i)
+{
+	struct run *r;
+	bool has_procs = false;
+	int more, got;
+
+	if (charge(rd, sizeof(*r)) < 0)
+		return -1;
+	r = profile_add_run(rd->p);
+	rd->run = i;
+	if (jr_value(&rd->jr) != JR_OBJ)
+		return rd->jr.failed ? -1 : jr_fail(&rd->jr, "run %zu is not an object", i);
+	while ((more = jr_obj_next(&rd->jr)) > 0) {
+		const char *key = rd->jr.key.buf;
+
+		got = READ_FIELD(rd, run_fields, r);
+		if (got < 0)
+			return -1;
+		if (got)
+			continue;
+		if (!strcmp(key, "status")) {
+			if (jr_value(&rd->jr) == JR_STR) {
+				int st = run_status_from_name(rd->jr.str.buf);
+
+				r->status = st >= 0 ? (enum run_status)st : RUN_NOT_RUN;
+			}
+			more = jr_skip(&rd->jr);
+		} else if (!strcmp(key, "cgroup")) {
+			more = read_cgroup(rd, &r->cg);
+		} else if (!strcmp(key, "processes")) {
+			has_procs = true;
+			if (jr_value(&rd->jr) != JR_ARR)
+				return rd->jr.failed ? -1 : jr_fail(&rd->jr, "run %zu has no 'processes' array", i);
+			while ((more = jr_arr_next(&rd->jr)) > 0)
+				if (read_proc(rd, r, r->nr_procs) < 0)
+					return -1;
+		} else {
+			more = jr_value(&rd->jr) == JR_ERROR ? -1 : jr_skip(&rd->jr);
+		}
+		if (more < 0)
+			return -1;
+	}
+	if (more < 0)
+		return -1;
+	if (!has_procs)
+		return jr_fail(&rd->jr, "run %zu has no 'processes' array", i);
+	rd->run = SIZE_MAX;
+	return 0;
+}
+
+static int read_warning(struct reader *rd, void *ctx, size_t i)
+{
+	char *msg = NULL;
+	int64_t line = 0;
+	int more;
+
+	if (jr_value(&rd->jr) != JR_OBJ)
+		return jr_skip(&rd->jr);
+	while ((more = jr_obj_next(&rd->jr)) > 0) {
+		if (!strcmp(rd->jr.key.buf, "line"))
+			more = read_int(rd, "line", INT64_MIN, INT64_MAX, 0, &line);
+		else if (!strcmp(rd->jr.key.buf, "msg"))
+			more = read_str(rd, &msg);
+		else
+			more = jr_value(&rd->jr) == JR_ERROR ? -1 : jr_skip(&rd->jr);
+		if (more < 0)
+			break;
+	}
+	if (more >= 0 && msg && charge(rd, sizeof(struct pwarn)) == 0)
+		profile_add_warning(rd->p, (long)line, "%s", msg);
+	free(msg);
+	return rd->jr.failed ? -1 : 0;
+}
+
+static int read_finding(struct reader *rd, void *ctx, size_t i)
+{
+	struct finding f = { 0 };
+	int more;
+
+	f.cost_us = UNKNOWN;
+	if (jr_value(&rd->jr) != JR_OBJ)
+		return jr_skip(&rd->jr);
+	while ((more = jr_obj_next(&rd->jr)) > 0) {
+		more = READ_FIELD(rd, finding_fields, &f);
+		if (!more)
+			more = jr_value(&rd->jr) == JR_ERROR ? -1 : jr_skip(&rd->jr);
+		if (more < 0)
+			break;
+	}
+	if (!f.id)
+		f.id = xstrdup("unknown");
+	if (more < 0 || charge(rd, sizeof(f)) < 0) {
+		free(f.id);
+		free(f.severity);
+		free(f.title);
+		free(f.evidence);
+		free(f.fix);
+		free(f.module);
+		return -1;
+	}
+	profile_add_finding(rd->p, &f);
+	return 0;
+}
+
+static int read_target(struct reader *rd, void *ctx, size_t i)
+{
+	char *s = NULL;
+
+	if (read_str(rd, &s) < 0)
+		return -1;
+	if (s)
+		strvec_push(&rd->p->target, s);
+	free(s);
+	return 0;
+}
+
+static int read_limits(struct reader *rd)
+{
+	int more, got;
+
+	if (jr_value(&rd->jr) != JR_OBJ)
+		return jr_skip(&rd->jr);
+	while ((more = jr_obj_next(&rd->jr)) > 0) {
+		got = READ_FIELD(rd, limits_fields, &rd->p->limits);
+		if (got < 0 || (!got && (jr_value(&rd->jr) == JR_ERROR || jr_skip(&rd->jr) < 0)))
+			return -1;
+	}
+	return more;
+}
+
+/* One member of the top-level object. */
+static int read_member(struct reader *rd)
+{
+	const char *key = rd->jr.key.buf;
+	int got = READ_FIELD(rd, profile_fields, rd->p);
+
+	if (got)
+		return got < 0 ? -1 : 0;
+	if (!strcmp(key, "format")) {
+		if (jr_value(&rd->jr) == JR_ERROR)
+			return -1;
+		rd->is_profile = rd->jr.type == JR_STR && !strcmp(rd->jr.str.buf, "coldstart-profile");
+		if (!rd->is_profile)
+			return jr_fail(&rd->jr, "not a coldstart profile (no \"format\": \"coldstart-profile\")");
+		return 0;
+	}
+	if (!strcmp(key, "version")) {
+		if (read_int(rd, "version", INT64_MIN, INT64_MAX, 0, &rd->version) < 0)
+			return -1;
+		if (rd->version < 1 || rd->version > PROFILE_FORMAT_VERSION)
+			return jr_fail(&rd->jr, "unsupported profile version %lld (this coldstart reads 1 to %d)",
+				       (long long)rd->version, PROFILE_FORMAT_VERSION);
+		return 0;
+	}
+	if (!strcmp(key, "target"))
+		return read_array(rd, read_target, NULL);
+	if (!strcmp(key, "limits"))
+		return read_limits(rd);
+	if (!strcmp(key, "runs")) {
+		rd->has_runs = true;
+		if (jr_value(&rd->jr) != JR_ARR)
+			return rd->jr.failed ? -1 : jr_fail(&rd->jr, "profile has no 'runs' array");
+		while ((got = jr_arr_next(&rd->jr)) > 0)
+			if (read_run(rd, NULL, rd->p->nr_runs) < 0)
+				return -1;
+		return got;
+	}
+	if (!strcmp(key, "warnings"))
+		return read_array(rd, read_warning, NULL);
+	if (!strcmp(key, "findings"))
+		return read_array(rd, read_finding, NULL);
+	if (!strcmp(key, "escaped_bytes"))
+		return read_int(rd, "escaped_bytes", 0, INT64_MAX, 0, &rd->escaped);
+	if (!strcmp(key, "native")) {
+		buf_reset(&rd->native);
+		return jr_copy_value(&rd->jr, &rd->native, NATIVE_MAX, &rd->native_cut);
+	}
+	return jr_value(&rd->jr) == JR_ERROR ? -1 : jr_skip(&rd->jr);
+}
+
+/*
+ * Version 2 lists each node before its parent, version 1 after it; either
+ * way a parent index points one way only, so no cycle can be built, and
+ * siblings are linked in the order they are listed.  Done once the whole
+ * document is read: "version" may come after "runs".
+ */
+static int link_proc(struct reader *rd, struct proc *pr, size_t run, size_t proc, struct buf *err)
+{
+	size_t i, nr = pr->nr_nodes;
+
 	for (i = 0; i < nr; i++) {
-		int64_t parent = arr_int(json_array_get(nodes, i), 2);
+		int64_t parent = pr->nodes[i].parent;
+
+		if (parent < -1 || (rd->version == 1 && parent >= (int64_t)i) ||
+		    (rd->version != 1 && parent >= 0 && (parent <= (int64_t)i || parent >= (int64_t)nr))) {
+			buf_addf(err, "node %zu has parent %lld, which does not %s it (run %zu, process %zu)", i,
+				 (long long)parent, rd->version == 1 ? "precede" : "follow", run, proc);
+			return -1;
+		}
+	}
+	for (i = 0; i < nr; i++) {
+		int32_t parent = pr->nodes[i].parent;
 
 		if (parent >= 0)
-			proc_link_child(pr, (int32_t)parent, (int32_t)i);
+			proc_link_child(pr, parent, (int32_t)i);
 		else
 			proc_link_root(pr, (int32_t)i);
 	}
-	if (json_is_array(timing)) {
-		if (json_array_size(timing) != nr) {
-			buf_addf(err, "'timing' has %zu entries for %zu nodes", json_array_size(timing), nr);
-			return -1;
-		}
-		proc_ensure_timing(pr);
-		for (i = 0; i < nr; i++) {
-			json_t *t = json_array_get(timing, i);
-			json_t *file = json_array_get(t, 8);
-			struct imp_timing *tm = &pr->timing[i];
-
-			tm->start_ns = arr_int(t, 0);
-			tm->end_ns = arr_int(t, 1);
-			tm->find_ns = arr_int(t, 2);
-			tm->load_ns = arr_int(t, 3);
-			tm->exec_ns = arr_int(t, 4);
-			tm->compile_ns = arr_int(t, 5);
-			tm->rss_start_kb = arr_int(t, 6);
-			tm->rss_end_kb = arr_int(t, 7);
-			tm->file = json_is_string(file) ? intern_json(pr, file) : 0;
-		}
-	}
-	if (json_is_array(events)) {
-		size_t ne = json_array_size(events);
-
-		for (i = 0; i < ne; i++) {
-			json_t *e = json_array_get(events, i);
-			json_t *name = json_array_get(e, 1), *detail = json_array_get(e, 2);
-			struct proc_event *pe;
-			int64_t node = arr_int(e, 3);
-
-			ALLOC_GROW(pr->events, pr->nr_events + 1, pr->alloc_events);
-			pe = &pr->events[pr->nr_events++];
-			pe->t_ns = arr_int(e, 0);
-			pe->name = json_is_string(name) ? intern_json(pr, name) : 0;
-			pe->detail = json_is_string(detail) ? intern_json(pr, detail) : 0;
-			pe->node = node >= 0 && node < (int64_t)nr ? (int32_t)node : -1;
-		}
-	}
 	return 0;
 }
 
-static int read_run(struct profile *p, json_t *jr, int version, struct buf *err)
+static int read_document(struct reader *rd, struct buf *err)
 {
-	struct run *r = profile_add_run(p);
-	json_t *procs = json_object_get(jr, "processes");
-	json_t *cg = json_object_get(jr, "cgroup");
-	json_t *status = json_object_get(jr, "status");
-	size_t i;
-	int st;
+	struct profile *p = rd->p;
+	size_t r, k;
+	int more;
 
-	st = json_is_string(status) ? run_status_from_name(json_string_value(status)) : -1;
-	r->status = st >= 0 ? (enum run_status)st : RUN_NOT_RUN;
-	r->exit_code = (int)opt_int(jr, "exit_code", 0);
-	r->term_signal = (int)opt_int(jr, "signal", 0);
-	r->warmup = json_is_true(json_object_get(jr, "warmup"));
-	r->baseline = json_is_true(json_object_get(jr, "baseline"));
-	r->wall_us = opt_int(jr, "wall_us", UNKNOWN);
-	r->user_us = opt_int(jr, "user_us", UNKNOWN);
-	r->sys_us = opt_int(jr, "sys_us", UNKNOWN);
-	r->maxrss_kb = opt_int(jr, "maxrss_kb", UNKNOWN);
-	r->ready_us = opt_int(jr, "ready_us", UNKNOWN);
-	r->first_response_us = opt_int(jr, "first_response_us", UNKNOWN);
-	if (json_is_object(cg)) {
-		r->cg.has = true;
-		r->cg.cpu_usage_us = opt_int(cg, "cpu_usage_us", UNKNOWN);
-		r->cg.nr_periods = opt_int(cg, "nr_periods", UNKNOWN);
-		r->cg.nr_throttled = opt_int(cg, "nr_throttled", UNKNOWN);
-		r->cg.throttled_us = opt_int(cg, "throttled_us", UNKNOWN);
-		r->cg.memory_peak = opt_int(cg, "memory_peak", UNKNOWN);
-		r->cg.oom_kills = opt_int(cg, "oom_kills", UNKNOWN);
+	if (jr_value(&rd->jr) != JR_OBJ) {
+		if (!rd->jr.failed)
+			jr_fail(&rd->jr, "not a coldstart profile (no \"format\": \"coldstart-profile\")");
+		goto fail;
 	}
-	if (!json_is_array(procs)) {
-		buf_addf(err, "run %zu has no 'processes' array", p->nr_runs - 1);
-		return -1;
-	}
-	for (i = 0; i < json_array_size(procs); i++) {
-		struct proc *pr = run_add_proc(r);
-
-		if (read_proc(pr, json_array_get(procs, i), version, err) < 0) {
-			buf_addf(err, " (run %zu, process %zu)", p->nr_runs - 1, i);
-			return -1;
-		}
-	}
-	return 0;
-}
-
-static int read_profile(struct profile *p, json_t *root, struct buf *err)
-{
-	json_t *v, *runs, *lim;
-	int64_t version;
-	size_t i;
-
-	if (!json_is_object(root) || !json_is_string(json_object_get(root, "format")) ||
-	    strcmp(json_string_value(json_object_get(root, "format")), "coldstart-profile")) {
+	while ((more = jr_obj_next(&rd->jr)) > 0)
+		if (read_member(rd) < 0)
+			goto fail;
+	if (more < 0 || jr_finish(&rd->jr) < 0)
+		goto fail;
+	if (!rd->is_profile) {
 		buf_addf(err, "not a coldstart profile (no \"format\": \"coldstart-profile\")");
 		return -1;
 	}
-	version = opt_int(root, "version", 0);
-	if (version < 1 || version > PROFILE_FORMAT_VERSION) {
-		buf_addf(err, "unsupported profile version %lld (this coldstart reads 1 to %d)",
-			 (long long)version, PROFILE_FORMAT_VERSION);
+	if (rd->version < 1) {
+		buf_addf(err, "unsupported profile version 0 (this coldstart reads 1 to %d)", PROFILE_FORMAT_VERSION);
 		return -1;
 	}
-	p->tool_version = opt_str(root, "tool_version");
-	p->created = opt_str(root, "created");
-	p->command = opt_str(root, "command");
-	p->python = opt_str(root, "python");
-	p->python_version = opt_str(root, "python_version");
-	p->cwd = opt_str(root, "cwd");
-	v = json_object_get(root, "target");
-	for (i = 0; i < json_array_size(v); i++)
-		if (json_is_string(json_array_get(v, i)))
-			strvec_push(&p->target, json_string_value(json_array_get(v, i)));
-	lim = json_object_get(root, "limits");
-	if (json_is_object(lim)) {
-		json_t *c = json_object_get(lim, "cpus");
-
-		p->limits.cpus = json_is_number(c) ? json_number_value(c) : 0;
-		p->limits.memory = opt_int(lim, "memory", 0);
-		p->limits.swap = opt_int(lim, "swap", 0);
-		p->limits.pids = (long)opt_int(lim, "pids", 0);
-		p->limits.cpuset = opt_str(lim, "cpuset");
-		p->limits.preset = opt_str(lim, "preset");
-		p->limits.backend = opt_str(lim, "backend");
-	}
-	runs = json_object_get(root, "runs");
-	if (!json_is_array(runs)) {
+	if (!rd->has_runs) {
 		buf_addf(err, "profile has no 'runs' array");
 		return -1;
 	}
-	for (i = 0; i < json_array_size(runs); i++)
-		if (read_run(p, json_array_get(runs, i), (int)version, err) < 0)
-			return -1;
-	v = json_object_get(root, "warnings");
-	for (i = 0; i < json_array_size(v); i++) {
-		json_t *wj = json_array_get(v, i);
-		json_t *msg = json_object_get(wj, "msg");
-
-		if (json_is_string(msg))
-			profile_add_warning(p, (long)opt_int(wj, "line", 0), "%s", json_string_value(msg));
-	}
-	v = json_object_get(root, "findings");
-	for (i = 0; i < json_array_size(v); i++) {
-		json_t *fj = json_array_get(v, i);
-		struct finding f = { 0 };
-
-		f.id = opt_str(fj, "id");
-		f.severity = opt_str(fj, "severity");
-		f.title = opt_str(fj, "title");
-		f.evidence = opt_str(fj, "evidence");
-		f.fix = opt_str(fj, "fix");
-		f.module = opt_str(fj, "module");
-		f.cost_us = opt_int(fj, "cost_us", UNKNOWN);
-		if (!f.id)
-			f.id = xstrdup("unknown");
-		profile_add_finding(p, &f);
-	}
-	v = json_object_get(root, "native");
-	if (json_is_object(v)) {
-		char *text = json_dumps(v, JSON_COMPACT);
+	for (r = 0; r < p->nr_runs; r++)
+		for (k = 0; k < p->runs[r].nr_procs; k++)
+			if (link_proc(rd, &p->runs[r].procs[k], r, k, err) < 0)
+				return -1;
+	if (rd->escaped > 0)
+		profile_add_warning(p, 0,
+				    "%lld bytes that are not UTF-8 (in paths, arguments or output) are shown as \\xHH",
+				    (long long)rd->escaped);
+	if (rd->native_cut) {
+		profile_add_warning(p, 0, "native extension facts not restored: more than %zu MiB", NATIVE_MAX >> 20);
+	} else if (rd->native.len && rd->native.buf[0] == '{') {
 		struct buf nerr = BUF_INIT;
 
-		if (!text || elf_native_from_json(p, text, strlen(text), &nerr) < 0)
-			profile_add_warning(p, 0, "native extension facts not restored: %s",
-					    nerr.len ? nerr.buf : "out of memory");
-		free(text);
+		if (elf_native_from_json(p, rd->native.buf, rd->native.len, &nerr) < 0)
+			profile_add_warning(p, 0, "native extension facts not restored: %s", nerr.buf);
 		buf_release(&nerr);
 	}
 	return 0;
+fail:
+	buf_add(err, rd->jr.err.buf, rd->jr.err.len);
+	if (rd->over_limit || (rd->zf && rd->zf->over_limit))
+		buf_adds(err, " (COLDSTART_MAX_PROFILE_SIZE raises it)");
+	return -1;
+}
+
+/* COLDSTART_MAX_PROFILE_SIZE, else PROFILE_SIZE_LIMIT. */
+static int size_limit(uint64_t *limit, struct buf *err)
+{
+	const char *env = getenv("COLDSTART_MAX_PROFILE_SIZE");
+	int64_t v;
+
+	*limit = PROFILE_SIZE_LIMIT;
+	if (!env || !*env)
+		return 0;
+	if (parse_size(env, &v) < 0 || v <= 0) {
+		buf_addf(err, "COLDSTART_MAX_PROFILE_SIZE='%s' is not a size such as 4g", env);
+		return -1;
+	}
+	*limit = (uint64_t)v;
+	return 0;
+}
+
+static void reader_init(struct reader *rd, struct profile *p)
+{
+	memset(rd, 0, sizeof(*rd));
+	rd->p = p;
+	rd->run = rd->proc = rd->node = SIZE_MAX;
+	buf_init(&rd->native, 0);
 }
 
 int profile_from_json(struct profile *p, const char *text, size_t len, struct buf *errmsg)
 {
-	json_error_t jerr;
-	json_t *root;
-	int ret;
+	struct reader rd;
+	int ret = -1;
 
-	root = json_loadb(text, len, JSON_ALLOW_NUL, &jerr);
-	if (!root) {
-		buf_addf(errmsg, "invalid JSON at line %d column %d: %s", jerr.line, jerr.column, jerr.text);
-		return -1;
-	}
-	ret = read_profile(p, root, errmsg);
-	json_decref(root);
+	reader_init(&rd, p);
+	jr_init_mem(&rd.jr, text, len);
+	if (size_limit(&rd.limit, errmsg) == 0)
+		ret = read_document(&rd, errmsg);
+	jr_release(&rd.jr);
+	buf_release(&rd.native);
 	return ret;
 }
 
 int profile_read_json(struct profile *p, const char *path, struct buf *errmsg)
 {
-	struct buf text = BUF_INIT;
+	struct reader rd;
+	struct zfile zf;
 	struct buf inner = BUF_INIT;
+	uint64_t limit;
 	int ret = -1;
 
-	if (!strcmp(path, "-")) {
-		char chunk[65536];
-		size_t n;
-
-		while ((n = fread(chunk, 1, sizeof(chunk), stdin)) > 0)
-			buf_add(&text, chunk, n);
-	} else if (buf_read_file(&text, path) < 0) {
-		buf_addf(errmsg, "cannot read '%s': %s", path, strerror(errno));
-		goto out;
-	}
-	if (profile_from_json(p, text.buf, text.len, &inner) < 0) {
+	if (size_limit(&limit, errmsg) < 0)
+		return -1;
+	if (zfile_open(&zf, path, limit, &inner) < 0) {
 		buf_addf(errmsg, "cannot read '%s': %s", path, inner.buf);
-		goto out;
+		buf_release(&inner);
+		return -1;
 	}
-	ret = 0;
-out:
-	buf_release(&text);
+	reader_init(&rd, p);
+	rd.limit = limit;
+	rd.zf = &zf;
+	jr_init(&rd.jr, zfile_read, &zf);
+	if (read_document(&rd, &inner) == 0)
+		ret = 0;
+	else
+		buf_addf(errmsg, "cannot read '%s': %s", path, inner.buf);
+	jr_release(&rd.jr);
+	zfile_close(&zf);
+	buf_release(&rd.native);
 	buf_release(&inner);
 	return ret;
 }
