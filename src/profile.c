@@ -382,7 +382,7 @@ int64_t proc_import_total_us(const struct proc *pr, bool include_startup)
 		if (!include_startup && (n->flags & NODE_STARTUP))
 			continue;
 		if (n->cum_us > 0)
-			total += n->cum_us;
+			total = i64_add(total, n->cum_us);
 	}
 	return total;
 }
@@ -675,14 +675,15 @@ static int node_inconsistent(const struct proc *pr, const struct imp_node *n, in
 	 */
 	for (c = n->first_child; c >= 0; c = pr->nodes[c].next_sibling)
 		if (!(pr->nodes[c].flags & NODE_CACHED)) {
-			children += pr->nodes[c].cum_us;
+			children = i64_add(children, pr->nodes[c].cum_us);
 			nr_children++;
 		}
 	/*
 	 * CPython rounds each printed value up to a microsecond, so every
 	 * child's cum and the self can each be up to 1 us off.
 	 */
-	return llabs(n->cum_us - children - n->self_us) > tolerance_us + nr_children + 1 || n->self_us < 0;
+	return i64_abs(i64_sub(i64_sub(n->cum_us, children), n->self_us)) > i64_add(tolerance_us, nr_children + 1) ||
+	       n->self_us < 0;
 }
 
 size_t proc_check_consistency(struct proc *pr, int64_t tolerance_us)
@@ -814,9 +815,9 @@ struct pkg_total *proc_package_totals(const struct proc *pr, size_t *nr)
 		if (!(node->flags & NODE_CACHED)) {
 			t[k].modules++;
 			if (node->self_us > 0)
-				t[k].self_us += node->self_us;
+				t[k].self_us = i64_add(t[k].self_us, node->self_us);
 			if (!open[k] && node->cum_us > 0)
-				t[k].cum_us += node->cum_us;
+				t[k].cum_us = i64_add(t[k].cum_us, node->cum_us);
 		}
 		open[k]++;
 		if (node->first_child >= 0) {

@@ -327,11 +327,11 @@ int64_t export_layout(const struct proc *pr, bool use_timing, int64_t *start, in
 		width = xcalloc(pr->nr_nodes, sizeof(*width));
 		for (k = n; k-- > 0;) {
 			int32_t v = order[k];
-			int64_t own = nonneg(pr->nodes[v].cum_us) * 1000;
+			int64_t own = i64_mul(nonneg(pr->nodes[v].cum_us), 1000);
 
 			width[v] = max64(width[v], own);
 			if (parent[v] >= 0)
-				width[parent[v]] += width[v];
+				width[parent[v]] = i64_add(width[parent[v]], width[v]);
 		}
 	}
 	if (use_timing) {
@@ -368,7 +368,7 @@ int64_t export_layout(const struct proc *pr, bool use_timing, int64_t *start, in
 
 		if (use_timing) {
 			const struct imp_timing *t = &pr->timing[v];
-			int64_t dur = nonneg(pr->nodes[v].cum_us) * 1000;
+			int64_t dur = i64_mul(nonneg(pr->nodes[v].cum_us), 1000);
 
 			if (t->start_ns != UNKNOWN && t->end_ns != UNKNOWN) {
 				s = max64(t->start_ns, lo);
@@ -380,17 +380,17 @@ int64_t export_layout(const struct proc *pr, bool use_timing, int64_t *start, in
 				 * it ends with its timed descendants.
 				 */
 				e = span_hi[v];
-				s = max64(lo, min64(span_lo[v], e - dur));
+				s = max64(lo, min64(span_lo[v], i64_sub(e, dur)));
 				e = max64(e, s);
 			} else {
 				s = t->start_ns != UNKNOWN ? max64(t->start_ns, lo) : lo;
-				e = s + dur;
+				e = i64_add(s, dur);
 			}
 			s = min64(s, hi);
 			e = min64(max64(e, s), hi);
 		} else {
 			s = lo;
-			e = s + width[v];
+			e = i64_add(s, width[v]);
 		}
 		start[v] = s;
 		end[v] = e;
