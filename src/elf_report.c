@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "findings.h"
+#include "json_util.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -456,13 +457,6 @@ static void ext_to_json(const struct elf_native_ext *e, struct buf *out)
 	buf_addch(out, '}');
 }
 
-static char *jdup(json_t *o, const char *key)
-{
-	const char *s = json_string_value(json_object_get(o, key));
-
-	return s ? xstrdup(s) : NULL;
-}
-
 static const char *how_const(const char *s)
 {
 	static const char *const hows[] = { "root", "rpath", "runpath", "LD_LIBRARY_PATH",
@@ -496,13 +490,13 @@ static int tree_from_json(struct elf_native *n, json_t *arr, struct elf_tree *t,
 		ALLOC_GROW(t->libs, t->nr + 1, t->alloc);
 		l = &t->libs[t->nr++];
 		memset(l, 0, sizeof(*l));
-		l->name = jdup(o, "name");
-		l->path = jdup(o, "path");
+		l->name = json_util_strdup(o, "name");
+		l->path = json_util_strdup(o, "path");
 		l->how = how_const(json_string_value(json_object_get(o, "how")));
 		l->parent = (int)parent;
 		l->depth = i ? t->libs[parent].depth + 1 : 0;
 		l->preloaded = json_is_true(json_object_get(o, "preloaded"));
-		l->error = jdup(o, "error");
+		l->error = json_util_strdup(o, "error");
 		facts = json_object_get(o, "facts");
 		if (json_is_object(facts)) {
 			char *text = json_dumps(facts, JSON_COMPACT);
@@ -842,10 +836,10 @@ int elf_native_from_json(struct profile *p, const char *text, size_t len, struct
 		e->run = (size_t)json_integer_value(json_object_get(o, "run"));
 		e->proc = (size_t)json_integer_value(json_object_get(o, "proc"));
 		e->node = (int32_t)json_integer_value(json_object_get(o, "node"));
-		e->module = jdup(o, "module");
-		e->file = jdup(o, "file");
+		e->module = json_util_strdup(o, "module");
+		e->file = json_util_strdup(o, "file");
 		e->load_us = json_is_integer(lu) ? json_integer_value(lu) : UNKNOWN;
-		e->error = jdup(o, "error");
+		e->error = json_util_strdup(o, "error");
 		if (tree_from_json(n, json_object_get(o, "tree"), &e->tree, err))
 			goto out;
 		if (!e->tree.nr && !e->error)

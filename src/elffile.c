@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "json_util.h"
+
 #ifndef NT_GNU_BUILD_ID
 #define NT_GNU_BUILD_ID 3
 #endif
@@ -1317,13 +1319,6 @@ static int64_t clamp64(uint64_t v)
 	return v > INT64_MAX ? INT64_MAX : (int64_t)v;
 }
 
-static char *json_dup(json_t *obj, const char *key)
-{
-	const char *s = json_string_value(json_object_get(obj, key));
-
-	return s ? xstrdup(s) : NULL;
-}
-
 static uint64_t json_u64(json_t *obj, const char *key)
 {
 	json_t *v = json_object_get(obj, key);
@@ -1523,7 +1518,7 @@ int elf_facts_from_json(const char *text, size_t len, struct elf_facts *out, str
 		buf_adds(err, "bad ELF facts JSON: not an object");
 		goto out;
 	}
-	out->path = json_dup(root, "path");
+	out->path = json_util_strdup(root, "path");
 	out->file_size = (int64_t)json_u64(root, "file_size");
 	out->elf_class = (int)json_u64(root, "class");
 	out->big_endian = json_is_true(json_object_get(root, "big_endian"));
@@ -1532,10 +1527,10 @@ int elf_facts_from_json(const char *text, size_t len, struct elf_facts *out, str
 	out->nr_load = json_u64(root, "load_segments");
 	out->load_filesz = json_u64(root, "load_filesz");
 	out->load_memsz = json_u64(root, "load_memsz");
-	out->interp = json_dup(root, "interp");
-	out->soname = json_dup(root, "soname");
-	out->rpath = json_dup(root, "rpath");
-	out->runpath = json_dup(root, "runpath");
+	out->interp = json_util_strdup(root, "interp");
+	out->soname = json_util_strdup(root, "soname");
+	out->rpath = json_util_strdup(root, "rpath");
+	out->runpath = json_util_strdup(root, "runpath");
 	arr = json_object_get(root, "needed");
 	for (i = 0; json_is_array(arr) && i < json_array_size(arr); i++) {
 		const char *s = json_string_value(json_array_get(arr, i));
@@ -1552,10 +1547,10 @@ int elf_facts_from_json(const char *text, size_t len, struct elf_facts *out, str
 	out->nr_debug_sections = json_u64(root, "debug_sections");
 	out->debug_bytes = json_u64(root, "debug_bytes");
 	out->has_debuglink = json_is_true(json_object_get(root, "debuglink"));
-	out->build_id = json_dup(root, "build_id");
-	out->libpython = json_dup(root, "libpython");
+	out->build_id = json_util_strdup(root, "build_id");
+	out->libpython = json_util_strdup(root, "libpython");
 	out->defines_python = json_is_true(json_object_get(root, "defines_python"));
-	out->py_version = json_dup(root, "python_version");
+	out->py_version = json_util_strdup(root, "python_version");
 	arr = json_object_get(root, "warnings");
 	for (i = 0; json_is_array(arr) && i < json_array_size(arr); i++) {
 		const char *s = json_string_value(json_array_get(arr, i));
