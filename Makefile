@@ -4,7 +4,7 @@
 #   make demo       profile the bundled Fn-style sample
 #   make test       unit tests (cmocka) + end-to-end tests (pytest)
 #   make check      the same suite on an ASan + UBSan build
-#   make fuzz       short libFuzzer runs of the parsers (clang)
+#   make fuzz       libFuzzer runs of every tests/fuzz/fuzz_*.c (clang; FUZZ_SECONDS=20 each)
 #   make bench      benchmarks that print side-by-side figures
 #   make install    PREFIX=/usr/local DESTDIR= (PYDIR= for the Python packages)
 #

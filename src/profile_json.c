@@ -1364,9 +1364,9 @@ static int read_document(struct reader *rd, struct buf *err)
 			if (link_proc(rd, &p->runs[r].procs[k], r, k, err) < 0)
 				return -1;
 	if (rd->escaped > 0)
-		profile_add_warning(p, 0,
-				    "%lld bytes that are not UTF-8 (in paths, arguments or output) are shown as \\xHH",
-				    (long long)rd->escaped);
+		profile_add_warning(p, 0, "%lld %s not UTF-8 (in paths, arguments or output) %s shown as \\xHH",
+				    (long long)rd->escaped, rd->escaped == 1 ? "byte that is" : "bytes that are",
+				    rd->escaped == 1 ? "is" : "are");
 	if (rd->native_cut) {
 		profile_add_warning(p, 0, "native extension facts not restored: more than %zu MiB", NATIVE_MAX >> 20);
 	} else if (rd->native.len && rd->native.buf[0] == '{') {
