@@ -9,6 +9,9 @@
 #include "elf_report.h"
 #include "findings.h"
 
+/* The rules every analysis runs, in order. */
+static const struct finding_rules *const rule_tables[] = { &findings_builtin, &elf_finding_rules, NULL };
+
 void profile_analyze(struct profile *p, const char *const *stdlib_names)
 {
 	profile_analyze_with(p, stdlib_names, NULL);
@@ -59,6 +62,5 @@ void profile_analyze_with(struct profile *p, const char *const *stdlib_names, co
 		}
 		buf_release(&err);
 	}
-	elf_register_findings();
-	findings_run(p);
+	findings_run(p, rule_tables);
 }

@@ -5,7 +5,6 @@
  */
 #include "profile.h"
 
-#include "elf_report.h"
 #include "json_reader.h"
 #include "parallel.h"
 
@@ -546,7 +545,7 @@ static void write_profile(struct jw *w, const struct profile *p)
 	jw_close(w, ']');
 	buf_addch(w->out, ',');
 	jw_key(w, "native");
-	elf_native_to_json(p, w->out);
+	native_set_to_json(&p->native, w->out);
 	/* Last: the count is known only now.  Readers turn it into a warning. */
 	if (w->escaped) {
 		buf_addch(w->out, ',');
@@ -1372,7 +1371,7 @@ static int read_document(struct reader *rd, struct buf *err)
 	} else if (rd->native.len && rd->native.buf[0] == '{') {
 		struct buf nerr = BUF_INIT;
 
-		if (elf_native_from_json(p, rd->native.buf, rd->native.len, &nerr) < 0)
+		if (native_set_from_json(&p->native, rd->native.buf, rd->native.len, &nerr) < 0)
 			profile_add_warning(p, 0, "native extension facts not restored: %s", nerr.buf);
 		buf_release(&nerr);
 	}

@@ -16,6 +16,8 @@
 #include "profile.h"
 #include "util.h"
 
+static const struct finding_rules *const builtin[] = { &findings_builtin, NULL };
+
 static struct proc *new_proc(struct profile *p, struct run **run)
 {
 	struct proc *pr;
@@ -96,7 +98,7 @@ static void test_side_effects(void **state)
 	event(pr, wr, "ctypes.dlopen", "libc.so.6"); /* not a side effect rule */
 	event(pr, -1, "subprocess.Popen", "['ls']"); /* top-level code, not an import */
 	event(pr, app, "open", "r:/x.py"); /* a read */
-	findings_run(&p);
+	findings_run(&p, builtin);
 
 	assert_int_equal(count(&p, "import-side-effect"), 3);
 	f = get(&p, "import-side-effect", "app.net");
@@ -133,7 +135,7 @@ static void test_compiled(void **state)
 	pr->timing[sub].compile_ns = 2000000;
 	pr->nodes[top].flags |= NODE_COMPILED;
 	pr->timing[top].file = proc_intern(pr, "/srv/app/top.py", 15);
-	findings_run(&p);
+	findings_run(&p, builtin);
 
 	assert_int_equal(count(&p, "compiled-at-startup"), 1);
 	f = get(&p, "compiled-at-startup", NULL);
@@ -160,7 +162,7 @@ static void test_heavy(void **state)
 	(void)np;
 	(void)own;
 	pr->nodes[site].flags |= NODE_STARTUP;
-	findings_run(&p);
+	findings_run(&p, builtin);
 
 	f = get(&p, "heavy-import", "numpy");
 	assert_int_equal(f->cost_us, 60000);
@@ -188,7 +190,7 @@ static void test_finders(void **state)
 	pr->timing[b].find_ns = 10000000;
 	pr->nodes[b].flags |= NODE_FAILED;
 	event(pr, -1, "sys.path", "25 entries: /a:/b");
-	findings_run(&p);
+	findings_run(&p, builtin);
 	f = get(&p, "slow-finders", NULL);
 	assert_string_equal(f->severity, "warning");
 	assert_int_equal(f->cost_us, 30000);
@@ -212,7 +214,7 @@ static void test_config_rejected(void **state)
 	pr->nodes[app].flags |= NODE_FAILED;
 	event(pr, settings, "import.failed", "SystemExit");
 	event(pr, app, "import.failed", "SystemExit");
-	findings_run(&p);
+	findings_run(&p, builtin);
 	f = get(&p, "config-rejected", "app.settings");
 	assert_string_equal(f->severity, "error");
 	assert_non_null(strstr(f->evidence, "status 78 (EX_CONFIG) in 1 of 1 run"));
@@ -223,7 +225,7 @@ static void test_config_rejected(void **state)
 	pr = new_proc(&p, &run);
 	add(pr, -1, "app", KIND_APP, 100, 100);
 	run->exit_code = 1;
-	findings_run(&p);
+	findings_run(&p, builtin);
 	assert_int_equal(count(&p, "config-rejected"), 0);
 	profile_release(&p);
 }
@@ -244,7 +246,7 @@ static void test_oom(void **state)
 	pr->nodes[a].flags |= NODE_OPEN;
 	pr->nodes[b].flags |= NODE_OPEN;
 	pr->timing[b].rss_start_kb = 30 * 1024;
-	findings_run(&p);
+	findings_run(&p, builtin);
 	f = get(&p, "oom-during-import", "pandas");
 	assert_string_equal(f->severity, "error");
 	assert_non_null(strstr(f->evidence, "limit 64.0 MiB"));
@@ -256,7 +258,7 @@ static void test_oom(void **state)
 	pr = new_proc(&p, &run);
 	add(pr, -1, "app", KIND_APP, 100, 100);
 	run->status = RUN_OOM;
-	findings_run(&p);
+	findings_run(&p, builtin);
 	assert_non_null(strstr(get(&p, "oom-during-import", NULL)->evidence, "no trace"));
 	profile_release(&p);
 }
@@ -272,7 +274,7 @@ static void test_failed_imports(void **state)
 
 	pr->nodes[x].flags |= NODE_FAILED;
 	pr->nodes[sc].flags |= NODE_FAILED;
-	findings_run(&p);
+	findings_run(&p, builtin);
 	assert_int_equal(count(&p, "failed-imports"), 1);
 	assert_non_null(strstr(get(&p, "failed-imports", NULL)->evidence, "'ujson' raised"));
 	assert_null(strstr(get(&p, "failed-imports", NULL)->evidence, "sitecustomize"));
@@ -287,13 +289,13 @@ static void test_clean_profile_is_quiet(void **state)
 	int32_t app = add(pr, -1, "app", KIND_APP, 1000, 3000);
 
 	add(pr, app, "json", KIND_STDLIB, 2000, 2000);
-	findings_run(&p);
+	findings_run(&p, builtin);
 	assert_int_equal(p.nr_findings, 0);
 	profile_release(&p);
 
 	/* No runs at all. */
 	profile_init(&p);
-	findings_run(&p);
+	findings_run(&p, builtin);
 	assert_int_equal(p.nr_findings, 0);
 	profile_release(&p);
 }
@@ -307,10 +309,10 @@ static void test_rerun_does_not_duplicate(void **state)
 	size_t n;
 
 	event(pr, app, "time.sleep", "1");
-	findings_run(&p);
+	findings_run(&p, builtin);
 	n = p.nr_findings;
 	assert_true(n >= 1);
-	findings_run(&p);
+	findings_run(&p, builtin);
 	assert_int_equal(p.nr_findings, n);
 	profile_release(&p);
 }
@@ -323,20 +325,44 @@ static void custom_rule(struct profile *p)
 	finding_add(p, "custom-rule", "info", "m", UNKNOWN, "title", "evidence", "fix");
 }
 
-static const struct finding_rule custom = { .id = "custom-rule", .run = custom_rule };
+static const struct finding_rule custom_rule_v[] = { { .id = "custom-rule", .run = custom_rule } };
+static const struct finding_rules custom = { custom_rule_v, ARRAY_SIZE(custom_rule_v) };
 
-static void test_register(void **state)
+/* Tables run in order, each rule once per call, and a second call replaces what the first added. */
+static void test_tables(void **state)
 {
+	const struct finding_rules *const both[] = { &findings_builtin, &custom, NULL };
+	const struct finding_rules *const alone[] = { &custom, NULL };
 	struct profile p;
 	struct run *run;
+	size_t i;
 
 	new_proc(&p, &run);
-	findings_register(&custom);
-	findings_register(&custom);
-	findings_run(&p);
-	findings_run(&p);
+	run->status = RUN_EXITED;
+	run->exit_code = EX_CONFIG_STATUS;
+	custom_calls = 0;
+	findings_run(&p, both);
+	findings_run(&p, both);
 	assert_int_equal(custom_calls, 2);
 	assert_int_equal(count(&p, "custom-rule"), 1);
+	assert_int_equal(count(&p, "config-rejected"), 1);
+	/* The built-in finding comes first: its table runs first. */
+	assert_string_equal(p.findings[p.nr_findings - 1].id, "custom-rule");
+	/* A table alone touches only its own findings. */
+	findings_run(&p, alone);
+	assert_int_equal(custom_calls, 3);
+	assert_int_equal(count(&p, "custom-rule"), 1);
+	assert_int_equal(count(&p, "config-rejected"), 1);
+	/* An empty list runs nothing. */
+	{
+		const struct finding_rules *const none[] = { NULL };
+		size_t before = p.nr_findings;
+
+		findings_run(&p, none);
+		assert_int_equal(p.nr_findings, before);
+	}
+	for (i = 0; i < findings_builtin.nr; i++)
+		assert_non_null(findings_builtin.v[i].id);
 	profile_release(&p);
 }
 
@@ -352,7 +378,7 @@ int main(void)
 		cmocka_unit_test(test_failed_imports),
 		cmocka_unit_test(test_clean_profile_is_quiet),
 		cmocka_unit_test(test_rerun_does_not_duplicate),
-		cmocka_unit_test(test_register),
+		cmocka_unit_test(test_tables),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
