@@ -13,37 +13,6 @@
 
 #define CHUNK ((size_t)64 << 10)
 
-void jr_init(struct jr *r, jr_read_fn *read, void *ctx)
-{
-	memset(r, 0, sizeof(*r));
-	buf_init(&r->str, 0);
-	buf_init(&r->key, 0);
-	buf_init(&r->err, 0);
-	r->read = read;
-	r->ctx = ctx;
-	r->chunk = xmalloc(CHUNK);
-	r->line = 1;
-}
-
-void jr_init_mem(struct jr *r, const char *text, size_t len)
-{
-	jr_init(r, NULL, NULL);
-	free(r->chunk);
-	r->chunk = (char *)text;
-	r->end = len;
-	r->eof = true;
-}
-
-void jr_release(struct jr *r)
-{
-	if (r->read)
-		free(r->chunk);
-	r->chunk = NULL;
-	buf_release(&r->str);
-	buf_release(&r->key);
-	buf_release(&r->err);
-}
-
 /* Fails with a message about the byte back bytes before the current one. */
 static int vfail(struct jr *r, size_t back, const char *fmt, va_list ap)
 {
@@ -67,16 +36,6 @@ static int fail_back(struct jr *r, size_t back, const char *fmt, ...)
 
 	va_start(ap, fmt);
 	vfail(r, back, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-int jr_fail(struct jr *r, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vfail(r, 0, fmt, ap);
 	va_end(ap);
 	return -1;
 }
@@ -443,30 +402,6 @@ static enum jr_type open_container(struct jr *r, unsigned char kind, enum jr_typ
 	return r->type = type;
 }
 
-enum jr_type jr_value(struct jr *r)
-{
-	int c;
-
-	if (r->failed)
-		return r->type = JR_ERROR;
-	c = peek_token(r);
-	switch (c) {
-	case '{': return open_container(r, 'O', JR_OBJ);
-	case '[': return open_container(r, 'A', JR_ARR);
-	case '"':
-		r->pos++;
-		return r->type = read_string(r, &r->str) < 0 ? JR_ERROR : JR_STR;
-	case 't': return read_literal(r, "true", JR_TRUE);
-	case 'f': return read_literal(r, "false", JR_FALSE);
-	case 'n': return read_literal(r, "null", JR_NULL);
-	default:
-		if (c == '-' || (c >= '0' && c <= '9'))
-			return read_number(r);
-		unexpected(r, c, "a value");
-		return r->type = JR_ERROR;
-	}
-}
-
 /* The separator before the next member of the innermost container, or its end. */
 static int next_member(struct jr *r, unsigned char kind, char close)
 {
@@ -491,6 +426,71 @@ static int next_member(struct jr *r, unsigned char kind, char close)
 	}
 	*top = kind;
 	return 1;
+}
+
+void jr_init(struct jr *r, jr_read_fn *read, void *ctx)
+{
+	memset(r, 0, sizeof(*r));
+	buf_init(&r->str, 0);
+	buf_init(&r->key, 0);
+	buf_init(&r->err, 0);
+	r->read = read;
+	r->ctx = ctx;
+	r->chunk = xmalloc(CHUNK);
+	r->line = 1;
+}
+
+void jr_init_mem(struct jr *r, const char *text, size_t len)
+{
+	jr_init(r, NULL, NULL);
+	free(r->chunk);
+	r->chunk = (char *)text;
+	r->end = len;
+	r->eof = true;
+}
+
+void jr_release(struct jr *r)
+{
+	if (r->read)
+		free(r->chunk);
+	r->chunk = NULL;
+	buf_release(&r->str);
+	buf_release(&r->key);
+	buf_release(&r->err);
+}
+
+int jr_fail(struct jr *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfail(r, 0, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+enum jr_type jr_value(struct jr *r)
+{
+	int c;
+
+	if (r->failed)
+		return r->type = JR_ERROR;
+	c = peek_token(r);
+	switch (c) {
+	case '{': return open_container(r, 'O', JR_OBJ);
+	case '[': return open_container(r, 'A', JR_ARR);
+	case '"':
+		r->pos++;
+		return r->type = read_string(r, &r->str) < 0 ? JR_ERROR : JR_STR;
+	case 't': return read_literal(r, "true", JR_TRUE);
+	case 'f': return read_literal(r, "false", JR_FALSE);
+	case 'n': return read_literal(r, "null", JR_NULL);
+	default:
+		if (c == '-' || (c >= '0' && c <= '9'))
+			return read_number(r);
+		unexpected(r, c, "a value");
+		return r->type = JR_ERROR;
+	}
 }
 
 int jr_obj_next(struct jr *r)
