@@ -24,7 +24,7 @@ static void make(struct profile *p, size_t nodes, int64_t cum)
 		struct proc *pr = run_add_proc(profile_add_run(p));
 
 		for (i = 0; i < nodes; i++) {
-			char name[16];
+			char name[24];
 			int32_t k;
 
 			snprintf(name, sizeof(name), "m%zu", i);
