@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "builtin.h"
+#include "launch.h"
 #include "util.h"
 
 struct command {
@@ -23,6 +24,7 @@ static const struct command commands[] = {
 	{ "check", cmd_check, "fail when a profile breaks an import-time budget (for CI)" },
 	{ "inspect", cmd_inspect, "ELF facts about native extensions and the interpreter" },
 	{ "docker", cmd_docker, "profile a command inside a constrained docker run" },
+	{ "plan", cmd_plan, "record a start-up plan (lazy imports, module index) from sample requests" },
 };
 
 static void usage(FILE *f)
@@ -41,6 +43,9 @@ int main(int argc, char **argv)
 {
 	size_t i;
 
+	/* Nothing may be opened before: it would take a closed standard descriptor's place. */
+	if (launch_open_std_fds() < 0)
+		return EXIT_FAIL;
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

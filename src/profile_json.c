@@ -475,6 +475,7 @@ static void write_run(struct jw *w, const struct run *r)
 	jw_kv_fig(w, "maxrss_kb", r->maxrss_kb, -1, PROFILE_MAX_KB);
 	jw_kv_fig(w, "ready_us", r->ready_us, -1, PROFILE_MAX_US);
 	jw_kv_fig(w, "first_response_us", r->first_response_us, -1, PROFILE_MAX_US);
+	jw_kv_fig(w, "ready_ns", r->ready_ns, -1, PROFILE_MAX_NS);
 	write_cg(w, &r->cg);
 	jw_key(w, "processes");
 	buf_addch(w->out, '[');

@@ -174,6 +174,7 @@ static const struct field run_fields[] = {
 	I64(run, maxrss_kb, -1, MAX_KB),
 	I64(run, ready_us, -1, MAX_US),
 	I64(run, first_response_us, -1, MAX_US),
+	I64(run, ready_ns, -1, MAX_NS),
 };
 
 static const struct field cg_fields[] = {
