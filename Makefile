@@ -6,7 +6,7 @@
 #   make test       unit tests (cmocka) + end-to-end tests (pytest)
 #   make format     lay the C out as .clang-format says
 #   make check      the same suite on an ASan + UBSan build
-#   make fuzz       short libFuzzer runs of the parsers (clang)
+#   make fuzz       libFuzzer runs of every tests/fuzz/fuzz_*.c (clang; FUZZ_SECONDS=20 each)
 #   make bench      benchmarks that print side-by-side figures
 #   make install    PREFIX=/usr/local DESTDIR= (PYDIR= for the Python packages)
 #

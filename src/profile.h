@@ -20,6 +20,23 @@
 /* Unknown value for any int64_t measurement below. */
 #define UNKNOWN (-1)
 
+/*
+ * The range of each kind of figure in a profile file: the writer clamps to
+ * it and the reader refuses anything outside it (docs/profile-format.md,
+ * "Limits"), so sums over a file's figures stay far from overflow and
+ * saturate (util.h) where they could not.
+ */
+#define PROFILE_MAX_US INT64_C(1000000000000000) /* 10^15 us: 31 years */
+#define PROFILE_MAX_NS INT64_C(1000000000000000000) /* 10^18 ns: 31 years */
+#define PROFILE_MAX_KB (INT64_C(1) << 40) /* 1 PiB */
+#define PROFILE_MAX_BYTES (INT64_C(1) << 60)
+#define PROFILE_MAX_COUNT INT64_C(1000000000000000)
+
+static inline int64_t profile_clamp(int64_t v, int64_t lo, int64_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
 /* Node flags. */
 #define NODE_CACHED       (1u << 0) /* 3.14 -X importtime=2 "cached" row */
 #define NODE_FAILED       (1u << 1) /* the import raised (trace) */
@@ -354,7 +371,14 @@ struct pkg_total {
 struct pkg_total *proc_package_totals(const struct proc *pr, size_t *nr);
 void pkg_totals_free(struct pkg_total *t, size_t nr);
 
-/* JSON (written with .gz through zlib).  Both return 0 or -1 with errmsg set. */
+/*
+ * JSON (written with .gz through zlib).  Both return 0 or -1 with errmsg set.
+ * The reader streams and stops with an error past PROFILE_SIZE_LIMIT bytes
+ * of text, or of memory for the model (COLDSTART_MAX_PROFILE_SIZE, such as
+ * "4g", sets another limit); numbers out of their field's range are errors
+ * (docs/profile-format.md, "Limits").
+ */
+#define PROFILE_SIZE_LIMIT ((uint64_t)1 << 30)
 int profile_write_json(const struct profile *p, const char *path, struct buf *errmsg);
 int profile_read_json(struct profile *p, const char *path, struct buf *errmsg);
 /* The same into/out of memory, for tests and pipes. */

@@ -50,7 +50,7 @@ static void add_kib_col(struct buf *out, int64_t kib, int width)
 	if (kib == UNKNOWN)
 		buf_adds(&d, "-");
 	else
-		buf_add_bytes(&d, kib * 1024);
+		buf_add_bytes(&d, i64_mul(kib, 1024));
 	buf_addf(out, "%*s", width, d.buf);
 	buf_release(&d);
 }
@@ -234,13 +234,13 @@ static void summary_line(struct buf *out, const char *label, int64_t *v, size_t 
 		return;
 	buf_addf(out, "  %-16s", label);
 	if (bytes) {
-		buf_add_bytes(out, s.median * 1024);
+		buf_add_bytes(out, i64_mul(s.median, 1024));
 		buf_adds(out, "  (min ");
-		buf_add_bytes(out, s.min * 1024);
+		buf_add_bytes(out, i64_mul(s.min, 1024));
 		buf_adds(out, ", max ");
-		buf_add_bytes(out, s.max * 1024);
+		buf_add_bytes(out, i64_mul(s.max, 1024));
 		buf_adds(out, ", MAD ");
-		buf_add_bytes(out, s.mad * 1024);
+		buf_add_bytes(out, i64_mul(s.mad, 1024));
 		buf_adds(out, ")");
 	} else {
 		add_dur(out, s.median);
@@ -572,7 +572,7 @@ static void render_run_summary(const struct profile *p, const struct run *r, str
 		add_dur(out, r->sys_us);
 		buf_adds(out, "\n  max RSS         ");
 		if (r->maxrss_kb >= 0)
-			buf_add_bytes(out, r->maxrss_kb * 1024);
+			buf_add_bytes(out, i64_mul(r->maxrss_kb, 1024));
 		else
 			buf_adds(out, "unknown");
 		buf_addch(out, '\n');
