@@ -435,6 +435,29 @@ static void write_cg(struct jw *w, const struct cg_figures *cg)
 	buf_addch(w->out, ',');
 }
 
+/* "cold": null for a warm run, else the eviction's figures and whether it took (cold.h). */
+static void write_cold(struct jw *w, const struct cold_figures *c)
+{
+	jw_key(w, "cold");
+	if (!c->asked) {
+		buf_adds(w->out, "null,");
+		return;
+	}
+	buf_addch(w->out, '{');
+	jw_key(w, "took");
+	buf_adds(w->out, cold_figures_took(c) ? "true," : "false,");
+	jw_kv_int(w, "files", c->files);
+	jw_kv_int(w, "bytes", c->bytes);
+	jw_kv_int(w, "failed", c->failed);
+	jw_kv_int(w, "checked_files", c->checked_files);
+	jw_kv_int(w, "module_bytes", c->module_bytes);
+	jw_kv_int(w, "module_resident", c->module_resident);
+	jw_kv_int(w, "binary_bytes", c->binary_bytes);
+	jw_kv_int(w, "binary_resident", c->binary_resident);
+	jw_close(w, '}');
+	buf_addch(w->out, ',');
+}
+
 static void write_run(struct jw *w, const struct run *r)
 {
 	size_t i;
@@ -454,6 +477,7 @@ static void write_run(struct jw *w, const struct run *r)
 	jw_kv_int(w, "ready_us", r->ready_us);
 	jw_kv_int(w, "first_response_us", r->first_response_us);
 	write_cg(w, &r->cg);
+	write_cold(w, &r->cold);
 	jw_key(w, "processes");
 	buf_addch(w->out, '[');
 	for (i = 0; i < r->nr_procs; i++) {
@@ -719,6 +743,7 @@ static int read_run(struct profile *p, json_t *jr, int version, struct buf *err)
 	struct run *r = profile_add_run(p);
 	json_t *procs = json_object_get(jr, "processes");
 	json_t *cg = json_object_get(jr, "cgroup");
+	json_t *cold = json_object_get(jr, "cold");
 	json_t *status = json_object_get(jr, "status");
 	size_t i;
 	int st;
@@ -743,6 +768,17 @@ static int read_run(struct profile *p, json_t *jr, int version, struct buf *err)
 		r->cg.throttled_us = opt_int(cg, "throttled_us", UNKNOWN);
 		r->cg.memory_peak = opt_int(cg, "memory_peak", UNKNOWN);
 		r->cg.oom_kills = opt_int(cg, "oom_kills", UNKNOWN);
+	}
+	if (json_is_object(cold)) {
+		r->cold.asked = true;
+		r->cold.files = opt_int(cold, "files", 0);
+		r->cold.bytes = opt_int(cold, "bytes", 0);
+		r->cold.failed = opt_int(cold, "failed", 0);
+		r->cold.checked_files = opt_int(cold, "checked_files", 0);
+		r->cold.module_bytes = opt_int(cold, "module_bytes", 0);
+		r->cold.module_resident = opt_int(cold, "module_resident", 0);
+		r->cold.binary_bytes = opt_int(cold, "binary_bytes", 0);
+		r->cold.binary_resident = opt_int(cold, "binary_resident", 0);
 	}
 	if (!json_is_array(procs)) {
 		buf_addf(err, "run %zu has no 'processes' array", p->nr_runs - 1);

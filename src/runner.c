@@ -164,6 +164,7 @@ enum runner_error runner_run(const struct runner_opts *o, struct profile *p, str
 	strvec_pushv(&c.args, o->argv);
 	build_env(o, &c.env);
 	c.capture_stderr = true;
+	c.stdout_fd = o->stdout_fd;
 
 	if (o->trace) {
 		struct buf terr = BUF_INIT;

@@ -26,6 +26,7 @@ struct runner_opts {
 	int64_t ready_timeout_us; /* how long to wait for readiness */
 	bool quiet; /* drop the target's stderr instead of forwarding it */
 	int raw_fd; /* >= 0: every byte of the target's stderr is copied here too */
+	int stdout_fd; /* >= 0: the target's stdout goes here (2: coldstart's stderr); -1: coldstart's stdout */
 	bool progress; /* unused by the runner; for callers */
 	/* Optional, for `docker`: see runner_child_view below (NULL: none). */
 	int (*before_start)(void *data, struct runner_child_view *cv, struct buf *err);
