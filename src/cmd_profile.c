@@ -33,7 +33,8 @@ static const struct usage profile_usage = {
 		    "       coldstart profile [options] -- command [args...]\n\n"
 		    "Runs the target with -X importtime (PYTHONPROFILEIMPORTTIME for any command)\n"
 		    "and the in-process tracer, and reports where start-up time goes.  The target's\n"
-		    "stdin and stdout are untouched; its own stderr is forwarded unchanged.\n\n",
+		    "stdin and stdout are untouched (its stdout goes to stderr when stdout carries\n"
+		    "the JSON: --json, -o -); its own stderr is forwarded unchanged.\n\n",
 	.footer = "Exit status: 0 ok, 1 failure or broken budget, 2 usage, 3 limits unavailable,\n"
 		  "4 interpreter missing or unsuitable, 5 target exited non-zero, 6 target killed by\n"
 		  "a signal, 7 target OOM-killed, 8 timeout, 9 readiness not reached\n"

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <dirent.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,6 +23,8 @@ enum cold_class { CLASS_MODULE, CLASS_BINARY };
 struct cold_file {
 	char *path;
 	enum cold_class cls;
+	bool mapped; /* by a running process, at the last check */
+	int64_t size, cached; /* at the last check; size -1: not checked */
 };
 
 struct cold_set {
@@ -222,6 +226,51 @@ out:
 	return ret;
 }
 
+/*
+ * Marks the files some running process maps, from every /proc/PID/maps
+ * this user may read (all of them as root; a user sees only its own, and
+ * then a file mapped by another user's process counts as not mapped).
+ */
+static void mark_mapped(struct cold_set *cs)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	char *line = NULL;
+	size_t cap = 0, i;
+
+	for (i = 0; i < cs->nr; i++)
+		cs->files[i].mapped = false;
+	if (!d || !cs->nr_slots) {
+		if (d)
+			closedir(d);
+		return;
+	}
+	while ((e = readdir(d))) {
+		char path[300];
+		FILE *f;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9' || atol(e->d_name) == (long)getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%.255s/maps", e->d_name);
+		if (!(f = fopen(path, "re")))
+			continue;
+		while (getline(&line, &cap, f) > 0) {
+			char *file = strchr(line, '/');
+			size_t *slot;
+
+			if (!file)
+				continue;
+			file[strcspn(file, "\n")] = '\0';
+			slot = lookup(cs->slots, cs->nr_slots, file, file_at, cs);
+			if (*slot)
+				cs->files[*slot - 1].mapped = true;
+		}
+		fclose(f);
+	}
+	free(line);
+	closedir(d);
+}
+
 struct cold_set *cold_set_new(void)
 {
 	struct cold_set *cs = xcalloc(1, sizeof(*cs));
@@ -351,14 +400,23 @@ int cold_evict(struct cold_set *cs, struct cold_figures *out, struct buf *err)
 			 cs->files[0].path);
 		return -1;
 	}
+	/* Checked at once: another process reading a shared file (the stdlib) warms it again. */
 	step = cs->nr > COLD_CHECK_MAX ? (cs->nr + COLD_CHECK_MAX - 1) / COLD_CHECK_MAX : 1;
+	for (i = 0; i < cs->nr; i += step)
+		if (resident(cs->files[i].path, &cs->files[i].size, &cs->files[i].cached) < 0)
+			cs->files[i].size = -1;
+	mark_mapped(cs);
 	for (i = 0; i < cs->nr; i += step) {
-		int64_t size, cached;
+		int64_t size = cs->files[i].size, cached = cs->files[i].cached;
 
-		if (resident(cs->files[i].path, &size, &cached) < 0)
+		if (size < 0)
 			continue;
 		out->checked_files++;
-		if (cs->files[i].cls == CLASS_MODULE) {
+		if (cs->files[i].mapped) {
+			out->mapped_files++;
+			out->mapped_bytes += size;
+			out->mapped_resident += cached;
+		} else if (cs->files[i].cls == CLASS_MODULE) {
 			out->module_bytes += size;
 			out->module_resident += cached;
 		} else {
@@ -380,21 +438,27 @@ void cold_describe(const struct cold_figures *c, struct buf *out)
 		buf_adds(out, "no (warm page cache)");
 		return;
 	}
-	if (!c->files) {
-		buf_adds(out, "no: nothing to evict yet (the files are learnt from the runs before)");
+	if (!c->module_bytes) {
+		buf_addf(out, "partly: %lld files (the interpreter and its libraries) evicted; the modules are "
+			      "learnt from this run",
+			 (long long)c->files);
 		return;
 	}
-	buf_adds(out, cold_figures_took(c) ? "yes: " : "NO, eviction did not take: ");
+	buf_adds(out, cold_figures_took(c) ? "yes: " : "NO, the eviction did not take: ");
 	buf_addf(out, "%lld files (", (long long)c->files);
 	buf_add_bytes(out, c->bytes);
 	buf_adds(out, ") evicted, ");
 	add_pct(out, c->module_resident, c->module_bytes);
-	buf_adds(out, " of the modules' bytes still cached");
+	buf_adds(out, " of the modules still cached");
 	if (c->binary_bytes) {
-		buf_adds(out, ", of the interpreter's and libraries' ");
+		buf_adds(out, ", ");
 		add_pct(out, c->binary_resident, c->binary_bytes);
-		if (c->binary_resident * 100 > c->binary_bytes * COLD_RESIDENT_MAX_PCT)
-			buf_adds(out, " (pages other processes map stay)");
+		buf_adds(out, " of the interpreter and libraries");
+	}
+	if (c->mapped_files) {
+		buf_addf(out, "; %lld files stay cached because running processes map them (", (long long)c->mapped_files);
+		buf_add_bytes(out, c->mapped_resident);
+		buf_adds(out, ")");
 	}
 	if (c->failed)
 		buf_addf(out, "; %lld files could not be evicted", (long long)c->failed);

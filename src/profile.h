@@ -131,6 +131,14 @@ struct cold_figures {
 	int64_t module_resident; /* of those, still in the page cache after the eviction */
 	int64_t binary_bytes; /* the interpreter and shared libraries */
 	int64_t binary_resident;
+	/*
+	 * Files another process maps (an extension or libc used by some other
+	 * running Python): DONTNEED cannot drop pages in use, so they are
+	 * counted here and in neither class above.
+	 */
+	int64_t mapped_files;
+	int64_t mapped_bytes;
+	int64_t mapped_resident;
 };
 
 /* A run counts as cold when at most this share (percent) of its module bytes stayed cached. */
@@ -138,7 +146,7 @@ struct cold_figures {
 /* Whether the eviction before the run took (cold.h says why only module bytes decide). */
 static inline bool cold_figures_took(const struct cold_figures *c)
 {
-	return c->asked && c->files > 0 && c->module_resident * 100 <= c->module_bytes * COLD_RESIDENT_MAX_PCT;
+	return c->asked && c->module_bytes > 0 && c->module_resident * 100 <= c->module_bytes * COLD_RESIDENT_MAX_PCT;
 }
 
 enum run_status {

@@ -454,6 +454,9 @@ static void write_cold(struct jw *w, const struct cold_figures *c)
 	jw_kv_int(w, "module_resident", c->module_resident);
 	jw_kv_int(w, "binary_bytes", c->binary_bytes);
 	jw_kv_int(w, "binary_resident", c->binary_resident);
+	jw_kv_int(w, "mapped_files", c->mapped_files);
+	jw_kv_int(w, "mapped_bytes", c->mapped_bytes);
+	jw_kv_int(w, "mapped_resident", c->mapped_resident);
 	jw_close(w, '}');
 	buf_addch(w->out, ',');
 }
@@ -779,6 +782,9 @@ static int read_run(struct profile *p, json_t *jr, int version, struct buf *err)
 		r->cold.module_resident = opt_int(cold, "module_resident", 0);
 		r->cold.binary_bytes = opt_int(cold, "binary_bytes", 0);
 		r->cold.binary_resident = opt_int(cold, "binary_resident", 0);
+		r->cold.mapped_files = opt_int(cold, "mapped_files", 0);
+		r->cold.mapped_bytes = opt_int(cold, "mapped_bytes", 0);
+		r->cold.mapped_resident = opt_int(cold, "mapped_resident", 0);
 	}
 	if (!json_is_array(procs)) {
 		buf_addf(err, "run %zu has no 'processes' array", p->nr_runs - 1);
