@@ -556,8 +556,7 @@ static void add_verdict(struct buf *out, const struct mw_result *mw, double p_ad
 	if (p_adj < ALPHA)
 		buf_adds(out, "significant");
 	else if (mw->exact && mw->p_min >= ALPHA)
-		buf_addf(out, "cannot be significant with this few runs (smallest p %.2g): use -n 5 or more",
-			 mw->p_min);
+		buf_adds(out, "cannot be significant, too few runs");
 	else
 		buf_adds(out, "not significant");
 }
@@ -744,8 +743,16 @@ static void render_table(const struct comparison *c, bool ready, struct buf *out
 			buf_addf(out, "  * significant at 5%% after Holm's adjustment over the %zu modules compared\n",
 				 c->nr_tested[j]);
 	}
-	buf_addf(out, "\ntest: Mann-Whitney U, two-sided, %s; p adjusted (Holm) for the %zu comparisons with A\n",
-		 measured_runs(&c->v[0]) * 2 <= COMPARE_EXACT_MAX ? "exact" : "normal approximation", c->nr - 1);
+	buf_addf(out, "\ntest: Mann-Whitney U, two-sided, %s; p adjusted (Holm) for the %zu comparison%s with A\n",
+		 measured_runs(&c->v[0]) * 2 <= COMPARE_EXACT_MAX ? "exact" : "normal approximation", c->nr - 1,
+		 c->nr == 2 ? "" : "s");
+	for (j = 1; j < c->nr; j++)
+		if (c->v[j].vs.mw[M_WALL].exact && c->v[j].vs.mw[M_WALL].p_min >= ALPHA) {
+			buf_addf(out, "with %zu and %zu runs the exact test cannot go below p = %.2g, whatever the times: "
+				      "use -n 5 or more\n",
+				 measured_runs(&c->v[0]), measured_runs(&c->v[j]), c->v[j].vs.mw[M_WALL].p_min);
+			break;
+		}
 }
 
 /* Markdown cells must not break the table: a '|' is escaped, newlines become spaces. */

@@ -41,6 +41,7 @@ struct cold_set {
 	char *cache_tag;
 	struct strvec suffixes;
 	struct elf_resolver resolver;
+	bool learnt; /* a run was learnt from */
 };
 
 /* Finds s in slots over the strings at(i); returns the slot (empty when absent). */
@@ -348,6 +349,7 @@ void cold_learn_run(struct cold_set *cs, const struct run *r)
 {
 	size_t i, j;
 
+	cs->learnt = true;
 	for (i = 0; i < r->nr_procs; i++) {
 		const struct proc *pr = &r->procs[i];
 
@@ -376,6 +378,7 @@ int cold_evict(struct cold_set *cs, struct cold_figures *out, struct buf *err)
 
 	memset(out, 0, sizeof(*out));
 	out->asked = true;
+	out->partial = !cs->learnt;
 	for (i = 0; i < cs->nr; i++) {
 		struct stat st;
 		int fd = open(cs->files[i].path, O_RDONLY | O_CLOEXEC);
@@ -438,9 +441,9 @@ void cold_describe(const struct cold_figures *c, struct buf *out)
 		buf_adds(out, "no (warm page cache)");
 		return;
 	}
-	if (!c->module_bytes) {
-		buf_addf(out, "partly: %lld files (the interpreter and its libraries) evicted; the modules are "
-			      "learnt from this run",
+	if (c->partial || !c->module_bytes) {
+		buf_addf(out, "partly: %lld files (the interpreter, its libraries, the script) evicted; the modules "
+			      "are learnt from this run",
 			 (long long)c->files);
 		return;
 	}

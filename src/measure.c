@@ -411,7 +411,7 @@ void measure_opts_init(struct measure_opts *m)
 				 "exit with the target's own status instead of coldstart's codes"),
 			OPT_BOOL("cold", 0, &m->cold,
 				 "evict the files the target read from the page cache before each run "
-				 "(checked with mincore; docs/limits.md)"),
+				 "(checked with mincore; docs/cold.md)"),
 			OPT_END(),
 		};
 
@@ -602,7 +602,7 @@ int measure_run_one(struct measure_session *s, enum measure_kind kind)
 		if (cold_evict(s->cold, &r->cold, &err) < 0) {
 			profile_add_warning(p, 0, "--cold: %s", err.buf);
 			warning("--cold: %s", err.buf);
-		} else if (!cold_figures_took(&r->cold) && r->cold.module_bytes) {
+		} else if (!cold_figures_took(&r->cold) && !r->cold.partial) {
 			struct buf why = BUF_INIT;
 
 			cold_describe(&r->cold, &why);

@@ -123,6 +123,7 @@ struct cg_figures {
  */
 struct cold_figures {
 	bool asked;
+	bool partial; /* no run before: only the interpreter, its libraries and the script were known */
 	int64_t files; /* files evicted */
 	int64_t bytes; /* their size */
 	int64_t failed; /* files that could not be opened or advised */
@@ -146,7 +147,7 @@ struct cold_figures {
 /* Whether the eviction before the run took (cold.h says why only module bytes decide). */
 static inline bool cold_figures_took(const struct cold_figures *c)
 {
-	return c->asked && c->module_bytes > 0 && c->module_resident * 100 <= c->module_bytes * COLD_RESIDENT_MAX_PCT;
+	return c->asked && !c->partial && c->module_bytes > 0 && c->module_resident * 100 <= c->module_bytes * COLD_RESIDENT_MAX_PCT;
 }
 
 enum run_status {

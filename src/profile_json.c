@@ -446,6 +446,8 @@ static void write_cold(struct jw *w, const struct cold_figures *c)
 	buf_addch(w->out, '{');
 	jw_key(w, "took");
 	buf_adds(w->out, cold_figures_took(c) ? "true," : "false,");
+	jw_key(w, "partial");
+	buf_adds(w->out, c->partial ? "true," : "false,");
 	jw_kv_int(w, "files", c->files);
 	jw_kv_int(w, "bytes", c->bytes);
 	jw_kv_int(w, "failed", c->failed);
@@ -774,6 +776,7 @@ static int read_run(struct profile *p, json_t *jr, int version, struct buf *err)
 	}
 	if (json_is_object(cold)) {
 		r->cold.asked = true;
+		r->cold.partial = json_is_true(json_object_get(cold, "partial"));
 		r->cold.files = opt_int(cold, "files", 0);
 		r->cold.bytes = opt_int(cold, "bytes", 0);
 		r->cold.failed = opt_int(cold, "failed", 0);
