@@ -30,6 +30,7 @@ static const struct command commands[] = {
 	{ "check", cmd_check, "fail when a profile breaks an import-time budget (for CI)" },
 	{ "inspect", cmd_inspect, "ELF facts about native extensions and the interpreter" },
 	{ "docker", cmd_docker, "profile a command inside a constrained docker run" },
+	{ "plan", cmd_plan, "record a start-up plan (lazy imports, module index) from sample requests" },
 	{ "help", cmd_help, "a command's help (= coldstart COMMAND --help); the man page" },
 };
 
@@ -78,17 +79,22 @@ static const struct command *find_command(const char *name)
 
 static void usage(FILE *f)
 {
+	struct buf b = BUF_INIT, out = BUF_INIT;
 	size_t i;
 
-	fprintf(f, "usage: coldstart <command> [options] ...\n\n"
-		   "Python import-time and cold-start profiler.\n\ncommands:\n");
+	buf_adds(&b, "usage: coldstart <command> [options] ...\n\n"
+		     "Python import-time and cold-start profiler.\n\ncommands:\n");
 	for (i = 0; i < ARRAY_SIZE(commands); i++)
-		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f, "\n'coldstart help COMMAND' or 'coldstart COMMAND --help' describes each command;\n"
-		   "'man coldstart' describes them all.\n\nexit status:\n");
+		buf_addf(&b, "  %-9s %s\n", commands[i].name, commands[i].summary);
+	buf_adds(&b, "\n'coldstart help COMMAND' or 'coldstart COMMAND --help' describes each command;\n"
+		     "'man coldstart' describes them all.\n\nexit status:\n");
 	for (i = 0; i < ARRAY_SIZE(exit_codes); i++)
-		fprintf(f, "  %-6s %s\n", exit_codes[i].code, exit_codes[i].meaning);
-	fprintf(f, "(docs/exit-codes.md says which command uses which)\n");
+		buf_addf(&b, "  %-6s %s\n", exit_codes[i].code, exit_codes[i].meaning);
+	buf_adds(&b, "(docs/exit-codes.md says which command uses which)\n");
+	text_wrap(b.buf, HELP_WIDTH, &out);
+	fwrite(out.buf, 1, out.len, f);
+	buf_release(&b);
+	buf_release(&out);
 }
 
 /* Runs command c with --help, its help written as args_help_request says. */

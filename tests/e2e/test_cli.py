@@ -19,7 +19,7 @@ from conftest import COLDSTART, DEBIAN_PYTHON, ROOT, run_coldstart
 def commands():
     out = run_coldstart("--help").stdout
     block = out.split("commands:\n", 1)[1].split("\n\n", 1)[0]
-    return [line.split()[0] for line in block.splitlines()]
+    return [m.group(1) for m in re.finditer(r"^  ([a-z]+) +\S", block, re.M)]
 
 
 def listed_options(text):
