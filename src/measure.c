@@ -480,12 +480,26 @@ void measure_session_release(struct measure_session *s)
 	s->cold = NULL;
 }
 
+/* --cold where the target's files are not this host's (a container): a usage error, said once. */
+static int cold_check(struct measure_session *s)
+{
+	if (!s->opts->cold || s->target->paths_on_host)
+		return 0;
+	error("--cold evicts this host's page cache, and the target's files are not on this host "
+	      "(a container's image): run it with 'coldstart profile'");
+	return EXIT_USAGE;
+}
+
 int measure_probe(struct measure_session *s, const char *python, const char *where)
 {
 	const struct measure_target *t = s->target;
 	struct buf out = BUF_INIT, errout = BUF_INIT, err = BUF_INIT, why = BUF_INIT;
 	int rc, major = 0, minor = 0, ret = EXIT_NO_PYTHON;
 
+	if ((rc = cold_check(s))) {
+		s->checked = true;
+		return rc;
+	}
 	rc = t->probe(t->self, python, probe_args, &out, &errout, &err);
 	if (rc < 0) {
 		buf_add(&why, err.buf, err.len);
@@ -551,17 +565,13 @@ static void cold_start(struct measure_session *s)
 /* The checks that need the target, once, before its first run. */
 static int first_run_checks(struct measure_session *s)
 {
-	const struct measure_opts *m = s->opts;
 	const struct limits *lim = &s->p->limits;
 	struct buf err = BUF_INIT;
 	int ret = 0;
 
 	s->checked = true;
-	if (m->cold && !s->target->paths_on_host) {
-		error("--cold evicts this host's page cache, and the target's files are not on this host "
-		      "(a container's image): run it with 'coldstart profile'");
-		ret = EXIT_USAGE;
-	} else if (lim->cpuset && !s->target->applies_limits && check_cpuset(lim->cpuset, &err) < 0) {
+	ret = cold_check(s);
+	if (!ret && lim->cpuset && !s->target->applies_limits && check_cpuset(lim->cpuset, &err) < 0) {
 		error("%s", err.buf);
 		ret = EXIT_LIMITS;
 	}
