@@ -695,7 +695,7 @@ static void render_table(const struct comparison *c, bool ready, struct buf *out
 	}
 	for (j = 1; j < c->nr; j++) {
 		const struct module_diff *d = c->diffs[j];
-		size_t shown = 0;
+		size_t shown = 0, significant = 0;
 
 		if (!o->top || !c->nr_rows)
 			continue;
@@ -708,6 +708,7 @@ static void render_table(const struct comparison *c, bool ready, struct buf *out
 
 			if (!d[i].delta)
 				break;
+			significant += d[i].p_adj < ALPHA;
 			if (strlen(row->name) > 38)
 				buf_addf(&name, "…%s", row->name + strlen(row->name) - 37);
 			else
@@ -739,8 +740,11 @@ static void render_table(const struct comparison *c, bool ready, struct buf *out
 		}
 		if (!shown)
 			buf_adds(out, "  (no module's median differs)\n");
-		else
+		else if (significant)
 			buf_addf(out, "  * significant at 5%% after Holm's adjustment over the %zu modules compared\n",
+				 c->nr_tested[j]);
+		else
+			buf_addf(out, "  none significant at 5%% after Holm's adjustment over the %zu modules compared\n",
 				 c->nr_tested[j]);
 	}
 	buf_addf(out, "\ntest: Mann-Whitney U, two-sided, %s; p adjusted (Holm) for the %zu comparison%s with A\n",
@@ -1093,7 +1097,7 @@ static int variant_setup(struct compare_opts *o, struct variant *v, size_t j, co
 		ret = measure_probe(&v->s, v->python, where.buf);
 		if (ret)
 			goto out;
-		if (!command && v->p.python_version && (o->pythons.nr > 1 || o->names.nr <= j)) {
+		if (!command && v->p.python_version && o->pythons.nr > 1 && o->names.nr <= j) {
 			char *l = v->label;
 			struct buf b = BUF_INIT;
 

@@ -145,7 +145,10 @@ void buf_add_last_line(struct buf *sb, const char *text);
 void buf_add_i64(struct buf *sb, int64_t v);
 /* Appends s as a JSON string literal, quotes included. */
 void buf_add_json_str(struct buf *sb, const char *s, size_t len);
-/* Reads a whole file (gzip or plain); -1 with errno set on failure. */
+/*
+ * Reads a whole file (gzip or plain); -1 with errno set on failure: the
+ * read's own (EISDIR for a directory), EIO for gzip data that is broken.
+ */
 int buf_read_file(struct buf *sb, const char *path);
 
 /*

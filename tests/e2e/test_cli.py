@@ -268,3 +268,11 @@ def test_children_stay_traced_with_pythonpath_hidden():
     assert r.returncode == 0, r.stderr
     procs = json.loads(r.stdout)["runs"][0]["processes"]
     assert len(procs) == 2 and "import json" in procs[1]["argv"]
+
+
+def test_unreadable_profile_names_the_file_and_the_reason(tmp_path):
+    r = run_coldstart("report", tmp_path)
+    assert r.returncode == 1
+    assert r.stderr.strip() == "coldstart: error: cannot read '%s': Is a directory" % tmp_path
+    r = run_coldstart("report", tmp_path / "missing.json")
+    assert r.returncode == 1 and "missing.json': No such file or directory" in r.stderr
