@@ -244,8 +244,9 @@ static int split_words(const char *line, struct strvec *out, struct buf *err)
 				buf_addch(&w, s[1]);
 			s += s[1] ? 2 : 1;
 		} else if (strchr("|&;<>()$`", c)) {
-			buf_addf(err, "command '%s': '%c' needs a shell, and compare runs none "
-				      "(quote it, or run the command as sh -c '...')",
+			buf_addf(err,
+				 "command '%s': '%c' needs a shell, and compare runs none "
+				 "(quote it, or run the command as sh -c '...')",
 				 line, c);
 			goto out;
 		} else {
@@ -290,7 +291,8 @@ static int apply_limit_set(struct limits *lim, const char *set, struct buf *err)
 			*next++ = '\0';
 		eq = strchr(item, '=');
 		if (!eq || eq == item) {
-			buf_addf(err, "--limits '%s': '%s' is not NAME=VALUE (cpus, memory, swap, pids, cpuset, preset)",
+			buf_addf(err,
+				 "--limits '%s': '%s' is not NAME=VALUE (cpus, memory, swap, pids, cpuset, preset)",
 				 set, item);
 			ret = -1;
 			break;
@@ -744,7 +746,8 @@ static void render_table(const struct comparison *c, bool ready, struct buf *out
 			buf_addf(out, "  * significant at 5%% after Holm's adjustment over the %zu modules compared\n",
 				 c->nr_tested[j]);
 		else
-			buf_addf(out, "  none significant at 5%% after Holm's adjustment over the %zu modules compared\n",
+			buf_addf(out,
+				 "  none significant at 5%% after Holm's adjustment over the %zu modules compared\n",
 				 c->nr_tested[j]);
 	}
 	buf_addf(out, "\ntest: Mann-Whitney U, two-sided, %s; p adjusted (Holm) for the %zu comparison%s with A\n",
@@ -752,8 +755,9 @@ static void render_table(const struct comparison *c, bool ready, struct buf *out
 		 c->nr == 2 ? "" : "s");
 	for (j = 1; j < c->nr; j++)
 		if (c->v[j].vs.mw[M_WALL].exact && c->v[j].vs.mw[M_WALL].p_min >= ALPHA) {
-			buf_addf(out, "with %zu and %zu runs the exact test cannot go below p = %.2g, whatever the times: "
-				      "use -n 5 or more\n",
+			buf_addf(out,
+				 "with %zu and %zu runs the exact test cannot go below p = %.2g, whatever the times: "
+				 "use -n 5 or more\n",
 				 measured_runs(&c->v[0]), measured_runs(&c->v[j]), c->v[j].vs.mw[M_WALL].p_min);
 			break;
 		}
@@ -851,8 +855,9 @@ static void render_markdown(const struct comparison *c, bool ready, struct buf *
 		}
 		buf_adds(out, "\n</details>\n");
 	}
-	buf_addf(out, "\n%d measured runs each, interleaved, after %d warm-up round%s%s. Mann-Whitney U test, "
-		      "two-sided, Holm-adjusted; **bold** and \\* mark p < 0.05.\n",
+	buf_addf(out,
+		 "\n%d measured runs each, interleaved, after %d warm-up round%s%s. Mann-Whitney U test, "
+		 "two-sided, Holm-adjusted; **bold** and \\* mark p < 0.05.\n",
 		 o->m.runs, measure_warmups(&o->m), measure_warmups(&o->m) == 1 ? "" : "s",
 		 o->m.cold ? "; page cache evicted before each run" : "");
 }
@@ -942,10 +947,11 @@ static char *render_json(const struct comparison *c, bool ready)
 			for (m = 0; m < M__COUNT; m++)
 				if (m != M_READY || ready)
 					json_object_set_new(jr, metric_key[m], json_i64(run_metric(r, (enum metric)m)));
-			json_object_set_new(jr, "cold", r->cold.asked ? json_boolean(cold_figures_took(&r->cold))
-								       : json_null());
+			json_object_set_new(jr, "cold",
+					    r->cold.asked ? json_boolean(cold_figures_took(&r->cold)) : json_null());
 			if (!r->warmup) {
-				json_object_set_new(jr, "outlier", json_boolean(r->wall_us != UNKNOWN && v->outlier[k]));
+				json_object_set_new(jr, "outlier",
+						    json_boolean(r->wall_us != UNKNOWN && v->outlier[k]));
 				if (r->wall_us != UNKNOWN)
 					k++;
 			}
@@ -1152,7 +1158,8 @@ int cmd_compare(int argc, char **argv)
 	bool ready;
 	const struct opt options[] = {
 		OPT_STRINGS("python", 0, &o.pythons, "PATH", "an interpreter to compare; give two or more"),
-		OPT_STRINGS("limits", 0, &o.limit_sets, "SET", "a limit set to compare: none, or cpus=F,memory=SIZE,..."),
+		OPT_STRINGS("limits", 0, &o.limit_sets, "SET",
+			    "a limit set to compare: none, or cpus=F,memory=SIZE,..."),
 		OPT_STRINGS("name", 0, &o.names, "NAME", "the name of each variant in turn (default: what differs)"),
 		OPT_INCLUDE(o.m.options),
 		OPT_INT("top", 0, &o.top, 0, 100000, "N", "modules in each table of differences (default 10)"),
@@ -1223,16 +1230,19 @@ int cmd_compare(int argc, char **argv)
 		ret = usage_error(&compare_usage, "%zu names for %zu variants", o.names.nr, nv);
 		goto out;
 	}
-	c.what = ncmd ? "commands" : np > 1 && nl > 1 ? "interpreters × limit sets" : np > 1 ? "interpreters"
-												 : "limit sets";
+	c.what = ncmd		    ? "commands"
+		 : np > 1 && nl > 1 ? "interpreters × limit sets"
+		 : np > 1	    ? "interpreters"
+				    : "limit sets";
 	if (!o.show_output && (devnull = open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0) {
 		error("cannot open /dev/null: %s", strerror(errno));
 		goto out;
 	}
 	c.v = xcalloc(nv, sizeof(*c.v));
 	for (j = 0; j < nv; j++) {
-		const char *py = o.pythons.nr ? o.pythons.v[j / nl % np]
-				 : getenv("COLDSTART_PYTHON") ? getenv("COLDSTART_PYTHON") : "python3";
+		const char *py = o.pythons.nr		      ? o.pythons.v[j / nl % np]
+				 : getenv("COLDSTART_PYTHON") ? getenv("COLDSTART_PYTHON")
+							      : "python3";
 		const char *set = o.limit_sets.nr ? o.limit_sets.v[j % nl] : NULL;
 
 		c.nr = j + 1;

@@ -442,8 +442,9 @@ void cold_describe(const struct cold_figures *c, struct buf *out)
 		return;
 	}
 	if (c->partial || !c->module_bytes) {
-		buf_addf(out, "partly: %lld files (the interpreter, its libraries, the script) evicted; the modules "
-			      "are learnt from this run",
+		buf_addf(out,
+			 "partly: %lld files (the interpreter, its libraries, the script) evicted; the modules "
+			 "are learnt from this run",
 			 (long long)c->files);
 		return;
 	}
@@ -459,7 +460,8 @@ void cold_describe(const struct cold_figures *c, struct buf *out)
 		buf_adds(out, " of the interpreter and libraries");
 	}
 	if (c->mapped_files) {
-		buf_addf(out, "; %lld files stay cached because running processes map them (", (long long)c->mapped_files);
+		buf_addf(out, "; %lld files stay cached because running processes map them (",
+			 (long long)c->mapped_files);
 		buf_add_bytes(out, c->mapped_resident);
 		buf_adds(out, ")");
 	}

@@ -106,7 +106,8 @@ void mann_whitney(const int64_t *a, size_t na, const int64_t *b, size_t nb, stru
 		free(pool);
 	} else {
 		double mu = (double)na * (double)nb / 2.0;
-		double var = (double)na * (double)nb / 12.0 * ((double)(n + 1) - tie_term / ((double)n * (double)(n - 1)));
+		double var = (double)na * (double)nb / 12.0 *
+			     ((double)(n + 1) - tie_term / ((double)n * (double)(n - 1)));
 		double z = var > 0 ? (fabs(out->u - mu) - 0.5) / sqrt(var) : 0;
 
 		out->p = var > 0 ? fmin(1.0, erfc(fmax(z, 0) / sqrt(2.0))) : 1.0;

@@ -349,8 +349,8 @@ out:
  * command as it is, with PYTHONPROFILEIMPORTTIME=1 in env.  Records the
  * target in p.  Returns 0, or the exit code after a message.
  */
-int measure_target_argv(int argc, char **argv, int i, const char *python, struct profile *p,
-			struct strvec *child_argv, struct strvec *env)
+int measure_target_argv(int argc, char **argv, int i, const char *python, struct profile *p, struct strvec *child_argv,
+			struct strvec *env)
 {
 	int k;
 
