@@ -228,7 +228,7 @@ out:
 }
 
 /*
- * Marks the files some running process maps, from every /proc/PID/maps
+ * Marks (never unmarks) the files some running process maps, from every /proc/PID/maps
  * this user may read (all of them as root; a user sees only its own, and
  * then a file mapped by another user's process counts as not mapped).
  */
@@ -237,10 +237,8 @@ static void mark_mapped(struct cold_set *cs)
 	DIR *d = opendir("/proc");
 	struct dirent *e;
 	char *line = NULL;
-	size_t cap = 0, i;
+	size_t cap = 0;
 
-	for (i = 0; i < cs->nr; i++)
-		cs->files[i].mapped = false;
 	if (!d || !cs->nr_slots) {
 		if (d)
 			closedir(d);
@@ -379,6 +377,13 @@ int cold_evict(struct cold_set *cs, struct cold_figures *out, struct buf *err)
 	memset(out, 0, sizeof(*out));
 	out->asked = true;
 	out->partial = !cs->learnt;
+	/*
+	 * Mapped before the eviction or after the check: a process that maps a
+	 * file and exits in between kept its pages all the same.
+	 */
+	for (i = 0; i < cs->nr; i++)
+		cs->files[i].mapped = false;
+	mark_mapped(cs);
 	for (i = 0; i < cs->nr; i++) {
 		struct stat st;
 		int fd = open(cs->files[i].path, O_RDONLY | O_CLOEXEC);
