@@ -1252,6 +1252,8 @@ int cmd_compare(int argc, char **argv)
 		c.v[j].s.ro.stdout_fd = o.show_output ? 2 : devnull;
 	}
 	ret = run_rounds(&c);
+	if (!ret)
+		ret = measure_runs_done();
 	if (ret)
 		goto out;
 	ready = o.m.ready != NULL;

@@ -10,6 +10,7 @@
 #include "args.h"
 #include "builtin.h"
 #include "export/export.h"
+#include "launch.h"
 #include "util.h"
 
 struct command {
@@ -28,6 +29,7 @@ static const struct command commands[] = {
 	{ "export", cmd_export, "write a profile as SVG, folded, speedscope, Chrome trace or HTML" },
 	{ "diff", cmd_diff, "compare two profiles" },
 	{ "check", cmd_check, "fail when a profile breaks an import-time budget (for CI)" },
+	{ "why", cmd_why, "every importer of a module, and what would go away without it" },
 	{ "inspect", cmd_inspect, "ELF facts about native extensions and the interpreter" },
 	{ "docker", cmd_docker, "profile a command inside a constrained docker run" },
 	{ "plan", cmd_plan, "record a start-up plan (lazy imports, module index) from sample requests" },
@@ -49,6 +51,7 @@ static const struct {
 	{ "7", "the target was killed by the memory limit (OOM)" },
 	{ "8", "the target ran past --timeout" },
 	{ "9", "--ready was given and readiness was never reached" },
+	{ "10", "no measured run recorded an import: nothing to profile" },
 	{ "128+N", "coldstart itself got signal N (130: Ctrl-C); the target was stopped" },
 };
 
@@ -364,6 +367,9 @@ int main(int argc, char **argv)
 {
 	const struct command *c;
 
+	/* Nothing may be opened before: it would take a closed standard descriptor's place. */
+	if (launch_open_std_fds() < 0)
+		return EXIT_FAIL;
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

@@ -229,13 +229,26 @@ static int check_cpuset(const char *list, struct buf *err)
 }
 
 /* The exit code for a run the runner could not make. */
-static int runner_exit_code(enum runner_error re)
+static int runner_exit_code(const struct runner_failure *why)
 {
-	switch (re) {
-	case RUNNER_NO_LIMITS: return EXIT_LIMITS;
-	case RUNNER_NO_EXEC: return EXIT_NO_PYTHON;
-	default: return EXIT_FAIL;
-	}
+	return why->no_limits ? EXIT_LIMITS : why->no_exec ? EXIT_NO_PYTHON : EXIT_FAIL;
+}
+
+/* The runner's alerts (tracer unavailable, readiness failed, no import) are shown as they happen. */
+static void show_alert(void *data, const char *msg)
+{
+	warning("%s", msg);
+}
+
+static bool measured_imports(const struct profile *p)
+{
+	size_t i, j;
+
+	for (i = 0; i < p->nr_runs; i++)
+		for (j = 0; j < p->runs[i].nr_procs && !p->runs[i].warmup; j++)
+			if (p->runs[i].procs[j].nr_nodes)
+				return true;
+	return false;
 }
 
 int profile_exit_status(const struct profile *p, bool ready, bool passthrough)
@@ -257,7 +270,7 @@ int profile_exit_status(const struct profile *p, bool ready, bool passthrough)
 			    p->runs[i].status != RUN_TIMEOUT)
 				return EXIT_NOT_READY;
 	if (!worst)
-		return EXIT_OK;
+		return passthrough || measured_imports(p) ? EXIT_OK : EXIT_NO_IMPORTS;
 	if (passthrough)
 		return worst->status == RUN_EXITED     ? worst->exit_code
 		       : worst->status == RUN_SIGNALED ? 128 + worst->term_signal
@@ -383,6 +396,7 @@ void measure_opts_init(struct measure_opts *m)
 	struct limits *lim = &m->limits;
 
 	memset(m, 0, sizeof(*m));
+	ready_spec_init(&m->ready_spec);
 	m->runs = 1;
 	m->ready_timeout_us = 60 * 1000000LL;
 	{
@@ -407,6 +421,8 @@ void measure_opts_init(struct measure_opts *m)
 				   "measure readiness: fn, tcp:PORT, http://127.0.0.1:PORT/path, unix:PATH"),
 			OPT_SECONDS("ready-timeout", 0, &m->ready_timeout_us, 86400,
 				    "give up waiting for readiness (default 60)"),
+			OPT_STRING("ready-status", 0, &m->ready_status, "LIST",
+				   "http:// readiness: the answers that count, e.g. 200 or 2xx,404 (default 200-399)"),
 			OPT_BOOL("exit-code", 0, &m->passthrough_exit,
 				 "exit with the target's own status instead of coldstart's codes"),
 			OPT_BOOL("cold", 0, &m->cold,
@@ -424,25 +440,22 @@ void measure_opts_release(struct measure_opts *m)
 {
 	limits_release(&m->limits);
 	memset(&m->limits, 0, sizeof(m->limits));
+	ready_spec_release(&m->ready_spec);
 }
 
 int measure_opts_finish(struct measure_opts *m, struct limits *out, struct buf *err)
 {
+	if (m->ready_status && !m->ready) {
+		buf_adds(err, "--ready-status needs --ready http://...");
+		return -1;
+	}
+	if (m->ready && ready_spec_parse(&m->ready_spec, m->ready, m->ready_status, err) < 0)
+		return -1;
 	if (m->no_limits) {
 		limits_release(&m->limits);
 		memset(&m->limits, 0, sizeof(m->limits));
 	} else if (limits_check(&m->limits, err) < 0) {
 		return -1;
-	}
-	if (m->ready) {
-		/* The probe's own parser, so a typo is a usage error before anything runs. */
-		struct strvec env = STRVEC_INIT;
-		struct ready *rd = ready_new(m->ready, &env, err);
-
-		strvec_clear(&env);
-		if (!rd)
-			return -1;
-		ready_free(rd);
 	}
 	*out = m->limits;
 	memset(&m->limits, 0, sizeof(m->limits));
@@ -590,18 +603,19 @@ int measure_run_one(struct measure_session *s, enum measure_kind kind)
 	const struct measure_target *t = s->target;
 	struct profile *p = s->p;
 	struct buf err = BUF_INIT;
+	struct runner_failure why;
 	struct run *r;
-	enum runner_error re;
-	int sig = 0, rc = 0, ret;
+	int rc = 0, ret, failed;
 
 	if (!s->checked && (ret = first_run_checks(s)))
 		return ret;
 	if (s->show && show_stdout_taken(s->show))
 		s->ro.stdout_fd = 2;
 	s->ro.timeout_us = m->timeout_us;
-	s->ro.ready = m->ready;
+	s->ro.ready = m->ready ? &m->ready_spec : NULL;
 	s->ro.ready_timeout_us = m->ready_timeout_us;
 	s->ro.quiet = m->quiet;
+	s->ro.notify = show_alert;
 	r = profile_add_run(p);
 	r->baseline = kind == MEASURE_BASELINE;
 	r->warmup = kind != MEASURE_MEASURED;
@@ -613,11 +627,11 @@ int measure_run_one(struct measure_session *s, enum measure_kind kind)
 			profile_add_warning(p, 0, "--cold: %s", err.buf);
 			warning("--cold: %s", err.buf);
 		} else if (!cold_figures_took(&r->cold) && !r->cold.partial) {
-			struct buf why = BUF_INIT;
+			struct buf text = BUF_INIT;
 
-			cold_describe(&r->cold, &why);
-			profile_add_warning(p, 0, "run %zu was not cold: %s", p->nr_runs, why.buf);
-			buf_release(&why);
+			cold_describe(&r->cold, &text);
+			profile_add_warning(p, 0, "run %zu was not cold: %s", p->nr_runs, text.buf);
+			buf_release(&text);
 		}
 		buf_reset(&err);
 	}
@@ -626,19 +640,29 @@ int measure_run_one(struct measure_session *s, enum measure_kind kind)
 		buf_release(&err);
 		return EXIT_FAIL;
 	}
-	re = runner_run(&s->ro, p, r, &err, &sig);
-	if (re != RUNNER_OK)
+	failed = runner_run(&s->ro, p, r, &err, &why) < 0;
+	if (failed)
 		error("%s", err.buf);
 	if (t->run_end)
-		rc = t->run_end(t->self, p, r, re);
-	if (m->cold && re == RUNNER_OK)
+		rc = t->run_end(t->self, p, r, failed ? &why : NULL);
+	if (m->cold && !failed)
 		cold_learn_run(s->cold, r);
 	buf_release(&err);
-	if (re == RUNNER_INTERRUPTED)
-		return 128 + sig;
-	if (re != RUNNER_OK)
-		return rc ? rc : runner_exit_code(re);
+	if (failed && why.signo)
+		return 128 + why.signo;
+	if (failed)
+		return rc ? rc : runner_exit_code(&why);
 	return rc;
+}
+
+int measure_runs_done(void)
+{
+	int sig = runner_after_runs();
+
+	if (!sig)
+		return 0;
+	error("interrupted by signal %d", sig);
+	return 128 + sig;
 }
 
 int measure_run(struct measure_session *s)
@@ -670,6 +694,8 @@ int measure_run(struct measure_session *s)
 		}
 	if (tty && total > 1)
 		fprintf(stderr, "\r%40s\r", "");
+	if (!ret)
+		ret = measure_runs_done();
 	return ret;
 }
 
@@ -687,6 +713,8 @@ int measure_finish(struct measure_session *s, const struct show_opts *so)
 
 	measure_analyze(s);
 	ret = profile_exit_status(s->p, s->opts->ready != NULL, s->opts->passthrough_exit);
+	if (ret == EXIT_NO_IMPORTS)
+		error("no measured run recorded an import: nothing to profile");
 	rc = show_profile(s->p, so);
 	/* A target's own failure is more specific than a broken budget. */
 	if (rc && ret == EXIT_OK)

@@ -5,6 +5,7 @@ fincore, which uses mincore) how much of a module of its own is cached, before
 importing it."""
 import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -53,16 +54,22 @@ def test_cold_runs_start_with_the_modules_evicted(tmp_path, fincore):
     assert [x["warmup"] for x in runs] == [True, False, False, False]
     assert len(seen) == 4
     assert seen[1:] == [0, 0, 0], seen
-    for x in runs[1:]:
+    # The verdict follows the mincore check, and a run that was not cold says so.  Which runs are cold is
+    # not the test's to decide: on a busy machine other Pythons read the stdlib's bytecode again within
+    # milliseconds of the eviction (docs/cold.md); the module only this test reads is the proof above.
+    warnings = [w["msg"] for w in profile["warnings"]]
+    for k, x in enumerate(runs[1:], start=2):
         cold = x["cold"]
-        assert cold["took"] and cold["module_bytes"] >= 2 << 20, cold
-        assert cold["module_resident"] * 100 <= cold["module_bytes"] * 5
+        assert cold["module_bytes"] >= 2 << 20 and not cold["partial"], cold
+        assert cold["took"] == (cold["module_resident"] * 100 <= cold["module_bytes"] * 5)
+        said = any(w.startswith("run %d was not cold: " % k) for w in warnings)
+        assert said == (not cold["took"]), (cold, warnings)
     # Nothing known yet but the interpreter and the script: not a cold run, and said so.
     assert runs[0]["cold"]["partial"] and not runs[0]["cold"]["took"]
     assert runs[0]["cold"]["module_bytes"] < 2 << 20
     # The report says so, for the run it shows.
-    r = run_coldstart("report", "-", input=r.stdout)
-    assert "cold start      yes: " in r.stdout
+    shown = run_coldstart("report", "-", input=r.stdout)
+    assert re.search(r"cold start      (yes|NO, the eviction did not take): \d+ files", shown.stdout)
 
 
 def test_warm_runs_find_the_module_cached(tmp_path, fincore):
@@ -87,7 +94,10 @@ def test_cold_compare(tmp_path, fincore):
     cmp = json.loads(r.stdout)
     assert cmp["cold"] is True and cmp["warmup"] == 1
     for v in cmp["variants"]:
-        assert [x["cold"] for x in v["runs"] if not x["warmup"]] == [True, True]
+        # Each measured run says whether it was cold (True or False, never unknown).
+        assert [type(x["cold"]) for x in v["runs"] if not x["warmup"]] == [bool, bool]
     # Every measured run of either variant found the module evicted.
     seen = resident_seen(r.stderr)
-    assert len(seen) == 6 and seen.count(0) >= 4, seen
+    assert len(seen) == 6
+    # The warm-up round learns the files; every measured run found the module evicted.
+    assert seen[2:] == [0, 0, 0, 0], seen
