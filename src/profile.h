@@ -133,6 +133,40 @@ struct cg_figures {
 	int64_t oom_kills;
 };
 
+/*
+ * The page-cache eviction before a run (--cold, cold.h); asked is false
+ * for a run with a warm cache.  Bytes are counted over the files mincore
+ * checked after the eviction (all of them up to COLD_CHECK_MAX).
+ */
+struct cold_figures {
+	bool asked;
+	bool partial; /* no run before: only the interpreter, its libraries and the script were known */
+	int64_t files; /* files evicted */
+	int64_t bytes; /* their size */
+	int64_t failed; /* files that could not be opened or advised */
+	int64_t checked_files;
+	int64_t module_bytes; /* module files: sources, bytecode, extensions, the script */
+	int64_t module_resident; /* of those, still in the page cache after the eviction */
+	int64_t binary_bytes; /* the interpreter and shared libraries */
+	int64_t binary_resident;
+	/*
+	 * Files another process maps (an extension or libc used by some other
+	 * running Python): DONTNEED cannot drop pages in use, so they are
+	 * counted here and in neither class above.
+	 */
+	int64_t mapped_files;
+	int64_t mapped_bytes;
+	int64_t mapped_resident;
+};
+
+/* A run counts as cold when at most this share (percent) of its module bytes stayed cached. */
+#define COLD_RESIDENT_MAX_PCT 5
+/* Whether the eviction before the run took (cold.h says why only module bytes decide). */
+static inline bool cold_figures_took(const struct cold_figures *c)
+{
+	return c->asked && !c->partial && c->module_bytes > 0 && c->module_resident * 100 <= c->module_bytes * COLD_RESIDENT_MAX_PCT;
+}
+
 enum run_status {
 	RUN_EXITED = 0, /* exit_code holds the code */
 	RUN_SIGNALED, /* term_signal holds the signal */
@@ -159,6 +193,7 @@ struct run {
 	/* The moment of readiness on CLOCK_MONOTONIC, the clock of proc start_ns; UNKNOWN. */
 	int64_t ready_ns;
 	struct cg_figures cg;
+	struct cold_figures cold;
 	struct proc *procs; /* procs[0] is the target's own process */
 	size_t nr_procs, alloc_procs;
 };

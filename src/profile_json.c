@@ -457,6 +457,34 @@ static void write_cg(struct jw *w, const struct cg_figures *cg)
 	buf_addch(w->out, ',');
 }
 
+/* "cold": null for a warm run, else the eviction's figures and whether it took (cold.h). */
+static void write_cold(struct jw *w, const struct cold_figures *c)
+{
+	jw_key(w, "cold");
+	if (!c->asked) {
+		buf_adds(w->out, "null,");
+		return;
+	}
+	buf_addch(w->out, '{');
+	jw_key(w, "took");
+	buf_adds(w->out, cold_figures_took(c) ? "true," : "false,");
+	jw_key(w, "partial");
+	buf_adds(w->out, c->partial ? "true," : "false,");
+	jw_kv_int(w, "files", c->files);
+	jw_kv_int(w, "bytes", c->bytes);
+	jw_kv_int(w, "failed", c->failed);
+	jw_kv_int(w, "checked_files", c->checked_files);
+	jw_kv_int(w, "module_bytes", c->module_bytes);
+	jw_kv_int(w, "module_resident", c->module_resident);
+	jw_kv_int(w, "binary_bytes", c->binary_bytes);
+	jw_kv_int(w, "binary_resident", c->binary_resident);
+	jw_kv_int(w, "mapped_files", c->mapped_files);
+	jw_kv_int(w, "mapped_bytes", c->mapped_bytes);
+	jw_kv_int(w, "mapped_resident", c->mapped_resident);
+	jw_close(w, '}');
+	buf_addch(w->out, ',');
+}
+
 static void write_run(struct jw *w, const struct run *r)
 {
 	size_t i;
@@ -477,6 +505,7 @@ static void write_run(struct jw *w, const struct run *r)
 	jw_kv_fig(w, "first_response_us", r->first_response_us, -1, PROFILE_MAX_US);
 	jw_kv_fig(w, "ready_ns", r->ready_ns, -1, PROFILE_MAX_NS);
 	write_cg(w, &r->cg);
+	write_cold(w, &r->cold);
 	jw_key(w, "processes");
 	buf_addch(w->out, '[');
 	for (i = 0; i < r->nr_procs; i++) {

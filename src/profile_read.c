@@ -186,6 +186,21 @@ static const struct field cg_fields[] = {
 	I64(cg_figures, oom_kills, -1, MAX_COUNT),
 };
 
+static const struct field cold_fields[] = {
+	{ "partial", F_BOOL, offsetof(struct cold_figures, partial), 0, 0 },
+	I64(cold_figures, files, 0, MAX_COUNT),
+	I64(cold_figures, bytes, 0, MAX_BYTES),
+	I64(cold_figures, failed, 0, MAX_COUNT),
+	I64(cold_figures, checked_files, 0, MAX_COUNT),
+	I64(cold_figures, module_bytes, 0, MAX_BYTES),
+	I64(cold_figures, module_resident, 0, MAX_BYTES),
+	I64(cold_figures, binary_bytes, 0, MAX_BYTES),
+	I64(cold_figures, binary_resident, 0, MAX_BYTES),
+	I64(cold_figures, mapped_files, 0, MAX_COUNT),
+	I64(cold_figures, mapped_bytes, 0, MAX_BYTES),
+	I64(cold_figures, mapped_resident, 0, MAX_BYTES),
+};
+
 static const struct field proc_fields[] = {
 	{ "pid", F_LONG, offsetof(struct proc, pid), -1, INT32_MAX },
 	{ "ppid", F_LONG, offsetof(struct proc, ppid), -1, INT32_MAX },
@@ -531,6 +546,22 @@ static int read_cgroup(struct reader *rd, struct cg_figures *cg)
 	return more;
 }
 
+/* "cold": null for a warm run, else the eviction's figures ("took" is derived, not read). */
+static int read_cold(struct reader *rd, struct cold_figures *c)
+{
+	int more, got;
+
+	if (jr_value(&rd->jr) != JR_OBJ)
+		return rd->jr.failed ? -1 : jr_skip(&rd->jr);
+	c->asked = true;
+	while ((more = jr_obj_next(&rd->jr)) > 0) {
+		got = READ_FIELD(rd, cold_fields, c);
+		if (got < 0 || (!got && (jr_value(&rd->jr) == JR_ERROR || jr_skip(&rd->jr) < 0)))
+			return -1;
+	}
+	return more;
+}
+
 static int read_run(struct reader *rd, void *ctx, size_t i)
 {
 	struct run *r;
@@ -560,6 +591,8 @@ static int read_run(struct reader *rd, void *ctx, size_t i)
 			more = jr_skip(&rd->jr);
 		} else if (!strcmp(key, "cgroup")) {
 			more = read_cgroup(rd, &r->cg);
+		} else if (!strcmp(key, "cold")) {
+			more = read_cold(rd, &r->cold);
 		} else if (!strcmp(key, "processes")) {
 			has_procs = true;
 			if (jr_value(&rd->jr) != JR_ARR)

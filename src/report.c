@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cold.h"
 #include "elf_report.h"
 #include "stats.h"
 
@@ -721,8 +722,20 @@ void report_render(const struct profile *p, const struct report_opts *o, struct 
 		buf_adds(out, "  no runs in this profile\n");
 		return;
 	}
-	if (measured > 1)
-		buf_addf(out, "  run shown       #%zu of %zu (the median by wall time)\n", ri + 1, p->nr_runs);
+	if (measured > 1) {
+		size_t k = 0;
+
+		/* Counted among the measured runs, as the exports' --run is not: baseline and warm-ups aside. */
+		for (i = 0; i < ri; i++)
+			k += !p->runs[i].warmup;
+		buf_addf(out, "  run shown       #%zu of %zu measured (the median by wall time; run %zu of the JSON)\n",
+			 k + 1, measured, ri + 1);
+	}
+	if (r->cold.asked) {
+		buf_adds(out, "  cold start      ");
+		cold_describe(&r->cold, out);
+		buf_addch(out, '\n');
+	}
 	render_run_summary(p, r, out, st);
 	render_baseline(p, out, st);
 	if (measured > 1) {

@@ -372,8 +372,12 @@ int buf_read_file(struct buf *sb, const char *path)
 	while ((n = gzread(gz, chunk, sizeof(chunk))) > 0)
 		buf_add(sb, chunk, (size_t)n);
 	if (n < 0) {
+		int zerr, saved = errno;
+
+		gzerror(gz, &zerr);
 		gzclose(gz);
-		errno = EIO;
+		/* A read error keeps its errno (a directory: EISDIR); broken gzip data is EIO. */
+		errno = zerr == Z_ERRNO ? saved : EIO;
 		return -1;
 	}
 	gzclose(gz);

@@ -155,7 +155,10 @@ size_t utf8_seq_len(const unsigned char *s, size_t n);
  * shows it.  Returns how many bytes were written that way.
  */
 size_t buf_add_json_str(struct buf *sb, const char *s, size_t len);
-/* Reads a whole file (gzip or plain); -1 with errno set on failure. */
+/*
+ * Reads a whole file (gzip or plain); -1 with errno set on failure: the
+ * read's own (EISDIR for a directory), EIO for gzip data that is broken.
+ */
 int buf_read_file(struct buf *sb, const char *path);
 
 /*

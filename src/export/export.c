@@ -10,6 +10,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "stats.h"
+
 static const struct exporter exporters[] = {
 	{
 		.name = "svg",
@@ -154,12 +156,8 @@ static int write_gz(const char *path, const char *data, size_t len, struct buf *
 	return 0;
 }
 
-/*
- * The representative run: among non-warm-up runs with a process (any run
- * with a process if all are warm-ups), the one whose main-process import
- * total is the median.  NULL when no run has a process.
- */
-static const struct run *median_run(const struct profile *p)
+/* Among runs with a process, the one whose main-process import total is the median. */
+static const struct run *median_by_imports(const struct profile *p)
 {
 	size_t i, j, nr = 0, *idx = xmalloc(st_mult(p->nr_runs, sizeof(size_t)));
 	const struct run *r = NULL;
@@ -182,6 +180,20 @@ static const struct run *median_run(const struct profile *p)
 		r = &p->runs[idx[(nr - 1) / 2]];
 	free(idx);
 	return r;
+}
+
+/*
+ * The representative run: the one the text report shows (the median by
+ * wall time among the measured runs, profile_median_run), or when it holds
+ * no process, among non-warm-up runs with a process (any run with a
+ * process if all are warm-ups) the one whose main-process import total is
+ * the median.  NULL when no run has a process.
+ */
+static const struct run *median_run(const struct profile *p)
+{
+	if (p->nr_runs && p->runs[profile_median_run(p)].nr_procs)
+		return &p->runs[profile_median_run(p)];
+	return median_by_imports(p);
 }
 
 const struct exporter *exporter_list(size_t *nr)
