@@ -12,6 +12,7 @@
 
 #include "cold.h"
 #include "elf_report.h"
+#include "fit.h"
 #include "stats.h"
 
 
@@ -341,6 +342,40 @@ static void render_module_stats(const struct profile *p, const struct report_opt
 	module_stats_free(m, nr);
 }
 
+/*
+ * "  via a > … > y" after a table row that starts at out->buf[line_start]:
+ * the chain of node i's ancestors within what is left of width, or none
+ * when too little is left to say anything.
+ */
+static void add_via(struct buf *out, const struct proc *pr, int32_t i, size_t line_start, size_t width,
+		    const struct style *st)
+{
+	size_t used = fit_cols(out->buf + line_start) + 6;
+
+	if (pr->nodes[i].parent < 0)
+		return;
+	if (width != FIT_UNLIMITED && used + 24 > width) {
+		/* Too little room after the name: the chain on a line of its own, under the table. */
+		buf_addf(out, "\n%12s%svia ", "", st->dim);
+		used = 16;
+	} else {
+		buf_addf(out, "  %svia ", st->dim);
+	}
+	fit_add_chain(out, pr, i, width == FIT_UNLIMITED ? FIT_UNLIMITED : width - used);
+	buf_adds(out, st->reset);
+}
+
+/* The module column of a table row begun at out->buf[line_start]: the name within what is left of width. */
+static void add_name_col(struct buf *out, const char *name, size_t line_start, size_t width)
+{
+	size_t used = fit_cols(out->buf + line_start);
+
+	if (width == FIT_UNLIMITED || used + 16 > width)
+		buf_adds(out, name);
+	else
+		fit_add(out, name, width - used);
+}
+
 static void render_top(const struct proc *pr, const struct report_opts *o, struct buf *out,
 		       const struct style *st, bool by_self)
 {
@@ -359,6 +394,7 @@ static void render_top(const struct proc *pr, const struct report_opts *o, struc
 		buf_addf(out, "  %10s %10s  %s\n", "cumulative", "self", "module (import chain)");
 	for (i = 0; i < n && i < (size_t)o->top; i++) {
 		const struct imp_node *nd = &pr->nodes[idx[i]];
+		size_t line_start = out->len;
 
 		buf_adds(out, "  ");
 		add_dur_col(out, nd->cum_us, 10);
@@ -384,11 +420,7 @@ static void render_top(const struct proc *pr, const struct report_opts *o, struc
 			buf_adds(out, " [no importtime row]");
 		if (nd->flags & NODE_OPEN)
 			buf_addf(out, " %s[unfinished]%s", st->red, st->reset);
-		if (nd->parent >= 0) {
-			buf_addf(out, "  %svia ", st->dim);
-			proc_chain(pr, nd->parent, " > ", out);
-			buf_adds(out, st->reset);
-		}
+		add_via(out, pr, idx[i], line_start, report_width(o), st);
 		buf_addch(out, '\n');
 	}
 	free(idx);
@@ -414,6 +446,7 @@ static void render_phases(const struct proc *pr, const struct report_opts *o, st
 	for (i = 0; i < n && i < (size_t)o->top; i++) {
 		const struct imp_timing *t = &pr->timing[idx[i]];
 		const struct imp_node *nd = &pr->nodes[idx[i]];
+		size_t line_start = out->len;
 
 		buf_adds(out, "  ");
 		add_dur_col(out, nd->self_us, 10);
@@ -425,7 +458,8 @@ static void render_phases(const struct proc *pr, const struct report_opts *o, st
 		add_dur_col(out, t->exec_ns >= 0 ? t->exec_ns / 1000 : UNKNOWN, 10);
 		buf_addch(out, ' ');
 		add_dur_col(out, t->compile_ns >= 0 ? t->compile_ns / 1000 : UNKNOWN, 10);
-		buf_addf(out, "  %s", node_name(pr, idx[i]));
+		buf_adds(out, "  ");
+		add_name_col(out, node_name(pr, idx[i]), line_start, report_width(o));
 		if (nd->flags & NODE_NATIVE)
 			buf_adds(out, " [native]");
 		if (nd->flags & NODE_COMPILED)
@@ -513,14 +547,15 @@ static void render_tree(const struct proc *pr, const struct report_opts *o, stru
 		buf_addf(out, "  %s(%zu subtrees hidden by the pruning options)%s\n", st->dim, hidden, st->reset);
 }
 
-static void render_findings(const struct profile *p, struct buf *out, const struct style *st)
+static void render_findings(const struct profile *p, const struct report_opts *o, struct buf *out,
+			    const struct style *st)
 {
-	size_t i;
+	size_t i, shown = (size_t)o->top < p->nr_findings ? (size_t)o->top : p->nr_findings;
 
-	if (!p->nr_findings)
+	if (!p->nr_findings || !shown)
 		return;
 	heading(out, st, "What to fix");
-	for (i = 0; i < p->nr_findings; i++) {
+	for (i = 0; i < shown; i++) {
 		const struct finding *f = &p->findings[i];
 		const char *col = f->severity && !strcmp(f->severity, "error") ? st->red
 				  : f->severity && !strcmp(f->severity, "warning") ? st->yellow : "";
@@ -538,6 +573,9 @@ static void render_findings(const struct profile *p, struct buf *out, const stru
 		if (f->fix)
 			buf_addf(out, "      fix: %s\n", f->fix);
 	}
+	if (shown < p->nr_findings)
+		buf_addf(out, "  %s… and %zu more finding%s (--top %zu shows them; all are in the JSON)%s\n", st->dim,
+			 p->nr_findings - shown, p->nr_findings - shown == 1 ? "" : "s", p->nr_findings, st->reset);
 }
 
 static void render_proc(const struct proc *pr, const struct report_opts *o, struct buf *out,
@@ -678,6 +716,13 @@ void report_opts_init(struct report_opts *o)
 	o->threshold_us = 0;
 	o->all_processes = false;
 	o->color = false;
+	o->width = FIT_DEFAULT_WIDTH;
+	o->wide = false;
+}
+
+size_t report_width(const struct report_opts *o)
+{
+	return o->wide ? FIT_UNLIMITED : o->width;
 }
 
 bool report_want_color(int fd)
@@ -692,7 +737,7 @@ bool report_want_color(int fd)
 	return isatty(fd);
 }
 
-void report_render(const struct profile *p, const struct report_opts *o, struct buf *out)
+static void render_all(const struct profile *p, const struct report_opts *o, struct buf *out)
 {
 	const struct style *st = style_of(o);
 	size_t ri = p->nr_runs ? profile_median_run(p) : 0;
@@ -702,13 +747,14 @@ void report_render(const struct profile *p, const struct report_opts *o, struct 
 	for (i = 0; i < p->nr_runs; i++)
 		if (!p->runs[i].warmup)
 			measured++;
-	buf_addf(out, "%scoldstart %s%s", st->bold, p->tool_version ? p->tool_version : "", st->reset);
+	heading(out, st, "Run");
+	buf_addf(out, "  coldstart       %s\n", p->tool_version ? p->tool_version : "unknown version");
 	if (p->target.nr) {
-		buf_adds(out, " — ");
+		buf_adds(out, "  target          ");
 		for (i = 0; i < p->target.nr; i++)
 			buf_addf(out, "%s%s", i ? " " : "", p->target.v[i]);
+		buf_addch(out, '\n');
 	}
-	buf_addch(out, '\n');
 	buf_addf(out, "  interpreter     %s", p->python ? p->python : "unknown");
 	if (p->python_version)
 		buf_addf(out, " (Python %s)", p->python_version);
@@ -771,10 +817,10 @@ void report_render(const struct profile *p, const struct report_opts *o, struct 
 			buf_release(&title);
 		}
 	}
-	elf_report_section(p, out);
-	render_findings(p, out, st);
+	elf_report_section(p, (size_t)o->top, out);
+	render_findings(p, o, out, st);
 	if (p->nr_warnings) {
-		size_t shown = p->nr_warnings < 10 ? p->nr_warnings : 10;
+		size_t shown = p->nr_warnings < (size_t)o->top ? p->nr_warnings : (size_t)o->top;
 
 		heading(out, st, "Warnings");
 		for (i = 0; i < shown; i++) {
@@ -784,6 +830,16 @@ void report_render(const struct profile *p, const struct report_opts *o, struct 
 				buf_addf(out, "  %s\n", p->warnings[i].msg);
 		}
 		if (shown < p->nr_warnings)
-			buf_addf(out, "  ... and %zu more (all of them are in the JSON)\n", p->nr_warnings - shown);
+			buf_addf(out, "  … and %zu more (all of them are in the JSON)\n", p->nr_warnings - shown);
 	}
+}
+
+void report_render(const struct profile *p, const struct report_opts *o, struct buf *out)
+{
+	struct buf raw = BUF_INIT;
+
+	report_summary(p, o, &raw);
+	render_all(p, o, &raw);
+	fit_reflow(out, raw.buf, report_width(o));
+	buf_release(&raw);
 }
