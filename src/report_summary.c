@@ -64,7 +64,28 @@ static void add_target(struct buf *out, const struct profile *p)
 	}
 }
 
-/* Line 1: "coldstart: TARGET · Python 3.11.2 · 0.1 CPU, 128.0 MiB memory via cgroup-v1". */
+/* The limits in few words: "0.1 CPU, 128.0 MiB (preset fn)"; the Run section has them in full. */
+static void add_limits(struct buf *out, const struct limits *lim)
+{
+	size_t start = out->len;
+
+	if (lim->cpus > 0)
+		buf_addf(out, "%.3g CPU", lim->cpus);
+	if (lim->memory > 0) {
+		buf_adds(out, out->len > start ? ", " : "");
+		buf_add_bytes(out, lim->memory);
+	}
+	if (lim->pids > 0)
+		buf_addf(out, "%s%ld pids", out->len > start ? ", " : "", lim->pids);
+	if (lim->cpuset)
+		buf_addf(out, "%scpus %s", out->len > start ? ", " : "", lim->cpuset);
+	if (out->len == start)
+		buf_adds(out, "no limits");
+	if (lim->preset)
+		buf_addf(out, " (preset %s)", lim->preset);
+}
+
+/* Line 1: "coldstart: TARGET · Python 3.11.2 · 0.1 CPU, 128.0 MiB (preset fn)". */
 static void line_what(const struct profile *p, size_t width, const char *bold, const char *reset,
 		      struct buf *out)
 {
@@ -75,14 +96,24 @@ static void line_what(const struct profile *p, size_t width, const char *bold, c
 	if (p->python_version)
 		buf_addf(&tail, " · Python %s", p->python_version);
 	buf_adds(&tail, " · ");
-	limits_describe(&p->limits, &tail);
-	room = fit_cols("coldstart: ") + fit_cols(tail.buf);
+	add_limits(&tail, &p->limits);
+	if (!target.len)
+		buf_adds(&target, "(no target)");
 	buf_addf(out, "%scoldstart:%s ", bold, reset);
-	if (width == FIT_UNLIMITED)
-		buf_adds(out, target.len ? target.buf : "(no target)");
-	else
-		fit_add(out, target.len ? target.buf : "(no target)", width > room + 20 ? width - room : 20);
-	buf_addf(out, "%s\n", tail.buf);
+	if (width == FIT_UNLIMITED) {
+		buf_addf(out, "%s%s\n", target.buf, tail.buf);
+	} else {
+		/* The target gets what the rest leaves, but never less than 24 columns of it. */
+		size_t used = fit_cols("coldstart: "), want = fit_cols(target.buf);
+
+		room = width > used + fit_cols(tail.buf) ? width - used - fit_cols(tail.buf) : 0;
+		if (room < want && room < 24)
+			room = want < 24 ? want : 24;
+		fit_add(out, target.buf, room);
+		used += room < want ? room : want;
+		fit_add_head(out, tail.buf, width > used ? width - used : 1);
+		buf_addch(out, '\n');
+	}
 	buf_release(&target);
 	buf_release(&tail);
 }
