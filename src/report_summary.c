@@ -3,7 +3,7 @@
  * wall, ready and first response; the import total and the worst finding.
  * The sections below them hold the detail.
  */
-#include "report.h"
+#include "report_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -234,7 +234,7 @@ static void line_worst(const struct profile *p, size_t width, struct buf *out)
 
 void report_summary(const struct profile *p, const struct report_opts *o, struct buf *out)
 {
-	const char *bold = o->color ? "\033[1m" : "", *reset = o->color ? "\033[0m" : "";
+	const char *bold = style_of(o)->bold, *reset = style_of(o)->reset;
 	size_t width = report_width(o);
 	const struct run *r = p->nr_runs ? &p->runs[profile_median_run(p)] : NULL;
 

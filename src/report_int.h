@@ -1,0 +1,38 @@
+/*
+ * What the files of the text report share (report.c, report_run.c,
+ * report_summary.c): the colours, headings and duration columns, and the
+ * sections one file renders for another.  Not for other modules.
+ */
+#ifndef COLDSTART_REPORT_INT_H
+#define COLDSTART_REPORT_INT_H
+
+#include "report.h"
+#include "stats.h"
+
+/* ANSI sequences, or empty strings without colour. */
+struct style {
+	const char *bold, *dim, *red, *yellow, *green, *reset;
+};
+
+const struct style *style_of(const struct report_opts *o);
+/* "\nTITLE\n", the title in bold. */
+void heading(struct buf *out, const struct style *st, const char *title);
+/* A duration right-aligned in width columns, "-" when UNKNOWN. */
+void add_dur_col(struct buf *out, int64_t us, int width);
+/* A duration, "unknown" when UNKNOWN. */
+void add_dur(struct buf *out, int64_t us);
+
+/* "exited with status 0", "OOM: killed by the memory limit of 128.0 MiB", ... */
+void describe_status(const struct profile *p, const struct run *r, struct buf *out);
+/* "  while importing a -> b" for the import a process died in; nothing when none was open. */
+void describe_open(const struct proc *pr, struct buf *out);
+/* "  LABEL  median  (min, max, MAD)" of v[0..n), flagged when unstable; bytes: v in KiB. */
+void summary_line(struct buf *out, const char *label, int64_t *v, size_t n, const struct style *st, bool bytes);
+/* "  unconstrained   wall ..., imports ... -> 4.1x slower wall ...": nothing without baseline runs. */
+void render_baseline(const struct profile *p, struct buf *out, const struct style *st);
+/* "What to fix": at most o->top findings, then how many more. */
+void render_findings(const struct profile *p, const struct report_opts *o, struct buf *out, const struct style *st);
+/* "Warnings": at most o->top, then how many more. */
+void render_warnings(const struct profile *p, const struct report_opts *o, struct buf *out, const struct style *st);
+
+#endif
