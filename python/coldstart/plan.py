@@ -17,6 +17,7 @@ Python 3.8+; importing this file imports nothing beyond what start-up has
 loaded, and reading a plan uses the _json scanner without json and re.
 """
 
+import builtins as _builtins_mod
 import os
 import sys
 import _thread
@@ -24,12 +25,13 @@ import _thread
 from importlib import _bootstrap, _bootstrap_external
 
 __all__ = ["install", "installed", "warm", "responded", "deferred",
-           "is_deferred", "load", "PlanError", "PLAN_FORMAT", "PLAN_VERSION"]
+           "is_deferred", "load", "lazy_names", "PlanError", "PLAN_FORMAT", "PLAN_VERSION"]
 
 PLAN_FORMAT = "coldstart-plan"
 PLAN_VERSION = 1
 
 _ModuleType = type(sys)
+_builtins_dict = _builtins_mod.__dict__
 _module_getattr = _ModuleType.__getattribute__
 _module_setattr = _ModuleType.__setattr__
 
@@ -279,9 +281,10 @@ def check(plan):
 # --- deferred modules ------------------------------------------------------
 
 class _State(object):
-    __slots__ = ("spec", "loader", "owner", "error", "order", "rebinds")
+    __slots__ = ("spec", "loader", "owner", "error", "order", "rebinds",
+                 "lazy")
 
-    def __init__(self, spec, loader, order, rebinds):
+    def __init__(self, spec, loader, order, rebinds, lazy):
         self.spec = spec
         self.loader = loader
         self.owner = None
@@ -289,6 +292,8 @@ class _State(object):
         self.order = order
         # Submodule names the package's body binds to something else.
         self.rebinds = rebinds
+        # The body's from-imports that may stay lazy (_run_body), or None.
+        self.lazy = lazy
 
 
 # name -> _State for every module created deferred and not loaded yet.
@@ -299,15 +304,11 @@ _failed = set()
 _counter = [0]
 
 
-def _state_of(mod):
-    d = _module_getattr(mod, "__dict__")
-    return _pending.get(d.get("__name__"))
-
-
 def _load(mod):
     """Runs the body of a deferred module (once, whichever thread asks
     first; the others wait on the module's import lock)."""
-    name = _module_getattr(mod, "__dict__").get("__name__")
+    d = _raw_dict(mod)
+    name = d.get("__name__")
     st = _pending.get(name)
     if st is None:
         return
@@ -323,7 +324,7 @@ def _load(mod):
         spec = st.spec
         spec._initializing = True
         try:
-            st.loader.exec_module(mod)
+            _run_body(st.loader, mod, name, st.lazy)
         except BaseException as e:
             st.error = e
             st.owner = None
@@ -338,51 +339,88 @@ def _load(mod):
         # The body may have given itself a class of its own: keep it.
         if type(mod) is _Deferred:
             object.__setattr__(mod, "__class__", _ModuleType)
+        _mark_lazy(mod, d)
 
 
 class _Deferred(_ModuleType):
     """The class of a module whose body has not run yet.  Reading any
     attribute but the ones the import system reads (and submodules bound by
-    imports) runs the body first; so do setting and deleting attributes."""
+    imports) runs the body first; so do setting and deleting attributes.
+    A planned body's `from x import y` that the plan lets stay lazy gets a
+    placeholder instead (_lazy_site)."""
 
     def __getattribute__(self, attr):
         if attr in _EXEMPT:
             return _module_getattr(self, attr)
-        d = _module_getattr(self, "__dict__")
+        d = _raw_dict(self)
         name = d.get("__name__")
         st = _pending.get(name)
+        if attr == "__dict__" and name in _running:
+            _bind_pending(d)
         if st is not None and st.owner != _thread.get_ident():
             # A submodule that an import bound here is answered as it is.
             v = d.get(attr, _MISSING)
             if attr in st.rebinds:
                 _load(self)
+            elif v is _MISSING and isinstance(
+                    sys.modules.get("%s.%s" % (name, attr)), _ModuleType):
+                # A submodule still being imported (bound on its package
+                # when done): IMPORT_FROM falls back to it, as without the
+                # plan, where the package's body would have run first.
+                return sys.modules["%s.%s" % (name, attr)]
             elif v is _MISSING:
-                # `from pkg import sub` asks hasattr(pkg, "sub") first and
-                # imports pkg.sub when it is missing: let it.
-                if sys._getframe(1).f_code is _FROMLIST_CODE:
+                f = sys._getframe(1)
+                if f.f_code is _FROMLIST_CODE:
+                    # `from pkg import name` asks hasattr(pkg, name) first
+                    # and imports pkg.name when it is missing: let it, but
+                    # for a name the plan binds lazily, which is no module.
+                    # `from pkg import *` asks for __all__ to import the
+                    # submodules it names.
+                    if attr == "__all__":
+                        if _lazy_site(f.f_back, name, attr, True) \
+                                is _MISSING:
+                            _load(self)
+                            return getattr(self, attr)
+                    elif _lazy_site(f.f_back, name, attr, True) \
+                            is not _MISSING:
+                        return None
                     raise AttributeError(attr)
+                p = _lazy_site(f, name, attr)
+                if p is not _MISSING:
+                    return p
                 _load(self)
             elif not (isinstance(v, _ModuleType) and
                       sys.modules.get("%s.%s" % (name, attr)) is v):
                 _load(self)
+            else:
+                return v
+            # Loaded: the module may have lazy names of its own now.
+            if type(self) is not _Deferred:
+                return getattr(self, attr)
         return _module_getattr(self, attr)
 
     def __setattr__(self, attr, value):
-        d = _module_getattr(self, "__dict__")
+        d = _raw_dict(self)
         st = _pending.get(d.get("__name__"))
         # `import a.b` binds a.b on a: that must not run a's body.
         if st is not None and st.owner != _thread.get_ident() and not (
                 isinstance(value, _ModuleType) and
                 sys.modules.get("%s.%s" % (d["__name__"], attr)) is value):
             _load(self)
+            if type(self) is not _Deferred:
+                return setattr(self, attr, value)
         _module_setattr(self, attr, value)
 
     def __delattr__(self, attr):
         _load(self)
+        if type(self) is not _Deferred:
+            return delattr(self, attr)
         _ModuleType.__delattr__(self, attr)
 
     def __dir__(self):
         _load(self)
+        if type(self) is not _Deferred:
+            return dir(self)
         return _ModuleType.__dir__(self)
 
 
@@ -390,9 +428,10 @@ class _DeferringLoader(object):
     """Stands in spec.loader while the import system creates the module;
     exec_module puts the real loader back and leaves the body for later."""
 
-    def __init__(self, loader, rebinds=frozenset()):
+    def __init__(self, loader, rebinds=frozenset(), lazy=None):
         self.loader = loader
         self.rebinds = rebinds
+        self.lazy = lazy
 
     def create_module(self, spec):
         return self.loader.create_module(spec)
@@ -400,12 +439,395 @@ class _DeferringLoader(object):
     def exec_module(self, module):
         spec = _module_getattr(module, "__spec__")
         spec.loader = self.loader
-        d = _module_getattr(module, "__dict__")
+        d = _raw_dict(module)
         d["__loader__"] = self.loader
         _counter[0] += 1
         _pending[spec.name] = _State(spec, self.loader, _counter[0],
-                                     self.rebinds)
+                                     self.rebinds, self.lazy)
         object.__setattr__(module, "__class__", _Deferred)
+
+
+# --- lazy from-imports ------------------------------------------------------
+#
+# `from x import y` in a body that runs reads x.y, which runs x's body when
+# x is deferred.  When the plan says the importing body itself never reads
+# y (plan_record.py: its code, the functions it calls, other modules reading
+# it, annotations), the import binds a placeholder that the body's end takes
+# out again: y is then a lazy name of the module, absent from its __dict__,
+# and bound to the real object at its first use:
+#   - by the module's own functions: a global it lacks is looked up in its
+#     __builtins__, which is a copy of the builtins whose __missing__ binds
+#     the lazy name (_Builtins);
+#   - from outside: the module's class gets a __getattr__ (_LazyNames);
+#     reading __dict__ (vars(), a star import) binds all of them first.
+# So the module's own objects are the real ones, as without the plan.
+
+# IMPORT_FROM's opcode, and the opcode (and argument, 3.12+) of a star
+# import, from the plan ("opcodes"); empty when the plan has none.
+_OPS = []
+# name -> (module dict, {x: (attrs that may stay lazy, star names)}) for
+# the bodies running now with lazy from-imports.
+_running = {}
+# name -> [module dict, {bound name: (x, attr)}, module] for the modules
+# with lazy names.
+_tables = {}
+_raw_dict = _ModuleType.__dict__["__dict__"].__get__
+_facade = []
+_warned = set()
+
+
+class _Pending(object):
+    """What a lazy from-import binds while the importing body runs; the
+    body's end replaces it with a lazy name.  The plan says the body never
+    uses it: if it does after all, it is resolved then and used as the real
+    object (with a warning that the plan is out of date)."""
+    __slots__ = ("home", "module", "attr")
+
+    def __init__(self, home, module, attr):
+        self.home = home
+        self.module = module
+        self.attr = attr
+
+    def _target(self):
+        home = object.__getattribute__(self, "home")
+        mod = object.__getattribute__(self, "module")
+        attr = object.__getattribute__(self, "attr")
+        key = (home.get("__name__"), mod, attr)
+        if key not in _warned:
+            _warned.add(key)
+            _warn("%s used %s.%s while its body ran, which the plan says it "
+                  "does not: bound now; run `coldstart plan` again"
+                  % (key[0], mod, attr))
+        v = _import_from(mod, attr)
+        for k, x in list(home.items()):
+            if x is self:
+                home[k] = v
+        return v
+
+    def __getattr__(self, attr):
+        return getattr(_Pending._target(self), attr)
+
+    def __call__(self, *args, **kwargs):
+        return _Pending._target(self)(*args, **kwargs)
+
+    def __mro_entries__(self, bases):
+        return (_Pending._target(self),)
+
+    def __getitem__(self, key):
+        return _Pending._target(self)[key]
+
+    def __instancecheck__(self, obj):
+        return isinstance(obj, _Pending._target(self))
+
+    def __subclasscheck__(self, cls):
+        return issubclass(cls, _Pending._target(self))
+
+    def __or__(self, other):
+        return _Pending._target(self) | other
+
+    def __ror__(self, other):
+        return other | _Pending._target(self)
+
+
+def _import_from(mod, attr):
+    """What `from mod import attr` binds, now."""
+    m = sys.modules.get(mod)
+    if m is None:
+        __import__(mod)
+        m = sys.modules[mod]
+    try:
+        return getattr(m, attr)
+    except AttributeError:
+        sub = sys.modules.get("%s.%s" % (mod, attr))
+        if sub is not None:
+            return sub
+        where = _raw_dict(m).get("__file__") or "unknown location"
+        raise ImportError("cannot import name %r from %r (%s)"
+                          % (attr, mod, where), name=mod, path=where)
+
+
+def _lazy_site(f, mod, attr, fromlist=False):
+    """When frame f is a planned body at a from-import of mod.attr (or a
+    star import of mod) that the plan lets stay lazy: what the instruction
+    is to get (a placeholder, or a star import's names); else _MISSING.
+    fromlist: f runs the import statement itself (_handle_fromlist asks)."""
+    if f is None or not _OPS or f.f_code.co_name != "<module>":
+        return _MISSING
+    g = f.f_globals
+    r = _running.get(g.get("__name__"))
+    if r is None or r[0] is not g:
+        return _MISSING
+    spec = r[1].get(mod)
+    if spec is None:
+        return _MISSING
+    if fromlist:
+        if attr == "__all__":
+            return True if spec[1] is not None else _MISSING
+        return True if attr in spec[0] else _MISSING
+    code = f.f_code.co_code
+    i = f.f_lasti
+    op = code[i]
+    if op == _OPS[0]:
+        if attr in spec[0]:
+            return _Pending(g, mod, attr)
+    elif spec[1] is not None and op == _OPS[1] and \
+            (_OPS[2] is None or code[i + 1] == _OPS[2]):
+        if attr == "__all__":
+            return list(spec[1])
+        if attr in spec[1]:
+            return _Pending(g, mod, attr)
+    return _MISSING
+
+
+class _Builtins(dict):
+    """The __builtins__ of a module whose body may leave names lazy: a copy
+    of the builtins (so that C code finding __import__ and the rest in it
+    works) whose __missing__ binds the lazy name the code looked up, or
+    falls back to the real builtins (for names added since).  Shared by all
+    such modules: the frame that missed says whose name it was."""
+    __slots__ = ()
+
+    def __missing__(self, key):
+        g = sys._getframe(1).f_globals
+        t = _tables.get(g.get("__name__"))
+        if t is not None and t[0] is g and key in t[1]:
+            return _resolve(t, key)
+        return _builtins_dict[key]
+
+
+def _builtins_facade():
+    if not _facade:
+        _facade.append(_Builtins(_builtins_dict))
+    return _facade[0]
+
+
+def _run_body(loader, module, name, lazy):
+    """Runs a planned module's body; with lazy (its from-imports that may
+    stay lazy), the placeholders they bind become lazy names afterwards."""
+    if lazy is None:
+        loader.exec_module(module)
+        return
+    d = _raw_dict(module)
+    d["__builtins__"] = _builtins_facade()
+    prev = _running.get(name)
+    _running[name] = (d, lazy)
+    plain = type(module) is _ModuleType
+    if plain:
+        object.__setattr__(module, "__class__", _BodyRunning)
+    try:
+        loader.exec_module(module)
+    finally:
+        if prev is None:
+            _running.pop(name, None)
+        else:
+            _running[name] = prev
+        if plain and type(module) is _BodyRunning:
+            object.__setattr__(module, "__class__", _ModuleType)
+        _collect(module, d, name)
+
+
+def _bind_pending(d):
+    """Someone reads the namespace of a body that runs as a whole (enum's
+    _convert_, attrs copying it for generated code): the placeholders in
+    it become the real objects first."""
+    for k, v in list(d.items()):
+        if type(v) is _Pending:
+            d[k] = _import_from(object.__getattribute__(v, "module"),
+                                object.__getattribute__(v, "attr"))
+
+
+class _BodyRunning(_ModuleType):
+    """The class of a planned module while its body runs with lazy
+    from-imports: reading its __dict__ from outside binds them."""
+
+    @property
+    def __dict__(self):
+        d = _raw_dict(self)
+        if d.get("__name__") in _running:
+            _bind_pending(d)
+        return d
+
+
+def _collect(module, d, name):
+    names = {}
+    for k, v in list(d.items()):
+        if type(v) is _Pending:
+            del d[k]
+            names[k] = (object.__getattribute__(v, "module"),
+                        object.__getattribute__(v, "attr"))
+    if not names:
+        return
+    t = _tables.get(name)
+    if t is None or t[0] is not d:
+        t = _tables[name] = [d, {}, module]
+    t[1].update(names)
+    fac = _builtins_facade()
+    for k in names:
+        # A lazy name that shadows a builtin must reach __missing__.
+        if k in fac:
+            del fac[k]
+
+
+def _mark_lazy(module, d):
+    """Gives a module with lazy names the class that binds them when read
+    from outside (or binds them all now when it has a class of its own)."""
+    t = _tables.get(d.get("__name__"))
+    if t is None or t[0] is not d or not t[1]:
+        return
+    if type(module) is _ModuleType:
+        object.__setattr__(module, "__class__", _LazyNamesGetattr if
+                           "__getattr__" in d else _LazyNames)
+    elif not isinstance(module, _LazyBase):
+        _resolve_all(t)
+
+
+def _resolve(t, key):
+    """Binds lazy name key of table t (resolving its from-import now) and
+    returns the object."""
+    d, names = t[0], t[1]
+    src = names.get(key)
+    if src is None:  # bound meanwhile (another thread)
+        v = d.get(key, _MISSING)
+        if v is _MISSING:
+            raise NameError("name %r is not defined" % key)
+        return v
+    v = _import_from(src[0], src[1])
+    d.setdefault(key, v)
+    names.pop(key, None)
+    if not names:
+        _unmark(t)
+    return d[key]
+
+
+def _resolve_all(t):
+    for k in list(t[1]):
+        if k in t[1]:
+            _resolve(t, k)
+
+
+def _unmark(t):
+    d, module = t[0], t[2]
+    name = d.get("__name__")
+    if _tables.get(name) is t:
+        del _tables[name]
+    if type(module) in (_LazyNames, _LazyNamesGetattr):
+        object.__setattr__(module, "__class__", _ModuleType)
+
+
+def _table_of(module):
+    d = _raw_dict(module)
+    t = _tables.get(d.get("__name__"))
+    return t if t is not None and t[0] is d else None
+
+
+def _lazy_attr(module, attr, f):
+    """module.attr for a lazy name attr (table t), asked from frame f."""
+    t = _table_of(module)
+    if f.f_code is _FROMLIST_CODE:
+        return None  # hasattr(): it exists, no need to bind it for that
+    p = _lazy_site(f, t[0].get("__name__"), attr)
+    if p is not _MISSING:
+        return p  # re-exported lazily by another planned body
+    return _resolve(t, attr)
+
+
+def _no_attr(module, attr):
+    name = _raw_dict(module).get("__name__")
+    msg = "module %r has no attribute %r" % (name, attr)
+    try:
+        return AttributeError(msg, name=attr, obj=module)
+    except TypeError:  # before 3.10
+        return AttributeError(msg)
+
+
+class _LazyBase(_ModuleType):
+    """What both classes of a loaded module with lazy names do: dir() lists
+    them; __dict__ (vars(), a star import without __all__) binds them all
+    first; setting or deleting one forgets it."""
+
+    @property
+    def __dict__(self):
+        t = _table_of(self)
+        if t is not None:
+            _resolve_all(t)
+        return _raw_dict(self)
+
+    def __dir__(self):
+        d = _raw_dict(self)
+        if "__dir__" in d:
+            return d["__dir__"]()
+        t = _table_of(self)
+        return list(d) + [k for k in (t[1] if t else ()) if k not in d]
+
+    def __setattr__(self, attr, value):
+        _module_setattr(self, attr, value)
+        t = _table_of(self)
+        if t is not None and t[1].pop(attr, None) is not None and not t[1]:
+            _unmark(t)
+
+    def __delattr__(self, attr):
+        t = _table_of(self)
+        if t is not None and attr in t[1] and attr not in _raw_dict(self):
+            t[1].pop(attr, None)
+            if not t[1]:
+                _unmark(t)
+            return
+        _ModuleType.__delattr__(self, attr)
+
+
+class _LazyNames(_LazyBase):
+    """A loaded module with lazy names and no __getattr__ of its own:
+    reading a lazy name (a miss in its __dict__) binds it."""
+
+    def __getattr__(self, attr):
+        t = _table_of(self)
+        f = sys._getframe(1)
+        if t is not None and attr in t[1]:
+            return _lazy_attr(self, attr, f)
+        if attr == "__all__":
+            p = _lazy_site(f, _raw_dict(self).get("__name__"), attr)
+            if p is not _MISSING:
+                return p
+        raise _no_attr(self, attr)
+
+
+class _LazyNamesGetattr(_LazyBase):
+    """A loaded module with lazy names and a __getattr__ of its own (PEP
+    562), which must not see them: they are answered first."""
+
+    def __getattribute__(self, attr):
+        d = _raw_dict(self)
+        t = _tables.get(d.get("__name__"))
+        if t is not None and t[0] is d and attr in t[1] and attr not in d:
+            return _lazy_attr(self, attr, sys._getframe(1))
+        return _module_getattr(self, attr)
+
+
+def lazy_names(module):
+    """The names of module that a plan left lazy and nothing has used yet."""
+    t = _table_of(module)
+    return sorted(t[1]) if t is not None else []
+
+
+class _BodyLoader(object):
+    """Stands in spec.loader for a planned module that loads but whose
+    body's from-imports may stay lazy; exec_module puts the real loader
+    back and runs the body with them."""
+
+    def __init__(self, loader, lazy):
+        self.loader = loader
+        self.lazy = lazy
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        spec = _module_getattr(module, "__spec__")
+        spec.loader = self.loader
+        d = _raw_dict(module)
+        d["__loader__"] = self.loader
+        _run_body(self.loader, module, spec.name, self.lazy)
+        _mark_lazy(module, d)
 
 
 # Loaders whose modules can be deferred: their bodies are Python code.
@@ -471,8 +893,11 @@ class PlanFinder(object):
         spec = _bootstrap_external.spec_from_file_location(
             name, m["path"], loader=loader,
             submodule_search_locations=m.get("search"))
+        lazy = m.get("lazy")
         if self.defer and m.get("action") == "defer":
-            spec.loader = _DeferringLoader(loader, m["rebinds"])
+            spec.loader = _DeferringLoader(loader, m["rebinds"], lazy)
+        elif lazy is not None:
+            spec.loader = _BodyLoader(loader, lazy)
         self.answered += 1
         return spec
 
@@ -511,7 +936,38 @@ def load(module):
     return module
 
 
-def install(path, warm="off", strict=False, defer=True, native_lazy=False):
+def _lazy_from(plan, entries):
+    """Gives each planned module the from-imports of its body that may
+    stay lazy (the plan's "from"): those of a module that is deferred here,
+    or that has lazy names of its own to pass on."""
+    ops = plan.get("opcodes")
+    table = plan.get("from")
+    if not (isinstance(ops, list) and len(ops) == 3 and
+            isinstance(table, dict)):
+        return
+    _OPS[:] = ops
+    for name, rows in table.items():
+        e = entries.get(name)
+        if e is None or not isinstance(rows, list):
+            continue
+        lazy = {}
+        for row in rows:
+            mod = row[0]
+            x = entries.get(mod)
+            if x is None or not (x["action"] == "defer" or mod in table):
+                continue
+            attrs, star = lazy.get(mod, (frozenset(), None))
+            if row[1] == "*":
+                star = tuple(row[2])
+            else:
+                attrs = attrs | {row[1]}
+            lazy[mod] = (attrs, star)
+        if lazy:
+            e["lazy"] = lazy
+
+
+def install(path, warm="off", strict=False, defer=True, native_lazy=False,
+            lazy_from=True):
     """Reads the plan in path and applies it to this process; returns the
     finder, or None when the plan cannot be used (a warning says why and
     nothing was changed).
@@ -521,6 +977,8 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False):
     strict: defer every planned pure-Python module the request did not use,
     ignoring the plan's eager list (the benchmark's floor; unsafe).
     defer=False uses the plan as a module index only.
+    lazy_from=False binds every from-import of a deferred module at once
+    (loading it), as plans before lazy from-imports did.
     native_lazy: on an interpreter with PEP 810 (3.15+), defer through
     sys.set_lazy_imports_filter instead of coldstart's deferred modules
     (COLDSTART_PLAN_NATIVE=1; not exercised by the tests here, which have
@@ -555,6 +1013,8 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False):
         entries[name] = e
     native = defer and native_lazy and \
         hasattr(sys, "set_lazy_imports_filter")
+    if defer and not native and lazy_from:
+        _lazy_from(plan, entries)
     finder = PlanFinder(entries, defer and not native)
     if native:
         # PEP 810 (3.15+): the interpreter defers, the finder only indexes.
@@ -600,6 +1060,14 @@ def _warm_all():
     while True:
         names = [n for n in deferred() if n not in done]
         if not names:
+            # Then the lazy names, so the modules get their own class back.
+            for t in list(_tables.values()):
+                try:
+                    _resolve_all(t)
+                except BaseException as e:  # again at first use
+                    _warn("background binding of %s's lazy names failed: "
+                          "%s: %s" % (t[0].get("__name__"),
+                                      type(e).__name__, e))
             return
         for n in names:
             done.add(n)
@@ -636,7 +1104,8 @@ def responded():
 def install_from_environ(environ=None):
     """The bootstrap's entry: COLDSTART_PLAN names the plan,
     COLDSTART_PLAN_WARM is off or background, COLDSTART_PLAN_STRICT=1
-    selects strict mode.  Returns the finder or None."""
+    selects strict mode, COLDSTART_PLAN_LAZY_FROM=0 turns lazy
+    from-imports off.  Returns the finder or None."""
     env = os.environ if environ is None else environ
     path = env.get("COLDSTART_PLAN")
     if not path:
@@ -648,4 +1117,5 @@ def install_from_environ(environ=None):
         warm_mode = "off"
     return install(path, warm=warm_mode,
                    strict=env.get("COLDSTART_PLAN_STRICT") == "1",
-                   native_lazy=env.get("COLDSTART_PLAN_NATIVE") == "1")
+                   native_lazy=env.get("COLDSTART_PLAN_NATIVE") == "1",
+                   lazy_from=env.get("COLDSTART_PLAN_LAZY_FROM") != "0")

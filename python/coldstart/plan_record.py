@@ -65,7 +65,8 @@ _AUDIT_EFFECTS = {
 
 class _Rec(object):
     __slots__ = ("name", "thread", "start", "end", "children_us", "reasons",
-                 "parent_body", "order", "ok", "module")
+                 "parent_body", "order", "ok", "module", "origin",
+                 "body_names")
 
     def __init__(self, name, thread, parent_body, order, module):
         self.name = name
@@ -78,6 +79,10 @@ class _Rec(object):
         self.order = order
         self.ok = None
         self.module = module
+        self.origin = None
+        # Names read from the module's namespace while its body ran, that
+        # its source does not show (plan_names.py).
+        self.body_names = set()
 
 
 class _Frame(object):
@@ -90,9 +95,10 @@ class _Frame(object):
 
 
 class Recorder(object):
-    def __init__(self, out, eager=(), argv=None):
+    def __init__(self, out, eager=(), argv=None, eager_from=()):
         self.out = out
         self.pins = set(eager)
+        self.eager_from = set(eager_from)
         self.argv = list(argv or sys.argv)
         self.preloaded = set(sys.modules)
         self.recs = {}
@@ -155,7 +161,11 @@ class Recorder(object):
         self.order += 1
         rec = _Rec(spec.name, tid, parent.name if parent else None,
                    self.order, module)
+        rec.origin = spec.origin
         self.recs[spec.name] = rec
+        # Watched from the start: what others read from it while its body
+        # runs decides which of its from-imports may stay lazy.
+        self._watch(module)
         if self.ext_depth.get(tid):
             self.note(NATIVE_INIT, "imported by a native extension's init",
                       rec)
@@ -199,10 +209,18 @@ class Recorder(object):
                 pass
 
     def class_built(self, cls):
+        mine = getattr(cls, "__module__", None)
+        # dataclasses, pydantic and typing resolve string annotations in
+        # the module's namespace while its body runs.
+        ann = cls.__dict__.get("__annotations__")
+        r = self.recs.get(mine) if isinstance(mine, str) else None
+        if isinstance(ann, dict) and r is not None and r.end is None:
+            for v in ann.values():
+                if isinstance(v, str):
+                    r.body_names.update(_identifiers(v))
         # A metaclass or __init_subclass__ from another module usually
         # registers the class somewhere (SQLAlchemy's events, plugin
         # registries): deferring the body would leave that undone.
-        mine = getattr(cls, "__module__", None)
         meta = type(cls)
         mm = getattr(meta, "__module__", "")
         if meta is not type and mm != mine and not _stdlib(mm):
@@ -259,12 +277,29 @@ class Recorder(object):
     def attr_read(self, module, attr):
         tid = _thread.get_ident()
         name = _mod_getattr(module, "__dict__").get("__name__")
+        r = self.recs.get(name)
+        if r is not None and r.end is None:
+            r.body_names.add(attr)
+
         if self.ext_depth.get(tid):
             r = self.recs.get(name)
             if r is not None:
                 self.note(NATIVE_INIT, "read by a native extension's init", r)
         elif not self.stacks.get(tid):
             self.used.add(name)
+
+    def body_code(self, code, frame):
+        """Code running while a body runs: when it runs with a module's
+        globals whose body is running (a function of the module, eval'd
+        code), its names count as read by that body."""
+        g = frame.f_globals
+        r = self.recs.get(g.get("__name__"))
+        if r is None or r.end is not None or r.module is None or \
+                _mod_getattr(r.module, "__dict__") is not g:
+            return
+        if code.co_name == "<module>" and code.co_filename == r.origin:
+            return  # its own body: plan_names reads its source
+        r.body_names.update(code.co_names)
 
     def code_ran(self, filename):
         name = self.file_mods.get(filename)
@@ -401,11 +436,14 @@ class Recorder(object):
                 def py_start(code, offset):
                     if not rec.recording:
                         return DISABLE
-                    if code.co_name == "<module>":
-                        return None
                     if rec.stacks.get(_thread.get_ident()):
-                        if "register" in code.co_name:
-                            rec.called_in_body(code, sys._getframe(1))
+                        frame = sys._getframe(1)
+                        rec.body_code(code, frame)
+                        if "register" in code.co_name and \
+                                code.co_name != "<module>":
+                            rec.called_in_body(code, frame)
+                        return None
+                    if code.co_name == "<module>":
                         return None
                     if rec.code_ran(code.co_filename):
                         return DISABLE
@@ -419,11 +457,13 @@ class Recorder(object):
         def profile(frame, event, arg):
             if event == "call" and rec.recording:
                 code = frame.f_code
-                if code.co_name == "<module>":
-                    return
                 if rec.stacks.get(_thread.get_ident()):
-                    if "register" in code.co_name:
+                    rec.body_code(code, frame)
+                    if "register" in code.co_name and \
+                            code.co_name != "<module>":
                         rec.called_in_body(code, frame)
+                elif code.co_name == "<module>":
+                    return
                 else:
                     rec.code_ran(code.co_filename)
         self.tool = None
@@ -475,11 +515,38 @@ class _Watched(_ModuleType):
     def __getattribute__(self, attr):
         r = _REC[0]
         if r is not None and r.recording and attr not in _plan._EXEMPT:
-            r.attr_read(self, attr)
+            f = sys._getframe(0).f_back
+            if f is None or f.f_code.co_filename not in _IMPORT_SYSTEM:
+                r.attr_read(self, attr)
         return _mod_getattr(self, attr)
 
 
+# The import system's own reads of a module (exec_module reads __dict__)
+# are no use.
+_IMPORT_SYSTEM = frozenset((
+    getattr(_bootstrap._handle_fromlist, "__code__", None) and
+    _bootstrap._handle_fromlist.__code__.co_filename,
+    getattr(_bootstrap_external._LoaderBasics.exec_module, "__code__",
+            None) and
+    _bootstrap_external._LoaderBasics.exec_module.__code__.co_filename))
+
+
 _REC = [None]
+
+
+def _identifiers(text):
+    """The identifiers in an annotation string (without re, which the
+    recorder must not import: what it imports is left out of the plan)."""
+    out = []
+    word = []
+    for c in text + " ":
+        if c.isalnum() or c == "_":
+            word.append(c)
+        else:
+            if word and not word[0].isdigit():
+                out.append("".join(word))
+            word = []
+    return out
 
 _KINDS = (
     (_bootstrap_external.SourceFileLoader, "source"),
@@ -709,6 +776,38 @@ def decide(rec_obj, modules):
                                      "the package of %s" % m["name"]})
 
 
+def lazy_from(rec_obj, modules):
+    """The plan's "from": per module whose body ran from its source, the
+    from-imports that may bind lazily (plan_names.py); none for modules
+    pinned with --eager-from."""
+    from coldstart import plan_names as _plan_names
+    table = {}
+    for m in modules:
+        name = m["name"]
+        r = rec_obj.recs.get(name)
+        if r is None or not r.ok or m["kind"] != "source" or \
+                _pinned(name, rec_obj.eager_from):
+            continue
+        why = []
+        rows = _plan_names.lazy_rows(name, m["path"], m["package"],
+                                     r.body_names, sys.modules, why)
+        if rows:
+            table[name] = rows
+            m["lazy_from"] = len(rows)
+        elif why:
+            m["lazy_from_off"] = why[0]
+    return table
+
+
+def _opcodes():
+    from coldstart import plan_names as _plan_names
+    return _plan_names.opcodes()
+
+
+def _pinned(name, pins):
+    return name in pins or any(name.startswith(p + ".") for p in pins)
+
+
 def write_plan(rec_obj, names):
     import json
     sys_path = []
@@ -734,6 +833,7 @@ def write_plan(rec_obj, names):
             modules.append(m)
     modules.sort(key=lambda m: (m.get("order", 1 << 30), m["name"]))
     decide(rec_obj, modules)
+    lazy = lazy_from(rec_obj, modules)
     counts = {"load": 0, "eager": 0, "defer": 0}
     us = {"load": 0, "eager": 0, "defer": 0}
     for m in modules:
@@ -745,6 +845,8 @@ def write_plan(rec_obj, names):
         "version": _plan.PLAN_VERSION,
         "python": _plan.interpreter_identity(),
         "sys_path": sys_path,
+        "opcodes": _opcodes(),
+        "from": lazy,
         "index": _plan._index_from_modules(modules),
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "executable": sys.executable,
@@ -754,7 +856,8 @@ def write_plan(rec_obj, names):
                     "eager": counts["eager"], "defer": counts["defer"],
                     "load_self_us": us["load"],
                     "eager_self_us": us["eager"],
-                    "defer_self_us": us["defer"]},
+                    "defer_self_us": us["defer"],
+                    "lazy_from": sum(len(v) for v in lazy.values())},
         "modules": modules,
     }
     tmp = rec_obj.out + ".tmp%d" % os.getpid()
@@ -779,7 +882,10 @@ def start_from_environ(environ=None):
         return None
     eager = [e for e in (env.get("COLDSTART_PLAN_EAGER") or "").split(",")
              if e]
-    rec_obj = Recorder(os.path.abspath(out), eager=eager)
+    eager_from = [e for e in (env.get("COLDSTART_PLAN_EAGER_FROM") or "")
+                  .split(",") if e]
+    rec_obj = Recorder(os.path.abspath(out), eager=eager,
+                       eager_from=eager_from)
     _REC[0] = rec_obj
     rec_obj.install()
     fd = env.get("COLDSTART_PLAN_CONTROL")
