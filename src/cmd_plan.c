@@ -212,6 +212,34 @@ static int write_variant(const struct plan_doc *d, const char *const *names, siz
 	return ret;
 }
 
+/*
+ * Moves the recorded plan (tmp) to output with its code archive: the
+ * archive the recorder wrote to code_tmp becomes code_out, and the plan's
+ * "code" says so.  A plan without an archive is renamed as it is.
+ */
+static int finish_plan(json_t *root, const char *tmp, const char *output, const char *code_tmp,
+		       const char *code_out, struct buf *err)
+{
+	json_t *code = json_object_get(root, "code");
+
+	if (json_is_object(code) && !access(code_tmp, F_OK)) {
+		if (rename(code_tmp, code_out) < 0) {
+			buf_addf(err, "cannot write '%s': %s", code_out, strerror(errno));
+			return -1;
+		}
+		json_object_set_new(code, "path", json_string(code_out));
+		if (json_dump_file(root, tmp, JSON_COMPACT) < 0) {
+			buf_addf(err, "cannot write '%s': %s", tmp, strerror(errno));
+			return -1;
+		}
+	}
+	if (rename(tmp, output) < 0) {
+		buf_addf(err, "cannot write '%s': %s", output, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 struct plan_run {
 	struct plan_target t;
 	struct strvec argv;
@@ -519,6 +547,8 @@ int cmd_plan(int argc, char **argv)
 	struct plan_doc d = { NULL, NULL };
 	struct plan_outcome rec;
 	struct buf err = BUF_INIT, boot = BUF_INIT, tmp = BUF_INIT, eager = BUF_INIT, fdk = BUF_INIT;
+	struct buf code_out = BUF_INIT, code_tmp = BUF_INIT;
+	char cwd[4096];
 	const char *datadir = coldstart_datadir();
 	enum plan_status st;
 	int i = 1, rc, ret = EXIT_USAGE;
@@ -634,7 +664,13 @@ int cmd_plan(int argc, char **argv)
 	set_pythonpath(&r.env_record, boot.buf);
 	set_pythonpath(&r.env_apply, boot.buf);
 	buf_addf(&tmp, "%s.tmp-%d", o.output, (int)getpid());
+	/* The code archive's path is written into the plan: make it absolute. */
+	if (o.output[0] != '/' && getcwd(cwd, sizeof(cwd)))
+		buf_addf(&code_out, "%s/", cwd);
+	buf_addf(&code_out, "%s.code", o.output);
+	buf_addf(&code_tmp, "%s.tmp-%d", code_out.buf, (int)getpid());
 	strvec_setenv(&r.env_record, "COLDSTART_PLAN_RECORD", tmp.buf);
+	strvec_setenv(&r.env_record, "COLDSTART_PLAN_CODE_OUT", code_tmp.buf);
 	strvec_setenv(&r.env_record, "COLDSTART_PLAN", "");
 	for (k = 0; k < o.eager.nr; k++)
 		buf_addf(&eager, "%s%s", k ? "," : "", o.eager.v[k]);
@@ -642,6 +678,7 @@ int cmd_plan(int argc, char **argv)
 
 	plan_target_setup_signals();
 	unlink(tmp.buf);
+	unlink(code_tmp.buf);
 	st = run_once(&r, &r.env_record, tmp.buf, &rec, &err);
 	if (st != PLAN_RUN_OK) {
 		report_failure("planning run", st, &rec, &err);
@@ -672,8 +709,8 @@ int cmd_plan(int argc, char **argv)
 		if (ret != EXIT_OK)
 			goto out;
 	}
-	if (rename(tmp.buf, o.output) < 0) {
-		error("cannot write '%s': %s", o.output, strerror(errno));
+	if (finish_plan(d.root, tmp.buf, o.output, code_tmp.buf, code_out.buf, &err) < 0) {
+		error("%s", err.buf);
 		ret = EXIT_FAIL;
 		goto out;
 	}
@@ -682,6 +719,8 @@ int cmd_plan(int argc, char **argv)
 out:
 	if (tmp.len)
 		unlink(tmp.buf);
+	if (code_tmp.len)
+		unlink(code_tmp.buf);
 	if (d.root)
 		json_decref(d.root);
 	plan_outcome_release(&rec);
@@ -700,5 +739,7 @@ out:
 	buf_release(&tmp);
 	buf_release(&eager);
 	buf_release(&fdk);
+	buf_release(&code_out);
+	buf_release(&code_tmp);
 	return ret;
 }

@@ -18,11 +18,16 @@ loaded, and reading a plan uses the _json scanner without json and re.
 """
 
 import builtins as _builtins_mod
+import marshal
 import os
 import sys
+import _imp
 import _thread
 
-from importlib import _bootstrap, _bootstrap_external
+# The import system's own modules, always there: importing the importlib
+# package would import warnings (and types) as well.
+_bootstrap = sys.modules["_frozen_importlib"]
+_bootstrap_external = sys.modules["_frozen_importlib_external"]
 
 __all__ = ["install", "installed", "warm", "responded", "deferred",
            "is_deferred", "load", "lazy_names", "PlanError", "PLAN_FORMAT", "PLAN_VERSION"]
@@ -850,6 +855,84 @@ _LOADERS = {
 }
 
 
+# --- the code archive ------------------------------------------------------
+
+# The plan's code archive (plan_code.py), opened by install(): [descriptor].
+_code_fd = []
+_CODE_MAGIC = b"coldstart-code\n"
+
+
+def _open_code(plan, rows):
+    """The descriptor of the plan's code archive and each index row's
+    [offset, length], or None (with a warning when the archive is there
+    but unusable: the modules then load from their files)."""
+    c = plan.get("code")
+    if not isinstance(c, dict):
+        return None
+    at, path = c.get("at"), c.get("path")
+    if not isinstance(at, list) or len(at) != rows or \
+            not isinstance(path, str):
+        return None
+    if c.get("optimize") != sys.flags.optimize:
+        return None  # compiled for another -O level: the files are right
+    head = _CODE_MAGIC + _bootstrap_external.MAGIC_NUMBER
+    fd = -1
+    try:
+        st = os.stat(path)
+        if st.st_size != c.get("size") or st.st_mtime_ns != c.get(
+                "mtime_ns"):
+            raise OSError("changed since the plan was made")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        if os.pread(fd, len(head), 0) != head:
+            raise OSError("not an archive of this interpreter")
+    except OSError as e:
+        if fd >= 0:
+            os.close(fd)
+        _warn("not using the code archive %r: %s; modules load from their "
+              "files" % (path, e.strerror or e))
+        return None
+    return fd, at
+
+
+def _archive_code(loader, fullname):
+    at = loader.__dict__.get("_coldstart_at")
+    if at is None or fullname != loader.name or not _code_fd:
+        return None
+    try:
+        data = os.pread(_code_fd[0], at[1], at[0])
+    except OSError:
+        return None
+    if len(data) != at[1]:
+        return None
+    code = marshal.loads(data)
+    _imp._fix_co_filename(code, loader.path)
+    return code
+
+
+class _ArchiveSourceLoader(_bootstrap_external.SourceFileLoader):
+    """A source loader whose code comes from the plan's code archive (the
+    source's size and mtime were checked with the plan)."""
+
+    def get_code(self, fullname):
+        code = _archive_code(self, fullname)
+        return code if code is not None else \
+            _bootstrap_external.SourceFileLoader.get_code(self, fullname)
+
+
+class _ArchiveSourcelessLoader(_bootstrap_external.SourcelessFileLoader):
+    """A .pyc loader whose code comes from the plan's code archive."""
+
+    def get_code(self, fullname):
+        code = _archive_code(self, fullname)
+        return code if code is not None else \
+            _bootstrap_external.SourcelessFileLoader.get_code(self,
+                                                                fullname)
+
+
+_ARCHIVE_LOADERS = {"source": _ArchiveSourceLoader,
+                    "bytecode": _ArchiveSourcelessLoader}
+
+
 class PlanFinder(object):
     """A meta-path finder answering the plan's modules from their recorded
     files: no sys.path scan.  It answers only when the recorded file is
@@ -889,7 +972,12 @@ class PlanFinder(object):
                     return None
             except TypeError:
                 return None
-        loader = _LOADERS[m["kind"]](name, m["path"])
+        at = m.get("code")
+        if at is not None:
+            loader = _ARCHIVE_LOADERS[m["kind"]](name, m["path"])
+            loader._coldstart_at = at
+        else:
+            loader = _LOADERS[m["kind"]](name, m["path"])
         spec = _bootstrap_external.spec_from_file_location(
             name, m["path"], loader=loader,
             submodule_search_locations=m.get("search"))
@@ -960,14 +1048,14 @@ def _lazy_from(plan, entries):
             if row[1] == "*":
                 star = tuple(row[2])
             else:
-                attrs = attrs | {row[1]}
+                attrs = attrs.union(row[1:])
             lazy[mod] = (attrs, star)
         if lazy:
             e["lazy"] = lazy
 
 
 def install(path, warm="off", strict=False, defer=True, native_lazy=False,
-            lazy_from=True):
+            lazy_from=None, use_code=None):
     """Reads the plan in path and applies it to this process; returns the
     finder, or None when the plan cannot be used (a warning says why and
     nothing was changed).
@@ -978,7 +1066,10 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
     ignoring the plan's eager list (the benchmark's floor; unsafe).
     defer=False uses the plan as a module index only.
     lazy_from=False binds every from-import of a deferred module at once
-    (loading it), as plans before lazy from-imports did.
+    (loading it), as plans before lazy from-imports did; use_code=False
+    loads modules from their files, not the code archive.  Both default
+    to on, or to what COLDSTART_PLAN_LAZY_FROM=0 and COLDSTART_PLAN_ARCHIVE=0
+    say (for comparisons, whichever program calls install()).
     native_lazy: on an interpreter with PEP 810 (3.15+), defer through
     sys.set_lazy_imports_filter instead of coldstart's deferred modules
     (COLDSTART_PLAN_NATIVE=1; not exercised by the tests here, which have
@@ -986,6 +1077,10 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
     """
     if _installed[0] is not None:
         return _installed[0]
+    if lazy_from is None:
+        lazy_from = os.environ.get("COLDSTART_PLAN_LAZY_FROM") != "0"
+    if use_code is None:
+        use_code = os.environ.get("COLDSTART_PLAN_ARCHIVE") != "0"
     if warm not in ("off", "background"):
         raise ValueError("warm mode %r is not off or background" % (warm,))
     try:
@@ -999,7 +1094,10 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
               % (path, why[0]))
         return None
     entries = {}
-    for row in plan["index"]:
+    code = _open_code(plan, len(plan["index"])) if use_code else None
+    if code is not None:
+        _code_fd[:] = [code[0]]
+    for i, row in enumerate(plan["index"]):
         name, kind, path, action, used = row[0], row[1], row[2], row[5], \
             row[6]
         if strict and kind != "extension" and not used and \
@@ -1010,6 +1108,9 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
         if row[8] is not None:
             e["search"] = list(row[8])
         e["rebinds"] = frozenset(row[10] or ())
+        if code is not None and kind in _ARCHIVE_LOADERS and \
+                isinstance(code[1][i], list):
+            e["code"] = code[1][i]
         entries[name] = e
     native = defer and native_lazy and \
         hasattr(sys, "set_lazy_imports_filter")
@@ -1105,7 +1206,7 @@ def install_from_environ(environ=None):
     """The bootstrap's entry: COLDSTART_PLAN names the plan,
     COLDSTART_PLAN_WARM is off or background, COLDSTART_PLAN_STRICT=1
     selects strict mode, COLDSTART_PLAN_LAZY_FROM=0 turns lazy
-    from-imports off.  Returns the finder or None."""
+    from-imports off, COLDSTART_PLAN_ARCHIVE=0 the code archive.  Returns the finder or None."""
     env = os.environ if environ is None else environ
     path = env.get("COLDSTART_PLAN")
     if not path:
@@ -1118,4 +1219,5 @@ def install_from_environ(environ=None):
     return install(path, warm=warm_mode,
                    strict=env.get("COLDSTART_PLAN_STRICT") == "1",
                    native_lazy=env.get("COLDSTART_PLAN_NATIVE") == "1",
-                   lazy_from=env.get("COLDSTART_PLAN_LAZY_FROM") != "0")
+                   lazy_from=env.get("COLDSTART_PLAN_LAZY_FROM") != "0",
+                   use_code=env.get("COLDSTART_PLAN_ARCHIVE") != "0")

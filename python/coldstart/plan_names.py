@@ -117,9 +117,8 @@ def star_names(mod):
 
 
 def lazy_rows(name, path, is_package, body_names, modules, debug=None):
-    """The plan's "from" rows for module name (source at path): [x, attr]
-    for a from-import that may stay lazy, [x, "*", names] for a star
-    import.  body_names: what the recorder saw the body read besides its
+    """The from-imports of module name (source at path) that may stay
+    lazy: (x, attr, bound name), or (x, "*", names) for a star import.  body_names: what the recorder saw the body read besides its
     source; modules: sys.modules at the end of the planning run.  Returns
     [] when the source cannot be read or parsed."""
     try:
@@ -148,7 +147,7 @@ def lazy_rows(name, path, is_package, body_names, modules, debug=None):
                 mod not in modules or "%s.%s" % (mod, attr) in modules:
             continue
         seen.add(key)
-        rows.append([mod, attr])
+        rows.append((mod, attr, bound))
     for mod in stars:
         m = modules.get(mod)
         if m is None or mod == name or (mod, "*") in seen:
@@ -157,8 +156,43 @@ def lazy_rows(name, path, is_package, body_names, modules, debug=None):
         if any(n in used or "%s.%s" % (mod, n) in modules for n in names):
             continue
         seen.add((mod, "*"))
-        rows.append([mod, "*", names])
+        rows.append((mod, "*", names))
     return rows
+
+
+def table(found, actions):
+    """The plan's "from" from lazy_rows() per module (found): per module,
+    [x, attr, ...] for its lazy from-imports of x, [x, "*", names] for a
+    star import.  Only those that can matter are kept: from a module the
+    plan does not load (actions), or a name that module itself binds
+    lazily (re-exports, as packages do)."""
+    bound = {}
+    for a, rows in found.items():
+        b = bound.setdefault(a, set())
+        for r in rows:
+            if r[1] == "*":
+                b.update(r[2])
+            else:
+                b.add(r[2])
+    out = {}
+    for a, rows in found.items():
+        attrs = {}
+        kept = []
+        for r in rows:
+            mod = r[0]
+            act = actions.get(mod)
+            if act is None:
+                continue
+            mine = bound.get(mod, ())
+            if r[1] == "*":
+                if act != "load" or any(n in mine for n in r[2]):
+                    kept.append([mod, "*", list(r[2])])
+            elif act != "load" or r[1] in mine:
+                attrs.setdefault(mod, [mod]).append(r[1])
+        kept[:0] = list(attrs.values())
+        if kept:
+            out[a] = kept
+    return out
 
 
 if __name__ == "__main__":  # pragma: no cover - a developer's look

@@ -24,7 +24,10 @@ import sys
 import time
 import _thread
 
-from importlib import _bootstrap, _bootstrap_external
+# The import system's own modules, always there: importing the importlib
+# package would import warnings (and types) as well.
+_bootstrap = sys.modules["_frozen_importlib"]
+_bootstrap_external = sys.modules["_frozen_importlib_external"]
 
 from coldstart import plan as _plan
 
@@ -115,6 +118,9 @@ class Recorder(object):
         self.watched = []
         self.file_mods = {}    # body file -> module name, once loaded
         self.restore = []
+        self.later = {}
+        self.profile = None
+        self.code_out = None
 
     # -- what a body did ---------------------------------------------------
 
@@ -189,6 +195,8 @@ class Recorder(object):
                     n not in self.recs and not _harmless_entry(n):
                 self.note(MODULES, "its body put %r in sys.modules" % n, rec)
                 break
+        if self.later or self.profile is not None:
+            self._wrap_later()
         if stack:
             # The parent body's own effects are measured from here on.
             stack[-1].snap = after
@@ -337,6 +345,14 @@ class Recorder(object):
         if event in _AUDIT_EFFECTS and self._top() is not None:
             self.note(EFFECT, "its body raised the audit event %s" % event)
 
+    def _wrap_later(self):
+        for name in [n for n in self.later if n in sys.modules]:
+            attr, what = self.later.pop(name)
+            self._wrap(sys.modules[name], attr, what)
+        if self.profile is not None and "threading" in sys.modules:
+            sys.modules["threading"].setprofile(self.profile)
+            self.profile = None
+
     def _wrap(self, owner, attr, what):
         orig = getattr(owner, attr, None)
         if orig is None:
@@ -400,20 +416,20 @@ class Recorder(object):
 
         import atexit
         import codecs
-        import copyreg
         import _codecs
         self._wrap(atexit, "register", "atexit.register")
         self._wrap(codecs, "register", "codecs.register")
         self._wrap(_codecs, "register", "codecs.register")
-        self._wrap(copyreg, "pickle", "copyreg.pickle")
         try:
             import _signal
             self._wrap(_signal, "signal", "signal.signal")
         except ImportError:
             pass
-        sig = sys.modules.get("signal")
-        if sig is not None:
-            self._wrap(sig, "signal", "signal.signal")
+        # Python modules are wrapped once the target imports them: what the
+        # recorder imports itself is left out of the plan.
+        self.later = {"copyreg": ("pickle", "copyreg.pickle"),
+                      "signal": ("signal", "signal.signal")}
+        self._wrap_later()
         if hasattr(sys, "addaudithook"):
             sys.addaudithook(self.audit)
         self._install_use_hook()
@@ -468,11 +484,9 @@ class Recorder(object):
                     rec.code_ran(code.co_filename)
         self.tool = None
         sys.setprofile(profile)
-        try:
-            import threading
-            threading.setprofile(profile)
-        except ImportError:
-            pass
+        # threading too, once the target imports it (_wrap_later).
+        self.profile = profile
+        self._wrap_later()
 
     def _uninstall(self):
         for owner, attr, orig in reversed(self.restore):
@@ -781,7 +795,7 @@ def lazy_from(rec_obj, modules):
     from-imports that may bind lazily (plan_names.py); none for modules
     pinned with --eager-from."""
     from coldstart import plan_names as _plan_names
-    table = {}
+    found = {}
     for m in modules:
         name = m["name"]
         r = rec_obj.recs.get(name)
@@ -792,10 +806,16 @@ def lazy_from(rec_obj, modules):
         rows = _plan_names.lazy_rows(name, m["path"], m["package"],
                                      r.body_names, sys.modules, why)
         if rows:
-            table[name] = rows
-            m["lazy_from"] = len(rows)
+            found[name] = rows
         elif why:
             m["lazy_from_off"] = why[0]
+    table = _plan_names.table(found, {m["name"]: m["action"]
+                                      for m in modules})
+    for m in modules:
+        rows = table.get(m["name"])
+        if rows:
+            m["lazy_from"] = sum(len(r) - 1 if r[1] != "*" else len(r[2])
+                                 for r in rows)
     return table
 
 
@@ -839,6 +859,16 @@ def write_plan(rec_obj, names):
     for m in modules:
         counts[m["action"]] += 1
         us[m["action"]] += m.get("self_us", 0)
+    index = _plan._index_from_modules(modules)
+    code = None
+    try:
+        from coldstart import plan_code as _plan_code
+        code = _plan_code.write(rec_obj.code_out or rec_obj.out + ".code",
+                                index)
+    except OSError as e:
+        sys.stderr.write("coldstart plan: cannot write the code archive: "
+                         "%s; the plan loads modules from their files\n"
+                         % e)
     # The applier reads the members up to "index" only: keep them first.
     plan = {
         "format": _plan.PLAN_FORMAT,
@@ -847,7 +877,8 @@ def write_plan(rec_obj, names):
         "sys_path": sys_path,
         "opcodes": _opcodes(),
         "from": lazy,
-        "index": _plan._index_from_modules(modules),
+        "code": code,
+        "index": index,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "executable": sys.executable,
         "argv": rec_obj.argv,
@@ -857,7 +888,8 @@ def write_plan(rec_obj, names):
                     "load_self_us": us["load"],
                     "eager_self_us": us["eager"],
                     "defer_self_us": us["defer"],
-                    "lazy_from": sum(len(v) for v in lazy.values())},
+                    "lazy_from": sum(m.get("lazy_from", 0)
+                                     for m in modules)},
         "modules": modules,
     }
     tmp = rec_obj.out + ".tmp%d" % os.getpid()
@@ -886,6 +918,8 @@ def start_from_environ(environ=None):
                   .split(",") if e]
     rec_obj = Recorder(os.path.abspath(out), eager=eager,
                        eager_from=eager_from)
+    if env.get("COLDSTART_PLAN_CODE_OUT"):
+        rec_obj.code_out = os.path.abspath(env["COLDSTART_PLAN_CODE_OUT"])
     _REC[0] = rec_obj
     rec_obj.install()
     fd = env.get("COLDSTART_PLAN_CONTROL")

@@ -69,7 +69,11 @@ def test_real_function_plan_verifies_and_defers(workdir):
     for m in plan["modules"]:
         if m["action"] == "defer":
             assert m["kind"] in ("source", "bytecode") and not m["used"]
-    assert not [f for f in os.listdir(workdir) if f != "p.json"]
+    # The plan and its code archive, nothing left behind.
+    assert sorted(os.listdir(workdir)) == ["p.json", "p.json.code"]
+    assert plan["code"]["path"] == out + ".code"
+    assert plan["code"]["size"] == os.path.getsize(out + ".code")
+    assert len(plan["code"]["at"]) == len(plan["index"])
 
 
 def test_verify_refuses_a_plan_that_changes_the_response(workdir):
