@@ -593,8 +593,9 @@ class _Builtins(dict):
     __slots__ = ()
 
     def __missing__(self, key):
-        g = sys._getframe(1).f_globals
-        t = _tables.get(g.get("__name__"))
+        f = sys._getframe(0).f_back
+        g = f.f_globals if f is not None else None
+        t = _tables.get(g.get("__name__")) if g is not None else None
         if t is not None and t[0] is g and key in t[1]:
             return _resolve(t, key)
         return _builtins_dict[key]

@@ -112,6 +112,46 @@ def test_verify_refuses_a_plan_that_changes_the_response(workdir):
                                           "detail": "pinned with --eager"}]
 
 
+def test_verify_names_the_module_whose_lazy_from_imports_change_it(workdir):
+    # app runs in the request; its `from plugin import helper` would load
+    # plugin (whose body registers itself by a plain statement), but the
+    # plan binds helper lazily, and app never calls it: only --verify sees
+    # the difference, and the fix is app's from-imports, not plugin.
+    write(workdir, "names.py", "NAMES = []\n")
+    write(workdir, "plugin.py", """
+        import names
+        names.NAMES.append("plugin")
+        def helper():
+            return 1
+    """)
+    write(workdir, "app.py", """
+        from plugin import helper
+        def f():
+            return 2
+    """)
+    write(workdir, "main.py", """
+        import json
+        import app
+        import names
+        print(json.dumps([app.f(), names.NAMES]))
+    """)
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--verify", "-o", out, "--", DEBIAN_PYTHON, "main.py",
+                 cwd=workdir)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "binding the from-imports of 'app' lazily changes the " \
+           "responses" in p.stderr, p.stderr
+    assert "--eager-from app" in p.stderr
+    assert [f for f in os.listdir(workdir) if f.startswith("p.json")] == []
+    p = plan_cmd("--verify", "--eager-from", "app", "-o", out, "--",
+                 DEBIAN_PYTHON, "main.py", cwd=workdir)
+    assert p.returncode == 0, p.stdout + p.stderr
+    plan = json.load(open(out))
+    assert "app" not in plan["from"]
+    mods = {m["name"]: m for m in plan["modules"]}
+    assert mods["plugin"]["action"] == "defer"
+
+
 def test_run_to_exit_command_and_coldstart_run(workdir):
     write(workdir, "tool.py", """
         import sys

@@ -89,6 +89,9 @@ PRELUDE = """
         m = sys.modules.get(name)
         p = sys.modules.get("coldstart.plan")
         return bool(m is not None and p is not None and p.is_deferred(m))
+    def lazy_names(mod):
+        p = sys.modules.get("coldstart.plan")
+        return p.lazy_names(mod) if p is not None else []
 """
 
 
