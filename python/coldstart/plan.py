@@ -1056,7 +1056,7 @@ def _lazy_from(plan, entries):
 
 
 def install(path, warm="off", strict=False, defer=True, native_lazy=False,
-            lazy_from=None, use_code=None):
+            lazy_from=None, use_code=None, keep=()):
     """Reads the plan in path and applies it to this process; returns the
     finder, or None when the plan cannot be used (a warning says why and
     nothing was changed).
@@ -1064,7 +1064,8 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
     warm: "off" (deferred bodies run at first use only) or "background"
     (a thread runs them, in import order, once responded() is called).
     strict: defer every planned pure-Python module the request did not use,
-    ignoring the plan's eager list (the benchmark's floor; unsafe).
+    ignoring the plan's eager list but the modules in keep (the
+    benchmark's floor; unsafe).
     defer=False uses the plan as a module index only.
     lazy_from=False binds every from-import of a deferred module at once
     (loading it), as plans before lazy from-imports did; use_code=False
@@ -1102,7 +1103,7 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
         name, kind, path, action, used = row[0], row[1], row[2], row[5], \
             row[6]
         if strict and kind != "extension" and not used and \
-                action in ("eager", "defer"):
+                action in ("eager", "defer") and name not in keep:
             action = "defer"
         e = {"kind": kind, "path": path, "action": action,
              "dir": row[7] or os.path.dirname(path)}
