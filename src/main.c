@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "builtin.h"
+#include "launch.h"
 #include "util.h"
 
 struct command {
@@ -21,6 +22,7 @@ static const struct command commands[] = {
 	{ "export", cmd_export, "write a profile as SVG, folded, speedscope, Chrome trace or HTML" },
 	{ "diff", cmd_diff, "compare two profiles" },
 	{ "check", cmd_check, "fail when a profile breaks an import-time budget (for CI)" },
+	{ "why", cmd_why, "every importer of a module, and what would go away without it" },
 	{ "inspect", cmd_inspect, "ELF facts about native extensions and the interpreter" },
 	{ "docker", cmd_docker, "profile a command inside a constrained docker run" },
 	{ "plan", cmd_plan, "record a start-up plan (lazy imports, module index) from sample requests" },
@@ -42,6 +44,9 @@ int main(int argc, char **argv)
 {
 	size_t i;
 
+	/* Nothing may be opened before: it would take a closed standard descriptor's place. */
+	if (launch_open_std_fds() < 0)
+		return EXIT_FAIL;
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

@@ -146,7 +146,10 @@ def test_diff_real_runs_find_a_planted_sleep(coldstart, python, tmp_path):
     (app / "slowmod.py").write_text("x = 1\n")
     a = profile_app(coldstart, python, app / "app.py", tmp_path / "a.json", 5)
     a2 = profile_app(coldstart, python, app / "app.py", tmp_path / "a2.json", 5)
-    (app / "slowmod.py").write_text("import time\ntime.sleep(0.02)\n")
+    # The planted delay must stand clear of what scheduling adds to a trivial
+    # import on a busy machine: with two CPUs and ten runnable processes, a
+    # one-line module measured 3-53 ms of wall, so a 20 ms sleep drowned in it.
+    (app / "slowmod.py").write_text("import time\ntime.sleep(0.1)\n")
     b = profile_app(coldstart, python, app / "app.py", tmp_path / "b.json", 5)
     r = coldstart("diff", a, b)
 
