@@ -163,7 +163,12 @@ def _index_from_modules(modules):
     for m in modules:
         if isinstance(m, dict) and m.get("kind") in _LOADERS and \
                 isinstance(m.get("path"), str):
-            rows.append([m.get(f) for f in INDEX_FIELDS])
+            row = [m.get(f) for f in INDEX_FIELDS]
+            # dir is null where it is the default (PlanFinder.entry).
+            d = os.path.dirname(row[2])
+            if row[7] == (os.path.dirname(d) if row[8] is not None else d):
+                row[7] = None
+            rows.append(row)
     return rows
 
 
@@ -272,10 +277,15 @@ def check(plan):
             why.append("the plan was made by another interpreter (%s %r, "
                        "this one has %r)" % (k, rec.get(k), cur[k]))
             return why
+    stat = os.stat
     for row in plan["index"]:
-        r = _stale_file(row)
-        if r:
-            why.append(r)
+        # _stale_file(row), inlined: this loop stats every planned file.
+        try:
+            st = stat(row[2])
+        except (OSError, TypeError, ValueError):
+            st = None
+        if st is None or st.st_size != row[3] or st.st_mtime_ns != row[4]:
+            why.append(_stale_file(row) or "%s changed" % row[0])
             return why
     r = _shadowed(plan)
     if r:
@@ -939,14 +949,90 @@ class PlanFinder(object):
     files: no sys.path scan.  It answers only when the recorded file is
     where the normal finders would look (its sys.path entry is on sys.path,
     or its directory in the parent's __path__); anything else goes to the
-    normal finders."""
+    normal finders.  A module's entry is made from its index row when it is
+    first asked for (entry())."""
 
-    def __init__(self, entries, defer):
-        self.entries = entries
+    def __init__(self, plan, defer, strict=False, keep=(), code=None,
+                 lazy_from=True):
+        self.rows = {}
+        for i, row in enumerate(plan["index"]):
+            self.rows[row[0]] = i
+        self.index = plan["index"]
         self.defer = defer
+        self.strict = strict
+        self.keep = frozenset(keep)
+        self.code = code
+        table = plan.get("from")
+        ops = plan.get("opcodes")
+        self.table = table if defer and lazy_from and isinstance(
+            table, dict) and isinstance(ops, list) and len(ops) == 3 \
+            else {}
+        if self.table:
+            _OPS[:] = ops
+        self._entries = {}
         self._path_key = None
         self._path_set = frozenset()
         self.answered = 0
+
+    @property
+    def entries(self):
+        """Every module's entry (made now for those not asked for yet)."""
+        for name in self.rows:
+            self.entry(name)
+        return self._entries
+
+    def action(self, name):
+        """What the plan does with module name here: load, eager, defer
+        (strict mode applied), or None for a module not in the plan."""
+        i = self.rows.get(name)
+        if i is None:
+            return None
+        row = self.index[i]
+        action = row[5]
+        if self.strict and row[1] != "extension" and not row[6] and \
+                action in ("eager", "defer") and row[0] not in self.keep:
+            action = "defer"
+        return action
+
+    def entry(self, name):
+        e = self._entries.get(name)
+        if e is not None or name not in self.rows:
+            return e
+        i = self.rows[name]
+        row = self.index[i]
+        kind, path = row[1], row[2]
+        e = {"kind": kind, "path": path, "action": self.action(name),
+             "rebinds": frozenset(row[10] or ())}
+        if row[8] is not None:
+            e["search"] = list(row[8])
+            e["dir"] = row[7] or os.path.dirname(os.path.dirname(path))
+        else:
+            e["dir"] = row[7] or os.path.dirname(path)
+        if self.code is not None and kind in _ARCHIVE_LOADERS and \
+                isinstance(self.code[i], list):
+            e["code"] = self.code[i]
+        rows = self.table.get(name)
+        if rows:
+            e["lazy"] = self._lazy(rows)
+        self._entries[name] = e
+        return e
+
+    def _lazy(self, rows):
+        """A body's from-imports that may stay lazy here (the plan's
+        "from"): those of a module that is deferred here, or that has lazy
+        names of its own to pass on."""
+        lazy = {}
+        for row in rows:
+            mod = row[0]
+            if not (self.action(mod) == "defer" or mod in self.table):
+                continue
+            attrs, star = lazy.get(mod, (frozenset(), None))
+            if row[1] == "*":
+                star = tuple(row[2].split())
+            else:
+                attrs = attrs.union(row[1].split())
+            lazy[mod] = (attrs, star)
+        return lazy or None
 
     def _on_sys_path(self, entry):
         key = tuple(sys.path)
@@ -960,9 +1046,9 @@ class PlanFinder(object):
         return entry in self._path_set
 
     def find_spec(self, name, path=None, target=None):
-        m = self.entries.get(name)
-        if m is None or name in _failed:
+        if name not in self.rows or name in _failed:
             return None
+        m = self.entry(name)
         where = m["dir"]
         if path is None:
             if not self._on_sys_path(where):
@@ -982,8 +1068,13 @@ class PlanFinder(object):
         spec = _bootstrap_external.spec_from_file_location(
             name, m["path"], loader=loader,
             submodule_search_locations=m.get("search"))
+        if m["kind"] == "source":
+            # What _init_module_attrs would work out for __cached__.
+            c = _cached(m["path"])
+            if c is not None:
+                spec.cached = c
         lazy = m.get("lazy")
-        if self.defer and m.get("action") == "defer":
+        if self.defer and m["action"] == "defer":
             spec.loader = _DeferringLoader(loader, m["rebinds"], lazy)
         elif lazy is not None:
             spec.loader = _BodyLoader(loader, lazy)
@@ -992,6 +1083,28 @@ class PlanFinder(object):
 
     def invalidate_caches(self):
         self._path_key = None
+
+
+# cache_from_source()'s answer without its checks: __pycache__/NAME.TAG.pyc
+# beside the source, when no pycache_prefix moves it.
+_CACHE_SUFFIX = []
+
+
+def _cached(path):
+    if getattr(sys, "pycache_prefix", None) is not None:
+        return None
+    if not _CACHE_SUFFIX:
+        tag = sys.implementation.cache_tag
+        if tag is None:
+            return None
+        opt = sys.flags.optimize
+        _CACHE_SUFFIX.append("." + tag + (".opt-%d" % opt if opt else "") +
+                             _bootstrap_external.BYTECODE_SUFFIXES[0])
+    head, _, tail = path.rpartition("/")
+    base, dot, _ = tail.rpartition(".")
+    if not head or not base:
+        return None
+    return head + "/__pycache__/" + base + _CACHE_SUFFIX[0]
 
 
 # --- public API ------------------------------------------------------------
@@ -1023,36 +1136,6 @@ def load(module):
     if type(module) is _Deferred:
         _load(module)
     return module
-
-
-def _lazy_from(plan, entries):
-    """Gives each planned module the from-imports of its body that may
-    stay lazy (the plan's "from"): those of a module that is deferred here,
-    or that has lazy names of its own to pass on."""
-    ops = plan.get("opcodes")
-    table = plan.get("from")
-    if not (isinstance(ops, list) and len(ops) == 3 and
-            isinstance(table, dict)):
-        return
-    _OPS[:] = ops
-    for name, rows in table.items():
-        e = entries.get(name)
-        if e is None or not isinstance(rows, list):
-            continue
-        lazy = {}
-        for row in rows:
-            mod = row[0]
-            x = entries.get(mod)
-            if x is None or not (x["action"] == "defer" or mod in table):
-                continue
-            attrs, star = lazy.get(mod, (frozenset(), None))
-            if row[1] == "*":
-                star = tuple(row[2])
-            else:
-                attrs = attrs.union(row[1:])
-            lazy[mod] = (attrs, star)
-        if lazy:
-            e["lazy"] = lazy
 
 
 def install(path, warm="off", strict=False, defer=True, native_lazy=False,
@@ -1095,30 +1178,14 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
         _warn("ignoring stale plan %r: %s; run `coldstart plan` again"
               % (path, why[0]))
         return None
-    entries = {}
     code = _open_code(plan, len(plan["index"])) if use_code else None
     if code is not None:
         _code_fd[:] = [code[0]]
-    for i, row in enumerate(plan["index"]):
-        name, kind, path, action, used = row[0], row[1], row[2], row[5], \
-            row[6]
-        if strict and kind != "extension" and not used and \
-                action in ("eager", "defer") and name not in keep:
-            action = "defer"
-        e = {"kind": kind, "path": path, "action": action,
-             "dir": row[7] or os.path.dirname(path)}
-        if row[8] is not None:
-            e["search"] = list(row[8])
-        e["rebinds"] = frozenset(row[10] or ())
-        if code is not None and kind in _ARCHIVE_LOADERS and \
-                isinstance(code[1][i], list):
-            e["code"] = code[1][i]
-        entries[name] = e
     native = defer and native_lazy and \
         hasattr(sys, "set_lazy_imports_filter")
-    if defer and not native and lazy_from:
-        _lazy_from(plan, entries)
-    finder = PlanFinder(entries, defer and not native)
+    finder = PlanFinder(plan, defer and not native, strict=strict, keep=keep,
+                        code=code[1] if code is not None else None,
+                        lazy_from=lazy_from)
     if native:
         # PEP 810 (3.15+): the interpreter defers, the finder only indexes.
         sys.set_lazy_imports_filter(lazy_imports_filter(plan, strict))

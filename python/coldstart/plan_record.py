@@ -814,8 +814,7 @@ def lazy_from(rec_obj, modules):
     for m in modules:
         rows = table.get(m["name"])
         if rows:
-            m["lazy_from"] = sum(len(r) - 1 if r[1] != "*" else len(r[2])
-                                 for r in rows)
+            m["lazy_from"] = sum(len(r[-1].split()) for r in rows)
     return table
 
 

@@ -40,8 +40,10 @@ SHAPES = """
 
 
 def lazy_of(plan, name):
-    """The plan's lazy from-imports of module name: {module: [attrs]}."""
-    return {r[0]: r[1:] for r in plan["from"].get(name, [])}
+    """The plan's lazy from-imports of module name: {module: [attrs]}, or
+    {module: ["*", [names]]} for a star import."""
+    return {r[0]: r[1].split() if r[1] != "*" else ["*", r[2].split()]
+            for r in plan["from"].get(name, [])}
 
 
 def test_names_bind_at_first_use_with_their_identity(python, workdir):

@@ -104,7 +104,7 @@ def _probe():
         entries = {}
         fin = plan.installed() if plan is not None else None
         if fin is not None:
-            entries = {n: e["action"] for n, e in fin.entries.items()}
+            entries = {n: fin.action(n) for n in fin.rows}
         for r in rows:
             r["action"] = entries.get(r["name"])
         data = {"startup_thread_ns": _T0, "startup_process_ns": _P0,
