@@ -5,14 +5,21 @@ a 10% CPU / 128 MiB cgroup v1 group, four ways, interleaved round by round:
   cs-fdk       coldstart-fdk without a plan
   cs-fdk+plan  coldstart-fdk --plan (made and verified by `coldstart plan`)
   floor        bench/plan/floor.py: a bare socket server that applies the
-               plan in strict mode, so only the modules whose code the
-               request ran (and their native extensions) run their bodies
+               plan in strict mode with lazy from-imports, so only the
+               modules the request used run their bodies, with what those
+               bodies read at import (and native extensions); where strict
+               mode changes the answer, the modules bisection shows it
+               needs stay eager (floor_keep)
+  before       with BEFORE=DIR only: coldstart-fdk --plan of another
+               checkout of coldstart (its own `coldstart plan`, its own
+               copy of the functions), for before/after tables
 
 Prints exec -> ready, exec -> first response and peak memory (medians), the
 ratios and their geometric means, and checks that every response (Fn-Http-
 Status and body) is the same in every round and variant.  Environment:
 ROUNDS (default 3), FUNCS (names, default all), PYTHON, CPUS (0.1),
-MEMORY_MB (128), KEEP=1 keeps the plans made earlier.
+MEMORY_MB (128), KEEP=1 keeps the plans made earlier, BEFORE=DIR adds the
+`before` variant (DIR is a built checkout).
 """
 import math
 import os
@@ -34,6 +41,9 @@ FDK_PYTHON = os.environ.get("FDK_PYTHON",
 ALL = ["numpy", "pandas", "requests", "aiohttp", "pydantic", "sqlalchemy",
        "jinja2", "boto3"]
 VARIANTS = ["fdk-python", "cs-fdk", "cs-fdk+plan", "floor"]
+BEFORE = os.environ.get("BEFORE")
+if BEFORE:
+    VARIANTS.append("before")
 OUT = os.path.join(ROOT, "build", "bench", "plan")
 COLDSTART = os.path.join(ROOT, "coldstart")
 
@@ -46,18 +56,26 @@ def plan_file(name):
     return os.path.join(OUT, name + ".plan.json")
 
 
-def make_plan(name):
-    d = fn_dir(name)
+def before_plan(name):
+    return os.path.join(OUT, name + ".before.plan.json")
+
+
+def make_plan(name, root=None):
+    """Makes (and verifies) name's plan with this checkout's coldstart, or
+    with the one in root (the `before` variant)."""
+    d = fn_dir(name) if root is None else os.path.join(
+        root, "bench", "plan", "fn_" + name)
+    out = plan_file(name) if root is None else before_plan(name)
     eager = []
     pin = os.path.join(d, "eager.txt")
     if os.path.exists(pin):
         for line in open(pin):
             if line.strip() and not line.startswith("#"):
                 eager += ["--eager", line.strip()]
-    cmd = [COLDSTART, "plan", "--python", PY, "--fn",
+    cmd = [COLDSTART if root is None else os.path.join(root, "coldstart"),
+           "plan", "--python", PY, "--fn",
            os.path.join(d, "func.py"), "handler", "--request",
-           os.path.join(d, "request.json"), "--verify", "-o",
-           plan_file(name)] + eager
+           os.path.join(d, "request.json"), "--verify", "-o", out] + eager
     p = subprocess.run(cmd, cwd=d, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, universal_newlines=True)
     if p.returncode != 0:
@@ -157,6 +175,11 @@ def command(name, variant):
     elif variant == "cs-fdk+plan":
         argv = [PY, os.path.join(ROOT, "python", "coldstart-fdk"), "--plan",
                 plan_file(name), func, "handler"]
+    elif variant == "before":
+        argv = [PY, os.path.join(BEFORE, "python", "coldstart-fdk"), "--plan",
+                before_plan(name), os.path.join(BEFORE, "bench", "plan",
+                                                "fn_" + name, "func.py"),
+                "handler"]
     else:
         env["PYTHONPATH"] = os.path.join(ROOT, "python")
         env["FLOOR_KEEP"] = ",".join(FLOOR_KEEP.get(name, ()))
@@ -188,13 +211,23 @@ def main():
         sys.exit(2)
     os.makedirs(OUT, exist_ok=True)
     # Bytecode as an image build leaves it, for every variant alike.
+    if BEFORE and not os.path.exists(os.path.join(BEFORE, "coldstart")):
+        sys.stderr.write("plan_bench: BEFORE=%s is not a built checkout (no "
+                         "coldstart there)\n" % BEFORE)
+        sys.exit(2)
     subprocess.run([PY, "-m", "compileall", "-q", os.path.join(ROOT, "python"),
-                    os.path.join(HERE, "plan"), FDK_PYTHON],
+                    os.path.join(HERE, "plan"), FDK_PYTHON] + (
+                        [os.path.join(BEFORE, "python"),
+                         os.path.join(BEFORE, "bench", "plan")]
+                        if BEFORE else []),
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for n in list(names):
-        if os.environ.get("KEEP") == "1" and os.path.exists(plan_file(n)):
+        keep = os.environ.get("KEEP") == "1"
+        if not (keep and os.path.exists(plan_file(n))) and not make_plan(n):
+            names.remove(n)
             continue
-        if not make_plan(n):
+        if BEFORE and not (keep and os.path.exists(before_plan(n))) and \
+                not make_plan(n, BEFORE):
             names.remove(n)
     for n in names:
         FLOOR_KEEP[n] = floor_keep(n)
@@ -215,7 +248,7 @@ def main():
                                     memory=MEMORY, stderr_path=log)
                 finally:
                     os.chdir(old)
-                if v in ("cs-fdk+plan", "floor") and not r["error"]:
+                if v in ("cs-fdk+plan", "floor", "before") and not r["error"]:
                     # A plan that was not applied makes the row meaningless.
                     with open(log, errors="replace") as f:
                         for line in f:
