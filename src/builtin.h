@@ -29,6 +29,7 @@ int cmd_check(int argc, char **argv);
 int cmd_why(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_docker(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 
 /* Directory holding coldstart's python/ tree (bootstrap, tracer, fdk). */

@@ -229,6 +229,7 @@ static int prepare(struct run_state *st, struct buf *err, struct runner_failure 
 	strvec_pushv(&st->c.args, o->argv);
 	build_env(o, &st->c.env);
 	st->c.capture_stderr = true;
+	st->c.stdout_fd = o->stdout_fd;
 
 	if (o->trace) {
 		struct buf terr = BUF_INIT;

@@ -162,7 +162,8 @@ def test_diff_real_runs_find_a_planted_sleep(coldstart, python, tmp_path):
     slower = flagged(r.stdout, "slower (flagged)")
     assert slower and slower[0] == "slowmod", why
     delta = re.search(r"\+([\d.]+) ms  slowmod", r.stdout)
-    assert 18.0 <= float(delta.group(1)) <= 40.0, r.stdout
+    # The sleep is 100 ms; the median delta may gain what scheduling adds.
+    assert 95.0 <= float(delta.group(1)) <= 160.0, r.stdout
     # Same code twice: whatever real noise gets through is far below 20 ms.
     r = coldstart("diff", a, a2)
     for line in r.stdout.splitlines():
