@@ -846,6 +846,48 @@ class _BodyLoader(object):
         _mark_lazy(module, d)
 
 
+class _ParentFirstLoader(object):
+    """Stands in spec.loader for a native extension whose package is still
+    deferred: creating it runs its init, which without the plan would run
+    after the package's body, so the package's body runs first.  When that
+    body imports the extension itself, the module it made is the answer."""
+
+    def __init__(self, loader, parent):
+        self.loader = loader
+        self.parent = parent
+        self.done = None
+
+    def create_module(self, spec):
+        mod = sys.modules.get(self.parent)
+        if type(mod) is _Deferred:
+            _load(mod)
+        done = sys.modules.get(spec.name)
+        if done is not None:
+            self.done = (done, _module_getattr(done, "__spec__"))
+            return done
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        if self.done is not None and self.done[0] is module:
+            # The package's body imported it: keep its own spec.
+            module.__spec__ = self.done[1]
+            return
+        spec = _module_getattr(module, "__spec__")
+        spec.loader = self.loader
+        _raw_dict(module)["__loader__"] = self.loader
+        self.loader.exec_module(module)
+
+
+def _pending_parent(name):
+    """The package of name when it is a module created deferred whose body
+    has not run, else None."""
+    parent = name.rpartition(".")[0]
+    if parent and parent in _pending and \
+            type(sys.modules.get(parent)) is _Deferred:
+        return parent
+    return None
+
+
 # Loaders whose modules can be deferred: their bodies are Python code.
 DEFERRABLE_LOADERS = (_bootstrap_external.SourceFileLoader,
                       _bootstrap_external.SourcelessFileLoader)
@@ -1047,6 +1089,8 @@ class PlanFinder(object):
 
     def find_spec(self, name, path=None, target=None):
         if name not in self.rows or name in _failed:
+            if path is not None and _pending:
+                return self._native_unplanned(name, path, target)
             return None
         m = self.entry(name)
         where = m["dir"]
@@ -1078,8 +1122,33 @@ class PlanFinder(object):
             spec.loader = _DeferringLoader(loader, m["rebinds"], lazy)
         elif lazy is not None:
             spec.loader = _BodyLoader(loader, lazy)
+        elif m["kind"] == "extension" and _pending:
+            parent = _pending_parent(name)
+            if parent is not None:
+                spec.loader = _ParentFirstLoader(loader, parent)
         self.answered += 1
         return spec
+
+    def _native_unplanned(self, name, path, target):
+        """The spec of a native extension the plan does not know, inside a
+        package still deferred, from the finders after this one, with the
+        package's body to run first (_ParentFirstLoader); None for
+        anything else (the normal finders answer it as usual)."""
+        parent = _pending_parent(name)
+        if parent is None:
+            return None
+        for finder in sys.meta_path:
+            if finder is self:
+                continue
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find is not None else None
+            if spec is None:
+                continue
+            if isinstance(spec.loader,
+                          _bootstrap_external.ExtensionFileLoader):
+                spec.loader = _ParentFirstLoader(spec.loader, parent)
+            return spec
+        return None
 
     def invalidate_caches(self):
         self._path_key = None

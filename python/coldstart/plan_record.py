@@ -259,6 +259,8 @@ class Recorder(object):
             # the module runs.
             if code.co_name in _HARMLESS_REGISTER:
                 return
+            if frame is not None and _noop_abc_register(code, frame):
+                return
             if frame is not None:
                 names = code.co_varnames[:code.co_argcount +
                                          code.co_kwonlyargcount]
@@ -645,6 +647,26 @@ _MAIN = [_thread.get_ident()]
 _HARMLESS_REGISTER = frozenset(("_register_at_fork_reinit_lock",))
 
 
+def _noop_abc_register(code, frame):
+    """True for ABCMeta.register(cls, sub) of a class that already is a
+    subclass of cls (Cython's runtime registers the builtin generator type
+    with collections.abc.Generator): it changes nothing, so deferring it
+    changes nothing either."""
+    abc = sys.modules.get("abc")
+    meta = getattr(abc, "ABCMeta", None)
+    reg = getattr(getattr(meta, "register", None), "__code__", None)
+    if reg is None or code is not reg:
+        return False
+    loc = frame.f_locals
+    cls, sub = loc.get("cls"), loc.get("subclass")
+    if not isinstance(cls, type) or not isinstance(sub, type):
+        return False
+    try:
+        return issubclass(sub, cls)
+    except Exception:
+        return False
+
+
 def _own_class(obj, modname):
     """True for a class of module modname, or of a native extension inside
     its package (frozenlist registers frozenlist._frozenlist.FrozenList)."""
@@ -776,8 +798,11 @@ def decide(rec_obj, modules):
             if p is None:
                 continue
             # Imported by the package's own bodies only: deferring the
-            # package defers this import too (native ones excepted).
-            if not native and (by == name or by.startswith(name + ".")):
+            # package defers this import too.  A native extension among
+            # them loads after its package's body all the same: the
+            # applier runs a deferred package's body before it creates a
+            # native extension inside it (PlanFinder.find_spec).
+            if by == name or by.startswith(name + "."):
                 break
             if native and not any(x["code"] == NATIVE_PARENT
                                   for x in p["reasons"]):

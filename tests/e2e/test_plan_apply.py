@@ -586,3 +586,90 @@ def test_package_that_rebinds_a_submodule_name(python, workdir):
     for k in ("kind", "call", "attr"):
         assert plain[k] == applied[k], k
     assert applied["kind"] == "function"
+
+
+def _copy_extension(python, workdir, pkg):
+    """Copies a native extension of the interpreter's own library into
+    package pkg (its init function keeps its name, so it imports as
+    pkg.<name>); returns that name."""
+    p = subprocess.run([python, "-c", textwrap.dedent("""
+        import importlib, importlib.machinery as m
+        for n in ("_json", "_bisect", "_csv", "_struct", "array", "_heapq"):
+            f = getattr(importlib.import_module(n), "__file__", None) or ""
+            if f.endswith(tuple(m.EXTENSION_SUFFIXES)):
+                print(n, f)
+                break
+    """)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout.strip(), \
+        "no file extension among the candidates: " + p.stdout + p.stderr
+    name, path = p.stdout.split()
+    os.makedirs(os.path.join(workdir, pkg), exist_ok=True)
+    shutil.copy(path, os.path.join(workdir, pkg, os.path.basename(path)))
+    return name
+
+
+def test_package_of_a_native_extension_it_imports_itself_is_deferred(
+        python, workdir):
+    ext = _copy_extension(python, workdir, "natpkg")
+    # The package's body imports the extension: nothing else does, so
+    # deferring the package defers the extension too.
+    write(workdir, "natpkg/__init__.py", """
+        import sys
+        BEFORE = "natpkg.%s" in sys.modules
+        from . import %s as ext
+    """ % (ext, ext))
+    plan = record(python, workdir, ["natpkg"])
+    assert action(plan, "natpkg") == "defer"
+    assert action(plan, "natpkg." + ext) == "eager"
+    plain, applied = compare(python, workdir, """
+        import natpkg
+        was = [deferred("natpkg"), "natpkg.%s" in sys.modules]
+        # Importing the extension itself runs the package's body first, as
+        # without the plan: the body sees it not imported yet.
+        import natpkg.%s
+        e = sys.modules["natpkg.%s"]
+        mid = deferred("natpkg")
+        print(json.dumps({"was": was, "mid": mid, "before": natpkg.BEFORE,
+                          "same": natpkg.ext is e and natpkg.%s is e,
+                          "spec": e.__spec__.name,
+                          "loader": type(e.__spec__.loader).__name__}))
+    """ % (ext, ext, ext, ext))
+    assert plain["was"] == [False, True]
+    assert applied["was"] == [True, False]
+    assert applied["mid"] is False
+    for k in ("before", "same", "spec", "loader"):
+        assert plain[k] == applied[k], (k, plain, applied)
+    assert plain["before"] is False and plain["same"] is True
+
+
+def test_native_extension_imported_from_outside_keeps_its_package(
+        python, workdir):
+    ext = _copy_extension(python, workdir, "natout")
+    write(workdir, "natout/__init__.py", """
+        X = 1
+    """)
+    write(workdir, "user.py", """
+        import natout.%s
+    """ % ext)
+    plan = record(python, workdir, ["user"])
+    assert action(plan, "natout") == "eager"
+    assert any(r["code"] == "native-parent" for r in {
+        m["name"]: m for m in plan["modules"]}["natout"]["reasons"])
+
+
+def test_registering_an_abc_subclass_again_does_not_keep_eager(
+        python, workdir):
+    # Cython's runtime registers the builtin generator type with
+    # collections.abc.Generator, which it already is a subclass of: a
+    # no-op, so nothing can see it deferred.  A real registration stays.
+    write(workdir, "noop.py", """
+        import collections.abc, types
+        collections.abc.Generator.register(types.GeneratorType)
+    """)
+    write(workdir, "real.py", """
+        import collections.abc, types
+        collections.abc.Sequence.register(types.SimpleNamespace)
+    """)
+    plan = record(python, workdir, ["noop", "real"])
+    assert action(plan, "noop") == "defer"
+    assert action(plan, "real") == "eager"
