@@ -317,6 +317,8 @@ _pending = {}
 # normally, so it raises (or succeeds) as a plain import would.
 _failed = set()
 _counter = [0]
+# name -> what runs right after the deferred body of name (defer_then()).
+_after_body = {}
 
 
 def _load(mod):
@@ -340,10 +342,13 @@ def _load(mod):
         spec._initializing = True
         try:
             _run_body(st.loader, mod, name, st.lazy)
+            for after in _after_body.pop(name, ()):
+                after()
         except BaseException as e:
             st.error = e
             st.owner = None
             _failed.add(name)
+            _after_body.pop(name, None)
             if sys.modules.get(name) is mod:
                 del sys.modules[name]
             raise
@@ -1197,6 +1202,43 @@ def deferred():
 def is_deferred(module):
     """True while module's body has not run."""
     return type(module) is _Deferred
+
+
+def defer_then(name, after):
+    """Creates top-level module name deferred, as the plan defers a module
+    (its body runs at its first real use), and calls after() right after
+    that body, before any other thread can use the module: after() is part
+    of the module's import then.  True when it did (or name is deferred
+    already); False, doing nothing, when name is imported already or is no
+    pure-Python module.  coldstart-fdk sets logging up this way under a
+    plan."""
+    if "." in name:
+        raise ValueError("defer_then() takes top-level modules: %r" % name)
+    with _bootstrap._ModuleLockManager(name):
+        mod = sys.modules.get(name)
+        if mod is not None:
+            if type(mod) is _Deferred and name in _pending:
+                _after_body.setdefault(name, []).append(after)
+                return True
+            return False
+        spec = _bootstrap._find_spec(name, None)
+        loader = spec.loader if spec is not None else None
+        if isinstance(loader, _BodyLoader):
+            loader = _DeferringLoader(loader.loader, frozenset(), loader.lazy)
+        elif isinstance(loader, DEFERRABLE_LOADERS):
+            loader = _DeferringLoader(loader)
+        elif not isinstance(loader, _DeferringLoader):
+            return False
+        spec.loader = loader
+        mod = _bootstrap.module_from_spec(spec)
+        sys.modules[name] = mod
+        try:
+            loader.exec_module(mod)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        _after_body.setdefault(name, []).append(after)
+        return True
 
 
 def load(module):

@@ -673,3 +673,42 @@ def test_registering_an_abc_subclass_again_does_not_keep_eager(
     plan = record(python, workdir, ["noop", "real"])
     assert action(plan, "noop") == "defer"
     assert action(plan, "real") == "eager"
+
+
+def test_defer_then_runs_after_right_after_the_body(python, workdir):
+    write(workdir, "late.py", """
+        import sys
+        ORDER = ["body"]
+        def f():
+            return ORDER
+    """)
+    write(workdir, "use.py", """
+        import json, sys
+        from coldstart import plan
+        seen = []
+        def after():
+            # Part of the import: the module is complete, nobody used it yet.
+            seen.append(list(sys.modules["late"].ORDER))
+            sys.modules["late"].ORDER.append("after")
+        ok = plan.defer_then("late", after)
+        again = plan.defer_then("late", lambda: seen.append("second"))
+        import late
+        was = [plan.is_deferred(late), seen[:]]
+        r = late.f()
+        try:
+            plan.defer_then("os.path", after)
+            dotted = None
+        except ValueError as e:
+            dotted = "ValueError"
+        print(json.dumps({"ok": ok, "again": again, "was": was, "r": r,
+                          "seen": seen, "loaded": plan.is_deferred(late),
+                          "imported": plan.defer_then("json", after),
+                          "builtin": plan.defer_then("sys", after),
+                          "dotted": dotted}))
+    """)
+    p = _run(python, workdir, "use.py", _env())
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out == {"ok": True, "again": True, "was": [True, []],
+                   "r": ["body", "after"], "seen": [["body"], "second"],
+                   "loaded": False, "imported": False, "builtin": False,
+                   "dotted": "ValueError"}
