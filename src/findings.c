@@ -3,6 +3,7 @@
  * findings with an id, evidence and a concrete fix (docs/findings.md).
  */
 #include "findings.h"
+#include "finding_serving.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -253,58 +254,6 @@ static int cmp_heavy(const void *a, const void *b)
 	return x->us < y->us ? 1 : x->us > y->us ? -1 : 0;
 }
 
-/*
- * Packages that serve the requests themselves (servers, web and function
- * frameworks): start-up cannot defer them, so "import it inside the function
- * that uses it" would only move their cost to the first request.
- */
-static const char *const serving_packages[] = {
-	"aiohttp", "bottle", "cherrypy", "django", "falcon", "fastapi", "fdk", "flask", "gunicorn", "hypercorn",
-	"pyramid", "quart", "sanic", "starlette", "tornado", "twisted", "uvicorn", "waitress", "werkzeug",
-};
-
-static bool serves_requests(const char *module)
-{
-	size_t len = strcspn(module, "."), i;
-
-	for (i = 0; i < ARRAY_SIZE(serving_packages); i++)
-		if (strlen(serving_packages[i]) == len && !strncmp(module, serving_packages[i], len))
-			return true;
-	return false;
-}
-
-/* Whether the target is run by gunicorn (its argv names it), where --preload is the lever. */
-static bool under_gunicorn(const struct profile *p)
-{
-	size_t i;
-
-	for (i = 0; i < p->target.nr && i < 3; i++)
-		if (strstr(p->target.v[i], "gunicorn"))
-			return true;
-	return false;
-}
-
-/* The fix for a heavy import of a server or framework: what a server can do about it. */
-static void add_serving_fix(struct buf *fix, const struct profile *p, const char *nm)
-{
-	int len = (int)strcspn(nm, ".");
-
-	if (len == 3 && !strncmp(nm, "fdk", 3)) {
-		buf_addf(fix, "the function cannot answer without '%s', so do not defer it; run the function behind "
-			      "coldstart-fdk (docs/fdk.md), which is ready before it imports the function and the parts "
-			      "of the FDK a call needs",
-			 nm);
-		return;
-	}
-	buf_addf(fix, "'%s' serves the requests, so start-up needs it (imported later, it would only move its cost "
-		      "to the first request); trim what it brings instead ('coldstart why %.*s PROFILE' lists what "
-		      "only it imports) and import what only some handlers need inside those handlers",
-		 nm, len, nm);
-	if (under_gunicorn(p))
-		buf_adds(fix, "; gunicorn --preload imports the app once in the master, so every worker forks with it "
-			      "loaded");
-}
-
 static void heavy_finding(struct profile *p, const struct proc *pr, const struct heavy *h, int64_t total)
 {
 	struct buf ev = BUF_INIT, title = BUF_INIT, fix = BUF_INIT;
@@ -323,9 +272,7 @@ static void heavy_finding(struct profile *p, const struct proc *pr, const struct
 		buf_addf(&fix, "move the work done at module scope of '%s' into functions called when it is "
 			       "needed, or compute it at build time",
 			 nm);
-	else if (serves_requests(nm))
-		add_serving_fix(&fix, p, nm);
-	else
+	else if (!finding_serving_fix(&fix, p, nm))
 		buf_addf(&fix, "if start-up does not need it, import '%s' inside the function that uses it "
 			       "(or defer it with coldstart's lazy loader); otherwise look for a lighter "
 			       "module that does the same",
