@@ -126,3 +126,19 @@ def test_usage_errors(args, said):
     r = run_coldstart("compare", *args)
     assert r.returncode == 2, r.stderr
     assert said in r.stderr
+
+
+def test_a_failing_variant_is_said_not_compared_silently(tmp_path):
+    # B exits 3 in every run: its (fast) figures must not pass for a faster start-up.
+    md = tmp_path / "c.md"
+    ok = "%s -c 'import json'" % DEBIAN_PYTHON
+    bad = "%s -c 'import sys; sys.exit(3)'" % DEBIAN_PYTHON
+    r = run_coldstart("compare", "-n", "3", "--warmup", "1", "--markdown", md, "-o", tmp_path / "c.json", ok, bad)
+    assert r.returncode == 5, r.stderr
+    assert "  ! B failed in 3 of 3 measured runs (exited with status 3): its figures are of failed runs" \
+        in r.stdout.splitlines()
+    assert "! A" not in r.stdout
+    assert "**B failed in 3 of 3 measured runs** (exited with status 3)" in md.read_text()
+    a, b = json.loads((tmp_path / "c.json").read_text())["variants"]
+    assert (a["failed_runs"], a["failure"]) == (0, None)
+    assert (b["failed_runs"], b["failure"]) == (3, "exited with status 3")
