@@ -276,3 +276,33 @@ def test_unreadable_profile_names_the_file_and_the_reason(tmp_path):
     assert r.stderr.strip() == "coldstart: error: cannot read '%s': Is a directory" % tmp_path
     r = run_coldstart("report", tmp_path / "missing.json")
     assert r.returncode == 1 and "missing.json': No such file or directory" in r.stderr
+
+
+def test_damaged_gzip_says_so(tmp_path):
+    import gzip
+    prof = tmp_path / "p.json"
+    r = run_coldstart("profile", "--python", DEBIAN_PYTHON, "--quiet", "--no-report", "-o", prof,
+                      "-c", "import json")
+    assert r.returncode == 0, r.stderr
+    whole = gzip.compress(prof.read_bytes())
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(whole[:len(whole) // 2])
+    # Only the trailer missing: every byte of JSON is there, but the file is not whole.
+    tail = tmp_path / "tail.json.gz"
+    tail.write_bytes(whole[:-4])
+    bad = tmp_path / "bad.json.gz"
+    bad.write_bytes(whole[:10] + b"\xff" * 40)
+    for path, said in ((cut, "truncated gzip data"), (tail, "truncated gzip data"),
+                       (bad, "corrupt gzip data (invalid block type)")):
+        for cmd in (["report"], ["export", "--format", "folded"], ["why", "json"]):
+            r = run_coldstart(*cmd, path)
+            assert r.returncode == 1, (cmd, path, r.stdout)
+            assert r.stderr.startswith("coldstart: error: cannot read '%s': %s" % (path, said)), r.stderr
+            assert r.stderr.count(path.name) == 1, r.stderr
+    log = tmp_path / "it.log"
+    subprocess.run([DEBIAN_PYTHON, "-X", "importtime", "-c", "import asyncio"], stderr=open(log, "wb"), check=True)
+    whole = gzip.compress(log.read_bytes())
+    cut = tmp_path / "it.log.gz"
+    cut.write_bytes(whole[:len(whole) // 2])
+    r = run_coldstart("parse", cut)
+    assert r.returncode == 1 and "truncated gzip data" in r.stderr, r.stderr
