@@ -102,6 +102,13 @@ def test_man_page_matches_help():
         pytest.skip("groff not installed: the page's roff is not checked for warnings")
     w = subprocess.run([groff, "-man", "-ww", "-z"], input=page, capture_output=True, text=True)
     assert w.returncode == 0 and w.stderr == "", w.stderr
+    # Rendered for an 80-column terminal, nothing runs past it: usage lines and tables are verbatim in roff,
+    # so they must arrive wrapped for the page's indent.
+    w = subprocess.run([groff, "-man", "-Tutf8", "-rLL=80n", "-P-cbou"], input=page, capture_output=True,
+                       text=True)
+    assert w.returncode == 0, w.stderr
+    long = [line for line in w.stdout.splitlines() if len(line) > 80]
+    assert not long, long
 
 
 def bash_complete(script, words):
