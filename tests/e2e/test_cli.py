@@ -170,13 +170,23 @@ def test_output_paths_are_checked_before_the_target_runs(tmp_path):
     code = "open(%r, 'w').close(); import time; time.sleep(20)" % str(marker)
     for args, said in [(["-o", str(tmp_path / "no" / "p.json")], "no directory '%s'" % (tmp_path / "no")),
                        (["--flamegraph", str(tmp_path)], "is a directory"),
-                       (["--html", str(tmp_path / "f" / "x.html")], "no directory")]:
+                       (["--html", str(tmp_path / "f" / "x.html")], "no directory"),
+                       # A directory no file can be made in, whoever runs it (root passes access()).
+                       (["--html", "/proc/coldstart-x.html"], "cannot create a file in '/proc'"),
+                       (["--markdown", "/proc/coldstart-x.md"], "cannot create a file in '/proc'")]:
         start = time.monotonic()
-        r = run_coldstart("profile", "--python", DEBIAN_PYTHON, *args, "-c", code)
+        if args[0] == "--markdown":
+            r = run_coldstart("compare", *args, "%s -c %r" % (DEBIAN_PYTHON, code), "%s -c pass" % DEBIAN_PYTHON)
+        else:
+            r = run_coldstart("profile", "--python", DEBIAN_PYTHON, *args, "-c", code)
         assert r.returncode == 1, r.stderr
         assert said in r.stderr
         assert time.monotonic() - start < 10
         assert not marker.exists(), "the target ran before the bad path was said"
+    # The probe leaves nothing behind, and a good path is written.
+    out = tmp_path / "fresh.json"
+    r = run_coldstart("profile", "--python", DEBIAN_PYTHON, "--quiet", "--no-report", "-o", out, "-c", "pass")
+    assert r.returncode == 0 and json.loads(out.read_text())["format"] == "coldstart-profile", r.stderr
     # Two outputs on stdout are a usage error.
     r = run_coldstart("profile", "--json", "-o", "-", "-c", "pass")
     assert r.returncode == 2 and "only one output can go to stdout" in r.stderr
