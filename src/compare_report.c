@@ -75,6 +75,8 @@ static void compare_runs(struct comparison *c)
 				sample_add(&v->metric[m], run_metric(&v->p->runs[i], (enum metric)m));
 			if (run_failed(c, v->p, &v->p->runs[i], &how) && !v->nr_failed++)
 				v->failure = buf_detach(&how, NULL);
+			if (v->p->runs[i].cold.asked && !cold_figures_took(&v->p->runs[i].cold))
+				v->nr_not_cold++;
 		}
 		v->outlier = xcalloc(v->metric[M_WALL].nr + 1, sizeof(*v->outlier));
 		v->nr_outliers = mark_outliers(v->metric[M_WALL].v, v->metric[M_WALL].nr, v->outlier);
@@ -247,6 +249,7 @@ void comparison_release(struct comparison *c)
 		free(c->v[j].failure);
 		c->v[j].failure = NULL;
 		c->v[j].nr_failed = 0;
+		c->v[j].nr_not_cold = 0;
 		for (m = 0; m < M__COUNT; m++) {
 			free(c->v[j].metric[m].v);
 			c->v[j].metric[m].v = NULL;
@@ -376,6 +379,11 @@ void compare_render_table(const struct comparison *c, struct buf *out)
 		if (c->v[j].nr_failed)
 			buf_addf(out, "  ! %s failed in %zu of %zu measured runs (%s): its figures are of failed runs\n",
 				 c->v[j].id, c->v[j].nr_failed, measured_runs(&c->v[j]), c->v[j].failure);
+	for (j = 0; j < c->nr; j++)
+		if (c->v[j].nr_not_cold)
+			buf_addf(out, "  ! %s: %zu of %zu measured runs were not cold (the eviction did not take; "
+				      "docs/cold.md)\n",
+				 c->v[j].id, c->v[j].nr_not_cold, measured_runs(&c->v[j]));
 	buf_addch(out, '\n');
 	for (m = 0; m < M__COUNT; m++) {
 		if (m == M_READY && !c->ready)
@@ -566,6 +574,10 @@ void compare_render_markdown(const struct comparison *c, struct buf *out)
 		if (c->v[j].nr_failed)
 			buf_addf(out, "\n**%s failed in %zu of %zu measured runs** (%s): its figures are of failed runs.\n",
 				 c->v[j].id, c->v[j].nr_failed, measured_runs(&c->v[j]), c->v[j].failure);
+	for (j = 0; j < c->nr; j++)
+		if (c->v[j].nr_not_cold)
+			buf_addf(out, "\n%s: %zu of %zu measured runs were not cold (the eviction did not take).\n",
+				 c->v[j].id, c->v[j].nr_not_cold, measured_runs(&c->v[j]));
 	for (j = 1; j < c->nr; j++) {
 		const struct module_diff *d = c->diffs[j];
 		size_t shown = 0;
@@ -682,6 +694,8 @@ char *compare_render_json(const struct comparison *c)
 		json_object_set_new(jv, "metrics", metrics);
 		json_object_set_new(jv, "failed_runs", json_integer((json_int_t)v->nr_failed));
 		json_object_set_new(jv, "failure", v->failure ? json_string(v->failure) : json_null());
+		json_object_set_new(jv, "not_cold_runs",
+				    c->cold ? json_integer((json_int_t)v->nr_not_cold) : json_null());
 		for (i = 0; i < v->p->nr_runs; i++) {
 			const struct run *r = &v->p->runs[i];
 			json_t *jr = json_object();

@@ -46,6 +46,7 @@ struct compare_side {
 	size_t nr_outliers;
 	size_t nr_failed; /* measured runs that failed, or never got ready with --ready */
 	char *failure; /* how the first of them failed, or NULL */
+	size_t nr_not_cold; /* --cold: measured runs whose eviction did not take */
 	struct versus vs;
 };
 
