@@ -36,9 +36,10 @@ static const struct usage profile_usage = {
 		    "stdin and stdout are untouched (its stdout goes to stderr when stdout carries\n"
 		    "the JSON: --json, -o -); its own stderr is forwarded unchanged.\n\n",
 	.footer = "Exit status: 0 ok, 1 failure or broken budget, 2 usage, 3 limits unavailable,\n"
-		  "4 interpreter missing or unsuitable, 5 target exited non-zero, 6 target killed by\n"
-		  "a signal, 7 target OOM-killed, 8 timeout, 9 readiness not reached, 10 no import\n"
-		  "recorded (docs/exit-codes.md).  --exit-code passes the target's own status through.\n",
+		  "4 interpreter missing or unsuitable, 5 target exited non-zero, 6 target killed\n"
+		  "by a signal, 7 target OOM-killed, 8 timeout, 9 readiness not reached, 10 no\n"
+		  "import recorded (docs/exit-codes.md); --exit-code passes the target's own\n"
+		  "status through.\n",
 };
 
 int cmd_profile(int argc, char **argv)

@@ -44,6 +44,12 @@ def test_help_conventions(cmd):
     assert long_help.stdout.startswith("usage: coldstart %s" % cmd)
     wide = [line for line in long_help.stdout.splitlines() if len(line) > 80]
     assert wide == [], "%s --help has lines past 80 columns" % cmd
+    # Text the wrapper had to break shows as a stray indented piece ("6 target killed\n  by\n"): every text
+    # must arrive within 80 columns; a line indented by two follows a heading ("options:") or another such line.
+    lines = long_help.stdout.splitlines()
+    stray = [(a, b) for a, b in zip(lines, lines[1:])
+             if re.match(r"  \S", b) and a and not a.startswith(" ") and not a.endswith(":")]
+    assert stray == [], "%s --help: text broken by the wrapper" % cmd
     assert run_coldstart(cmd, "-h").stdout == long_help.stdout
     assert run_coldstart("help", cmd).stdout == long_help.stdout
     assert "--help" in listed_options(long_help.stdout)
