@@ -329,3 +329,23 @@ def test_damaged_gzip_says_so(tmp_path):
     cut.write_bytes(whole[:len(whole) // 2])
     r = run_coldstart("parse", cut)
     assert r.returncode == 1 and "truncated gzip data" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("cmd", ["profile", "compare", "report"])
+def test_a_reader_that_stops_early_ends_coldstart_quietly(cmd, tmp_path):
+    prof = tmp_path / "p.json"
+    args = {"profile": ["profile", "--python", DEBIAN_PYTHON, "-c", "import json"],
+            "compare": ["compare", "-n", "1", "--warmup", "0", "%s -c pass" % DEBIAN_PYTHON,
+                        "%s -c pass" % DEBIAN_PYTHON],
+            "report": ["report", str(prof)]}[cmd]
+    if cmd == "report":
+        r = run_coldstart("profile", "--python", DEBIAN_PYTHON, "--quiet", "--no-report", "-o", prof,
+                          "-c", "import json")
+        assert r.returncode == 0, r.stderr
+    # The reader is gone before the first line is written (| head that has seen enough): no "Broken pipe"
+    # error, and the status of a filter ended by SIGPIPE, as every command has it.
+    p = subprocess.Popen([COLDSTART] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == -13, err
+    assert "Broken pipe" not in err, err
