@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import COLDSTART, DEBIAN_PYTHON, ROOT, run_coldstart
+from conftest import COLDSTART, DEBIAN_PYTHON, PYTHONS, ROOT, run_coldstart
 
 
 def commands():
@@ -349,3 +349,27 @@ def test_a_reader_that_stops_early_ends_coldstart_quietly(cmd, tmp_path):
     err = p.stderr.read().decode()
     assert p.wait(timeout=120) == -13, err
     assert "Broken pipe" not in err, err
+
+
+def test_python_with_a_command(tmp_path):
+    # A launcher whose #! line names no Python: --python says which interpreter it runs.
+    launch = tmp_path / "launch"
+    launch.write_text('#!/bin/sh\nexec %s "$@"\n' % DEBIAN_PYTHON)
+    launch.chmod(0o755)
+    r = run_coldstart("profile", "--json", "--", launch, "-c", "import json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["python_version"] is None
+    r = run_coldstart("profile", "--python", DEBIAN_PYTHON, "--json", "--", launch, "-c", "import json")
+    assert r.returncode == 0, r.stderr
+    prof = json.loads(r.stdout)
+    assert prof["python"] == DEBIAN_PYTHON and prof["python_version"].startswith("3.")
+    assert "warning" not in r.stderr
+    # A command that names its own interpreter keeps it, and a --python that differs is said, not ignored.
+    others = [p for p in PYTHONS if os.path.realpath(p) != os.path.realpath(DEBIAN_PYTHON)]
+    if not others:
+        pytest.skip("only one interpreter found: the --python that does not apply cannot be tried")
+    r = run_coldstart("profile", "--python", others[0], "--json", "--", DEBIAN_PYTHON, "-c", "import json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["python"] == DEBIAN_PYTHON
+    assert "coldstart: warning: --python %s does not apply: '%s' runs %s" % (others[0], DEBIAN_PYTHON, DEBIAN_PYTHON) \
+        in r.stderr
