@@ -121,6 +121,9 @@ def test_limit_sets():
     (["--limits", "cpu=1", "--limits", "none", "-c", "pass"], "no limit 'cpu'"),
     (["--json", "-o", "-", "a", "b"], "only one output can go to stdout"),
     (["--name", "x", "--name", "y", "--name", "z", "a", "b"], "3 names for 2 variants"),
+    (["python3 -c pass", "--", "python3"], "'--' among commands: each command is one argument"),
+    (["a", "b", "--python", "x", "--python", "y"], "--python does not apply to commands"),
+    (["a", "b", "--nosuch"], "unknown option '--nosuch'"),
 ])
 def test_usage_errors(args, said):
     r = run_coldstart("compare", *args)
@@ -142,3 +145,16 @@ def test_a_failing_variant_is_said_not_compared_silently(tmp_path):
     a, b = json.loads((tmp_path / "c.json").read_text())["variants"]
     assert (a["failed_runs"], a["failure"]) == (0, None)
     assert (b["failed_runs"], b["failure"]) == (3, "exited with status 3")
+
+
+def test_options_among_the_commands(tmp_path):
+    # A command is one argument, so options after the commands are coldstart's (the README's example).
+    md = tmp_path / "pr.md"
+    r = run_coldstart("compare", "-n", "2", "--warmup", "0", "%s -c 'import json'" % DEBIAN_PYTHON,
+                      "%s -c 'import csv'" % DEBIAN_PYTHON, "--markdown", md, "--name", "json", "--name", "csv",
+                      "-o", tmp_path / "c.json")
+    assert r.returncode == 0, r.stderr
+    assert md.read_text().startswith("### coldstart compare: 2 commands")
+    assert "  A  json" in r.stdout and "  B  csv" in r.stdout
+    cmp = json.loads((tmp_path / "c.json").read_text())
+    assert [v["target"][-1] for v in cmp["variants"]] == ["import json", "import csv"]
