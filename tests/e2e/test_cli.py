@@ -343,9 +343,12 @@ def test_a_reader_that_stops_early_ends_coldstart_quietly(cmd, tmp_path):
                           "-c", "import json")
         assert r.returncode == 0, r.stderr
     # The reader is gone before the first line is written (| head that has seen enough): no "Broken pipe"
-    # error, and the status of a filter ended by SIGPIPE, as every command has it.
-    p = subprocess.Popen([COLDSTART] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    p.stdout.close()
+    # error, and the status of a filter ended by SIGPIPE, as every command has it.  The read end is closed
+    # before coldstart starts, so a fast command cannot finish its writes first.
+    rd, wr = os.pipe()
+    os.close(rd)
+    p = subprocess.Popen([COLDSTART] + args, stdout=wr, stderr=subprocess.PIPE)
+    os.close(wr)
     err = p.stderr.read().decode()
     assert p.wait(timeout=120) == -13, err
     assert "Broken pipe" not in err, err
