@@ -255,6 +255,10 @@ def test_negative_time_fails_a_budget(tmp_path):
     rc, out, err, _ = run(["check", "--budget", "m1=1ms", str(p)])
     assert rc == 1, (rc, out, err)
     assert b"budget FAIL m1: -5.0 ms (negative: not a time that can pass)" in out, out
+    # The total leaves negative roots out: it read "0 us" and passed.
+    rc, out, err, _ = run(["check", "--budget", "total=1ms", str(p)])
+    assert rc == 1, (rc, out, err)
+    assert b"budget FAIL total: -5.0 ms (negative: not a time that can pass)" in out, out
 
 
 def test_diff_of_processes_without_nodes(tmp_path):
