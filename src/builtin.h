@@ -28,7 +28,6 @@ int cmd_check(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_docker(int argc, char **argv);
 
-/* Directory holding coldstart's python/ tree (bootstrap, tracer, fdk). */
-const char *coldstart_datadir(void);
+#include "datadir.h" /* coldstart_datadir(), for the commands */
 
 #endif

@@ -100,35 +100,47 @@ static bool same_top(const char *a, const char *b)
 
 static void set_kind_subtree(struct proc *pr, int32_t i, uint8_t kind, uint32_t flag)
 {
-	int32_t stack_top = i;
+	int32_t j = i, stop = proc_walk_next(pr, i, false);
 
-	/* Iterative pre-order walk bounded by the subtree of i. */
-	while (stack_top >= 0) {
-		struct imp_node *n = &pr->nodes[stack_top];
+	/* The subtree of i is what pre-order visits from i until the node after it. */
+	do {
+		pr->nodes[j].kind = kind;
+		pr->nodes[j].flags |= flag;
+		j = proc_walk_next(pr, j, true);
+	} while (j >= 0 && j != stop);
+}
 
-		n->kind = kind;
-		n->flags |= flag;
-		if (n->first_child >= 0) {
-			stack_top = n->first_child;
-			continue;
-		}
-		while (stack_top != i && pr->nodes[stack_top].next_sibling < 0)
-			stack_top = pr->nodes[stack_top].parent;
-		if (stack_top == i)
-			break;
-		stack_top = pr->nodes[stack_top].next_sibling;
-	}
+int32_t proc_walk_next(const struct proc *pr, int32_t i, bool descend)
+{
+	if (descend && pr->nodes[i].first_child >= 0)
+		return pr->nodes[i].first_child;
+	while (i >= 0 && pr->nodes[i].next_sibling < 0)
+		i = pr->nodes[i].parent;
+	return i < 0 ? -1 : pr->nodes[i].next_sibling;
 }
 
 int32_t proc_preorder_next(const struct proc *pr, int32_t i)
 {
-	const struct imp_node *n = &pr->nodes[i];
+	return proc_walk_next(pr, i, true);
+}
 
-	if (n->first_child >= 0)
-		return n->first_child;
-	while (i >= 0 && pr->nodes[i].next_sibling < 0)
-		i = pr->nodes[i].parent;
-	return i < 0 ? -1 : pr->nodes[i].next_sibling;
+static int32_t deepest_first(const struct proc *pr, int32_t i)
+{
+	while (pr->nodes[i].first_child >= 0)
+		i = pr->nodes[i].first_child;
+	return i;
+}
+
+int32_t proc_postorder_first(const struct proc *pr)
+{
+	return pr->first_root < 0 ? -1 : deepest_first(pr, pr->first_root);
+}
+
+int32_t proc_postorder_next(const struct proc *pr, int32_t i)
+{
+	if (pr->nodes[i].next_sibling >= 0)
+		return deepest_first(pr, pr->nodes[i].next_sibling);
+	return pr->nodes[i].parent;
 }
 
 const char *kind_name(enum node_kind k)
@@ -143,6 +155,27 @@ int kind_from_name(const char *s)
 	for (k = 0; k < KIND__COUNT; k++)
 		if (!strcmp(kind_names[k], s))
 			return k;
+	return -1;
+}
+
+static const char *const origin_names[] = {
+	[ORIGIN_UNKNOWN] = "unknown",
+	[ORIGIN_EXEC] = "exec",
+	[ORIGIN_FORK] = "fork",
+};
+
+const char *proc_origin_name(enum proc_origin o)
+{
+	return (unsigned)o < ARRAY_SIZE(origin_names) ? origin_names[o] : "unknown";
+}
+
+int proc_origin_from_name(const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(origin_names); i++)
+		if (!strcmp(origin_names[i], s))
+			return (int)i;
 	return -1;
 }
 
@@ -268,6 +301,9 @@ void proc_init(struct proc *pr)
 	pr->ppid = -1;
 	pr->start_ns = UNKNOWN;
 	pr->end_ns = UNKNOWN;
+	pr->tracer_ns = UNKNOWN;
+	pr->startup_cpu_ns = UNKNOWN;
+	pr->cpu_ns = UNKNOWN;
 	pr->first_root = -1;
 	pr->last_root = -1;
 	pr->children_first = true;
@@ -279,6 +315,7 @@ void proc_init(struct proc *pr)
 void proc_release(struct proc *pr)
 {
 	free(pr->argv);
+	free(pr->role);
 	big_free(pr->nodes, pr->alloc_nodes * sizeof(*pr->nodes));
 	free(pr->timing);
 	free(pr->events);
@@ -342,6 +379,18 @@ void proc_ensure_timing(struct proc *pr)
 		memset(&pr->timing[i], 0xff, sizeof(pr->timing[i]));
 		pr->timing[i].file = 0;
 	}
+}
+
+void proc_add_event(struct proc *pr, int64_t t_ns, const char *name, const char *detail, int32_t node)
+{
+	struct proc_event *e;
+
+	ALLOC_GROW(pr->events, pr->nr_events + 1, pr->alloc_events);
+	e = &pr->events[pr->nr_events++];
+	e->t_ns = t_ns;
+	e->name = proc_intern(pr, name, strlen(name));
+	e->detail = proc_intern(pr, detail, strlen(detail));
+	e->node = node;
 }
 
 void proc_chain(const struct proc *pr, int32_t i, const char *sep, struct buf *out)

@@ -69,6 +69,12 @@ struct imp_timing {
 	int64_t rss_start_kb;
 	int64_t rss_end_kb;
 	uint32_t file; /* name-pool offset of the module's file, 0 = none */
+	/*
+	 * The importing thread's CPU time from start to end, like cum_us
+	 * (nested imports included; the tracer reads CLOCK_THREAD_CPUTIME_ID);
+	 * UNKNOWN before the tracer started or where it did not run.
+	 */
+	int64_t cpu_ns;
 };
 
 /* An audit event seen by the tracer, attributed to the import running it. */
@@ -79,12 +85,32 @@ struct proc_event {
 	int32_t node; /* innermost open import, -1 at top level */
 };
 
+/* How a process came to be, as its trace says. */
+enum proc_origin {
+	ORIGIN_UNKNOWN = 0, /* importtime only */
+	ORIGIN_EXEC, /* an interpreter of its own: its tree starts at its interpreter's start-up */
+	ORIGIN_FORK, /* a fork of a traced process: its tree starts at the fork */
+};
+const char *proc_origin_name(enum proc_origin o);
+int proc_origin_from_name(const char *s);
+
 struct proc {
 	long pid; /* -1 when unknown (importtime only) */
 	long ppid;
 	char *argv; /* space-joined, NULL when unknown */
-	int64_t start_ns; /* absolute CLOCK_MONOTONIC, UNKNOWN without trace */
-	int64_t end_ns;
+	/* "main", "master", "worker", "fork", "subprocess", ... (trace_merge.c); NULL when unknown */
+	char *role;
+	enum proc_origin origin;
+	/*
+	 * Rows of several processes that could not be told apart ended up in
+	 * this tree (importtime without the tracer); a warning names them.
+	 */
+	bool mixed;
+	int64_t start_ns; /* absolute CLOCK_MONOTONIC (exec, or the fork), UNKNOWN without trace */
+	int64_t end_ns; /* the last record of its trace */
+	int64_t tracer_ns; /* when its tracer started (absolute); UNKNOWN */
+	int64_t startup_cpu_ns; /* CPU time of its thread before the tracer started (exec'd: the start-up) */
+	int64_t cpu_ns; /* CPU time of the whole process at a clean exit; UNKNOWN */
 	struct imp_node *nodes;
 	size_t nr_nodes, alloc_nodes;
 	struct imp_timing *timing; /* NULL, or nr_nodes entries */
@@ -304,6 +330,8 @@ static inline bool proc_children_first(const struct proc *pr)
 {
 	return pr->children_first && pr->nr_linked == pr->nr_nodes;
 }
+/* Appends an event; name and detail are copied into the pool. */
+void proc_add_event(struct proc *pr, int64_t t_ns, const char *name, const char *detail, int32_t node);
 /* Allocates the timing array (all UNKNOWN) if absent. */
 void proc_ensure_timing(struct proc *pr);
 /* Appends "a -> b -> c" for the chain from the root to node i. */
@@ -314,6 +342,16 @@ void proc_chain(const struct proc *pr, int32_t i, const char *sep, struct buf *o
  * the tree can be thousands of levels deep.
  */
 int32_t proc_preorder_next(const struct proc *pr, int32_t i);
+/*
+ * The tree walker every pass over a tree uses.  Pre-order like
+ * proc_preorder_next, but with descend false the subtree of i is skipped.
+ * The links are trusted: the link functions only ever make trees (each node
+ * linked once, to a parent that exists), and readers of files check them.
+ */
+int32_t proc_walk_next(const struct proc *pr, int32_t i, bool descend);
+/* Post-order (each node after its children, siblings in order): the first node, or -1. */
+int32_t proc_postorder_first(const struct proc *pr);
+int32_t proc_postorder_next(const struct proc *pr, int32_t i);
 /* First node with this name in pre-order, -1 if none. */
 int32_t proc_find(const struct proc *pr, const char *name);
 /* Sum of cum_us over roots that are not start-up, and over all roots. */

@@ -36,7 +36,7 @@ static const char *const node_fields[] = {
 
 static const char *const timing_fields[] = {
 	"start_ns", "end_ns", "find_ns", "load_ns", "exec_ns", "compile_ns",
-	"rss_start_kb", "rss_end_kb", "file",
+	"rss_start_kb", "rss_end_kb", "file", "cpu_ns",
 };
 
 static const char *const flag_names[] = {
@@ -366,8 +366,16 @@ static void write_proc(struct jw *w, const struct proc *pr)
 	jw_kv_int(w, "pid", pr->pid);
 	jw_kv_int(w, "ppid", pr->ppid);
 	jw_kv_str(w, "argv", pr->argv);
+	jw_kv_str(w, "role", pr->role);
+	if (pr->origin != ORIGIN_UNKNOWN)
+		jw_kv_str(w, "origin", proc_origin_name(pr->origin));
+	if (pr->mixed)
+		jw_key(w, "mixed"), buf_adds(w->out, "true,");
 	jw_kv_int(w, "start_ns", pr->start_ns);
 	jw_kv_int(w, "end_ns", pr->end_ns);
+	jw_kv_int(w, "tracer_ns", pr->tracer_ns);
+	jw_kv_int(w, "startup_cpu_ns", pr->startup_cpu_ns);
+	jw_kv_int(w, "cpu_ns", pr->cpu_ns);
 	jw_key(w, "nodes");
 	buf_addch(w->out, '[');
 	write_nodes(w, pr, order, newidx, n);
@@ -387,7 +395,7 @@ static void write_proc(struct jw *w, const struct proc *pr)
 				jw_str(w, proc_str(pr, t->file));
 			else
 				buf_adds(w->out, "null");
-			buf_adds(w->out, "],");
+			buf_addf(w->out, ",%lld],", (long long)t->cpu_ns);
 			jw_flush(w, 0);
 		}
 		jw_close(w, ']');
@@ -632,8 +640,19 @@ static int read_proc(struct proc *pr, json_t *jp, int version, struct buf *err)
 	pr->pid = (long)opt_int(jp, "pid", -1);
 	pr->ppid = (long)opt_int(jp, "ppid", -1);
 	pr->argv = opt_str(jp, "argv");
+	pr->role = opt_str(jp, "role");
+	{
+		json_t *o = json_object_get(jp, "origin");
+		int v = json_is_string(o) ? proc_origin_from_name(json_string_value(o)) : -1;
+
+		pr->origin = v > 0 ? (enum proc_origin)v : ORIGIN_UNKNOWN;
+	}
+	pr->mixed = json_is_true(json_object_get(jp, "mixed"));
 	pr->start_ns = opt_int(jp, "start_ns", UNKNOWN);
 	pr->end_ns = opt_int(jp, "end_ns", UNKNOWN);
+	pr->tracer_ns = opt_int(jp, "tracer_ns", UNKNOWN);
+	pr->startup_cpu_ns = opt_int(jp, "startup_cpu_ns", UNKNOWN);
+	pr->cpu_ns = opt_int(jp, "cpu_ns", UNKNOWN);
 	if (!json_is_array(nodes)) {
 		buf_addf(err, "process without a 'nodes' array");
 		return -1;
@@ -693,6 +712,7 @@ static int read_proc(struct proc *pr, json_t *jp, int version, struct buf *err)
 			tm->rss_start_kb = arr_int(t, 6);
 			tm->rss_end_kb = arr_int(t, 7);
 			tm->file = json_is_string(file) ? intern_json(pr, file) : 0;
+			tm->cpu_ns = json_array_size(t) > 9 ? arr_int(t, 9) : UNKNOWN;
 		}
 	}
 	if (json_is_array(events)) {

@@ -256,7 +256,10 @@ enum runner_error runner_run(const struct runner_opts *o, struct profile *p, str
 					raw_failed = true;
 					profile_add_warning(p, 0, "cannot copy the raw log: %s", strerror(errno));
 				}
-				it_feed(ps, chunk, (size_t)n, &pass);
+				if (traced)
+					trace_feed(&ts, chunk, (size_t)n, &pass);
+				else
+					it_feed(ps, chunk, (size_t)n, &pass);
 				forward_text(&pass, o->quiet);
 				buf_reset(&pass);
 			} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
@@ -342,9 +345,12 @@ enum runner_error runner_run(const struct runner_opts *o, struct profile *p, str
 		close(c.err_fd);
 		c.err_fd = -1;
 	}
-	it_finish(ps, &pass);
+	if (traced)
+		trace_feed_end(&ts, &pass);
+	else
+		it_finish(ps, &pass);
 	forward_text(&pass, o->quiet);
-	{
+	if (!traced) {
 		size_t nw;
 		const struct it_warning *w = it_warnings(ps, &nw);
 

@@ -8,14 +8,17 @@ import os
 import sys
 import _thread
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 IMPL = "py"
 
 _DETAIL_MAX = 400
-_st = {"enabled": False, "fd": -1, "statm": -1, "dir": None, "busy": False}
+_st = {"enabled": False, "fd": -1, "statm": -1, "dir": None, "busy": False, "pid": 0,
+       "fork_ns": 0, "fork_depth": 0}
+_depth = {}  # thread ident -> imports open on it
 _tnos = {}
 _page_kb = 4
 _clock = None
+_cpu = None
 
 
 def _esc(s, limit=_DETAIL_MAX):
@@ -66,7 +69,7 @@ def _start_ns():
         return now
 
 
-def _open():
+def _open(from_fork=False):
     pid = os.getpid()
     for i in range(1000):
         path = os.path.join(_st["dir"], "%d-%d.trace" % (pid, i))
@@ -78,6 +81,7 @@ def _open():
     else:
         return False
     _st["fd"] = fd
+    _st["pid"] = pid
     try:
         _st["statm"] = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
@@ -88,10 +92,12 @@ def _open():
     except OSError:
         argv = []
     t = _clock()
-    os.write(fd, b"#coldstart-trace 1\n")
+    os.write(fd, b"#coldstart-trace 2\n")
     enabled, _st["enabled"] = _st["enabled"], True
-    _write(["H", str(t), str(pid), str(os.getppid()), str(_start_ns()), "py",
-            sys.version.split()[0], "audit" if hasattr(sys, "addaudithook") else "noaudit"])
+    start = _st["fork_ns"] if from_fork else _start_ns()
+    _write(["H", str(t), str(pid), str(os.getppid()), str(start), "py",
+            sys.version.split()[0], "audit" if hasattr(sys, "addaudithook") else "noaudit",
+            "fork" if from_fork else "exec", str(_cpu()), str(_st["fork_depth"] if from_fork else 0)])
     _write(["V", str(t)] + [_esc(a) for a in argv])
     _st["enabled"] = enabled
     return True
@@ -100,6 +106,10 @@ def _open():
 def _after_fork():
     if not _st["enabled"]:
         return
+    _st["fork_ns"] = _clock()
+    _st["fork_depth"] = _depth.get(_thread.get_ident(), 0)
+    _depth.clear()
+    _depth[_thread.get_ident()] = _st["fork_depth"]
     for key in ("fd", "statm"):
         try:
             os.close(_st[key])
@@ -109,17 +119,14 @@ def _after_fork():
     # Our own open of the new file must not be recorded (into the old one).
     _st["busy"] = True
     try:
-        if not _open():
+        if not _open(from_fork=True):
             _st["enabled"] = False
     finally:
         _st["busy"] = False
 
 
-def _imp(kind, name, extra=None, t=None):
-    f = [kind, str(_clock() if t is None else t), str(_tno())]
-    if kind != "f":
-        f.append(str(_rss()))
-    f.append(_esc(name))
+def _imp(kind, t, cpu, rss, name, extra=None):
+    f = [kind, str(t), str(_tno()), str(cpu), str(rss), _esc(name)]
     if extra is not None:
         f.append(_esc(extra))
     _write(f)
@@ -141,7 +148,8 @@ def _show(o):
 
 
 def _audit(event, args):
-    if event not in _EVENTS or not _st["enabled"] or _st["busy"]:
+    # Only what happens while an import runs on this thread: that is what start-up pays.
+    if event not in _EVENTS or not _st["enabled"] or _st["busy"] or not _depth.get(_thread.get_ident()):
         return
     _st["busy"] = True
     try:
@@ -157,9 +165,9 @@ def _audit(event, args):
                 writing = any(c in mode for c in "wax+")
             else:
                 writing = isinstance(flags, int) and bool(flags & _WRITE_FLAGS)
-            if not writing and not path.endswith((".py", ".pyc")):
-                return
-            detail = ("w:" if writing else "r:") + path
+            if not writing:
+                return  # reads (the .py and .pyc files above all) are import mechanics
+            detail = "w:" + path
         elif how == "compile":
             fn = args[1] if len(args) > 1 else None
             if isinstance(fn, bytes):
@@ -184,12 +192,14 @@ def _audit(event, args):
 
 
 def start(trace_dir):
-    global _clock, _page_kb
+    global _clock, _cpu, _page_kb
     if _st["enabled"]:
         return True
     try:
         import time
+        import atexit  # before the wrappers: the tracer's own imports are not the target's
         _clock = time.monotonic_ns
+        _cpu = time.thread_time_ns
         _page_kb = max(1, os.sysconf("SC_PAGESIZE") // 1024)
         _st["dir"] = trace_dir
         if not _open():
@@ -208,13 +218,21 @@ def start(trace_dir):
         t = _clock()
         if not _st["enabled"] or not isinstance(name, str):
             return find_and_load(name, import_)
-        _imp("S", name, t=t)
+        _imp("S", t, _cpu(), _rss(), name)
+        ident = _thread.get_ident()
+        _depth[ident] = _depth.get(ident, 0) + 1
         try:
             mod = find_and_load(name, import_)
         except BaseException as exc:
-            _imp("F", name, type(exc).__name__)
+            _depth[ident] -= 1
+            rss = _rss()
+            cpu = _cpu()
+            _imp("F", _clock(), cpu, rss, name, type(exc).__name__)
             raise
-        _imp("E", name)
+        _depth[ident] -= 1
+        rss = _rss()
+        cpu = _cpu()
+        _imp("E", _clock(), cpu, rss, name)
         if name == "time":
             _wrap_sleep()
         return mod
@@ -223,7 +241,7 @@ def start(trace_dir):
         spec = find_spec(*args, **kw)
         if _st["enabled"] and args and isinstance(args[0], str):
             origin = getattr(spec, "origin", None) if spec is not None else None
-            _imp("f", args[0], origin if isinstance(origin, str) else "")
+            _write(["f", str(_clock()), str(_tno()), _esc(args[0]), _esc(origin if isinstance(origin, str) else "")])
         return spec
 
     try:
@@ -233,7 +251,6 @@ def start(trace_dir):
             sys.addaudithook(_audit)
         _wrap_sleep()
         os.register_at_fork(after_in_child=_after_fork)
-        import atexit
         atexit.register(_at_exit)
     except Exception:
         _write(["R", str(_clock()), "cannot install the import wrappers"])
@@ -253,7 +270,7 @@ def _wrap_sleep():
         return  # it raises the event itself (3.12.1 and 3.11 do not)
 
     def sleep(secs):
-        if _st["enabled"]:
+        if _st["enabled"] and _depth.get(_thread.get_ident()):
             try:
                 _write(["A", str(_clock()), str(_tno()), "time.sleep", _esc(_show(secs))])
             except Exception:
@@ -264,7 +281,8 @@ def _wrap_sleep():
 
 
 def _at_exit():
-    _write(["Q", str(_clock())])
+    if _st["pid"] == os.getpid():
+        _write(["Q", str(_clock()), str(__import__("time").process_time_ns())])
 
 
 def note(tag, text):

@@ -100,23 +100,26 @@ class Trace:
         self.raw = raw
         text = raw.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
         lines = text.split("\n")[:-1]  # a last line without newline is ignored
-        assert lines[0] == "#coldstart-trace 1", path
+        assert lines[0] == "#coldstart-trace 2", path
         self.recs = [[unescape(f) for f in line.split("\t")] for line in lines[1:]]
         h = self.recs[0]
         assert h[0] == "H"
         self.pid, self.ppid, self.impl, self.version, self.audit = \
             int(h[2]), int(h[3]), h[5], h[6], h[7] == "audit"
+        self.origin, self.startup_cpu, self.fork_depth = h[8], int(h[9]), int(h[10])
+        self.modules = [m for r in self.recs if r[0] == "N" and r[3] == "modules" for m in r[4].split("\n")]
         self.argv = next((r[2:] for r in self.recs if r[0] == "V"), [])
         self.clean_exit = any(r[0] == "Q" for r in self.recs)
         self.nodes, self.events = [], []
         stacks = {}
         for r in self.recs:
             if r[0] in "SEF" and len(r[0]) == 1:
-                t, tid, name = int(r[1]), r[2], r[4]
+                # S/E/F: t tid cpu rss name [exc]
+                t, tid, cpu, name = int(r[1]), r[2], int(r[3]), r[5]
                 st = stacks.setdefault(tid, [])
                 if r[0] == "S":
                     node = {"name": name, "start": t, "end": None, "parent": st[-1] if st else None,
-                            "failed": None, "children": []}
+                            "failed": None, "children": [], "cpu_start": cpu, "cpu": None}
                     if st:
                         st[-1]["children"].append(node)
                     self.nodes.append(node)
@@ -124,7 +127,8 @@ class Trace:
                 elif st and st[-1]["name"] == name:
                     node = st.pop()
                     node["end"] = t
-                    node["failed"] = r[5] if r[0] == "F" else None
+                    node["cpu"] = cpu - node["cpu_start"]
+                    node["failed"] = r[6] if r[0] == "F" else None
             elif r[0] == "A":
                 st = stacks.get(r[2], [])
                 self.events.append({"t": int(r[1]), "name": r[3], "detail": r[4],
@@ -265,7 +269,7 @@ def test_imports_nest_and_failures_recorded(python, impl, tmp_path, tracer_build
     assert tr.node("coldstart_missing_module")["failed"] == "ModuleNotFoundError"
     assert tr.node("raiser")["failed"] == "RuntimeError"
     # RSS at start and end of each import.
-    rss = [int(r[3]) for r in tr.recs if r[0] in ("S", "E")]
+    rss = [int(r[4]) for r in tr.recs if r[0] in ("S", "E")]
     assert rss and all(v > 0 for v in rss)
     # The find phase record follows its import's start.
     finds = [r for r in tr.recs if r[0] == "f" and r[3] == "json.decoder"]
