@@ -287,7 +287,25 @@ static void fix_self_times(struct merge *mg)
 	}
 }
 
-void trace_merge(struct proc *pr, const struct trace_proc *tp)
+/* The pairing the caller knows: each row's trace node. */
+static void match_given(struct merge *mg, const int32_t *match)
+{
+	size_t i;
+
+	for (i = 0; i < mg->m; i++)
+		mg->map[i] = -1;
+	for (i = 0; i < mg->n; i++) {
+		int32_t t = match[i];
+
+		mg->it_match[i] = -1;
+		if (t < 0 || (size_t)t >= mg->m || mg->map[t] >= 0 || strcmp(node_name(mg->it, (int32_t)i), node_name(mg->tr, t)))
+			continue;
+		mg->map[t] = (int32_t)i;
+		mg->it_match[i] = t;
+	}
+}
+
+void trace_merge(struct proc *pr, const struct trace_proc *tp, const int32_t *match)
 {
 	const struct proc *tr = &tp->proc;
 	struct merge mg;
@@ -300,7 +318,10 @@ void trace_merge(struct proc *pr, const struct trace_proc *tp)
 	mg.m = tr->nr_nodes;
 	mg.map = xmalloc(st_mult(mg.m + 1, sizeof(int32_t)));
 	mg.it_match = xmalloc(st_mult(mg.n + 1, sizeof(int32_t)));
-	match_by_name(&mg);
+	if (match)
+		match_given(&mg, match);
+	else
+		match_by_name(&mg);
 	proc_init(&mg.out);
 	proc_ensure_timing(&mg.out);
 	copy_nodes(&mg);

@@ -12,9 +12,12 @@
 /*
  * Merges a trace into pr, the importtime tree of the same process (may be
  * empty: then the trace alone is the tree), replacing pr's tree; pr takes
- * the trace's pid, ppid, argv, origin and clocks.  tp is not modified.
+ * the trace's pid, ppid, argv, origin and clocks.  match, when not NULL,
+ * gives for each of pr's nodes the trace node it is (-1: a row printed
+ * before the tracer started); without it rows and trace nodes are paired by
+ * name in the order they finished.  tp is not modified.
  */
-void trace_merge(struct proc *pr, const struct trace_proc *tp);
+void trace_merge(struct proc *pr, const struct trace_proc *tp, const int32_t *match);
 
 /*
  * Puts the target's process (the traced process no other traced process of

@@ -201,7 +201,7 @@ static void close_node(struct trace_proc *tp, int32_t i, int64_t t, int64_t cpu,
 		ps->side[parent].kids_ns += tm->end_ns - tm->start_ns;
 }
 
-static void add_done(struct trace_proc *tp, int32_t node, const char *name, int64_t t, uint32_t depth)
+static void add_done(struct trace_proc *tp, int32_t node, const char *name, int64_t t, uint32_t depth, long tid)
 {
 	struct proc *pr = &tp->proc;
 	struct trace_done *d;
@@ -213,6 +213,7 @@ static void add_done(struct trace_proc *tp, int32_t node, const char *name, int6
 	d->end_ns = t;
 	d->cum_us = node >= 0 ? pr->nodes[node].cum_us : 0;
 	d->depth = depth;
+	d->tid = tid;
 }
 
 static void on_end(struct trace_proc *tp, int64_t t, long tid, int64_t cpu, int64_t rss, const char *name,
@@ -230,7 +231,7 @@ static void on_end(struct trace_proc *tp, int64_t t, long tid, int64_t cpu, int6
 	if (!k) {
 		/* Started before the fork this process came from: not its import. */
 		tp->unmatched_ends++;
-		add_done(tp, -1, name, t, (uint32_t)(tp->fork_depth > 0 ? tp->fork_depth - 1 : 0));
+		add_done(tp, -1, name, t, (uint32_t)(tp->fork_depth > 0 ? tp->fork_depth - 1 : 0), tid);
 		if (tp->fork_depth > 0)
 			tp->fork_depth--;
 		return;
@@ -248,7 +249,7 @@ static void on_end(struct trace_proc *tp, int64_t t, long tid, int64_t cpu, int6
 		pr->nodes[i].flags |= NODE_FAILED;
 		proc_add_event(pr, t - ps->base, "import.failed", exc, i);
 	}
-	add_done(tp, i, NULL, t, pr->nodes[i].depth);
+	add_done(tp, i, NULL, t, pr->nodes[i].depth, tid);
 }
 
 static void on_audit(struct trace_proc *tp, int64_t t, long tid, const char *event, const char *detail)

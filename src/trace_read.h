@@ -16,6 +16,7 @@ struct trace_done {
 	int64_t end_ns; /* absolute */
 	int64_t cum_us; /* end - start, rounded up like importtime; 0 for node -1 */
 	uint32_t depth; /* nesting on its thread when it started */
+	long tid; /* its thread (the tracer's number) */
 };
 
 struct tparse;

@@ -272,7 +272,7 @@ static void test_merge_with_importtime(void **state)
 	before = run->procs[0].nr_nodes;
 	assert_int_equal(proc_find(&run->procs[0], "sidefx.plugins"), -1); /* importtime's blind spot */
 	load_trace(&tp, "sidefx-311.trace");
-	trace_merge(&run->procs[0], &tp);
+	trace_merge(&run->procs[0], &tp, NULL);
 	assert_int_equal(run->nr_procs, 1);
 	pr = &run->procs[0];
 	assert_int_equal(pr->pid, tp.proc.pid);
@@ -318,7 +318,7 @@ static void test_merge_cumulative_agrees(void **state)
 
 	load_importtime(&p, &run, "sidefx-311.importtime");
 	load_trace(&tp, "sidefx-311.trace");
-	trace_merge(&run->procs[0], &tp);
+	trace_merge(&run->procs[0], &tp, NULL);
 	pr = &run->procs[0];
 	for (i = 0; i < pr->nr_nodes; i++) {
 		const struct imp_timing *t = &pr->timing[i];
@@ -348,7 +348,7 @@ static void test_merge_killed(void **state)
 
 	load_importtime(&p, &run, "killed-311.importtime");
 	load_trace(&tp, "killed-311.trace");
-	trace_merge(&run->procs[0], &tp);
+	trace_merge(&run->procs[0], &tp, NULL);
 	pr = &run->procs[0];
 	killme = find(pr, "killme");
 	assert_true(pr->nodes[killme].flags & NODE_OPEN);
@@ -375,7 +375,7 @@ static void test_merge_without_importtime(void **state)
 	run = profile_add_run(&p);
 	run_add_proc(run);
 	load_trace(&tp, "sidefx-311.trace");
-	trace_merge(&run->procs[0], &tp);
+	trace_merge(&run->procs[0], &tp, NULL);
 	assert_int_equal(run->nr_procs, 1);
 	assert_int_equal(run->procs[0].nr_nodes, tp.proc.nr_nodes);
 	for (size_t i = 0; i < run->procs[0].nr_nodes; i++) {
@@ -455,7 +455,7 @@ static void test_stream_attributes_rows(void **state)
 		"import time:        50 |         50 |   codecs\n"
 		"import time:        50 |         50 |     sitecustomize\n"
 		"import time:        70 |        120 |   sitecustomize\n"
-		"import time:       200 |        300 | site\n";
+		"import time:       200 |        370 | site\n";
 	static const char part2[] = "import time:      1000 |       1000 | flaskish\n"
 				    "hello from the app\n"
 				    "INFO import time:    12 |    34 | fake\n"
@@ -496,6 +496,8 @@ static void test_stream_attributes_rows(void **state)
 	assert_int_equal(a->nodes[proc_find(a, "sqlish")].cum_us, 400);
 	assert_int_equal(b->nodes[proc_find(b, "sqlish")].cum_us, 900);
 	assert_int_equal(a->timing[0].cpu_ns, 200);
+	for (size_t w = 0; w < p.nr_warnings; w++)
+		print_message("warning: %s\n", p.warnings[w].msg);
 	assert_int_equal(p.nr_warnings, 0);
 	trace_stream_free(ts);
 	profile_release(&p);
@@ -531,11 +533,11 @@ static void test_stream_startup_windows(void **state)
 		"import time:        51 |         51 |   codecs\n"
 		"import time:        52 |         52 |   codecs\n";
 	static const char spawn2[] = "import time:        53 |         53 |     sitecustomize\n"
-				     "import time:        71 |        121 |   sitecustomize\n"
-				     "import time:       201 |        301 | site\n";
+				     "import time:        71 |        124 |   sitecustomize\n"
+				     "import time:       201 |        376 | site\n";
 	static const char spawn3[] = "import time:        54 |         54 |     sitecustomize\n"
-				     "import time:        72 |        122 |   sitecustomize\n"
-				     "import time:       202 |        302 | site\n";
+				     "import time:        72 |        126 |   sitecustomize\n"
+				     "import time:       202 |        380 | site\n";
 	char *dir = make_dir();
 	struct trace_stream *ts = trace_stream_new(dir);
 	struct buf pass = BUF_INIT;
@@ -566,8 +568,8 @@ static void test_stream_startup_windows(void **state)
 	assert_string_equal(x->role, "worker");
 	assert_int_equal(x->nodes[proc_find(x, "encodings")].cum_us, 101);
 	assert_int_equal(y->nodes[proc_find(y, "encodings")].cum_us, 102);
-	assert_int_equal(x->nodes[proc_find(x, "site")].cum_us, 301);
-	assert_int_equal(y->nodes[proc_find(y, "site")].cum_us, 302);
+	assert_int_equal(x->nodes[proc_find(x, "site")].cum_us, 376);
+	assert_int_equal(y->nodes[proc_find(y, "site")].cum_us, 380);
 	assert_int_equal(proc_find(x, "flaskish"), -1);
 	assert_int_equal(proc_find(x, "notamodule"), -1);
 	assert_int_equal(proc_find(y, "notamodule"), -1);
@@ -582,6 +584,7 @@ static void test_stream_untraced_interpreter(void **state)
 {
 	static const char text[] = HEADER
 		"import time:       100 |        100 | encodings\n"
+		"import time:       100 |        100 |   os\n"
 		"import time:       200 |        300 | site\n"
 		"import time:        40 |         40 | json\n"
 		"plain output\n";
@@ -600,6 +603,8 @@ static void test_stream_untraced_interpreter(void **state)
 	assert_int_equal(run->nr_procs, 1);
 	assert_int_equal(run->procs[0].pid, -1);
 	assert_true(proc_find(&run->procs[0], "json") >= 0);
+	for (size_t w = 0; w < p.nr_warnings; w++)
+		print_message("warning: %s\n", p.warnings[w].msg);
 	assert_int_equal(p.nr_warnings, 1);
 	assert_non_null(strstr(p.warnings[0].msg, "wrote no trace"));
 	trace_stream_free(ts);
