@@ -436,11 +436,126 @@ int64_t proc_import_total_us(const struct proc *pr, bool include_startup)
 	return total;
 }
 
+enum metric profile_metric(const struct profile *p)
+{
+	size_t ri, pi, i, timed = 0, with_cpu = 0;
+	bool limited = p->limits.cpus > 0;
+
+	for (ri = 0; ri < p->nr_runs; ri++) {
+		const struct run *r = &p->runs[ri];
+
+		if (!r->baseline && r->cg.has && r->cg.nr_throttled > 0)
+			limited = true;
+		for (pi = 0; pi < r->nr_procs && !r->baseline; pi++) {
+			const struct proc *pr = &r->procs[pi];
+
+			for (i = 0; pr->timing && i < pr->nr_nodes; i++) {
+				if (pr->timing[i].start_ns < 0)
+					continue;
+				timed++;
+				with_cpu += pr->timing[i].cpu_ns >= 0;
+			}
+		}
+	}
+	/* CPU times from the tracer for (nearly) every import it timed. */
+	return limited && timed && with_cpu * 10 >= timed * 9 ? METRIC_CPU : METRIC_WALL;
+}
+
+const char *metric_name(enum metric m)
+{
+	return m == METRIC_CPU ? "CPU" : "wall";
+}
+
+static int64_t ns_to_us(int64_t ns)
+{
+	return ns < 0 ? UNKNOWN : (ns + 500) / 1000;
+}
+
+int64_t node_cum_in(const struct proc *pr, int32_t i, enum metric m)
+{
+	if (m == METRIC_WALL)
+		return pr->nodes[i].cum_us;
+	return pr->timing ? ns_to_us(pr->timing[i].cpu_ns) : UNKNOWN;
+}
+
+int64_t node_self_in(const struct proc *pr, int32_t i, enum metric m)
+{
+	int64_t self;
+	int32_t c;
+
+	if (m == METRIC_WALL)
+		return pr->nodes[i].self_us;
+	if (!pr->timing || pr->timing[i].cpu_ns < 0)
+		return UNKNOWN;
+	self = pr->timing[i].cpu_ns;
+	for (c = pr->nodes[i].first_child; c >= 0; c = pr->nodes[c].next_sibling)
+		if (pr->timing[c].cpu_ns > 0)
+			self -= pr->timing[c].cpu_ns;
+	return ns_to_us(self > 0 ? self : 0);
+}
+
+int64_t proc_import_total_in(const struct proc *pr, bool include_startup, enum metric m)
+{
+	int64_t total = 0;
+	int32_t i;
+
+	if (m == METRIC_WALL)
+		return proc_import_total_us(pr, include_startup);
+	if (!pr->timing)
+		return UNKNOWN;
+	for (i = pr->first_root; i >= 0;) {
+		const struct imp_node *n = &pr->nodes[i];
+		bool timed = pr->timing[i].cpu_ns >= 0;
+
+		if (timed && (include_startup || !(n->flags & NODE_STARTUP)))
+			total += pr->timing[i].cpu_ns;
+		i = proc_walk_next(pr, i, !timed);
+	}
+	return ns_to_us(total);
+}
+
+int64_t node_load_in(const struct proc *pr, int32_t i, enum metric m)
+{
+	const struct imp_timing *t = pr->timing ? &pr->timing[i] : NULL;
+
+	if (!t || t->load_ns < 0)
+		return pr->nodes[i].self_us >= 0 ? pr->nodes[i].self_us : UNKNOWN;
+	if (m == METRIC_CPU && t->exec_ns < 0 && t->cpu_ns >= 0)
+		return node_self_in(pr, i, m);
+	return ns_to_us(t->load_ns);
+}
+
+int64_t proc_lifetime_us(const struct proc *pr)
+{
+	return pr->start_ns >= 0 && pr->end_ns >= pr->start_ns ? (pr->end_ns - pr->start_ns) / 1000 : UNKNOWN;
+}
+
+/*
+ * ready_us runs from the moment coldstart knew the exec succeeded; the
+ * target's trace dates its start from /proc (clock ticks, at or before the
+ * exec), so this is the ready time at most about a tick early.
+ */
+int64_t run_ready_ns(const struct run *r)
+{
+	if (r->ready_us < 0 || !r->nr_procs || r->procs[0].start_ns < 0 || r->procs[0].pid <= 0)
+		return UNKNOWN;
+	return r->procs[0].start_ns + r->ready_us * 1000;
+}
+
+bool node_after_ready(const struct proc *pr, int32_t i, int64_t ready_ns)
+{
+	return ready_ns >= 0 && pr->timing && pr->timing[i].start_ns >= 0 && pr->start_ns >= 0 &&
+	       pr->start_ns + pr->timing[i].start_ns >= ready_ns;
+}
+
 bool is_stdlib_module(const char *name, const char *const *stdlib_names)
 {
 	size_t len = top_len(name);
 	const char *const *v;
 
+	/* sysconfig's build data, named after the platform: _sysconfigdata__linux_x86_64-linux-gnu. */
+	if (starts_with(name, "_sysconfigdata_"))
+		return true;
 	if (stdlib_names) {
 		for (v = stdlib_names; *v; v++)
 			if (strlen(*v) == len && !strncmp(*v, name, len))
@@ -685,6 +800,35 @@ static void mark_startup(struct proc *pr)
 	}
 }
 
+/*
+ * With a trace, the first "sitecustomize" is coldstart's bootstrap: it
+ * imports the one that would have run without coldstart (the next
+ * "sitecustomize", its child).  The bootstrap's own time and anything it
+ * imported itself are coldstart's, not the app's.
+ */
+static void mark_bootstrap(struct proc *pr)
+{
+	int32_t i, c;
+
+	if (!pr->timing)
+		return;
+	for (i = pr->first_root; i >= 0; i = proc_preorder_next(pr, i)) {
+		bool chained = false;
+
+		if (strcmp(node_name(pr, i), "sitecustomize"))
+			continue;
+		for (c = pr->nodes[i].first_child; c >= 0; c = pr->nodes[c].next_sibling)
+			chained |= !strcmp(node_name(pr, c), "sitecustomize");
+		if (!chained)
+			return;
+		pr->nodes[i].kind = KIND_TOOL;
+		for (c = pr->nodes[i].first_child; c >= 0; c = pr->nodes[c].next_sibling)
+			if (strcmp(node_name(pr, c), "sitecustomize") && pr->timing[c].start_ns < 0)
+				set_kind_subtree(pr, c, KIND_TOOL, 0);
+		return;
+	}
+}
+
 void proc_classify(struct proc *pr, const char *const *stdlib_names, const char *const *site_dirs)
 {
 	struct top_cache tops;
@@ -703,6 +847,7 @@ void proc_classify(struct proc *pr, const char *const *stdlib_names, const char 
 	} else {
 		for (i = pr->first_root; i >= 0; i = proc_preorder_next(pr, i))
 			classify_node(pr, i, &tops);
+		mark_bootstrap(pr);
 	}
 	top_cache_release(&tops);
 }
@@ -832,7 +977,7 @@ static int cmp_pkg(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-struct pkg_total *proc_package_totals(const struct proc *pr, size_t *nr)
+struct pkg_total *proc_package_totals(const struct proc *pr, enum metric m, size_t *nr)
 {
 	struct top_table tops = { .end = pr->names.buf + pr->names.len };
 	struct pkg_total *t = NULL;
@@ -861,11 +1006,13 @@ struct pkg_total *proc_package_totals(const struct proc *pr, size_t *nr)
 		}
 		pkg_of[i] = k;
 		if (!(node->flags & NODE_CACHED)) {
+			int64_t self = node_self_in(pr, i, m), cum = node_cum_in(pr, i, m);
+
 			t[k].modules++;
-			if (node->self_us > 0)
-				t[k].self_us += node->self_us;
-			if (!open[k] && node->cum_us > 0)
-				t[k].cum_us += node->cum_us;
+			if (self > 0)
+				t[k].self_us += self;
+			if (!open[k] && cum > 0)
+				t[k].cum_us += cum;
 		}
 		open[k]++;
 		if (node->first_child >= 0) {

@@ -358,6 +358,53 @@ int32_t proc_find(const struct proc *pr, const char *name);
 int64_t proc_import_total_us(const struct proc *pr, bool include_startup);
 
 /*
+ * What a module's time is measured in.  Under a CPU limit the wall time of
+ * an import measures the CFS scheduler as much as the code (a module that
+ * needs 1 ms of CPU takes 100 ms of wall when the quota ran out just before
+ * it); the importing thread's CPU time, which the tracer records, is what a
+ * user can act on, and the throttling explains the rest.
+ */
+enum metric {
+	METRIC_WALL = 0,
+	METRIC_CPU,
+};
+/*
+ * METRIC_CPU for a profile taken under a CPU limit (or whose runs were
+ * throttled) when its trace recorded CPU times; METRIC_WALL otherwise.
+ */
+enum metric profile_metric(const struct profile *p);
+/* "CPU" or "wall". */
+const char *metric_name(enum metric m);
+/* A node's cumulative and self time in microseconds in metric m; UNKNOWN where not measured. */
+int64_t node_cum_in(const struct proc *pr, int32_t i, enum metric m);
+int64_t node_self_in(const struct proc *pr, int32_t i, enum metric m);
+/*
+ * The process's import time in metric m: for wall, proc_import_total_us;
+ * for CPU, the CPU time of its outermost imports with a CPU time (the
+ * start-up rows importtime printed before the tracer have none).
+ */
+int64_t proc_import_total_in(const struct proc *pr, bool include_startup, enum metric m);
+/*
+ * An import's own load phase in microseconds (dlopen and init for an
+ * extension, reading and unmarshalling for a module): the tracer's load
+ * phase, or under METRIC_CPU for a module without an exec phase (an
+ * extension) its CPU self time; importtime's self time without a trace.
+ */
+int64_t node_load_in(const struct proc *pr, int32_t i, enum metric m);
+
+/* From the start of the process (exec, or the fork) to its last trace record; UNKNOWN without. */
+int64_t proc_lifetime_us(const struct proc *pr);
+
+/*
+ * When the target became ready, in CLOCK_MONOTONIC nanoseconds, UNKNOWN
+ * without --ready or a trace.  The one place that converts readiness to the
+ * tracer's clock.
+ */
+int64_t run_ready_ns(const struct run *r);
+/* Whether node i of pr started after the run's ready time (ready_ns from run_ready_ns). */
+bool node_after_ready(const struct proc *pr, int32_t i, int64_t ready_ns);
+
+/*
  * Marks interpreter start-up: every root imported before the target's code
  * (up to and including the top-level "site" row, with its subtree), and
  * classifies the other nodes: stdlib by name (stdlib_names, NULL-terminated,
@@ -393,8 +440,12 @@ struct pkg_total {
 	size_t modules;
 	uint8_t kind;
 };
-/* Returns an array sorted by cum_us descending; caller frees with pkg_totals_free. */
-struct pkg_total *proc_package_totals(const struct proc *pr, size_t *nr);
+/*
+ * Returns an array sorted by cum_us descending, times in metric m (nodes
+ * without a measurement in m count nothing); caller frees with
+ * pkg_totals_free.
+ */
+struct pkg_total *proc_package_totals(const struct proc *pr, enum metric m, size_t *nr);
 void pkg_totals_free(struct pkg_total *t, size_t nr);
 
 /* JSON (written with .gz through zlib).  Both return 0 or -1 with errmsg set. */
