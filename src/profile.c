@@ -436,16 +436,13 @@ int64_t proc_import_total_us(const struct proc *pr, bool include_startup)
 	return total;
 }
 
-enum metric profile_metric(const struct profile *p)
+bool profile_has_cpu_times(const struct profile *p)
 {
 	size_t ri, pi, i, timed = 0, with_cpu = 0;
-	bool limited = p->limits.cpus > 0;
 
 	for (ri = 0; ri < p->nr_runs; ri++) {
 		const struct run *r = &p->runs[ri];
 
-		if (!r->baseline && r->cg.has && r->cg.nr_throttled > 0)
-			limited = true;
 		for (pi = 0; pi < r->nr_procs && !r->baseline; pi++) {
 			const struct proc *pr = &r->procs[pi];
 
@@ -457,8 +454,18 @@ enum metric profile_metric(const struct profile *p)
 			}
 		}
 	}
-	/* CPU times from the tracer for (nearly) every import it timed. */
-	return limited && timed && with_cpu * 10 >= timed * 9 ? METRIC_CPU : METRIC_WALL;
+	return timed && with_cpu * 10 >= timed * 9;
+}
+
+enum metric profile_metric(const struct profile *p)
+{
+	bool limited = p->limits.cpus > 0;
+	size_t ri;
+
+	for (ri = 0; ri < p->nr_runs; ri++)
+		if (!p->runs[ri].baseline && p->runs[ri].cg.has && p->runs[ri].cg.nr_throttled > 0)
+			limited = true;
+	return limited && profile_has_cpu_times(p) ? METRIC_CPU : METRIC_WALL;
 }
 
 const char *metric_name(enum metric m)

@@ -373,6 +373,8 @@ enum metric {
  * throttled) when its trace recorded CPU times; METRIC_WALL otherwise.
  */
 enum metric profile_metric(const struct profile *p);
+/* Whether the trace recorded CPU times for (nearly) every import it timed. */
+bool profile_has_cpu_times(const struct profile *p);
 /* "CPU" or "wall". */
 const char *metric_name(enum metric m);
 /* A node's cumulative and self time in microseconds in metric m; UNKNOWN where not measured. */
