@@ -9,6 +9,65 @@
 #include "elf_report.h"
 #include "findings.h"
 
+static int cmp_name_ptr(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * Without a trace, importtime's rows carry no pid: rows of forked children
+ * land in their parent's tree, and a spawned interpreter's header splits
+ * the stream where it starts, not where the processes' rows part.  A module
+ * imported twice in one tree is the mark of that (an interpreter imports a
+ * module once); such trees are flagged and the modules named.
+ */
+static void check_mixed(struct profile *p, struct run *r, size_t ri)
+{
+	size_t pi, i;
+
+	for (pi = 0; pi < r->nr_procs; pi++) {
+		struct proc *pr = &r->procs[pi];
+		const char **names;
+		struct buf dups = BUF_INIT;
+		size_t nr = 0, nd = 0;
+
+		if (pr->timing || pr->nr_nodes < 2)
+			continue;
+		names = xmalloc(st_mult(pr->nr_nodes, sizeof(*names)));
+		for (i = 0; i < pr->nr_nodes; i++)
+			if (!(pr->nodes[i].flags & NODE_CACHED))
+				names[nr++] = node_name(pr, (int32_t)i);
+		qsort(names, nr, sizeof(*names), cmp_name_ptr);
+		for (i = 1; i < nr; i++) {
+			if (strcmp(names[i], names[i - 1]) || (i > 1 && !strcmp(names[i], names[i - 2])))
+				continue;
+			if (nd < 5)
+				buf_addf(&dups, "%s'%s'", nd ? ", " : "", names[i]);
+			nd++;
+		}
+		free(names);
+		if (nd) {
+			pr->mixed = true;
+			if (nd > 5)
+				buf_addf(&dups, " and %zu more", nd - 5);
+			profile_add_warning(p, 0,
+					    "run %zu, process %zu: %s imported more than once in one tree: the "
+					    "rows of several processes (forks, or interpreters started at the same "
+					    "time) share one stderr and carry no pid, and without the tracer they "
+					    "cannot be told apart, so this tree and its totals mix their imports; "
+					    "profile without --no-trace to attribute each row to its process",
+					    ri + 1, pi + 1, dups.buf);
+		}
+		buf_release(&dups);
+	}
+	if (r->nr_procs > 1 && !r->procs[0].timing)
+		profile_add_warning(p, 0,
+				    "run %zu: %zu Python interpreters printed importtime rows into one stderr; "
+				    "without the tracer each tree holds the rows that came after its "
+				    "interpreter's first row, whichever process printed them",
+				    ri + 1, r->nr_procs);
+}
+
 void profile_analyze(struct profile *p, const char *const *stdlib_names)
 {
 	profile_analyze_with(p, stdlib_names, NULL);
@@ -20,6 +79,7 @@ void profile_analyze_with(struct profile *p, const char *const *stdlib_names, co
 	struct buf examples = BUF_INIT;
 
 	for (r = 0; r < p->nr_runs; r++) {
+		check_mixed(p, &p->runs[r], r);
 		for (i = 0; i < p->runs[r].nr_procs; i++) {
 			struct proc *pr = &p->runs[r].procs[i];
 			size_t bad, k;

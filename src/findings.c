@@ -488,7 +488,8 @@ static void rule_finders(struct profile *p)
 	finder_facts(pr, &ff);
 	total = proc_import_total_us(pr, true);
 	find_us = ff.find_ns / 1000;
-	share = ff.imports && find_us >= FINDER_MIN_US && total > 0 && find_us * 100 >= total * FINDER_SHARE_PCT;
+	share = ff.imports >= FINDER_MIN_LOOKUPS && find_us >= FINDER_MIN_US && total > 0 &&
+		find_us * 100 >= total * FINDER_SHARE_PCT;
 	long_path = ff.entries >= FINDER_PATH_ENTRIES;
 	failing = share && ff.failed_ns * 100 >= ff.find_ns * FINDER_FAILED_PCT;
 	slow_each = share && ff.median_ns / 1000 >= FINDER_SLOW_LOOKUP_US;

@@ -803,6 +803,11 @@ static void render_run_summary(const struct profile *p, const struct run *r, con
 		add_dur(out, after);
 	}
 	buf_addch(out, '\n');
+	if (pr->mixed)
+		buf_addf(out, "  %smixed rows      this tree holds the imports of several processes: without the tracer "
+			      "importtime's rows carry no pid (see the warnings); its numbers are not one "
+			      "process's%s\n",
+			 st->yellow, st->reset);
 	if (v->m == METRIC_CPU && pr->timing)
 		render_cpu_limit(p, r, pr, out);
 	if (tool > 0) {
@@ -810,7 +815,6 @@ static void render_run_summary(const struct profile *p, const struct run *r, con
 		add_dur(out, tool);
 		buf_adds(out, " of the start-up (left out of the totals above)\n");
 	}
-	(void)st;
 }
 
 /* What the limits cost: the measured median against the unconstrained run. */
