@@ -12,13 +12,14 @@ FORMAT_VERSION = 2
 IMPL = "py"
 
 _DETAIL_MAX = 400
-_st = {"enabled": False, "fd": -1, "statm": -1, "dir": None, "busy": False, "pid": 0,
+_st = {"enabled": False, "fd": -1, "dir": None, "busy": False, "pid": 0,
        "fork_ns": 0, "fork_depth": 0}
 _depth = {}  # thread ident -> imports open on it
 _tnos = {}
-_page_kb = 4
 _clock = None
 _cpu = None
+_getrusage = None
+_RUSAGE_THREAD = None
 
 
 def _esc(s, limit=_DETAIL_MAX):
@@ -41,8 +42,9 @@ def _tno():
 
 
 def _rss():
+    # The peak resident set in KiB, as the C tracer records it.
     try:
-        return int(os.pread(_st["statm"], 128, 0).split()[1]) * _page_kb
+        return _getrusage(_RUSAGE_THREAD).ru_maxrss
     except Exception:
         return -1
 
@@ -83,10 +85,6 @@ def _open(from_fork=False):
     _st["fd"] = fd
     _st["pid"] = pid
     try:
-        _st["statm"] = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        _st["statm"] = -1
-    try:
         with open("/proc/self/cmdline", "rb") as f:
             argv = [a for a in f.read().split(b"\0")][:-1]
     except OSError:
@@ -110,11 +108,10 @@ def _after_fork():
     _st["fork_depth"] = _depth.get(_thread.get_ident(), 0)
     _depth.clear()
     _depth[_thread.get_ident()] = _st["fork_depth"]
-    for key in ("fd", "statm"):
-        try:
-            os.close(_st[key])
-        except OSError:
-            pass
+    try:
+        os.close(_st["fd"])
+    except OSError:
+        pass
     _tnos.clear()
     # Our own open of the new file must not be recorded (into the old one).
     _st["busy"] = True
@@ -192,15 +189,17 @@ def _audit(event, args):
 
 
 def start(trace_dir):
-    global _clock, _cpu, _page_kb
+    global _clock, _cpu, _getrusage, _RUSAGE_THREAD
     if _st["enabled"]:
         return True
     try:
         import time
         import atexit  # before the wrappers: the tracer's own imports are not the target's
+        import resource
+        _getrusage = resource.getrusage
+        _RUSAGE_THREAD = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)
         _clock = time.monotonic_ns
         _cpu = time.thread_time_ns
-        _page_kb = max(1, os.sysconf("SC_PAGESIZE") // 1024)
         _st["dir"] = trace_dir
         if not _open():
             return False
