@@ -9,6 +9,9 @@
 #include "elf_report.h"
 #include "findings.h"
 
+/* The rules every analysis runs, in order. */
+static const struct finding_rules *const rule_tables[] = { &findings_builtin, &elf_finding_rules, NULL };
+
 struct named {
 	const char *name;
 	int32_t node;
@@ -169,6 +172,5 @@ void profile_analyze_with(struct profile *p, const char *const *stdlib_names, co
 		}
 		buf_release(&err);
 	}
-	elf_register_findings();
-	findings_run(p);
+	findings_run(p, rule_tables);
 }

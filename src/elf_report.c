@@ -5,15 +5,8 @@
  */
 #include "elf_report.h"
 
-#include <jansson.h>
-
-#include "findings.h"
 #include <stdlib.h>
 #include <string.h>
-
-/* The side table: profiles are few, so a short list does. */
-static struct elf_native **natives;
-static size_t nr_natives, alloc_natives;
 
 /* One object seen in a process, for the duplicate-library rule. */
 struct dup_obj {
@@ -22,40 +15,6 @@ struct dup_obj {
 	const char *path;
 	const char *module;
 };
-
-static void native_free(struct elf_native *n)
-{
-	size_t i;
-
-	for (i = 0; i < n->nr; i++) {
-		free(n->exts[i].module);
-		free(n->exts[i].file);
-		free(n->exts[i].error);
-		elf_tree_release(&n->exts[i].tree);
-	}
-	free(n->exts);
-	for (i = 0; i < n->nr_owned; i++) {
-		elf_facts_release(n->owned[i]);
-		free(n->owned[i]);
-	}
-	free(n->owned);
-	elf_python_release(&n->py);
-	elf_resolver_release(&n->resolver);
-	free(n);
-}
-
-static struct elf_native *native_new(const struct profile *p)
-{
-	struct elf_native *n = xcalloc(1, sizeof(*n));
-
-	elf_native_forget(p);
-	n->owner = p;
-	elf_resolver_init(&n->resolver);
-	elf_python_init(&n->py);
-	ALLOC_GROW(natives, nr_natives + 1, alloc_natives);
-	natives[nr_natives++] = n;
-	return n;
-}
 
 /* The first run that is not a warm-up and has processes, or NULL. */
 static const struct run *measured_run(const struct profile *p, size_t *idx)
@@ -110,18 +69,18 @@ static void add_count(struct buf *out, uint64_t n)
 }
 
 /* Sort helper: extensions by load time, longest first. */
-static const struct elf_native_ext *sort_base;
+static const struct native_ext *sort_base;
 static int cmp_load(const void *a, const void *b)
 {
-	const struct elf_native_ext *x = &sort_base[*(const size_t *)a];
-	const struct elf_native_ext *y = &sort_base[*(const size_t *)b];
+	const struct native_ext *x = &sort_base[*(const size_t *)a];
+	const struct native_ext *y = &sort_base[*(const size_t *)b];
 
 	if (x->load_us != y->load_us)
 		return x->load_us < y->load_us ? 1 : -1;
 	return strcmp(x->module, y->module);
 }
 
-static size_t *exts_by_load(const struct elf_native *n)
+static size_t *exts_by_load(const struct native_set *n)
 {
 	size_t *order = xcalloc(n->nr ? n->nr : 1, sizeof(*order));
 	size_t i;
@@ -200,12 +159,12 @@ static void add_finding(struct profile *p, const char *id, const char *severity,
 	profile_add_finding(p, &f);
 }
 
-static void heavy_findings(struct profile *p, struct elf_native *n)
+static void heavy_findings(struct profile *p, const struct native_set *n)
 {
 	size_t i;
 
 	for (i = 0; i < n->nr; i++) {
-		const struct elf_native_ext *e = &n->exts[i];
+		const struct native_ext *e = &n->exts[i];
 		struct buf title = BUF_INIT, ev = BUF_INIT, fix = BUF_INIT;
 		struct elf_totals all;
 
@@ -280,7 +239,7 @@ static void note_unstripped(struct strip_state *st, const struct elf_facts *f, c
 	}
 }
 
-static void unstripped_findings(struct profile *p, struct elf_native *n)
+static void unstripped_findings(struct profile *p, const struct native_set *n)
 {
 	struct buf title = BUF_INIT, fix = BUF_INIT;
 	struct strip_state st;
@@ -294,7 +253,7 @@ static void unstripped_findings(struct profile *p, struct elf_native *n)
 		note_unstripped(&st, n->py.lib_facts, "libpython", NULL);
 	}
 	for (i = 0; i < n->nr; i++) {
-		const struct elf_native_ext *e = &n->exts[i];
+		const struct native_ext *e = &n->exts[i];
 
 		for (j = 0; j < e->tree.nr; j++)
 			if (!e->tree.libs[j].preloaded)
@@ -319,13 +278,13 @@ static void unstripped_findings(struct profile *p, struct elf_native *n)
 	buf_release(&fix);
 }
 
-static void dup_findings_for(struct profile *p, struct elf_native *n, size_t run, size_t proc)
+static void dup_findings_for(struct profile *p, const struct native_set *n, size_t run, size_t proc)
 {
 	struct dup_obj *objs = NULL;
 	size_t nr = 0, alloc = 0, i, j, k;
 
 	for (i = 0; i < n->nr; i++) {
-		const struct elf_native_ext *e = &n->exts[i];
+		const struct native_ext *e = &n->exts[i];
 
 		if (e->run != run || e->proc != proc)
 			continue;
@@ -408,124 +367,23 @@ static void render_subtree(const struct elf_tree *t, size_t node, const char *in
 		}
 }
 
-static void ext_to_json(const struct elf_native_ext *e, struct buf *out)
-{
-	buf_adds(out, "{\"run\":");
-	buf_add_i64(out, (int64_t)e->run);
-	buf_adds(out, ",\"proc\":");
-	buf_add_i64(out, (int64_t)e->proc);
-	buf_adds(out, ",\"node\":");
-	buf_add_i64(out, e->node);
-	buf_adds(out, ",\"module\":");
-	buf_add_json_str(out, e->module, strlen(e->module));
-	buf_adds(out, ",\"file\":");
-	buf_add_json_str(out, e->file, strlen(e->file));
-	buf_adds(out, ",\"load_us\":");
-	buf_add_i64(out, e->load_us);
-	buf_adds(out, ",\"error\":");
-	if (e->error)
-		buf_add_json_str(out, e->error, strlen(e->error));
-	else
-		buf_adds(out, "null");
-	buf_adds(out, ",\"tree\":");
-	elf_tree_to_json(&e->tree, out);
-	buf_addch(out, '}');
-}
-
-static char *jdup(json_t *o, const char *key)
-{
-	const char *s = json_string_value(json_object_get(o, key));
-
-	return s ? xstrdup(s) : NULL;
-}
-
-static const char *how_const(const char *s)
-{
-	static const char *const hows[] = { "root", "rpath", "runpath", "LD_LIBRARY_PATH",
-					    "ld.so.cache", "default", "path", "loaded" };
-	size_t i;
-
-	for (i = 0; s && i < ARRAY_SIZE(hows); i++)
-		if (!strcmp(s, hows[i]))
-			return hows[i];
-	return NULL;
-}
-
-static int tree_from_json(struct elf_native *n, json_t *arr, struct elf_tree *t, struct buf *err)
-{
-	size_t i;
-
-	for (i = 0; i < json_array_size(arr); i++) {
-		json_t *o = json_array_get(arr, i), *facts;
-		struct elf_lib *l;
-		json_int_t parent;
-
-		if (!json_is_object(o) || !json_string_value(json_object_get(o, "name"))) {
-			buf_addf(err, "bad native JSON: tree entry %zu has no name", i);
-			return -1;
-		}
-		parent = json_integer_value(json_object_get(o, "parent"));
-		if (i == 0 ? parent != -1 : (parent < 0 || (size_t)parent >= i)) {
-			buf_addf(err, "bad native JSON: tree entry %zu has a bad parent", i);
-			return -1;
-		}
-		ALLOC_GROW(t->libs, t->nr + 1, t->alloc);
-		l = &t->libs[t->nr++];
-		memset(l, 0, sizeof(*l));
-		l->name = jdup(o, "name");
-		l->path = jdup(o, "path");
-		l->how = how_const(json_string_value(json_object_get(o, "how")));
-		l->parent = (int)parent;
-		l->depth = i ? t->libs[parent].depth + 1 : 0;
-		l->preloaded = json_is_true(json_object_get(o, "preloaded"));
-		l->error = jdup(o, "error");
-		facts = json_object_get(o, "facts");
-		if (json_is_object(facts)) {
-			char *text = json_dumps(facts, JSON_COMPACT);
-			struct elf_facts *f = xmalloc(sizeof(*f));
-
-			elf_facts_init(f);
-			if (!text || elf_facts_from_json(text, strlen(text), f, err)) {
-				free(text);
-				free(f);
-				return -1;
-			}
-			free(text);
-			ALLOC_GROW(n->owned, n->nr_owned + 1, n->alloc_owned);
-			n->owned[n->nr_owned++] = f;
-			l->facts = f;
-		}
-	}
-	if (!t->nr || !t->libs[0].facts) {
-		/* A root without facts is only valid with an error; keep the tree empty. */
-		elf_tree_release(t);
-	}
-	return 0;
-}
-
 static void rule_heavy(struct profile *p)
 {
-	struct elf_native *n = elf_native_get(p);
-
-	if (n)
-		heavy_findings(p, n);
+	if (p->native.annotated)
+		heavy_findings(p, &p->native);
 }
 
 static void rule_unstripped(struct profile *p)
 {
-	struct elf_native *n = elf_native_get(p);
-
-	if (n)
-		unstripped_findings(p, n);
+	if (p->native.annotated)
+		unstripped_findings(p, &p->native);
 }
 
 static void rule_duplicate(struct profile *p)
 {
-	struct elf_native *n = elf_native_get(p);
+	const struct native_set *n = &p->native;
 	size_t i, j;
 
-	if (!n)
-		return;
 	for (i = 0; i < n->nr; i++) {
 		/* Once per (run, proc): the first extension of each process. */
 		for (j = 0; j < i; j++)
@@ -542,37 +400,21 @@ static const struct finding_rule native_rules[] = {
 	{ .id = "native-duplicate-library", .run = rule_duplicate },
 };
 
-struct elf_native *elf_native_get(const struct profile *p)
-{
-	size_t i;
-
-	for (i = 0; i < nr_natives; i++)
-		if (natives[i]->owner == p)
-			return natives[i];
-	return NULL;
-}
-
-void elf_native_forget(const struct profile *p)
-{
-	size_t i;
-
-	for (i = 0; i < nr_natives; i++)
-		if (natives[i]->owner == p) {
-			native_free(natives[i]);
-			natives[i] = natives[--nr_natives];
-			return;
-		}
-}
+const struct finding_rules elf_finding_rules = { native_rules, ARRAY_SIZE(native_rules) };
 
 void elf_annotate_profile(struct profile *p, struct buf *err)
 {
-	struct elf_native *n = native_new(p);
+	struct native_set *n = &p->native;
+	struct elf_resolver resolver;
 	const struct run *run;
 	size_t ri = 0, pi, k;
 
+	native_set_release(n);
+	n->annotated = true;
 	run = measured_run(p, &ri);
 	if (!run)
 		return;
+	elf_resolver_init(&resolver);
 	for (pi = 0; pi < run->nr_procs; pi++) {
 		const struct proc *pr = &run->procs[pi];
 		size_t nr = 0;
@@ -583,24 +425,21 @@ void elf_annotate_profile(struct profile *p, struct buf *err)
 			continue;
 		}
 		/* Each process starts with only the interpreter loaded. */
-		elf_resolver_unload(&n->resolver);
+		elf_resolver_unload(&resolver);
 		if (p->python) {
 			struct buf perr = BUF_INIT;
 
-			if (!elf_python_inspect(&n->resolver, p->python, &n->py, &perr))
+			if (!elf_python_inspect(&resolver, p->python, &n->py, &perr))
 				n->has_python = true;
 			else if (!n->has_python && pi == 0)
 				buf_addf(err, "%s\n", perr.buf);
 			buf_release(&perr);
 		}
 		for (k = 0; k < nr; k++) {
-			struct elf_native_ext *e;
+			struct native_ext *e = native_set_add(n);
 			struct buf eerr = BUF_INIT;
 			int32_t i = nodes[k];
 
-			ALLOC_GROW(n->exts, n->nr + 1, n->alloc);
-			e = &n->exts[n->nr++];
-			memset(e, 0, sizeof(*e));
 			e->run = ri;
 			e->proc = pi;
 			e->node = i;
@@ -608,8 +447,7 @@ void elf_annotate_profile(struct profile *p, struct buf *err)
 			e->file = xstrdup(proc_str(pr, pr->timing[i].file));
 			/* The tracer's own load phase; under a CPU limit its CPU time (profile.h). */
 			e->load_us = node_load_in(pr, i, profile_metric(p));
-			elf_tree_init(&e->tree);
-			if (elf_resolve(&n->resolver, e->file, &e->tree, &eerr)) {
+			if (elf_resolve(&resolver, e->file, &e->tree, &eerr)) {
 				e->error = buf_detach(&eerr, NULL);
 				buf_addf(err, "%s\n", e->error);
 			}
@@ -617,6 +455,9 @@ void elf_annotate_profile(struct profile *p, struct buf *err)
 		}
 		free(nodes);
 	}
+	/* The profile keeps the facts; the resolver's caches go. */
+	elf_resolver_detach_facts(&resolver, &n->facts);
+	elf_resolver_release(&resolver);
 }
 
 void elf_render_facts_line(const struct elf_facts *f, struct buf *out)
@@ -674,12 +515,12 @@ void elf_render_needs_summary(const struct elf_tree *t, size_t max, struct buf *
 
 void elf_report_section(const struct profile *p, struct buf *out)
 {
-	const struct elf_native *n = elf_native_get(p);
+	const struct native_set *n = &p->native;
 	size_t *order, i;
 	int64_t total = 0;
 	bool any_time = false;
 
-	if (!n || (!n->nr && !n->has_python))
+	if (!n->annotated || (!n->nr && !n->has_python))
 		return;
 	buf_adds(out, "\nNative extensions\n");
 	if (n->has_python) {
@@ -708,7 +549,7 @@ void elf_report_section(const struct profile *p, struct buf *out)
 	buf_adds(out, "\n");
 	order = exts_by_load(n);
 	for (i = 0; i < n->nr; i++) {
-		const struct elf_native_ext *e = &n->exts[order[i]];
+		const struct native_ext *e = &n->exts[order[i]];
 		struct buf t = BUF_INIT;
 
 		if (e->load_us != UNKNOWN)
@@ -738,101 +579,4 @@ void elf_report_section(const struct profile *p, struct buf *out)
 		buf_addch(out, '\n');
 	}
 	free(order);
-}
-
-void elf_findings(struct profile *p)
-{
-	size_t i;
-
-	for (i = 0; i < ARRAY_SIZE(native_rules); i++)
-		native_rules[i].run(p);
-}
-
-void elf_register_findings(void)
-{
-	size_t i;
-
-	for (i = 0; i < ARRAY_SIZE(native_rules); i++)
-		findings_register(&native_rules[i]);
-}
-
-void elf_native_to_json(const struct profile *p, struct buf *out)
-{
-	const struct elf_native *n = elf_native_get(p);
-	size_t i;
-
-	if (!n) {
-		buf_adds(out, "null");
-		return;
-	}
-	buf_adds(out, "{\"python\":");
-	if (n->has_python)
-		elf_python_to_json(&n->py, out);
-	else
-		buf_adds(out, "null");
-	buf_adds(out, ",\"extensions\":[");
-	for (i = 0; i < n->nr; i++) {
-		if (i)
-			buf_addch(out, ',');
-		ext_to_json(&n->exts[i], out);
-	}
-	buf_adds(out, "]}");
-}
-
-int elf_native_from_json(struct profile *p, const char *text, size_t len, struct buf *err)
-{
-	json_error_t jerr;
-	json_t *root = json_loadb(text, len, 0, &jerr), *exts;
-	struct elf_native *n = NULL;
-	size_t i;
-	int ret = -1;
-
-	if (!root) {
-		buf_addf(err, "bad native JSON at line %d: %s", jerr.line, jerr.text);
-		goto out;
-	}
-	if (json_is_null(root)) {
-		elf_native_forget(p);
-		ret = 0;
-		goto out;
-	}
-	exts = json_object_get(root, "extensions");
-	if (!json_is_object(root) || !json_is_array(exts)) {
-		buf_adds(err, "bad native JSON: no \"extensions\" array");
-		goto out;
-	}
-	n = native_new(p);
-	for (i = 0; i < json_array_size(exts); i++) {
-		json_t *o = json_array_get(exts, i);
-		struct elf_native_ext *e;
-		json_t *lu = json_object_get(o, "load_us");
-
-		if (!json_is_object(o) || !json_string_value(json_object_get(o, "module")) ||
-		    !json_string_value(json_object_get(o, "file"))) {
-			buf_addf(err, "bad native JSON: extension %zu has no module or file", i);
-			goto out;
-		}
-		ALLOC_GROW(n->exts, n->nr + 1, n->alloc);
-		e = &n->exts[n->nr++];
-		memset(e, 0, sizeof(*e));
-		elf_tree_init(&e->tree);
-		e->run = (size_t)json_integer_value(json_object_get(o, "run"));
-		e->proc = (size_t)json_integer_value(json_object_get(o, "proc"));
-		e->node = (int32_t)json_integer_value(json_object_get(o, "node"));
-		e->module = jdup(o, "module");
-		e->file = jdup(o, "file");
-		e->load_us = json_is_integer(lu) ? json_integer_value(lu) : UNKNOWN;
-		e->error = jdup(o, "error");
-		if (tree_from_json(n, json_object_get(o, "tree"), &e->tree, err))
-			goto out;
-		if (!e->tree.nr && !e->error)
-			e->error = xstrdup("no facts recorded");
-	}
-	ret = 0;
-out:
-	if (ret && n)
-		elf_native_forget(p);
-	if (root)
-		json_decref(root);
-	return ret;
 }

@@ -7,11 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_RULES 32
 #define LIST_MAX 5 /* modules named in one evidence line */
-
-static const struct finding_rule *extra_rules[MAX_RULES];
-static size_t nr_extra_rules;
 
 static const char *python_of(const struct profile *p)
 {
@@ -706,6 +702,8 @@ static const struct finding_rule builtin_rules[] = {
 	{ .id = "failed-imports", .run = rule_failed },
 };
 
+const struct finding_rules findings_builtin = { builtin_rules, ARRAY_SIZE(builtin_rules) };
+
 static void drop_findings(struct profile *p, const char *id)
 {
 	size_t i, w = 0;
@@ -752,28 +750,14 @@ void finding_add(struct profile *p, const char *id, const char *severity, const 
 	profile_add_finding(p, &f);
 }
 
-void findings_register(const struct finding_rule *rule)
+void findings_run(struct profile *p, const struct finding_rules *const *tables)
 {
-	size_t i;
+	size_t t, i;
 
-	for (i = 0; i < nr_extra_rules; i++)
-		if (extra_rules[i] == rule)
-			return;
-	if (nr_extra_rules == MAX_RULES)
-		BUG("more than %d registered finding rules", MAX_RULES);
-	extra_rules[nr_extra_rules++] = rule;
-}
-
-void findings_run(struct profile *p)
-{
-	size_t i;
-
-	for (i = 0; i < ARRAY_SIZE(builtin_rules); i++)
-		drop_findings(p, builtin_rules[i].id);
-	for (i = 0; i < nr_extra_rules; i++)
-		drop_findings(p, extra_rules[i]->id);
-	for (i = 0; i < ARRAY_SIZE(builtin_rules); i++)
-		builtin_rules[i].run(p);
-	for (i = 0; i < nr_extra_rules; i++)
-		extra_rules[i]->run(p);
+	for (t = 0; tables[t]; t++)
+		for (i = 0; i < tables[t]->nr; i++)
+			drop_findings(p, tables[t]->v[i].id);
+	for (t = 0; tables[t]; t++)
+		for (i = 0; i < tables[t]->nr; i++)
+			tables[t]->v[i].run(p);
 }

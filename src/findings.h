@@ -13,19 +13,21 @@ struct finding_rule {
 	void (*run)(struct profile *p);
 };
 
-/*
- * Runs every rule (built-in first, then registered ones in order) over p.
- * Findings with a rule's id that p already holds are dropped first, so
- * running it again after a change does not duplicate them.
- */
-void findings_run(struct profile *p);
+/* A table of rules, e.g. the built-in ones below or the native-extension ones. */
+struct finding_rules {
+	const struct finding_rule *v;
+	size_t nr;
+};
+
+/* The rules of this file (docs/findings.md). */
+extern const struct finding_rules findings_builtin;
 
 /*
- * Adds a rule, e.g. the native-extension rules of another module.  The
- * struct is borrowed and must outlive every findings_run call; registering
- * the same struct twice has no effect.
+ * Runs the rules of every table in tables (NULL-terminated), in order, over
+ * p.  Findings with a rule's id that p already holds are dropped first, so
+ * running it again after a change does not duplicate them.
  */
-void findings_register(const struct finding_rule *rule);
+void findings_run(struct profile *p, const struct finding_rules *const *tables);
 
 /*
  * For rules: adds one finding.  title, evidence and fix are copied; module

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 
+#include "it_lexer.h" /* it_read_fn */
 #include "profile.h"
 
 struct it_warning {
@@ -42,12 +43,6 @@ void it_feed(struct it_parser *ps, const char *data, size_t len, struct buf *pas
  * each process's first_root/last_root.  Call once, before reading the run.
  */
 void it_finish(struct it_parser *ps, struct buf *passthrough);
-
-/*
- * A read(2)-like source: up to len bytes into buf, 0 at the end, -1 on error.
- * Called from another thread than it_feed_from's caller.
- */
-typedef long (*it_read_fn)(void *ctx, char *buf, size_t len);
 
 /*
  * Feeds a whole stream from read.  With more than one CPU (see

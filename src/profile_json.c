@@ -5,7 +5,6 @@
  */
 #include "profile.h"
 
-#include "elf_report.h"
 #include "parallel.h"
 
 #include <errno.h>
@@ -530,7 +529,7 @@ static void write_profile(struct jw *w, const struct profile *p)
 	jw_close(w, ']');
 	buf_addch(w->out, ',');
 	jw_key(w, "native");
-	elf_native_to_json(p, w->out);
+	native_set_to_json(&p->native, w->out);
 	jw_close(w, '}');
 	buf_addch(w->out, '\n');
 }
@@ -856,7 +855,7 @@ static int read_profile(struct profile *p, json_t *root, struct buf *err)
 		char *text = json_dumps(v, JSON_COMPACT);
 		struct buf nerr = BUF_INIT;
 
-		if (!text || elf_native_from_json(p, text, strlen(text), &nerr) < 0)
+		if (!text || native_set_from_json(&p->native, text, strlen(text), &nerr) < 0)
 			profile_add_warning(p, 0, "native extension facts not restored: %s",
 					    nerr.len ? nerr.buf : "out of memory");
 		free(text);

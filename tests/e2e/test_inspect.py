@@ -87,8 +87,9 @@ def test_help(coldstart):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--bogus"], "unknown option '--bogus' for inspect"),
-    (["--python"], "--python needs a path"),
+    (["--bogus"], "unknown option '--bogus'"),
+    (["--python"], "option '--python' needs a value (PATH)"),
+    (["--python="], "--python needs a path"),
     (["--no-python", "_ssl"], "module names need an interpreter"),
     (["--python", DEBIAN_PYTHON, "--no-python", "x.so"], "cannot be used together"),
     (["--profile", "p.json", "_ssl"], "--profile takes no MODULE"),
@@ -97,6 +98,7 @@ def test_usage_errors(coldstart, args, message):
     r = coldstart("inspect", *args)
     assert r.returncode == 2
     assert message in r.stderr
+    assert "Try 'coldstart inspect --help'." in r.stderr
     assert r.stdout == ""
 
 
@@ -294,6 +296,29 @@ def test_profile_native_section(coldstart, tmp_path):
     report = coldstart("report", out).stdout
     if "Native extensions" in report:
         assert "numpy.core._multiarray_umath" in report
+
+
+def native_section(report):
+    """The "Native extensions" section of a text report, up to the next blank line."""
+    m = re.search(r"^Native extensions\n(?:.+\n)*", report, re.M)
+    return m.group(0) if m else None
+
+
+def test_saved_report_keeps_native_section(coldstart, tmp_path):
+    """`report` of a saved profile shows the native section the live report showed, interpreter line included."""
+    out = tmp_path / "ssl.json"
+    r = coldstart("profile", "--python", DEBIAN_PYTHON, "-q", "--color", "never", "-o", out,
+                  "-c", "import ssl, _ctypes")
+    assert r.returncode == 0, r.stderr
+    live = native_section(r.stdout)
+    assert live, r.stdout
+    assert re.search(r"^  interpreter /\S+: Python 3\.11\.\d+, libpython static$", live, re.M), live
+    assert re.search(r"^\s+\S+ (us|ms)  _ssl: .* relocs; needs libssl\.so\.3 \(", live, re.M), live
+    saved = coldstart("report", "--color", "never", out)
+    assert saved.returncode == 0, saved.stderr
+    assert native_section(saved.stdout) == live
+    doc = json.loads(out.read_text())
+    assert doc["native"]["python"]["exe_facts"]["defines_python"] is True
 
 
 def test_resolution_matches_ldd_for_every_debian_extension(coldstart):

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "elf_json.h"
+#include "elf_ldcache.h"
 #include "elffile.h"
 #include "util.h"
 

@@ -17,8 +17,13 @@
 #include <unistd.h>
 
 #include "elf_report.h"
+#include "elf_json.h"
+#include "elf_ldcache.h"
+#include "elf_python.h"
+#include "elf_resolve.h"
 #include "elffile.h"
 #include "profile.h"
+#include "pyversion.h"
 #include "util.h"
 
 #define DEBIAN_PYTHON "/usr/bin/python3"
@@ -699,6 +704,8 @@ static char *build_unstripped(const char *dir)
 	return path.buf ? buf_detach(&path, NULL) : NULL;
 }
 
+static const struct finding_rules *const native_rules[] = { &elf_finding_rules, NULL };
+
 static int32_t add_native(struct proc *pr, const char *name, const char *file, int64_t load_us,
 			  int64_t start_ns)
 {
@@ -762,7 +769,7 @@ static void test_profile_section_and_findings(void **state)
 	assert_true(strstr(out.buf, "_ssl") < strstr(out.buf, "pkg_a._root"));
 	assert_null(strstr(out.buf, "nofile"));
 
-	elf_findings(&p);
+	findings_run(&p, native_rules);
 	fd = find_finding(&p, "native-heavy-load", 0);
 	assert_non_null(fd);
 	assert_string_equal(fd->module, "_ssl");
@@ -785,29 +792,40 @@ static void test_profile_section_and_findings(void **state)
 	}
 
 	/* JSON out and back gives the same JSON and the same section. */
-	elf_native_to_json(&p, &json);
+	native_set_to_json(&p.native, &json);
 	{
 		struct profile q;
 		struct buf out2 = BUF_INIT;
 
 		profile_init(&q);
-		assert_int_equal(elf_native_from_json(&q, json.buf, json.len, &err), 0);
-		elf_native_to_json(&q, &json2);
-		/* The interpreter is not read back; the extensions are. */
-		assert_non_null(strstr(json2.buf, "\"extensions\":["));
-		assert_string_equal(strstr(json.buf, "\"extensions\":"),
-				    strstr(json2.buf, "\"extensions\":"));
+		assert_int_equal(native_set_from_json(&q.native, json.buf, json.len, &err), 0);
+		native_set_to_json(&q.native, &json2);
+		/* The interpreter is read back too: the saved report shows what the live one did. */
+		assert_string_equal(json.buf, json2.buf);
 		elf_report_section(&q, &out2);
+		assert_string_equal(out.buf, out2.buf);
 		assert_non_null(strstr(out2.buf, "12.0 ms  _ssl: "));
-		assert_int_equal(elf_native_from_json(&q, "{\"extensions\":[{}]}", 19, &err), -1);
-		assert_null(elf_native_get(&q));
-		elf_native_forget(&q);
+		assert_int_equal(native_set_from_json(&q.native, "{\"extensions\":[{}]}", 19, &err), -1);
+		assert_false(q.native.annotated);
+		assert_int_equal(q.native.nr, 0);
+		buf_reset(&err);
+		assert_int_equal(native_set_from_json(&q.native, "null", 4, &err), 0);
+		assert_false(q.native.annotated);
+		buf_reset(&out2);
+		native_set_to_json(&q.native, &out2);
+		assert_string_equal(out2.buf, "null");
 		profile_release(&q);
 		buf_release(&out2);
 	}
-	elf_native_forget(&p);
-	assert_null(elf_native_get(&p));
+	/* Annotating again replaces the facts, and the profile frees them. */
+	buf_reset(&err);
+	elf_annotate_profile(&p, &err);
+	assert_string_equal(err.buf, "");
+	buf_reset(&json2);
+	native_set_to_json(&p.native, &json2);
+	assert_string_equal(json.buf, json2.buf);
 	profile_release(&p);
+	assert_false(p.native.annotated);
 	if (fat) {
 		struct buf cmd = BUF_INIT, o = BUF_INIT;
 
@@ -878,12 +896,11 @@ static void test_unstripped_interpreter(void **state)
 	buf_reset(&err);
 	elf_annotate_profile(&p, &err);
 	assert_string_equal(err.buf, "");
-	elf_findings(&p);
+	findings_run(&p, native_rules);
 	fd = find_finding(&p, "native-unstripped", 0);
 	assert_non_null(fd);
 	assert_non_null(strstr(fd->evidence, "libpython ("));
 	assert_non_null(strstr(fd->evidence, py.libpython));
-	elf_native_forget(&p);
 	profile_release(&p);
 	free(ctypes);
 out:
@@ -893,6 +910,40 @@ out:
 	buf_release(&err);
 	buf_release(&out);
 	buf_release(&cmd);
+}
+
+/* The version finders over bytes, as the linker and distributions lay them out. */
+static void test_pyversion(void **state)
+{
+	static const char merged[] = "GCC: (Debian 12.2.0-14)\0/build/Python-3.13.0\0x";
+	static const char several[] = "3.9.1\0libpython3.11.so.1.0\0" "3.11.2+\0";
+	static const char lone[] = "abc\0" "3.12.0rc1\0";
+	static const char none[] = "3.x\0" "1.2.3\0" "3.11.\0";
+	char mm[16], small[4];
+	char *v;
+
+	assert_true(pyversion_major_minor("libpython3.11.so.1.0", 20, mm, sizeof(mm)));
+	assert_string_equal(mm, "3.11");
+	assert_true(pyversion_major_minor("_ssl.cpython-313-x86_64-linux-gnu.so", 36, mm, sizeof(mm)));
+	assert_string_equal(mm, "3.13");
+	assert_false(pyversion_major_minor("libpython3.11.so", 16, small, sizeof(small)));
+	assert_false(pyversion_major_minor("libfoo.so.3", 11, mm, sizeof(mm)));
+	/* A version merged into the tail of a longer string, picked by the soname. */
+	v = pyversion_find(merged, sizeof(merged), "libpython3.13.so.1.0");
+	assert_string_equal(v, "3.13.0");
+	free(v);
+	/* Several candidates: the major.minor the data names elsewhere picks one. */
+	v = pyversion_find(several, sizeof(several), NULL);
+	assert_string_equal(v, "3.11.2+");
+	free(v);
+	v = pyversion_find(lone, sizeof(lone), NULL);
+	assert_string_equal(v, "3.12.0rc1");
+	free(v);
+	assert_null(pyversion_find(none, sizeof(none), NULL));
+	/* Named, but no full version: the major.minor alone. */
+	v = pyversion_find(none, sizeof(none), "libpython3.10.so");
+	assert_string_equal(v, "3.10");
+	free(v);
 }
 
 int main(void)
@@ -911,6 +962,7 @@ int main(void)
 		cmocka_unit_test(test_json_roundtrip),
 		cmocka_unit_test(test_profile_section_and_findings),
 		cmocka_unit_test(test_unstripped_interpreter),
+		cmocka_unit_test(test_pyversion),
 	};
 	char *here = realpath(__FILE__, NULL);
 

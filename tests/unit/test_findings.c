@@ -16,6 +16,8 @@
 #include "profile.h"
 #include "util.h"
 
+static const struct finding_rules *const builtin[] = { &findings_builtin, NULL };
+
 static struct proc *new_proc(struct profile *p, struct run **run)
 {
 	struct proc *pr;
@@ -97,10 +99,9 @@ static void test_side_effects(void **state)
 	event(pr, -1, "subprocess.Popen", "['ls']"); /* top-level code, not an import */
 	event(pr, app, "open", "r:/x.py"); /* a read */
 	event(pr, app, "open", "w:/dev/null"); /* subprocess.DEVNULL: nothing is written */
-	findings_run(&p);
+	findings_run(&p, builtin);
 
 	assert_int_equal(count(&p, "import-side-effect"), 3);
-	assert_int_equal(proc_find(pr, "app") >= 0, 1);
 	for (size_t i = 0; i < p.nr_findings; i++)
 		assert_true(!p.findings[i].module || strcmp(p.findings[i].module, "app"));
 	f = get(&p, "import-side-effect", "app.net");
@@ -137,7 +138,7 @@ static void test_compiled(void **state)
 	pr->timing[sub].compile_ns = 2000000;
 	pr->nodes[top].flags |= NODE_COMPILED;
 	pr->timing[top].file = proc_intern(pr, "/srv/app/top.py", 15);
-	findings_run(&p);
+	findings_run(&p, builtin);
 
 	assert_int_equal(count(&p, "compiled-at-startup"), 1);
 	f = get(&p, "compiled-at-startup", NULL);
@@ -164,7 +165,7 @@ static void test_heavy(void **state)
 	(void)np;
 	(void)own;
 	pr->nodes[site].flags |= NODE_STARTUP;
-	findings_run(&p);
+	findings_run(&p, builtin);
 
 	f = get(&p, "heavy-import", "numpy");
 	assert_int_equal(f->cost_us, 60000);
@@ -209,7 +210,7 @@ static void test_finders_long_path(void **state)
 	const struct finding *f;
 
 	finders_profile(&p, 60, 400000, 0, "25 entries: /a:/b");
-	findings_run(&p);
+	findings_run(&p, builtin);
 	f = get(&p, "slow-finders", NULL);
 	assert_int_equal(f->cost_us, 24000);
 	assert_non_null(strstr(f->evidence, "24.0 ms (39% of"));
@@ -227,7 +228,7 @@ static void test_finders_failing(void **state)
 	const struct finding *f;
 
 	finders_profile(&p, 60, 400000, 40, "6 entries: /a");
-	findings_run(&p);
+	findings_run(&p, builtin);
 	f = get(&p, "slow-finders", NULL);
 	assert_non_null(strstr(f->evidence, "40 failed lookups took 16.0 ms"));
 	assert_non_null(strstr(f->fix, "40 imports failed"));
@@ -245,12 +246,12 @@ static void test_finders_ordinary(void **state)
 	struct proc *pr;
 
 	finders_profile(&p, 300, 90000, 2, "6 entries: /a");
-	findings_run(&p);
+	findings_run(&p, builtin);
 	assert_int_equal(count(&p, "slow-finders"), 0);
 	profile_release(&p);
 	pr = finders_profile(&p, 20, 50000, 0, "6 entries: /a");
 	pr->timing[proc_find(pr, "pkg.m3")].find_ns = 30000000;
-	findings_run(&p);
+	findings_run(&p, builtin);
 	assert_int_equal(count(&p, "slow-finders"), 0);
 	profile_release(&p);
 }
@@ -264,7 +265,7 @@ static void test_finders_few(void **state)
 	int32_t slow = proc_find(pr, "pkg.m7");
 
 	pr->timing[slow].find_ns = 30000000;
-	findings_run(&p);
+	findings_run(&p, builtin);
 	f = get(&p, "slow-finders", NULL);
 	assert_non_null(strstr(f->evidence, "the slowest: 'pkg.m7' 30.0 ms"));
 	assert_non_null(strstr(f->fix, "'pkg.m7' first"));
@@ -294,7 +295,7 @@ static void test_heavy_per_process(void **state)
 		add(w, k, "flask", KIND_THIRDPARTY, 1000, 49900);
 	}
 	m = &run->procs[0];
-	findings_run(&p);
+	findings_run(&p, builtin);
 	assert_int_equal(count(&p, "heavy-import"), 3);
 	f = get(&p, "heavy-import", "gunicorn.app");
 	assert_non_null(strstr(f->title, "of the target's import time"));
@@ -320,7 +321,7 @@ static void test_heavy_after_ready(void **state)
 	pr->timing[a].start_ns = 10000000;
 	pr->timing[b].start_ns = 500000000;
 	run->ready_us = 200000; /* ready 200 ms after exec; "late" starts at 500 ms */
-	findings_run(&p);
+	findings_run(&p, builtin);
 	assert_int_equal(count(&p, "heavy-import"), 1);
 	get(&p, "heavy-import", "early");
 	assert_true(node_after_ready(pr, b, run_ready_ns(run)));
@@ -347,7 +348,7 @@ static void test_heavy_cpu_under_limit(void **state)
 	assert_int_equal(profile_metric(&p), METRIC_CPU);
 	assert_int_equal(node_self_in(pr, b, METRIC_CPU), 50000);
 	assert_int_equal(proc_import_total_in(pr, false, METRIC_CPU), 92000);
-	findings_run(&p);
+	findings_run(&p, builtin);
 	assert_int_equal(count(&p, "heavy-import"), 1);
 	f = get(&p, "heavy-import", "pandas");
 	assert_int_equal(f->cost_us, 90000);
@@ -370,7 +371,7 @@ static void test_config_rejected(void **state)
 	pr->nodes[app].flags |= NODE_FAILED;
 	event(pr, settings, "import.failed", "SystemExit");
 	event(pr, app, "import.failed", "SystemExit");
-	findings_run(&p);
+	findings_run(&p, builtin);
 	f = get(&p, "config-rejected", "app.settings");
 	assert_string_equal(f->severity, "error");
 	assert_non_null(strstr(f->evidence, "status 78 (EX_CONFIG) in 1 of 1 run"));
@@ -381,7 +382,7 @@ static void test_config_rejected(void **state)
 	pr = new_proc(&p, &run);
 	add(pr, -1, "app", KIND_APP, 100, 100);
 	run->exit_code = 1;
-	findings_run(&p);
+	findings_run(&p, builtin);
 	assert_int_equal(count(&p, "config-rejected"), 0);
 	profile_release(&p);
 }
@@ -402,7 +403,7 @@ static void test_oom(void **state)
 	pr->nodes[a].flags |= NODE_OPEN;
 	pr->nodes[b].flags |= NODE_OPEN;
 	pr->timing[b].rss_start_kb = 30 * 1024;
-	findings_run(&p);
+	findings_run(&p, builtin);
 	f = get(&p, "oom-during-import", "pandas");
 	assert_string_equal(f->severity, "error");
 	assert_non_null(strstr(f->evidence, "limit 64.0 MiB"));
@@ -414,7 +415,7 @@ static void test_oom(void **state)
 	pr = new_proc(&p, &run);
 	add(pr, -1, "app", KIND_APP, 100, 100);
 	run->status = RUN_OOM;
-	findings_run(&p);
+	findings_run(&p, builtin);
 	assert_non_null(strstr(get(&p, "oom-during-import", NULL)->evidence, "no trace"));
 	profile_release(&p);
 }
@@ -430,7 +431,7 @@ static void test_failed_imports(void **state)
 
 	pr->nodes[x].flags |= NODE_FAILED;
 	pr->nodes[sc].flags |= NODE_FAILED;
-	findings_run(&p);
+	findings_run(&p, builtin);
 	assert_int_equal(count(&p, "failed-imports"), 1);
 	assert_non_null(strstr(get(&p, "failed-imports", NULL)->evidence, "'ujson' raised"));
 	assert_null(strstr(get(&p, "failed-imports", NULL)->evidence, "sitecustomize"));
@@ -445,13 +446,13 @@ static void test_clean_profile_is_quiet(void **state)
 	int32_t app = add(pr, -1, "app", KIND_APP, 1000, 3000);
 
 	add(pr, app, "json", KIND_STDLIB, 2000, 2000);
-	findings_run(&p);
+	findings_run(&p, builtin);
 	assert_int_equal(p.nr_findings, 0);
 	profile_release(&p);
 
 	/* No runs at all. */
 	profile_init(&p);
-	findings_run(&p);
+	findings_run(&p, builtin);
 	assert_int_equal(p.nr_findings, 0);
 	profile_release(&p);
 }
@@ -465,10 +466,10 @@ static void test_rerun_does_not_duplicate(void **state)
 	size_t n;
 
 	event(pr, app, "time.sleep", "1");
-	findings_run(&p);
+	findings_run(&p, builtin);
 	n = p.nr_findings;
 	assert_true(n >= 1);
-	findings_run(&p);
+	findings_run(&p, builtin);
 	assert_int_equal(p.nr_findings, n);
 	profile_release(&p);
 }
@@ -481,20 +482,44 @@ static void custom_rule(struct profile *p)
 	finding_add(p, "custom-rule", "info", "m", UNKNOWN, "title", "evidence", "fix");
 }
 
-static const struct finding_rule custom = { .id = "custom-rule", .run = custom_rule };
+static const struct finding_rule custom_rule_v[] = { { .id = "custom-rule", .run = custom_rule } };
+static const struct finding_rules custom = { custom_rule_v, ARRAY_SIZE(custom_rule_v) };
 
-static void test_register(void **state)
+/* Tables run in order, each rule once per call, and a second call replaces what the first added. */
+static void test_tables(void **state)
 {
+	const struct finding_rules *const both[] = { &findings_builtin, &custom, NULL };
+	const struct finding_rules *const alone[] = { &custom, NULL };
 	struct profile p;
 	struct run *run;
+	size_t i;
 
 	new_proc(&p, &run);
-	findings_register(&custom);
-	findings_register(&custom);
-	findings_run(&p);
-	findings_run(&p);
+	run->status = RUN_EXITED;
+	run->exit_code = EX_CONFIG_STATUS;
+	custom_calls = 0;
+	findings_run(&p, both);
+	findings_run(&p, both);
 	assert_int_equal(custom_calls, 2);
 	assert_int_equal(count(&p, "custom-rule"), 1);
+	assert_int_equal(count(&p, "config-rejected"), 1);
+	/* The built-in finding comes first: its table runs first. */
+	assert_string_equal(p.findings[p.nr_findings - 1].id, "custom-rule");
+	/* A table alone touches only its own findings. */
+	findings_run(&p, alone);
+	assert_int_equal(custom_calls, 3);
+	assert_int_equal(count(&p, "custom-rule"), 1);
+	assert_int_equal(count(&p, "config-rejected"), 1);
+	/* An empty list runs nothing. */
+	{
+		const struct finding_rules *const none[] = { NULL };
+		size_t before = p.nr_findings;
+
+		findings_run(&p, none);
+		assert_int_equal(p.nr_findings, before);
+	}
+	for (i = 0; i < findings_builtin.nr; i++)
+		assert_non_null(findings_builtin.v[i].id);
 	profile_release(&p);
 }
 
@@ -516,7 +541,7 @@ int main(void)
 		cmocka_unit_test(test_failed_imports),
 		cmocka_unit_test(test_clean_profile_is_quiet),
 		cmocka_unit_test(test_rerun_does_not_duplicate),
-		cmocka_unit_test(test_register),
+		cmocka_unit_test(test_tables),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,244 @@
+// Captures real CPython 3.14 `-X importtime` output for the parser's golden
+// fixtures.  No 3.14 interpreter exists on these machines, but CPython 3.14
+// compiled to WebAssembly does (the pyodide package): PYTHONPROFILEIMPORTTIME
+// in its environment turns the option on, and what the interpreter writes to
+// stderr reaches the callback below line by line, start-up included.
+//
+// Besides each log it writes what CPython knew when it printed each row: the
+// import nesting level (import.c prints a row with "%*s" in a field of
+// 2 * import_level).  A cached row (-X importtime=2) whose name fills its
+// field carries no padding, so the log alone cannot say how deep it is; the
+// level is read here from the interpreter's memory while the row is being
+// printed.  The address of import_level is found by a first run: the one
+// int32 whose value equals every ordinary row's printed depth at the moment
+// that row is printed.  Every capture then checks that value again on every
+// ordinary row and stops if one disagrees.
+//
+// Usage, from the repository root (node 18 or later, network for npm ci):
+//   cd tests/cpython314 && npm ci && node capture.mjs
+// It rewrites tests/fixtures/importtime/py3.14*.log and .depths; then
+//   make build/tests/test_importtime && IT_UPDATE_GOLDEN=1 build/tests/test_importtime
+// rewrites the .tree files (review them with git diff).  The suite reads only
+// the committed files and never needs this directory's node_modules.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { loadPyodide, version } from "pyodide";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const outDir = path.resolve(here, "../fixtures/importtime");
+const ROW = /^import time: +(-?\d+|cached) +\| +(-?\d+|cached) +\| (.*)$/;
+const IMPORTS = "import json, asyncio, xml.dom.minidom";
+
+// A small application: short names nested deep, so that cached rows are
+// padded (their depth is printed) as well as unpadded, next to the cases the
+// tree builder must get right: `from . import`, a package's parent already
+// loaded, a failed import, importlib.import_module (no row of its own), a
+// circular import, and a cached row followed by a fresh import beside it.
+const APP = {
+  "app.py": [
+    "import sys, os",
+    "import p",
+    "import p.q.r",
+    "from p import s",
+    "import importlib",
+    "importlib.import_module('p.lazy')",
+    "try:",
+    "    import p.missing",
+    "except ImportError:",
+    "    pass",
+    "import cyc_a",
+    "import json",
+    "",
+  ],
+  "p/__init__.py": ["import os", "from . import q", ""],
+  "p/q/__init__.py": ["from .r import f", ""],
+  "p/q/r.py": ["import sys, p.q", "", "def f():", "    return 1", ""],
+  "p/s.py": ["import collections", "import p.t", ""],
+  "p/t.py": ["import os", ""],
+  "p/lazy.py": ["import os", "import p.u", ""],
+  "p/u.py": [""],
+  "cyc_a.py": ["import cyc_b", ""],
+  "cyc_b.py": ["import cyc_a", "import p.q", ""],
+};
+
+const CAPTURES = [
+  {
+    name: "py3.14",
+    what: `-X importtime (PYTHONPROFILEIMPORTTIME=1) of '${IMPORTS}', the standard library on the file system`,
+    level: "1", stdlib: "dir", code: IMPORTS,
+  },
+  {
+    name: "py3.14-importtime2",
+    what: `-X importtime=2 of '${IMPORTS}', the standard library on the file system`,
+    level: "2", stdlib: "dir", code: IMPORTS,
+  },
+  {
+    name: "py3.14-importtime2-zip",
+    what: `-X importtime=2 of '${IMPORTS}', the standard library in a zip (zipimport's own cached rows in every import)`,
+    level: "2", stdlib: "zip", code: IMPORTS,
+  },
+  {
+    name: "py3.14-importtime2-app",
+    what: "-X importtime=2 of 'import app', a small application written for these cases (tests/cpython314/capture.mjs)",
+    level: "2", stdlib: "dir", code: "import app", app: APP,
+  },
+];
+
+// The wasm memory of the interpreter being loaded, caught as it is instantiated.
+let memory = null;
+const instantiate = WebAssembly.instantiate;
+WebAssembly.instantiate = async function (source, imports) {
+  const result = await instantiate.call(this, source, imports);
+  const instance = result.instance || result;
+  for (const v of Object.values(instance.exports))
+    if (v instanceof WebAssembly.Memory) memory = v;
+  return result;
+};
+
+function parseRow(line) {
+  const m = ROW.exec(line);
+  if (!m) return null;
+  const name = m[3].replace(/^ +/, "");
+  return { cached: m[1] === "cached", name, spaces: m[3].length - name.length };
+}
+
+// Extracts the standard library once, so that captures can import it from a
+// directory as an installed CPython does.
+async function extractStdlib() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cpython314-stdlib-"));
+  const py = await loadPyodide({ stdout: () => {}, stderr: () => {} });
+  py.mountNodeFS("/out", dir);
+  py.runPython("import zipfile; zipfile.ZipFile('/lib/python314.zip').extractall('/out')");
+  return dir;
+}
+
+// Runs one capture; the level is read at every
+// row by onRow, which sees the interpreter's memory as the row is printed.
+async function run(c, stdlibDir, onRow) {
+  const lines = [];
+  let capturing = true;
+  const env = { PYTHONPROFILEIMPORTTIME: c.level, PYTHONDONTWRITEBYTECODE: "1" };
+  const dirs = [];
+  if (c.app) dirs.push("/app");
+  if (c.stdlib === "dir") dirs.push("/stdlib");
+  if (dirs.length) env.PYTHONPATH = dirs.join(":");
+  memory = null;
+  const py = await loadPyodide({
+    env,
+    stdout: () => {},
+    stderr: (line) => {
+      if (!capturing) return;
+      lines.push(line);
+      const row = parseRow(line);
+      if (row) onRow(row, new Int32Array(memory.buffer), line);
+    },
+    fsInit: async (FS) => {
+      if (c.stdlib === "dir") {
+        FS.mkdirTree("/stdlib");
+        FS.mount(FS.filesystems.NODEFS, { root: stdlibDir }, "/stdlib");
+      }
+      for (const [file, text] of Object.entries(c.app || {})) {
+        FS.mkdirTree(path.posix.dirname("/app/" + file));
+        FS.writeFile("/app/" + file, text.join("\n"));
+      }
+    },
+  });
+  py.runPython(c.code);
+  capturing = false;
+  const where = py.runPython("import json, sys; json.__file__").toString();
+  if (c.stdlib === "dir" && !where.startsWith("/stdlib/"))
+    throw new Error(`${c.name}: the standard library came from ${where}, not /stdlib`);
+  return lines;
+}
+
+// The address of import_level: the one int32 that equals every ordinary
+// row's printed depth while that row is printed.
+async function findLevel(stdlibDir) {
+  let cands = null;
+  await run(CAPTURES[1], stdlibDir, (row, heap) => {
+    if (row.cached) return;
+    const depth = row.spaces / 2;
+    if (cands === null) {
+      cands = [];
+      for (let i = 0; i < heap.length; i++) if (heap[i] === depth) cands.push(i);
+    } else {
+      cands = cands.filter((i) => heap[i] === depth);
+    }
+  });
+  if (!cands || cands.length !== 1)
+    throw new Error(`cannot find import_level: ${cands ? cands.length : 0} candidates`);
+  return cands[0];
+}
+
+// What the log alone allows for each row: [lo, hi] for the level.  Between
+// two printed rows the level only rises (an import starts silently); an
+// ordinary row at depth d is printed as its import ends, at level d + 1
+// falling to d; a cached row at level L does not change it.  A padded cached
+// row names L (its field is 2 * L wide); an unpadded one allows 0 ..
+// len(name) / 2.  So L lies between the level the previous row left and the
+// bound of the rows after it.  Written independently of the parser, in
+// another language, for the test to hold the parser against.
+function bounds(rows) {
+  const own = rows.map((r) => {
+    if (!r.cached) return [r.spaces / 2, r.spaces / 2];
+    const width = r.spaces + r.name.length;
+    return r.spaces ? [width >> 1, width >> 1] : [0, r.name.length >> 1];
+  });
+  const lo = new Array(rows.length), hi = new Array(rows.length);
+  let level = 0;
+  rows.forEach((r, i) => {
+    lo[i] = r.cached ? Math.max(level, own[i][0]) : own[i][0];
+    level = lo[i];
+  });
+  // After the last ordinary row no import starts that does not end (it would
+  // have printed a row), so the level stays where that row left it.
+  let next = null;
+  for (let i = rows.length - 1; i >= 0; i--) {
+    if (!rows[i].cached) {
+      hi[i] = own[i][1];
+      next = own[i][1] + 1;
+    } else {
+      hi[i] = next === null ? lo[i] : Math.min(next, own[i][1]);
+      next = hi[i];
+    }
+  }
+  return rows.map((r, i) => [lo[i], Math.max(lo[i], hi[i])]);
+}
+
+const stdlibDir = await extractStdlib();
+try {
+  const addr = await findLevel(stdlibDir);
+  for (const c of CAPTURES) {
+    const rows = [];
+    const lines = await run(c, stdlibDir, (row, heap, line) => {
+      const level = heap[addr];
+      if (!row.cached && level !== row.spaces / 2)
+        throw new Error(`${c.name}: import_level ${level} at '${line}'`);
+      rows.push({ ...row, level });
+    });
+    const b = bounds(rows);
+    const outside = rows.filter((r, i) => r.level < b[i][0] || r.level > b[i][1]);
+    if (outside.length)
+      throw new Error(`${c.name}: ${outside.length} rows outside the bounds the log allows`);
+    fs.writeFileSync(path.join(outDir, c.name + ".log"), lines.join("\n") + "\n");
+    const exact = rows.filter((r, i) => r.cached && b[i][0] === b[i][1]).length;
+    const cached = rows.filter((r) => r.cached).length;
+    fs.writeFileSync(
+      path.join(outDir, c.name + ".depths"),
+      [
+        `# ${c.name}.log: ${c.what}; CPython 3.14 as pyodide ${version} builds it.`,
+        "# Written by tests/cpython314/capture.mjs.  One line per importtime row, in log order:",
+        "# the depth CPython printed the row at (its import_level), then the lowest and highest",
+        "# depth the log itself allows, then the row's kind and name.",
+        ...rows.map((r, i) => `${r.level} ${b[i][0]} ${b[i][1]} ${r.cached ? "cached" : "row"} ${r.name}`),
+        "",
+      ].join("\n"),
+    );
+    console.log(`${c.name}.log: ${lines.length} lines, ${rows.length} rows, ${cached} cached ` +
+      `(${exact} of them placed by the log alone)`);
+  }
+} finally {
+  fs.rmSync(stdlibDir, { recursive: true, force: true });
+}
