@@ -143,19 +143,30 @@ int32_t proc_postorder_next(const struct proc *pr, int32_t i)
 	return pr->nodes[i].parent;
 }
 
+/* The name of value v in a table of names, "unknown" outside it; and back, -1 for no such name. */
+static const char *name_of(const char *const *names, size_t nr, unsigned v)
+{
+	return v < nr && names[v] ? names[v] : "unknown";
+}
+
+static int value_of(const char *const *names, size_t nr, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++)
+		if (names[i] && !strcmp(names[i], s))
+			return (int)i;
+	return -1;
+}
+
 const char *kind_name(enum node_kind k)
 {
-	return (unsigned)k < KIND__COUNT ? kind_names[k] : "unknown";
+	return name_of(kind_names, KIND__COUNT, (unsigned)k);
 }
 
 int kind_from_name(const char *s)
 {
-	int k;
-
-	for (k = 0; k < KIND__COUNT; k++)
-		if (!strcmp(kind_names[k], s))
-			return k;
-	return -1;
+	return value_of(kind_names, KIND__COUNT, s);
 }
 
 static const char *const origin_names[] = {
@@ -166,32 +177,22 @@ static const char *const origin_names[] = {
 
 const char *proc_origin_name(enum proc_origin o)
 {
-	return (unsigned)o < ARRAY_SIZE(origin_names) ? origin_names[o] : "unknown";
+	return name_of(origin_names, ARRAY_SIZE(origin_names), (unsigned)o);
 }
 
 int proc_origin_from_name(const char *s)
 {
-	size_t i;
-
-	for (i = 0; i < ARRAY_SIZE(origin_names); i++)
-		if (!strcmp(origin_names[i], s))
-			return (int)i;
-	return -1;
+	return value_of(origin_names, ARRAY_SIZE(origin_names), s);
 }
 
 const char *run_status_name(enum run_status s)
 {
-	return (unsigned)s < ARRAY_SIZE(status_names) ? status_names[s] : "unknown";
+	return name_of(status_names, ARRAY_SIZE(status_names), (unsigned)s);
 }
 
 int run_status_from_name(const char *s)
 {
-	size_t i;
-
-	for (i = 0; i < ARRAY_SIZE(status_names); i++)
-		if (!strcmp(status_names[i], s))
-			return (int)i;
-	return -1;
+	return value_of(status_names, ARRAY_SIZE(status_names), s);
 }
 
 void profile_init(struct profile *p)

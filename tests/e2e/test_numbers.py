@@ -124,28 +124,10 @@ def test_slow_finders_advice_fits_a_long_sys_path(coldstart, tmp_path):
     assert "sys.path has 4" in f[0]["evidence"] and "sys.path has 4" in f[0]["fix"]
 
 
-@pytest.mark.skipif(not has_module("django"), reason="Debian's python3-django is not installed")
-def test_slow_finders_on_django_check(coldstart, tmp_path):
-    """Django's manage.py check: finder time is the lookups' own, and any
-    advice names the reason the measurement shows."""
-    subprocess.run([DEBIAN_PYTHON, "-m", "django", "startproject", "mysite", str(tmp_path)], check=True,
-                   capture_output=True)
-    r, prof = profile(coldstart, tmp_path, str(tmp_path / "manage.py"), "check")
-    assert r.returncode == 0, r.stderr
-    main = prof["runs"][0]["processes"][0]
-    total_us = sum(n[4] for n in main["nodes"] if n[2] == -1)
-    find_us = sum(t[2] for t in main["timing"] if t[2] > 0) / 1000
-    assert find_us < total_us / 2, (find_us, total_us)
-    for f in prof["findings"]:
-        if f["id"] == "slow-finders":
-            assert "median of" in f["evidence"]
-            assert "sys.path" not in f["fix"]  # 6 entries: not the reason
-
-
-@pytest.mark.skipif(not has_module("boto3"), reason="Debian's python3-boto3 is not installed")
-def test_slow_finders_on_boto3(coldstart, tmp_path):
-    r, prof = profile(coldstart, tmp_path, "-c", "import boto3; boto3.client('s3', region_name='us-east-1')")
-    assert r.returncode == 0, r.stderr
+def check_finders(prof):
+    """Finder time is the lookups' own (well under the imports'), and any
+    slow-finders advice names the reason the measurement shows: not
+    sys.path, which has the interpreter's 6 entries here."""
     main = prof["runs"][0]["processes"][0]
     total_us = sum(n[4] for n in main["nodes"] if n[2] == -1)
     find_us = sum(t[2] for t in main["timing"] if t[2] > 0) / 1000
@@ -154,6 +136,24 @@ def test_slow_finders_on_boto3(coldstart, tmp_path):
         if f["id"] == "slow-finders":
             assert "median of" in f["evidence"]
             assert "sys.path" not in f["fix"]
+
+
+@pytest.mark.skipif(not has_module("django"), reason="Debian's python3-django is not installed")
+def test_slow_finders_on_django_check(coldstart, tmp_path):
+    """Django's manage.py check: finder time is the lookups' own, and any
+    advice names the reason the measurement shows."""
+    subprocess.run([DEBIAN_PYTHON, "-m", "django", "startproject", "mysite", str(tmp_path)], check=True,
+                   capture_output=True)
+    r, prof = profile(coldstart, tmp_path, str(tmp_path / "manage.py"), "check")
+    assert r.returncode == 0, r.stderr
+    check_finders(prof)
+
+
+@pytest.mark.skipif(not has_module("boto3"), reason="Debian's python3-boto3 is not installed")
+def test_slow_finders_on_boto3(coldstart, tmp_path):
+    r, prof = profile(coldstart, tmp_path, "-c", "import boto3; boto3.client('s3', region_name='us-east-1')")
+    assert r.returncode == 0, r.stderr
+    check_finders(prof)
 
 
 def free_port():
