@@ -296,6 +296,10 @@ static void render_runs_stats(const struct profile *p, struct buf *out, const st
 	summary_line(out, "wall", v, n, st, false);
 	COLLECT(run_import_total_us(&p->runs[i], 1));
 	summary_line(out, "imports", v, n, st, false);
+	if (profile_metric(p) == METRIC_CPU) {
+		COLLECT(p->runs[i].nr_procs ? proc_import_total_in(&p->runs[i].procs[0], true, METRIC_CPU) : UNKNOWN);
+		summary_line(out, "import CPU", v, n, st, false);
+	}
 	COLLECT(p->runs[i].user_us);
 	summary_line(out, "user CPU", v, n, st, false);
 	COLLECT(p->runs[i].sys_us);
@@ -332,9 +336,13 @@ static void render_module_stats(const struct profile *p, const struct report_opt
 	size_t nr, i, shown = 0;
 	struct module_stats *m = profile_module_stats(p, &nr);
 
-	heading(out, st, "Modules across runs (by median cumulative)");
+	heading(out, st, profile_metric(p) == METRIC_CPU ? "Modules across runs (by median cumulative CPU time)"
+							 : "Modules across runs (by median cumulative)");
 	buf_addf(out, "  %10s %10s %10s %10s  %s\n", "median", "min", "max", "MAD", "module");
-	for (i = 0; i < nr && shown < (size_t)o->top; i++, shown++) {
+	for (i = 0; i < nr && shown < (size_t)o->top; i++) {
+		if (!m[i].cum.n)
+			continue; /* not measured in this metric (importtime's rows before the tracer) */
+		shown++;
 		buf_adds(out, "  ");
 		add_dur_col(out, m[i].cum.median, 10);
 		buf_addch(out, ' ');
