@@ -18,7 +18,7 @@
 #include "trace_stream_int.h"
 
 #define ROW_MARK "import time:"
-#define READ_CHUNK 65536
+#define READ_PAGE 4096
 
 /* "  123" or "cached" up to the next '|'; returns the text after the '|', or NULL. */
 static const char *lex_column(const char *p, const char *end, int64_t *v, bool *cached)
@@ -150,15 +150,25 @@ static void index_done(struct trace_stream *s, size_t li)
 	}
 }
 
-/* Reads what the process wrote since the last read. */
+/*
+ * Reads what the process wrote since the last read.  The file is the
+ * writer's mapping, its tail not yet written (a hole): reading into it
+ * would make the kernel lock and fill pages the writer is about to fault
+ * in, so the writer's next records wait on a reader a loaded machine may
+ * have descheduled (measured: milliseconds added to one import).  So reads
+ * stop at the page holding the first zero byte, a page at a time, with
+ * readahead off for this descriptor.
+ */
 static void read_live(struct trace_stream *s, size_t li)
 {
 	struct live *lv = &s->lives[li];
-	char chunk[READ_CHUNK];
+	char chunk[READ_PAGE];
 	struct buf err = BUF_INIT;
 
 	while (lv->fd >= 0 && !lv->bad) {
-		ssize_t n = read(lv->fd, chunk, sizeof(chunk));
+		off_t at = lseek(lv->fd, 0, SEEK_CUR);
+		size_t want = READ_PAGE - (at > 0 ? (size_t)(at % READ_PAGE) : 0);
+		ssize_t n = read(lv->fd, chunk, want);
 		const char *nul;
 		long used;
 
@@ -224,6 +234,8 @@ static void refresh(struct trace_stream *s)
 		buf_addf(&path, "%s/%s", s->dir, de->d_name);
 		lv->fd = open(path.buf, O_RDONLY | O_CLOEXEC);
 		lv->bad = lv->fd < 0;
+		if (lv->fd >= 0)
+			posix_fadvise(lv->fd, 0, 0, POSIX_FADV_RANDOM);
 		buf_release(&path);
 		s->seen = xrealloc(s->seen, st_mult(s->alloc_lives, sizeof(*s->seen)));
 		s->seen[s->nr_lives - 1] = 0;
