@@ -431,6 +431,13 @@ void trace_assign_roles(struct run *run)
 	struct proc *sorted;
 	long root = -1;
 
+	if (!n) {
+		free(parent);
+		free(forks);
+		free(order);
+		free(placed);
+		return;
+	}
 	for (i = 0; i < n; i++) {
 		parent[i] = parent_of(run, i);
 		if (parent[i] >= 0 && run->procs[i].origin == ORIGIN_FORK)
