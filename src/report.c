@@ -607,12 +607,17 @@ static int64_t tool_us(const struct proc *pr)
 	return total;
 }
 
-/* Import time of pr in metric m before and after the ready time (outermost imports). */
+/*
+ * Import time of pr in metric m before and after the ready time (outermost
+ * imports), coldstart's bootstrap left out as in the totals.
+ */
 static void ready_split(const struct proc *pr, enum metric m, int64_t ready_ns, int64_t *before, int64_t *after)
 {
+	int64_t tool = m == METRIC_WALL ? tool_us(pr) : 0;
 	int32_t i;
 
-	*before = *after = 0;
+	*before = -tool;
+	*after = 0;
 	for (i = pr->first_root; i >= 0; i = pr->nodes[i].next_sibling) {
 		int64_t v = node_cum_in(pr, i, m);
 
