@@ -4,7 +4,8 @@
 # the pure-Python fallback), runs interleaved so drift hits every column
 # alike.  Rows: median wall time of the process, its CPU time (user+sys from
 # wait4), the time of the `import PKG` statement measured inside the process
-# (no interpreter start-up), and "own total": the target's own import total
+# (no interpreter start-up) and its CPU time (process_time: what a loaded
+# machine disturbs least), and "own total": the target's own import total
 # as coldstart reports it, importtime's top-level rows after site summed -
 # the figure the tracer's overhead lands in (median, and the least of the runs,
 # which a loaded machine disturbs least); ratios are to plain importtime.
@@ -40,7 +41,8 @@ def one(mode, pkg):
         env.update(PYTHONPATH=boot, COLDSTART_TRACE_DIR=tdir)
         if mode in ("py", "off"):
             env["COLDSTART_TRACER"] = mode
-    code = "import time; t = time.perf_counter(); import %s; print((time.perf_counter() - t) * 1e3)" % pkg
+    code = ("import time; t = time.perf_counter(); c = time.process_time(); import %s; "
+            "print((time.perf_counter() - t) * 1e3, (time.process_time() - c) * 1e3)" % pkg)
     errf = tempfile.TemporaryFile()
     t0 = time.perf_counter()
     p = subprocess.Popen([py, "-X", "importtime", "-c", code], env=env,
@@ -53,7 +55,8 @@ def one(mode, pkg):
     if status != 0:
         sys.exit("tracer_bench: %s run of %s failed (status %d)" % (mode, pkg, status))
     errf.seek(0)
-    return wall * 1e3, (ru.ru_utime + ru.ru_stime) * 1e3, float(out), own_total(errf.read().decode())
+    imp, imp_cpu = (float(x) for x in out.split())
+    return wall * 1e3, (ru.ru_utime + ru.ru_stime) * 1e3, imp, own_total(errf.read().decode()), imp_cpu
 
 
 def own_total(text):
@@ -88,7 +91,7 @@ for pkg in pkgs:
         for m in modes:
             res[m].append(one(m, pkg))
     rows = [(0, "wall", statistics.median), (1, "cpu", statistics.median), (2, "import", statistics.median),
-            (3, "own total", statistics.median), (3, "  its min", min)]
+            (4, "import cpu", statistics.median), (3, "own total", statistics.median), (3, "  its min", min)]
     for k, label, pick in rows:
         med = {m: pick(r[k] for r in res[m]) for m in modes}
         print("%-9s %-9s %8.1f ms %8.1f ms %6.3f %8.1f ms %6.3f %8.1f ms %6.3f" % (
