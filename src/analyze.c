@@ -8,9 +8,11 @@
 
 #include "elf_report.h"
 #include "findings.h"
+#include "plan_finding.h"
 
 /* The rules every analysis runs, in order. */
-static const struct finding_rules *const rule_tables[] = { &findings_builtin, &elf_finding_rules, NULL };
+static const struct finding_rules *const rule_tables[] = { &findings_builtin, &elf_finding_rules,
+							    &plan_finding_rules, NULL };
 
 struct named {
 	const char *name;

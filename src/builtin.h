@@ -18,6 +18,7 @@
 #define EXIT_TARGET_OOM 7
 #define EXIT_TARGET_TIMEOUT 8
 #define EXIT_NOT_READY 9
+#define EXIT_NO_IMPORTS 10 /* no measured run recorded an import: nothing to profile */
 
 int cmd_profile(int argc, char **argv);
 int cmd_parse(int argc, char **argv);
@@ -25,8 +26,11 @@ int cmd_report(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_why(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_docker(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 
 #include "datadir.h" /* coldstart_datadir(), for the commands */
 

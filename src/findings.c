@@ -93,7 +93,7 @@ static void rule_compiled(struct profile *p)
 				continue;
 			nr++;
 			if (tm->compile_ns > 0)
-				total_ns += tm->compile_ns;
+				total_ns = i64_add(total_ns, tm->compile_ns);
 			if (listed < LIST_MAX) {
 				buf_addf(&ev, "%s'%s'", listed ? ", " : "", node_name(pr, i));
 				if (tm->compile_ns > 0) {
@@ -206,7 +206,7 @@ static void side_effect_finding(struct profile *p, const struct proc *pr, size_t
 			double secs = strtod(odet, NULL);
 
 			if (secs > 0)
-				cost = (cost == UNKNOWN ? 0 : cost) + (int64_t)(secs * 1e6);
+				cost = i64_add(cost == UNKNOWN ? 0 : cost, i64_from_double(secs * 1e6));
 		}
 	}
 	if (count > LIST_MAX)
@@ -290,7 +290,7 @@ static void heavy_finding(struct profile *p, const struct run *r, struct heavy *
 	struct buf ev = BUF_INIT, title = BUF_INIT, fix = BUF_INIT, who = BUF_INIT;
 	const struct proc *pr = &r->procs[h[k].proc];
 	const char *nm = node_name(pr, h[k].node);
-	int64_t pct = h[k].us * 100 / h[k].total;
+	int64_t pct = i64_mul(h[k].us, 100) / h[k].total;
 	bool own = pr->nodes[h[k].node].kind == KIND_APP, cpu = m == METRIC_CPU;
 	size_t j, same = 1;
 
@@ -358,12 +358,12 @@ static void collect_heavy(const struct run *r, size_t pi, enum metric m, int64_t
 	for (i = pr->first_root; i >= 0;) {
 		const struct imp_node *n = &pr->nodes[i];
 		int64_t cum = node_cum_in(pr, i, m), self = node_self_in(pr, i, m);
-		bool big = cum * 100 >= total * HEAVY_SHARE_PCT && cum >= HEAVY_MIN_US;
+		bool big = i64_mul(cum, 100) >= i64_mul(total, HEAVY_SHARE_PCT) && cum >= HEAVY_MIN_US;
 		bool descend = false;
 
 		if (!(n->flags & NODE_STARTUP) && n->kind != KIND_TOOL && big && !node_after_ready(pr, i, ready_ns)) {
 			descend = n->kind == KIND_APP;
-			if (!descend || (self * 100 >= total * HEAVY_SHARE_PCT && self >= HEAVY_MIN_US)) {
+			if (!descend || (i64_mul(self, 100) >= i64_mul(total, HEAVY_SHARE_PCT) && self >= HEAVY_MIN_US)) {
 				ALLOC_GROW(*h, *nr + 1, *alloc);
 				(*h)[*nr] = (struct heavy){ pi, i, descend ? self : cum, total, false };
 				(*nr)++;
@@ -429,10 +429,10 @@ static void finder_facts(const struct proc *pr, struct finder_facts *ff)
 		if (f < 0 || pr->nodes[i].kind == KIND_TOOL)
 			continue;
 		v[ff->imports++] = f;
-		ff->find_ns += f;
+		ff->find_ns = i64_add(ff->find_ns, f);
 		if (pr->nodes[i].flags & NODE_FAILED) {
 			ff->failed++;
-			ff->failed_ns += f;
+			ff->failed_ns = i64_add(ff->failed_ns, f);
 		}
 		/* Keep the slowest, largest first. */
 		for (at = ff->nr_top; at > 0 && pr->timing[ff->top[at - 1]].find_ns < f; at--)
@@ -449,7 +449,7 @@ static void finder_facts(const struct proc *pr, struct finder_facts *ff)
 		ff->median_ns = v[ff->imports / 2];
 	}
 	for (k = 0; k < ff->nr_top; k++)
-		ff->top_ns += pr->timing[ff->top[k]].find_ns;
+		ff->top_ns = i64_add(ff->top_ns, pr->timing[ff->top[k]].find_ns);
 	for (e = 0; e < pr->nr_events; e++)
 		if (!strcmp(proc_str(pr, pr->events[e].name), "sys.path")) {
 			ff->path = proc_str(pr, pr->events[e].detail);
@@ -485,17 +485,17 @@ static void rule_finders(struct profile *p)
 	total = proc_import_total_us(pr, true);
 	find_us = ff.find_ns / 1000;
 	share = ff.imports >= FINDER_MIN_LOOKUPS && find_us >= FINDER_MIN_US && total > 0 &&
-		find_us * 100 >= total * FINDER_SHARE_PCT;
+		i64_mul(find_us, 100) >= i64_mul(total, FINDER_SHARE_PCT);
 	long_path = ff.entries >= FINDER_PATH_ENTRIES;
-	failing = share && ff.failed_ns * 100 >= ff.find_ns * FINDER_FAILED_PCT;
+	failing = share && i64_mul(ff.failed_ns, 100) >= i64_mul(ff.find_ns, FINDER_FAILED_PCT);
 	slow_each = share && ff.median_ns / 1000 >= FINDER_SLOW_LOOKUP_US;
-	few = share && ff.top_ns * 100 >= ff.find_ns * FINDER_FEW_PCT;
+	few = share && i64_mul(ff.top_ns, 100) >= i64_mul(ff.find_ns, FINDER_FEW_PCT);
 	if (!long_path && !failing && !slow_each && !few)
 		goto out;
 	buf_adds(&ev, "finding modules took ");
 	buf_add_duration(&ev, find_us);
 	if (total > 0)
-		buf_addf(&ev, " (%lld%% of ", (long long)(find_us * 100 / total));
+		buf_addf(&ev, " (%lld%% of ", (long long)(i64_mul(find_us, 100) / total));
 	buf_add_duration(&ev, total);
 	buf_addf(&ev, " of imports) across %zu lookups, a median of ", ff.imports);
 	buf_add_duration(&ev, ff.median_ns / 1000);
@@ -528,7 +528,7 @@ static void rule_finders(struct profile *p)
 			       "sys.path or an import hook on sys.meta_path that runs before the standard finders",
 			 fix.len ? "; " : "", (long long)(ff.median_ns / 1000));
 	buf_adds(&title, share ? "finders take a large share of import time" : "sys.path is long");
-	finding_add(p, "slow-finders", share && find_us * 100 >= total * FINDER_WARN_PCT ? "warning" : "info", NULL,
+	finding_add(p, "slow-finders", share && i64_mul(find_us, 100) >= i64_mul(total, FINDER_WARN_PCT) ? "warning" : "info", NULL,
 		    find_us, title.buf, ev.buf, fix.buf);
 out:
 	buf_release(&ev);
@@ -560,7 +560,7 @@ static void rule_failed(struct profile *p)
 			buf_addf(&ev, "%s'%s'", nr ? ", " : "", nm);
 		nr++;
 		if (n->cum_us > 0)
-			cost += n->cum_us;
+			cost = i64_add(cost, n->cum_us);
 	}
 	if (!nr || cost < FAILED_MIN_US)
 		goto out;
@@ -649,7 +649,7 @@ static void add_open_chains(struct buf *ev, const struct proc *pr, size_t *found
 		add_chain(ev, pr, i);
 		if (pr->timing && pr->timing[i].rss_start_kb >= 0) {
 			buf_adds(ev, ", RSS ");
-			buf_add_bytes(ev, pr->timing[i].rss_start_kb * 1024);
+			buf_add_bytes(ev, i64_mul(pr->timing[i].rss_start_kb, 1024));
 			buf_adds(ev, " when that import started");
 		}
 		(*found)++;

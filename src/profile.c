@@ -185,6 +185,7 @@ struct run *profile_add_run(struct profile *p)
 	r->maxrss_kb = UNKNOWN;
 	r->ready_us = UNKNOWN;
 	r->first_response_us = UNKNOWN;
+	r->ready_ns = UNKNOWN;
 	return r;
 }
 
@@ -367,7 +368,7 @@ int64_t proc_import_total_us(const struct proc *pr, bool include_startup)
 		if (!include_startup && (n->flags & NODE_STARTUP))
 			continue;
 		if (n->cum_us > 0)
-			total += n->cum_us;
+			total = i64_add(total, n->cum_us);
 	}
 	return total;
 }
@@ -411,7 +412,10 @@ const char *metric_name(enum metric m)
 
 static int64_t ns_to_us(int64_t ns)
 {
-	return ns < 0 ? UNKNOWN : (ns + 500) / 1000;
+	if (ns < 0)
+		return UNKNOWN;
+	/* A saturated sum stays saturated (util.h's i64_add). */
+	return ns > INT64_MAX - 500 ? INT64_MAX : (ns + 500) / 1000;
 }
 
 int64_t node_cum_in(const struct proc *pr, int32_t i, enum metric m)
@@ -451,7 +455,7 @@ int64_t proc_import_total_in(const struct proc *pr, bool include_startup, enum m
 		bool timed = pr->timing[i].cpu_ns >= 0;
 
 		if (timed && (include_startup || !(n->flags & NODE_STARTUP)))
-			total += pr->timing[i].cpu_ns;
+			total = i64_add(total, pr->timing[i].cpu_ns);
 		i = proc_walk_next(pr, i, !timed);
 	}
 	return ns_to_us(total);
@@ -474,12 +478,15 @@ int64_t proc_lifetime_us(const struct proc *pr)
 }
 
 /*
- * ready_us runs from the moment coldstart knew the exec succeeded; the
- * target's trace dates its start from /proc (clock ticks, at or before the
- * exec), so this is the ready time at most about a tick early.
+ * The run's own ready_ns where it was recorded; a profile written before it
+ * was has only ready_us, which runs from the moment coldstart knew the exec
+ * succeeded, while the target's trace dates its start from /proc (clock
+ * ticks, at or before the exec): that estimate is at most about a tick early.
  */
 int64_t run_ready_ns(const struct run *r)
 {
+	if (r->ready_ns >= 0)
+		return r->ready_ns;
 	if (r->ready_us < 0 || !r->nr_procs || r->procs[0].start_ns < 0 || r->procs[0].pid <= 0)
 		return UNKNOWN;
 	return r->procs[0].start_ns + r->ready_us * 1000;

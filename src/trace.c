@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "datadir.h"
+#include "leftover.h"
 #include "trace_build.h"
 #include "trace_stream.h"
 
@@ -39,12 +40,14 @@ static bool keep_trace(void)
 
 int trace_prepare(struct trace_session *ts, const char *python, struct strvec *env, struct buf *err)
 {
-	const char *datadir = coldstart_datadir(), *tmp = getenv("TMPDIR"), *old;
-	struct buf path = BUF_INIT, berr = BUF_INIT, pp = BUF_INIT;
+	const char *datadir = coldstart_datadir(), *old;
+	struct buf path = BUF_INIT, berr = BUF_INIT, pp = BUF_INIT, note = BUF_INIT;
+	struct private_dir pd;
 	char *so = NULL, *slash;
 	int ret = -1;
 
 	memset(ts, 0, sizeof(*ts));
+	ts->lock_fd = -1;
 	if (!datadir) {
 		buf_addf(err, "cannot find coldstart's python directory (set COLDSTART_DATADIR)");
 		goto out;
@@ -55,17 +58,17 @@ int trace_prepare(struct trace_session *ts, const char *python, struct strvec *e
 		goto out;
 	}
 	buf_reset(&path);
-	buf_addf(&path, "%s/coldstart-trace-XXXXXX", tmp && *tmp == '/' ? tmp : "/tmp");
-	if (!mkdtemp(path.buf)) {
-		buf_addf(err, "cannot create '%s': %s", path.buf, strerror(errno));
+	if (private_dir_create(&pd, keep_trace() ? "trace-kept" : "trace", err) < 0)
 		goto out;
-	}
-	ts->dir = buf_detach(&path, NULL);
+	ts->dir = pd.path;
+	ts->lock_fd = pd.lock_fd;
 	buf_addf(&path, "%s/coldstart/_boot", datadir);
 	ts->boot_dir = buf_detach(&path, NULL);
 
-	if (python && trace_build_ensure(python, datadir, &so, &berr) < 0)
+	if (python && trace_build_ensure(python, datadir, ts->dir, &so, &note, &berr) < 0)
 		write_note(ts->dir, "fallback.txt", berr.buf);
+	if (note.len)
+		write_note(ts->dir, "cache.txt", note.buf);
 	buf_addf(&pp, "%s", ts->boot_dir);
 	old = strvec_getenv(env, "PYTHONPATH");
 	if (old && *old)
@@ -86,6 +89,7 @@ out:
 	free(so);
 	buf_release(&path);
 	buf_release(&berr);
+	buf_release(&note);
 	buf_release(&pp);
 	return ret;
 }
@@ -102,6 +106,11 @@ void trace_feed_end(struct trace_session *ts, struct buf *passthrough)
 	if (!ts->stream)
 		ts->stream = trace_stream_new(ts->dir);
 	trace_stream_end(ts->stream, passthrough);
+}
+
+size_t trace_nr_rows(const struct trace_session *ts)
+{
+	return ts->stream ? trace_stream_nr_rows(ts->stream) : 0;
 }
 
 int trace_collect(struct trace_session *ts, struct profile *p, struct run *run, struct buf *err)
@@ -128,6 +137,11 @@ int trace_collect(struct trace_session *ts, struct profile *p, struct run *run, 
 	if (!buf_read_file(&note, path.buf) && note.len)
 		profile_add_warning(p, 0, "the C tracer is unavailable, the pure-Python tracer was used: %s",
 				    note.buf);
+	buf_reset(&path);
+	buf_reset(&note);
+	buf_addf(&path, "%s/cache.txt", ts->dir);
+	if (!buf_read_file(&note, path.buf) && note.len)
+		profile_add_warning(p, 0, "tracer build cache: %s", note.buf);
 	if (!nr)
 		profile_add_warning(p, 0,
 				    "no process wrote a trace (not Python 3.7+, or run with -I, -E or -S)");
@@ -166,6 +180,10 @@ void trace_session_release(struct trace_session *ts)
 	}
 	trace_stream_free(ts->stream);
 	ts->stream = NULL;
+	/* Only a prepared session has a lock: a zeroed one must not close fd 0. */
+	if (ts->dir && ts->lock_fd >= 0)
+		close(ts->lock_fd);
+	ts->lock_fd = -1;
 	free(ts->dir);
 	free(ts->boot_dir);
 	ts->dir = ts->boot_dir = NULL;

@@ -14,7 +14,14 @@
 struct trace_stream;
 
 struct trace_session {
-	char *dir; /* private trace directory, removed by release */
+	/*
+	 * The private trace directory (leftover.h: $TMPDIR/coldstart-trace-<pid>-*,
+	 * locked while this coldstart lives, so a SIGKILLed run's is cleaned by
+	 * a later one), removed by release; COLDSTART_KEEP_TRACE keeps it, named
+	 * coldstart-trace-kept-<pid>-*, which no cleaning touches.
+	 */
+	char *dir;
+	int lock_fd;
 	char *boot_dir; /* the bootstrap directory put on PYTHONPATH */
 	struct trace_stream *stream; /* the child's stderr, once trace_feed was called */
 };
@@ -38,6 +45,8 @@ void trace_feed(struct trace_session *ts, const char *data, size_t len, struct b
  * passthrough.
  */
 void trace_feed_end(struct trace_session *ts, struct buf *passthrough);
+/* How many importtime rows the child's stderr held (0 before any trace_feed). */
+size_t trace_nr_rows(const struct trace_session *ts);
 /*
  * Reads the trace files and fills run->procs: one process per trace (merged
  * with the rows it printed), one per interpreter that printed rows without

@@ -600,6 +600,11 @@ void trace_stream_collect(struct trace_stream *s, struct profile *p, struct run 
 	trace_assign_roles(run);
 }
 
+size_t trace_stream_nr_rows(const struct trace_stream *s)
+{
+	return s->nr_rows;
+}
+
 void trace_stream_free(struct trace_stream *s)
 {
 	size_t i;

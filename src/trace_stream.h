@@ -44,6 +44,9 @@ void trace_stream_end(struct trace_stream *s, struct buf *passthrough);
  */
 void trace_stream_collect(struct trace_stream *s, struct profile *p, struct run *run);
 
+/* How many importtime rows the stream took out of the stderr so far. */
+size_t trace_stream_nr_rows(const struct trace_stream *s);
+
 void trace_stream_free(struct trace_stream *s);
 
 #endif

@@ -550,12 +550,41 @@ static PyObject *wrap_find_and_load(PyObject *orig, PyObject *const *args, Py_ss
 	return res;
 }
 
+/*
+ * The bytes of a str or bytes object, NULL otherwise.  A str that holds
+ * surrogate escapes (a file name that is not UTF-8, as os.fsdecode makes
+ * it) gives the file system's bytes through *tmp, which the caller
+ * releases; the C tool escapes such bytes when it writes them.
+ */
+static const char *obj_text(PyObject *o, Py_ssize_t *len, PyObject **tmp)
+{
+	const char *s;
+
+	if (PyBytes_Check(o)) {
+		*len = PyBytes_GET_SIZE(o);
+		return PyBytes_AS_STRING(o);
+	}
+	if (!PyUnicode_Check(o))
+		return NULL;
+	s = PyUnicode_AsUTF8AndSize(o, len);
+	if (s || *tmp)
+		return s;
+	PyErr_Clear();
+	*tmp = PyUnicode_EncodeFSDefault(o);
+	if (!*tmp) {
+		PyErr_Clear();
+		return NULL;
+	}
+	*len = PyBytes_GET_SIZE(*tmp);
+	return PyBytes_AS_STRING(*tmp);
+}
+
 /* importlib._bootstrap._find_spec(name, path, target=None): the find phase. */
 static PyObject *wrap_find_spec(PyObject *orig, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
 	PyObject *name = nargs > 0 ? args[0] : NULL;
 	PyObject *res = CALL_VECTOR(orig, args, (size_t)nargs, kwnames);
-	PyObject *origin = NULL;
+	PyObject *origin = NULL, *tmp = NULL;
 	const char *o = "";
 	Py_ssize_t olen = 0, len;
 	const char *s;
@@ -566,7 +595,7 @@ static PyObject *wrap_find_spec(PyObject *orig, PyObject *const *args, Py_ssize_
 	if (res != Py_None) {
 		origin = PyObject_GetAttr(res, T.origin_str);
 		if (origin && PyUnicode_Check(origin)) {
-			o = PyUnicode_AsUTF8AndSize(origin, &olen);
+			o = obj_text(origin, &olen, &tmp);
 			if (!o) {
 				o = "";
 				olen = 0;
@@ -587,6 +616,7 @@ static PyObject *wrap_find_spec(PyObject *orig, PyObject *const *args, Py_ssize_
 	} else {
 		PyErr_Clear();
 	}
+	Py_XDECREF(tmp);
 	Py_XDECREF(origin);
 	return res;
 }
@@ -691,24 +721,13 @@ static const struct ev *ev_lookup(const char *name)
 	return NULL;
 }
 
-/* Borrowed UTF-8 of a str or bytes object, NULL otherwise. */
-static const char *obj_text(PyObject *o, Py_ssize_t *len)
-{
-	if (PyUnicode_Check(o))
-		return PyUnicode_AsUTF8AndSize(o, len);
-	if (PyBytes_Check(o)) {
-		*len = PyBytes_GET_SIZE(o);
-		return PyBytes_AS_STRING(o);
-	}
-	return NULL;
-}
-
 static void audit_record(const struct ev *e, const char *event, PyObject *args)
 {
 	struct rec r;
 	Py_ssize_t nargs = PyTuple_Check(args) ? PyTuple_GET_SIZE(args) : 0;
 	Py_ssize_t len = 0;
 	const char *s;
+	PyObject *tmp = NULL;
 
 	rec_start(&r, 'A', mono_ns());
 	rec_field_i64(&r, thread_no());
@@ -732,18 +751,18 @@ static void audit_record(const struct ev *e, const char *event, PyObject *args)
 		}
 		/* Reads (the .py and .pyc files above all) are import mechanics. */
 		if (!writing)
-			return;
-		s = nargs > 0 ? obj_text(PyTuple_GET_ITEM(args, 0), &len) : NULL;
+			goto out;
+		s = nargs > 0 ? obj_text(PyTuple_GET_ITEM(args, 0), &len, &tmp) : NULL;
 		if (!s)
-			return;
+			goto out;
 		rec_strz(&r, "w:");
 		rec_str(&r, s, (size_t)len, DETAIL_MAX);
 		break;
 	}
 	case EV_COMPILE:
-		s = nargs > 1 ? obj_text(PyTuple_GET_ITEM(args, 1), &len) : NULL;
+		s = nargs > 1 ? obj_text(PyTuple_GET_ITEM(args, 1), &len, &tmp) : NULL;
 		if (!s || len == 0 || s[0] == '<')
-			return;
+			goto out;
 		rec_str(&r, s, (size_t)len, DETAIL_MAX);
 		break;
 	case EV_EXEC: {
@@ -751,11 +770,11 @@ static void audit_record(const struct ev *e, const char *event, PyObject *args)
 		PyObject *fn;
 
 		if (!code || !PyCode_Check(code))
-			return;
+			goto out;
 		fn = ((PyCodeObject *)code)->co_filename;
-		s = fn && PyUnicode_Check(fn) ? PyUnicode_AsUTF8AndSize(fn, &len) : NULL;
+		s = fn && PyUnicode_Check(fn) ? obj_text(fn, &len, &tmp) : NULL;
 		if (!s || len == 0 || s[0] == '<')
-			return;
+			goto out;
 		rec_str(&r, s, (size_t)len, DETAIL_MAX);
 		break;
 	}
@@ -774,6 +793,8 @@ static void audit_record(const struct ev *e, const char *event, PyObject *args)
 		break;
 	}
 	emit(&r);
+out:
+	Py_XDECREF(tmp);
 }
 
 /* Only events raised while an import runs on this thread are recorded: they are what start-up pays. */

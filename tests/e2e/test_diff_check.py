@@ -146,9 +146,9 @@ def test_diff_real_runs_find_a_planted_sleep(coldstart, python, tmp_path):
     (app / "slowmod.py").write_text("x = 1\n")
     a = profile_app(coldstart, python, app / "app.py", tmp_path / "a.json", 5)
     a2 = profile_app(coldstart, python, app / "app.py", tmp_path / "a2.json", 5)
-    # slowmod's own import takes ~1.7 ms (no .pyc: PYTHONDONTWRITEBYTECODE), and on a loaded
-    # 2-CPU machine a preemption adds 10-20 ms to it in some runs: the planted sleep must
-    # stand out of that noise.
+    # The planted delay must stand clear of what scheduling adds to a trivial
+    # import on a busy machine: with two CPUs and ten runnable processes, a
+    # one-line module measured 3-53 ms of wall, so a 20 ms sleep drowned in it.
     (app / "slowmod.py").write_text("import time\ntime.sleep(0.1)\n")
     b = profile_app(coldstart, python, app / "app.py", tmp_path / "b.json", 5)
     r = coldstart("diff", a, b)
@@ -162,8 +162,9 @@ def test_diff_real_runs_find_a_planted_sleep(coldstart, python, tmp_path):
     slower = flagged(r.stdout, "slower (flagged)")
     assert slower and slower[0] == "slowmod", why
     delta = re.search(r"\+([\d.]+) ms  slowmod", r.stdout)
-    assert 95.0 <= float(delta.group(1)) <= 130.0, r.stdout
-    # Same code twice: whatever real noise gets through is far below the 100 ms planted.
+    # The sleep is 100 ms; the median delta may gain what scheduling adds.
+    assert 95.0 <= float(delta.group(1)) <= 160.0, r.stdout
+    # Same code twice: whatever real noise gets through is far below 20 ms.
     r = coldstart("diff", a, a2)
     for line in r.stdout.splitlines():
         m = re.match(r"\s+\+([\d.]+) (ms|s)  (\S+)  self", line)

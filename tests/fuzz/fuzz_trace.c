@@ -1,11 +1,15 @@
 // corpus: tests/fixtures/trace
 /*
- * libFuzzer target for the trace reader and the attribution of the shared
- * stderr: the input is a trace file, then (after a "\n\x01\n" line) the
- * target's stderr.  The trace is parsed whole and fed in pieces (the same
- * tree either way), then written where the stream reads it live while the
- * stderr is fed in chunks; every node must sit in one tree, and a stderr
- * with no "import time:" in it must pass through byte for byte.
+ * libFuzzer target for the trace reader, the merge and the attribution of
+ * the shared stderr: the input is a trace file, then (after a "\n\x01\n"
+ * line) the target's stderr.  The trace is parsed whole and fed in pieces
+ * (the same tree either way); merged into nothing and into the importtime
+ * tree of a real run (tests/fixtures/trace/sidefx-311), and the profile
+ * that results analysed, written as JSON and read back; then written where
+ * the stream reads it live while the stderr is fed in chunks.  Every tree
+ * must stay one tree (each node reached once, links that agree), what the
+ * writer writes the reader must take, and a stderr with no "import time:"
+ * in it must pass through byte for byte.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -14,25 +18,32 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analyze.h"
+#include "fuzz_check.h"
+#include "importtime.h"
+#include "trace_merge.h"
 #include "trace_read.h"
 #include "trace_stream.h"
 
+int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static struct buf importtime_log;
 static char dir[64];
 
-static void check_tree(const struct proc *pr)
+int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	size_t seen = 0;
-	int32_t i;
-
-	for (i = pr->first_root; i >= 0; i = proc_preorder_next(pr, i))
-		if (++seen > pr->nr_nodes)
-			abort();
-	if (seen != pr->nr_nodes)
-		abort();
+	(void)argc;
+	(void)argv;
+	setenv("COLDSTART_THREADS", "1", 1);
+	if (buf_read_file(&importtime_log, "tests/fixtures/trace/sidefx-311.importtime") < 0) {
+		fprintf(stderr, "fuzz_trace: run from the repository root (tests/fuzz/run.sh does)\n");
+		exit(1);
+	}
+	return 0;
 }
 
+/* The trace fed in growing pieces must give the tree the whole text gives. */
 static void check_pieces(const char *text, size_t len)
 {
 	struct trace_proc whole, pieces;
@@ -41,6 +52,8 @@ static void check_pieces(const char *text, size_t len)
 	int a = trace_parse(&whole, text, len, &err);
 	long used;
 
+	if (a < 0 && !err.len)
+		abort();
 	trace_proc_init(&pieces);
 	while (off < len) {
 		size_t n = len - off < step ? len - off : step;
@@ -67,19 +80,53 @@ static void check_pieces(const char *text, size_t len)
 	buf_release(&held);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* Into an empty process, and into a real run's importtime tree the way a profile is made. */
+static void check_merge(const char *text, size_t len)
 {
-	const char *text = (const char *)data, *sep = memmem(text, size, "\n\x01\n", 3);
-	size_t tlen = sep ? (size_t)(sep - text) + 1 : size;
-	const char *stream = sep ? sep + 3 : text + size;
-	size_t slen = (size_t)(text + size - stream), off = 0, k;
+	struct trace_proc tp;
+	struct buf err = BUF_INIT;
+	struct profile p;
+	struct it_parser *ps;
+	struct proc empty;
+	struct run *run;
+
+	if (trace_parse(&tp, text, len, &err) < 0) {
+		trace_proc_release(&tp);
+		buf_release(&err);
+		return;
+	}
+	proc_init(&empty);
+	trace_merge(&empty, &tp, NULL);
+	check_tree(&empty);
+	proc_release(&empty);
+
+	profile_init(&p);
+	run = profile_add_run(&p);
+	ps = it_parser_new(run);
+	it_feed(ps, importtime_log.buf, importtime_log.len, NULL);
+	it_finish(ps, NULL);
+	it_parser_free(ps);
+	if (run->nr_procs) {
+		trace_merge(&run->procs[0], &tp, NULL);
+		check_tree(&run->procs[0]);
+	}
+	profile_analyze(&p, NULL);
+	check_round_trip(&p);
+	profile_release(&p);
+	trace_proc_release(&tp);
+	buf_release(&err);
+}
+
+/* The trace written where the stream reads it, the stderr fed beside it. */
+static void check_stream(const char *text, size_t tlen, const char *stream, size_t slen)
+{
 	struct trace_stream *ts;
 	struct buf pass = BUF_INIT, path = BUF_INIT;
 	struct profile p;
 	struct run *run;
+	size_t off = 0, k;
 	FILE *f;
 
-	check_pieces(text, tlen);
 	if (!*dir) {
 		snprintf(dir, sizeof(dir), "/tmp/coldstart-fuzz-trace-%ld", (long)getpid());
 		mkdir(dir, 0700);
@@ -112,5 +159,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	unlink(path.buf);
 	buf_release(&pass);
 	buf_release(&path);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *text = (const char *)data, *sep = memmem(text, size, "\n\x01\n", 3);
+	size_t tlen = sep ? (size_t)(sep - text) + 1 : size;
+	const char *stream = sep ? sep + 3 : text + size;
+
+	check_pieces(text, tlen);
+	check_merge(text, tlen);
+	check_stream(text, tlen, stream, (size_t)(text + size - stream));
 	return 0;
 }

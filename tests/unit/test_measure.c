@@ -27,7 +27,7 @@ struct replay {
 	const char *err;
 	const char *python_seen;
 	int begun, ended, end_code;
-	enum runner_error last_re;
+	bool last_failed, last_no_exec; /* what the runner's failure said to the last run_end */
 };
 
 static int replay_probe(void *self, const char *python, const char *const *args, struct buf *out, struct buf *errout,
@@ -55,12 +55,13 @@ static int count_begin(void *self, struct run *run, size_t index, struct buf *er
 	return 0;
 }
 
-static int count_end(void *self, struct profile *p, struct run *run, enum runner_error re)
+static int count_end(void *self, struct profile *p, struct run *run, const struct runner_failure *why)
 {
 	struct replay *r = self;
 
 	r->ended++;
-	r->last_re = re;
+	r->last_failed = why != NULL;
+	r->last_no_exec = why && why->no_exec;
 	return r->end_code;
 }
 
@@ -81,7 +82,7 @@ static struct fixture *setup(bool optional)
 	f->t.probe = replay_probe;
 	f->t.self = &f->r;
 	f->t.probe_optional = optional;
-	measure_session_init(&f->s, &f->p, "profile", &f->m, &f->t);
+	measure_session_init(&f->s, &f->p, "profile", &f->m, NULL, &f->t);
 	return f;
 }
 
@@ -97,8 +98,17 @@ static void test_probe_answer(void **state)
 {
 	struct fixture *f = setup(false);
 
-	f->r.out = "3.11.2\n/usr/bin/python3.11\nabc asyncio json\n/usr/lib/python3/dist-packages\n\n/root/.local/x\n";
+	f->r.out = "3.11.2\n/usr/bin/python3.11\nabc asyncio json\ncpython-311\n"
+		   ".cpython-311-x86_64-linux-gnu.so .abi3.so .so\n"
+		   "/usr/lib/python3.11\t/usr/lib/python3.11/lib-dynload\t/usr/lib/python3/dist-packages\n"
+		   "/usr/lib/python3/dist-packages\n\n/root/.local/x\n";
 	assert_int_equal(measure_probe(&f->s, "python3", "at 'python3'"), 0);
+	assert_string_equal(f->s.executable, "/usr/bin/python3.11");
+	assert_string_equal(f->s.cache_tag, "cpython-311");
+	assert_int_equal(f->s.ext_suffixes.nr, 3);
+	assert_string_equal(f->s.ext_suffixes.v[2], ".so");
+	assert_int_equal(f->s.search_dirs.nr, 3);
+	assert_string_equal(f->s.search_dirs.v[1], "/usr/lib/python3.11/lib-dynload");
 	assert_string_equal(f->r.python_seen, "python3");
 	assert_string_equal(f->p.python_version, "3.11.2");
 	assert_int_equal(f->s.stdlib_names.nr, 3);
@@ -201,7 +211,7 @@ static void test_run_sequence(void **state)
 	}
 	assert_int_equal(f->r.begun, 5);
 	assert_int_equal(f->r.ended, 5);
-	assert_int_equal(f->r.last_re, RUNNER_OK);
+	assert_false(f->r.last_failed);
 	teardown(f);
 }
 
@@ -221,7 +231,7 @@ static void test_run_exit_codes(void **state)
 	/* A program that cannot be executed: EXIT_NO_PYTHON, unless the hook says otherwise. */
 	f = setup_runs(missing, 2, 0, false);
 	assert_int_equal(measure_run(&f->s), EXIT_NO_PYTHON);
-	assert_int_equal(f->r.last_re, RUNNER_NO_EXEC);
+	assert_true(f->r.last_failed && f->r.last_no_exec);
 	assert_int_equal(f->p.nr_runs, 1);
 	teardown(f);
 	f = setup_runs(missing, 2, 0, false);
