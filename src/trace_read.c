@@ -328,11 +328,13 @@ static void copy_field(char *dst, size_t size, const char *src)
 static int parse_header(struct trace_proc *tp, char **f, size_t nf, int64_t t)
 {
 	struct proc *pr = &tp->proc;
-	int64_t pid, ppid, start, cpu = UNKNOWN, depth = 0;
+	int64_t pid, ppid, start, cpu = UNKNOWN, depth = 0, spawner = 0;
 
 	if (nf < 8 || parse_i64(f[2], &pid) < 0 || parse_i64(f[3], &ppid) < 0 || parse_i64(f[4], &start) < 0)
 		return -1;
 	if (nf >= 11 && (parse_i64(f[9], &cpu) < 0 || parse_i64(f[10], &depth) < 0))
+		return -1;
+	if (nf >= 12 && (parse_i64(f[11], &spawner) < 0 || spawner < 0 || spawner > INT32_MAX))
 		return -1;
 	pr->pid = (long)pid;
 	pr->ppid = (long)ppid;
@@ -341,6 +343,7 @@ static int parse_header(struct trace_proc *tp, char **f, size_t nf, int64_t t)
 	pr->origin = nf >= 9 && !strcmp(f[8], "fork") ? ORIGIN_FORK : ORIGIN_EXEC;
 	pr->startup_cpu_ns = pr->origin == ORIGIN_EXEC ? cpu : UNKNOWN;
 	tp->fork_depth = pr->origin == ORIGIN_FORK ? (long)depth : 0;
+	tp->spawner = (long)spawner;
 	tp->ps->base = pr->start_ns;
 	copy_field(tp->impl, sizeof(tp->impl), f[5]);
 	copy_field(tp->version_str, sizeof(tp->version_str), f[6]);

@@ -36,6 +36,13 @@ struct trace_proc {
 	bool audit; /* false on 3.7: imports only */
 	bool clean_exit; /* a Q record: the interpreter finalised */
 	long fork_depth; /* imports open on the forking thread at the fork */
+	/*
+	 * The traced process this one descends from, as the tracer knew it
+	 * (fork: the process forked from; exec: COLDSTART_TRACE_PARENT), 0
+	 * when unknown.  It stands for ppid where the parent had exited before
+	 * the tracer read getppid(), or was no Python process.
+	 */
+	long spawner;
 	char *stopped; /* the tracer's own error (R record), or NULL */
 	struct strvec modules; /* sys.modules when the tracer started (exec'd processes) */
 	struct trace_done *done;

@@ -537,9 +537,40 @@ static void warn_about(struct profile *p, const struct trace_proc *tp)
 				    pid, tp->version_str);
 }
 
+static bool traced_pid(const struct trace_stream *s, long pid)
+{
+	size_t i;
+
+	for (i = 0; i < s->nr_lives; i++)
+		if (!s->lives[i].bad && s->lives[i].tp.proc.pid == pid)
+			return true;
+	return false;
+}
+
+/*
+ * A process whose parent had exited before its tracer read getppid() (a
+ * helper the target started just before it ended) names whoever adopted
+ * it, coldstart or init: the traced process it descends from, which its
+ * trace also names, is its parent among the traced ones.
+ */
+static void adopt_orphans(struct trace_stream *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->nr_lives; i++) {
+		struct trace_proc *tp = &s->lives[i].tp;
+
+		if (!s->lives[i].bad && tp->spawner > 0 && tp->spawner != tp->proc.pid &&
+		    !traced_pid(s, tp->proc.ppid) && traced_pid(s, tp->spawner))
+			tp->proc.ppid = tp->spawner;
+	}
+}
+
 void trace_stream_collect(struct trace_stream *s, struct profile *p, struct run *run)
 {
 	size_t i, untraced = 0;
+
+	adopt_orphans(s);
 
 	for (i = 0; i < s->nr_lives; i++) {
 		struct live *lv = &s->lives[i];

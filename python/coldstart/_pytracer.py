@@ -72,7 +72,14 @@ def _start_ns():
 
 
 def _open(from_fork=False):
+    # The traced process this one descends from (see _tracer.c's trace_open).
+    if from_fork:
+        spawner = _st.get("pid", 0)
+    else:
+        spawner = os.environ.get("COLDSTART_TRACE_PARENT", "")
+        spawner = int(spawner) if spawner.isdigit() else 0
     pid = os.getpid()
+    os.putenv("COLDSTART_TRACE_PARENT", str(pid))
     for i in range(1000):
         path = os.path.join(_st["dir"], "%d-%d.trace" % (pid, i))
         try:
@@ -95,7 +102,8 @@ def _open(from_fork=False):
     start = _st["fork_ns"] if from_fork else _start_ns()
     _write(["H", str(t), str(pid), str(os.getppid()), str(start), "py",
             sys.version.split()[0], "audit" if hasattr(sys, "addaudithook") else "noaudit",
-            "fork" if from_fork else "exec", str(_cpu()), str(_st["fork_depth"] if from_fork else 0)])
+            "fork" if from_fork else "exec", str(_cpu()), str(_st["fork_depth"] if from_fork else 0),
+            str(spawner)])
     _write(["V", str(t)] + [_esc(a) for a in argv])
     _st["enabled"] = enabled
     return True

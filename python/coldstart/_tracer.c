@@ -334,7 +334,7 @@ static int64_t process_start_ns(int64_t now_mono)
  * The header: pid, ppid, the process's start, how it began (exec'd
  * interpreter or fork), and the thread CPU time used before the tracer.
  */
-static int emit_header(int from_fork)
+static int emit_header(int from_fork, long spawner)
 {
 	struct rec r;
 	char b[REC_MAX];
@@ -362,6 +362,7 @@ static int emit_header(int from_fork)
 	rec_strz(&r, from_fork ? "fork" : "exec");
 	rec_field_i64(&r, cpu_ns());
 	rec_field_i64(&r, from_fork ? T.fork_depth : 0);
+	rec_field_i64(&r, spawner);
 	if (map_append(&r) < 0)
 		return -1;
 
@@ -385,9 +386,29 @@ static int trace_open(void)
 {
 	char path[PATH_MAX + 64];
 	int fd = -1, i, from_fork = T.pid != 0;
+	long spawner = T.pid;
+	char own[32];
 	void *p;
 
+	/*
+	 * The traced process this one descends from: a fork's is the traced
+	 * process it was forked from; an exec'd interpreter's is named by
+	 * COLDSTART_TRACE_PARENT, which every traced process sets to its own
+	 * pid in the C environment (not os.environ) for the processes it
+	 * starts.  Its parent may have exited before this tracer started, and
+	 * getppid() then names whoever adopted it.
+	 */
+	if (!from_fork) {
+		const char *h = getenv("COLDSTART_TRACE_PARENT");
+		char *end;
+
+		spawner = h ? strtol(h, &end, 10) : 0;
+		if (!h || end == h || *end || spawner <= 0)
+			spawner = 0;
+	}
 	T.pid = (long)getpid();
+	snprintf(own, sizeof(own), "%ld", T.pid);
+	setenv("COLDSTART_TRACE_PARENT", own, 1);
 	for (i = 0; i < 1000; i++) {
 		snprintf(path, sizeof(path), "%s/%ld-%d.trace", T.dir, T.pid, i);
 		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -409,7 +430,7 @@ static int trace_open(void)
 	T.map = p;
 	T.size = CHUNK;
 	T.used = 0;
-	return emit_header(from_fork);
+	return emit_header(from_fork, spawner);
 }
 
 static void atfork_child(void)

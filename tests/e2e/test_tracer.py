@@ -108,6 +108,7 @@ class Trace:
         self.pid, self.ppid, self.impl, self.version, self.audit = \
             int(h[2]), int(h[3]), h[5], h[6], h[7] == "audit"
         self.origin, self.startup_cpu, self.fork_depth = h[8], int(h[9]), int(h[10])
+        self.spawner = int(h[11])
         self.modules = [m for r in self.recs if r[0] == "N" and r[3] == "modules" for m in r[4].split("\n")]
         self.argv = next((r[2:] for r in self.recs if r[0] == "V"), [])
         self.clean_exit = any(r[0] == "Q" for r in self.recs)
@@ -479,20 +480,48 @@ def test_every_process_traced(python, impl, tmp_path, tracer_build_dir):
     assert p.returncode == 0, p.stderr
     found = traces(tdir)
     pids = {t.pid for t in found}
-    roots = [t for t in found if t.ppid not in pids]
+    # multiprocessing's resource tracker may start its tracer after the script ended (on a
+    # loaded machine): getppid() then names init, and the trace names the script as spawner.
+    parent = {t.pid: t.ppid if t.ppid in pids else t.spawner for t in found}
+    roots = [t for t in found if parent[t.pid] not in pids]
     assert len(roots) == 1, "\n".join("pid %d ppid %d %s" % (t.pid, t.ppid, " ".join(t.argv)[-80:])
                                       for t in found)
     root = roots[0]
     assert str(tmp_path / "spawner.py") in root.argv
     sub = [t for t in found if t.argv[1:] == ["-c", "import json"]]
-    assert len(sub) == 1 and sub[0].ppid == root.pid
+    assert len(sub) == 1 and sub[0].ppid == root.pid and sub[0].spawner == root.pid
     assert sub[0].node("json")["end"] is not None
     spawned = [t for t in found if any("colorsys" == n["name"] for n in t.nodes)]
     assert len(spawned) == 1 and spawned[0].ppid == root.pid
     assert any("multiprocessing" in a for a in spawned[0].argv)
     forked = [t for t in found if t.pid != root.pid and t.ppid == root.pid and
               any(n["name"] == "decimal" for n in t.nodes)]
-    assert len(forked) == 1 and forked[0].argv == root.argv
+    assert len(forked) == 1 and forked[0].argv == root.argv and forked[0].spawner == root.pid
+
+
+ORPHANER = r"""
+import subprocess, sys
+# The helper's interpreter starts after this process ended: it is adopted before its tracer runs.
+subprocess.Popen(["sh", "-c", "sleep 0.5; exec " + sys.executable + " -c 'import json'"])
+"""
+
+
+def test_orphan_names_the_process_that_started_it(python, impl, tmp_path, tracer_build_dir):
+    """getppid() of a process whose parent is gone names whoever adopted it; the trace also
+    names the traced process it descends from (COLDSTART_TRACE_PARENT, through the shell)."""
+    (tmp_path / "orphaner.py").write_text(ORPHANER)
+    tdir = tmp_path / "t"
+    tdir.mkdir()
+    # capture_output waits for the helper too: it holds the pipes.
+    p = traced(python, impl, [str(tmp_path / "orphaner.py")], tdir, tracer_build_dir, cwd=str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    found = traces(tdir)
+    assert len(found) == 2, [t.argv for t in found]
+    root = next(t for t in found if str(tmp_path / "orphaner.py") in t.argv)
+    helper = next(t for t in found if t is not root)
+    assert root.spawner == 0
+    assert helper.ppid != root.pid, "the helper started before its parent ended"
+    assert helper.spawner == root.pid
 
 
 # --- through the coldstart binary -------------------------------------------------------------

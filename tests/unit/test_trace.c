@@ -505,6 +505,43 @@ static void test_stream_attributes_rows(void **state)
 	remove_dir(dir);
 }
 
+/*
+ * A helper whose starter had ended before its tracer read getppid(): adopted
+ * by coldstart (pid 1 here), it names the traced process it descends from.
+ */
+static void test_stream_adopted_helper(void **state)
+{
+	static const char helper[] = "#coldstart-trace 2\n"
+				     "H\t4000000\t300\t1\t3990000\tc\t3.11.2\taudit\texec\t10\t0\t100\n"
+				     "V\t4000000\tpython3\t-c\tfrom multiprocessing.resource_tracker import main;main(5)\n";
+	static const char stranger[] = "#coldstart-trace 2\n"
+				       "H\t4000000\t400\t1\t3990000\tc\t3.11.2\taudit\texec\t10\t0\t777\n"
+				       "V\t4000000\tpython3\tother.py\n";
+	char *dir = make_dir();
+	struct trace_stream *ts = trace_stream_new(dir);
+	struct buf pass = BUF_INIT;
+	struct profile p;
+	struct run *run;
+
+	profile_init(&p);
+	run = profile_add_run(&p);
+	write_file(dir, "100-0.trace", master_tr);
+	write_file(dir, "300-0.trace", helper);
+	write_file(dir, "400-0.trace", stranger);
+	trace_stream_end(ts, &pass);
+	trace_stream_collect(ts, &p, run);
+	assert_int_equal(run->nr_procs, 3);
+	assert_int_equal(run->procs[0].pid, 100);
+	assert_int_equal(proc_by_pid(run, 300)->ppid, 100);
+	assert_string_equal(proc_by_pid(run, 300)->role, "resource tracker");
+	/* A spawner that is no traced process of the run changes nothing. */
+	assert_int_equal(proc_by_pid(run, 400)->ppid, 1);
+	trace_stream_free(ts);
+	profile_release(&p);
+	buf_release(&pass);
+	remove_dir(dir);
+}
+
 /* Two interpreters start at once: their start-up rows interleave before either has a trace. */
 static void test_stream_startup_windows(void **state)
 {
@@ -788,6 +825,7 @@ int main(void)
 		cmocka_unit_test(test_merge_cumulative_agrees),
 		cmocka_unit_test(test_merge_killed),
 		cmocka_unit_test(test_stream_attributes_rows),
+		cmocka_unit_test(test_stream_adopted_helper),
 		cmocka_unit_test(test_stream_startup_windows),
 		cmocka_unit_test(test_stream_untraced_interpreter),
 		cmocka_unit_test(test_roles),
