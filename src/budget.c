@@ -1,6 +1,9 @@
 /*
  * Budget checks for CI (see budget.h).  Module times are cumulative: a
- * module's budget covers everything its import pulled in.
+ * module's budget covers everything its import pulled in.  Under a CPU
+ * limit they are the importing thread's CPU time (profile_metric); the
+ * start-up budget stays wall time (importtime's rows from before the
+ * tracer have no CPU time).
  */
 #include "budget.h"
 
@@ -26,35 +29,58 @@ static int64_t module_median(const struct profile *p, const char *name, bool *se
 		i = proc_find(&run->procs[0], name);
 		if (i >= 0)
 			*seen = true;
-		v[n++] = i >= 0 ? run->procs[0].nodes[i].cum_us : 0;
+		v[n++] = i >= 0 ? node_cum_in(&run->procs[0], i, profile_metric(p)) : 0;
 	}
 	summarize(v, n, &s);
 	free(v);
 	return s.median;
 }
 
+/* The most negative time among the roots a total counts, or 0. */
+static int64_t negative_root(const struct proc *pr, bool include_startup)
+{
+	int64_t worst = 0;
+	int32_t i;
+
+	for (i = pr->first_root; i >= 0; i = pr->nodes[i].next_sibling)
+		if ((include_startup || !(pr->nodes[i].flags & NODE_STARTUP)) && pr->nodes[i].cum_us < worst)
+			worst = pr->nodes[i].cum_us;
+	return worst;
+}
+
+/*
+ * Median across measured runs of the main process's import total.  A total
+ * leaves negative roots out, so one of them in any run makes the gate's
+ * figure that negative time: a total it undercounts must not pass.
+ */
 static int64_t total_median(const struct profile *p, bool include_startup, bool startup_only)
 {
 	int64_t *v = xmalloc(st_mult(p->nr_runs ? p->nr_runs : 1, sizeof(*v)));
+	int64_t worst = 0;
 	struct summary s;
 	size_t r, n = 0;
 
 	for (r = 0; r < p->nr_runs; r++) {
 		const struct run *run = &p->runs[r];
+		int64_t neg;
 
 		if (run->warmup || !run->nr_procs)
 			continue;
+		neg = negative_root(&run->procs[0], include_startup);
+		if (neg < worst)
+			worst = neg;
 		if (startup_only) {
 			int64_t all = proc_import_total_us(&run->procs[0], true);
 
 			/* A saturated total says nothing about its parts: fail closed. */
 			v[n++] = all == INT64_MAX ? INT64_MAX : all - proc_import_total_us(&run->procs[0], false);
-		} else
-			v[n++] = proc_import_total_us(&run->procs[0], include_startup);
+		} else {
+			v[n++] = proc_import_total_in(&run->procs[0], include_startup, profile_metric(p));
+		}
 	}
 	summarize(v, n, &s);
 	free(v);
-	return s.median;
+	return worst < 0 ? worst : s.median;
 }
 
 static size_t measured_runs(const struct profile *p)
@@ -174,6 +200,8 @@ static void judge_budget(const struct profile *p, const struct budget_item *it, 
 		if (got < 0) {
 			buf_adds(t, " (negative: not a time that can pass)");
 		} else {
+			if (profile_metric(p) == METRIC_CPU && strcmp(it->name, "startup"))
+				buf_adds(t, " of CPU");
 			buf_adds(t, bad ? " > " : " <= ");
 			buf_add_duration(t, it->limit_us);
 		}

@@ -21,7 +21,7 @@
 #define COMPARE_ALPHA 0.05
 
 /* What is measured of each run, and compared. */
-enum metric { M_WALL, M_IMPORTS, M_CPU, M_READY, M__COUNT };
+enum compare_metric { M_WALL, M_IMPORTS, M_CPU, M_READY, M__COUNT };
 
 struct sample {
 	int64_t *v; /* one value a measured run, UNKNOWN skipped */
@@ -44,6 +44,9 @@ struct compare_side {
 	struct sample metric[M__COUNT];
 	bool *outlier; /* per wall sample */
 	size_t nr_outliers;
+	size_t nr_failed; /* measured runs that failed, or never got ready with --ready */
+	char *failure; /* how the first of them failed, or NULL */
+	size_t nr_not_cold; /* --cold: measured runs whose eviction did not take */
 	struct versus vs;
 };
 

@@ -22,8 +22,6 @@ void add_dur_col(struct buf *out, int64_t us, int width);
 /* A duration, "unknown" when UNKNOWN. */
 void add_dur(struct buf *out, int64_t us);
 
-/* "exited with status 0", "OOM: killed by the memory limit of 128.0 MiB", ... */
-void describe_status(const struct profile *p, const struct run *r, struct buf *out);
 /* "  while importing a -> b" for the import a process died in; nothing when none was open. */
 void describe_open(const struct proc *pr, struct buf *out);
 /* "  LABEL  median  (min, max, MAD)" of v[0..n), flagged when unstable; bytes: v in KiB. */
