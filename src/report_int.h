@@ -9,6 +9,12 @@
 #include "report.h"
 #include "stats.h"
 
+/* What every table of one report shares: the metric, readiness. */
+struct view {
+	enum metric m;
+	int64_t ready_ns; /* UNKNOWN without --ready */
+};
+
 /* ANSI sequences, or empty strings without colour. */
 struct style {
 	const char *bold, *dim, *red, *yellow, *green, *reset;
@@ -32,5 +38,17 @@ void render_baseline(const struct profile *p, struct buf *out, const struct styl
 void render_findings(const struct profile *p, const struct report_opts *o, struct buf *out, const struct style *st);
 /* "Warnings": at most o->top, then how many more. */
 void render_warnings(const struct profile *p, const struct report_opts *o, struct buf *out, const struct style *st);
+
+/* The median run's status, times, cgroup figures and imports, under "Run". */
+void render_run_summary(const struct profile *p, const struct run *r, const struct view *v, struct buf *out,
+			const struct style *st);
+/* Every Python process of the run, at most o->top rows: pid, parent, role, lifetime, its own imports. */
+void render_processes(const struct run *r, const struct view *v, const struct report_opts *o, struct buf *out,
+		      const struct style *st);
+/* "Runs": medians and spreads of the measured runs' figures. */
+void render_runs_stats(const struct profile *p, struct buf *out, const struct style *st);
+/* "Modules across runs": at most o->top modules by median cumulative time. */
+void render_module_stats(const struct profile *p, const struct report_opts *o, struct buf *out,
+			 const struct style *st);
 
 #endif
