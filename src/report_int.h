@@ -39,6 +39,8 @@ void render_findings(const struct profile *p, const struct report_opts *o, struc
 /* "Warnings": at most o->top, then how many more. */
 void render_warnings(const struct profile *p, const struct report_opts *o, struct buf *out, const struct style *st);
 
+/* The time coldstart's own bootstrap and tracer took in pr (KIND_TOOL nodes), left out of import totals. */
+int64_t tool_us(const struct proc *pr);
 /* The median run's status, times, cgroup figures and imports, under "Run". */
 void render_run_summary(const struct profile *p, const struct run *r, const struct view *v, struct buf *out,
 			const struct style *st);

@@ -232,7 +232,7 @@ void render_module_stats(const struct profile *p, const struct report_opts *o, s
 }
 
 /* The time in coldstart's own bootstrap (KIND_TOOL) of a process: the tracer's overhead at start-up. */
-static int64_t tool_us(const struct proc *pr)
+int64_t tool_us(const struct proc *pr)
 {
 	int64_t total = 0;
 	int32_t i;

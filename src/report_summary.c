@@ -158,7 +158,7 @@ static void add_part(struct buf *line, const char *part, size_t width)
 static void line_times(const struct profile *p, const struct run *r, size_t width, const char *bold,
 		       const char *reset, struct buf *out)
 {
-	int64_t imports = run_import_total_us(r, 1);
+	int64_t imports = run_import_total_us(r, 1) - (r->nr_procs ? tool_us(&r->procs[0]) : 0);
 	double ratio = limits_ratio(p);
 	struct buf line = BUF_INIT, part = BUF_INIT;
 

@@ -96,6 +96,32 @@ static int64_t median_field(const struct profile *p, size_t offset)
 	return m;
 }
 
+/*
+ * The import time of pr's outermost imports begun before and after the
+ * ready time, coldstart's bootstrap left out.
+ */
+static void ready_split(const struct proc *pr, int64_t ready_ns, int64_t *before, int64_t *after)
+{
+	int32_t i;
+	size_t k;
+
+	/* coldstart's own bootstrap (at start-up, before ready) is left out, as the text report does. */
+	*before = *after = 0;
+	for (k = 0; k < pr->nr_nodes; k++)
+		if (pr->nodes[k].kind == KIND_TOOL && pr->nodes[k].self_us > 0)
+			*before -= pr->nodes[k].self_us;
+	for (i = pr->first_root; i >= 0; i = pr->nodes[i].next_sibling) {
+		int64_t v = pr->nodes[i].cum_us;
+
+		if (v <= 0)
+			continue;
+		if (node_after_ready(pr, i, ready_ns))
+			*after += v;
+		else
+			*before += v;
+	}
+}
+
 static void summary(const struct profile *p, const struct run *r, struct buf *out)
 {
 	struct buf v = BUF_INIT;
@@ -144,6 +170,17 @@ static void summary(const struct profile *p, const struct run *r, struct buf *ou
 	if (r->maxrss_kb != UNKNOWN && r->maxrss_kb > 0) {
 		buf_add_bytes(&v, i64_mul(r->maxrss_kb, 1024));
 		add_row(out, "max RSS", v.buf);
+		buf_reset(&v);
+	}
+	if (run_ready_ns(r) >= 0 && r->procs[0].timing) {
+		int64_t before, after;
+
+		ready_split(&r->procs[0], run_ready_ns(r), &before, &after);
+		buf_add_duration(&v, before);
+		buf_adds(&v, " before ready, ");
+		buf_add_duration(&v, after);
+		buf_adds(&v, " after (the target's process; the processes table has each one's)");
+		add_row(out, "imports by readiness", v.buf);
 		buf_reset(&v);
 	}
 	if ((m = median_field(p, offsetof(struct run, first_response_us))) != UNKNOWN) {
@@ -229,6 +266,7 @@ static int cmp_row_cost(const void *a, const void *b)
 static void module_table(const struct run *r, const struct export_opts *o, struct buf *out)
 {
 	size_t ng = o->all_procs ? r->nr_procs : 1, i, k, nr = 0, total = 0;
+	int64_t ready_ns = run_ready_ns(r);
 	struct mod_row *rows;
 
 	for (i = 0; i < ng; i++)
@@ -249,7 +287,10 @@ static void module_table(const struct run *r, const struct export_opts *o, struc
 		      "<div class=\"scroll\"><table id=\"cs-modules\" class=\"cs-sort\"><thead><tr>"
 		      "<th>module</th><th>kind</th><th class=\"n\">self</th>"
 		      "<th class=\"n\" data-dir=\"desc\">cumulative</th>"
-		      "<th class=\"n\">depth</th><th>process</th></tr></thead><tbody>\n");
+		      "<th class=\"n\">depth</th><th>process</th>");
+	if (ready_ns >= 0)
+		buf_adds(out, "<th>began</th>");
+	buf_adds(out, "</tr></thead><tbody>\n");
 	for (k = 0; k < nr; k++) {
 		const struct imp_node *nd = &rows[k].pr->nodes[rows[k].node];
 
@@ -258,8 +299,14 @@ static void module_table(const struct run *r, const struct export_opts *o, struc
 		buf_addf(out, "</td><td>%s</td>", nd->kind < KIND__COUNT ? kind_name((enum node_kind)nd->kind) : "?");
 		add_cell_dur(out, nd->self_us);
 		add_cell_dur(out, nd->cum_us);
-		buf_addf(out, "<td class=\"n\" data-v=\"%u\">%u</td><td data-v=\"%zu\">%zu</td></tr>\n", nd->depth,
-			 nd->depth, rows[k].proc, rows[k].proc);
+		buf_addf(out, "<td class=\"n\" data-v=\"%u\">%u</td><td data-v=\"%zu\">%zu</td>", nd->depth, nd->depth,
+			 rows[k].proc, rows[k].proc);
+		if (ready_ns >= 0)
+			buf_adds(out, !rows[k].pr->timing || rows[k].pr->timing[rows[k].node].start_ns < 0
+					      ? "<td>\xe2\x80\x94</td>"
+				      : node_after_ready(rows[k].pr, rows[k].node, ready_ns) ? "<td>after ready</td>"
+											      : "<td>before ready</td>");
+		buf_adds(out, "</tr>\n");
 	}
 	buf_adds(out, "</tbody></table></div>\n");
 	free(rows);
@@ -269,12 +316,14 @@ static void module_table(const struct run *r, const struct export_opts *o, struc
 static void process_table(const struct run *r, struct buf *out)
 {
 	size_t i, k;
+	int64_t ready_ns = run_ready_ns(r);
 
 	buf_addf(out, "<h2>Processes (%zu)</h2>\n"
 		      "<table id=\"cs-processes\" class=\"cs-sort\"><thead><tr>"
 		      "<th class=\"n\">#</th><th class=\"n\">pid</th><th class=\"n\">modules</th>"
-		      "<th class=\"n\" data-dir=\"desc\">imports</th><th>command</th></tr></thead><tbody>\n",
-		 r->nr_procs);
+		      "<th class=\"n\" data-dir=\"desc\">imports</th>%s<th>command</th></tr></thead><tbody>\n",
+		 r->nr_procs,
+		 ready_ns >= 0 ? "<th class=\"n\">before ready</th><th class=\"n\">after ready</th>" : "");
 	for (i = 0; i < r->nr_procs; i++) {
 		const struct proc *pr = &r->procs[i];
 		size_t modules = 0;
@@ -288,6 +337,13 @@ static void process_table(const struct run *r, struct buf *out)
 			buf_adds(out, "<td class=\"n\" data-v=\"-1\">\xe2\x80\x94</td>");
 		buf_addf(out, "<td class=\"n\" data-v=\"%zu\">%zu</td>", modules, modules);
 		add_cell_dur(out, proc_import_total_us(pr, true));
+		if (ready_ns >= 0) {
+			int64_t before, after;
+
+			ready_split(pr, ready_ns, &before, &after);
+			add_cell_dur(out, pr->timing ? before : UNKNOWN);
+			add_cell_dur(out, pr->timing ? after : UNKNOWN);
+		}
 		buf_adds(out, "<td>");
 		export_add_xml(out, pr->argv ? pr->argv : (i ? "" : "the target"));
 		buf_adds(out, "</td></tr>\n");

@@ -89,3 +89,38 @@ def test_html_report_renders_and_sorts(coldstart, browser, tmp_path):
             assert second == first[::-1] and first != sorted(first, key=lambda m: ep_order.get(m, 0)), name
         else:
             assert runs(second) == runs(first)[::-1] and len(runs(first)) > 1, (name, runs(first))
+
+
+def test_html_before_and_after_ready(coldstart, tmp_path):
+    """gunicorn -w 2: the master imports before ready, the workers (forked after the master listens) after;
+    the page says so per process and per module."""
+    import re
+    import socket
+    if not shutil.which("gunicorn") or subprocess.run([DEBIAN_PYTHON, "-c", "import flask"]).returncode:
+        pytest.skip("gunicorn or python3-flask is not installed (tests/install-deps.sh)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "g.json"
+    r = coldstart("profile", "--python", DEBIAN_PYTHON, "--ready", "http://127.0.0.1:%d/health" % port,
+                  "--timeout", "60", "-q", "-o", out, "--no-report", "--html", tmp_path / "g.html", "--",
+                  "gunicorn", "-w", "2", "-b", "127.0.0.1:%d" % port, "app:app",
+                  cwd=os.path.join(ROOT, "samples", "flask-app"))
+    assert r.returncode == 0, r.stderr
+    page = (tmp_path / "g.html").read_text()
+    assert "<th>began</th>" in page
+    assert re.search(r"imports by readiness</th><td>[\d.]+ (ms|s) before ready, ", page), page[:2000]
+    procs = re.search(r'<table id="cs-processes".*?</table>', page, re.S).group(0)
+    assert "before ready</th><th class=\"n\">after ready</th>" in procs
+    rows = re.findall(r"<tr>(.*?)</tr>", procs, re.S)[1:]
+    assert len(rows) >= 3, rows
+    cells = [re.findall(r'data-v="(-?\d+)"', row) for row in rows]
+    # columns with data-v: #, pid, modules, imports, before, after
+    after = [int(c[5]) for c in cells]
+    before = [int(c[4]) for c in cells]
+    assert before[0] > 0 and after[0] == 0  # the master imported everything before it was ready
+    assert sum(1 for b, a in zip(before[1:], after[1:]) if a > 0) >= 1, cells  # a worker after
+    r = coldstart("export", out, "--all-procs", "-o", tmp_path / "all.html")
+    assert r.returncode == 0, r.stderr
+    mods = (tmp_path / "all.html").read_text()
+    assert "<td>after ready</td>" in mods and "<td>before ready</td>" in mods
