@@ -37,12 +37,15 @@ def test_gunicorn_flask(coldstart, tmp_path):
                   "gunicorn", "-w", "2", "-b", "127.0.0.1:%d" % port, "app:app",
                   cwd=os.path.join(SAMPLES, "flask-app"))
     assert r.returncode == 0, r.stderr
-    found = {f["module"]: f for f in heavy(coldstart, out)}
-    assert "flask" in found, list(found)
-    fix = found["flask"]["fix"]
-    assert "inside the function that uses it" not in fix
-    assert "serves the requests" in fix and "coldstart why flask" in fix
-    assert "gunicorn --preload" in fix
+    found = heavy(coldstart, out)
+    # The master's gunicorn.app.wsgiapp, or flask where the workers' imports count as start-up.
+    servers = [f for f in found if f["module"].split(".")[0] in ("gunicorn", "flask", "werkzeug")]
+    assert servers, [f["module"] for f in found]
+    for f in servers:
+        top = f["module"].split(".")[0]
+        assert "inside the function that uses it" not in f["fix"], f
+        assert "serves the requests" in f["fix"] and "coldstart why %s" % top in f["fix"]
+        assert "gunicorn --preload" in f["fix"]
 
 
 def test_uvicorn_fastapi(coldstart, tmp_path):
