@@ -199,7 +199,8 @@ static void add_via(struct buf *out, const struct proc *pr, int32_t i, size_t li
 
 	if (pr->nodes[i].parent < 0)
 		return;
-	if (width != FIT_UNLIMITED && used + 24 > width) {
+	/* Too little room for at least "… > PARENT" whole: under the row, where the chain has the width. */
+	if (width != FIT_UNLIMITED && (used + 24 > width || used + 4 + fit_cols(node_name(pr, pr->nodes[i].parent)) > width)) {
 		/* Too little room after the name: the chain on a line of its own, under the table. */
 		buf_addf(out, "\n%12s%svia ", "", st->dim);
 		used = 16;
