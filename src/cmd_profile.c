@@ -22,6 +22,7 @@
 #include "profile_cmd.h"
 #include "report.h"
 #include "runner.h"
+#include "sampler.h"
 
 
 struct profile_opts {
@@ -29,6 +30,7 @@ struct profile_opts {
 	const char *python;
 	bool no_baseline;
 	const char *raw_log;
+	struct timeline_opts timeline;
 };
 
 #define OPTS() struct profile_opts *o = ctx
@@ -36,6 +38,36 @@ struct profile_opts {
 static int o_python(void *ctx, const char *v, struct buf *err) { OPTS(); o->python = v; return 0; }
 static int o_no_baseline(void *ctx, const char *v, struct buf *err) { OPTS(); o->no_baseline = true; return 0; }
 static int o_raw_log(void *ctx, const char *v, struct buf *err) { OPTS(); o->raw_log = v; return 0; }
+static int o_timeline(void *ctx, const char *v, struct buf *err) { OPTS(); o->timeline.on = true; return 0; }
+
+static int o_timeline_interval(void *ctx, const char *v, struct buf *err)
+{
+	OPTS();
+	char *end;
+	double ms = strtod(v, &end);
+
+	if (end == v || (*end && strcmp(end, "ms")) || !(ms >= 0.1 && ms <= 100)) {
+		buf_addf(err, "--timeline-interval wants milliseconds from 0.1 to 100, not '%s'", v);
+		return -1;
+	}
+	o->timeline.on = true;
+	o->timeline.interval_us = (int64_t)(ms * 1000 + 0.5);
+	return 0;
+}
+
+static int o_until(void *ctx, const char *v, struct buf *err)
+{
+	OPTS();
+	int u = tl_until_from_name(v);
+
+	if (u < 0) {
+		buf_addf(err, "--until wants ready, first-response or exit, not '%s'", v);
+		return -1;
+	}
+	o->timeline.on = true;
+	o->timeline.until = (enum tl_until)u;
+	return 0;
+}
 
 static const struct opt profile_options[] = {
 	{ "python", 0, 1, o_python, "PATH", "interpreter to run (default: python3 on PATH)" },
@@ -43,6 +75,12 @@ static const struct opt profile_options[] = {
 	MEASURE_OPTIONS,
 	{ "no-baseline", 0, 0, o_no_baseline, NULL, "with limits: skip the unconstrained reference run" },
 	{ "raw-log", 0, 1, o_raw_log, "FILE", "also save the target's raw stderr (importtime rows included)" },
+	{ "timeline", 0, 0, o_timeline, NULL,
+	  "also sample what the Python code runs besides imports, into one timeline with them" },
+	{ "timeline-interval", 0, 1, o_timeline_interval, "MS",
+	  "timeline: sample every MS milliseconds of wall time (default 1; implies --timeline)" },
+	{ "until", 0, 1, o_until, "WHEN",
+	  "timeline: end at ready (default with --ready), first-response, or exit (implies --timeline)" },
 	{ NULL, 0, 0, NULL, NULL, NULL },
 };
 
@@ -265,6 +303,7 @@ int cmd_profile(int argc, char **argv)
 
 	memset(&o, 0, sizeof(o));
 	memset(&ro, 0, sizeof(ro));
+	o.timeline.interval_us = SAMPLER_DEFAULT_INTERVAL_US;
 	ro.raw_fd = -1;
 	measure_ctx_init(&o.c);
 	profile_init(&p);
@@ -324,6 +363,16 @@ int cmd_profile(int argc, char **argv)
 		}
 	}
 
+	if (o.timeline.on && o.c.m.no_trace) {
+		error("--timeline needs the tracer: drop --no-trace");
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	if (o.timeline.until == TL_UNTIL_FIRST_RESPONSE && !o.c.m.ready) {
+		error("--until first-response needs --ready http://... or --ready fn");
+		ret = EXIT_USAGE;
+		goto out;
+	}
 	if (measure_opts_finish(&o.c.m, &p.limits, &err) < 0) {
 		error("%s", err.buf);
 		ret = EXIT_USAGE;
@@ -341,6 +390,7 @@ int cmd_profile(int argc, char **argv)
 	ro.env = env.v;
 	ro.python = command_mode ? shebang : o.python;
 	ro.trace = !o.c.m.no_trace;
+	ro.timeline = o.timeline.on ? &o.timeline : NULL;
 	ro.use_limits = limits_any(&p.limits);
 	ro.timeout_us = o.c.m.timeout_us;
 	ro.ready = o.c.m.ready;

@@ -412,6 +412,12 @@ static void write_proc(struct jw *w, const struct proc *pr)
 		jw_close(w, ']');
 		buf_addch(w->out, ',');
 	}
+	if (pr->timeline) {
+		jw_key(w, "timeline");
+		timeline_to_json(pr->timeline, w->out);
+		buf_addch(w->out, ',');
+		jw_flush(w, 0);
+	}
 	jw_close(w, '}');
 	free(order);
 	free(newidx);
@@ -626,6 +632,7 @@ static int read_proc(struct proc *pr, json_t *jp, int version, struct buf *err)
 	json_t *nodes = json_object_get(jp, "nodes");
 	json_t *timing = json_object_get(jp, "timing");
 	json_t *events = json_object_get(jp, "events");
+	json_t *timeline = json_object_get(jp, "timeline");
 	size_t i, nr;
 
 	pr->pid = (long)opt_int(jp, "pid", -1);
@@ -710,6 +717,12 @@ static int read_proc(struct proc *pr, json_t *jp, int version, struct buf *err)
 			pe->detail = json_is_string(detail) ? intern_json(pr, detail) : 0;
 			pe->node = node >= 0 && node < (int64_t)nr ? (int32_t)node : -1;
 		}
+	}
+	if (json_is_object(timeline)) {
+		pr->timeline = xmalloc(sizeof(*pr->timeline));
+		timeline_init(pr->timeline);
+		if (timeline_from_json(pr->timeline, timeline, err) < 0)
+			return -1;
 	}
 	return 0;
 }

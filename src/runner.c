@@ -4,6 +4,7 @@
  * the loop, never in a handler.
  */
 #include "runner.h"
+#include "sampler.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -156,6 +157,8 @@ enum runner_error runner_run(const struct runner_opts *o, struct profile *p, str
 	enum runner_error ret = RUNNER_FAILED;
 	int64_t deadline = 0, grace_deadline = 0, drain_deadline = 0, ready_deadline = 0;
 	bool exited = false, timed_out = false, stopping = false, traced = false, raw_failed = false;
+	bool sampled = false;
+	long child_pid = -1;
 	int got_signal = 0;
 	size_t i;
 
@@ -173,6 +176,15 @@ enum runner_error runner_run(const struct runner_opts *o, struct profile *p, str
 			warning("tracer unavailable, importtime only: %s", terr.buf);
 		} else {
 			traced = true;
+		}
+		buf_reset(&terr);
+		if (traced && o->timeline) {
+			if (sampler_prepare(ts.dir, o->python, o->timeline, &c.env, &terr) < 0) {
+				profile_add_warning(p, 0, "no timeline: %s", terr.buf);
+				warning("no timeline: %s", terr.buf);
+			} else {
+				sampled = true;
+			}
 		}
 		buf_release(&terr);
 	}
@@ -210,6 +222,7 @@ enum runner_error runner_run(const struct runner_opts *o, struct profile *p, str
 		ret = RUNNER_NO_EXEC;
 		goto out;
 	}
+	child_pid = c.pid;
 	/* The loop polls several sources; a read must never block it. */
 	fcntl(c.err_fd, F_SETFL, fcntl(c.err_fd, F_GETFL) | O_NONBLOCK);
 	if (rd)
@@ -372,6 +385,11 @@ enum runner_error runner_run(const struct runner_opts *o, struct profile *p, str
 		if (trace_collect(&ts, p, r, &terr) < 0)
 			profile_add_warning(p, 0, "cannot read the trace: %s", terr.buf);
 		buf_release(&terr);
+		if (sampled) {
+			struct sampler_times st = { .pid = child_pid, .fork_ns = c.start_ns, .exec_ns = c.exec_ns };
+
+			sampler_collect(ts.dir, p, r, &st, o->timeline);
+		}
 	}
 	if (got_signal) {
 		*signo = got_signal;

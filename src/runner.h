@@ -12,6 +12,7 @@
 #include "profile.h"
 
 struct runner_child_view;
+struct timeline_opts;
 
 struct runner_opts {
 	/* The complete argv of the child (interpreter flags included). */
@@ -20,6 +21,8 @@ struct runner_opts {
 	const char *const *env;
 	const char *python; /* interpreter, for the tracer build; may be NULL */
 	bool trace;
+	/* With trace: also sample the Python code into timelines (sampler.h); NULL: off. */
+	const struct timeline_opts *timeline;
 	bool use_limits; /* create a cgroup with p->limits */
 	int64_t timeout_us; /* 0 = none */
 	const char *ready; /* readiness spec (ready.h) or NULL */

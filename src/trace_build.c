@@ -164,7 +164,7 @@ char *trace_build_cache_root(void)
 	return buf_detach(&b, NULL);
 }
 
-int trace_build_ensure(const char *python, const char *datadir, char **so_path, struct buf *err)
+int ext_build_ensure(const char *python, const char *datadir, const char *name, char **so_path, struct buf *err)
 {
 	struct py_info info;
 	struct buf src = BUF_INIT, path = BUF_INIT, dir = BUF_INIT, tmp = BUF_INIT;
@@ -179,21 +179,21 @@ int trace_build_ensure(const char *python, const char *datadir, char **so_path, 
 		goto out;
 	have_info = true;
 	if (info.major < 3 || (info.major == 3 && info.minor < 7)) {
-		buf_addf(err, "'%s' is Python %s; the tracer needs 3.7 or newer", python, info.version);
+		buf_addf(err, "'%s' is Python %s; %s needs 3.7 or newer", python, info.version, name);
 		goto out;
 	}
 	if (!*info.ext_suffix) {
 		buf_addf(err, "'%s' reports no EXT_SUFFIX", python);
 		goto out;
 	}
-	buf_addf(&srcpath, "%s/coldstart/_tracer.c", datadir);
+	buf_addf(&srcpath, "%s/coldstart/%s.c", datadir, name);
 	if (buf_read_file(&src, srcpath.buf) < 0) {
 		buf_addf(err, "cannot read '%s': %s", srcpath.buf, strerror(errno));
 		goto out;
 	}
 
 	/* The Makefile's build beside the source, when it is current. */
-	buf_addf(&path, "%s/coldstart/_tracer%s", datadir, info.ext_suffix);
+	buf_addf(&path, "%s/coldstart/%s%s", datadir, name, info.ext_suffix);
 	if (!access(path.buf, R_OK) && newer_or_same(path.buf, srcpath.buf)) {
 		*so_path = buf_detach(&path, NULL);
 		ret = 0;
@@ -201,9 +201,9 @@ int trace_build_ensure(const char *python, const char *datadir, char **so_path, 
 	}
 
 	root = trace_build_cache_root();
-	buf_addf(&dir, "%s/tracer/%016llx", root, (unsigned long long)hash_bytes(src.buf, src.len));
+	buf_addf(&dir, "%s/%s/%016llx", root, name + 1, (unsigned long long)hash_bytes(src.buf, src.len));
 	buf_reset(&path);
-	buf_addf(&path, "%s/_tracer%s", dir.buf, info.ext_suffix);
+	buf_addf(&path, "%s/%s%s", dir.buf, name, info.ext_suffix);
 	if (!access(path.buf, R_OK)) {
 		*so_path = buf_detach(&path, NULL);
 		ret = 0;
@@ -227,7 +227,7 @@ int trace_build_ensure(const char *python, const char *datadir, char **so_path, 
 		if (run_capture(argv, false, &out, &status, err) < 0)
 			goto out;
 		if (status != 0) {
-			buf_addf(err, "cannot build the tracer for '%s' (%s exit status %d)", python, argv[0],
+			buf_addf(err, "cannot build %s for '%s' (%s exit status %d)", name, python, argv[0],
 				 status);
 			add_head(err, &out, 3);
 			unlink(tmp.buf);
@@ -253,4 +253,9 @@ out:
 	buf_release(&out);
 	buf_release(&srcpath);
 	return ret;
+}
+
+int trace_build_ensure(const char *python, const char *datadir, char **so_path, struct buf *err)
+{
+	return ext_build_ensure(python, datadir, "_tracer", so_path, err);
 }

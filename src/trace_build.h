@@ -40,5 +40,10 @@ char *trace_build_cache_root(void);
  * or the compiler fails (its first lines of output are included).
  */
 int trace_build_ensure(const char *python, const char *datadir, char **so_path, struct buf *err);
+/*
+ * The same for another extension of coldstart's: <datadir>/coldstart/NAME.c
+ * into NAME<EXT_SUFFIX>, cached in <root>/NAME without its "_"/<hash>/.
+ */
+int ext_build_ensure(const char *python, const char *datadir, const char *name, char **so_path, struct buf *err);
 
 #endif

@@ -1,0 +1,852 @@
+/*
+ * coldstart's start-up sampler, a CPython extension (3.8+).  A POSIX timer
+ * sends SIGPROF to the main thread every interval of wall time, and a second
+ * one to whichever thread runs every interval of process CPU time; the
+ * handler, on the interrupted thread itself, walks that thread's Python
+ * frames and appends one sample to this process's samples file, mapped
+ * MAP_SHARED so a SIGKILLed process still leaves every sample it took.
+ * The record format is the "Samples" section of docs/trace-format.md; the
+ * choice of mechanism is explained in docs/design.md.  Any failure stops
+ * sampling silently: the target must behave as if the sampler were absent.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+
+#if PY_VERSION_HEX >= 0x030B0000
+/*
+ * 3.11 moved the frames the interpreter runs out of frame objects into
+ * _PyInterpreterFrame, whose layout only the internal headers describe.  The
+ * extension is built per interpreter from that interpreter's own headers, so
+ * the layout is the one the interpreter was compiled with.
+ */
+#define Py_BUILD_CORE 1
+#include "internal/pycore_frame.h"
+#undef Py_BUILD_CORE
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SAMPLES_VERSION 1
+/* The samples file is a sparse file of this size, mapped once: no growth in a signal handler. */
+#define MAP_BYTES ((size_t)64 * 1024 * 1024)
+#define REC_MAX 16384
+#define NAME_MAX_BYTES 300
+#define MAX_FRAMES 256
+#define CODE_SLOTS (1u << 15)
+#define THREAD_SLOTS 64
+
+/* sigev_value of each timer: which clock made this signal. */
+#define SRC_WALL 1
+#define SRC_CPU 2
+
+/* Code cache entry: one per code object seen; the id names it in the samples. */
+struct code_slot {
+	const void *code;
+	/* A freed code object's address can be reused: these must match too. */
+	const void *name;
+	const void *file;
+	int firstline;
+	uint32_t id;
+	uint8_t import; /* importlib._bootstrap._find_and_load: its first local is the module name */
+};
+
+/* Per-thread state of the handler (no thread-local storage in a signal handler). */
+struct thread_slot {
+	pid_t tid;
+	int no; /* 1 = the main thread, then in order of first sample */
+};
+
+struct sampler {
+	int enabled;
+	int fd;
+	char *map;
+	size_t used;
+	pid_t pid;
+	pid_t main_tid;
+	long interval_us;
+	timer_t wall_timer, cpu_timer;
+	int have_wall, have_cpu;
+	int installed;
+	uint32_t next_id;
+	int next_tno;
+	uint64_t dropped; /* samples not taken: another handler was running, or the frame was being popped */
+	uint64_t faults; /* samples abandoned after a fault */
+	char dir[PATH_MAX];
+	struct sigaction old_action;
+	struct code_slot codes[CODE_SLOTS];
+	struct thread_slot threads[THREAD_SLOTS];
+};
+
+static struct sampler S = { .fd = -1 };
+/* Held by the handler while it samples; a second handler finding it held drops its sample. */
+static atomic_flag busy = ATOMIC_FLAG_INIT;
+
+struct rec {
+	char b[REC_MAX];
+	size_t n;
+};
+
+static int64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	if (clock_gettime(id, &ts) < 0)
+		return -1;
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static pid_t gettid_raw(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+static void rec_ch(struct rec *r, char c)
+{
+	if (r->n < REC_MAX - 2)
+		r->b[r->n++] = c;
+}
+
+static void rec_i64(struct rec *r, int64_t v)
+{
+	char tmp[24];
+	int i = 0;
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+
+	if (v < 0)
+		rec_ch(r, '-');
+	do {
+		tmp[i++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	while (i)
+		rec_ch(r, tmp[--i]);
+}
+
+static void rec_byte(struct rec *r, unsigned char c)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	if (c == '\\') {
+		rec_ch(r, '\\');
+		rec_ch(r, '\\');
+	} else if (c == '\t') {
+		rec_ch(r, '\\');
+		rec_ch(r, 't');
+	} else if (c == '\n') {
+		rec_ch(r, '\\');
+		rec_ch(r, 'n');
+	} else if (c == '\r') {
+		rec_ch(r, '\\');
+		rec_ch(r, 'r');
+	} else if (c < 0x20) {
+		rec_ch(r, '\\');
+		rec_ch(r, 'x');
+		rec_ch(r, hex[c >> 4]);
+		rec_ch(r, hex[c & 15]);
+	} else {
+		rec_ch(r, (char)c);
+	}
+}
+
+static void rec_strz(struct rec *r, const char *s)
+{
+	while (*s)
+		rec_ch(r, *s++);
+}
+
+/* UTF-8 of one code point. */
+static void rec_utf8(struct rec *r, uint32_t c)
+{
+	if (c < 0x80) {
+		rec_byte(r, (unsigned char)c);
+	} else if (c < 0x800) {
+		rec_ch(r, (char)(0xc0 | (c >> 6)));
+		rec_ch(r, (char)(0x80 | (c & 0x3f)));
+	} else if (c < 0x10000) {
+		rec_ch(r, (char)(0xe0 | (c >> 12)));
+		rec_ch(r, (char)(0x80 | ((c >> 6) & 0x3f)));
+		rec_ch(r, (char)(0x80 | (c & 0x3f)));
+	} else {
+		rec_ch(r, (char)(0xf0 | (c >> 18)));
+		rec_ch(r, (char)(0x80 | ((c >> 12) & 0x3f)));
+		rec_ch(r, (char)(0x80 | ((c >> 6) & 0x3f)));
+		rec_ch(r, (char)(0x80 | (c & 0x3f)));
+	}
+}
+
+/*
+ * Appends a str object's text, escaped.  Only reads the object's memory
+ * (no allocation, no API call that could run code): safe in the handler,
+ * where the interpreter may be anywhere.  Code names and file names are
+ * immutable and compact (ready) strings; anything else gives "?".
+ */
+static void rec_pystr(struct rec *r, PyObject *o)
+{
+	Py_ssize_t i, len;
+	unsigned int kind;
+	const void *data;
+
+	if (!o || Py_TYPE(o) != &PyUnicode_Type || !PyUnicode_IS_READY(o) || !PyUnicode_IS_COMPACT(o)) {
+		rec_ch(r, '?');
+		return;
+	}
+	len = PyUnicode_GET_LENGTH(o);
+	if (len > NAME_MAX_BYTES)
+		len = NAME_MAX_BYTES;
+	kind = PyUnicode_KIND(o);
+	data = PyUnicode_DATA(o);
+	for (i = 0; i < len && r->n < REC_MAX - 16; i++)
+		rec_utf8(r, PyUnicode_READ(kind, data, i));
+}
+
+/* Reserves n bytes of the mapping; NULL when it is full (sampling then stops). */
+static char *map_take(size_t n)
+{
+	char *p;
+
+	if (S.used + n + 1 > MAP_BYTES)
+		return NULL;
+	p = S.map + S.used;
+	S.used += n;
+	return p;
+}
+
+static int rec_append(struct rec *r)
+{
+	char *p;
+
+	r->b[r->n++] = '\n';
+	p = map_take(r->n);
+	if (!p)
+		return -1;
+	memcpy(p, r->b, r->n);
+	return 0;
+}
+
+static void rec_start(struct rec *r, char type, int64_t t)
+{
+	r->n = 0;
+	rec_ch(r, type);
+	rec_ch(r, '\t');
+	rec_i64(r, t);
+}
+
+static void timers_delete(void)
+{
+	if (S.have_wall)
+		timer_delete(S.wall_timer);
+	if (S.have_cpu)
+		timer_delete(S.cpu_timer);
+	S.have_wall = S.have_cpu = 0;
+}
+
+static int thread_no(pid_t tid)
+{
+	unsigned int i, h = (unsigned int)tid % THREAD_SLOTS;
+
+	for (i = 0; i < THREAD_SLOTS; i++) {
+		struct thread_slot *t = &S.threads[(h + i) % THREAD_SLOTS];
+
+		if (t->tid == tid)
+			return t->no;
+		if (!t->tid) {
+			t->tid = tid;
+			t->no = tid == S.main_tid ? 1 : ++S.next_tno;
+			return t->no;
+		}
+	}
+	return 0;
+}
+
+#if PY_VERSION_HEX >= 0x030B0000
+typedef _PyInterpreterFrame frame_t;
+#else
+typedef PyFrameObject frame_t;
+#endif
+
+static frame_t *frame_first(PyThreadState *ts)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+	return ts->current_frame;
+#elif PY_VERSION_HEX >= 0x030B0000
+	return ts->cframe ? ts->cframe->current_frame : NULL;
+#else
+	return ts->frame;
+#endif
+}
+
+static frame_t *frame_next(frame_t *f)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+	return f->previous;
+#else
+	return f->f_back;
+#endif
+}
+
+/*
+ * The code object a frame runs, or NULL for frames that are not (yet)
+ * Python functions: the C-stack shims of 3.12+, and frames still being set
+ * up (_PyFrame_IsIncomplete), which sys._getframe also skips.
+ */
+static PyCodeObject *frame_code(frame_t *f)
+{
+	PyObject *code;
+
+#if PY_VERSION_HEX >= 0x030C0000
+	if (f->owner == FRAME_OWNED_BY_CSTACK)
+		return NULL;
+#endif
+#if PY_VERSION_HEX >= 0x030D0000
+	code = f->f_executable;
+#elif PY_VERSION_HEX >= 0x030B0000
+	code = (PyObject *)f->f_code;
+#else
+	code = (PyObject *)f->f_code;
+#endif
+	if (!code || Py_TYPE(code) != &PyCode_Type)
+		return NULL;
+#if PY_VERSION_HEX >= 0x030B0000
+	if (_PyFrame_IsIncomplete(f))
+		return NULL;
+#endif
+	return (PyCodeObject *)code;
+}
+
+#if PY_VERSION_HEX >= 0x030B0000
+static int in_chunks(PyThreadState *ts, PyObject **p)
+{
+	_PyStackChunk *c = ts->datastack_chunk;
+	PyObject **top = ts->datastack_top;
+
+	for (; c; c = c->previous) {
+		if (p >= c->data && p < top)
+			return 1;
+		top = c->previous ? &c->previous->data[c->previous->top] : NULL;
+	}
+	return 0;
+}
+
+/*
+ * Whether the thread's current frame can be read.  3.11 returns from a frame
+ * (and unwinds an exception out of it) by popping it, which can unmap its
+ * stack chunk, before it stores the caller as the current frame: a signal in
+ * between sees a current frame that is gone.  Popping lowers datastack_top
+ * (or moves to the previous chunk) first, so a live frame of the thread's
+ * own lies below the top.  A current frame elsewhere is a generator's (in
+ * the generator object) or a shim on the C stack, or such a popped frame:
+ * its owner byte, read through the kernel so an unmapped page gives EFAULT
+ * instead of a fault, tells them apart.  Frames reached through a live
+ * frame's previous link are live.
+ */
+static int frame_first_live(PyThreadState *ts, frame_t *f)
+{
+	struct iovec local, remote;
+	char owner;
+
+	if (in_chunks(ts, (PyObject **)f))
+		return 1;
+	local.iov_base = &owner;
+	local.iov_len = 1;
+	remote.iov_base = &f->owner;
+	remote.iov_len = 1;
+	if (process_vm_readv(S.pid, &local, 1, &remote, 1, 0) != 1)
+		return 0;
+	return owner != FRAME_OWNED_BY_THREAD;
+}
+#else
+static int frame_first_live(PyThreadState *ts, frame_t *f)
+{
+	return 1;
+}
+#endif
+
+static PyObject *frame_local0(frame_t *f)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+	return f->localsplus[0];
+#else
+	return f->f_localsplus[0];
+#endif
+}
+
+static PyObject *code_name(PyCodeObject *co)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+	return co->co_qualname;
+#else
+	return co->co_name;
+#endif
+}
+
+static int str_is(PyObject *o, const char *s)
+{
+	size_t n = strlen(s);
+
+	return o && Py_TYPE(o) == &PyUnicode_Type && PyUnicode_IS_READY(o) && PyUnicode_IS_COMPACT_ASCII(o) &&
+	       (size_t)PyUnicode_GET_LENGTH(o) == n && !memcmp(PyUnicode_DATA(o), s, n);
+}
+
+/* The cache slot of co, emitting its C record on first sight; NULL when the cache is full. */
+/*
+ * The records being built.  Only one handler samples at a time (the busy
+ * flag), so they need no stack: a thread deep in recursion has little.
+ */
+static struct rec sample_rec, code_rec;
+
+/* The cache slot of co, emitting its C record on first sight; NULL when the cache is full. */
+static struct code_slot *code_lookup(PyCodeObject *co, int64_t t)
+{
+	uintptr_t h = ((uintptr_t)co >> 4) * 0x9E3779B97F4A7C15ull;
+	unsigned int i, idx = (unsigned int)(h >> 40) & (CODE_SLOTS - 1);
+	PyObject *name = code_name(co);
+	struct rec *r = &code_rec;
+
+	for (i = 0; i < 64; i++) {
+		struct code_slot *c = &S.codes[(idx + i) & (CODE_SLOTS - 1)];
+
+		if (c->code == co && c->name == name && c->file == co->co_filename &&
+		    c->firstline == co->co_firstlineno)
+			return c;
+		if (c->code && c->code != co)
+			continue;
+		/* Empty, or this address now holds another code object: (re)define it. */
+		c->code = co;
+		c->name = name;
+		c->file = co->co_filename;
+		c->firstline = co->co_firstlineno;
+		c->id = ++S.next_id;
+		c->import = str_is(co->co_name, "_find_and_load") &&
+			    str_is(co->co_filename, "<frozen importlib._bootstrap>");
+		rec_start(r, 'C', t);
+		rec_ch(r, '\t');
+		rec_i64(r, c->id);
+		rec_ch(r, '\t');
+		rec_pystr(r, name);
+		rec_ch(r, '\t');
+		rec_pystr(r, co->co_filename);
+		rec_ch(r, '\t');
+		rec_i64(r, co->co_firstlineno);
+		if (rec_append(r) < 0)
+			return NULL;
+		return c;
+	}
+	return NULL;
+}
+
+/* In the handler: no more signals, the file stays as it is until exit. */
+static void sampler_stop_now(void)
+{
+	S.enabled = 0;
+	timers_delete();
+}
+
+/*
+ * A fault while walking frames (memory the checks above did not foresee
+ * going away) abandons the sample instead of killing the target.  Any other
+ * fault gets the disposition it had before the sampler: the previous action
+ * is put back and the faulting instruction runs again.
+ */
+static sigjmp_buf walk_env;
+static volatile pid_t walk_tid;
+static struct sigaction old_segv, old_bus;
+
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+	sigset_t set;
+
+	if (walk_tid && walk_tid == gettid_raw()) {
+		sigemptyset(&set);
+		sigaddset(&set, sig);
+		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+		siglongjmp(walk_env, 1);
+	}
+	sigaction(sig, sig == SIGSEGV ? &old_segv : &old_bus, NULL);
+}
+
+/* Appends one sample of ts, the state of thread tno, taken at t with its CPU time cpu. */
+static void walk_frames(PyThreadState *ts, int tno, int64_t t, int64_t cpu)
+{
+	struct rec *r = &sample_rec;
+	frame_t *f = frame_first(ts);
+	int depth = 0;
+
+	if (f && !frame_first_live(ts, f)) {
+		S.dropped++;
+		return;
+	}
+	rec_start(r, 'S', t);
+	rec_ch(r, '\t');
+	rec_i64(r, tno);
+	rec_ch(r, '\t');
+	rec_i64(r, cpu);
+	for (; f && depth < MAX_FRAMES; f = frame_next(f)) {
+		PyCodeObject *co = frame_code(f);
+		struct code_slot *c;
+
+		if (!co)
+			continue;
+		c = code_lookup(co, t);
+		if (!c) {
+			sampler_stop_now();
+			return;
+		}
+		rec_ch(r, '\t');
+		rec_i64(r, c->id);
+		if (c->import) {
+			rec_ch(r, ':');
+			rec_pystr(r, frame_local0(f));
+		}
+		depth++;
+	}
+	if (f)
+		rec_strz(r, "\t...");
+	if (rec_append(r) < 0)
+		sampler_stop_now();
+}
+
+static void sample_frames(PyThreadState *ts, pid_t tid, int tno, int64_t t, int64_t cpu)
+{
+	walk_tid = tid;
+	if (sigsetjmp(walk_env, 0) == 0)
+		walk_frames(ts, tno, t, cpu);
+	else
+		S.faults++;
+	walk_tid = 0;
+}
+
+static int finalizing(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+	return Py_IsFinalizing();
+#else
+	return _Py_IsFinalizing();
+#endif
+}
+
+/*
+ * One sample of the calling thread.  Runs in the signal handler, so it only
+ * reads memory and makes async-signal-safe system calls.  Once the
+ * interpreter finalises (after atexit and the joins of non-daemon threads)
+ * thread states go away: the end is recorded and sampling stops.
+ */
+static void take_sample(int src)
+{
+	PyThreadState *ts;
+	pid_t tid = gettid_raw();
+	struct rec *r = &sample_rec;
+
+	if (finalizing()) {
+		rec_start(r, 'F', clock_ns(CLOCK_MONOTONIC));
+		rec_append(r);
+		sampler_stop_now();
+		return;
+	}
+	if (src == SRC_CPU && tid == S.main_tid)
+		return; /* the wall timer samples the main thread */
+	ts = PyGILState_GetThisThreadState();
+	if (!ts)
+		return;
+	sample_frames(ts, tid, thread_no(tid), clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_THREAD_CPUTIME_ID));
+}
+
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+
+	if (si->si_code != SI_TIMER) {
+		/* Not ours: whatever handled SIGPROF before the sampler. */
+		if (S.old_action.sa_flags & SA_SIGINFO) {
+			if (S.old_action.sa_sigaction)
+				S.old_action.sa_sigaction(sig, si, uc);
+		} else if (S.old_action.sa_handler != SIG_IGN && S.old_action.sa_handler != SIG_DFL) {
+			S.old_action.sa_handler(sig);
+		}
+	} else if (S.enabled && getpid() == S.pid) {
+		if (!atomic_flag_test_and_set(&busy)) {
+			if (S.enabled)
+				take_sample(si->si_value.sival_int);
+			atomic_flag_clear(&busy);
+		} else {
+			S.dropped++;
+		}
+	}
+	errno = saved;
+}
+
+static int timer_make(timer_t *tm, clockid_t clock, int src, pid_t tid, long interval_us)
+{
+	struct sigevent ev;
+	struct itimerspec its;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.sigev_signo = SIGPROF;
+	ev.sigev_value.sival_int = src;
+	if (tid) {
+		ev.sigev_notify = SIGEV_THREAD_ID;
+		ev._sigev_un._tid = tid;
+	} else {
+		ev.sigev_notify = SIGEV_SIGNAL;
+	}
+	if (timer_create(clock, &ev, tm) < 0)
+		return -1;
+	memset(&its, 0, sizeof(its));
+	its.it_interval.tv_sec = interval_us / 1000000;
+	its.it_interval.tv_nsec = (interval_us % 1000000) * 1000;
+	its.it_value = its.it_interval;
+	if (timer_settime(*tm, 0, &its, NULL) < 0) {
+		timer_delete(*tm);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The main thread, where start-up happens, is sampled every interval of wall
+ * time: a thread that waits (for I/O, a lock, or the CPU quota) gets the
+ * signal when it runs again, before any more Python code, so the sample
+ * shows where it waited.  Other threads are sampled by process CPU time,
+ * CPU_EVERY intervals at a time: the kernel sends that signal to the thread
+ * that was running, which is mostly the main thread (its handler ignores
+ * it), so a finer one would double what the main thread pays.
+ */
+#define CPU_EVERY 10
+
+static int timers_start(void)
+{
+	if (timer_make(&S.wall_timer, CLOCK_MONOTONIC, SRC_WALL, S.main_tid, S.interval_us) < 0)
+		return -1;
+	S.have_wall = 1;
+	if (timer_make(&S.cpu_timer, CLOCK_PROCESS_CPUTIME_ID, SRC_CPU, 0, S.interval_us * CPU_EVERY) == 0)
+		S.have_cpu = 1;
+	return 0;
+}
+
+static int file_open(void)
+{
+	char path[PATH_MAX + 64];
+	struct rec r;
+	int fd = -1, i;
+	void *p;
+	int64_t t = clock_ns(CLOCK_MONOTONIC);
+	const char *ver = Py_GetVersion();
+
+	S.pid = getpid();
+	for (i = 0; i < 1000; i++) {
+		snprintf(path, sizeof(path), "%s/%ld-%d.samples", S.dir, (long)S.pid, i);
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (fd < 0)
+		return -1;
+	/* Sparse: only the pages written take space. */
+	if (ftruncate(fd, (off_t)MAP_BYTES) < 0) {
+		close(fd);
+		return -1;
+	}
+	p = mmap(NULL, MAP_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		close(fd);
+		return -1;
+	}
+	S.fd = fd;
+	S.map = p;
+	S.used = 0;
+	S.next_id = 0;
+	S.next_tno = 1;
+	S.dropped = 0;
+	S.faults = 0;
+	memset(S.codes, 0, sizeof(S.codes));
+	memset(S.threads, 0, sizeof(S.threads));
+	r.n = 0;
+	rec_strz(&r, "#coldstart-samples 1");
+	rec_append(&r);
+	rec_start(&r, 'H', t);
+	rec_ch(&r, '\t');
+	rec_i64(&r, S.pid);
+	rec_ch(&r, '\t');
+	rec_i64(&r, getppid());
+	rec_ch(&r, '\t');
+	rec_i64(&r, S.interval_us);
+	rec_ch(&r, '\t');
+	rec_i64(&r, clock_ns(CLOCK_THREAD_CPUTIME_ID));
+	rec_ch(&r, '\t');
+	rec_i64(&r, clock_ns(CLOCK_PROCESS_CPUTIME_ID));
+	rec_ch(&r, '\t');
+	while (*ver && *ver != ' ')
+		rec_ch(&r, *ver++);
+	return rec_append(&r);
+}
+
+/* Writes the end record and cuts the file to its length. */
+static void file_close(const char *why)
+{
+	struct rec r;
+
+	if (!S.map)
+		return;
+	rec_start(&r, 'Q', clock_ns(CLOCK_MONOTONIC));
+	rec_ch(&r, '\t');
+	rec_i64(&r, clock_ns(CLOCK_PROCESS_CPUTIME_ID));
+	rec_ch(&r, '\t');
+	rec_i64(&r, (int64_t)S.dropped);
+	rec_ch(&r, '\t');
+	rec_i64(&r, (int64_t)S.faults);
+	rec_ch(&r, '\t');
+	rec_strz(&r, why);
+	rec_append(&r);
+	munmap(S.map, MAP_BYTES);
+	S.map = NULL;
+	if (ftruncate(S.fd, (off_t)S.used) < 0)
+		S.used = 0;
+	close(S.fd);
+	S.fd = -1;
+}
+
+/* Stops sampling in this process: timers first, then wait out a running handler. */
+static void sampler_shutdown(const char *why)
+{
+	if (!S.map || getpid() != S.pid)
+		return;
+	S.enabled = 0;
+	timers_delete();
+	while (atomic_flag_test_and_set(&busy))
+		;
+	file_close(why);
+	atomic_flag_clear(&busy);
+}
+
+static void sampler_atexit(void)
+{
+	sampler_shutdown("exit");
+}
+
+PyDoc_STRVAR(start_doc, "start(dir, interval_us) -> bool\n\n"
+			"Starts sampling this process (and its os.fork() children) into dir.");
+
+static PyObject *sampler_start(PyObject *self, PyObject *args)
+{
+	const char *dir;
+	long interval;
+	struct sigaction sa;
+
+	if (!PyArg_ParseTuple(args, "sl", &dir, &interval))
+		return NULL;
+	if (S.enabled)
+		Py_RETURN_TRUE;
+	if (strlen(dir) >= sizeof(S.dir) || interval < 50 || interval > 1000000)
+		Py_RETURN_FALSE;
+	memcpy(S.dir, dir, strlen(dir) + 1);
+	S.interval_us = interval;
+	S.main_tid = gettid_raw();
+	if (file_open() < 0)
+		Py_RETURN_FALSE;
+	if (!S.installed) {
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = on_signal;
+		sa.sa_flags = SA_SIGINFO | SA_RESTART;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGPROF, &sa, &S.old_action) < 0) {
+			file_close("sigaction");
+			Py_RETURN_FALSE;
+		}
+		sa.sa_sigaction = on_fault;
+		sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+		sigaction(SIGSEGV, &sa, &old_segv);
+		sigaction(SIGBUS, &sa, &old_bus);
+		Py_AtExit(sampler_atexit);
+		S.installed = 1;
+	}
+	S.enabled = 1;
+	if (timers_start() < 0) {
+		S.enabled = 0;
+		file_close("timer_create");
+		Py_RETURN_FALSE;
+	}
+	Py_RETURN_TRUE;
+}
+
+PyDoc_STRVAR(after_fork_doc, "after_fork()\n\n"
+			     "In an os.fork() child: a samples file of its own and timers for its thread.");
+
+/*
+ * Registered with os.register_at_fork(after_in_child=...), which runs for
+ * os.fork() (gunicorn, multiprocessing's fork) but not for the fork of
+ * subprocess, whose child only execs: that one gets no file of its own.
+ */
+static PyObject *sampler_after_fork(PyObject *self, PyObject *unused)
+{
+	if (!S.enabled)
+		Py_RETURN_NONE;
+	/* Timers are not inherited; the parent's mapping is the parent's file. */
+	S.have_wall = S.have_cpu = 0;
+	if (S.map)
+		munmap(S.map, MAP_BYTES);
+	if (S.fd >= 0)
+		close(S.fd);
+	S.map = NULL;
+	S.fd = -1;
+	atomic_flag_clear(&busy);
+	S.enabled = 0;
+	S.main_tid = gettid_raw();
+	if (file_open() < 0)
+		Py_RETURN_NONE;
+	S.enabled = 1;
+	if (timers_start() < 0) {
+		S.enabled = 0;
+		file_close("timer_create");
+	}
+	Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(stop_doc, "stop()\n\nStops sampling in this process and closes its file.");
+
+static PyObject *sampler_stop(PyObject *self, PyObject *unused)
+{
+	sampler_shutdown("stop");
+	Py_RETURN_NONE;
+}
+
+static PyObject *sampler_enabled(PyObject *self, PyObject *unused)
+{
+	return PyBool_FromLong(S.enabled);
+}
+
+static PyMethodDef sampler_methods[] = {
+	{ "start", sampler_start, METH_VARARGS, start_doc },
+	{ "after_fork", sampler_after_fork, METH_NOARGS, after_fork_doc },
+	{ "stop", sampler_stop, METH_NOARGS, stop_doc },
+	{ "enabled", sampler_enabled, METH_NOARGS, NULL },
+	{ NULL, NULL, 0, NULL },
+};
+
+static struct PyModuleDef sampler_module = {
+	PyModuleDef_HEAD_INIT, "_sampler", "coldstart's start-up sampler.", -1, sampler_methods,
+};
+
+PyMODINIT_FUNC PyInit__sampler(void)
+{
+	PyObject *m = PyModule_Create(&sampler_module);
+
+	if (m && PyModule_AddIntConstant(m, "FORMAT_VERSION", SAMPLES_VERSION) < 0) {
+		Py_DECREF(m);
+		return NULL;
+	}
+	return m;
+}
