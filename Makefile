@@ -1,8 +1,10 @@
 # coldstart — one Makefile for the tool, its tracer, tests, fuzzers and benchmarks.
 #
-#   make            build ./coldstart and the tracer for /usr/bin/python3
+#   make            build ./coldstart and the tracer for /usr/bin/python3 (installs nothing)
+#   make deps       install what building, the suite and the fuzzers need (Debian, as root)
 #   make demo       profile the bundled Fn-style sample
 #   make test       unit tests (cmocka) + end-to-end tests (pytest)
+#   make format     lay the C out as .clang-format says
 #   make check      the same suite on an ASan + UBSan build
 #   make fuzz       short libFuzzer runs of the parsers (clang)
 #   make bench      benchmarks that print side-by-side figures
@@ -46,23 +48,20 @@ TRACER_SO := python/coldstart/_tracer$(PY_EXT_SUFFIX)
 SAMPLER_SRC := python/coldstart/_sampler.c
 SAMPLER_SO := python/coldstart/_sampler$(PY_EXT_SUFFIX)
 
-DEPS_STAMP := $(BUILD)/.deps-ok
-
 .PHONY: all deps demo test unit e2e check fuzz bench install uninstall format clean tracer
 
-all: $(DEPS_STAMP) coldstart tracer
+all: coldstart tracer
 
-$(DEPS_STAMP): tests/install-deps.sh
-	@sh tests/install-deps.sh build
-	@mkdir -p $(BUILD) && touch $@
-
+# The only targets that install packages: deps, and the ones that run the
+# suite or the demo on a machine that may be fresh (tests/install-deps.sh
+# installs what is missing as root, and says what is missing otherwise).
 deps:
 	@sh tests/install-deps.sh all
 
 coldstart: $(OBJS)
 	$(CC) $(ALL_CFLAGS) -o $@ $(OBJS) $(LIBS)
 
-$(BUILD)/obj/%.o: src/%.c | $(DEPS_STAMP)
+$(BUILD)/obj/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
@@ -78,14 +77,16 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJS)
 
 # The Fn investigation in two runs: the function as fdk-python serves it
 # (everything imported before the socket is ready), then behind coldstart-fdk.
-demo: all
+demo:
+	@sh tests/install-deps.sh build
+	$(MAKE) all
 	@echo "== the Fn-style function, imported at start-up as fdk-python does"
 	PYTHONPATH=$(CURDIR)/python ./coldstart profile --python $(PYTHON) --ready fn --top 8 samples/fn-hello/func.py
 	@echo
 	@echo "== the same function behind coldstart-fdk: ready first, imported on the first call"
 	./coldstart profile --ready fn --top 8 -- $(PYTHON) python/coldstart-fdk samples/fn-hello/func.py handler
 
-test: all
+test:
 	@sh tests/install-deps.sh test
 	$(MAKE) unit e2e
 
@@ -99,7 +100,7 @@ e2e: coldstart tracer
 check:
 	@sh tests/install-deps.sh test
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-		COLDSTART_BIN=build-asan/coldstart build-asan/coldstart
+		build-asan/coldstart
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 		unit
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 COLDSTART_DATADIR=$(CURDIR)/python \

@@ -2,8 +2,9 @@
 # Time-to-ready and time-to-first-response of Fn functions under the Fn
 # limits (0.1 CPU, 128 MiB cgroup), measured by `coldstart profile --ready fn`
 # side by side in one run: the floor process (bind, chmod, symlink, answer),
-# coldstart-fdk in each warm mode, and the function served the fdk-python way
-# (everything imported before ready).  Prints medians over RUNS runs and the
+# coldstart-fdk in each warm mode, the function served through fdk.handle()
+# (everything imported before ready), and the real fdk-python 0.1.117 when
+# its source tree is found (FDK_PYTHON, or shared/peers/ beside the checkout).  Prints medians over RUNS runs and the
 # ratio of each ready time to the floor's.  Target: lazy ready <= 1.25 x floor.
 set -eu
 cd "$(dirname "$0")/.."
@@ -13,12 +14,27 @@ LIMITS=${LIMITS:---preset fn}
 out=build/bench/fdk
 mkdir -p "$out"
 
+PEER=${FDK_PYTHON:-}
+for cand in ../shared ../../shared /work/shared; do
+	[ -z "$PEER" ] && [ -d "$cand/peers/fdk-python-0.1.117" ] && PEER=$(cd "$cand/peers/fdk-python-0.1.117" && pwd)
+done
+variants="floor lazy background eager fdk.handle"
+if [ -f "$PEER/fdk/scripts/fdk.py" ] && "$PY" -c "import httptools, iso8601" 2>/dev/null; then
+	variants="$variants fdk-python"
+	mkdir -p "$out/bin"
+	printf 'import sys\nfrom fdk.scripts.fdk import main\nsys.exit(main())\n' >"$out/bin/fdk"
+else
+	echo "fdk_bench: no fdk-python at $PEER (or no httptools/iso8601): its row is left out" >&2
+fi
+
 run() {
 	name=$1
 	round=$2
 	shift 2
+	pypath="$PWD/python"
+	[ "$name" = fdk-python ] && pypath=$PEER
 	# shellcheck disable=SC2086
-	if ! PYTHONPATH="$PWD/python" ./coldstart profile --no-trace --quiet $LIMITS --no-baseline \
+	if ! PYTHONPATH="$pypath" ./coldstart profile --no-trace --quiet $LIMITS --no-baseline \
 		--ready fn --no-report -o "$out/$name-$round.json" -- "$@" >/dev/null; then
 		echo "fdk_bench: '$name' did not become ready in round $round; see $out/$name-$round.json" >&2
 	fi
@@ -34,12 +50,13 @@ rm -f "$out"/*.json
 round=0
 while [ "$round" -lt "$RUNS" ]; do
 	round=$((round + 1))
-	for variant in floor lazy background eager fdk-python; do
+	for variant in $variants; do
 		case $variant in
 		floor) run floor "$round" "$PY" bench/fdk_floor.py ;;
 		lazy | background | eager)
 			run "$variant" "$round" "$PY" python/coldstart-fdk --warm "$variant" samples/fn-hello/func.py handler ;;
-		fdk-python) run fdk-python "$round" "$PY" samples/fn-hello/func.py ;;
+		fdk.handle) run fdk.handle "$round" "$PY" samples/fn-hello/func.py ;;
+		fdk-python) run fdk-python "$round" "$PY" "$out/bin/fdk" samples/fn-hello/func.py handler ;;
 		esac
 	done
 done
@@ -48,7 +65,7 @@ done
 import json, os, statistics, sys
 out = sys.argv[1]
 rows = []
-for name in ("floor", "lazy", "background", "eager", "fdk-python"):
+for name in ("floor", "lazy", "background", "eager", "fdk.handle", "fdk-python"):
     ready, first, limits, pyver = [], [], None, None
     for f in sorted(os.listdir(out)):
         if not (f.startswith(name + "-") and f[len(name) + 1:-5].isdigit()):
@@ -65,6 +82,8 @@ for name in ("floor", "lazy", "background", "eager", "fdk-python"):
                 ready.append(r["ready_us"])
             if r["first_response_us"] >= 0:
                 first.append(r["first_response_us"])
+    if not ready and name == "fdk-python":
+        continue
     rows.append((name, statistics.median(ready) if ready else None,
                  statistics.median(first) if first else None, len(ready)))
     if name == "floor":

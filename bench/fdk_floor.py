@@ -1,8 +1,10 @@
 """The floor for the Fn readiness benchmark: the least a Python process must
 do to look ready to Fn's agent.  It binds a phony socket next to
-FN_LISTENER, chmods it 0666, links lsnr.sock to it, answers one POST /call
-with 200 and exits 0 (removing both), so coldstart-fdk's time-to-ready can be
-compared with this one's.  Exit status 2: FN_LISTENER missing or invalid.
+FN_LISTENER with mode 0666 (the umask during bind(), as coldstart-fdk does:
+a chmod() afterwards would follow a symlink planted in the socket's place),
+links lsnr.sock to it, answers one POST /call with 200 and exits 0
+(removing both), so coldstart-fdk's time-to-ready can be compared with this
+one's.  Exit status 2: FN_LISTENER missing or invalid.
 """
 import os
 import sys
@@ -45,8 +47,11 @@ def main():
         except FileNotFoundError:
             pass
     s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    s.bind(phony)
-    os.chmod(phony, 0o666)
+    old = os.umask(0o111)
+    try:
+        s.bind(phony)
+    finally:
+        os.umask(old)
     s.listen(16)
     os.symlink(os.path.basename(phony), path)
     try:

@@ -3,8 +3,8 @@
  * modules, checked against a profile's main process.  With repeated runs the
  * median across measured runs is what must fit the budget.
  *
- * src/profile_cmd.c (profile, parse and docker --budget/--forbid) calls
- * exactly these functions; cmd_check.c should use them too.
+ * src/show.c (--budget/--forbid of profile, parse, report and docker) and
+ * cmd_check.c call exactly these functions.
  */
 #ifndef COLDSTART_BUDGET_H
 #define COLDSTART_BUDGET_H

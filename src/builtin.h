@@ -9,7 +9,7 @@
 #define EXIT_OK 0
 #define EXIT_FAIL 1 /* a check failed, a target failed, a file could not be read */
 #define EXIT_USAGE 2 /* bad command line */
-/* 3 (EXIT_LIMITS) is in cgroup.h. */
+#define EXIT_LIMITS 3 /* limits asked for and cannot be applied */
 /* What happened to a measured target (profile, docker; docs/exit-codes.md). */
 #define EXIT_NO_PYTHON 4 /* interpreter or command unusable */
 #define EXIT_NO_ENGINE 4 /* docker: engine, image or container unusable */

@@ -1,5 +1,7 @@
 /*
- * Resource limits through cgroups: one interface, a v2 and a v1 backend.
+ * Resource limits through cgroups: one interface, a v2 and a v1 backend
+ * (cgroup_v2.c, cgroup_v1.c; cgroup_fs.c finds the mounts and touches the
+ * files).
  * A fresh cgroup per run, named coldstart-<pid>-<n>, that the child joins
  * before exec (see launch.h join_files); removed on every path.
  */
@@ -8,39 +10,19 @@
 
 #include <stdbool.h>
 
+#include "runlimits.h"
 #include "profile.h"
-
-/* Exit code when limits were asked for and cannot be applied. */
-#define EXIT_LIMITS 3
 
 struct cgroup;
 
 /*
- * Parses --cpus, --memory, --swap, --pids, --cpuset, --preset values into lim.
- * Each returns 0 or -1 with a message in err.
- */
-int limits_set_cpus(struct limits *lim, const char *s, struct buf *err);
-int limits_set_memory(struct limits *lim, const char *s, struct buf *err);
-int limits_set_swap(struct limits *lim, const char *s, struct buf *err);
-int limits_set_pids(struct limits *lim, const char *s, struct buf *err);
-int limits_set_cpuset(struct limits *lim, const char *s, struct buf *err);
-/* "fn" = 0.1 CPU + 128 MiB; "lambda:MB" = MB/1769 CPUs + MB MiB. */
-int limits_set_preset(struct limits *lim, const char *s, struct buf *err);
-/*
- * Checks the options together once all are parsed (--swap needs --memory);
- * 0, or -1 with a message in err: a usage error.  cgroup_create checks too.
- */
-int limits_check(const struct limits *lim, struct buf *err);
-bool limits_any(const struct limits *lim);
-/* Appends "0.1 CPU, 128.0 MiB memory, no swap, 64 pids" for reports. */
-void limits_describe(const struct limits *lim, struct buf *out);
-
-/*
  * Creates a cgroup with lim applied.  Detects the backend (v2 when its
  * controllers are usable, else v1) under the real cgroupfs, or under
- * $COLDSTART_CGROUP_ROOT when set (tests use a fake tree).  Returns NULL with
- * a message in err that says what to do (run as root, delegate a v2 subtree,
- * or pass --no-limits) when limits cannot be applied.  Sets lim->backend.
+ * $COLDSTART_CGROUP_ROOT when set (a plain directory tree that stands in for
+ * it in tests; see cgroup_fs.h).  Returns NULL with a message in err
+ * that says what to do (run as root, delegate a v2 subtree, or pass
+ * --no-limits) when limits cannot be applied (limits_check's message for
+ * inconsistent ones).  Sets lim->backend.
  */
 struct cgroup *cgroup_create(struct limits *lim, struct buf *err);
 /* NULL-terminated list of files the child writes "0" into. */

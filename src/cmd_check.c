@@ -12,94 +12,68 @@
 
 struct check_opts {
 	struct budget b;
-	int quiet;
+	bool quiet;
 };
 
-static int o_budget(void *ctx, const char *v, struct buf *err)
+static int add_budget(const struct opt *opt, const char *v, struct buf *err)
 {
-	return budget_add(&((struct check_opts *)ctx)->b, v, err);
+	return budget_add(opt->value, v, err);
 }
 
-static int o_forbid(void *ctx, const char *v, struct buf *err)
+static int add_forbid(const struct opt *opt, const char *v, struct buf *err)
 {
 	if (!*v || strchr(v, '=') || strchr(v, ' ')) {
 		buf_addf(err, "--forbid '%s': expected a module name", v);
 		return -1;
 	}
-	budget_forbid(&((struct check_opts *)ctx)->b, v);
+	budget_forbid(opt->value, v);
 	return 0;
 }
 
-static int o_quiet(void *ctx, const char *v, struct buf *err)
-{
-	((struct check_opts *)ctx)->quiet = 1;
-	return 0;
-}
-
-/* args_parse answers -h/--help itself; the row is there for args_help. */
-static int o_help(void *ctx, const char *v, struct buf *err)
-{
-	BUG("--help reached its option callback");
-}
-
-/*
- * --budget is one option: the parser matches its first row (no help line,
- * NAME=TIME in "needs a value"); the next four spell out the NAMEs in the help.
- */
-static const struct opt check_options[] = {
-	{ "budget", 0, 1, o_budget, "NAME=TIME", NULL },
-	{ "budget", 0, 1, o_budget, "total=TIME", "all imports, interpreter start-up included" },
-	{ "budget", 0, 1, o_budget, "target=TIME", "imports after interpreter start-up" },
-	{ "budget", 0, 1, o_budget, "startup=TIME", "interpreter start-up imports only" },
-	{ "budget", 0, 1, o_budget, "MODULE=TIME", "the module's cumulative import time" },
-	{ "forbid", 0, 1, o_forbid, "MODULE", "the module must not be imported by the main process" },
-	{ "quiet", 'q', 0, o_quiet, NULL, "print only the rules that fail" },
-	{ "help", 'h', 0, o_help, NULL, "this text" },
-	{ NULL, 0, 0, NULL, NULL, NULL },
+static const struct usage check_usage = {
+	.command = "check",
+	.synopsis = "usage: coldstart check PROFILE --budget total=300ms [--budget MODULE=50ms]\n"
+		    "                       [--forbid MODULE] ... [-q]\n\n"
+		    "Fails (exit 1) when the profile breaks a budget, for CI.  Times are medians\n"
+		    "over the non-warm-up runs of the main process.\n\n",
+	.footer = "TIME: 300ms, 1.5s, 250us; a bare number is milliseconds.\n"
+		  "Exit status: 0 every rule holds, 1 a rule failed or the profile is unreadable,\n"
+		  "2 bad command line.  See docs/diff-check.md.\n",
 };
-
-static void usage(FILE *f)
-{
-	struct buf h = BUF_INIT;
-
-	args_help(check_options, &h);
-	fprintf(f,
-		"usage: coldstart check PROFILE --budget total=300ms [--budget MODULE=50ms]\n"
-		"                       [--forbid MODULE] ... [-q]\n\n"
-		"Fails (exit 1) when the profile breaks a budget, for CI.  Times are medians\n"
-		"over the non-warm-up runs of the main process.\n\n"
-		"options:\n%s\n"
-		"TIME: 300ms, 1.5s, 250us; a bare number is milliseconds.\n"
-		"Exit status: 0 every rule holds, 1 a rule failed or the profile is unreadable,\n"
-		"2 bad command line.  See docs/diff-check.md.\n",
-		h.buf);
-	buf_release(&h);
-}
 
 int cmd_check(int argc, char **argv)
 {
-	struct check_opts o = { .quiet = 0 };
+	struct check_opts o = { .quiet = false };
 	struct profile p;
 	struct buf err = BUF_INIT, explain = BUF_INIT;
 	struct strvec pos = STRVEC_INIT;
 	int rc, failed, ret = EXIT_USAGE;
 
+	/* --budget is one option; the help spells out its NAMEs on four lines. */
+	const struct opt options[] = {
+		OPT_CALLBACK("budget", 0, &o.b, add_budget, "NAME=TIME", NULL),
+		OPT_HELP("budget", 0, "total=TIME", "all imports, interpreter start-up included"),
+		OPT_HELP("budget", 0, "target=TIME", "imports after interpreter start-up"),
+		OPT_HELP("budget", 0, "startup=TIME", "interpreter start-up imports only"),
+		OPT_HELP("budget", 0, "MODULE=TIME", "the module's cumulative import time"),
+		OPT_CALLBACK("forbid", 0, &o.b, add_forbid, "MODULE", "the module must not be imported by the main process"),
+		OPT_BOOL("quiet", 'q', &o.quiet, "print only the rules that fail"),
+		OPT_HELP("help", 'h', NULL, "this text"),
+		OPT_END(),
+	};
+
 	profile_init(&p);
 	budget_init(&o.b);
-	rc = args_parse_all(check_options, &o, argc, argv, &pos, &err);
-	if (rc == 1) {
-		usage(stdout);
-		ret = EXIT_OK;
+	rc = args_parse_all(options, argc, argv, &pos, &err);
+	if (rc) {
+		ret = usage_stop(&check_usage, options, rc, err.buf);
 		goto out;
 	}
-	if (rc < 0 || pos.nr != 1 || !(o.b.nr + o.b.forbid.nr)) {
-		if (rc < 0)
-			error("%s", err.buf);
-		else if (pos.nr > 1)
-			error("unexpected argument '%s'", pos.v[1]);
+	if (pos.nr != 1 || !(o.b.nr + o.b.forbid.nr)) {
+		if (pos.nr > 1)
+			ret = usage_error(&check_usage, "unexpected argument '%s'", pos.v[1]);
 		else
-			error("check needs a PROFILE and at least one --budget or --forbid");
-		fprintf(stderr, "Try 'coldstart check --help'.\n");
+			ret = usage_error(&check_usage, "check needs a PROFILE and at least one --budget or --forbid");
 		goto out;
 	}
 	ret = EXIT_FAIL;

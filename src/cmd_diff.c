@@ -17,84 +17,20 @@ struct diff_opts {
 	const char *flame;
 	const char *output;
 	int64_t min_delta;
-	long top;
+	int top;
 };
 
-static int o_min_delta(void *ctx, const char *v, struct buf *err)
-{
-	if (parse_duration_us(v, &((struct diff_opts *)ctx)->min_delta) < 0) {
-		buf_addf(err, "--min-delta '%s': not a duration (e.g. 1ms, 500us)", v);
-		return -1;
-	}
-	return 0;
-}
-
-static int o_flamegraph(void *ctx, const char *v, struct buf *err)
-{
-	((struct diff_opts *)ctx)->flame = v;
-	return 0;
-}
-
-static int o_icicle(void *ctx, const char *v, struct buf *err)
-{
-	((struct diff_opts *)ctx)->exp.icicle = true;
-	return 0;
-}
-
-static int o_top(void *ctx, const char *v, struct buf *err)
-{
-	char *end;
-	long n = strtol(v, &end, 10);
-
-	if (!*v || *end || n < 0 || n > 1000000) {
-		buf_addf(err, "--top '%s': expected a count", v);
-		return -1;
-	}
-	((struct diff_opts *)ctx)->top = n;
-	return 0;
-}
-
-static int o_output(void *ctx, const char *v, struct buf *err)
-{
-	((struct diff_opts *)ctx)->output = v;
-	return 0;
-}
-
-/* args_parse answers -h/--help itself; the row is there for args_help. */
-static int o_help(void *ctx, const char *v, struct buf *err)
-{
-	BUG("--help reached its option callback");
-}
-
-static const struct opt diff_options[] = {
-	{ "min-delta", 0, 1, o_min_delta, "TIME", "smallest change ever flagged (default 1ms)" },
-	{ "flamegraph", 0, 1, o_flamegraph, "FILE",
-	  "B's flamegraph, red = slower, blue = faster, grey = within noise (.gz compresses)" },
-	{ "icicle", 0, 0, o_icicle, NULL, "the flamegraph with its root at the top" },
-	{ "top", 0, 1, o_top, "N", "show at most N modules per list (default 20, 0 = all)" },
-	{ "output", 'o', 1, o_output, "FILE", "write the report there instead of standard output" },
-	{ "help", 'h', 0, o_help, NULL, "this text" },
-	{ NULL, 0, 0, NULL, NULL, NULL },
+static const struct usage diff_usage = {
+	.command = "diff",
+	.synopsis = "usage: coldstart diff A.json B.json [options]\n\n"
+		    "Compares profile B against profile A: the main process's import total and\n"
+		    "every module's self time, as medians over the non-warm-up runs.  A change is\n"
+		    "flagged when it is larger than the runs' spread (3 x 1.4826 x MAD of each\n"
+		    "side, combined, at least the typical module's) and larger than --min-delta;\n"
+		    "with 3 or more runs a side, B must also be slower in 90% of run pairs.\n\n",
+	.footer = "Exit status: 0 no regression flagged, 1 a regression flagged or a profile\n"
+		  "unreadable, 2 bad command line.  See docs/diff-check.md.\n",
 };
-
-static void usage(FILE *f)
-{
-	struct buf h = BUF_INIT;
-
-	args_help(diff_options, &h);
-	fprintf(f,
-		"usage: coldstart diff A.json B.json [options]\n\n"
-		"Compares profile B against profile A: the main process's import total and\n"
-		"every module's self time, as medians over the non-warm-up runs.  A change is\n"
-		"flagged when it is larger than the runs' spread (3 x 1.4826 x MAD of each\n"
-		"side, combined, at least the typical module's) and larger than --min-delta;\n"
-		"with 3 or more runs a side, B must also be slower in 90%% of run pairs.\n\n"
-		"options:\n%s\n"
-		"Exit status: 0 no regression flagged, 1 a regression flagged or a profile\n"
-		"unreadable, 2 bad command line.  See docs/diff-check.md.\n",
-		h.buf);
-	buf_release(&h);
-}
 
 int cmd_diff(int argc, char **argv)
 {
@@ -105,23 +41,29 @@ int cmd_diff(int argc, char **argv)
 	struct strvec pos = STRVEC_INIT;
 	int rc, ret = EXIT_FAIL;
 
+	const struct opt options[] = {
+		OPT_DURATION("min-delta", 0, &o.min_delta, "TIME", "smallest change ever flagged (default 1ms)"),
+		OPT_STRING("flamegraph", 0, &o.flame, "FILE",
+			   "B's flamegraph, red = slower, blue = faster, grey = within noise (.gz compresses)"),
+		OPT_BOOL("icicle", 0, &o.exp.icicle, "the flamegraph with its root at the top"),
+		OPT_INT("top", 0, &o.top, 0, 1000000, "N", "show at most N modules per list (default 20, 0 = all)"),
+		OPT_STRING("output", 'o', &o.output, "FILE", "write the report there instead of standard output"),
+		OPT_HELP("help", 'h', NULL, "this text"),
+		OPT_END(),
+	};
+
 	profile_init(&a);
 	profile_init(&b);
-	rc = args_parse_all(diff_options, &o, argc, argv, &pos, &err);
-	if (rc == 1) {
-		usage(stdout);
-		ret = EXIT_OK;
+	rc = args_parse_all(options, argc, argv, &pos, &err);
+	if (rc) {
+		ret = usage_stop(&diff_usage, options, rc, err.buf);
 		goto out;
 	}
-	if (rc < 0 || pos.nr != 2) {
-		if (rc < 0)
-			error("%s", err.buf);
-		else if (pos.nr < 2)
-			error("diff needs two profiles, A and B");
+	if (pos.nr != 2) {
+		if (pos.nr < 2)
+			ret = usage_error(&diff_usage, "diff needs two profiles, A and B");
 		else
-			error("diff takes two profiles, not '%s' too", pos.v[2]);
-		fprintf(stderr, "Try 'coldstart diff --help'.\n");
-		ret = EXIT_USAGE;
+			ret = usage_error(&diff_usage, "diff takes two profiles, not '%s' too", pos.v[2]);
 		goto out;
 	}
 	if (profile_read_json(&a, pos.v[0], &err) < 0 || profile_read_json(&b, pos.v[1], &err) < 0) {

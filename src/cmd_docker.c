@@ -2,35 +2,35 @@
  * `coldstart docker`: profile a command inside a container run under the
  * same limits as `profile` (mapped to the engine's flags), with importtime,
  * the pure-Python tracer and readiness probes, and report it like `profile`.
+ * This file is the container target of the measuring session (measure.h);
+ * the engine itself is docker.c's.
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "analyze.h"
 #include "args.h"
 #include "builtin.h"
-#include "cgroup.h"
 #include "docker.h"
+#include "measure.h"
 #include "profile.h"
-#include "profile_cmd.h"
 #include "ready.h"
-#include "report.h"
 #include "runner.h"
+#include "show.h"
 
 extern char **environ;
 
 /* The same codes as `profile` (docs/exit-codes.md, docs/docker.md). */
 
 struct docker_opts {
-	struct measure_ctx c; /* first: the shared callbacks cast ctx to it */
+	struct show_opts show;
+	struct measure_opts m;
+	struct docker_engine engine;
+	int64_t engine_timeout_us;
 	bool no_init;
-	const char *engine;
-	int engine_timeout_ms;
 	struct strvec env;
 	struct strvec volumes;
 	struct strvec extra;
@@ -39,348 +39,42 @@ struct docker_opts {
 	const char *entrypoint;
 };
 
-/* What the runner's before_start hook needs, and what it leaves behind. */
-struct docker_run_ctx {
+/* The container target: what its hooks need, and what a run leaves behind. */
+struct docker_target {
 	const struct docker_opts *o;
 	const struct profile *p;
 	const char *image;
 	const char *const *command;
 	const char *image_pythonpath; /* the image's own PYTHONPATH, NULL if none */
-	const char *name; /* this run's container */
+	struct buf name; /* this run's container */
 	int publish_port;
 	bool created; /* the container exists and must be removed */
 	bool create_failed; /* the engine refused to create it */
 };
 
-#define OPTS() struct docker_opts *o = ctx
-
-static int o_no_init(void *ctx, const char *v, struct buf *err) { OPTS(); o->no_init = true; return 0; }
-static int o_env(void *ctx, const char *v, struct buf *err) { OPTS(); strvec_push(&o->env, v); return 0; }
-static int o_volume(void *ctx, const char *v, struct buf *err) { OPTS(); strvec_push(&o->volumes, v); return 0; }
-static int o_extra(void *ctx, const char *v, struct buf *err) { OPTS(); strvec_push(&o->extra, v); return 0; }
-static int o_network(void *ctx, const char *v, struct buf *err) { OPTS(); o->network = v; return 0; }
-static int o_user(void *ctx, const char *v, struct buf *err) { OPTS(); o->user = v; return 0; }
-static int o_entrypoint(void *ctx, const char *v, struct buf *err) { OPTS(); o->entrypoint = v; return 0; }
-
-static int o_engine(void *ctx, const char *v, struct buf *err)
+static int set_engine(const struct opt *opt, const char *v, struct buf *err)
 {
-	OPTS();
 	if (strcmp(v, "docker") && strcmp(v, "podman")) {
 		buf_addf(err, "--engine is docker or podman, not '%s'", v);
 		return -1;
 	}
-	o->engine = v;
+	*(const char **)opt->value = v;
 	return 0;
 }
 
-static int o_engine_timeout(void *ctx, const char *v, struct buf *err)
-{
-	OPTS();
-	int64_t us;
-
-	if (measure_parse_seconds(v, "--engine-timeout", 3600, &us, err) < 0)
-		return -1;
-	o->engine_timeout_ms = (int)(us / 1000) ? (int)(us / 1000) : 1;
-	return 0;
-}
-
-static const struct opt docker_options[] = {
-	SHOW_OPTIONS,
-	MEASURE_OPTIONS,
-	{ "engine", 0, 1, o_engine, "NAME", "docker (default) or podman; DOCKER_HOST is respected" },
-	{ "env", 'e', 1, o_env, "NAME[=VALUE]", "set an environment variable in the container; repeatable" },
-	{ "volume", 'v', 1, o_volume, "SRC:DST[:ro]", "mount into the container; repeatable" },
-	{ "network", 0, 1, o_network, "NET", "container network (none, host, ...)" },
-	{ "user", 0, 1, o_user, "USER[:GROUP]", "user inside the container" },
-	{ "entrypoint", 0, 1, o_entrypoint, "PATH", "override the image's entrypoint" },
-	{ "engine-arg", 0, 1, o_extra, "ARG", "pass ARG to '<engine> create' verbatim; repeatable" },
-	{ "no-init", 0, 0, o_no_init, NULL, "no --init: the command is PID 1 (it may ignore SIGTERM)" },
-	{ "engine-timeout", 0, 1, o_engine_timeout, "SECONDS",
-	  "limit for each engine command other than the run itself (default 60)" },
-	{ NULL, 0, 0, NULL, NULL, NULL },
+static const struct usage docker_usage = {
+	.command = "docker",
+	.synopsis = "usage: coldstart docker [options] IMAGE [COMMAND [ARGS...]]\n\n"
+		    "Creates a container from IMAGE (never pulled) with the limits mapped to the\n"
+		    "engine's flags and PYTHONPROFILEIMPORTTIME=1, plus the tracer bootstrap when\n"
+		    "COMMAND is a Python 3.7+ of the image; starts it attached, parses its stderr,\n"
+		    "reads the end state (OOMKilled) and removes it.  One container per run.\n\n",
+	.footer = "Exit status: 0 ok, 1 failure or broken budget, 2 usage, 4 engine, image or\n"
+		  "container unusable (no CLI, daemon unreachable, image missing, never started),\n"
+		  "5 target exited non-zero, 6 killed by a signal, 7 OOM-killed, 8 timeout,\n"
+		  "9 readiness not reached (docs/docker.md).\n",
 };
 
-static void usage(FILE *f)
-{
-	struct buf h = BUF_INIT;
-
-	args_help(docker_options, &h);
-	fprintf(f,
-		"usage: coldstart docker [options] IMAGE [COMMAND [ARGS...]]\n\n"
-		"Creates a container from IMAGE (never pulled) with the limits mapped to the\n"
-		"engine's flags and PYTHONPROFILEIMPORTTIME=1, plus the tracer bootstrap when\n"
-		"COMMAND is a Python 3.7+ of the image; starts it attached, parses its stderr,\n"
-		"reads the end state (OOMKilled) and removes it.  One container per run.\n\n"
-		"options:\n%s\n"
-		"Exit status: 0 ok, 1 failure or broken budget, 2 usage, 4 engine, image or\n"
-		"container unusable (no CLI, daemon unreachable, image missing, never started),\n"
-		"5 target exited non-zero, 6 killed by a signal, 7 OOM-killed, 8 timeout,\n"
-		"9 readiness not reached (docs/docker.md).\n",
-		h.buf);
-	buf_release(&h);
-}
-
-/*
- * Cuts the next line off *text (in place) and returns it, NULL at the end.
- * Empty lines are skipped.
- */
-static char *next_line(char **text)
-{
-	char *line;
-
-	while (**text == '\n')
-		(*text)++;
-	if (!**text)
-		return NULL;
-	line = *text;
-	*text += strcspn(*text, "\n");
-	if (**text)
-		*(*text)++ = '\0';
-	return line;
-}
-
-/*
- * "coldstart.host=<hostname>": stale containers are only judged by pids of
- * this host (DOCKER_HOST may be a daemon shared with other machines).
- */
-static void push_owner_labels(struct strvec *argv)
-{
-	char host[256] = "unknown";
-
-	if (gethostname(host, sizeof(host) - 1) < 0)
-		memcpy(host, "unknown", sizeof("unknown"));
-	host[sizeof(host) - 1] = '\0';
-	strvec_push(argv, "--label");
-	strvec_pushf(argv, "coldstart.pid=%ld", (long)getpid());
-	strvec_push(argv, "--label");
-	strvec_pushf(argv, "coldstart.host=%s", host);
-}
-
-static const char *engine_argv0(const struct docker_opts *o)
-{
-	return o->engine;
-}
-
-/*
- * Runs one engine control command.  Returns its exit status, or -1 after
- * printing why it could not run at all.
- */
-static int engine(const struct docker_opts *o, const char *const *argv, struct buf *out, struct buf *errout)
-{
-	struct buf err = BUF_INIT;
-	int rc = docker_exec(argv, o->engine_timeout_ms, out, errout, &err);
-
-	if (rc < 0) {
-		if (errno == ENOENT)
-			error("no '%s' command found on PATH: install it (Debian: docker.io%s) or pick "
-			      "another with --engine", argv[0], strcmp(argv[0], "podman") ? "" : ", podman");
-		else if (errno == ETIMEDOUT)
-			error("%s; is the engine (DOCKER_HOST=%s) stuck? --engine-timeout raises the limit",
-			      err.buf, getenv("DOCKER_HOST") ? getenv("DOCKER_HOST") : "default");
-		else
-			error("%s", err.buf);
-	}
-	buf_release(&err);
-	return rc;
-}
-
-/* Removes the named container (killing it first); quiet on success. */
-static void engine_remove(const struct docker_opts *o, const char *name)
-{
-	struct buf errout = BUF_INIT, line = BUF_INIT;
-	int rc = engine(o, (const char *const[]){ engine_argv0(o), "rm", "-f", "-v", name, NULL }, NULL, &errout);
-
-	if (rc > 0 && !strstr(errout.buf, "No such container") && !strstr(errout.buf, "no such container")) {
-		docker_last_line(errout.buf, &line);
-		warning("cannot remove container '%s': %s", name, line.buf);
-	}
-	buf_release(&errout);
-	buf_release(&line);
-}
-
-/* Removes containers of coldstart processes that died without cleaning up. */
-static void engine_cleanup_stale(const struct docker_opts *o)
-{
-	struct buf out = BUF_INIT;
-	struct strvec argv = STRVEC_INIT, labels = STRVEC_INIT;
-	char *line, *rest;
-	int rc;
-
-	push_owner_labels(&labels);
-	strvec_pushv(&argv, (const char *const[]){ engine_argv0(o), "ps", "-a", "--filter", "label=coldstart.pid",
-						   "--filter", NULL });
-	strvec_pushf(&argv, "label=%s", labels.v[3]);
-	strvec_pushv(&argv, (const char *const[]){ "--format", "{{.Names}} {{.Label \"coldstart.pid\"}}", NULL });
-	rc = engine(o, argv.v, &out, NULL);
-	if (rc != 0)
-		goto out;
-	rest = out.buf;
-	while ((line = next_line(&rest))) {
-		char *sp = strchr(line, ' ');
-		long pid;
-
-		if (!sp)
-			continue;
-		*sp = '\0';
-		pid = strtol(sp + 1, NULL, 10);
-		if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM))
-			continue;
-		engine_remove(o, line);
-	}
-out:
-	strvec_clear(&argv);
-	strvec_clear(&labels);
-	buf_release(&out);
-}
-
-/* Is the engine there and answering?  0, or EXIT_NO_ENGINE after a message. */
-static int check_engine(const struct docker_opts *o)
-{
-	struct buf out = BUF_INIT, errout = BUF_INIT, line = BUF_INIT;
-	int ret = EXIT_NO_ENGINE, rc;
-
-	if (!strcmp(o->engine, "docker"))
-		rc = engine(o, (const char *const[]){ "docker", "version", "--format", "{{.Server.Version}}", NULL },
-			    &out, &errout);
-	else
-		rc = engine(o, (const char *const[]){ o->engine, "version", NULL }, &out, &errout);
-	if (rc < 0)
-		goto out;
-	if (rc) {
-		docker_last_line(errout.len ? errout.buf : out.buf, &line);
-		error("the %s engine is unreachable (DOCKER_HOST=%s): %s", o->engine,
-		      getenv("DOCKER_HOST") ? getenv("DOCKER_HOST") : "default", line.len ? line.buf : "no message");
-		goto out;
-	}
-	ret = 0;
-out:
-	buf_release(&out);
-	buf_release(&errout);
-	buf_release(&line);
-	return ret;
-}
-
-/*
- * Is the image present?  Returns 0 and the image's PYTHONPATH (or NULL) in
- * *pythonpath, or EXIT_NO_ENGINE after a message.  coldstart never pulls: a
- * pull inside a measured run would be measured.
- */
-static int check_image(const struct docker_opts *o, const char *image, char **pythonpath)
-{
-	struct buf out = BUF_INIT, errout = BUF_INIT, line = BUF_INIT;
-	int rc, ret = EXIT_NO_ENGINE;
-	char *s, *rest;
-
-	rc = engine(o, (const char *const[]){ engine_argv0(o), "image", "inspect", "--format",
-					      "{{range .Config.Env}}{{println .}}{{end}}", image, NULL },
-		    &out, &errout);
-	if (rc < 0)
-		goto out;
-	if (rc) {
-		docker_last_line(errout.buf, &line);
-		error("image '%s' is not in the engine (%s); coldstart never pulls: run '%s pull %s' or "
-		      "build it first", image, line.len ? line.buf : "no message", o->engine, image);
-		goto out;
-	}
-	rest = out.buf;
-	while ((s = next_line(&rest)))
-		if (starts_with(s, "PYTHONPATH="))
-			*pythonpath = xstrdup(s + strlen("PYTHONPATH="));
-	ret = 0;
-out:
-	buf_release(&out);
-	buf_release(&errout);
-	buf_release(&line);
-	return ret;
-}
-
-/*
- * Asks the image's interpreter for its version and standard-library names
- * (one extra container).  Returns 0 with p->python_version set, 1 when it
- * could not tell (a warning says why), or -1 after printing why the image's
- * Python cannot be profiled (no importtime before 3.7).
- */
-static int probe_python(const struct docker_opts *o, const char *image, const char *python, const char *name,
-			struct profile *p, struct strvec *stdlib_names)
-{
-	static const char code[] =
-		"import sys\n"
-		"sys.stdout.write('%d.%d.%d\\n' % tuple(sys.version_info[:3]))\n"
-		"sys.stdout.write((sys.executable or '') + '\\n')\n"
-		"sys.stdout.write(' '.join(sorted(getattr(sys, 'stdlib_module_names', ()))) + '\\n')\n";
-	struct strvec argv = STRVEC_INIT;
-	struct buf out = BUF_INIT, errout = BUF_INIT, line = BUF_INIT;
-	int rc, ret = 1, major = 0, minor = 0;
-	char *nl, *names;
-	size_t i;
-
-	strvec_pushv(&argv, (const char *const[]){ engine_argv0(o), "run", "--rm", "--name", name, "--network",
-						   "none", "--entrypoint", python, NULL });
-	push_owner_labels(&argv);
-	if (o->user) {
-		strvec_push(&argv, "--user");
-		strvec_push(&argv, o->user);
-	}
-	/* The interpreter may live in a volume, or need the user's environment. */
-	for (i = 0; i < o->env.nr; i++) {
-		strvec_push(&argv, "-e");
-		strvec_push(&argv, o->env.v[i]);
-	}
-	for (i = 0; i < o->volumes.nr; i++) {
-		strvec_push(&argv, "-v");
-		strvec_push(&argv, o->volumes.v[i]);
-	}
-	strvec_pushv(&argv, (const char *const[]){ image, "-I", "-c", code, NULL });
-	rc = engine(o, argv.v, &out, &errout);
-	if (rc < 0) {
-		engine_remove(o, name);
-		goto out;
-	}
-	if (rc || sscanf(out.buf, "%d.%d", &major, &minor) != 2) {
-		docker_last_line(errout.len ? errout.buf : out.buf, &line);
-		profile_add_warning(p, 0, "cannot ask '%s' in the image for its version (status %d: %s); "
-				    "importtime only", python, rc, line.buf);
-		warning("cannot ask '%s' in the image for its version (status %d: %s); importtime only", python, rc,
-			line.buf);
-		goto out;
-	}
-	nl = strchr(out.buf, '\n');
-	if (!nl)
-		goto out;
-	*nl = '\0';
-	p->python_version = xstrdup(out.buf);
-	names = strchr(nl + 1, '\n');
-	if (names) {
-		names++;
-		names[strcspn(names, "\n")] = '\0';
-		while (*names) {
-			size_t len = strcspn(names, " ");
-
-			if (len) {
-				char *tok = xstrndup(names, len);
-
-				strvec_push(stdlib_names, tok);
-				free(tok);
-			}
-			names += len + (names[len] == ' ');
-		}
-	}
-	if (major < 3 || (major == 3 && minor < 7)) {
-		error("Python %s in image '%s' has no -X importtime (it needs Python 3.7 or newer)",
-		      p->python_version, image);
-		ret = -1;
-		goto out;
-	}
-	ret = 0;
-out:
-	strvec_clear(&argv);
-	buf_release(&out);
-	buf_release(&errout);
-	buf_release(&line);
-	return ret;
-}
-
-/* True when an environment entry of ours was not in coldstart's own environment. */
 static bool env_added(const char *entry)
 {
 	char **e;
@@ -400,19 +94,19 @@ static bool env_added(const char *entry)
  */
 static int before_start(void *data, struct runner_child_view *cv, struct buf *err)
 {
-	struct docker_run_ctx *x = data;
+	struct docker_target *x = data;
 	const struct docker_opts *o = x->o;
 	struct docker_spec ds;
 	struct strvec argv = STRVEC_INIT;
 	struct buf out = BUF_INIT, errout = BUF_INIT, line = BUF_INIT;
 	char *boot = NULL, *slash;
-	const char *fn_dir = x->o->c.m.ready ? ready_fn_dir(cv->ready) : NULL;
+	const char *fn_dir = o->m.ready ? ready_fn_dir(cv->ready) : NULL;
 	int ret = -1, rc;
 	size_t i;
 
 	docker_spec_init(&ds);
-	ds.engine = o->engine;
-	ds.name = x->name;
+	ds.engine = o->engine.cli;
+	ds.name = x->name.buf;
 	ds.image = x->image;
 	ds.command = x->command;
 	ds.limits = &x->p->limits;
@@ -421,7 +115,7 @@ static int before_start(void *data, struct runner_child_view *cv, struct buf *er
 	ds.entrypoint = o->entrypoint;
 	ds.init = !o->no_init;
 	ds.publish_port = x->publish_port;
-	push_owner_labels(&ds.extra);
+	docker_owner_labels(&ds.extra);
 	strvec_pushv(&ds.extra, o->extra.v);
 	strvec_pushv(&ds.volumes, o->volumes.v);
 
@@ -468,14 +162,14 @@ static int before_start(void *data, struct runner_child_view *cv, struct buf *er
 	}
 	if (docker_create_argv(&ds, &argv, err) < 0)
 		goto out;
-	rc = docker_exec(argv.v, o->engine_timeout_ms, &out, &errout, err);
+	rc = docker_exec(argv.v, o->engine.timeout_ms, &out, &errout, err);
 	if (rc != 0) {
 		x->create_failed = true;
 		/* A timed-out create may still have made the container. */
 		x->created = true;
 		if (rc > 0) {
-			docker_last_line(errout.buf, &line);
-			buf_addf(err, "'%s create' failed (status %d): %s", o->engine, rc,
+			buf_add_last_line(&line, errout.buf);
+			buf_addf(err, "'%s create' failed (status %d): %s", o->engine.cli, rc,
 				 line.len ? line.buf : "no message");
 		} else if (errno == ENOENT) {
 			x->created = false;
@@ -485,7 +179,7 @@ static int before_start(void *data, struct runner_child_view *cv, struct buf *er
 	x->created = true;
 
 	strvec_clear(cv->argv);
-	strvec_pushv(cv->argv, (const char *const[]){ o->engine, "start", "--attach", x->name, NULL });
+	strvec_pushv(cv->argv, (const char *const[]){ o->engine.cli, "start", "--attach", x->name.buf, NULL });
 	strvec_clear(cv->env);
 	strvec_pushv(cv->env, (const char *const *)environ);
 	ret = 0;
@@ -504,91 +198,97 @@ out:
  * Returns 0, or EXIT_NO_ENGINE after a message when the container never
  * started (the command is missing, the engine refused the limits, ...).
  */
-static int read_state(const struct docker_opts *o, const char *name, struct profile *p, struct run *r)
-{
-	struct buf out = BUF_INIT, errout = BUF_INIT, err = BUF_INIT, line = BUF_INIT;
-	struct docker_state st;
-	int rc, ret = 0;
 
-	memset(&st, 0, sizeof(st));
-	/* These describe the engine CLI, not the container. */
-	r->user_us = r->sys_us = UNKNOWN;
-	r->maxrss_kb = UNKNOWN;
-	rc = engine(o, (const char *const[]){ engine_argv0(o), "inspect", "--type", "container", "--format",
-					      DOCKER_STATE_FORMAT, name, NULL },
-		    &out, &errout);
-	if (rc != 0) {
-		docker_last_line(errout.buf, &line);
-		profile_add_warning(p, 0, "cannot inspect container '%s': %s", name, line.buf);
-		warning("cannot inspect container '%s': %s", name, line.buf);
-		goto out;
-	}
-	if (docker_state_parse(&st, out.buf, &err) < 0) {
-		profile_add_warning(p, 0, "cannot read the state of container '%s': %s", name, err.buf);
-		goto out;
-	}
-	if (!st.started) {
-		error("the container never started: %s", st.error ? st.error : "the engine gave no reason");
-		ret = EXIT_NO_ENGINE;
-		goto out;
-	}
-	if (st.finished_ns > st.started_ns)
-		r->wall_us = (st.finished_ns - st.started_ns) / 1000;
-	if (r->status == RUN_TIMEOUT || r->status == RUN_STOPPED)
-		goto out;
-	if (st.oom_killed && st.exit_code != 0) {
-		r->status = RUN_OOM;
-		r->term_signal = SIGKILL;
-		goto out;
-	}
-	/*
-	 * With --init the container starts even when its command cannot: the
-	 * init process reports 127 (not found) or 126 (not executable), and no
-	 * Python ever printed a row.
-	 */
-	if ((st.exit_code == 126 || st.exit_code == 127) && !r->nr_procs) {
-		error("the container's command could not be run (status %d: %s in the image)", st.exit_code,
-		      st.exit_code == 127 ? "not found" : "not executable");
-		ret = EXIT_NO_ENGINE;
-		goto out;
-	}
-	if (st.oom_killed)
-		profile_add_warning(p, 0, "a process in container '%s' was OOM-killed; the command survived", name);
-	/* 128+N is how a container reports its process killed by signal N. */
-	if (st.exit_code > 128 && st.exit_code <= 128 + 64) {
-		r->status = RUN_SIGNALED;
-		r->term_signal = st.exit_code - 128;
-	} else if (st.exit_code >= 0) {
-		r->status = RUN_EXITED;
-		r->exit_code = st.exit_code;
-	}
-out:
-	docker_state_release(&st);
-	buf_release(&out);
-	buf_release(&errout);
+/* The warnings docker.c recorded in p since the first `from`, echoed on stderr. */
+static void echo_warnings(const struct profile *p, size_t from)
+{
+	for (; from < p->nr_warnings; from++)
+		warning("%s", p->warnings[from].msg);
+}
+
+static void remove_container(const struct docker_target *x)
+{
+	struct buf err = BUF_INIT;
+
+	if (docker_remove(&x->o->engine, x->name.buf, &err) < 0)
+		warning("%s", err.buf);
 	buf_release(&err);
-	buf_release(&line);
+}
+
+/* The target's probe: the image's interpreter in a throw-away container. */
+static int probe(void *self, const char *python, const char *const *args, struct buf *out, struct buf *errout,
+		 struct buf *err)
+{
+	struct docker_target *x = self;
+	struct docker_spec ds;
+	int rc;
+
+	docker_spec_init(&ds);
+	buf_reset(&x->name);
+	buf_addf(&x->name, "coldstart-%ld-probe", (long)getpid());
+	ds.name = x->name.buf;
+	ds.image = x->image;
+	ds.command = args;
+	ds.user = x->o->user;
+	strvec_pushv(&ds.env, x->o->env.v);
+	strvec_pushv(&ds.volumes, x->o->volumes.v);
+	rc = docker_probe(&x->o->engine, &ds, python, out, errout, err);
+	docker_spec_release(&ds);
+	return rc;
+}
+
+/* One container per run, named after the run. */
+static int run_begin(void *self, struct run *r, size_t index, struct buf *err)
+{
+	struct docker_target *x = self;
+
+	buf_reset(&x->name);
+	buf_addf(&x->name, "coldstart-%ld-%zu", (long)getpid(), index);
+	x->created = x->create_failed = false;
+	return 0;
+}
+
+/*
+ * After the run: the container's end state, its removal, and what the
+ * engine could not do (create it, start its command, publish the port).
+ */
+static int run_end(void *self, struct profile *p, struct run *r, enum runner_error re)
+{
+	struct docker_target *x = self;
+	const struct docker_opts *o = x->o;
+	struct buf err = BUF_INIT;
+	size_t nw = p->nr_warnings;
+	int ret = 0;
+
+	if (re != RUNNER_OK) {
+		if (x->created)
+			remove_container(x);
+		return x->create_failed || re == RUNNER_NO_EXEC ? EXIT_NO_ENGINE : 0;
+	}
+	if (docker_read_state(&o->engine, x->name.buf, p, r, &err) < 0) {
+		error("%s", err.buf);
+		ret = EXIT_NO_ENGINE;
+	}
+	echo_warnings(p, nw);
+	remove_container(x);
+	if (!ret && x->publish_port && r->ready_us == UNKNOWN && r->status != RUN_OOM &&
+	    !(o->network && !strcmp(o->network, "host"))) {
+		profile_add_warning(p, 0,
+				    "port %d was published on 127.0.0.1 and never answered; an engine "
+				    "without a bridge network (dockerd --bridge=none) cannot publish ports: "
+				    "try --network host",
+				    x->publish_port);
+		echo_warnings(p, p->nr_warnings - 1);
+	}
+	buf_release(&err);
 	return ret;
 }
 
-static void fill_meta(struct profile *p, const char *image, const char *python)
-{
-	char stamp[32];
-	time_t t = time(NULL);
-	struct tm tm;
-	struct buf b = BUF_INIT;
-
-	p->tool_version = xstrdup(COLDSTART_VERSION);
-	p->command = xstrdup("docker");
-	buf_addf(&b, "%s in image %s", python ? python : "command", image);
-	p->python = buf_detach(&b, NULL);
-	gmtime_r(&t, &tm);
-	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	p->created = xstrdup(stamp);
-	/* cwd stays NULL: the host's directory says nothing about the container's. */
-}
-
-/* The port a tcp:/http:// probe connects to, to publish on 127.0.0.1; 0 for none. */
+/*
+ * The port a tcp:/http:// probe connects to, to publish on 127.0.0.1; 0 for
+ * none.  The one place coldstart reads a port out of a --ready spec: it is
+ * to become ready.c's parser's answer.
+ */
 static int ready_port(const char *spec)
 {
 	const char *s;
@@ -612,175 +312,167 @@ static bool is_python_command(const char *cmd)
 	return starts_with(base, "python");
 }
 
+/* A container as the measuring session's target (self: a struct docker_target). */
+static const struct measure_target container = {
+	.probe = probe,
+	.run_begin = run_begin,
+	.run_end = run_end,
+	/* The engine applies the limits: --cpus, --memory, ... on `create`. */
+	.applies_limits = true,
+	/* An image's interpreter that cannot tell its version still runs with importtime. */
+	.probe_optional = true,
+	/* The image's site-packages are paths inside it, not on this host. */
+	.paths_on_host = false,
+};
+
+/*
+ * Is the engine there, and the image?  Then removes what a SIGKILLed
+ * coldstart left.  Returns 0 with the image's PYTHONPATH in *pythonpath, or
+ * EXIT_NO_ENGINE after a message.
+ */
+static int engine_ready(const struct docker_engine *e, const char *image, char **pythonpath)
+{
+	struct buf err = BUF_INIT;
+	int ret = 0;
+
+	if (docker_check_engine(e, &err) < 0 || docker_check_image(e, image, pythonpath, &err) < 0) {
+		error("%s", err.buf);
+		ret = EXIT_NO_ENGINE;
+	} else if (docker_cleanup_stale(e, &err) < 0) {
+		warning("%s", err.buf);
+	}
+	buf_release(&err);
+	return ret;
+}
+
+/* The profile's target and interpreter: the image and its command. */
+static void describe_target(struct profile *p, const char *image, const char *const *command, const char *python)
+{
+	struct buf b = BUF_INIT;
+
+	strvec_push(&p->target, image);
+	strvec_pushv(&p->target, command);
+	buf_addf(&b, "%s in image %s", python ? python : "command", image);
+	p->python = buf_detach(&b, NULL);
+	/* cwd stays NULL: the host's directory says nothing about the container's. */
+}
+
 int cmd_docker(int argc, char **argv)
 {
 	struct docker_opts o;
 	struct profile p;
-	struct strvec stdlib_names = STRVEC_INIT, placeholder = STRVEC_INIT;
-	struct buf err = BUF_INIT, name = BUF_INIT;
-	struct runner_opts ro;
-	struct docker_run_ctx x;
+	struct measure_session s;
+	struct docker_target x = { .o = &o, .p = &p, .name = BUF_INIT };
+	struct measure_target target = container;
+	struct strvec placeholder = STRVEC_INIT;
+	struct buf err = BUF_INIT, where = BUF_INIT;
 	const char *image, *python = NULL;
 	char *image_pythonpath = NULL;
 	const char *const *command;
-	int i = 1, ret = EXIT_FAIL, k, rc, total_runs;
-	bool tracer = false, tty = isatty(2);
+	int i = 1, ret = EXIT_FAIL, rc;
+	bool tracer = false;
+	const struct opt options[] = {
+		OPT_INCLUDE(o.show.options),
+		OPT_INCLUDE(o.m.options),
+		OPT_CALLBACK("engine", 0, &o.engine.cli, set_engine, "NAME",
+			     "docker (default) or podman; DOCKER_HOST is respected"),
+		OPT_STRINGS("env", 'e', &o.env, "NAME[=VALUE]",
+			    "set an environment variable in the container; repeatable"),
+		OPT_STRINGS("volume", 'v', &o.volumes, "SRC:DST[:ro]", "mount into the container; repeatable"),
+		OPT_STRING("network", 0, &o.network, "NET", "container network (none, host, ...)"),
+		OPT_STRING("user", 0, &o.user, "USER[:GROUP]", "user inside the container"),
+		OPT_STRING("entrypoint", 0, &o.entrypoint, "PATH", "override the image's entrypoint"),
+		OPT_STRINGS("engine-arg", 0, &o.extra, "ARG", "pass ARG to '<engine> create' verbatim; repeatable"),
+		OPT_BOOL("no-init", 0, &o.no_init, "no --init: the command is PID 1 (it may ignore SIGTERM)"),
+		OPT_SECONDS("engine-timeout", 0, &o.engine_timeout_us, 3600,
+			    "limit for each engine command other than the run itself (default 60)"),
+		OPT_END(),
+	};
 
 	memset(&o, 0, sizeof(o));
-	measure_ctx_init(&o.c);
+	show_opts_init(&o.show);
+	measure_opts_init(&o.m);
 	strvec_init(&o.env);
 	strvec_init(&o.volumes);
 	strvec_init(&o.extra);
-	o.engine = "docker";
-	o.engine_timeout_ms = 60 * 1000;
+	o.engine.cli = "docker";
+	o.engine_timeout_us = 60 * 1000000LL;
 	profile_init(&p);
+	target.self = &x;
+	measure_session_init(&s, &p, "docker", &o.m, &target);
 
-	rc = args_parse(docker_options, &o, argc, argv, &i, NULL, &err);
-	if (rc == 1) {
-		usage(stdout);
-		ret = EXIT_OK;
+	rc = args_parse(options, argc, argv, &i, NULL, &err);
+	if (rc) {
+		ret = usage_stop(&docker_usage, options, rc, err.buf);
 		goto out;
 	}
-	if (rc < 0) {
-		error("%s", err.buf);
-		fprintf(stderr, "Try 'coldstart docker --help'.\n");
-		ret = EXIT_USAGE;
-		goto out;
-	}
+	o.engine.timeout_ms = (int)(o.engine_timeout_us / 1000) ? (int)(o.engine_timeout_us / 1000) : 1;
 	if (i < argc && !strcmp(argv[i], "--"))
 		i++;
 	if (i >= argc) {
 		error("no image: coldstart docker [options] IMAGE [COMMAND ARGS...]");
-		usage(stderr);
+		usage_show(&docker_usage, options, stderr);
 		ret = EXIT_USAGE;
 		goto out;
 	}
 	image = argv[i++];
 	command = (const char *const *)argv + i;
-	if (o.c.m.ready && strcmp(o.c.m.ready, "fn") && !ready_port(o.c.m.ready)) {
+	if (o.m.ready && strcmp(o.m.ready, "fn") && !ready_port(o.m.ready)) {
 		error("--ready '%s' cannot reach into a container: use fn, tcp:PORT or http://127.0.0.1:PORT/...",
-		      o.c.m.ready);
+		      o.m.ready);
 		ret = EXIT_USAGE;
 		goto out;
 	}
-	if (measure_opts_finish(&o.c.m, &p.limits, &err) < 0) {
+	if (measure_opts_finish(&o.m, &p.limits, &err) < 0) {
 		error("%s", err.buf);
 		ret = EXIT_USAGE;
 		goto out;
 	}
 	if (limits_any(&p.limits))
-		p.limits.backend = xstrdup(o.engine);
-	strvec_push(&p.target, image);
-	strvec_pushv(&p.target, command);
+		limits_set_backend(&p.limits, o.engine.cli);
 	if (*command && !o.entrypoint && is_python_command(command[0]))
 		python = command[0];
-	fill_meta(&p, image, python);
+	describe_target(&p, image, command, python);
 
 	runner_setup_signals();
-	ret = check_engine(&o);
+	ret = engine_ready(&o.engine, image, &image_pythonpath);
 	if (ret)
 		goto out;
-	ret = check_image(&o, image, &image_pythonpath);
-	if (ret)
-		goto out;
-	engine_cleanup_stale(&o);
-	if (python) {
-		buf_addf(&name, "coldstart-%ld-probe", (long)getpid());
-		rc = probe_python(&o, image, python, name.buf, &p, &stdlib_names);
-		if (rc < 0) {
-			ret = EXIT_NO_ENGINE;
-			goto out;
-		}
-		tracer = !rc && !o.c.m.no_trace;
-	}
-
-	memset(&x, 0, sizeof(x));
-	x.o = &o;
-	x.p = &p;
 	x.image = image;
 	x.command = command;
 	x.image_pythonpath = image_pythonpath;
-	x.publish_port = o.c.m.ready ? ready_port(o.c.m.ready) : 0;
-
-	/* Replaced by before_start once the container exists. */
-	strvec_pushv(&placeholder, (const char *const[]){ o.engine, "start", "--attach", "", NULL });
-	memset(&ro, 0, sizeof(ro));
-	ro.argv = placeholder.v;
-	ro.trace = tracer;
-	ro.timeout_us = o.c.m.timeout_us;
-	ro.ready = o.c.m.ready;
-	ro.ready_timeout_us = o.c.m.ready_timeout_us;
-	ro.quiet = o.c.m.quiet;
-	ro.raw_fd = -1;
-	ro.before_start = before_start;
-	ro.before_start_data = &x;
-
-	total_runs = o.c.m.warmup + o.c.m.runs;
-	for (k = 0; k < total_runs; k++) {
-		struct run *r = profile_add_run(&p);
-		enum runner_error re;
-		int sig = 0;
-
-		r->warmup = k < o.c.m.warmup;
-		if (tty && total_runs > 1) {
-			fprintf(stderr, "\rcoldstart: %s run %d/%d ", r->warmup ? "warm-up" : "measured",
-				r->warmup ? k + 1 : k - o.c.m.warmup + 1, r->warmup ? o.c.m.warmup : o.c.m.runs);
-			fflush(stderr);
-		}
-		buf_reset(&name);
-		buf_addf(&name, "coldstart-%ld-%d", (long)getpid(), k);
-		x.name = name.buf;
-		x.created = x.create_failed = false;
-		buf_reset(&err);
-		re = runner_run(&ro, &p, r, &err, &sig);
-		if (re == RUNNER_INTERRUPTED) {
-			error("%s", err.buf);
-			if (x.created)
-				engine_remove(&o, x.name);
-			ret = 128 + sig;
-			goto out;
-		}
-		if (re != RUNNER_OK) {
-			error("%s", err.buf);
-			if (x.created)
-				engine_remove(&o, x.name);
-			ret = x.create_failed || re == RUNNER_NO_EXEC ? EXIT_NO_ENGINE : EXIT_FAIL;
-			goto out;
-		}
-		rc = read_state(&o, x.name, &p, r);
-		engine_remove(&o, x.name);
-		if (!rc && x.publish_port && r->ready_us == UNKNOWN && r->status != RUN_OOM &&
-		    !(o.network && !strcmp(o.network, "host"))) {
-			profile_add_warning(&p, 0, "port %d was published on 127.0.0.1 and never answered; an engine "
-					    "without a bridge network (dockerd --bridge=none) cannot publish ports: "
-					    "try --network host", x.publish_port);
-			warning("port %d was published on 127.0.0.1 and never answered; an engine without a bridge "
-				"network (dockerd --bridge=none) cannot publish ports: try --network host",
-				x.publish_port);
-		}
-		if (rc) {
+	x.publish_port = o.m.ready ? ready_port(o.m.ready) : 0;
+	if (python) {
+		buf_addf(&where, "in image '%s'", image);
+		rc = measure_probe(&s, python, where.buf);
+		if (rc > 0) {
 			ret = rc;
 			goto out;
 		}
+		tracer = !rc && !o.m.no_trace;
 	}
-	if (tty && total_runs > 1)
-		fprintf(stderr, "\r%40s\r", "");
 
-	profile_analyze(&p, stdlib_names.nr ? stdlib_names.v : NULL);
-	ret = profile_exit_status(&p, o.c.m.ready != NULL, o.c.m.passthrough_exit);
-	rc = show_profile(&p, &o.c.show);
-	if (rc && ret == EXIT_OK)
-		ret = rc;
+	/* Replaced by before_start once the container exists. */
+	strvec_pushv(&placeholder, (const char *const[]){ o.engine.cli, "start", "--attach", "", NULL });
+	s.ro.argv = placeholder.v;
+	s.ro.trace = tracer;
+	s.ro.before_start = before_start;
+	s.ro.before_start_data = &x;
+	ret = measure_run(&s);
+	if (!ret)
+		ret = measure_finish(&s, &o.show);
 out:
-	measure_ctx_release(&o.c);
+	measure_session_release(&s);
+	show_opts_release(&o.show);
+	measure_opts_release(&o.m);
 	profile_release(&p);
 	strvec_clear(&o.env);
 	strvec_clear(&o.volumes);
 	strvec_clear(&o.extra);
-	strvec_clear(&stdlib_names);
 	strvec_clear(&placeholder);
 	buf_release(&err);
-	buf_release(&name);
+	buf_release(&where);
+	buf_release(&x.name);
 	free(image_pythonpath);
 	return ret;
 }

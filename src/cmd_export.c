@@ -2,6 +2,7 @@
  * `coldstart export`: reads a saved profile and writes it as an SVG
  * flamegraph, folded stacks, speedscope, Chrome trace or HTML report.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,124 +18,54 @@ struct export_cmd_opts {
 	const char *output;
 };
 
-static int parse_number(const char *s, double lo, double hi, double *out)
+/* The run to draw, counting from 1 (export_opts counts from 0). */
+static int set_run(const struct opt *opt, const char *v, struct buf *err)
 {
 	char *end;
-	double v = strtod(s, &end);
+	long n;
 
-	if (!*s || *end || !(v >= lo && v <= hi))
-		return -1;
-	*out = v;
-	return 0;
-}
-
-static int o_format(void *ctx, const char *v, struct buf *err)
-{
-	((struct export_cmd_opts *)ctx)->format = v;
-	return 0;
-}
-
-static int o_output(void *ctx, const char *v, struct buf *err)
-{
-	((struct export_cmd_opts *)ctx)->output = v;
-	return 0;
-}
-
-static int o_icicle(void *ctx, const char *v, struct buf *err)
-{
-	((struct export_cmd_opts *)ctx)->exp.icicle = true;
-	return 0;
-}
-
-static int o_all_procs(void *ctx, const char *v, struct buf *err)
-{
-	((struct export_cmd_opts *)ctx)->exp.all_procs = true;
-	return 0;
-}
-
-static int o_run(void *ctx, const char *v, struct buf *err)
-{
-	double num;
-
-	if (parse_number(v, 1, 1e9, &num) < 0 || num != (long)num) {
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno || end == v || *end || n < 1) {
 		buf_addf(err, "--run '%s': expected a run number from 1", v);
 		return -1;
 	}
-	((struct export_cmd_opts *)ctx)->exp.run = (long)num - 1;
+	*(long *)opt->value = n - 1;
 	return 0;
 }
 
-static int o_width(void *ctx, const char *v, struct buf *err)
+static int set_minwidth(const struct opt *opt, const char *v, struct buf *err)
 {
-	double num;
+	char *end;
+	double px = strtod(v, &end);
 
-	if (parse_number(v, 200, 100000, &num) < 0) {
-		buf_addf(err, "--width '%s': expected 200 to 100000", v);
-		return -1;
-	}
-	((struct export_cmd_opts *)ctx)->exp.width = (int)num;
-	return 0;
-}
-
-static int o_minwidth(void *ctx, const char *v, struct buf *err)
-{
-	double num;
-
-	if (parse_number(v, 0, 1000, &num) < 0) {
+	if (!*v || *end || !(px >= 0 && px <= 1000)) {
 		buf_addf(err, "--minwidth '%s': expected 0 to 1000 (px)", v);
 		return -1;
 	}
-	((struct export_cmd_opts *)ctx)->exp.min_width = num;
+	*(double *)opt->value = px;
 	return 0;
 }
 
-static int o_title(void *ctx, const char *v, struct buf *err)
+static void print_formats(FILE *f)
 {
-	((struct export_cmd_opts *)ctx)->exp.title = v;
-	return 0;
-}
-
-/* args_parse answers -h/--help itself; the row is there for args_help. */
-static int o_help(void *ctx, const char *v, struct buf *err)
-{
-	BUG("--help reached its option callback");
-}
-
-static const struct opt export_options[] = {
-	{ "format", 'f', 1, o_format, "FMT", "output format (default: from the -o name, else svg; see formats)" },
-	{ "output", 'o', 1, o_output, "FILE",
-	  "where to write; '-' (the default) is standard output, a name ending in .gz is gzip-compressed" },
-	{ "icicle", 0, 0, o_icicle, NULL, "SVG/HTML: root at the top" },
-	{ "all-procs", 0, 0, o_all_procs, NULL,
-	  "SVG/folded/HTML: every process, stacked (default: the main process; speedscope and chrome always hold all)" },
-	{ "run", 0, 1, o_run, "N", "draw run N, counting from 1 (default: the median run)" },
-	{ "width", 0, 1, o_width, "PX", "SVG width in pixels (default 1200)" },
-	{ "minwidth", 0, 1, o_minwidth, "PX", "SVG: leave out frames narrower than PX (default 0.1)" },
-	{ "title", 0, 1, o_title, "TEXT", "title of the SVG/HTML/speedscope document" },
-	{ "help", 'h', 0, o_help, NULL, "this text" },
-	{ NULL, 0, 0, NULL, NULL, NULL },
-};
-
-static void usage(FILE *f)
-{
-	struct buf h = BUF_INIT;
 	const struct exporter *list;
 	size_t nr, i;
 
-	args_help(export_options, &h);
-	fprintf(f,
-		"usage: coldstart export PROFILE [--format FMT] [-o FILE] [options]\n\n"
-		"Writes a saved profile (JSON, gzip or plain) in another format.\n\n"
-		"options:\n%s\n"
-		"formats:\n",
-		h.buf);
 	list = exporter_list(&nr);
 	for (i = 0; i < nr; i++)
 		fprintf(f, "  %-10s %s (.%s)\n", list[i].name, list[i].summary, list[i].ext);
 	fprintf(f, "\nExit status: 0 written, 1 the profile could not be read or the output not\n"
 		   "written, 2 bad command line.  See docs/export.md.\n");
-	buf_release(&h);
 }
+
+static const struct usage export_usage = {
+	.command = "export",
+	.synopsis = "usage: coldstart export PROFILE [--format FMT] [-o FILE] [options]\n\n"
+		    "Writes a saved profile (JSON, gzip or plain) in another format.\n\n",
+	.footer = "formats:\n",
+	.more = print_formats,
+};
 
 /*
  * --format names the exporter; without it the -o name's extension does, and
@@ -167,22 +98,37 @@ int cmd_export(int argc, char **argv)
 	const struct exporter *e = NULL;
 	int rc, ret = EXIT_USAGE;
 
+	const struct opt options[] = {
+		OPT_STRING("format", 'f', &o.format, "FMT", "output format (default: from the -o name, else svg; see formats)"),
+		OPT_STRING("output", 'o', &o.output, "FILE",
+			   "where to write; '-' (the default) is standard output, a name ending in .gz is gzip-compressed"),
+		OPT_BOOL("icicle", 0, &o.exp.icicle, "SVG/HTML: root at the top"),
+		OPT_BOOL("all-procs", 0, &o.exp.all_procs,
+			 "SVG/folded/HTML: every process, stacked (default: the main process; speedscope and chrome always "
+			 "hold all)"),
+		OPT_CALLBACK("run", 0, &o.exp.run, set_run, "N", "draw run N, counting from 1 (default: the median run)"),
+		OPT_INT("width", 0, &o.exp.width, 200, 100000, "PX", "SVG width in pixels (default 1200)"),
+		OPT_CALLBACK("minwidth", 0, &o.exp.min_width, set_minwidth, "PX",
+			     "SVG: leave out frames narrower than PX (default 0.1)"),
+		OPT_STRING("title", 0, &o.exp.title, "TEXT", "title of the SVG/HTML/speedscope document"),
+		OPT_HELP("help", 'h', NULL, "this text"),
+		OPT_END(),
+	};
+
 	profile_init(&p);
-	rc = args_parse_all(export_options, &o, argc, argv, &pos, &err);
-	if (rc == 1) {
-		usage(stdout);
-		ret = EXIT_OK;
+	rc = args_parse_all(options, argc, argv, &pos, &err);
+	if (rc) {
+		ret = usage_stop(&export_usage, options, rc, err.buf);
 		goto out;
 	}
-	if (rc == 0 && !pos.nr)
+	if (!pos.nr)
 		buf_adds(&err, "export needs a PROFILE");
-	else if (rc == 0 && pos.nr > 1)
+	else if (pos.nr > 1)
 		buf_addf(&err, "unexpected argument '%s'", pos.v[1]);
-	else if (rc == 0)
+	else
 		e = pick_exporter(&o, &err);
 	if (!e) {
-		error("%s", err.buf);
-		fprintf(stderr, "Try 'coldstart export --help'.\n");
+		ret = usage_error(&export_usage, "%s", err.buf);
 		goto out;
 	}
 	ret = EXIT_FAIL;

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "builtin.h"
 #include "elf_report.h"
 #include "elf_json.h"
@@ -66,28 +67,18 @@ struct inspect_opts {
 	bool tree;
 };
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: coldstart inspect [--python PATH] [--json] [--no-python] [MODULE | FILE.so ...]\n"
-		"       coldstart inspect [--python PATH] [--json] --profile FILE.json\n"
-		"\n"
-		"ELF facts about native extensions: size and loadable segments, the DT_NEEDED\n"
-		"chain resolved as the dynamic loader does, relocations, symbols, debug info\n"
-		"and build-id.  With no MODULE or FILE, describes the interpreter: libpython\n"
-		"shared or static, and its version read from the binary.\n"
-		"\n"
-		"  --python PATH  interpreter that resolves module names and whose libraries\n"
-		"                 count as already loaded (default: python3 from PATH)\n"
-		"  --no-python    read FILEs alone, without running an interpreter\n"
-		"  --profile FILE the native extensions a saved profile loaded, joined with\n"
-		"                 their measured load times, and the native-* findings\n"
-		"  --json         write JSON instead of text\n"
-		"  --help         show this help\n"
-		"\n"
-		"An argument with a '/' or ending in '.so' is a file; anything else is a module.\n"
-		"Exit status: 0 ok, 1 a file or module could not be read, 2 usage.\n");
-}
+static const struct usage inspect_usage = {
+	.command = "inspect",
+	.synopsis = "usage: coldstart inspect [--python PATH] [--json] [--no-python] [MODULE | FILE.so ...]\n"
+		    "       coldstart inspect [--python PATH] [--json] --profile FILE.json\n"
+		    "\n"
+		    "ELF facts about native extensions: size and loadable segments, the DT_NEEDED\n"
+		    "chain resolved as the dynamic loader does, relocations, symbols, debug info\n"
+		    "and build-id.  With no MODULE or FILE, describes the interpreter: libpython\n"
+		    "shared or static, and its version read from the binary.\n\n",
+	.footer = "An argument with a '/' or ending in '.so' is a file; anything else is a module.\n"
+		  "Exit status: 0 ok, 1 a file or module could not be read, 2 usage.\n",
+};
 
 static bool is_file_arg(const char *s)
 {
@@ -409,62 +400,42 @@ static void text_table(const struct target *t, size_t nr, struct buf *out)
 	buf_release(&cell);
 }
 
+/*
+ * Parses the command line into o and the MODULE/FILE arguments.  Returns -1
+ * to go on, or the exit code after printing the help or a usage error.
+ */
 static int parse_args(int argc, char **argv, struct inspect_opts *o, struct strvec *args)
 {
-	int i;
+	const struct opt options[] = {
+		OPT_STRING("python", 0, &o->python, "PATH",
+			   "interpreter that resolves module names; its libraries count as loaded (default: python3)"),
+		OPT_BOOL("no-python", 0, &o->no_python, "read FILEs alone, without running an interpreter"),
+		OPT_STRING("profile", 0, &o->profile, "FILE",
+			   "a saved profile's native extensions with their load times and native-* findings"),
+		OPT_BOOL("json", 0, &o->json, "write JSON instead of text"),
+		OPT_HELP("help", 0, NULL, "show this help"),
+		OPT_END(),
+	};
+	struct buf err = BUF_INIT;
+	int rc = args_parse_all(options, argc, argv, args, &err);
 
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			return 1;
-		} else if (!strcmp(a, "--json")) {
-			o->json = true;
-		} else if (!strcmp(a, "--profile") || starts_with(a, "--profile=")) {
-			if (a[9] == '=')
-				o->profile = a + 10;
-			else if (i + 1 < argc)
-				o->profile = argv[++i];
-			if (!o->profile || !*o->profile) {
-				error("--profile needs a file");
-				return -1;
-			}
-		} else if (!strcmp(a, "--no-python")) {
-			o->no_python = true;
-		} else if (!strcmp(a, "--python") || starts_with(a, "--python=")) {
-			if (a[8] == '=') {
-				o->python = a + 9;
-			} else if (i + 1 < argc) {
-				o->python = argv[++i];
-			} else {
-				error("--python needs a path");
-				return -1;
-			}
-			if (!*o->python) {
-				error("--python needs a path");
-				return -1;
-			}
-			o->python_given = true;
-		} else if (!strcmp(a, "--")) {
-			for (i++; i < argc; i++)
-				strvec_push(args, argv[i]);
-		} else if (a[0] == '-' && a[1]) {
-			error("unknown option '%s' for inspect", a);
-			return -1;
-		} else {
-			strvec_push(args, a);
-		}
-	}
-	if (o->no_python && o->python_given) {
-		error("--python and --no-python cannot be used together");
-		return -1;
-	}
-	if (o->profile && (args->nr || o->no_python)) {
-		error("--profile takes no MODULE or FILE and no --no-python");
-		return -1;
-	}
-	return 0;
+	if (rc)
+		rc = usage_stop(&inspect_usage, options, rc, err.buf);
+	else if (o->python && !*o->python)
+		rc = usage_error(&inspect_usage, "--python needs a path");
+	else if (o->profile && !*o->profile)
+		rc = usage_error(&inspect_usage, "--profile needs a file");
+	else if (o->no_python && o->python)
+		rc = usage_error(&inspect_usage, "--python and --no-python cannot be used together");
+	else if (o->profile && (args->nr || o->no_python))
+		rc = usage_error(&inspect_usage, "--profile takes no MODULE or FILE and no --no-python");
+	else
+		rc = -1;
+	o->python_given = o->python != NULL;
+	if (!o->python)
+		o->python = "python3";
+	buf_release(&err);
+	return rc;
 }
 
 static const struct finding_rules *const native_tables[] = { &elf_finding_rules, NULL };
@@ -565,7 +536,7 @@ out:
 
 int cmd_inspect(int argc, char **argv)
 {
-	struct inspect_opts o = { .python = "python3" };
+	struct inspect_opts o = { .python = NULL };
 	struct strvec args = STRVEC_INIT;
 	struct elf_resolver r;
 	struct elf_python py;
@@ -579,10 +550,8 @@ int cmd_inspect(int argc, char **argv)
 	elf_resolver_init(&r);
 	elf_python_init(&py);
 	pr = parse_args(argc, argv, &o, &args);
-	if (pr) {
-		if (pr < 0)
-			fprintf(stderr, "usage: coldstart inspect [--python PATH] [--json] [--no-python] [MODULE | FILE.so ...]\n");
-		ret = pr > 0 ? EXIT_OK : EXIT_USAGE;
+	if (pr >= 0) {
+		ret = pr;
 		goto out;
 	}
 	if (o.profile) {
@@ -602,8 +571,7 @@ int cmd_inspect(int argc, char **argv)
 		}
 	}
 	if (any_module && o.no_python) {
-		error("module names need an interpreter; drop --no-python or give files");
-		ret = EXIT_USAGE;
+		ret = usage_error(&inspect_usage, "module names need an interpreter; drop --no-python or give files");
 		goto out;
 	}
 	if (!o.no_python) {

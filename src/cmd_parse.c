@@ -6,7 +6,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -14,40 +13,22 @@
 #include "args.h"
 #include "builtin.h"
 #include "importtime.h"
-#include "profile_cmd.h"
+#include "show.h"
 
 struct parse_opts {
 	struct show_opts show;
 	const char *python_version;
 };
 
-static int o_pyver(void *ctx, const char *v, struct buf *err)
-{
-	((struct parse_opts *)ctx)->python_version = v;
-	return 0;
-}
-
-static const struct opt parse_options[] = {
-	SHOW_OPTIONS,
-	{ "python-version", 0, 1, o_pyver, "X.Y.Z", "record which Python printed the log" },
-	{ NULL, 0, 0, NULL, NULL, NULL },
+static const struct usage parse_usage = {
+	.command = "parse",
+	.synopsis = "usage: coldstart parse [options] LOG|-\n\n"
+		    "Reads the stderr of a run with -X importtime (or PYTHONPROFILEIMPORTTIME=1),\n"
+		    "plain or gzip, '-' for stdin, and reports it like 'coldstart profile'.  Other\n"
+		    "text in the log is ignored; several interpreters in one log become several\n"
+		    "processes.\n\n",
+	.footer = "Exit status: 0 ok, 1 unreadable log, no rows or broken budget, 2 usage.\n",
 };
-
-static void usage(FILE *f)
-{
-	struct buf h = BUF_INIT;
-
-	args_help(parse_options, &h);
-	fprintf(f,
-		"usage: coldstart parse [options] LOG|-\n\n"
-		"Reads the stderr of a run with -X importtime (or PYTHONPROFILEIMPORTTIME=1),\n"
-		"plain or gzip, '-' for stdin, and reports it like 'coldstart profile'.  Other\n"
-		"text in the log is ignored; several interpreters in one log become several\n"
-		"processes.\n\noptions:\n%s\n"
-		"Exit status: 0 ok, 1 unreadable log, no rows or broken budget, 2 usage.\n",
-		h.buf);
-	buf_release(&h);
-}
 
 /*
  * zlib's own buffer, well below it_feed_from's 256 KiB reads so that a plain
@@ -104,32 +85,28 @@ int cmd_parse(int argc, char **argv)
 	struct parse_opts o;
 	struct profile p;
 	struct buf err = BUF_INIT;
-	char stamp[32];
-	time_t t = time(NULL);
-	struct tm tm;
 	struct strvec pos = STRVEC_INIT;
 	int rc, ret = EXIT_FAIL;
+
+	const struct opt options[] = {
+		OPT_INCLUDE(o.show.options),
+		OPT_STRING("python-version", 0, &o.python_version, "X.Y.Z", "record which Python printed the log"),
+		OPT_END(),
+	};
 
 	memset(&o, 0, sizeof(o));
 	show_opts_init(&o.show);
 	profile_init(&p);
-	rc = args_parse_all(parse_options, &o, argc, argv, &pos, &err);
-	if (rc == 1) {
-		usage(stdout);
-		ret = EXIT_OK;
+	rc = args_parse_all(options, argc, argv, &pos, &err);
+	if (rc) {
+		ret = usage_stop(&parse_usage, options, rc, err.buf);
 		goto out;
 	}
-	if (rc < 0 || pos.nr != 1) {
-		error("%s", rc < 0 ? err.buf : !pos.nr ? "no log given" : "give exactly one log");
-		fprintf(stderr, "Try 'coldstart parse --help'.\n");
-		ret = EXIT_USAGE;
+	if (pos.nr != 1) {
+		ret = usage_error(&parse_usage, "%s", !pos.nr ? "no log given" : "give exactly one log");
 		goto out;
 	}
-	p.tool_version = xstrdup(COLDSTART_VERSION);
-	p.command = xstrdup("parse");
-	gmtime_r(&t, &tm);
-	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	p.created = xstrdup(stamp);
+	profile_stamp(&p, "parse");
 	if (o.python_version)
 		p.python_version = xstrdup(o.python_version);
 	strvec_push(&p.target, pos.v[0]);

@@ -7,26 +7,14 @@
 
 #include "args.h"
 #include "builtin.h"
-#include "profile_cmd.h"
+#include "show.h"
 
-static const struct opt report_options[] = {
-	SHOW_OPTIONS,
-	{ NULL, 0, 0, NULL, NULL, NULL },
+static const struct usage report_usage = {
+	.command = "report",
+	.synopsis = "usage: coldstart report [options] PROFILE.json[.gz]|-\n\n"
+		    "Renders a profile saved with 'coldstart profile -o' (or parse, docker).\n\n",
+	.footer = "Exit status: 0 ok, 1 unreadable profile or broken budget, 2 usage.\n",
 };
-
-static void usage(FILE *f)
-{
-	struct buf h = BUF_INIT;
-
-	args_help(report_options, &h);
-	fprintf(f,
-		"usage: coldstart report [options] PROFILE.json[.gz]|-\n\n"
-		"Renders a profile saved with 'coldstart profile -o' (or parse, docker).\n\n"
-		"options:\n%s\n"
-		"Exit status: 0 ok, 1 unreadable profile or broken budget, 2 usage.\n",
-		h.buf);
-	buf_release(&h);
-}
 
 int cmd_report(int argc, char **argv)
 {
@@ -38,16 +26,13 @@ int cmd_report(int argc, char **argv)
 
 	show_opts_init(&o);
 	profile_init(&p);
-	rc = args_parse_all(report_options, &o, argc, argv, &pos, &err);
-	if (rc == 1) {
-		usage(stdout);
-		ret = EXIT_OK;
+	rc = args_parse_all(o.options, argc, argv, &pos, &err);
+	if (rc) {
+		ret = usage_stop(&report_usage, o.options, rc, err.buf);
 		goto out;
 	}
-	if (rc < 0 || pos.nr != 1) {
-		error("%s", rc < 0 ? err.buf : !pos.nr ? "no profile given" : "give exactly one profile");
-		fprintf(stderr, "Try 'coldstart report --help'.\n");
-		ret = EXIT_USAGE;
+	if (pos.nr != 1) {
+		ret = usage_error(&report_usage, "%s", !pos.nr ? "no profile given" : "give exactly one profile");
 		goto out;
 	}
 	if (profile_read_json(&p, pos.v[0], &err) < 0) {

@@ -65,6 +65,30 @@ static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
 	return era * 146097 + (int64_t)doe - 719468;
 }
 
+/*
+ * Cuts the next line off *text (in place) and returns it, NULL at the end.
+ * Empty lines are skipped.
+ */
+static char *next_line(char **text)
+{
+	char *line;
+
+	while (**text == '\n')
+		(*text)++;
+	if (!**text)
+		return NULL;
+	line = *text;
+	*text += strcspn(*text, "\n");
+	if (**text)
+		*(*text)++ = '\0';
+	return line;
+}
+
+static const char *docker_host(void)
+{
+	return getenv("DOCKER_HOST") ? getenv("DOCKER_HOST") : "default";
+}
+
 void docker_spec_init(struct docker_spec *ds)
 {
 	memset(ds, 0, sizeof(*ds));
@@ -87,6 +111,8 @@ int docker_limit_args(const struct limits *lim, struct strvec *argv, struct buf 
 {
 	if (!lim)
 		return 0;
+	if (limits_check(lim, err) < 0)
+		return -1;
 	if (lim->cpus > 0) {
 		strvec_push(argv, "--cpus");
 		add_cpus(argv, lim->cpus);
@@ -100,9 +126,6 @@ int docker_limit_args(const struct limits *lim, struct strvec *argv, struct buf 
 			strvec_push(argv, "-1");
 		else
 			strvec_pushf(argv, "%lld", (long long)(lim->memory + lim->swap));
-	} else if (lim->swap != 0) {
-		buf_addf(err, "--swap needs --memory: the engine limits swap only together with memory");
-		return -1;
 	}
 	if (lim->pids > 0) {
 		strvec_push(argv, "--pids-limit");
@@ -370,16 +393,245 @@ out:
 	return ret;
 }
 
-void docker_last_line(const char *text, struct buf *out)
+int docker_engine_run(const struct docker_engine *e, const char *const *argv, struct buf *out, struct buf *errout,
+		      struct buf *err)
 {
-	const char *end = text + strlen(text), *start;
+	struct buf why = BUF_INIT;
+	int rc = docker_exec(argv, e->timeout_ms, out, errout, &why);
 
-	while (end > text && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
-		end--;
-	start = end;
-	while (start > text && start[-1] != '\n')
-		start--;
-	while (start < end && (*start == ' ' || *start == '\t'))
-		start++;
-	buf_add(out, start, (size_t)(end - start));
+	if (rc < 0) {
+		if (errno == ENOENT)
+			buf_addf(err,
+				 "no '%s' command found on PATH: install it (Debian: docker.io%s) or pick another "
+				 "with --engine",
+				 argv[0], strcmp(argv[0], "podman") ? "" : ", podman");
+		else if (errno == ETIMEDOUT)
+			buf_addf(err, "%s; is the engine (DOCKER_HOST=%s) stuck? --engine-timeout raises the limit",
+				 why.buf, docker_host());
+		else
+			buf_add(err, why.buf, why.len);
+	}
+	buf_release(&why);
+	return rc;
+}
+
+int docker_check_engine(const struct docker_engine *e, struct buf *err)
+{
+	/* docker's server version says the daemon answered; podman has no daemon to ask. */
+	const char *const docker_version[] = { "docker", "version", "--format", "{{.Server.Version}}", NULL };
+	const char *const podman_version[] = { "podman", "version", NULL };
+	struct buf out = BUF_INIT, errout = BUF_INIT;
+	int rc;
+
+	rc = docker_engine_run(e, strcmp(e->cli, "docker") ? podman_version : docker_version, &out, &errout, err);
+	if (rc > 0) {
+		buf_addf(err, "the %s engine is unreachable (DOCKER_HOST=%s): ", e->cli, docker_host());
+		if (errout.len || out.len)
+			buf_add_last_line(err, errout.len ? errout.buf : out.buf);
+		else
+			buf_adds(err, "no message");
+	}
+	buf_release(&out);
+	buf_release(&errout);
+	return rc ? -1 : 0;
+}
+
+int docker_check_image(const struct docker_engine *e, const char *image, char **pythonpath, struct buf *err)
+{
+	struct buf out = BUF_INIT, errout = BUF_INIT, line = BUF_INIT;
+	char *s, *rest;
+	int rc;
+
+	rc = docker_engine_run(e,
+			       (const char *const[]){ e->cli, "image", "inspect", "--format",
+						      "{{range .Config.Env}}{{println .}}{{end}}", image, NULL },
+			       &out, &errout, err);
+	if (rc > 0) {
+		buf_add_last_line(&line, errout.buf);
+		buf_addf(err, "image '%s' is not in the engine (%s); ", image, line.len ? line.buf : "no message");
+		buf_addf(err, "coldstart never pulls: run '%s pull %s' or build it first", e->cli, image);
+	} else if (!rc) {
+		rest = out.buf;
+		while ((s = next_line(&rest)))
+			if (starts_with(s, "PYTHONPATH=")) {
+				free(*pythonpath);
+				*pythonpath = xstrdup(s + strlen("PYTHONPATH="));
+			}
+	}
+	buf_release(&out);
+	buf_release(&errout);
+	buf_release(&line);
+	return rc ? -1 : 0;
+}
+
+int docker_remove(const struct docker_engine *e, const char *name, struct buf *err)
+{
+	struct buf errout = BUF_INIT;
+	int rc = docker_engine_run(e, (const char *const[]){ e->cli, "rm", "-f", "-v", name, NULL }, NULL, &errout,
+				   err);
+
+	if (rc > 0 && (strstr(errout.buf, "No such container") || strstr(errout.buf, "no such container"))) {
+		rc = 0;
+	} else if (rc > 0) {
+		buf_addf(err, "cannot remove container '%s': ", name);
+		buf_add_last_line(err, errout.buf);
+	}
+	buf_release(&errout);
+	return rc ? -1 : 0;
+}
+
+void docker_owner_labels(struct strvec *argv)
+{
+	char host[256] = "unknown";
+
+	if (gethostname(host, sizeof(host) - 1) < 0)
+		memcpy(host, "unknown", sizeof("unknown"));
+	host[sizeof(host) - 1] = '\0';
+	strvec_push(argv, "--label");
+	strvec_pushf(argv, "coldstart.pid=%ld", (long)getpid());
+	strvec_push(argv, "--label");
+	strvec_pushf(argv, "coldstart.host=%s", host);
+}
+
+int docker_cleanup_stale(const struct docker_engine *e, struct buf *err)
+{
+	struct buf out = BUF_INIT, why = BUF_INIT;
+	struct strvec argv = STRVEC_INIT, labels = STRVEC_INIT;
+	char *line, *rest;
+	int ret = 0;
+
+	/* Only this host's coldstart processes can be judged by their pids. */
+	docker_owner_labels(&labels);
+	strvec_pushv(&argv,
+		     (const char *const[]){ e->cli, "ps", "-a", "--filter", "label=coldstart.pid", "--filter", NULL });
+	strvec_pushf(&argv, "label=%s", labels.v[3]);
+	strvec_pushv(&argv, (const char *const[]){ "--format", "{{.Names}} {{.Label \"coldstart.pid\"}}", NULL });
+	if (docker_engine_run(e, argv.v, &out, NULL, err) != 0) {
+		ret = -1;
+		goto out;
+	}
+	rest = out.buf;
+	while ((line = next_line(&rest))) {
+		char *sp = strchr(line, ' ');
+		long pid;
+
+		if (!sp)
+			continue;
+		*sp = '\0';
+		pid = strtol(sp + 1, NULL, 10);
+		if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM))
+			continue;
+		buf_reset(&why);
+		if (docker_remove(e, line, &why) < 0 && !ret) {
+			buf_add(err, why.buf, why.len);
+			ret = -1;
+		}
+	}
+out:
+	strvec_clear(&argv);
+	strvec_clear(&labels);
+	buf_release(&out);
+	buf_release(&why);
+	return ret;
+}
+
+int docker_probe(const struct docker_engine *e, const struct docker_spec *ds, const char *python, struct buf *out,
+		 struct buf *errout, struct buf *err)
+{
+	struct strvec argv = STRVEC_INIT;
+	struct buf why = BUF_INIT;
+	size_t i;
+	int rc;
+
+	strvec_pushv(&argv, (const char *const[]){ e->cli, "run", "--rm", "--name", ds->name, "--network", "none",
+						   "--entrypoint", python, NULL });
+	docker_owner_labels(&argv);
+	if (ds->user) {
+		strvec_push(&argv, "--user");
+		strvec_push(&argv, ds->user);
+	}
+	for (i = 0; i < ds->env.nr; i++) {
+		strvec_push(&argv, "-e");
+		strvec_push(&argv, ds->env.v[i]);
+	}
+	for (i = 0; i < ds->volumes.nr; i++) {
+		strvec_push(&argv, "-v");
+		strvec_push(&argv, ds->volumes.v[i]);
+	}
+	strvec_push(&argv, ds->image);
+	strvec_pushv(&argv, ds->command);
+	rc = docker_engine_run(e, argv.v, out, errout, err);
+	/* A timed-out run may have left its container. */
+	if (rc < 0)
+		docker_remove(e, ds->name, &why);
+	strvec_clear(&argv);
+	buf_release(&why);
+	return rc;
+}
+
+int docker_read_state(const struct docker_engine *e, const char *name, struct profile *p, struct run *r,
+		      struct buf *err)
+{
+	struct buf out = BUF_INIT, errout = BUF_INIT, why = BUF_INIT;
+	struct docker_state st;
+	int ret = 0;
+
+	memset(&st, 0, sizeof(st));
+	/* These describe the engine CLI, not the container. */
+	r->user_us = r->sys_us = UNKNOWN;
+	r->maxrss_kb = UNKNOWN;
+	if (docker_engine_run(e,
+			      (const char *const[]){ e->cli, "inspect", "--type", "container", "--format",
+						     DOCKER_STATE_FORMAT, name, NULL },
+			      &out, &errout, &why) != 0) {
+		if (!why.len)
+			buf_add_last_line(&why, errout.buf);
+		profile_add_warning(p, 0, "cannot inspect container '%s': %s", name, why.buf);
+		goto out;
+	}
+	if (docker_state_parse(&st, out.buf, &why) < 0) {
+		profile_add_warning(p, 0, "cannot read the state of container '%s': %s", name, why.buf);
+		goto out;
+	}
+	if (!st.started) {
+		buf_addf(err, "the container never started: %s", st.error ? st.error : "the engine gave no reason");
+		ret = -1;
+		goto out;
+	}
+	if (st.finished_ns > st.started_ns)
+		r->wall_us = (st.finished_ns - st.started_ns) / 1000;
+	if (r->status == RUN_TIMEOUT || r->status == RUN_STOPPED)
+		goto out;
+	if (st.oom_killed && st.exit_code != 0) {
+		r->status = RUN_OOM;
+		r->term_signal = SIGKILL;
+		goto out;
+	}
+	/*
+	 * With --init the container starts even when its command cannot: the
+	 * init process reports 127 (not found) or 126 (not executable), and no
+	 * Python ever printed a row.
+	 */
+	if ((st.exit_code == 126 || st.exit_code == 127) && !r->nr_procs) {
+		buf_addf(err, "the container's command could not be run (status %d: %s in the image)", st.exit_code,
+			 st.exit_code == 127 ? "not found" : "not executable");
+		ret = -1;
+		goto out;
+	}
+	if (st.oom_killed)
+		profile_add_warning(p, 0, "a process in container '%s' was OOM-killed; the command survived", name);
+	/* 128+N is how a container reports its process killed by signal N. */
+	if (st.exit_code > 128 && st.exit_code <= 128 + 64) {
+		r->status = RUN_SIGNALED;
+		r->term_signal = st.exit_code - 128;
+	} else if (st.exit_code >= 0) {
+		r->status = RUN_EXITED;
+		r->exit_code = st.exit_code;
+	}
+out:
+	docker_state_release(&st);
+	buf_release(&out);
+	buf_release(&errout);
+	buf_release(&why);
+	return ret;
 }

@@ -1,8 +1,11 @@
 /*
  * The container engine seen through its CLI (docker or podman): the argv of
- * `create` for one profiled run (limits, environment, mounts), control
- * commands run with a timeout, and the container state read back from
- * `inspect`.  No shell ever builds an argv.
+ * `create` for one profiled run (limits, environment, mounts), the engine
+ * control around it (is the engine there, is the image, remove a container,
+ * clean up after a SIGKILLed coldstart, ask the image's Python), commands
+ * run with a timeout, and the container state read back from `inspect`.
+ * Nothing here prints: messages go into a caller's err, warnings into the
+ * profile.  No shell ever builds an argv.
  */
 #ifndef COLDSTART_DOCKER_H
 #define COLDSTART_DOCKER_H
@@ -10,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "runlimits.h"
 #include "profile.h"
 #include "util.h"
 
@@ -48,8 +52,8 @@ void docker_spec_release(struct docker_spec *ds);
 /*
  * Appends the engine flags for lim: --cpus, --memory with --memory-swap
  * (memory + swap, or -1 for unlimited swap), --pids-limit, --cpuset-cpus.
- * Returns 0, or -1 with a message in err when the limits cannot be expressed
- * (swap without memory).
+ * Returns 0, or -1 with limits_check's message in err when the limits cannot
+ * be expressed (swap without memory).
  */
 int docker_limit_args(const struct limits *lim, struct strvec *argv, struct buf *err);
 
@@ -97,7 +101,58 @@ int docker_parse_time(const char *s, int64_t *ns);
  */
 int docker_exec(const char *const *argv, int timeout_ms, struct buf *out, struct buf *errout, struct buf *err);
 
-/* The last non-empty line of text, trimmed, for one-line error messages. */
-void docker_last_line(const char *text, struct buf *out);
+/* An engine CLI and how long each of its control commands may take. */
+struct docker_engine {
+	const char *cli; /* "docker" or "podman" */
+	int timeout_ms;
+};
+
+/*
+ * Runs one control command of e (argv[0] is the CLI) like docker_exec.
+ * Returns its exit status, or -1 with a message in err that says what to do
+ * (install the CLI, --engine-timeout) when it could not run or timed out.
+ */
+int docker_engine_run(const struct docker_engine *e, const char *const *argv, struct buf *out, struct buf *errout,
+		      struct buf *err);
+/* Is the engine there and answering?  0, or -1 with a message in err. */
+int docker_check_engine(const struct docker_engine *e, struct buf *err);
+/*
+ * Is the image present?  0 with the image's own PYTHONPATH (or NULL; the
+ * caller frees it) in *pythonpath, or -1 with a message in err.  coldstart
+ * never pulls: a pull inside a measured run would be measured.
+ */
+int docker_check_image(const struct docker_engine *e, const char *image, char **pythonpath, struct buf *err);
+/*
+ * Removes the container name, killing it first.  0 (also when it is gone
+ * already), or -1 with a message in err.
+ */
+int docker_remove(const struct docker_engine *e, const char *name, struct buf *err);
+/*
+ * Removes the containers of coldstart processes of this host that died
+ * without cleaning up.  0, or -1 with the first failure in err.
+ */
+int docker_cleanup_stale(const struct docker_engine *e, struct buf *err);
+/*
+ * Appends the labels that mark a container as this process's
+ * ("coldstart.pid", "coldstart.host": a DOCKER_HOST daemon may be shared).
+ */
+void docker_owner_labels(struct strvec *argv);
+/*
+ * Runs ds->command in a throw-away container of ds->image with no network,
+ * as ds->user, with ds->env and ds->volumes (the interpreter may live in a
+ * volume or need the user's environment), python as the entrypoint.  The
+ * same returns as docker_engine_run; the container is gone afterwards.
+ */
+int docker_probe(const struct docker_engine *e, const struct docker_spec *ds, const char *python, struct buf *out,
+		 struct buf *errout, struct buf *err);
+/*
+ * Reads the end state of container name into r after the runner measured
+ * it: wall time from the engine's clock, OOM kills, the exit status or
+ * signal.  Returns 0 (what could not be read is a warning in p), or -1
+ * with a message in err when the container's process never ran (the
+ * command is missing in the image, the engine refused the limits, ...).
+ */
+int docker_read_state(const struct docker_engine *e, const char *name, struct profile *p, struct run *r,
+		      struct buf *err);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "parallel.h"
 #include "stdlib_names.h"
@@ -160,14 +161,6 @@ int run_status_from_name(const char *s)
 	return -1;
 }
 
-void limits_release(struct limits *lim)
-{
-	free(lim->cpuset);
-	free(lim->preset);
-	free(lim->backend);
-	lim->cpuset = lim->preset = lim->backend = NULL;
-}
-
 void profile_init(struct profile *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -176,6 +169,22 @@ void profile_init(struct profile *p)
 	native_set_init(&p->native);
 }
 
+
+void profile_stamp(struct profile *p, const char *command)
+{
+	char stamp[32];
+	time_t t = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	free(p->tool_version);
+	free(p->command);
+	free(p->created);
+	p->tool_version = xstrdup(COLDSTART_VERSION);
+	p->command = xstrdup(command);
+	p->created = xstrdup(stamp);
+}
 
 void profile_release(struct profile *p)
 {

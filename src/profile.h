@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "native.h"
+#include "runlimits.h"
 #include "timeline.h"
 #include "util.h"
 
@@ -146,18 +147,6 @@ struct run {
 	size_t nr_procs, alloc_procs;
 };
 
-struct limits {
-	double cpus; /* 0 = none */
-	int64_t memory; /* bytes, 0 = none */
-	int64_t swap; /* bytes beyond memory; -1 = unlimited */
-	long pids; /* 0 = none */
-	char *cpuset; /* NULL = none */
-	char *preset; /* NULL, "fn", "lambda:MB" */
-	char *backend; /* "cgroup-v1", "cgroup-v2", "docker", NULL */
-};
-/* Frees the strings of a limits struct (NULLs them: the struct can be reused). */
-void limits_release(struct limits *lim);
-
 /* A warning attached to the profile, e.g. from the parser. */
 struct pwarn {
 	long line; /* 0 when not about a line */
@@ -194,6 +183,8 @@ struct profile {
 
 void profile_init(struct profile *p);
 void profile_release(struct profile *p);
+/* Records which coldstart made p, with which command, and when (ISO 8601 UTC, now). */
+void profile_stamp(struct profile *p, const char *command);
 /* Returns the new run, zeroed with UNKNOWN measurements. */
 struct run *profile_add_run(struct profile *p);
 void profile_add_warning(struct profile *p, long line, const char *fmt, ...)

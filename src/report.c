@@ -620,40 +620,53 @@ static void render_run_summary(const struct profile *p, const struct run *r, str
 		buf_addf(out, "  processes       %zu Python processes printed imports\n", r->nr_procs);
 }
 
-/* What the limits cost: the measured median against the unconstrained run. */
+/* Wall times (or import totals) of the unconstrained runs, or of the measured ones. */
+static void summarize_runs(const struct profile *p, bool baseline, bool imports, struct summary *out)
+{
+	int64_t *v = xmalloc(st_mult(p->nr_runs ? p->nr_runs : 1, sizeof(*v)));
+	size_t i, n = 0;
+
+	for (i = 0; i < p->nr_runs; i++) {
+		const struct run *r = &p->runs[i];
+
+		if (baseline ? !r->baseline || r->wall_us <= 0 : r->warmup)
+			continue;
+		v[n++] = imports ? run_import_total_us(r, 1) : r->wall_us;
+	}
+	summarize(v, n, out);
+	free(v);
+}
+
+/*
+ * What the limits cost: the median of the measured runs against the median
+ * of the unconstrained ones (as many, unless the profile is older or was
+ * made otherwise: then the line says what it compares).
+ */
 static void render_baseline(const struct profile *p, struct buf *out, const struct style *st)
 {
-	const struct run *base = NULL;
-	int64_t *v;
-	size_t i, n = 0;
-	struct summary wall, imports;
+	struct summary wall, imports, base_wall, base_imports;
 
-	for (i = 0; i < p->nr_runs && !base; i++)
-		if (p->runs[i].baseline)
-			base = &p->runs[i];
-	if (!base || base->wall_us <= 0)
-		return;
-	v = xmalloc(st_mult(p->nr_runs, sizeof(*v)));
-	for (i = 0; i < p->nr_runs; i++)
-		if (!p->runs[i].warmup)
-			v[n++] = p->runs[i].wall_us;
-	summarize(v, n, &wall);
-	n = 0;
-	for (i = 0; i < p->nr_runs; i++)
-		if (!p->runs[i].warmup)
-			v[n++] = run_import_total_us(&p->runs[i], 1);
-	summarize(v, n, &imports);
-	free(v);
-	if (!wall.n)
+	summarize_runs(p, true, false, &base_wall);
+	summarize_runs(p, true, true, &base_imports);
+	summarize_runs(p, false, false, &wall);
+	summarize_runs(p, false, true, &imports);
+	if (!base_wall.n || !wall.n || base_wall.median <= 0)
 		return;
 	buf_adds(out, "  unconstrained   wall ");
-	add_dur(out, base->wall_us);
+	add_dur(out, base_wall.median);
 	buf_adds(out, ", imports ");
-	add_dur(out, run_import_total_us(base, 1));
-	buf_addf(out, " -> %s%.1fx slower wall%s", st->bold, (double)wall.median / (double)base->wall_us, st->reset);
-	if (imports.n && run_import_total_us(base, 1) > 0)
-		buf_addf(out, ", %.1fx slower imports", (double)imports.median / (double)run_import_total_us(base, 1));
-	buf_adds(out, " under the limits\n");
+	add_dur(out, base_imports.median);
+	buf_addf(out, " -> %s%.1fx slower wall%s", st->bold, (double)wall.median / (double)base_wall.median, st->reset);
+	if (imports.n && base_imports.median > 0)
+		buf_addf(out, ", %.1fx slower imports", (double)imports.median / (double)base_imports.median);
+	buf_adds(out, " under the limits");
+	if (base_wall.n == wall.n && wall.n > 1)
+		buf_addf(out, " (medians of %zu runs each)", wall.n);
+	else if (base_wall.n == 1 && wall.n > 1)
+		buf_addf(out, " (one unconstrained run against the median of %zu)", wall.n);
+	else if (base_wall.n != wall.n)
+		buf_addf(out, " (the median of %zu unconstrained runs against %zu)", base_wall.n, wall.n);
+	buf_addch(out, '\n');
 }
 
 void report_opts_init(struct report_opts *o)
@@ -699,27 +712,10 @@ void report_render(const struct profile *p, const struct report_opts *o, struct 
 	if (p->python_version)
 		buf_addf(out, " (Python %s)", p->python_version);
 	buf_addch(out, '\n');
-	if (p->limits.backend || p->limits.cpus > 0 || p->limits.memory > 0) {
-		struct buf ld = BUF_INIT;
-
-		if (p->limits.cpus > 0)
-			buf_addf(&ld, "%.3g CPU", p->limits.cpus);
-		if (p->limits.memory > 0) {
-			buf_adds(&ld, ld.len ? ", " : "");
-			buf_add_bytes(&ld, p->limits.memory);
-			buf_adds(&ld, " memory");
-		}
-		if (p->limits.pids > 0)
-			buf_addf(&ld, "%s%ld pids", ld.len ? ", " : "", p->limits.pids);
-		if (p->limits.cpuset)
-			buf_addf(&ld, "%scpus %s", ld.len ? ", " : "", p->limits.cpuset);
-		buf_addf(out, "  limits          %s", ld.buf);
-		if (p->limits.preset)
-			buf_addf(out, " (preset %s)", p->limits.preset);
-		if (p->limits.backend)
-			buf_addf(out, " via %s", p->limits.backend);
+	if (limits_any(&p->limits) || p->limits.backend) {
+		buf_adds(out, "  limits          ");
+		limits_describe(&p->limits, out);
 		buf_addch(out, '\n');
-		buf_release(&ld);
 	}
 	if (!r) {
 		buf_adds(out, "  no runs in this profile\n");

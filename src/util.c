@@ -248,6 +248,20 @@ void buf_addf(struct buf *sb, const char *fmt, ...)
 	va_end(ap);
 }
 
+void buf_add_last_line(struct buf *sb, const char *text)
+{
+	const char *end = text + strlen(text), *start;
+
+	while (end > text && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
+		end--;
+	start = end;
+	while (start > text && start[-1] != '\n')
+		start--;
+	while (start < end && (*start == ' ' || *start == '\t'))
+		start++;
+	buf_add(sb, start, (size_t)(end - start));
+}
+
 void buf_add_i64(struct buf *sb, int64_t v)
 {
 	buf_grow(sb, 24);
@@ -376,17 +390,6 @@ const char *strvec_getenv(const struct strvec *env, const char *name)
 		if (!strncmp(env->v[i], name, len) && env->v[i][len] == '=')
 			return env->v[i] + len + 1;
 	return NULL;
-}
-
-const char **strvec_detach(struct strvec *sv)
-{
-	const char **v;
-
-	if (sv->v == strvec_empty)
-		return xcalloc(1, sizeof(*v));
-	v = sv->v;
-	strvec_init(sv);
-	return v;
 }
 
 int error(const char *fmt, ...)

@@ -139,6 +139,8 @@ static inline char *put_i64(char *q, int64_t v)
 	return q + (sizeof(tmp) - k);
 }
 
+/* Appends the last non-empty line of text, trimmed: a program's error in one line. */
+void buf_add_last_line(struct buf *sb, const char *text);
 /* Appends a signed decimal integer (put_i64) without going through printf. */
 void buf_add_i64(struct buf *sb, int64_t v);
 /* Appends s as a JSON string literal, quotes included. */
@@ -171,8 +173,6 @@ void strvec_clear(struct strvec *sv);
  */
 void strvec_setenv(struct strvec *env, const char *name, const char *value);
 const char *strvec_getenv(const struct strvec *env, const char *name);
-/* Takes ownership of the vector's array; sv is left empty. */
-const char **strvec_detach(struct strvec *sv);
 
 /*
  * Reporting for commands: "coldstart: error: ..." on stderr.  error() returns

@@ -23,7 +23,9 @@ import pytest
 
 from conftest import DEBIAN_PYTHON, ROOT, SAMPLES, interpreter_params
 
-PYDIR = os.path.join(ROOT, "python")
+# FDK_TEST_PYDIR runs the tests against another copy of the packages (an
+# older checkout, to see a regression test fail without its fix).
+PYDIR = os.environ.get("FDK_TEST_PYDIR") or os.path.join(ROOT, "python")
 FDK = os.path.join(PYDIR, "coldstart-fdk")
 WANTED = ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]
 # Bytecode caches go here, not into the source tree.
@@ -60,6 +62,19 @@ async def _later(body):
     return "coro:" + body.decode()
 
 
+async def _write_later(path):
+    import asyncio
+    await asyncio.sleep(0.05)
+    with open(path, "w") as f:
+        f.write("done")
+
+
+async def _start_task(path):
+    import asyncio
+    asyncio.ensure_future(_write_later(path))
+    return "started"
+
+
 def handler(ctx, data: io.BytesIO = None):
     case = ctx.Headers().get("x-case", "echo")
     body = data.getvalue()
@@ -81,6 +96,11 @@ def handler(ctx, data: io.BytesIO = None):
         return b"\x00\x01\xff"
     if case == "dict":
         return {"a": 1, "b": [1, 2]}
+    if case == "decimal":
+        import decimal
+        return decimal.Decimal("1.10")
+    if case == "zero":
+        return 0
     if case == "str":
         return "plain text"
     if case == "sleep":
@@ -95,11 +115,49 @@ def handler(ctx, data: io.BytesIO = None):
     if case == "coro":
         return _later(body)
     if case == "modules":
-        return {m: m in sys.modules for m in CHECK}
+        return json.dumps({m: m in sys.modules for m in CHECK})
     if case == "size":
         return str(len(body))
+    if case == "tell":
+        data.seek(0, 2)
+        return str(data.tell())
+    if case == "big":
+        return b"x" * int(body)
+    if case == "baseexc":
+        class Boom(BaseException):
+            pass
+        raise Boom("a BaseException subclass")
+    if case == "exit":
+        sys.exit(int(body))
+    if case == "kbint":
+        raise KeyboardInterrupt()
+    if case == "swallow_all":
+        try:
+            time.sleep(5)
+        except BaseException:
+            return "swallowed"
+    if case == "wedge":
+        open(os.environ["FDK_TEST_MARKER"] + ".wedged", "w").close()
+        while True:
+            try:
+                time.sleep(1)
+            except:  # noqa: E722 - the point of the case
+                pass
+    if case == "bgtask":
+        return _start_task(os.environ["FDK_TEST_MARKER"] + ".task")
+    if case == "sync_loop":
+        import asyncio
+        asyncio.get_event_loop().create_task(
+            _write_later(os.environ["FDK_TEST_MARKER"] + ".sync"))
+        return "scheduled"
+    if case == "arun":
+        import asyncio
+        return asyncio.run(_later(b"run"))
     if case == "badtype":
-        return object()
+        class NoStr(object):
+            def __str__(self):
+                raise RuntimeError("no str")
+        return NoStr()
     if case == "badheader":
         return response.Response(ctx, "x", headers={"X-Bad": "a\r\nb"})
     if case == "setheaders":
@@ -109,7 +167,7 @@ def handler(ctx, data: io.BytesIO = None):
         return str(os.getpid())
     if case == "ctx":
         tc = ctx.TracingContext()
-        return {
+        return json.dumps({
             "app_id": ctx.AppID(), "app_name": ctx.AppName(),
             "fn_id": ctx.FnID(), "fn_name": ctx.FnName(),
             "call_id": ctx.CallID(), "format": ctx.Format(),
@@ -119,7 +177,7 @@ def handler(ctx, data: io.BytesIO = None):
             "deadline": ctx.Deadline(), "trace_id": tc.trace_id(),
             "name": __name__, "file": __file__,
             "in_modules": sys.modules.get(__name__) is not None,
-        }
+        })
     return response.Response(ctx, "unknown case " + case, status_code=400)
 
 
@@ -144,8 +202,10 @@ class UnixHTTPConnection(http.client.HTTPConnection):
 
     def connect(self):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(self.timeout)
+        # A blocking connect() waits for room in the listen backlog; with a
+        # timeout it would fail at once with EAGAIN when the backlog is full.
         s.connect(self.unix_path)
+        s.settimeout(self.timeout)
         self.sock = s
 
 
@@ -310,7 +370,7 @@ def test_plain_call_echoes_with_fdk_headers(server):
     st, r, body = server.call(b"hello", {"X-Case": "echo", "Fn-Call-Id": "c1"})
     assert st == 200
     assert body == b"hello"
-    assert r.getheader("Fn-Http-Status") == "200"
+    assert r.getheader("Fn-Http-Status") is None  # only in gateway mode
     assert r.getheader("Fn-Fdk-Version").startswith("coldstart-fdk/")
     assert r.getheader("Fn-Fdk-Runtime").startswith("python/3.")
     assert r.getheader("Content-Type") == "application/octet-stream"
@@ -331,7 +391,7 @@ def test_context_methods(server):
         "X-Case": "ctx", "Fn-Call-Id": "call-42", "Fn-Deadline": deadline,
         "X-B3-TraceId": "abc123"})
     assert st == 200, server.errors()
-    assert r.getheader("Content-Type") == "application/json"
+    assert r.getheader("Content-Type") == "text/plain"
     d = json.loads(body)
     assert d["app_id"] == "app1" and d["app_name"] == "myapp"
     assert d["fn_id"] == "fn1" and d["fn_name"] == "myfn"
@@ -339,7 +399,7 @@ def test_context_methods(server):
     assert d["format"] == "http-stream"
     assert d["config"] == "on"
     assert d["deadline"] == deadline
-    assert d["trace_id"] == "abc123"
+    assert d["trace_id"] is None  # OCI_TRACING_ENABLED is not set
     assert d["headers"]["fn-call-id"] == "call-42"
     assert d["http_headers"] == {}
     assert d["method"] is None and d["url"] is None
@@ -364,7 +424,8 @@ def test_gateway_call_maps_headers_both_ways(server):
     assert r.status == 200
     assert d["method"] == "PUT"
     assert d["url"] == "http://gw/t/app/hello?x=1"
-    assert d["http_headers"]["accept"] == ["a/b", "c/d"]
+    # As fdk-python: the last of a repeated header.
+    assert d["http_headers"]["accept"] == "c/d"
     assert d["http_headers"]["x-case"] == "ctx"
     assert "fn-call-id" not in d["http_headers"]
     assert d["headers"]["x-case"] == "ctx"
@@ -380,50 +441,52 @@ def test_gateway_call_maps_headers_both_ways(server):
     assert body == b"nope"
 
 
-def test_handler_status_travels_in_fn_http_status(server):
+def test_handler_status_on_the_wire(server):
+    # As fdk-python: 502 and 504 go out as they are (Fn's agent reads them
+    # as a failed and a timed-out call), any other status as 200; only in
+    # gateway mode does the status travel in Fn-Http-Status.
     st, r, body = server.call(b"", {"X-Case": "status404"})
-    assert st == 200
-    assert r.getheader("Fn-Http-Status") == "404"
-    assert body == b"nope"
-    # Even a handler's own 502 stays off the wire: the agent would read it
-    # as the function failing.
+    assert st == 200 and body == b"nope"
+    assert r.getheader("Fn-Http-Status") is None
+    assert r.getheader("X-Why") == "missing"
     st, r, body = server.call(b"", {"X-Case": "status502"})
-    assert st == 200
-    assert r.getheader("Fn-Http-Status") == "502"
-    assert body == b"upstream down"
+    assert st == 502 and body == b"upstream down"
     st, r, body = server.call(b"", {"X-Case": "setheaders"})
     assert st == 200 and body == b"set"
-    assert r.getheader("Fn-Http-Status") == "201"
     assert r.getheader("X-Set") == "yes"
+    st, r, body = server.call(b"", {"Fn-Intent": "httprequest",
+                                    "Fn-Http-H-X-Case": "status502"})
+    assert st == 502 and r.getheader("Fn-Http-Status") == "502"
 
 
-@pytest.mark.parametrize("case,ctype,want", [
-    ("none", None, b""),
-    ("bytes", "application/octet-stream", b"\x00\x01\xff"),
-    ("str", "text/plain; charset=utf-8", b"plain text"),
-    ("dict", "application/json", b'{"a": 1, "b": [1, 2]}'),
+@pytest.mark.parametrize("case,want", [
+    ("none", b""),
+    ("zero", b""),
+    ("bytes", b"\x00\x01\xff"),
+    ("str", b"plain text"),
+    ("dict", b"{'a': 1, 'b': [1, 2]}"),
+    ("decimal", b"1.10"),
 ])
-def test_return_types(server, case, ctype, want):
+def test_return_values_are_converted_as_fdk_python_does(server, case, want):
     st, r, body = server.call(b"", {"X-Case": case})
     assert st == 200
     assert body == want
-    assert r.getheader("Content-Type") == ctype
-    assert r.getheader("Fn-Http-Status") == "200"
+    assert r.getheader("Content-Type") == "text/plain"
 
 
 # --- failures -------------------------------------------------------------
 
 def test_exception_is_502_with_message_and_serving_continues(server):
-    st, r, body = server.call(b"", {"X-Case": "raise"})
+    st, r, body = server.call(b"", {"X-Case": "raise", "Fn-Call-Id": "e1"})
     assert st == 502
-    assert b"ValueError: boom from handler" in body
-    assert r.getheader("Fn-Http-Status") == "502"
-    assert "boom from handler" in server.errors()
+    assert body == b"boom from handler"
+    assert r.getheader("Content-Type") == "application/json; charset=utf-8"
+    assert "e1 - fn - ERROR - boom from handler:  File " in server.errors()
     _alive(server)
 
 
 @pytest.mark.parametrize("case,text", [
-    ("badtype", b"returned a object"),
+    ("badtype", b"An error occurred while handling an error"),
     ("badheader", b"cannot be sent"),
 ])
 def test_unsendable_results_are_502(server, case, text):
@@ -439,8 +502,7 @@ def test_deadline_exceeded_is_504_and_serving_continues(server):
                                      "Fn-Deadline": rfc3339(0.3)})
     took = time.time() - t0
     assert st == 504, body
-    assert r.getheader("Fn-Http-Status") == "504"
-    assert b"deadline" in body
+    assert b"did not finish before its deadline" in body
     assert took < 4, took  # the 5 s sleep was cut short
     _alive(server)
 
@@ -667,9 +729,10 @@ def test_package_names_load_on_use(python):
         from coldstart.fdk import context, response
         assert InvokeContext is context.InvokeContext
         assert Response is response.Response
-        from coldstart.fdk.server import Server, serve, listener_paths
         from coldstart.fdk import loop
-        assert Server is loop.Server
+        # The loop builds on the package, not on the entry module.
+        assert "coldstart.fdk.server" not in sys.modules
+        assert loop.Terminate is m.Terminate
         try:
             m.NoSuchName
         except AttributeError:
@@ -732,8 +795,7 @@ def test_import_error_is_502_and_retried(python, fdk_factory):
         for _ in range(2):
             st, r, body = f.call(b"", {"X-Case": "str"})
             assert st == 502
-            assert b"cannot load the function" in body
-            assert b"RuntimeError: import gate" in body
+            assert body.startswith(b"import gate"), body
         open(gate, "w").close()
         st, r, body = f.call(b"", {"X-Case": "str"})
         assert st == 200 and body == b"plain text", f.errors()
@@ -757,10 +819,9 @@ def test_coroutine_handler_named_on_command_line(python, fdk_factory):
         st, r, body = f.call(b"x%d" % i, {})
         assert st == 200 and body == b"async:x%d" % i, f.errors()
     st, r, body = f.call(b"resp", {})
-    assert st == 200 and json.loads(body) == {"via": "coroutine"}
-    assert r.getheader("Fn-Http-Status") == "201"
+    assert st == 200 and body == b"{'via': 'coroutine'}"
     st, r, body = f.call(b"raise", {})
-    assert st == 502 and b"KeyError" in body
+    assert st == 502 and body == b"'async failure'"
     st, r, body = f.call(b"slow", {"Fn-Deadline": rfc3339(0.3)})
     assert st == 504, body
     st, r, body = f.call(b"after", {})
@@ -951,7 +1012,7 @@ def test_fn_numpy_sample():
         assert st == 200, f.errors()
         d = json.loads(body)
         assert d["n"] == 4 and d["mean"] == 2.5 and d["trace_outer"] == 30.0
-        st, r, body = f.call(b"not json", {})
+        st, r, body = f.call(b"not json", {"Fn-Intent": "httprequest"})
         assert st == 200 and r.getheader("Fn-Http-Status") == "400"
     finally:
         f.cleanup()

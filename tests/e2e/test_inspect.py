@@ -87,8 +87,9 @@ def test_help(coldstart):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--bogus"], "unknown option '--bogus' for inspect"),
-    (["--python"], "--python needs a path"),
+    (["--bogus"], "unknown option '--bogus'"),
+    (["--python"], "option '--python' needs a value (PATH)"),
+    (["--python="], "--python needs a path"),
     (["--no-python", "_ssl"], "module names need an interpreter"),
     (["--python", DEBIAN_PYTHON, "--no-python", "x.so"], "cannot be used together"),
     (["--profile", "p.json", "_ssl"], "--profile takes no MODULE"),
@@ -97,6 +98,7 @@ def test_usage_errors(coldstart, args, message):
     r = coldstart("inspect", *args)
     assert r.returncode == 2
     assert message in r.stderr
+    assert "Try 'coldstart inspect --help'." in r.stderr
     assert r.stdout == ""
 
 

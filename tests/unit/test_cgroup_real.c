@@ -178,9 +178,8 @@ static void test_cpu_quota(void **state)
 	print_message("free: wall %lld us, cpu %lld us; --cpus 0.1: wall %lld us, cpu %lld us, "
 		      "throttled %lld of %lld periods for %lld us; wall/free wall %.1fx, wall/free cpu %.1fx\n",
 		      (long long)free_us, (long long)free_fig.cpu_usage_us, (long long)lim_us,
-		      (long long)fig.cpu_usage_us, (long long)fig.nr_throttled,
-		      (long long)fig.nr_periods, (long long)fig.throttled_us,
-		      (double)lim_us / (double)free_us,
+		      (long long)fig.cpu_usage_us, (long long)fig.nr_throttled, (long long)fig.nr_periods,
+		      (long long)fig.throttled_us, (double)lim_us / (double)free_us,
 		      (double)lim_us / (double)free_fig.cpu_usage_us);
 	/* The kernel says it throttled the run ... */
 	assert_true(fig.nr_throttled > 0);
@@ -246,8 +245,8 @@ static void test_oom_kill(void **state)
 
 	status = run_in(cg, argv, NULL);
 	assert_int_equal(cgroup_read_figures(cg, &fig), 0);
-	print_message("status %#x, oom_kills %lld, peak %lld bytes\n", status,
-		      (long long)fig.oom_kills, (long long)fig.memory_peak);
+	print_message("status %#x, oom_kills %lld, peak %lld bytes\n", status, (long long)fig.oom_kills,
+		      (long long)fig.memory_peak);
 	/* OOM in a memory cgroup is a SIGKILL, and the kernel counts it. */
 	assert_true(WIFSIGNALED(status));
 	assert_int_equal(WTERMSIG(status), SIGKILL);
@@ -303,8 +302,7 @@ static void test_pids_limit(void **state)
 static void test_cpuset(void **state)
 {
 	const char *argv[] = { PYTHON, "-S", "-c",
-			       "import os\nraise SystemExit(0 if os.sched_getaffinity(0) == {0} else 1)",
-			       NULL };
+			       "import os\nraise SystemExit(0 if os.sched_getaffinity(0) == {0} else 1)", NULL };
 	struct limits lim = { 0 };
 	struct buf err = BUF_INIT;
 	struct strvec dirs = STRVEC_INIT;
@@ -545,14 +543,10 @@ static void test_nothing_left(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_cpu_quota),
-		cmocka_unit_test(test_oom_kill),
-		cmocka_unit_test(test_pids_limit),
-		cmocka_unit_test(test_cpuset),
-		cmocka_unit_test(test_kill_tree),
-		cmocka_unit_test(test_destroy_while_running),
-		cmocka_unit_test(test_stale_after_sigkill),
-		cmocka_unit_test(test_cleanup_keeps_live),
+		cmocka_unit_test(test_cpu_quota),	    cmocka_unit_test(test_oom_kill),
+		cmocka_unit_test(test_pids_limit),	    cmocka_unit_test(test_cpuset),
+		cmocka_unit_test(test_kill_tree),	    cmocka_unit_test(test_destroy_while_running),
+		cmocka_unit_test(test_stale_after_sigkill), cmocka_unit_test(test_cleanup_keeps_live),
 		cmocka_unit_test(test_nothing_left),
 	};
 

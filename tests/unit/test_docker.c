@@ -361,13 +361,13 @@ static void test_last_line(void **state)
 {
 	struct buf b = BUF_INIT;
 
-	docker_last_line("Unable to find image\ndocker: Error response from daemon: boom.\n\n", &b);
+	buf_add_last_line(&b, "Unable to find image\ndocker: Error response from daemon: boom.\n\n");
 	assert_string_equal(b.buf, "docker: Error response from daemon: boom.");
 	buf_reset(&b);
-	docker_last_line("", &b);
+	buf_add_last_line(&b, "");
 	assert_string_equal(b.buf, "");
 	buf_reset(&b);
-	docker_last_line("  one  ", &b);
+	buf_add_last_line(&b, "  one  ");
 	assert_string_equal(b.buf, "one");
 	buf_release(&b);
 }

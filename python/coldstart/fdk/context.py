@@ -1,13 +1,21 @@
-"""The per-call context handed to a function: fdk-python's InvokeContext API.
+"""The per-call context handed to a function: fdk-python 0.1.117's
+InvokeContext and TracingContext, with the same values, the same header
+conventions (Fn-Http-H-* encapsulation in gateway mode) and the same quirks,
+since functions and their unit tests read them.
 
-Also holds the Fn header conventions (Fn-Http-H-* encapsulation in gateway
-mode) and the RFC 3339 deadline parser, all without importing datetime.
+Also holds the RFC 3339 deadline parser coldstart-fdk enforces deadlines
+with, all without importing datetime (ctx.Deadline() imports it only when
+the call came without an Fn-Deadline).
 """
 
 import os
 import sys
 
-VERSION = "0.1.0"
+from coldstart.fdk import VERSION
+
+# fdk-python's API level this module implements; coldstart's own version
+# goes out in Fn-Fdk-Version.
+FDK_PYTHON_VERSION = "0.1.117"
 FDK_VERSION = "coldstart-fdk/" + VERSION
 FDK_RUNTIME = "python/%d.%d.%d %s" % (sys.version_info[0], sys.version_info[1],
                                      sys.version_info[2],
@@ -15,6 +23,8 @@ FDK_RUNTIME = "python/%d.%d.%d %s" % (sys.version_info[0], sys.version_info[1],
 
 HTTPSTREAM = "http-stream"
 INTENT_HTTP_REQUEST = "httprequest"
+DEFAULT_DEADLINE = 30
+
 FN_INTENT = "fn-intent"
 FN_HTTP_PREFIX = "fn-http-h-"
 FN_HTTP_STATUS = "fn-http-status"
@@ -25,53 +35,62 @@ FN_CALL_ID = "fn-call-id"
 FN_FDK_VERSION = "fn-fdk-version"
 FN_FDK_RUNTIME = "fn-fdk-runtime"
 CONTENT_TYPE = "content-type"
-DEFAULT_DEADLINE = 30
+CONTENT_LENGTH = "content-length"
+X_B3_TRACEID = "x-b3-traceid"
+X_B3_SPANID = "x-b3-spanid"
+X_B3_PARENTSPANID = "x-b3-parentspanid"
+X_B3_SAMPLED = "x-b3-sampled"
+X_B3_FLAGS = "x-b3-flags"
+
+
+def _debug(message):
+    # fdk-python's own debug lines (logger "fdk", shown with FDK_DEBUG).
+    from coldstart.fdk import logs as log
+    log.debug(message)
 
 
 def push_header(headers, key, value):
-    """Adds value under key; a repeated key collects its values in a list."""
+    """Adds value under key; a repeated key collects its values in a new
+    list (lists given as values are merged, never modified)."""
     if key not in headers:
         headers[key] = value
         return
     cur = headers[key]
-    cur = list(cur) if isinstance(cur, list) else [cur]
-    if isinstance(value, list):
-        cur.extend(value)
-    else:
-        cur.append(value)
-    headers[key] = cur
+    old = list(cur) if isinstance(cur, list) else [cur]
+    new = list(value) if isinstance(value, list) else [value]
+    headers[key] = old + new
 
 
 def decap_headers(headers, merge=True):
-    """Strips the Fn-Http-H- prefix of gateway headers (lower-case keys).
-
-    With merge, the agent's own headers are kept too, unless a client header
-    of the same name exists: the client's view wins.
-    """
+    """The client's view of gateway headers (keys lower-cased): Fn-Http-H-*
+    without the prefix, repeated ones collected; with merge, every other
+    header too unless the client's of the same name came first."""
     out = {}
-    if not headers:
+    if headers is None:
         return out
     for k, v in headers.items():
         k = k.lower()
-        if k.startswith(FN_HTTP_PREFIX) and len(k) > len(FN_HTTP_PREFIX):
+        if k.startswith(FN_HTTP_PREFIX):
             push_header(out, k[len(FN_HTTP_PREFIX):], v)
-    if merge:
-        for k, v in headers.items():
-            k = k.lower()
-            if not k.startswith(FN_HTTP_PREFIX) and k not in out:
-                out[k] = v
+        elif merge and k not in out:
+            out[k] = v
     return out
 
 
 def encap_headers(headers, status=None):
-    """Gives user response headers the Fn-Http-H- prefix (lower-case keys);
-    Content-Type and Fn-* headers keep their name."""
+    """Response headers for gateway mode (keys lower-cased): each under
+    Fn-Http-H-<name>; Content-Type, Fn-Fdk-Version and Fn-Fdk-Runtime keep
+    their name, headers already carrying the prefix keep it too (and are
+    also prefixed once more, as fdk-python does); status goes in
+    Fn-Http-Status."""
     out = {}
-    if headers:
+    if headers is not None:
         for k, v in headers.items():
-            k = str(k).lower()
-            if k == CONTENT_TYPE or k.startswith("fn-"):
+            k = k.lower()
+            if k.startswith(FN_HTTP_PREFIX):
                 push_header(out, k, v)
+            if k in (CONTENT_TYPE, FN_FDK_VERSION, FN_FDK_RUNTIME):
+                out[k] = v
             else:
                 push_header(out, FN_HTTP_PREFIX + k, v)
     if status is not None:
@@ -127,8 +146,32 @@ def parse_rfc3339(text):
     return days * 86400 + h * 3600 + mi * 60 + sec + frac - offset
 
 
+def generate_id():
+    """A random 64-bit trace or span id in 16 hex digits."""
+    return "%016x" % int.from_bytes(os.urandom(8), "big")
+
+
+_zipkin_type = None
+
+
+def _zipkin_attrs_type():
+    global _zipkin_type
+    if _zipkin_type is None:
+        from collections import namedtuple
+        _zipkin_type = namedtuple(
+            "ZipkinAttrs",
+            "trace_id, span_id, parent_span_id, is_sampled, flags")
+    return _zipkin_type
+
+
 class TracingContext(object):
-    """fdk-python's tracing view: OCI tracing settings plus B3 headers."""
+    """Tracing settings (OCI_TRACING_ENABLED, OCI_TRACE_COLLECTOR_URL) and
+    the call's B3 ids.
+
+    zipkin_attrs() is what py_zipkin wants: with tracing enabled the
+    caller's span becomes the parent and a new span id is made, since Fn's
+    load balancer sends the parent's span as X-B3-SpanId.
+    """
 
     def __init__(self, is_tracing_enabled, trace_collector_url, trace_id,
                  span_id, parent_span_id, is_sampled, flags):
@@ -139,6 +182,11 @@ class TracingContext(object):
         self.__parent_span_id = parent_span_id
         self.__is_sampled = is_sampled
         self.__flags = flags
+        self.__app_name = os.environ.get("FN_APP_NAME")
+        self.__app_id = os.environ.get("FN_APP_ID")
+        self.__fn_name = os.environ.get("FN_FN_NAME")
+        self.__fn_id = os.environ.get("FN_FN_ID")
+        self.__zipkin_attrs = self.__make_zipkin_attrs(is_tracing_enabled)
 
     def is_tracing_enabled(self):
         return self.__is_tracing_enabled
@@ -156,24 +204,42 @@ class TracingContext(object):
         return self.__parent_span_id
 
     def is_sampled(self):
-        return self.__is_sampled
+        return bool(self.__is_sampled)
 
     def flags(self):
         return self.__flags
 
+    def zipkin_attrs(self):
+        return self.__zipkin_attrs
+
+    def __make_zipkin_attrs(self, is_tracing_enabled):
+        span_id = self.__span_id
+        parent_span_id = self.__parent_span_id
+        if is_tracing_enabled:
+            parent_span_id = span_id
+            span_id = generate_id()
+        return _zipkin_attrs_type()(self.__trace_id, span_id, parent_span_id,
+                                    bool(self.__is_sampled), self.__flags)
+
     def service_name(self, override=None):
-        app = os.environ.get("FN_APP_NAME", "")
-        fn = os.environ.get("FN_FN_NAME", "")
-        return (override or (app + "::" + fn)).lower()
+        name = override if override is not None else \
+            str(self.__app_name) + "::" + str(self.__fn_name)
+        return name.lower()
+
+    def annotations(self):
+        return {"generatedBy": "faas", "appName": self.__app_name,
+                "appID": self.__app_id, "fnName": self.__fn_name,
+                "fnID": self.__fn_id}
 
 
 class InvokeContext(object):
-    """Request-specific facts, with fdk-python's method names.
+    """Request-specific facts, with fdk-python's method names and values.
 
-    headers are the request headers with lower-case keys (repeated headers
-    hold a list).  In gateway mode (Fn-Intent: httprequest) Headers() is the
-    client's view with the Fn-Http-H- prefix removed and HTTPHeaders() only
-    the client's headers; otherwise HTTPHeaders() is empty.
+    headers are the request headers with lower-case keys, one value each
+    (the last of a repeated header).  In gateway mode (Fn-Intent:
+    httprequest) Headers() is the client's view with the Fn-Http-H- prefix
+    removed merged over the agent's headers, and HTTPHeaders() the client's
+    headers only; otherwise HTTPHeaders() is empty.
     """
 
     def __init__(self, app_id, app_name, fn_id, fn_name, call_id,
@@ -181,25 +247,25 @@ class InvokeContext(object):
                  config=None, headers=None, request_url=None, method="POST",
                  fn_format=None, tracing_context=None):
         self.__app_id = app_id
-        self.__app_name = app_name
         self.__fn_id = fn_id
-        self.__fn_name = fn_name
         self.__call_id = call_id
-        self.__content_type = content_type
-        self.__deadline = deadline
-        self.__config = config if config is not None else {}
+        self.__config = config if config else {}
         self.__headers = headers if headers else {}
         self.__http_headers = {}
+        self.__deadline = deadline
+        self.__content_type = content_type
         self._request_url = request_url
         self._method = method
-        self.__fn_format = fn_format
-        self.__tracing_context = tracing_context
         self.__response_headers = {}
-        self._response_status = None
-        self._gateway = self.__headers.get(FN_INTENT) == INTENT_HTTP_REQUEST
-        if self._gateway:
-            self.__http_headers = decap_headers(self.__headers, False)
-            self.__headers = decap_headers(self.__headers, True)
+        self.__fn_format = fn_format
+        self.__app_name = app_name
+        self.__fn_name = fn_name
+        self.__tracing_context = tracing_context if tracing_context else None
+        _debug("request headers. gateway: {0} {1}".format(
+            self.__is_gateway(), headers))
+        if self.__is_gateway():
+            self.__headers = decap_headers(headers, True)
+            self.__http_headers = decap_headers(headers, False)
 
     def AppID(self):
         return self.__app_id
@@ -236,8 +302,22 @@ class InvokeContext(object):
         if self.__deadline is None:
             import datetime as dt
             now = dt.datetime.now(dt.timezone.utc).astimezone()
-            return (now + dt.timedelta(seconds=DEFAULT_DEADLINE)).isoformat()
+            now += dt.timedelta(0, float(DEFAULT_DEADLINE))
+            return now.isoformat()
         return self.__deadline
+
+    def SetResponseHeaders(self, headers, status_code):
+        """Merges headers (keys lower-cased) into the response headers; in
+        gateway mode they are encapsulated first and status_code goes in
+        Fn-Http-Status.  Outside gateway mode status_code is not kept."""
+        _debug("setting headers. gateway: {0}".format(self.__is_gateway()))
+        if self.__is_gateway():
+            headers = encap_headers(headers, status=status_code)
+        for k, v in headers.items():
+            self.__response_headers[k.lower()] = v
+
+    def GetResponseHeaders(self):
+        return self.__response_headers
 
     def RequestURL(self):
         return self._request_url
@@ -245,46 +325,44 @@ class InvokeContext(object):
     def Method(self):
         return self._method
 
-    def SetResponseHeaders(self, headers, status_code):
-        """Merges headers into the response; in gateway mode they are
-        stored with the Fn-Http-H- prefix and status as Fn-Http-Status."""
-        if headers is None:
-            headers = {}
-        if not hasattr(headers, "items"):
-            raise TypeError("response headers must be a dict, not %s"
-                            % type(headers).__name__)
-        if self._gateway:
-            headers = encap_headers(headers, status=status_code)
-        for k, v in headers.items():
-            self.__response_headers[str(k).lower()] = v
-        self._response_status = status_code
-
-    def GetResponseHeaders(self):
-        return self.__response_headers
+    def __is_gateway(self):
+        return self.__headers.get(FN_INTENT) == INTENT_HTTP_REQUEST
 
 
-def context_from_request(req, config=None):
-    """Builds an InvokeContext from a parsed httpwire.Request and the
-    process environment (FN_APP_ID, FN_APP_NAME, FN_FN_ID, FN_FN_NAME)."""
-    env = os.environ if config is None else config
-    headers = {}
-    for k, v in req.header_list:
-        push_header(headers, k.lower(), v)
-
-    def one(name):
-        v = headers.get(name)
-        return v[-1] if isinstance(v, list) else v
-
-    sampled = one("x-b3-sampled")
-    tracing = TracingContext(
-        env.get("OCI_TRACING_ENABLED", "0") == "1",
-        env.get("OCI_TRACE_COLLECTOR_URL"),
-        one("x-b3-traceid"), one("x-b3-spanid"), one("x-b3-parentspanid"),
-        sampled is not None and sampled != "0", one("x-b3-flags"))
-    return InvokeContext(
+def context_from_format(format_def, **kwargs):
+    """Returns (InvokeContext, data) for format_def "http-stream" from
+    headers= (a dict with lower-case keys) and data=, with the app and
+    function facts and the tracing settings from the environment; other
+    formats give None.  Raises ValueError for an OCI_TRACING_ENABLED or
+    X-B3-Sampled that is not an integer, as fdk-python does."""
+    env = os.environ
+    enabled = env.get("OCI_TRACING_ENABLED")
+    enabled = bool(int(enabled)) if enabled is not None else False
+    if format_def != HTTPSTREAM:
+        return None
+    data = kwargs.get("data")
+    headers = kwargs.get("headers")
+    trace_id = span_id = parent_span_id = sampled = flags = None
+    if enabled:
+        trace_id = headers.get(X_B3_TRACEID)
+        if trace_id is None:
+            trace_id = generate_id()
+        span_id = headers.get(X_B3_SPANID)
+        parent_span_id = headers.get(X_B3_PARENTSPANID)
+        if span_id is None:
+            span_id = generate_id()
+        sampled = headers.get(X_B3_SAMPLED)
+        sampled = int(sampled) if sampled is not None else 1
+        flags = headers.get(X_B3_FLAGS)
+    tracing = TracingContext(enabled, env.get("OCI_TRACE_COLLECTOR_URL"),
+                             trace_id, span_id, parent_span_id, sampled,
+                             flags)
+    ctx = InvokeContext(
         env.get("FN_APP_ID"), env.get("FN_APP_NAME"), env.get("FN_FN_ID"),
-        env.get("FN_FN_NAME"), one(FN_CALL_ID),
-        content_type=one(CONTENT_TYPE), deadline=one(FN_DEADLINE),
-        config=env, headers=headers, request_url=one(FN_HTTP_REQUEST_URL),
-        method=one(FN_HTTP_METHOD), fn_format=HTTPSTREAM,
+        env.get("FN_FN_NAME"), headers.get(FN_CALL_ID),
+        content_type=headers.get(CONTENT_TYPE),
+        deadline=headers.get(FN_DEADLINE), config=env, headers=headers,
+        method=headers.get(FN_HTTP_METHOD),
+        request_url=headers.get(FN_HTTP_REQUEST_URL), fn_format=HTTPSTREAM,
         tracing_context=tracing)
+    return ctx, data

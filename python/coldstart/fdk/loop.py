@@ -1,15 +1,24 @@
-"""coldstart-fdk's request loop: Fn's http-stream contract on a unix socket.
+"""coldstart-fdk's request loop: Fn's http-stream contract on a unix socket,
+answering as fdk-python 0.1.117 answers.
 
 coldstart.fdk.server makes the socket ready and hands it over here (in lazy
 mode once the first connection is accepted); serve() does all of it itself,
-for --warm eager and fdk.handle().  Calls are answered one request at a time
-and run the function (loaded lazily, in the background or eagerly) under the
-call's Fn-Deadline.  This module imports only C modules (_socket, _signal,
-select) besides coldstart's own: asyncio comes in only when a handler
-returns a coroutine.
+for --warm eager and fdk.handle().  Both build on the coldstart.fdk package
+(constants, exceptions, the listener), not on each other.
+
+One thread serves every connection with poll(): reads never block, and
+responses are sent without blocking, so a client that sends half a request
+or reads nothing of a large response cannot hold up the others; idle
+connections are closed after a while, and the oldest idle one makes room
+when all slots are taken.  Calls run one at a time, the function loaded on
+the first call (or in the background, or eagerly), under the call's
+Fn-Deadline.  Once a function uses asyncio, one event loop lives across
+calls and runs whenever the server is idle, so tasks a handler leaves
+behind keep running.  This module imports only C modules (_socket,
+_signal, select) besides coldstart's own: logging comes in on the first
+call, asyncio only when a handler needs it.
 """
 
-import io
 import os
 import sys
 import time
@@ -25,59 +34,53 @@ try:
 except ImportError:  # pragma: no cover
     import signal as _sig
 
+from coldstart import fdk as _fdk
+from coldstart.fdk import (DEFAULT_MAX_BODY, EXIT_FAILURE, EXIT_OK,
+                           EXIT_USAGE, ConfigError, Terminate, log)
 from coldstart.fdk import context as _ctx
 from coldstart.fdk import httpwire
+from coldstart.fdk import logs as _log
 from coldstart.fdk import response as _response
-from coldstart.fdk import server as _entry
-from coldstart.fdk.server import (DEFAULT_MAX_BODY, EXIT_FAILURE, EXIT_OK,
-                                  EXIT_USAGE, ConfigError, _Terminate, log)
 
-SEND_TIMEOUT = 60.0
 MAX_CONNECTIONS = 64
 RECV_SIZE = 256 * 1024
 
-_HOP_HEADERS = frozenset((
-    "content-length", "transfer-encoding", "connection", "keep-alive",
-    _ctx.FN_HTTP_STATUS, _ctx.FN_FDK_VERSION, _ctx.FN_FDK_RUNTIME))
+
+def _env_seconds(name, default):
+    try:
+        v = float(os.environ.get(name, ""))
+    except ValueError:
+        return default
+    return v if v > 0 else default
+
+
+# A connection with nothing to do is closed after IDLE_TIMEOUT (what the
+# Keep-Alive header announces); one that started a request and does not
+# finish it within REQUEST_TIMEOUT, or leaves a response unread for
+# SEND_TIMEOUT, is dropped.
+IDLE_TIMEOUT = _env_seconds("COLDSTART_FDK_IDLE_TIMEOUT",
+                            float(httpwire.KEEP_ALIVE_TIMEOUT))
+REQUEST_TIMEOUT = _env_seconds("COLDSTART_FDK_REQUEST_TIMEOUT", 60.0)
+SEND_TIMEOUT = _env_seconds("COLDSTART_FDK_SEND_TIMEOUT", 60.0)
+# A handler that swallows the deadline (a bare except) is interrupted again
+# every DEADLINE_REPEAT s; DEADLINE_GRACE s after the deadline the server
+# answers 504 and exits, since it cannot get the thread back.  SIGTERM
+# during a call lets it finish for up to TERM_GRACE s.
+DEADLINE_REPEAT = 0.25
+DEADLINE_GRACE = _env_seconds("COLDSTART_FDK_DEADLINE_GRACE", 1.0)
+TERM_GRACE = _env_seconds("COLDSTART_FDK_TERM_GRACE", 10.0)
+# A coroutine is timed out by asyncio.wait_for(); the alarm is only a
+# backstop for one that blocks the loop, this much later.
+COROUTINE_BACKSTOP = 1.0
+
+_FRAMING = frozenset(("content-length", "transfer-encoding", "connection",
+                      "keep-alive"))
+_TEXT_TYPE = "text/plain; charset=utf-8"
 
 
 class _Deadline(BaseException):
     # A BaseException so that a handler's `except Exception` cannot hide it.
     pass
-
-
-def _canonical(name):
-    return "-".join(p[:1].upper() + p[1:] for p in name.split("-"))
-
-
-def _encode_body(data):
-    """Returns (bytes, default content type) for what a handler returned."""
-    if data is None:
-        return b"", None
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        return bytes(data), "application/octet-stream"
-    if isinstance(data, str):
-        return data.encode("utf-8"), "text/plain; charset=utf-8"
-    if isinstance(data, (dict, list, tuple, int, float, bool)):
-        import json
-        return json.dumps(data).encode("utf-8"), "application/json"
-    if hasattr(data, "getvalue"):
-        return _encode_body(data.getvalue())
-    raise TypeError("the function returned a %s, which cannot be sent; "
-                    "return str, bytes, a dict or list (sent as JSON), None "
-                    "or a response.Response" % type(data).__name__)
-
-
-def _fdk_headers(status):
-    return [("Fn-Http-Status", str(status)),
-            ("Fn-Fdk-Version", _ctx.FDK_VERSION),
-            ("Fn-Fdk-Runtime", _ctx.FDK_RUNTIME)]
-
-
-def _error_reply(status, message):
-    body = (message.rstrip("\n") + "\n").encode("utf-8", "replace")
-    headers = [("Content-Type", "text/plain; charset=utf-8")]
-    return status, headers + _fdk_headers(status), body
 
 
 def _describe(exc):
@@ -86,13 +89,177 @@ def _describe(exc):
     return "%s: %s" % (name, text) if text else name
 
 
-class _Conn(object):
-    __slots__ = ("sock", "fd", "reader")
+def _exit_status(exc):
+    # What `raise SystemExit(code)` would make the interpreter exit with.
+    code = exc.code
+    if code is None:
+        return EXIT_OK
+    if isinstance(code, int):
+        return code & 0xff
+    try:
+        sys.stderr.write("%s\n" % code)
+    except (OSError, ValueError):
+        pass
+    return EXIT_FAILURE
 
-    def __init__(self, sock, max_body):
+
+def _plain_reply(status, message, extra=()):
+    """One of coldstart-fdk's own answers (to requests it refuses)."""
+    body = (message.rstrip("\n") + "\n").encode("utf-8", "replace")
+    headers = [("content-type", _TEXT_TYPE)] + list(extra) + [
+        ("fn-fdk-version", _ctx.FDK_VERSION),
+        ("fn-fdk-runtime", _ctx.FDK_RUNTIME),
+        ("content-length", str(len(body)))]
+    return status, headers, body
+
+
+def _app_error():
+    # What fdk-python's server answers when building the call's context
+    # or the response fails outside the function.
+    body = b"An error occurred while handling an error"
+    return 502, [("content-length", str(len(body))),
+                 ("content-type", "text/plain")], body
+
+
+def _wire(resp):
+    """(status, header list, body) on the wire for a Response, as
+    fdk-python sends it: 200, 502 and 504 as they are and any other status
+    as 200, the context's response headers in their order under lower-case
+    names, then Content-Length and a default Content-Type of text/plain.
+    Unlike fdk-python, a list value goes out as one header per item, and
+    framing headers the function set (Content-Length, Transfer-Encoding,
+    Connection, Keep-Alive) are left out."""
+    stored = resp.context().GetResponseHeaders()
+    status = resp.status()
+    if status not in (200, 502, 504):
+        status = 200
+    body = resp.body_bytes()
+    merged = {}
+    for k, v in stored.items():
+        merged[k.lower() if isinstance(k, str) else k] = v
+    headers = []
+    for k, v in merged.items():
+        name = str(k)
+        if name in _FRAMING:
+            continue
+        for one in (v if isinstance(v, list) else (v,)):
+            headers.append((name, str(one)))
+    headers.append(("content-length", str(len(body))))
+    if "content-type" not in merged:
+        headers.append(("content-type", "text/plain"))
+    return status, headers, body
+
+
+class _Function(object):
+    """The function to call: attribute attr of a file or module, loaded
+    once on first use from any thread.
+
+    A file is loaded as module <base name>, registered in sys.modules under
+    that name unless the name is already taken or names another module
+    (time.py, json.py): such a file is loaded without being registered,
+    so it and the modules it imports keep working.  Its directory is
+    appended to sys.path, so it can import files beside it without hiding
+    the standard library.  A failed load is retried by the next call.
+    """
+
+    def __init__(self, target, attr="handler"):
+        self.target = target
+        self.attr = attr
+        self.is_path = target.endswith(".py") or os.sep in target
+        self._module = None
+        self._loading = False
+        import _thread
+        self._lock = _thread.RLock()
+
+    def _load_file(self):
+        import importlib.util
+        path = self.target
+        name = os.path.splitext(os.path.basename(path))[0]
+        register = name not in sys.modules
+        if register:
+            spec = importlib.util.find_spec(name)
+            register = spec is None or (
+                spec.origin is not None and
+                os.path.abspath(spec.origin) == os.path.abspath(path))
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError("cannot load %r: not a Python source file"
+                              % path, name=name, path=path)
+        d = os.path.dirname(os.path.abspath(path))
+        if d not in sys.path:
+            sys.path.append(d)
+        mod = importlib.util.module_from_spec(spec)
+        if register:
+            sys.modules[name] = mod
+        try:
+            spec.loader.exec_module(mod)
+        except BaseException:
+            if register and sys.modules.get(name) is mod:
+                del sys.modules[name]
+            raise
+        return sys.modules.get(name, mod) if register else mod
+
+    def module(self):
+        mod = self._module
+        if mod is not None:
+            return mod
+        # Waiting in short slices keeps the main thread responsive to
+        # signals (deadline alarms, SIGTERM) while another thread imports.
+        while not self._lock.acquire(True, 0.05):
+            pass
+        try:
+            if self._module is None:
+                if self._loading:
+                    raise ImportError("circular use of %r while it loads"
+                                      % self.target)
+                self._loading = True
+                try:
+                    if self.is_path:
+                        self._module = self._load_file()
+                    else:
+                        import importlib
+                        self._module = importlib.import_module(self.target)
+                finally:
+                    self._loading = False
+            return self._module
+        finally:
+            self._lock.release()
+
+    def handler(self):
+        return getattr(self.module(), self.attr)
+
+
+class _Call(object):
+    __slots__ = ("conn", "deadline", "deadline_text", "fired", "backstop",
+                 "ctx", "version", "returned")
+
+    def __init__(self, conn, deadline, deadline_text, version):
+        self.conn = conn
+        self.deadline = deadline
+        self.deadline_text = deadline_text
+        self.fired = 0
+        self.backstop = 0.0
+        self.ctx = None
+        self.version = version
+        # Set once the handler has returned: its deadline no longer counts.
+        self.returned = False
+
+
+class _Conn(object):
+    __slots__ = ("sock", "fd", "reader", "out", "since", "started",
+                 "closing")
+
+    def __init__(self, sock, max_body, now):
         self.sock = sock
         self.fd = sock.fileno()
         self.reader = httpwire.RequestReader(max_body=max_body)
+        self.out = []
+        self.since = now
+        self.started = None
+        self.closing = False
+
+    def idle(self):
+        return not self.out and not self.reader.pending()
 
 
 class Server(object):
@@ -108,202 +275,135 @@ class Server(object):
         self.phony = phony
         self.max_body = max_body
         self.lsock = None
-        self.linked = False
-        self.busy = False
-        self.term_pending = False
-        self.loop = None
+        self.current = None
+        self.term_at = None
+        self.stop_status = None
+        self.aloop = None
         self.calls = 0
+        self.conns = {}
+        self.masks = {}
+        self.poller = None
+        self.run_in_context = None
+
+    # --- the listener -------------------------------------------------
 
     def open(self):
-        """Binds and listens on the phony socket; raises OSError."""
-        s = _entry.listen(self.path, self.phony)
+        """Binds and listens on the phony socket; raises OSError or
+        ConfigError."""
+        s = _fdk.listen(self.path, self.phony)
         s.setblocking(False)
         self.lsock = s
 
     def ready(self):
         """Links lsnr.sock to the phony socket: Fn's "ready" signal."""
-        os.symlink(os.path.basename(self.phony), self.path)
-        self.linked = True
+        _fdk.link(self.path, self.phony)
 
     def close(self):
-        _entry.close_listener(self.lsock, self.path, self.phony, self.linked)
+        _fdk.close_listener(self.lsock, self.path, self.phony)
         self.lsock = None
-        self.linked = False
+
+    # --- signals and the deadline timer -------------------------------
 
     def on_signal(self, signum, frame):
-        if self.busy:
-            self.term_pending = True
-        else:
-            raise _Terminate(signum)
+        c = self.current
+        if c is None:
+            raise Terminate(signum)
+        if self.term_at is not None and not c.returned:
+            # A second signal while the handler runs: stop now.
+            self._abandon(c, 502, "the server was stopped during the call",
+                          EXIT_OK)
+        self.term_at = time.time() + TERM_GRACE
+        self._arm()
+
+    def _arm(self):
+        """Sets the interval timer to the next event of the running call:
+        its deadline, a repeat of a swallowed one, the end of the grace
+        after it or after SIGTERM."""
+        c = self.current
+        if c is None or c.returned:
+            _sig.setitimer(_sig.ITIMER_REAL, 0)
+            return
+        times = []
+        if c.deadline is not None:
+            if not c.fired:
+                times.append(c.deadline + c.backstop)
+            else:
+                times.append(min(time.time() + DEADLINE_REPEAT,
+                                 c.deadline + c.backstop + DEADLINE_GRACE))
+        if self.term_at is not None:
+            times.append(self.term_at)
+        if not times:
+            _sig.setitimer(_sig.ITIMER_REAL, 0)
+            return
+        # A zero interval would disarm the timer instead.
+        _sig.setitimer(_sig.ITIMER_REAL, max(min(times) - time.time(), 0.001))
 
     def _on_alarm(self, signum, frame):
-        raise _Deadline()
-
-    def _send(self, conn, data):
-        conn.sock.settimeout(SEND_TIMEOUT)
-        try:
-            conn.sock.sendall(data)
-        finally:
-            conn.sock.setblocking(False)
-
-    def _reply(self, conn, status, headers, body, keep_alive):
-        head = httpwire.format_head(status, headers, len(body), keep_alive)
-        if len(body) > 65536:
-            self._send(conn, head)
-            self._send(conn, body)
-        else:
-            self._send(conn, head + body)
-
-    def _run_coroutine(self, coro, deadline):
-        import asyncio
-        if self.loop is None:
-            self.loop = asyncio.new_event_loop()
-        aw = coro
-        if deadline is not None:
-            remaining = deadline - time.time()
-            # The alarm stays as a backstop for a coroutine that blocks.
-            _sig.setitimer(_sig.ITIMER_REAL, max(remaining, 0.001) + 1.0)
-            aw = asyncio.wait_for(coro, max(remaining, 0.001))
-        try:
-            return self.loop.run_until_complete(aw)
-        except asyncio.TimeoutError:
-            if deadline is not None and time.time() >= deadline:
-                raise _Deadline()
-            raise
-        except _Deadline:
-            # The alarm interrupted the loop itself: start a fresh one.
-            self.loop = None
-            raise
-
-    def _build(self, ctx, result):
-        if isinstance(result, _response.Response) or (
-                hasattr(result, "status") and hasattr(result, "body") and
-                hasattr(result, "context") and callable(result.body)):
-            status = result.status()
-            data = result.body()
-            rctx = result.context() or ctx
-        else:
-            status = getattr(ctx, "_response_status", None) or 200
-            data = result
-            rctx = ctx
-        if isinstance(status, bool) or not isinstance(status, int) or \
-                not 100 <= status <= 599:
-            raise ValueError("invalid status code %r" % (status,))
-        body, default_type = _encode_body(data)
-        gateway = getattr(rctx, "_gateway", False)
-        headers = []
-        has_type = False
-        for k, v in (rctx.GetResponseHeaders() or {}).items():
-            k = str(k).lower()
-            if k in _HOP_HEADERS:
-                continue
-            if k == _ctx.CONTENT_TYPE:
-                has_type = True
-            elif gateway and not k.startswith("fn-"):
-                k = _ctx.FN_HTTP_PREFIX + k
-            for one in (v if isinstance(v, (list, tuple)) else [v]):
-                headers.append((_canonical(k), str(one)))
-        if not has_type and default_type:
-            headers.append(("Content-Type", default_type))
-        # Fn's agent kills the container on any status but 200, 502 and
-        # 504, so the function's own status travels in Fn-Http-Status.
-        return 200, headers + _fdk_headers(status), body
-
-    def _logframe(self, ctx):
-        name = os.environ.get("FN_LOGFRAME_NAME")
-        hdr = os.environ.get("FN_LOGFRAME_HDR")
-        if not name or not hdr:
+        c = self.current
+        if c is None or c.returned:
             return
-        value = ctx.Headers().get(hdr.lower())
-        if value is not None:
-            line = "\n%s=%s\n" % (name, value)
-            for f in (sys.stdout, sys.stderr):
-                try:
-                    f.write(line)
-                    f.flush()
-                except (OSError, ValueError):
-                    pass
+        now = time.time()
+        if self.term_at is not None and now >= self.term_at:
+            self._abandon(c, 502, "the server was stopped and the function "
+                          "did not return within %g s" % TERM_GRACE, EXIT_OK)
+        if c.deadline is not None and now >= c.deadline + c.backstop:
+            if c.fired and now >= c.deadline + c.backstop + DEADLINE_GRACE:
+                self._abandon(c, 504, "the function did not finish before "
+                              "its deadline %s and did not stop"
+                              % c.deadline_text, EXIT_FAILURE)
+            c.fired += 1
+            self._arm()
+            raise _Deadline()
+        self._arm()
 
-    def call(self, req):
-        """Runs the function for one POST /call; returns (status, headers,
-        body) for the wire: 200, or 502 when the function failed, or 504
-        when the deadline passed."""
-        self.calls += 1
-        ctx = _ctx.context_from_request(req)
-        self._logframe(ctx)
-        deadline = None
-        text = req.header(_ctx.FN_DEADLINE)
-        if text:
+    def _abandon(self, c, status, message, code):
+        """Gives up on a call whose handler does not return: answers it,
+        removes the listener and exits the process with code."""
+        _sig.setitimer(_sig.ITIMER_REAL, 0)
+        log("%s; exiting with status %d" % (message, code))
+        try:
+            if c.ctx is not None:
+                reply = _wire(_response.dispatch_error(c.ctx, status,
+                                                       message))
+            else:
+                reply = _plain_reply(status, message)
+            head = httpwire.format_head(reply[0], reply[1], False, c.version)
+            c.conn.sock.settimeout(1.0)
+            c.conn.sock.sendall(b"".join(c.conn.out) + head + reply[2])
+        except BaseException:
+            pass
+        try:
+            self.close()
+        except BaseException:
+            pass
+        for f in (sys.stdout, sys.stderr):
             try:
-                deadline = _ctx.parse_rfc3339(text)
-            except ValueError as e:
-                log("ignoring Fn-Deadline: %s" % e)
-        if deadline is not None and deadline <= time.time():
-            return _error_reply(504, "deadline %s passed before the call "
-                                "started" % text)
-        try:
-            try:
-                if deadline is not None:
-                    # A zero interval would disarm the timer instead.
-                    _sig.setitimer(_sig.ITIMER_REAL,
-                                   max(deadline - time.time(), 0.001))
-                try:
-                    fn = self.resolve()
-                except Exception as e:
-                    log("cannot load the function:")
-                    _print_exception()
-                    return _error_reply(502, "cannot load the function: %s"
-                                        % _describe(e))
-                try:
-                    result = fn(ctx, data=io.BytesIO(req.body))
-                    if hasattr(result, "__await__"):
-                        result = self._run_coroutine(result, deadline)
-                    return self._build(ctx, result)
-                except Exception as e:
-                    log("the function failed:")
-                    _print_exception()
-                    return _error_reply(502, "the function failed: %s"
-                                        % _describe(e))
-            finally:
-                if deadline is not None:
-                    _sig.setitimer(_sig.ITIMER_REAL, 0)
-        except _Deadline:
-            log("call %s passed its deadline %s" % (ctx.CallID(), text))
-            return _error_reply(504, "the function did not finish before its "
-                                "deadline %s" % text)
+                f.flush()
+            except BaseException:
+                pass
+        os._exit(code)
 
-    def _respond(self, conn, req):
-        keep = req.keep_alive
-        if req.path != "/call":
-            status, headers, body = _error_reply(
-                404, "no such path %r; Fn calls POST /call" % req.path)
-        elif req.method != "POST":
-            status, headers, body = _error_reply(
-                405, "method %s not allowed on /call; use POST" % req.method)
-            headers.append(("Allow", "POST"))
-        else:
-            status, headers, body = self.call(req)
-        try:
-            self._reply(conn, status, headers, body, keep)
-        except ValueError as e:
-            # A header the function set cannot be sent as it is.
-            status, headers, body = _error_reply(
-                502, "the function's response cannot be sent: %s" % e)
-            self._reply(conn, status, headers, body, keep)
-        return keep
+    # --- connections --------------------------------------------------
 
-    def _close_conn(self, poller, conns, conn):
+    def _watch(self, conn):
+        mask = select.POLLOUT if conn.out else select.POLLIN
+        if self.masks.get(conn.fd) != mask:
+            self.masks[conn.fd] = mask
+            self.poller.register(conn.fd, mask)
+
+    def _close_conn(self, conn):
         try:
-            poller.unregister(conn.fd)
+            self.poller.unregister(conn.fd)
         except (KeyError, ValueError):
             pass
-        conns.pop(conn.fd, None)
+        self.masks.pop(conn.fd, None)
+        self.conns.pop(conn.fd, None)
         try:
             conn.sock.close()
         except OSError:
             pass
 
-    def _accept(self, poller, conns):
+    def _accept(self):
         while True:
             try:
                 fd, _ = self.lsock._accept()
@@ -312,112 +412,425 @@ class Server(object):
             except OSError as e:
                 log("accept failed: %s" % e)
                 return
-            self._add_conn(poller, conns, fd)
+            self._add_conn(fd)
 
-    def _add_conn(self, poller, conns, fd):
+    def _make_room(self):
+        # All slots taken: the connection idle for longest goes; failing
+        # that, the one whose unfinished request or unread response is
+        # oldest.  Never the one just accepted.
+        conns = list(self.conns.values())
+        idle = [c for c in conns if c.idle()]
+        if idle:
+            victim = min(idle, key=lambda c: c.since)
+        else:
+            victim = min(conns, key=lambda c: c.started or c.since)
+        self._close_conn(victim)
+
+    def _add_conn(self, fd):
         s = _sock.socket(_sock.AF_UNIX, _sock.SOCK_STREAM, 0, fd)
-        if len(conns) >= MAX_CONNECTIONS:
-            s.close()
-            return
+        if len(self.conns) >= MAX_CONNECTIONS:
+            self._make_room()
         s.setblocking(False)
-        conn = _Conn(s, self.max_body)
-        conns[conn.fd] = conn
-        poller.register(conn.fd, select.POLLIN)
+        conn = _Conn(s, self.max_body, time.time())
+        self.conns[conn.fd] = conn
+        self._watch(conn)
+
+    def _flush(self, conn):
+        """Sends what the connection has pending, without blocking; returns
+        False when the connection is to be closed."""
+        while conn.out:
+            try:
+                n = conn.sock.sendmsg(conn.out[:16])
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                return False
+            conn.since = time.time()
+            while n and conn.out:
+                first = conn.out[0]
+                if n >= len(first):
+                    n -= len(first)
+                    conn.out.pop(0)
+                else:
+                    conn.out[0] = first[n:]
+                    n = 0
+        self._watch(conn)
+        return True
 
     def _discard_input(self, conn):
         # Closing a unix socket with unread bytes resets the peer, which
         # may then lose the error reply it has not read yet: end our side,
         # then read and drop what the client has already sent.
-        conn.sock.shutdown(_sock.SHUT_WR)
-        left = 16 * RECV_SIZE
-        while left > 0:
-            try:
+        try:
+            conn.sock.shutdown(_sock.SHUT_WR)
+            left = 16 * RECV_SIZE
+            while left > 0:
                 data = conn.sock.recv(RECV_SIZE)
-            except (BlockingIOError, InterruptedError):
-                return
-            if not data:
-                return
-            left -= len(data)
+                if not data:
+                    return
+                left -= len(data)
+        except OSError:
+            return
+
+    def _queue(self, conn, status, headers, body, keep, version):
+        head = httpwire.format_head(status, headers, keep, version,
+                                    max(int(IDLE_TIMEOUT), 1))
+        if len(body) < 65536:
+            conn.out.append(memoryview(head + body))
+        else:
+            conn.out.append(memoryview(head))
+            conn.out.append(memoryview(body))
+        if not keep:
+            conn.closing = True
 
     def _service(self, conn):
         """Reads from one connection and answers what is complete; returns
         False when the connection is to be closed."""
+        was_idle = not conn.reader.pending()
         try:
-            data = conn.sock.recv(RECV_SIZE)
+            n = conn.reader.recv_from(conn.sock, RECV_SIZE)
         except (BlockingIOError, InterruptedError):
             return True
         except OSError:
             return False
-        if not data:
+        if not n:
             if conn.reader.pending():
                 log("client closed the connection in the middle of a "
                     "request")
             return False
-        conn.reader.feed(data)
+        conn.since = time.time()
+        if was_idle:
+            conn.started = conn.since
+        return self._process(conn)
+
+    def _process(self, conn):
+        """Answers the complete requests buffered on a connection while its
+        output does not back up; returns False when it is to be closed."""
         while True:
+            if conn.out:
+                if not self._flush(conn):
+                    return False
+                if conn.out:
+                    return True
+            if conn.closing:
+                self._discard_input(conn)
+                return False
             try:
                 req = conn.reader.next_request()
             except httpwire.HTTPError as e:
                 log("refusing a request: %d %s" % (e.status, e.message))
-                status, headers, body = _error_reply(e.status, e.message)
-                try:
-                    self._reply(conn, status, headers, body, False)
-                    self._discard_input(conn)
-                except OSError:
-                    pass
-                return False
+                status, headers, body = _plain_reply(e.status, e.message)
+                self._queue(conn, status, headers, body, False, "HTTP/1.1")
+                continue
             if req is None:
                 if conn.reader.wants_continue:
                     conn.reader.wants_continue = False
-                    self._send(conn, b"HTTP/1.1 100 Continue\r\n\r\n")
+                    conn.out.append(memoryview(
+                        b"HTTP/1.1 100 Continue\r\n\r\n"))
+                    continue
+                self._watch(conn)
                 return True
-            self.busy = True
+            self._respond(conn, req)
+            conn.started = time.time() if conn.reader.pending() else None
+            if self.stop_status is not None or self.term_at is not None:
+                self._finish_then_stop(conn)
+
+    def _finish_then_stop(self, conn):
+        # The call that was running when SIGTERM came (or that called
+        # sys.exit()) is answered before the server stops.
+        conn.sock.settimeout(5.0)
+        try:
+            conn.sock.sendall(b"".join(conn.out))
+        except OSError:
+            pass
+        conn.out = []
+        status = EXIT_OK if self.stop_status is None else self.stop_status
+        raise Terminate(0, status)
+
+    def _respond(self, conn, req):
+        keep = req.keep_alive
+        if req.path != "/call":
+            reply = _plain_reply(404, "no such path %r; Fn calls POST /call"
+                                 % req.path)
+        elif req.method != "POST":
+            reply = _plain_reply(405, "method %s not allowed on /call; use "
+                                 "POST" % req.method, [("allow", "POST")])
+        else:
+            reply = self.call(conn, req)
+        try:
+            self._queue(conn, reply[0], reply[1], reply[2], keep,
+                        req.version)
+        except ValueError as e:
+            # A header the function set cannot be sent as it is.
+            _log.get_request_log().error(
+                "the function's response cannot be sent: %s" % e)
+            reply = _plain_reply(502, "the function's response cannot be "
+                                 "sent: %s" % e)
+            self._queue(conn, reply[0], reply[1], reply[2], keep,
+                        req.version)
+
+    # --- calls --------------------------------------------------------
+
+    def _logframe(self, headers):
+        name = os.environ.get("FN_LOGFRAME_NAME")
+        hdr = os.environ.get("FN_LOGFRAME_HDR")
+        if name and hdr and hdr.lower() in headers:
+            line = "\n{}={}\n".format(name, headers.get(hdr.lower()))
+            for f in (sys.stderr, sys.stdout):
+                try:
+                    print(line, file=f, flush=True)
+                except (OSError, ValueError):
+                    pass
+
+    def call(self, conn, req):
+        """Runs the function for one POST /call; returns (status, headers,
+        body) for the wire."""
+        self.calls += 1
+        _log.setup()
+        if self.run_in_context is None:
+            import contextvars
+            self.run_in_context = contextvars.copy_context
+        headers = req.headers_dict()
+        self._logframe(headers)
+        # Each call runs in a fresh copy of the server's context, like
+        # fdk-python's per-request task: the call id set for logging stays
+        # with it and the tasks it starts.
+        return self.run_in_context().run(self._call, conn, req, headers)
+
+    def _call(self, conn, req, headers):
+        text = headers.get(_ctx.FN_DEADLINE)
+        deadline = None
+        if text:
             try:
-                keep = self._respond(conn, req)
+                deadline = _ctx.parse_rfc3339(text)
+            except ValueError as e:
+                log("ignoring Fn-Deadline: %s" % e)
+        c = _Call(conn, deadline, text, req.version)
+        self.current = c
+        try:
+            try:
+                _log.debug("in handle_request")
+                ctx, data = _ctx.context_from_format(
+                    _ctx.HTTPSTREAM, headers=headers, data=req.body_io)
+                _log.set_request_id(ctx.CallID())
+                _log.debug("context provisioned")
+                c.ctx = ctx
+            except Exception:
+                return _app_error()
+            resp = self._run(c, ctx, data)
+            self._adopt_loop()
+            _log.debug("request execution completed")
+            try:
+                return _wire(resp)
+            except Exception:
+                return _app_error()
+        finally:
+            self.current = None
+            _sig.setitimer(_sig.ITIMER_REAL, 0)
+
+    def _run(self, c, ctx, data):
+        """Calls the function; returns its Response, or the error Response
+        fdk-python would make of a failure."""
+        if c.deadline is not None and c.deadline <= time.time():
+            msg = "deadline %s passed before the call started" % \
+                c.deadline_text
+            _log.get_request_log().error(msg + ":")
+            return _response.dispatch_error(ctx, 504, msg)
+        failure = None
+        try:
+            try:
+                self._arm()
+                fn = self.resolve()
+                self._current_loop()
+                result = fn(ctx, data=data)
+                if type(result).__name__ == "coroutine" and \
+                        hasattr(result, "cr_frame"):
+                    result = self._run_coroutine(c, result)
             finally:
-                self.busy = False
-            if self.term_pending:
-                raise _Terminate(0)
-            if not keep:
-                return False
+                c.returned = True
+                _sig.setitimer(_sig.ITIMER_REAL, 0)
+            _log.debug("function result obtained")
+            if c.fired:
+                # The handler caught the deadline's exception and returned.
+                raise _Deadline()
+            return _response.to_response(ctx, result)
+        except _Deadline as e:
+            failure = e
+            status = 504
+            message = "the function did not finish before its deadline %s" \
+                % c.deadline_text
+        except TimeoutError as e:
+            failure, status, message = e, 504, str(e)
+        except SystemExit as e:
+            failure, status, message = e, 502, str(e)
+            self.stop_status = _exit_status(e)
+        except KeyboardInterrupt as e:
+            log("the function raised KeyboardInterrupt; stopping")
+            self.stop_status = EXIT_OK
+            return _response.dispatch_error(ctx, 502, str(e))
+        except BaseException as e:
+            failure, status, message = e, 502, str(e)
+        _log.get_request_log().error(_log.error_line(failure, message))
+        return _response.dispatch_error(ctx, status, message)
+
+    def _current_loop(self):
+        # A function that uses asyncio finds the server's event loop as the
+        # current one (asyncio.get_event_loop()), also after asyncio.run()
+        # in an earlier call reset it.
+        if "asyncio" in sys.modules:
+            self._event_loop()
+
+    def _event_loop(self):
+        import asyncio
+        if self.aloop is None or self.aloop.is_closed():
+            self.aloop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self.aloop)
+        return self.aloop
+
+    def _adopt_loop(self):
+        # A handler that imported asyncio itself and scheduled work on
+        # asyncio.get_event_loop(): that loop becomes the server's, so its
+        # tasks run while the server idles.
+        if self.aloop is not None or "asyncio" not in sys.modules:
+            return
+        import asyncio
+        import warnings
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                loop = asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:
+            return
+        if not loop.is_closed() and not loop.is_running():
+            self.aloop = loop
+
+    def _run_coroutine(self, c, coro):
+        import asyncio
+        loop = self._event_loop()
+        aw = coro
+        if c.deadline is not None:
+            c.backstop = COROUTINE_BACKSTOP
+            self._arm()
+            aw = asyncio.wait_for(coro, max(c.deadline - time.time(), 0.001))
+        try:
+            return loop.run_until_complete(aw)
+        except asyncio.TimeoutError:
+            if c.deadline is not None and time.time() >= c.deadline:
+                raise _Deadline()
+            raise
+
+    # --- the loop -----------------------------------------------------
+
+    def _next_timeout(self, now):
+        t = None
+        for conn in self.conns.values():
+            if conn.out:
+                due = conn.since + SEND_TIMEOUT
+            elif conn.reader.pending():
+                due = (conn.started or conn.since) + REQUEST_TIMEOUT
+            else:
+                due = conn.since + IDLE_TIMEOUT
+            if t is None or due < t:
+                t = due
+        return None if t is None else max(t - now, 0.0)
+
+    def _expire(self, now):
+        for conn in list(self.conns.values()):
+            if conn.out:
+                if now - conn.since >= SEND_TIMEOUT:
+                    log("dropping a client that read nothing of its "
+                        "response for %g s" % SEND_TIMEOUT)
+                    self._close_conn(conn)
+            elif conn.reader.pending():
+                if now - (conn.started or conn.since) >= REQUEST_TIMEOUT:
+                    log("dropping a client that did not finish its request "
+                        "within %g s" % REQUEST_TIMEOUT)
+                    self._close_conn(conn)
+            elif now - conn.since >= IDLE_TIMEOUT:
+                self._close_conn(conn)
+
+    def _wait(self, timeout):
+        if self.aloop is None or self.aloop.is_closed():
+            ms = None if timeout is None else int(timeout * 1000) + 1
+            return self.poller.poll(ms)
+        return self._wait_in_event_loop(timeout)
+
+    def _wait_in_event_loop(self, timeout):
+        """Runs the function's event loop until one of our descriptors is
+        ready or timeout passes, so its tasks progress while we idle."""
+        loop = self.aloop
+        events = []
+
+        def ready(fd, ev):
+            events.append((fd, ev))
+            loop.stop()
+
+        readers, writers = [], []
+        try:
+            for fd, mask in self.masks.items():
+                if mask & select.POLLOUT:
+                    loop.add_writer(fd, ready, fd, select.POLLOUT)
+                    writers.append(fd)
+                else:
+                    loop.add_reader(fd, ready, fd, select.POLLIN)
+                    readers.append(fd)
+            timer = None if timeout is None else \
+                loop.call_later(timeout, loop.stop)
+            try:
+                loop.run_forever()
+            finally:
+                if timer is not None:
+                    timer.cancel()
+        finally:
+            for fd in readers:
+                loop.remove_reader(fd)
+            for fd in writers:
+                loop.remove_writer(fd)
+        return events
 
     def serve_forever(self, first=None):
-        """Answers calls until an exception (_Terminate) ends it; first is
+        """Answers calls until an exception (Terminate) ends it; first is
         an already accepted connection's descriptor, or None."""
-        poller = select.poll()
+        self.poller = select.poll()
         lfd = self.lsock.fileno()
-        poller.register(lfd, select.POLLIN)
+        self.poller.register(lfd, select.POLLIN)
+        self.masks[lfd] = select.POLLIN
         # A signal that lands just before poll() enters the kernel would
         # only run its Python handler once poll() returns, perhaps never;
         # the wakeup pipe makes that poll() return at once.
-        wake, old_wake = _entry.wakeup_pipe()
-        poller.register(wake[0], select.POLLIN)
-        conns = {}
+        wake, old_wake = _fdk.wakeup_pipe()
+        self.poller.register(wake[0], select.POLLIN)
+        self.masks[wake[0]] = select.POLLIN
         try:
             if first is not None:
-                self._add_conn(poller, conns, first)
+                self._add_conn(first)
             while True:
-                for fd, ev in poller.poll():
+                events = self._wait(self._next_timeout(time.time()))
+                for fd, ev in events:
                     if fd == lfd:
-                        self._accept(poller, conns)
+                        self._accept()
                         continue
                     if fd == wake[0]:
-                        _entry.drain(fd)
+                        _fdk.drain(fd)
                         continue
-                    conn = conns.get(fd)
+                    conn = self.conns.get(fd)
                     if conn is None:
                         continue
                     try:
-                        ok = self._service(conn)
+                        if conn.out:
+                            ok = self._process(conn)
+                        else:
+                            ok = self._service(conn)
                     except OSError as e:
                         log("connection error: %s" % e)
                         ok = False
                     if not ok:
-                        self._close_conn(poller, conns, conn)
+                        self._close_conn(conn)
+                self._expire(time.time())
         finally:
-            for conn in list(conns.values()):
-                self._close_conn(poller, conns, conn)
-            _entry.close_wakeup_pipe(wake, old_wake)
+            for conn in list(self.conns.values()):
+                self._close_conn(conn)
+            _fdk.close_wakeup_pipe(wake, old_wake)
 
 
 def _print_exception():
@@ -446,6 +859,22 @@ def _warm_in_background(resolve, what):
     _thread.start_new_thread(run, ())
 
 
+def _install_signals(server):
+    old = {}
+    for signum in (_sig.SIGTERM, _sig.SIGINT):
+        old[signum] = _sig.signal(signum, server.on_signal)
+    old[_sig.SIGALRM] = _sig.signal(_sig.SIGALRM, server._on_alarm)
+    return old
+
+
+def _restore_signals(old):
+    for signum, handler in old.items():
+        try:
+            _sig.signal(signum, handler)
+        except (OSError, ValueError, TypeError):
+            pass
+
+
 def serve(resolve, warm="lazy", max_body=DEFAULT_MAX_BODY, what="function",
           environ=None):
     """Runs the server until SIGTERM or SIGINT; returns an exit status.
@@ -455,18 +884,16 @@ def serve(resolve, warm="lazy", max_body=DEFAULT_MAX_BODY, what="function",
     """
     env = os.environ if environ is None else environ
     try:
-        path, phony = _entry.check_environ(env)
+        path, phony = _fdk.check_environ(env)
     except ConfigError as e:
         log(str(e))
         return EXIT_USAGE
 
-    _entry.active = True
+    _fdk.active = True
     server = Server(resolve, path, phony, max_body=max_body)
     old = {}
     try:
-        for signum in (_sig.SIGTERM, _sig.SIGINT):
-            old[signum] = _sig.signal(signum, server.on_signal)
-        _sig.signal(_sig.SIGALRM, server._on_alarm)
+        old = _install_signals(server)
         if warm == "eager":
             try:
                 resolve()
@@ -477,53 +904,43 @@ def serve(resolve, warm="lazy", max_body=DEFAULT_MAX_BODY, what="function",
         try:
             server.open()
             server.ready()
+        except ConfigError as e:
+            log(str(e))
+            return EXIT_USAGE
         except OSError as e:
             log("cannot listen on %r: %s" % (path, e))
             return EXIT_FAILURE
         if warm == "background":
             _warm_in_background(resolve, what)
         server.serve_forever()
-    except _Terminate:
-        return EXIT_OK
+    except Terminate as t:
+        return t.status
     finally:
         server.close()
-        _entry.active = False
-        for signum, handler in old.items():
-            try:
-                _sig.signal(signum, handler)
-            except (OSError, ValueError, TypeError):
-                pass
+        _fdk.active = False
+        _restore_signals(old)
     return EXIT_OK
 
 
 def run(func, handler, warm, max_body):
     """The coldstart-fdk command from its parsed arguments, everything
     imported before the socket is ready (used for --warm eager)."""
-    from coldstart import lazy
-    target = lazy.LazyModule(func)
-    if target.is_path and not os.path.isfile(target.path):
-        log("no such function file: %r" % func)
-        return EXIT_USAGE
-    fn = lazy.LazyFunction(target, attr=handler)
-    return serve(fn.resolve, warm=warm, max_body=max_body,
+    fn = _Function(func, handler)
+    return serve(fn.handler, warm=warm, max_body=max_body,
                  what="%s (%s)" % (func, handler))
 
 
 def adopt(lsock, path, phony, first, func, handler, warm, max_body):
     """Serves on a socket coldstart.fdk.server has made ready (bound,
-    linked, blocking, SIGTERM and SIGINT raising _Terminate): first is the
+    linked, blocking, SIGTERM and SIGINT raising Terminate): first is the
     descriptor of an accepted connection or None.  Returns only through an
     exception; the caller closes the socket and removes the links."""
-    from coldstart import lazy
-    fn = lazy.LazyFunction(lazy.LazyModule(func), attr=handler)
-    server = Server(fn.resolve, path, phony, max_body=max_body)
+    fn = _Function(func, handler)
+    server = Server(fn.handler, path, phony, max_body=max_body)
     lsock.setblocking(False)
     server.lsock = lsock
-    server.linked = True
-    for signum in (_sig.SIGTERM, _sig.SIGINT):
-        _sig.signal(signum, server.on_signal)
-    _sig.signal(_sig.SIGALRM, server._on_alarm)
+    _install_signals(server)
     if warm == "background":
-        _warm_in_background(fn.resolve, "%s (%s)" % (func, handler))
+        _warm_in_background(fn.handler, "%s (%s)" % (func, handler))
     server.serve_forever(first)
     return EXIT_OK

@@ -1,37 +1,35 @@
 """coldstart-fdk's entry point: the part that runs before the socket is ready.
 
 main() checks the arguments and the environment, binds a phony socket next
-to FN_LISTENER, chmods it 0666, listens, and only then links lsnr.sock to
+to FN_LISTENER with mode 0666, listens, and only then links lsnr.sock to
 it.  Everything else (the HTTP reader, the per-call context, the response
 builder, the lazy loader and the request loop in coldstart.fdk.loop) is
 imported after the link exists: in the default lazy mode when the first
 connection arrives, so an idle container spends no CPU on it.  Before ready
 this module imports only _socket and _signal (both C modules), besides the
-coldstart and coldstart.fdk packages, which import nothing.  Under Fn's CPU
+coldstart and coldstart.fdk packages (the latter holds the listener code
+this module shares with the loop).  Under Fn's CPU
 quota every millisecond of CPU before the link counts; tests/e2e/test_fdk.py
 checks this list (COLDSTART_FDK_DEBUG_MODULES names a file that receives the
 modules loaded when the link is made).
 
---warm eager, and serve() (used by fdk.handle()), go through
-coldstart.fdk.loop.serve() instead, which imports everything first.
+--warm eager, and fdk.handle(), go through coldstart.fdk.loop.serve()
+instead, which imports everything first.
 """
 
 import os
 import sys
+
+from coldstart import fdk as _fdk
+from coldstart.fdk import (DEFAULT_MAX_BODY, EXIT_FAILURE, EXIT_OK,
+                           EXIT_USAGE, ConfigError, Terminate, log)
 
 try:
     import _signal as _sig
 except ImportError:  # pragma: no cover - every CPython has _signal
     import signal as _sig
 
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
-
-MAX_SUN_PATH = 107
 WARM_MODES = ("lazy", "background", "eager")
-DEFAULT_MAX_BODY = 100 * 1024 * 1024
-HTTPSTREAM = "http-stream"
 
 USAGE = """\
 usage: coldstart-fdk [--warm lazy|background|eager] [--max-body BYTES]
@@ -49,149 +47,22 @@ Fn's http-stream contract wants it.
                      (default 104857600)
 
 COLDSTART_FDK_WARM sets the warm mode when --warm is not given.
-Exit status: 0 after SIGTERM or SIGINT, 1 when the socket cannot be set up,
-2 for a usage or environment error (FN_LISTENER, FN_FORMAT, FUNC missing).
+Exit status: 0 after SIGTERM or SIGINT, 1 when the socket cannot be set up
+or the function ignored its deadline, 2 for a usage or environment error
+(FN_LISTENER, FN_FORMAT, FUNC missing); a function's sys.exit(N) ends the
+server with status N once the call is answered.
 """
-
-# True while a server runs in this process; fdk.handle() checks it.
-active = False
-
-
-class ConfigError(Exception):
-    """Bad arguments or environment: the process exits with EXIT_USAGE."""
-
-
-class _Terminate(BaseException):
-    pass
-
-
-def log(msg):
-    try:
-        sys.stderr.write("coldstart-fdk: %s\n" % msg)
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
-
-
-def listener_paths(value):
-    """Checks an FN_LISTENER value; returns (socket path, phony path).
-
-    Raises ConfigError when it is missing, lacks the unix: prefix, names no
-    file, names a missing directory, or is longer than a unix socket path
-    may be (107 bytes).
-    """
-    if value is None or value == "":
-        raise ConfigError("FN_LISTENER is not set; expected "
-                          "unix:/path/to/lsnr.sock")
-    if not value.startswith("unix:"):
-        raise ConfigError("FN_LISTENER %r does not start with 'unix:'"
-                          % value)
-    path = value[len("unix:"):]
-    d, base = os.path.split(path)
-    if not base:
-        raise ConfigError("FN_LISTENER %r names no socket file" % value)
-    phony = os.path.join(d, "phony" + base)
-    for p in (path, phony):
-        n = len(os.fsencode(p))
-        if n > MAX_SUN_PATH:
-            raise ConfigError("socket path %r is %d bytes, over the unix "
-                              "socket limit of %d" % (p, n, MAX_SUN_PATH))
-    if d and not os.path.isdir(d):
-        raise ConfigError("FN_LISTENER directory %r does not exist" % d)
-    return path, phony
-
-
-def check_environ(env):
-    """Returns (socket path, phony path) for FN_LISTENER; raises
-    ConfigError for a bad FN_LISTENER or an FN_FORMAT other than
-    http-stream (or empty)."""
-    path, phony = listener_paths(env.get("FN_LISTENER"))
-    fmt = env.get("FN_FORMAT", "")
-    if fmt not in ("", HTTPSTREAM):
-        raise ConfigError("FN_FORMAT %r is not supported; only %r" % (
-            fmt, HTTPSTREAM))
-    return path, phony
-
-
-def listen(path, phony):
-    """Removes stale sockets, binds the phony one, chmods it 0666 and
-    listens (blocking); returns the socket or raises OSError."""
-    import _socket
-    for p in (path, phony):
-        try:
-            os.unlink(p)
-        except FileNotFoundError:
-            pass
-    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    try:
-        s.bind(phony)
-        os.chmod(phony, 0o666)
-        s.listen(16)
-    except BaseException:
-        s.close()
-        raise
-    return s
-
-
-def close_listener(lsock, path, phony, linked):
-    """Closes the listening socket and removes lsnr.sock (when it still
-    points to our phony socket) and the phony socket; safe to repeat."""
-    if lsock is not None:
-        lsock.close()
-    if linked:
-        try:
-            if os.readlink(path) == os.path.basename(phony):
-                os.unlink(path)
-        except OSError:
-            pass
-    try:
-        os.unlink(phony)
-    except OSError:
-        pass
 
 
 def _on_term(signum, frame):
-    raise _Terminate(signum)
-
-
-def wakeup_pipe():
-    """Returns ((read fd, write fd), previous wakeup fd) after making the
-    pipe's write end the signal wakeup fd: a signal then also writes a
-    byte there, so a poll() that includes the read end cannot sleep
-    through a signal that arrived just before it started."""
-    r, w = os.pipe()
-    try:
-        os.set_blocking(r, False)
-        os.set_blocking(w, False)
-        return (r, w), _sig.set_wakeup_fd(w)
-    except BaseException:
-        os.close(r)
-        os.close(w)
-        raise
-
-
-def close_wakeup_pipe(pipe, old):
-    try:
-        _sig.set_wakeup_fd(old)
-    except (ValueError, OSError):
-        pass
-    os.close(pipe[0])
-    os.close(pipe[1])
-
-
-def drain(fd):
-    try:
-        while os.read(fd, 512):
-            pass
-    except OSError:
-        pass
+    raise Terminate(signum)
 
 
 def _first_connection(lsock):
     """Waits for Fn's agent to connect; returns the accepted descriptor,
     or None when accept() failed (the request loop then tries again)."""
     import select
-    wake, old = wakeup_pipe()
+    wake, old = _fdk.wakeup_pipe()
     try:
         p = select.poll()
         p.register(lsock.fileno(), select.POLLIN)
@@ -199,7 +70,7 @@ def _first_connection(lsock):
         while True:
             for fd, ev in p.poll():
                 if fd == wake[0]:
-                    drain(fd)
+                    _fdk.drain(fd)
                     continue
                 try:
                     return lsock._accept()[0]
@@ -207,7 +78,7 @@ def _first_connection(lsock):
                     log("accept failed: %s" % e)
                     return None
     finally:
-        close_wakeup_pipe(wake, old)
+        _fdk.close_wakeup_pipe(wake, old)
 
 
 def _dump_modules(name):
@@ -273,45 +144,33 @@ def _parse_args(argv):
     return func, handler, warm, max_body
 
 
-def serve(resolve, warm="lazy", max_body=DEFAULT_MAX_BODY, what="function",
-          environ=None):
-    """Runs the server until SIGTERM or SIGINT; returns an exit status.
-
-    resolve() returns the function to call; what names it in messages.
-    With warm="eager" resolve() runs before the socket is ready.
-    """
-    from coldstart.fdk import loop
-    return loop.serve(resolve, warm=warm, max_body=max_body, what=what,
-                      environ=environ)
-
-
 def _serve_ready_first(func, handler, warm, max_body):
     """--warm lazy and background: links lsnr.sock with as little work as
     possible, then hands the socket to coldstart.fdk.loop (in lazy mode
     once the first connection is accepted)."""
-    global active
     env = os.environ
     try:
-        path, phony = check_environ(env)
+        path, phony = _fdk.check_environ(env)
     except ConfigError as e:
         log(str(e))
         return EXIT_USAGE
-    active = True
+    _fdk.active = True
     lsock = None
-    linked = False
     old = {}
     try:
         for signum in (_sig.SIGTERM, _sig.SIGINT):
             old[signum] = _sig.signal(signum, _on_term)
         try:
-            lsock = listen(path, phony)
+            lsock = _fdk.listen(path, phony)
             debug = env.get("COLDSTART_FDK_DEBUG_MODULES")
             if debug:
                 # Written just before the link, so that it is complete when
                 # the link appears; nothing is imported in between.
                 _dump_modules(debug)
-            os.symlink(os.path.basename(phony), path)
-            linked = True
+            _fdk.link(path, phony)
+        except ConfigError as e:
+            log(str(e))
+            return EXIT_USAGE
         except OSError as e:
             log("cannot listen on %r: %s" % (path, e))
             return EXIT_FAILURE
@@ -323,11 +182,11 @@ def _serve_ready_first(func, handler, warm, max_body):
         from coldstart.fdk import loop
         return loop.adopt(lsock, path, phony, first, func, handler, warm,
                           max_body)
-    except _Terminate:
-        return EXIT_OK
+    except Terminate as t:
+        return t.status
     finally:
-        close_listener(lsock, path, phony, linked)
-        active = False
+        _fdk.close_listener(lsock, path, phony)
+        _fdk.active = False
         for signum, h in old.items():
             try:
                 _sig.signal(signum, h)
@@ -348,26 +207,15 @@ def main(argv=None):
         sys.stdout.write(USAGE)
         return EXIT_OK
     if parsed == "version":
-        from coldstart.fdk.context import VERSION
+        from coldstart.fdk import VERSION
         sys.stdout.write("coldstart-fdk %s\n" % VERSION)
         return EXIT_OK
     func, handler, warm, max_body = parsed
-    if warm == "eager" or not func:
-        from coldstart.fdk import loop
-        return loop.run(func, handler, warm, max_body)
     if _is_path(func) and not os.path.isfile(os.path.abspath(func)):
         log("no such function file: %r" % func)
         return EXIT_USAGE
+    if warm == "eager":
+        from coldstart.fdk import loop
+        return loop.run(func, handler, warm, max_body)
     return _serve_ready_first(func, handler, warm, max_body)
 
-
-def __getattr__(name):
-    # Server and the rest of the request loop used to live here; they are
-    # in coldstart.fdk.loop now, which is imported only when needed.
-    if not name.startswith("__"):
-        from coldstart.fdk import loop
-        try:
-            return getattr(loop, name)
-        except AttributeError:
-            pass
-    raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -1,0 +1,159 @@
+/*
+ * A measuring session: what `profile` and `docker` share once the command
+ * line is read.  The interpreter probe, the unconstrained baseline, warm-up
+ * and measured runs with their progress line, the analysis, and the exit
+ * status, written once; where the target runs (this host's processes, a
+ * container) is a struct measure_target.
+ *
+ *	struct measure_session s;
+ *
+ *	measure_session_init(&s, &p, "profile", &o.m, &measure_local);
+ *	p.python = ...; p.cwd = ...;                (the command's metadata)
+ *	measure_probe(&s, python, "at '/usr/bin/python3'");   (optional)
+ *	s.ro.argv = ...; s.ro.env = ...; s.ro.trace = ...;    (what to run)
+ *	s.baseline = ...;
+ *	ret = measure_run(&s);                      (every run)
+ *	if (!ret) ret = measure_finish(&s, &o.show);  (analysis, output, status)
+ *	measure_session_release(&s);
+ *
+ * A run-time feature that every measuring command gets (a new figure per
+ * run, a new kind of run) goes into measure_run or the runner; one that
+ * depends on where the target runs goes behind struct measure_target.
+ */
+#ifndef COLDSTART_MEASURE_H
+#define COLDSTART_MEASURE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "args.h"
+#include "profile.h"
+#include "runner.h"
+
+struct show_opts;
+
+/* Options of the commands that run a target (profile, docker). */
+struct measure_opts {
+	struct limits limits;
+	bool no_limits;
+	bool no_trace;
+	bool quiet;
+	bool passthrough_exit;
+	int runs;
+	int warmup;
+	int64_t timeout_us; /* 0 = none */
+	const char *ready;
+	int64_t ready_timeout_us;
+	/*
+	 * The option table that sets the fields above, for OPT_INCLUDE.  It
+	 * points into the struct, which must stay where measure_opts_init put it.
+	 */
+	struct opt options[16];
+};
+
+void measure_opts_init(struct measure_opts *m);
+void measure_opts_release(struct measure_opts *m);
+/*
+ * After parsing: drops the limits for --no-limits, else checks them together
+ * (--swap needs --memory), and hands them to *out (the profile's; m keeps
+ * none).  -1 with a message in err: a usage error.
+ */
+int measure_opts_finish(struct measure_opts *m, struct limits *out, struct buf *err);
+
+/*
+ * Where the target runs.  Each hook may be NULL (nothing to do); self is
+ * handed back to every one of them.
+ */
+struct measure_target {
+	/*
+	 * Runs the target's interpreter python with args to completion, stdout
+	 * into out and stderr into errout.  Returns its exit status (128+N for
+	 * signal N), or -1 with a message in err when it could not be run.
+	 */
+	int (*probe)(void *self, const char *python, const char *const *args, struct buf *out, struct buf *errout,
+		     struct buf *err);
+	/* Before run r (index counts the session's runs from 0); -1 with a message in err ends the session. */
+	int (*run_begin)(void *self, struct run *r, size_t index, struct buf *err);
+	/*
+	 * After the runner filled r (re: what it answered; its message is
+	 * printed already): the target's own account of the run, and cleanup
+	 * of what run_begin made.  Returns 0, or the exit code that ends the
+	 * session after a message.
+	 */
+	int (*run_end)(void *self, struct profile *p, struct run *r, enum runner_error re);
+	void *self;
+	/* The target applies p->limits itself (an engine's flags); else each run gets a cgroup. */
+	bool applies_limits;
+	/* A probe that cannot tell means importtime only, with a warning; else it is an error. */
+	bool probe_optional;
+	/* The interpreter's paths (site-packages) are this host's, so classification may look at them. */
+	bool paths_on_host;
+};
+
+/* This host's processes: the runner runs the target itself. */
+extern const struct measure_target measure_local;
+
+struct measure_session {
+	struct profile *p;
+	const struct measure_opts *opts;
+	const struct measure_target *target;
+	/*
+	 * The runner's options.  The command sets what to run: argv, env,
+	 * python, trace, raw_fd, before_start; measure_run sets the rest from
+	 * opts (timeout, readiness, quiet, use_limits per run).
+	 */
+	struct runner_opts ro;
+	/*
+	 * Unconstrained runs first, as many as the measured ones, so the report
+	 * can compare the medians of both (profile under limits).
+	 */
+	bool baseline;
+	/* From measure_probe; empty when there was no probe or it could not tell. */
+	struct strvec stdlib_names;
+	struct strvec site_dirs;
+};
+
+/*
+ * Starts a session for profile p (which stays the caller's), measured as
+ * opts say, on target.  Stamps p with coldstart's version, the command and
+ * the time.
+ */
+void measure_session_init(struct measure_session *s, struct profile *p, const char *command,
+			  const struct measure_opts *opts, const struct measure_target *target);
+void measure_session_release(struct measure_session *s);
+
+/*
+ * Asks python, run as the target runs it, for its version, standard-library
+ * names and site-packages directories (where: "at '/usr/bin/python3'", "in
+ * image 'x'", for messages).  Returns 0 with p->python_version set, -1 when
+ * it could not tell and the target goes on without it (probe_optional: a
+ * warning, recorded and printed, says importtime only), or EXIT_NO_PYTHON
+ * after printing why the interpreter cannot be profiled (missing, not
+ * Python, older than 3.7).
+ */
+int measure_probe(struct measure_session *s, const char *python, const char *where);
+
+/*
+ * Every run: the baseline (--runs of them, when asked), --warmup and --runs, with a progress
+ * line on a terminal.  Returns 0, or the exit code after a message: 128+N
+ * when coldstart got signal N, EXIT_LIMITS, EXIT_NO_PYTHON, EXIT_FAIL, or
+ * what the target's run_end said.
+ */
+int measure_run(struct measure_session *s);
+
+/*
+ * Analyses the profile, shows it as so says, and returns the exit status:
+ * the target's (profile_exit_status), else the output's (a file that could
+ * not be written, a broken budget).
+ */
+int measure_finish(struct measure_session *s, const struct show_opts *so);
+
+/*
+ * The exit status for the measured runs of p: 0, EXIT_NOT_READY when ready
+ * was asked for and a run never got there, or EXIT_TARGET_* for the first
+ * run that did not end cleanly.  With passthrough, that run's own status
+ * (its code, or 128 + signal) instead.
+ */
+int profile_exit_status(const struct profile *p, bool ready, bool passthrough);
+
+#endif

@@ -1,0 +1,250 @@
+/*
+ * Showing a profile: the report, the JSON file, exports and budget checks,
+ * and the options that ask for them (see show.h).
+ */
+#include "show.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "budget.h"
+#include "builtin.h"
+#include "export/export.h"
+
+static int write_stdout(const char *s, size_t n)
+{
+	if (fwrite(s, 1, n, stdout) != n || fflush(stdout)) {
+		error("cannot write to stdout: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* --flamegraph FILE and the like: opt->data names the exporter. */
+static int add_output(const struct opt *opt, const char *v, struct buf *err)
+{
+	profile_outputs_add(opt->value, opt->data, v);
+	return 0;
+}
+
+static int add_budget(const struct opt *opt, const char *v, struct buf *err)
+{
+	return profile_outputs_budget(opt->value, v, err);
+}
+
+static int add_forbid(const struct opt *opt, const char *v, struct buf *err)
+{
+	if (!*v) {
+		buf_addf(err, "--forbid needs a module name");
+		return -1;
+	}
+	profile_outputs_forbid(opt->value, v);
+	return 0;
+}
+
+/* --depth and --threshold limit the tree, so they ask for it. */
+static int set_depth(const struct opt *opt, const char *v, struct buf *err)
+{
+	struct report_opts *ro = opt->value;
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno || end == v || *end || n < 0 || n > 1000000) {
+		buf_addf(err, "--depth needs a non-negative number, not '%s'", v);
+		return -1;
+	}
+	ro->max_depth = (int)n;
+	ro->tree = true;
+	return 0;
+}
+
+static int set_threshold(const struct opt *opt, const char *v, struct buf *err)
+{
+	struct report_opts *ro = opt->value;
+
+	if (parse_duration_us(v, &ro->threshold_us) < 0) {
+		buf_addf(err, "--threshold needs a duration such as 1ms or 500us, not '%s'", v);
+		return -1;
+	}
+	ro->tree = true;
+	return 0;
+}
+
+static int set_color(const struct opt *opt, const char *v, struct buf *err)
+{
+	struct report_opts *ro = opt->value;
+
+	if (!strcmp(v, "always"))
+		ro->color = true;
+	else if (!strcmp(v, "never"))
+		ro->color = false;
+	else if (!strcmp(v, "auto"))
+		ro->color = report_want_color(1);
+	else {
+		buf_addf(err, "--color takes auto, always or never, not '%s'", v);
+		return -1;
+	}
+	return 0;
+}
+
+void profile_outputs_init(struct profile_outputs *po)
+{
+	memset(po, 0, sizeof(*po));
+	strvec_init(&po->budgets);
+	strvec_init(&po->forbids);
+}
+
+void profile_outputs_release(struct profile_outputs *po)
+{
+	free(po->files);
+	strvec_clear(&po->budgets);
+	strvec_clear(&po->forbids);
+	profile_outputs_init(po);
+}
+
+void profile_outputs_add(struct profile_outputs *po, const char *format, const char *path)
+{
+	ALLOC_GROW(po->files, po->nr_files + 1, po->alloc_files);
+	po->files[po->nr_files].format = format;
+	po->files[po->nr_files].path = path;
+	po->nr_files++;
+}
+
+int profile_outputs_budget(struct profile_outputs *po, const char *spec, struct buf *err)
+{
+	struct budget b;
+
+	budget_init(&b);
+	if (budget_add(&b, spec, err) < 0) {
+		budget_release(&b);
+		return -1;
+	}
+	budget_release(&b);
+	strvec_push(&po->budgets, spec);
+	return 0;
+}
+
+void profile_outputs_forbid(struct profile_outputs *po, const char *module)
+{
+	strvec_push(&po->forbids, module);
+}
+
+void show_opts_init(struct show_opts *so)
+{
+	struct report_opts *ro = &so->report;
+	struct profile_outputs *po = &so->outputs;
+
+	memset(so, 0, sizeof(*so));
+	report_opts_init(ro);
+	ro->color = report_want_color(1);
+	profile_outputs_init(po);
+	{
+		const struct opt table[] = {
+			OPT_STRING("output", 'o', &so->output, "FILE",
+				   "save the profile as JSON (gzip when FILE ends in .gz)"),
+			OPT_BOOL("json", 0, &so->json_stdout,
+				 "print the JSON profile on stdout instead of the report (after the target's own "
+				 "stdout; -o for a clean file)"),
+			OPT_BOOL("no-report", 0, &so->no_report, "print no report (with -o or exports)"),
+			OPT_INT("top", 0, &ro->top, 0, 100000, "N", "rows in each top table (default 15)"),
+			OPT_BOOL("tree", 0, &ro->tree, "print the import tree"),
+			OPT_CALLBACK("depth", 0, ro, set_depth, "N",
+				     "tree: hide imports deeper than N (implies --tree)"),
+			OPT_CALLBACK("threshold", 0, ro, set_threshold, "DUR",
+				     "tree: hide subtrees cheaper than DUR, e.g. 1ms (implies --tree)"),
+			OPT_BOOL("all-processes", 0, &ro->all_processes,
+				 "report every Python process, not only the main one"),
+			OPT_CALLBACK("color", 0, ro, set_color, "WHEN",
+				     "auto (default: on a terminal without NO_COLOR), always, never"),
+			OPT_CALLBACK_DATA("flamegraph", 0, po, add_output, "svg", "FILE",
+					  "also write an SVG flame graph"),
+			OPT_CALLBACK_DATA("html", 0, po, add_output, "html", "FILE",
+					  "also write a single-file HTML report"),
+			OPT_CALLBACK_DATA("speedscope", 0, po, add_output, "speedscope", "FILE",
+					  "also write a speedscope profile"),
+			OPT_CALLBACK_DATA("chrome", 0, po, add_output, "chrome", "FILE",
+					  "also write a Chrome trace (Perfetto)"),
+			OPT_CALLBACK_DATA("folded", 0, po, add_output, "folded", "FILE", "also write folded stacks"),
+			OPT_CALLBACK("budget", 0, po, add_budget, "NAME=DUR",
+				     "fail (exit 1) when total, startup, target or MODULE exceeds DUR; repeatable"),
+			OPT_CALLBACK("forbid", 0, po, add_forbid, "MODULE",
+				     "fail (exit 1) when MODULE is imported; repeatable"),
+			OPT_END(),
+		};
+
+		_Static_assert(sizeof(table) == sizeof(so->options), "show_opts.options holds the table");
+		memcpy(so->options, table, sizeof(table));
+	}
+}
+
+void show_opts_release(struct show_opts *so)
+{
+	profile_outputs_release(&so->outputs);
+}
+
+int show_profile(const struct profile *p, const struct show_opts *so)
+{
+	return profile_finish_outputs(p, &so->outputs, &so->report, so->output, so->json_stdout, so->no_report);
+}
+
+int profile_finish_outputs(const struct profile *p, const struct profile_outputs *po, const struct report_opts *ro,
+			   const char *output, bool json_stdout, bool no_report)
+{
+	struct buf out = BUF_INIT, err = BUF_INIT;
+	int ret = 0;
+	size_t i;
+
+	if (output && profile_write_json(p, output, &err) < 0) {
+		error("%s", err.buf);
+		buf_reset(&err);
+		ret = EXIT_FAIL;
+	}
+	if (json_stdout) {
+		profile_to_json(p, &out);
+		if (write_stdout(out.buf, out.len) < 0)
+			ret = EXIT_FAIL;
+	} else if (!no_report) {
+		report_render(p, ro, &out);
+		if (write_stdout(out.buf, out.len) < 0)
+			ret = EXIT_FAIL;
+	}
+	for (i = 0; i < po->nr_files; i++) {
+		const struct exporter *e = exporter_find(po->files[i].format);
+		struct export_opts eo = EXPORT_OPTS_INIT;
+
+		if (!e) {
+			error("no exporter for '%s'", po->files[i].format);
+			ret = EXIT_FAIL;
+			continue;
+		}
+		if (export_to_path(p, e, &eo, po->files[i].path, &err) < 0) {
+			error("%s", err.buf);
+			buf_reset(&err);
+			ret = EXIT_FAIL;
+		}
+	}
+	if (po->budgets.nr || po->forbids.nr) {
+		struct budget b;
+		struct buf explain = BUF_INIT;
+		int rc;
+
+		budget_init(&b);
+		for (i = 0; i < po->budgets.nr; i++)
+			if (budget_add(&b, po->budgets.v[i], &err) < 0)
+				BUG("budget '%s' was validated: %s", po->budgets.v[i], err.buf);
+		for (i = 0; i < po->forbids.nr; i++)
+			budget_forbid(&b, po->forbids.v[i]);
+		rc = budget_check(p, &b, &explain);
+		fwrite(explain.buf, 1, explain.len, stderr);
+		if (rc)
+			ret = EXIT_FAIL;
+		budget_release(&b);
+		buf_release(&explain);
+	}
+	buf_release(&out);
+	buf_release(&err);
+	return ret;
+}

@@ -1,0 +1,65 @@
+/*
+ * How a command shows a profile once it has one (profile, docker, parse,
+ * report): the report on stdout or the JSON, the JSON file, extra exports
+ * (--flamegraph, --html, ...) and budgets (--budget, --forbid), with the
+ * options that choose them.
+ */
+#ifndef COLDSTART_SHOW_H
+#define COLDSTART_SHOW_H
+
+#include <stdbool.h>
+
+#include "args.h"
+#include "profile.h"
+#include "report.h"
+
+struct out_request {
+	const char *format; /* exporter name */
+	const char *path;
+};
+
+struct profile_outputs {
+	struct out_request *files;
+	size_t nr_files, alloc_files;
+	struct strvec budgets; /* "NAME=DUR" as given */
+	struct strvec forbids;
+};
+
+void profile_outputs_init(struct profile_outputs *po);
+void profile_outputs_release(struct profile_outputs *po);
+/* Adds an export request; the strings are borrowed from argv. */
+void profile_outputs_add(struct profile_outputs *po, const char *format, const char *path);
+/* Validates and records "--budget NAME=DUR"; -1 with err on bad syntax. */
+int profile_outputs_budget(struct profile_outputs *po, const char *spec, struct buf *err);
+void profile_outputs_forbid(struct profile_outputs *po, const char *module);
+
+/*
+ * Writes the JSON (output path, or stdout with json_stdout), the report on
+ * stdout unless no_report or json_stdout, every export, then checks budgets.
+ * Returns 0, or EXIT_FAIL when a file could not be written or a budget
+ * failed (the explanation is printed on stderr).
+ */
+int profile_finish_outputs(const struct profile *p, const struct profile_outputs *po, const struct report_opts *ro,
+			   const char *output, bool json_stdout, bool no_report);
+
+/* What a command's options say about showing its profile. */
+struct show_opts {
+	struct report_opts report;
+	struct profile_outputs outputs;
+	const char *output; /* -o FILE.json */
+	bool json_stdout;
+	bool no_report;
+	/*
+	 * The option table that sets the fields above (-o, --json, --top,
+	 * --flamegraph, --budget, ...), for OPT_INCLUDE.  It points into the
+	 * struct, which must therefore stay where show_opts_init put it.
+	 */
+	struct opt options[17];
+};
+
+void show_opts_init(struct show_opts *so);
+void show_opts_release(struct show_opts *so);
+/* profile_finish_outputs with so's settings. */
+int show_profile(const struct profile *p, const struct show_opts *so);
+
+#endif
