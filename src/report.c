@@ -4,6 +4,7 @@
  * an optional pruned tree, and warnings.
  */
 #include "report.h"
+#include "timeline_report.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -758,6 +759,7 @@ void report_render(const struct profile *p, const struct report_opts *o, struct 
 			buf_release(&title);
 		}
 	}
+	timeline_report_section(p, r, o->top, o->all_processes, out);
 	elf_report_section(p, out);
 	render_findings(p, out, st);
 	if (p->nr_warnings) {

@@ -105,7 +105,6 @@ struct build {
 	struct timeline *tl;
 	const struct samples_file *sf;
 	const struct proc *pr;
-	struct iset strs; /* pool offsets, by string */
 	struct iset kids; /* node indices, by (parent, kind, name, file, line) */
 	/* Per code id of the samples file: interned name and file, and what kind of frame it is. */
 	uint32_t *code_name, *code_file;
@@ -138,39 +137,37 @@ static uint64_t hash_str_at(const void *ctx, int32_t v)
 
 uint32_t timeline_intern(struct timeline *tl, const char *s, size_t len)
 {
-	/* The interning set lives in the timeline only while it is built; without one, append. */
-	size_t off;
-
-	if (!len)
-		return 0;
-	off = tl->names.len;
-	buf_add(&tl->names, s, len);
-	buf_addch(&tl->names, '\0');
-	return (uint32_t)off;
-}
-
-static uint32_t intern(struct build *b, const char *s, size_t len)
-{
-	struct timeline *tl = b->tl;
-	uint64_t h;
+	struct iset set = { tl->name_slot, tl->name_cap, tl->name_used };
 	size_t j;
 	uint32_t off;
 
 	if (!len)
 		return 0;
-	if (b->strs.used * 2 >= b->strs.cap)
-		iset_grow(&b->strs, hash_str_at, tl);
-	h = hash_bytes(s, len);
-	for (j = h & (b->strs.cap - 1); b->strs.slot[j] >= 0; j = (j + 1) & (b->strs.cap - 1)) {
-		const char *t = tl->names.buf + b->strs.slot[j];
+	if (!set.cap)
+		iset_init(&set, 1024);
+	else if (set.used * 2 >= set.cap)
+		iset_grow(&set, hash_str_at, tl);
+	for (j = hash_bytes(s, len) & (set.cap - 1); set.slot[j] >= 0; j = (j + 1) & (set.cap - 1)) {
+		const char *t = tl->names.buf + set.slot[j];
 
 		if (!strncmp(t, s, len) && !t[len])
-			return (uint32_t)b->strs.slot[j];
+			goto out;
 	}
-	off = timeline_intern(tl, s, len);
-	b->strs.slot[j] = (int32_t)off;
-	b->strs.used++;
-	return off;
+	off = (uint32_t)tl->names.len;
+	buf_add(&tl->names, s, len);
+	buf_addch(&tl->names, '\0');
+	set.slot[j] = (int32_t)off;
+	set.used++;
+out:
+	tl->name_slot = set.slot;
+	tl->name_cap = set.cap;
+	tl->name_used = set.used;
+	return (uint32_t)set.slot[j];
+}
+
+static uint32_t intern(struct build *b, const char *s, size_t len)
+{
+	return timeline_intern(b->tl, s, len);
 }
 
 static uint64_t node_key(int32_t parent, uint8_t kind, uint32_t name, uint32_t file, int32_t line)
@@ -572,7 +569,6 @@ static int32_t tail_node(struct build *b, int32_t root)
 
 static void build_release(struct build *b)
 {
-	iset_release(&b->strs);
 	iset_release(&b->kids);
 	free(b->code_name);
 	free(b->code_file);
@@ -612,7 +608,6 @@ int timeline_build(struct timeline *tl, const struct samples_file *sf, const str
 	if (end_ns < 0)
 		tl->end = exit_ns >= 0 ? TL_END_EXIT : TL_END_LAST_SAMPLE;
 
-	iset_init(&b.strs, 1024);
 	iset_init(&b.kids, 1024);
 	index_modules(&b);
 	name_codes(&b);
@@ -868,7 +863,7 @@ size_t timeline_top_functions(const struct timeline *tl, struct tl_func *out, si
 		for (c = tl->nodes[node].first_child; c >= 0; c = tl->nodes[c].next_sibling) {
 			if (agg[c] < 0 || agg[c] == (int32_t)j)
 				continue;
-			if ((tl->nodes[c].cum_us - imp[c]) * 10 >= own * 9 && own > 0) {
+			if ((tl->nodes[c].cum_us - imp[c]) * 10 >= own * 7 && own > 0) {
 				f[j].total_us = -1; /* dropped below */
 				break;
 			}
@@ -890,13 +885,17 @@ size_t timeline_top_functions(const struct timeline *tl, struct tl_func *out, si
 	return kept;
 }
 
-void timeline_chain(const struct timeline *tl, int32_t i, struct buf *out)
+void timeline_chain(const struct timeline *tl, int32_t i, size_t max, struct buf *out)
 {
 	int32_t path[512];
 	size_t n = 0;
 
 	for (; i >= 0 && tl->nodes[i].kind != TL_THREAD && n < ARRAY_SIZE(path); i = tl->nodes[i].parent)
 		path[n++] = i;
+	if (max && n > max) {
+		n = max;
+		buf_adds(out, "... > ");
+	}
 	while (n--) {
 		const struct tl_node *nd = &tl->nodes[path[n]];
 
@@ -921,6 +920,7 @@ void timeline_release(struct timeline *tl)
 {
 	free(tl->nodes);
 	free(tl->samples);
+	free(tl->name_slot);
 	buf_release(&tl->names);
 	memset(tl, 0, sizeof(*tl));
 }

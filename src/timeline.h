@@ -75,6 +75,9 @@ struct timeline {
 	struct tl_sample *samples;
 	size_t nr_samples, alloc_samples;
 	struct buf names; /* NUL-separated; offset 0 is "" */
+	/* The pool's strings by content (timeline_intern), so equal names have equal offsets. */
+	int32_t *name_slot;
+	size_t name_cap, name_used;
 };
 
 static inline const char *tl_str(const struct timeline *tl, uint32_t off)
@@ -86,7 +89,10 @@ void timeline_init(struct timeline *tl);
 void timeline_release(struct timeline *tl);
 void timeline_free(struct timeline *tl);
 
-/* Copies s (len bytes, no NUL inside) into the timeline's pool and returns its offset (0 for ""). */
+/*
+ * The offset of s (len bytes, no NUL inside) in the timeline's pool, added
+ * on first sight: equal strings have equal offsets (0 for "").
+ */
 uint32_t timeline_intern(struct timeline *tl, const char *s, size_t len);
 /* Appends a node under parent (-1: a root). */
 int32_t timeline_add_node(struct timeline *tl, int32_t parent, enum tl_kind kind, uint32_t name, uint32_t file,
@@ -139,8 +145,11 @@ struct tl_func {
  * (at most max).
  */
 size_t timeline_top_functions(const struct timeline *tl, struct tl_func *out, size_t max);
-/* Appends "a > b > c", the functions and imports from the thread's root to node i. */
-void timeline_chain(const struct timeline *tl, int32_t i, struct buf *out);
+/*
+ * Appends "a > b > c", the functions and imports from the thread's root to
+ * node i; with max, only the last max of them, after "... > ".
+ */
+void timeline_chain(const struct timeline *tl, int32_t i, size_t max, struct buf *out);
 
 /* JSON of the timeline (an object), appended to out; see docs/profile-format.md. */
 void timeline_to_json(const struct timeline *tl, struct buf *out);
