@@ -785,6 +785,21 @@ static int cmp_func(const void *a, const void *b)
 	return x->node < y->node ? -1 : x->node > y->node;
 }
 
+/* A comprehension or generator expression: a part of the function it is written in. */
+static bool is_comprehension(const char *name)
+{
+	return ends_with(name, "<listcomp>") || ends_with(name, "<genexpr>") || ends_with(name, "<dictcomp>") ||
+	       ends_with(name, "<setcomp>");
+}
+
+/* A file of the standard library: frozen, or under lib/pythonX.Y but not in a site directory. */
+static bool is_stdlib_file(const char *file)
+{
+	if (starts_with(file, "<frozen "))
+		return true;
+	return strstr(file, "/lib/python3") && !strstr(file, "-packages/");
+}
+
 static bool same_func(const struct tl_node *a, const struct tl_node *b)
 {
 	return a->name == b->name && a->file == b->file && a->line == b->line;
@@ -793,7 +808,9 @@ static bool same_func(const struct tl_node *a, const struct tl_node *b)
 /*
  * Functions outside imports, by their time outside imports: a function's
  * calls (callees included, the imports they ran not) over every place it ran,
- * a recursive call counted once.  Then the ones that only pass the time on:
+ * a recursive call counted once; a module body that is not an import (the
+ * script, code run by runpy or exec) counts its own lines only, as it holds
+ * everything else.  Then the ones that only pass the time on:
  * a function whose time is nearly all (90%) in one callee listed too is left
  * out for that callee, so "main > run > setup" shows setup, and the entry
  * points of the whole program do not fill the list.
@@ -848,23 +865,36 @@ size_t timeline_top_functions(const struct timeline *tl, struct tl_func *out, si
 		agg[i] = (int32_t)j;
 		f[j].self_us += n->self_us;
 		f[j].self_cpu_us += n->self_cpu_us;
-		if (!recursive) {
+		if (ends_with(tl_str(tl, n->name), ".<module>")) {
+			/* A body run as a script (__main__, runpy, exec): only its own lines count. */
+			f[j].total_us += n->self_us;
+			f[j].total_cpu_us += n->self_cpu_us;
+		} else if (!recursive) {
 			f[j].total_us += n->cum_us - imp[i];
 			f[j].total_cpu_us += n->cum_cpu_us - impc[i];
 		}
 		if (n->cum_us - imp[i] > tl->nodes[f[j].node].cum_us - imp[f[j].node])
 			f[j].node = (int32_t)i;
 	}
-	/* Pass-through functions: nearly all of their time in one function called from them. */
+	/* Pass-through functions: most of their time in one function they call. */
 	for (j = 0; j < nr; j++) {
 		int32_t node = f[j].node, c;
 		int64_t own = tl->nodes[node].cum_us - imp[node];
+		const char *name = tl_str(tl, f[j].name);
 
-		for (c = tl->nodes[node].first_child; c >= 0; c = tl->nodes[c].next_sibling) {
-			if (agg[c] < 0 || agg[c] == (int32_t)j)
+		if (is_comprehension(name)) {
+			f[j].total_us = -1; /* part of the function it is written in; dropped below */
+			continue;
+		}
+		for (c = tl->nodes[node].first_child; c >= 0 && own > 0; c = tl->nodes[c].next_sibling) {
+			const char *callee = tl_str(tl, tl->nodes[c].name);
+
+			if (agg[c] < 0 || agg[c] == (int32_t)j || is_comprehension(callee))
 				continue;
-			if ((tl->nodes[c].cum_us - imp[c]) * 10 >= own * 7 && own > 0) {
-				f[j].total_us = -1; /* dropped below */
+			if (is_stdlib_file(tl_str(tl, tl->nodes[c].file)) && !is_stdlib_file(tl_str(tl, f[j].file)))
+				continue;
+			if ((tl->nodes[c].cum_us - imp[c]) * 10 >= own * 7) {
+				f[j].total_us = -1;
 				break;
 			}
 		}
