@@ -173,6 +173,7 @@ static int on_record(struct samples_file *sf, char *line, bool *header)
 		sf->start_proc_cpu_ns = v[5];
 		unescape(f[7]);
 		snprintf(sf->version, sizeof(sf->version), "%s", f[7]);
+		sf->forked = nf > 8 && !strcmp(f[8], "fork");
 		return 0;
 	case 'C':
 		return on_code(sf, f, nf);

@@ -42,6 +42,7 @@ struct samples_file {
 	int64_t start_thread_cpu_ns; /* CPU time of the main thread when sampling started */
 	int64_t start_proc_cpu_ns; /* and of the process */
 	char version[32]; /* the interpreter's */
+	bool forked; /* an os.fork() child: sampling began at the fork (else at interpreter start-up) */
 	int64_t final_ns; /* the interpreter began finalising (F); UNKNOWN */
 	int64_t end_ns; /* the file was closed (Q); UNKNOWN when the process died first */
 	int64_t end_proc_cpu_ns; /* the process's CPU time at Q; UNKNOWN */

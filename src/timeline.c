@@ -593,7 +593,16 @@ int timeline_build(struct timeline *tl, const struct samples_file *sf, const str
 		buf_addf(err, "samples of process %ld have no start", sf->pid);
 		return -1;
 	}
-	tl->origin_ns = cut->origin_ns >= 0 ? cut->origin_ns : pr && pr->start_ns >= 0 ? pr->start_ns : sf->start_ns;
+	/*
+	 * A fork's sampler starts in the child at the fork itself (os.fork's
+	 * after-fork hooks), more exactly than a process start read from /proc.
+	 */
+	if (cut->origin_ns >= 0)
+		tl->origin_ns = cut->origin_ns;
+	else if (sf->forked || !pr || pr->start_ns < 0)
+		tl->origin_ns = sf->start_ns;
+	else
+		tl->origin_ns = pr->start_ns;
 	if (tl->origin_ns > sf->start_ns)
 		tl->origin_ns = sf->start_ns;
 	tl->start_us = us_of(sf->start_ns - tl->origin_ns);
@@ -612,9 +621,9 @@ int timeline_build(struct timeline *tl, const struct samples_file *sf, const str
 	index_modules(&b);
 	name_codes(&b);
 
-	/* Until sampling began: interpreter start-up (or the fork's own). */
+	/* Until sampling began: interpreter start-up. */
 	root = thread_root(&b, 1);
-	{
+	if (sf->start_ns > tl->origin_ns) {
 		int64_t t = end_ns >= 0 && end_ns < sf->start_ns ? end_ns : sf->start_ns;
 		int32_t node = startup_node(&b, 1);
 
@@ -800,6 +809,15 @@ static bool is_stdlib_file(const char *file)
 	return strstr(file, "/lib/python3") && !strstr(file, "-packages/");
 }
 
+static int cmp_func_cpu(const void *a, const void *b)
+{
+	const struct tl_func *x = a, *y = b;
+
+	if (x->total_cpu_us != y->total_cpu_us)
+		return x->total_cpu_us > y->total_cpu_us ? -1 : 1;
+	return cmp_func(a, b);
+}
+
 static bool same_func(const struct tl_node *a, const struct tl_node *b)
 {
 	return a->name == b->name && a->file == b->file && a->line == b->line;
@@ -815,13 +833,19 @@ static bool same_func(const struct tl_node *a, const struct tl_node *b)
  * out for that callee, so "main > run > setup" shows setup, and the entry
  * points of the whole program do not fill the list.
  */
-size_t timeline_top_functions(const struct timeline *tl, struct tl_func *out, size_t max)
+static int64_t own_time(const struct timeline *tl, const int64_t *imp, const int64_t *impc, int32_t i, bool by_cpu)
+{
+	return by_cpu ? tl->nodes[i].cum_cpu_us - impc[i] : tl->nodes[i].cum_us - imp[i];
+}
+
+size_t timeline_top_functions(const struct timeline *tl, bool by_cpu, struct tl_func *out, size_t max)
 {
 	uint8_t *cls = classify(tl);
 	int64_t *imp = xcalloc(tl->nr_nodes ? tl->nr_nodes : 1, sizeof(*imp));
 	int64_t *impc = xcalloc(tl->nr_nodes ? tl->nr_nodes : 1, sizeof(*impc));
 	int32_t *agg = xmalloc(st_mult(tl->nr_nodes ? tl->nr_nodes : 1, sizeof(*agg)));
 	struct tl_func *f = NULL;
+	bool *drop;
 	size_t nr = 0, alloc = 0, i, j, kept = 0;
 	int32_t main = main_root(tl);
 
@@ -873,17 +897,18 @@ size_t timeline_top_functions(const struct timeline *tl, struct tl_func *out, si
 			f[j].total_us += n->cum_us - imp[i];
 			f[j].total_cpu_us += n->cum_cpu_us - impc[i];
 		}
-		if (n->cum_us - imp[i] > tl->nodes[f[j].node].cum_us - imp[f[j].node])
+		if (own_time(tl, imp, impc, (int32_t)i, by_cpu) > own_time(tl, imp, impc, f[j].node, by_cpu))
 			f[j].node = (int32_t)i;
 	}
 	/* Pass-through functions: most of their time in one function they call. */
+	drop = xcalloc(nr ? nr : 1, sizeof(*drop));
 	for (j = 0; j < nr; j++) {
 		int32_t node = f[j].node, c;
-		int64_t own = tl->nodes[node].cum_us - imp[node];
+		int64_t own = own_time(tl, imp, impc, node, by_cpu);
 		const char *name = tl_str(tl, f[j].name);
 
 		if (is_comprehension(name)) {
-			f[j].total_us = -1; /* part of the function it is written in; dropped below */
+			drop[j] = true; /* part of the function it is written in */
 			continue;
 		}
 		for (c = tl->nodes[node].first_child; c >= 0 && own > 0; c = tl->nodes[c].next_sibling) {
@@ -893,21 +918,22 @@ size_t timeline_top_functions(const struct timeline *tl, struct tl_func *out, si
 				continue;
 			if (is_stdlib_file(tl_str(tl, tl->nodes[c].file)) && !is_stdlib_file(tl_str(tl, f[j].file)))
 				continue;
-			if ((tl->nodes[c].cum_us - imp[c]) * 10 >= own * 7) {
-				f[j].total_us = -1;
+			if (own_time(tl, imp, impc, c, by_cpu) * 10 >= own * 7) {
+				drop[j] = true;
 				break;
 			}
 		}
 	}
 	for (j = 0; j < nr; j++)
-		if (f[j].total_us > 0)
+		if (!drop[j] && (by_cpu ? f[j].total_cpu_us : f[j].total_us) > 0)
 			f[kept++] = f[j];
-	qsort(f, kept, sizeof(*f), cmp_func);
+	qsort(f, kept, sizeof(*f), by_cpu ? cmp_func_cpu : cmp_func);
 	if (kept > max)
 		kept = max;
 	if (kept)
 		memcpy(out, f, kept * sizeof(*f));
 	free(f);
+	free(drop);
 	free(agg);
 	free(imp);
 	free(impc);

@@ -141,10 +141,10 @@ struct tl_func {
 };
 /*
  * The functions that ran outside imports on the main thread, the costliest
- * first (see timeline.c for the order).  Returns the number filled in out
- * (at most max).
+ * first in wall time, or with by_cpu in CPU time (see timeline.c for the
+ * order).  Returns the number filled in out (at most max).
  */
-size_t timeline_top_functions(const struct timeline *tl, struct tl_func *out, size_t max);
+size_t timeline_top_functions(const struct timeline *tl, bool by_cpu, struct tl_func *out, size_t max);
 /*
  * Appends "a > b > c", the functions and imports from the thread's root to
  * node i; with max, only the last max of them, after "... > ".

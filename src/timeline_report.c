@@ -63,16 +63,17 @@ static void render_split(const struct timeline *tl, struct buf *out)
 	}
 }
 
-static void render_functions(const struct timeline *tl, int top, struct buf *out)
+static void render_functions(const struct timeline *tl, bool by_cpu, int top, struct buf *out)
 {
 	struct tl_func *f = xmalloc(st_mult(top > 0 ? (size_t)top : 1, sizeof(*f)));
-	size_t n = timeline_top_functions(tl, f, top > 0 ? (size_t)top : 0), i;
+	size_t n = timeline_top_functions(tl, by_cpu, f, top > 0 ? (size_t)top : 0), i;
 
 	if (!n) {
 		free(f);
 		return;
 	}
-	buf_addf(out, "  %-52s %9s %9s %9s\n", "functions outside imports", "total", "self", "CPU");
+	buf_addf(out, "  %-52s %9s %9s %9s\n", by_cpu ? "functions outside imports, by CPU" : "functions outside imports",
+		 "total", "self", "CPU");
 	for (i = 0; i < n; i++) {
 		struct buf d = BUF_INIT, chain = BUF_INIT;
 		const char *name = tl_str(tl, f[i].name);
@@ -95,7 +96,7 @@ static void render_functions(const struct timeline *tl, int top, struct buf *out
 	free(f);
 }
 
-static void render_one(const struct proc *pr, const char *what, int top, struct buf *out)
+static void render_one(const struct proc *pr, const char *what, bool by_cpu, int top, struct buf *out)
 {
 	const struct timeline *tl = pr->timeline;
 
@@ -106,20 +107,24 @@ static void render_one(const struct proc *pr, const char *what, int top, struct 
 	buf_add_duration(out, tl->interval_us);
 	buf_adds(out, ")\n");
 	render_split(tl, out);
-	render_functions(tl, top, out);
+	render_functions(tl, by_cpu, top, out);
 }
 
 void timeline_report_section(const struct profile *p, const struct run *r, int top, bool all_processes,
 			     struct buf *out)
 {
+	/*
+	 * Under a CPU limit wall time measures the scheduler as much as the
+	 * code: functions are ranked by the CPU time they used.
+	 */
+	bool by_cpu = p->limits.cpus > 0 || r->cg.nr_throttled > 0;
 	size_t i;
 
-	(void)p;
 	for (i = 0; i < r->nr_procs; i++) {
 		if (!r->procs[i].timeline)
 			continue;
 		if (i && !all_processes)
 			break;
-		render_one(&r->procs[i], i ? "another process" : "the target's process", top, out);
+		render_one(&r->procs[i], i ? "another process" : "the target's process", by_cpu, top, out);
 	}
 }

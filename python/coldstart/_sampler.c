@@ -637,7 +637,8 @@ static int timers_start(void)
 	return 0;
 }
 
-static int file_open(void)
+/* origin: "exec" for the interpreter's own start, "fork" in an os.fork() child. */
+static int file_open(const char *origin)
 {
 	char path[PATH_MAX + 64];
 	struct rec r;
@@ -691,6 +692,8 @@ static int file_open(void)
 	rec_ch(&r, '\t');
 	while (*ver && *ver != ' ')
 		rec_ch(&r, *ver++);
+	rec_ch(&r, '\t');
+	rec_strz(&r, origin);
 	return rec_append(&r);
 }
 
@@ -755,7 +758,7 @@ static PyObject *sampler_start(PyObject *self, PyObject *args)
 	memcpy(S.dir, dir, strlen(dir) + 1);
 	S.interval_us = interval;
 	S.main_tid = gettid_raw();
-	if (file_open() < 0)
+	if (file_open("exec") < 0)
 		Py_RETURN_FALSE;
 	if (!S.installed) {
 		memset(&sa, 0, sizeof(sa));
@@ -805,7 +808,7 @@ static PyObject *sampler_after_fork(PyObject *self, PyObject *unused)
 	atomic_flag_clear(&busy);
 	S.enabled = 0;
 	S.main_tid = gettid_raw();
-	if (file_open() < 0)
+	if (file_open("fork") < 0)
 		Py_RETURN_NONE;
 	S.enabled = 1;
 	if (timers_start() < 0) {
