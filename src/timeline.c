@@ -1051,3 +1051,66 @@ void timeline_to_json(const struct timeline *tl, struct buf *out)
 	}
 	buf_adds(out, "]}");
 }
+
+static uint8_t func_kind(const char *file)
+{
+	if (strstr(file, "/coldstart/_boot/") || strstr(file, "/coldstart/_pytracer"))
+		return KIND_TOOL;
+	if (strstr(file, "-packages/"))
+		return KIND_THIRDPARTY;
+	if (is_stdlib_file(file))
+		return KIND_STDLIB;
+	return KIND_APP;
+}
+
+void timeline_to_proc(const struct timeline *tl, const struct proc *imports, struct proc *out)
+{
+	int32_t *map = xmalloc(st_mult(tl->nr_nodes ? tl->nr_nodes : 1, sizeof(*map)));
+	struct buf name = BUF_INIT;
+	size_t i, threads = 0;
+
+	proc_init(out);
+	if (imports) {
+		out->pid = imports->pid;
+		out->ppid = imports->ppid;
+		out->argv = imports->argv ? xstrdup(imports->argv) : NULL;
+	}
+	out->start_ns = tl->origin_ns;
+	for (i = 0; i < tl->nr_nodes; i++)
+		if (tl->nodes[i].kind == TL_THREAD && tl->nodes[i].cum_us > 0)
+			threads++;
+	for (i = 0; i < tl->nr_nodes; i++) {
+		const struct tl_node *n = &tl->nodes[i];
+		int32_t parent = n->parent >= 0 ? map[n->parent] : -1, v;
+		uint8_t kind = KIND_APP;
+
+		map[i] = -1;
+		if (n->parent >= 0 && parent < 0 && tl->nodes[n->parent].kind != TL_THREAD)
+			continue; /* under a thread that is left out */
+		if (n->kind == TL_THREAD && (threads <= 1 || !n->cum_us))
+			continue; /* one thread: its root is the process */
+		buf_reset(&name);
+		if (n->kind == TL_IMPORT)
+			buf_adds(&name, "import ");
+		buf_adds(&name, tl_str(tl, n->name));
+		v = proc_add_node(out, name.buf, name.len, parent >= 0 ? out->nodes[parent].depth + 1 : 0, n->self_us,
+				  n->cum_us);
+		if (n->kind == TL_IMPORT) {
+			int32_t m = imports ? proc_find(imports, tl_str(tl, n->name)) : -1;
+
+			kind = m >= 0 ? imports->nodes[m].kind : KIND_APP;
+		} else if (n->kind == TL_FUNC) {
+			kind = func_kind(tl_str(tl, n->file));
+		} else if (n->kind != TL_THREAD) {
+			kind = KIND_STARTUP;
+		}
+		out->nodes[v].kind = kind;
+		if (parent >= 0)
+			proc_link_child(out, parent, v);
+		else
+			proc_link_root(out, v);
+		map[i] = v;
+	}
+	buf_release(&name);
+	free(map);
+}

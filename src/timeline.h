@@ -151,6 +151,15 @@ size_t timeline_top_functions(const struct timeline *tl, bool by_cpu, struct tl_
  */
 void timeline_chain(const struct timeline *tl, int32_t i, size_t max, struct buf *out);
 
+/*
+ * The timeline as an import-style tree into out (initialised here; release
+ * with proc_release), for the exporters that draw trees: functions by name,
+ * imports as "import NAME" with the kind of the same import in imports (the
+ * process's import tree, may be NULL), wall times as self and cumulative.
+ * With one thread, its functions are the roots.
+ */
+void timeline_to_proc(const struct timeline *tl, const struct proc *imports, struct proc *out);
+
 /* JSON of the timeline (an object), appended to out; see docs/profile-format.md. */
 void timeline_to_json(const struct timeline *tl, struct buf *out);
 /*
