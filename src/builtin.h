@@ -27,6 +27,7 @@ int cmd_diff(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_docker(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 
 /* Directory holding coldstart's python/ tree (bootstrap, tracer, fdk). */
 const char *coldstart_datadir(void);

@@ -23,6 +23,7 @@ static const struct command commands[] = {
 	{ "check", cmd_check, "fail when a profile breaks an import-time budget (for CI)" },
 	{ "inspect", cmd_inspect, "ELF facts about native extensions and the interpreter" },
 	{ "docker", cmd_docker, "profile a command inside a constrained docker run" },
+	{ "plan", cmd_plan, "record a start-up plan (lazy imports, module index) from sample requests" },
 };
 
 static void usage(FILE *f)

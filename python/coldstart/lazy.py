@@ -3,7 +3,7 @@
 LazyModule loads a module from a file path or a module name on first use,
 once, from any thread; LazyFunction does the same for one attribute (a
 handler).  defer_import() and defer_imports() defer chosen third-party
-modules with importlib's LazyLoader.  Importing this file imports nothing
+modules with coldstart.plan's deferred modules.  Importing this file imports nothing
 beyond what Python has already loaded at start-up.
 """
 
@@ -187,8 +187,8 @@ def function(target, attr="handler", name=None, add_path=True):
 
 
 def defer_import(name):
-    """Returns module name with its body deferred until an attribute of it
-    is first used; see defer_imports() for how and for the caveats.
+    """Returns module name with its body deferred until it is first really
+    used; see defer_imports() for how and for the caveats.
 
         np = defer_import("numpy")      # instead of `import numpy as np`
 
@@ -199,36 +199,33 @@ def defer_import(name):
 
 
 def defer_imports(*names):
-    """Defers the body of each named module until an attribute of it is
-    first used, with importlib.util.LazyLoader; returns the module objects.
+    """Defers the body of each named module until it is first really used;
+    returns the module objects.
 
-    Use the returned objects in place of import statements.  Modules that
-    are already imported are returned as they are; a name that cannot be
-    found raises ModuleNotFoundError now, not later.
+    The module is created now (spec, __file__, __path__ set) and put in
+    sys.modules, with coldstart.plan's deferred-module class: its body runs
+    at the first read of an attribute other than the ones the import system
+    reads, so later `import name` statements, `import name.sub` and
+    `from name import sub` (a submodule) do not load it; `from name import
+    x` loads it to bind x.  Modules that are already imported are returned
+    as they are; a name that cannot be found raises ModuleNotFoundError now.
 
-    Caveats, all from how LazyLoader and the import statement work:
+    Caveats:
 
-    - Any later `import name` or `from name import x` statement, in your
-      code or in a library, loads the module at once: the statement reads
-      module.__spec__, and LazyLoader counts every attribute read as first
-      use (checked on CPython 3.8 to 3.13).  So keep the returned object
-      (`np = defer_import("numpy")`) instead of writing `import numpy`.
-    - Only modules whose loader has exec_module (pure-Python source or
-      bytecode) are deferred; extension modules (.so), builtins and frozen
-      modules are imported at once, since creating them runs their init.
+    - Only modules whose loader reads source or bytecode are deferred;
+      extension modules (.so), builtins and frozen modules are imported at
+      once, since creating them runs their init.
     - For "a.b", the parent package "a" is imported now, eagerly.
-    - Errors in the module's body surface at the first attribute access,
-      possibly far from here and as any exception type.
-    - The deferred module is of a private subclass of ModuleType until it
-      loads; code that checks type(module) can be confused.
-    - LazyLoader was not safe when two threads touch the same deferred
-      module for the first time together until CPython gh-114763 (fixed in
-      3.13 and a 3.12 maintenance release): on older interpreters, touch
-      such modules once before starting threads.
+    - Errors in the module's body surface at the first use, with the
+      body's own traceback, possibly far from here; later uses raise the
+      same exception, and a later import statement imports it afresh.
+    - Until it loads, the module's type is a private subclass of ModuleType;
+      code that checks type(module) can be confused.
     - The deferred module sits in sys.modules, so the deferral is
       process-wide, not limited to the caller.
     """
     import importlib.util
+    from coldstart import plan
 
     mods = []
     for name in names:
@@ -238,14 +235,10 @@ def defer_imports(*names):
         spec = importlib.util.find_spec(name)
         if spec is None:
             raise ModuleNotFoundError("no module named %r" % name, name=name)
-        loader = spec.loader
-        if loader is None or not hasattr(loader, "exec_module") or \
-                type(loader).__name__ in ("ExtensionFileLoader",
-                                          "BuiltinImporter",
-                                          "FrozenImporter"):
+        if not isinstance(spec.loader, plan.DEFERRABLE_LOADERS):
             mods.append(importlib.import_module(name))
             continue
-        spec.loader = importlib.util.LazyLoader(loader)
+        spec.loader = plan.deferring_loader(spec.loader)
         mod = importlib.util.module_from_spec(spec)
         sys.modules[name] = mod
         spec.loader.exec_module(mod)

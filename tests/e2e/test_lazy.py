@@ -267,23 +267,29 @@ def test_defer_import_runs_body_on_first_attribute(python, workdir):
     assert "no_such_module_xyz" in d["missing"]
 
 
-def test_import_statement_loads_a_deferred_module(python, workdir):
-    # The caveat the docstring states: `import name` reads __spec__, which
-    # LazyLoader treats as first use.
+def test_import_statement_keeps_a_deferred_module_deferred(python, workdir):
+    # `import name` reads __spec__ (and `from pkg import sub` a submodule):
+    # neither may run the body; reading a real attribute does.
     write(workdir, "heavy.py", """
         import os
         open(os.path.join(os.path.dirname(__file__), "ran.txt"), "a").write("x")
+        VALUE = 7
     """)
     d = run(python, workdir, """
         import json, os, sys
         sys.path.insert(0, os.getcwd())
         from coldstart import lazy
         lazy.defer_import("heavy")
-        before = os.path.exists("ran.txt")
         import heavy
-        print(json.dumps([before, os.path.exists("ran.txt")]))
+        after_import = os.path.exists("ran.txt")
+        import importlib
+        importlib.import_module("heavy")
+        after_import_module = os.path.exists("ran.txt")
+        v = heavy.VALUE
+        print(json.dumps([after_import, after_import_module, v,
+                          open("ran.txt").read()]))
     """)
-    assert d == [False, True]
+    assert d == [False, False, 7, "x"]
 
 
 def test_bad_target_is_value_error(python, workdir):

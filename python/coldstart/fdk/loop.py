@@ -531,6 +531,9 @@ class Server(object):
                 self._watch(conn)
                 return True
             self._respond(conn, req)
+            if self.calls == 1 and "coldstart.plan" in sys.modules:
+                # A start-up plan's --warm background begins now.
+                sys.modules["coldstart.plan"].responded()
             conn.started = time.time() if conn.reader.pending() else None
             if self.stop_status is not None or self.term_at is not None:
                 self._finish_then_stop(conn)

@@ -33,7 +33,7 @@ WARM_MODES = ("lazy", "background", "eager")
 
 USAGE = """\
 usage: coldstart-fdk [--warm lazy|background|eager] [--max-body BYTES]
-                     FUNC [HANDLER]
+                     [--plan FILE] FUNC [HANDLER]
 
 Serves HANDLER (default: handler) of FUNC (a path to func.py, or a module
 name) on the unix socket named by FN_LISTENER=unix:/path/lsnr.sock, the way
@@ -45,13 +45,31 @@ Fn's http-stream contract wants it.
   --warm eager       import FUNC before the socket is ready (fdk-python)
   --max-body BYTES   refuse request bodies larger than this with 413
                      (default 104857600)
+  --plan FILE        apply a start-up plan made by `coldstart plan` when
+                     FUNC loads (docs/plan.md); with --warm background the
+                     deferred modules load in a thread after the first
+                     response
 
-COLDSTART_FDK_WARM sets the warm mode when --warm is not given.
+COLDSTART_FDK_WARM sets the warm mode when --warm is not given;
+COLDSTART_PLAN names a plan when --plan is not given.
 Exit status: 0 after SIGTERM or SIGINT, 1 when the socket cannot be set up
 or the function ignored its deadline, 2 for a usage or environment error
 (FN_LISTENER, FN_FORMAT, FUNC missing); a function's sys.exit(N) ends the
 server with status N once the call is answered.
 """
+
+
+# --plan FILE (or COLDSTART_PLAN), applied just before FUNC loads.
+plan_path = None
+
+
+def apply_plan(warm):
+    """Applies --plan / COLDSTART_PLAN before the function loads."""
+    path = plan_path or os.environ.get("COLDSTART_PLAN")
+    if path:
+        from coldstart import plan
+        plan.install(path, warm="background" if warm == "background"
+                     else "off")
 
 
 def _on_term(signum, frame):
@@ -111,9 +129,10 @@ def _parse_args(argv):
         if a == "--":
             rest.extend(argv[i + 1:])
             break
-        if a.startswith("--warm") or a.startswith("--max-body"):
+        if a.startswith("--warm") or a.startswith("--max-body") or \
+                a.startswith("--plan"):
             name, eq, value = a.partition("=")
-            if name not in ("--warm", "--max-body"):
+            if name not in ("--warm", "--max-body", "--plan"):
                 raise ConfigError("unknown option %r" % a)
             if not eq:
                 i += 1
@@ -122,6 +141,9 @@ def _parse_args(argv):
                 value = argv[i]
             if name == "--warm":
                 warm = value
+            elif name == "--plan":
+                global plan_path
+                plan_path = value
             else:
                 if not value.isdigit() or int(value) <= 0:
                     raise ConfigError("--max-body wants a positive number "
@@ -179,6 +201,7 @@ def _serve_ready_first(func, handler, warm, max_body):
             # Nothing else happens until Fn's agent connects: an idle
             # container costs no CPU, and the rest loads on the first call.
             first = _first_connection(lsock)
+        apply_plan(warm)
         from coldstart.fdk import loop
         return loop.adopt(lsock, path, phony, first, func, handler, warm,
                           max_body)
@@ -215,6 +238,7 @@ def main(argv=None):
         log("no such function file: %r" % func)
         return EXIT_USAGE
     if warm == "eager":
+        apply_plan(warm)
         from coldstart.fdk import loop
         return loop.run(func, handler, warm, max_body)
     return _serve_ready_first(func, handler, warm, max_body)

@@ -1,0 +1,104 @@
+"""The floor of the plan benchmark: the least a process can do to answer
+an Fn function's first call.  It binds, chmods and links the socket as
+Fn wants, and on the first POST /call applies the function's plan in
+strict mode (every pure-Python module the request did not use is deferred,
+even the ones the plan keeps eager), loads func.py, calls the handler once
+with a minimal context and answers with its body, so only the modules
+whose code the request ran (and the native extensions they need) run their
+bodies.  FLOOR_STRICT=0 applies the plan as it is instead (for functions
+that strict mode breaks).  usage: floor.py PLAN FUNC HANDLER (FN_LISTENER
+in the environment)
+"""
+import os
+import sys
+
+import _socket
+
+
+class _Ctx(object):
+    def __init__(self):
+        self._headers = {}
+        self._status = 200
+
+    def SetResponseHeaders(self, headers, status_code):
+        self._headers = headers
+        self._status = status_code
+
+    def GetResponseHeaders(self):
+        return self._headers
+
+    def Headers(self):
+        return {}
+
+
+def _read(conn):
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        d = conn.recv(65536)
+        if not d:
+            return None, b""
+        buf += d
+    head, _, body = buf.partition(b"\r\n\r\n")
+    n = 0
+    for line in head.split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        if k.strip().lower() == b"content-length":
+            n = int(v.strip() or b"0")
+    while len(body) < n:
+        d = conn.recv(65536)
+        if not d:
+            break
+        body += d
+    return head.split(b"\r\n", 1)[0], body
+
+
+def _answer(plan_path, func, handler, body):
+    from coldstart import plan
+    # FLOOR_STRICT=0: the function breaks in strict mode, use the plan as is.
+    plan.install(plan_path, strict=os.environ.get("FLOOR_STRICT") != "0")
+    from importlib import util
+    path = os.path.abspath(func)
+    sys.path.insert(0, os.path.dirname(path))
+    spec = util.spec_from_file_location("func", path)
+    mod = util.module_from_spec(spec)
+    sys.modules["func"] = mod
+    spec.loader.exec_module(mod)
+    import io
+    ctx = _Ctx()
+    r = getattr(mod, handler)(ctx, data=io.BytesIO(body))
+    if hasattr(r, "__await__"):
+        import asyncio
+        r = asyncio.new_event_loop().run_until_complete(r)
+    if hasattr(r, "body") and callable(r.body):
+        status, r = r.status(), r.body()
+    else:
+        status = ctx._status
+    if isinstance(r, str):
+        r = r.encode("utf-8")
+    return status, r
+
+
+def main():
+    plan_path, func, handler = sys.argv[1:4]
+    path = os.environ["FN_LISTENER"][len("unix:"):]
+    d, base = os.path.split(path)
+    phony = os.path.join(d, "phony" + base)
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    s.bind(phony)
+    os.chmod(phony, 0o666)
+    s.listen(16)
+    os.symlink(os.path.basename(phony), path)
+    fd, _ = s._accept()
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM, 0, fd)
+    line, body = _read(conn)
+    status, out = _answer(plan_path, func, handler, body)
+    conn.sendall(b"HTTP/1.1 200 OK\r\nFn-Http-Status: %d\r\nContent-Length: %d\r\n\r\n"
+                 % (status, len(out)) + out)
+    # Stay until the agent closes, like a function server.
+    while conn.recv(65536):
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

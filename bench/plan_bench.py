@@ -1,0 +1,278 @@
+"""The plan benchmark (bench/plan_bench.sh): real Fn functions, each under
+a 10% CPU / 128 MiB cgroup v1 group, four ways, interleaved round by round:
+
+  fdk-python   fdk-python 0.1.117's own entry point (`fdk func.py handler`)
+  cs-fdk       coldstart-fdk without a plan
+  cs-fdk+plan  coldstart-fdk --plan (made and verified by `coldstart plan`)
+  floor        bench/plan/floor.py: a bare socket server that applies the
+               plan in strict mode, so only the modules whose code the
+               request ran (and their native extensions) run their bodies
+
+Prints exec -> ready, exec -> first response and peak memory (medians), the
+ratios and their geometric means, and checks that every response (Fn-Http-
+Status and body) is the same in every round and variant.  Environment:
+ROUNDS (default 3), FUNCS (names, default all), PYTHON, CPUS (0.1),
+MEMORY_MB (128), KEEP=1 keeps the plans made earlier.
+"""
+import math
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import fnagent  # noqa: E402
+
+PY = os.environ.get("PYTHON", "/usr/bin/python3")
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
+CPUS = float(os.environ.get("CPUS", "0.1"))
+MEMORY = int(os.environ.get("MEMORY_MB", "128")) << 20
+FDK_PYTHON = os.environ.get("FDK_PYTHON",
+                            "/work/shared/peers/fdk-python-0.1.117")
+ALL = ["numpy", "pandas", "requests", "aiohttp", "pydantic", "sqlalchemy",
+       "jinja2", "boto3"]
+VARIANTS = ["fdk-python", "cs-fdk", "cs-fdk+plan", "floor"]
+OUT = os.path.join(ROOT, "build", "bench", "plan")
+COLDSTART = os.path.join(ROOT, "coldstart")
+
+
+def fn_dir(name):
+    return os.path.join(HERE, "plan", "fn_" + name)
+
+
+def plan_file(name):
+    return os.path.join(OUT, name + ".plan.json")
+
+
+def make_plan(name):
+    d = fn_dir(name)
+    eager = []
+    pin = os.path.join(d, "eager.txt")
+    if os.path.exists(pin):
+        for line in open(pin):
+            if line.strip() and not line.startswith("#"):
+                eager += ["--eager", line.strip()]
+    cmd = [COLDSTART, "plan", "--python", PY, "--fn",
+           os.path.join(d, "func.py"), "handler", "--request",
+           os.path.join(d, "request.json"), "--verify", "-o",
+           plan_file(name)] + eager
+    p = subprocess.run(cmd, cwd=d, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, universal_newlines=True)
+    if p.returncode != 0:
+        sys.stderr.write("plan_bench: `%s` failed:\n%s" % (" ".join(cmd),
+                                                           p.stdout))
+        return False
+    return True
+
+
+NOT_STRICT = set()
+
+
+def check_floor(name):
+    """Strict mode may break a function (it defers what the plan keeps
+    eager): then its floor applies the plan as it is, marked with *."""
+    d = fn_dir(name)
+    body = open(os.path.join(d, "request.json"), "rb").read()
+    got = []
+    for v in ("cs-fdk", "floor"):
+        argv, env = command(name, v)
+        old = os.getcwd()
+        os.chdir(d)
+        try:
+            got.append(fnagent.run(argv, env, [body]))
+        finally:
+            os.chdir(old)
+    if got[1]["error"] or got[0]["responses"] != got[1]["responses"]:
+        NOT_STRICT.add(name)
+
+
+def command(name, variant):
+    d = fn_dir(name)
+    func = os.path.join(d, "func.py")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("COLDSTART_") and k != "PYTHONPATH"}
+    if variant == "fdk-python":
+        env["PYTHONPATH"] = FDK_PYTHON
+        argv = [PY, os.path.join(HERE, "plan", "fdk_python.py"), func,
+                "handler"]
+    elif variant == "cs-fdk":
+        argv = [PY, os.path.join(ROOT, "python", "coldstart-fdk"), func,
+                "handler"]
+    elif variant == "cs-fdk+plan":
+        argv = [PY, os.path.join(ROOT, "python", "coldstart-fdk"), "--plan",
+                plan_file(name), func, "handler"]
+    else:
+        env["PYTHONPATH"] = os.path.join(ROOT, "python")
+        if name in NOT_STRICT:
+            env["FLOOR_STRICT"] = "0"
+        argv = [PY, os.path.join(HERE, "plan", "floor.py"), plan_file(name),
+                func, "handler"]
+    return argv, env
+
+
+def gmean(xs):
+    xs = [x for x in xs if x]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def main():
+    if os.geteuid() != 0 or not all(os.path.isdir(os.path.join(
+            fnagent.CG_ROOT, c)) for c in ("cpu", "memory")):
+        print("plan_bench: skipped: needs root and cgroup v1 cpu and memory "
+              "hierarchies under %s" % fnagent.CG_ROOT)
+        return
+    if not os.path.isdir(FDK_PYTHON):
+        print("plan_bench: skipped: fdk-python not found at %s (set "
+              "FDK_PYTHON)" % FDK_PYTHON)
+        return
+    names = os.environ.get("FUNCS", "").split() or ALL
+    unknown = [n for n in names if n not in ALL]
+    if unknown:
+        sys.stderr.write("plan_bench: unknown functions %s; known: %s\n"
+                         % (" ".join(unknown), " ".join(ALL)))
+        sys.exit(2)
+    os.makedirs(OUT, exist_ok=True)
+    # Bytecode as an image build leaves it, for every variant alike.
+    subprocess.run([PY, "-m", "compileall", "-q", os.path.join(ROOT, "python"),
+                    os.path.join(HERE, "plan"), FDK_PYTHON],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for n in list(names):
+        if os.environ.get("KEEP") == "1" and os.path.exists(plan_file(n)):
+            continue
+        if not make_plan(n):
+            names.remove(n)
+    for n in names:
+        check_floor(n)
+    res = {(n, v): [] for n in names for v in VARIANTS}
+    for rnd in range(ROUNDS):
+        for i, n in enumerate(names):
+            d = fn_dir(n)
+            body = open(os.path.join(d, "request.json"), "rb").read()
+            # Rotate the order so no variant always runs first.
+            k = (rnd + i) % len(VARIANTS)
+            for v in VARIANTS[k:] + VARIANTS[:k]:
+                argv, env = command(n, v)
+                log = os.path.join(OUT, "%s-%s-%d.stderr" % (n, v, rnd))
+                old = os.getcwd()
+                os.chdir(d)
+                try:
+                    r = fnagent.run(argv, env, [body], cpus=CPUS,
+                                    memory=MEMORY, stderr_path=log)
+                finally:
+                    os.chdir(old)
+                if v in ("cs-fdk+plan", "floor") and not r["error"]:
+                    # A plan that was not applied makes the row meaningless.
+                    with open(log, errors="replace") as f:
+                        for line in f:
+                            if line.startswith("coldstart plan:"):
+                                r["error"] = "plan not applied: " + \
+                                    line.strip()
+                                break
+                if r["error"]:
+                    sys.stderr.write("plan_bench: %s %s round %d: %s (see "
+                                     "%s)\n" % (n, v, rnd + 1, r["error"],
+                                                log))
+                res[(n, v)].append(r)
+        sys.stderr.write("plan_bench: round %d of %d done\n"
+                         % (rnd + 1, ROUNDS))
+    report(names, res)
+
+
+def med(rs, key):
+    xs = [r[key] for r in rs if r[key] is not None and not r["error"]]
+    return statistics.median(xs) if xs else None
+
+
+def fmt(x, spec="%.0f"):
+    return spec % x if x is not None else "-"
+
+
+def report(names, res):
+    print("Fn functions under %.0f%% CPU / %d MiB (cgroup v1), python %s, "
+          "median of %d interleaved rounds" % (
+              CPUS * 100, MEMORY >> 20, subprocess.run(
+                  [PY, "-c", "import sys; print(sys.version.split()[0])"],
+                  stdout=subprocess.PIPE,
+                  universal_newlines=True).stdout.strip(), ROUNDS))
+    print("exec->ready / exec->first response in ms, peak memory in MiB")
+    head = "%-11s" % "function"
+    for v in VARIANTS:
+        head += " | %-20s" % v
+    head += " | fdkpy/plan  cs/plan  plan/floor  same"
+    print(head)
+    ratios = {"fp": [], "cs": [], "fl": []}
+    firsts = {v: [] for v in VARIANTS}
+    peaks = {v: [] for v in VARIANTS}
+    all_same = True
+    for n in names:
+        line = "%-11s" % (n + ("*" if n in NOT_STRICT else ""))
+        m = {}
+        for v in VARIANTS:
+            rs = res[(n, v)]
+            m[v] = (med(rs, "ready_ms"), med(rs, "first_ms"),
+                    med(rs, "peak_bytes"))
+            line += " | %5s %6s %5s MiB" % (
+                fmt(m[v][0]), fmt(m[v][1]),
+                fmt(m[v][2] / 1048576.0 if m[v][2] else None, "%.0f"))
+            firsts[v].append(m[v][1])
+            peaks[v].append(m[v][2])
+        seen = set()
+        for v in VARIANTS:
+            for r in res[(n, v)]:
+                seen.add(repr(r["responses"]) if not r["error"] else
+                         "error")
+        same = len(seen) == 1 and "error" not in seen
+        all_same = all_same and same
+        p = m["cs-fdk+plan"][1]
+        fp = m["fdk-python"][1] / p if p and m["fdk-python"][1] else None
+        cs = m["cs-fdk"][1] / p if p and m["cs-fdk"][1] else None
+        fl = p / m["floor"][1] if p and m["floor"][1] else None
+        ratios["fp"].append(fp)
+        ratios["cs"].append(cs)
+        ratios["fl"].append(fl)
+        line += " | %9s %8s %10s  %s" % (fmt(fp, "%.2f"), fmt(cs, "%.2f"),
+                                         fmt(fl, "%.2f"),
+                                         "yes" if same else "NO")
+        print(line)
+    line = "%-11s" % "geomean"
+    for v in VARIANTS:
+        line += " | %5s %6s %5s MiB" % (
+            "", fmt(gmean(firsts[v])),
+            fmt(gmean(peaks[v]) / 1048576.0 if gmean(peaks[v]) else None))
+    g = {k: gmean(x) for k, x in ratios.items()}
+    line += " | %9s %8s %10s  %s" % (fmt(g["fp"], "%.2f"),
+                                     fmt(g["cs"], "%.2f"),
+                                     fmt(g["fl"], "%.2f"),
+                                     "yes" if all_same else "NO")
+    print(line)
+    if NOT_STRICT:
+        print("* strict mode breaks %s: its floor applies the plan as it is"
+              % ", ".join(sorted(NOT_STRICT)))
+    pk = gmean(peaks["cs-fdk+plan"])
+    print("goals (geometric means of exec->first response): "
+          "fdk-python/plan >= 2.5: %s; cs-fdk/plan >= 1.5: %s; "
+          "plan/floor <= 1.3: %s; peak RSS with plan <= without: %s; "
+          "responses identical: %s" % (
+              _met(g["fp"] and g["fp"] >= 2.5, g["fp"]),
+              _met(g["cs"] and g["cs"] >= 1.5, g["cs"]),
+              _met(g["fl"] and g["fl"] <= 1.3, g["fl"]),
+              _met(pk and gmean(peaks["cs-fdk"]) and
+                   pk <= gmean(peaks["cs-fdk"]),
+                   pk / gmean(peaks["cs-fdk"]) if pk and
+                   gmean(peaks["cs-fdk"]) else None),
+              "yes" if all_same else "NO"))
+
+
+def _met(ok, x):
+    return "%s (%s)" % ("met" if ok else "NOT met", fmt(x, "%.2f"))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except KeyboardInterrupt:
+        sys.stderr.write("plan_bench: interrupted; groups and processes "
+                         "removed\n")
+        sys.exit(130)

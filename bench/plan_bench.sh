@@ -1,0 +1,9 @@
+#!/bin/sh
+# Start-up plans on real Fn functions under Fn's limits (10% CPU, 128 MiB):
+# fdk-python, coldstart-fdk without and with a plan, and the floor, run
+# round by round (bench/plan_bench.py says what each variant is).  Needs
+# root for cgroup v1.  ROUNDS=N for more rounds, FUNCS="numpy pandas" for
+# some of the functions.
+set -eu
+cd "$(dirname "$0")/.."
+exec "${PYTHON:-/usr/bin/python3}" bench/plan_bench.py

@@ -1,0 +1,792 @@
+"""The recording side of `coldstart plan` (docs/plan.md): loaded by the
+planning bootstrap when COLDSTART_PLAN_RECORD names the plan to write.
+
+While the target starts and answers the sample requests it notes, for every
+module imported:
+  - where it was found (spec origin, loader kind, size, mtime, bytecode);
+  - when its body ran, on which thread, nested in which other bodies;
+  - whether the request path used it: its code ran, or a non-dunder attribute
+    of the module was read, while no module body was running (sys.monitoring
+    on 3.12+, a profile hook before) after its import finished;
+  - what its body did that a deferred body would do later or never: audit
+    events (files opened for writing, sockets, processes, ...), atexit,
+    codecs, signal and copyreg registrations, new threads, changes to
+    sys.meta_path, sys.path_hooks, sys hooks and streams, warnings filters
+    and the root logger, modules put in sys.modules by hand, and being
+    imported (or read) by a native extension's init.
+When COLDSTART_PLAN_CONTROL names a file descriptor, a byte (or EOF) on it
+ends the recording and the plan is written at once; otherwise it is written
+at exit.  Planning only: nothing here runs when a plan is applied.
+"""
+
+import os
+import sys
+import time
+import _thread
+
+from importlib import _bootstrap, _bootstrap_external
+
+from coldstart import plan as _plan
+
+_ModuleType = type(sys)
+_mod_getattr = _ModuleType.__getattribute__
+
+# Reasons, by code; strict mode (the benchmark's floor) keeps only the
+# native ones eager.
+NATIVE = "native"
+NATIVE_PARENT = "native-parent"
+NATIVE_INIT = "native-init"
+EFFECT = "effect"
+REGISTRATION = "registration"
+STATE = "state"
+MODULES = "sys-modules"
+PINNED = "pinned"
+PARENT = "parent"
+KIND = "kind"
+FAILED = "failed"
+CLASS = "module-class"
+
+_AUDIT_EFFECTS = {
+    "socket.connect", "socket.bind", "socket.getaddrinfo",
+    "socket.gethostbyname", "socket.gethostbyaddr", "socket.sendto",
+    "socket.sendmsg", "subprocess.Popen", "os.system", "os.exec",
+    "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "os.kill",
+    "os.killpg", "ctypes.dlopen", "os.remove", "os.rename", "os.mkdir",
+    "os.rmdir", "os.symlink", "os.link", "os.chmod", "os.chown",
+    "os.truncate", "os.chdir", "os.putenv", "os.unsetenv", "sys.settrace",
+    "sys.setprofile", "sys.addaudithook", "urllib.Request",
+    "shutil.copyfile", "shutil.rmtree", "shutil.move", "tempfile.mkstemp",
+    "tempfile.mkdtemp", "webbrowser.open", "os.startfile", "mmap.__new__",
+    "sqlite3.connect", "ftplib.connect", "smtplib.connect",
+    "http.client.connect", "telnetlib.Telnet.open", "poplib.connect",
+    "imaplib.open", "nntplib.connect",
+}
+
+
+class _Rec(object):
+    __slots__ = ("name", "thread", "start", "end", "children_us", "reasons",
+                 "parent_body", "order", "ok", "module")
+
+    def __init__(self, name, thread, parent_body, order, module):
+        self.name = name
+        self.thread = thread
+        self.start = time.perf_counter_ns()
+        self.end = None
+        self.children_us = 0
+        self.reasons = {}
+        self.parent_body = parent_body
+        self.order = order
+        self.ok = None
+        self.module = module
+
+
+class _Frame(object):
+    __slots__ = ("rec", "snap", "modules")
+
+    def __init__(self, rec, snap, modules):
+        self.rec = rec
+        self.snap = snap
+        self.modules = modules
+
+
+class Recorder(object):
+    def __init__(self, out, eager=(), argv=None):
+        self.out = out
+        self.pins = set(eager)
+        self.argv = list(argv or sys.argv)
+        self.preloaded = set(sys.modules)
+        self.recs = {}
+        self.used = set()
+        self.used_files = set()
+        self.stacks = {}       # thread id -> [_Frame]
+        self.ext_depth = {}    # thread id -> depth inside a native init
+        self.imported = set()  # names the import system found (audit)
+        self.importer = {}     # name -> the body that first imported it
+        self.recording = True
+        self.written = False
+        self.order = 0
+        self.lock = _thread.allocate_lock()
+        self.watched = []
+        self.file_mods = {}    # body file -> module name, once loaded
+        self.restore = []
+
+    # -- what a body did ---------------------------------------------------
+
+    def _top(self):
+        st = self.stacks.get(_thread.get_ident())
+        return st[-1].rec if st else None
+
+    def note(self, code, detail, rec=None):
+        rec = rec or self._top()
+        if rec is not None and self.recording:
+            rec.reasons.setdefault(code, detail)
+
+    def _snapshot(self):
+        w = sys.modules.get("warnings")
+        lg = sys.modules.get("logging")
+        root = getattr(lg, "root", None) if lg is not None else None
+        return (len(sys.meta_path), len(sys.path_hooks), _thread._count(),
+                sys.excepthook, sys.displayhook, sys.stdout, sys.stderr,
+                sys.stdin, sys.getrecursionlimit(),
+                tuple(getattr(w, "filters", ())) if w is not None else (),
+                len(getattr(root, "handlers", ())) if root is not None
+                else 0,
+                getattr(root, "level", None) if root is not None else None)
+
+    _SNAP_NAMES = ("sys.meta_path", "sys.path_hooks", "a thread started",
+                   "sys.excepthook", "sys.displayhook", "sys.stdout",
+                   "sys.stderr", "sys.stdin", "the recursion limit",
+                   "warnings filters", "root logger handlers",
+                   "root logger level")
+
+    def _compare(self, rec, before, after):
+        for name, a, b in zip(self._SNAP_NAMES, before, after):
+            if a is b or a == b:
+                continue
+            if name == "warnings filters" and _own_filters(a, b, rec.name):
+                continue
+            self.note(STATE, "its body changed %s" % name, rec)
+            return
+
+    def body_start(self, module, spec):
+        tid = _thread.get_ident()
+        stack = self.stacks.setdefault(tid, [])
+        parent = stack[-1].rec if stack else None
+        self.order += 1
+        rec = _Rec(spec.name, tid, parent.name if parent else None,
+                   self.order, module)
+        self.recs[spec.name] = rec
+        if self.ext_depth.get(tid):
+            self.note(NATIVE_INIT, "imported by a native extension's init",
+                      rec)
+        stack.append(_Frame(rec, self._snapshot(), set(sys.modules)))
+        return rec
+
+    def body_end(self, rec, ok):
+        tid = _thread.get_ident()
+        stack = self.stacks.get(tid)
+        rec.end = time.perf_counter_ns()
+        rec.ok = ok
+        if not stack or stack[-1].rec is not rec:
+            return
+        fr = stack.pop()
+        after = self._snapshot()
+        self._compare(rec, fr.snap, after)
+        now = set(sys.modules)
+        for n in now - fr.modules:
+            if n != rec.name and n not in self.imported and \
+                    not n.startswith(rec.name + ".") and \
+                    n not in self.recs and not _harmless_entry(n):
+                self.note(MODULES, "its body put %r in sys.modules" % n, rec)
+                break
+        if stack:
+            # The parent body's own effects are measured from here on.
+            stack[-1].snap = after
+            stack[-1].modules = now
+            stack[-1].rec.children_us += (rec.end - rec.start) // 1000
+        if ok:
+            f = getattr(rec.module, "__file__", None)
+            if isinstance(f, str):
+                self.file_mods[f] = rec.name
+            self._watch(rec.module)
+
+    def _watch(self, module):
+        if type(module) is _ModuleType:
+            try:
+                object.__setattr__(module, "__class__", _Watched)
+                self.watched.append(module)
+            except TypeError:
+                pass
+
+    def class_built(self, cls):
+        # A metaclass or __init_subclass__ from another module usually
+        # registers the class somewhere (SQLAlchemy's events, plugin
+        # registries): deferring the body would leave that undone.
+        mine = getattr(cls, "__module__", None)
+        meta = type(cls)
+        mm = getattr(meta, "__module__", "")
+        if meta is not type and mm != mine and not _stdlib(mm):
+            self.note(REGISTRATION, "its class %s has the metaclass %s.%s"
+                      % (cls.__name__, mm, meta.__name__))
+            return
+        for base in cls.__mro__[1:]:
+            hook = base.__dict__.get("__init_subclass__")
+            if hook is not None:
+                hm = getattr(base, "__module__", "")
+                if hm != mine and not _stdlib(hm):
+                    self.note(REGISTRATION, "its class %s runs %s.%s."
+                              "__init_subclass__" % (cls.__name__, hm,
+                                                     base.__name__))
+                return
+
+    def called_in_body(self, code, frame):
+        # register_option(), register_backend(), ...: a body that calls a
+        # registration function of another module.
+        if "register" in code.co_name:
+            top = self._top()
+            f = getattr(top.module, "__file__", None) if top else None
+            if f == code.co_filename:
+                return
+            # Registering one of the module's own classes (ABC.register,
+            # a type-keyed registry) is safe to defer: no instance of it,
+            # and for an ABC no isinstance() against it, can happen before
+            # the module runs.
+            if code.co_name in _HARMLESS_REGISTER:
+                return
+            if frame is not None:
+                names = code.co_varnames[:code.co_argcount +
+                                         code.co_kwonlyargcount]
+                loc = frame.f_locals
+                if any(_own_class(loc.get(n), top.name) for n in names):
+                    return
+
+            what = ""
+            if frame is not None:
+                shown = [getattr(v, "__qualname__", "?") for v in
+                         (frame.f_locals.get(n) for n in code.co_varnames[
+                             :code.co_argcount + code.co_kwonlyargcount])
+                         if isinstance(v, type)]
+                if shown:
+                    what = " with %s" % ", ".join(shown[:3])
+            self.note(REGISTRATION, "its body called %s() of %s%s"
+                      % (code.co_name, code.co_filename, what))
+
+    # -- the request path ----------------------------------------------------
+
+    def in_request(self):
+        return self.recording and not self.stacks.get(_thread.get_ident())
+
+    def attr_read(self, module, attr):
+        tid = _thread.get_ident()
+        name = _mod_getattr(module, "__dict__").get("__name__")
+        if self.ext_depth.get(tid):
+            r = self.recs.get(name)
+            if r is not None:
+                self.note(NATIVE_INIT, "read by a native extension's init", r)
+        elif not self.stacks.get(tid):
+            self.used.add(name)
+
+    def code_ran(self, filename):
+        name = self.file_mods.get(filename)
+        if name is not None:
+            self.used.add(name)
+            return True
+        return False
+
+    # -- the hooks -------------------------------------------------------------
+
+    def audit(self, event, args):
+        if not self.recording:
+            return
+        if event == "import":
+            self.imported.add(args[0])
+            if args[0] not in self.importer:
+                top = self._top()
+                self.importer[args[0]] = top.name if top else None
+            return
+        if event == "open":
+            if len(args) < 2:
+                return
+            mode, flags = args[1], args[2] if len(args) > 2 else 0
+            writing = (isinstance(mode, str) and any(c in mode
+                                                     for c in "wax+")) or \
+                (mode is None and isinstance(flags, int) and flags & (
+                    os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC |
+                    os.O_APPEND))
+            if writing and self._top() is not None:
+                self.note(EFFECT, "its body opened %r for writing"
+                          % (args[0],))
+            return
+        if event == "ctypes.dlopen" and args and args[0] is None:
+            return  # the program itself, already loaded
+        if event in _AUDIT_EFFECTS and self._top() is not None:
+            self.note(EFFECT, "its body raised the audit event %s" % event)
+
+    def _wrap(self, owner, attr, what):
+        orig = getattr(owner, attr, None)
+        if orig is None:
+            return
+        rec = self
+
+        def wrapper(*args, **kwargs):
+            top = rec._top() if rec.recording else None
+            if top is not None and not (what == "copyreg.pickle" and args and
+                                        _own_class(args[0], top.name)):
+                rec.note(REGISTRATION, "its body called %s" % what)
+            return orig(*args, **kwargs)
+        try:
+            wrapper.__wrapped__ = orig
+            wrapper.__name__ = getattr(orig, "__name__", attr)
+            setattr(owner, attr, wrapper)
+            self.restore.append((owner, attr, orig))
+        except (AttributeError, TypeError):
+            pass
+
+    def install(self):
+        rec = self
+        base = _bootstrap_external._LoaderBasics
+        orig_exec = base.exec_module
+
+        def exec_module(loader, module):
+            spec = _mod_getattr(module, "__spec__")
+            r = rec.body_start(module, spec)
+            ok = False
+            try:
+                orig_exec(loader, module)
+                ok = True
+            finally:
+                rec.body_end(r, ok)
+        base.exec_module = exec_module
+        self.restore.append((base, "exec_module", orig_exec))
+
+        ext = _bootstrap_external.ExtensionFileLoader
+        orig_create = ext.create_module
+
+        def create_module(loader, spec):
+            tid = _thread.get_ident()
+            rec.ext_depth[tid] = rec.ext_depth.get(tid, 0) + 1
+            try:
+                return orig_create(loader, spec)
+            finally:
+                rec.ext_depth[tid] -= 1
+        ext.create_module = create_module
+        self.restore.append((ext, "create_module", orig_create))
+
+        import builtins
+        orig_build = builtins.__build_class__
+
+        def build_class(func, name, *bases, **kw):
+            cls = orig_build(func, name, *bases, **kw)
+            if rec.recording and rec._top() is not None:
+                rec.class_built(cls)
+            return cls
+        builtins.__build_class__ = build_class
+        self.restore.append((builtins, "__build_class__", orig_build))
+
+        import atexit
+        import codecs
+        import copyreg
+        import _codecs
+        self._wrap(atexit, "register", "atexit.register")
+        self._wrap(codecs, "register", "codecs.register")
+        self._wrap(_codecs, "register", "codecs.register")
+        self._wrap(copyreg, "pickle", "copyreg.pickle")
+        try:
+            import _signal
+            self._wrap(_signal, "signal", "signal.signal")
+        except ImportError:
+            pass
+        sig = sys.modules.get("signal")
+        if sig is not None:
+            self._wrap(sig, "signal", "signal.signal")
+        if hasattr(sys, "addaudithook"):
+            sys.addaudithook(self.audit)
+        self._install_use_hook()
+
+    def _install_use_hook(self):
+        mon = getattr(sys, "monitoring", None)
+        if mon is not None:
+            tool = None
+            for t in (mon.PROFILER_ID, 5, 4, 3):
+                try:
+                    mon.use_tool_id(t, "coldstart-plan")
+                    tool = t
+                    break
+                except ValueError:
+                    continue
+            if tool is not None:
+                DISABLE = mon.DISABLE
+                rec = self
+
+                def py_start(code, offset):
+                    if not rec.recording:
+                        return DISABLE
+                    if code.co_name == "<module>":
+                        return None
+                    if rec.stacks.get(_thread.get_ident()):
+                        if "register" in code.co_name:
+                            rec.called_in_body(code, sys._getframe(1))
+                        return None
+                    if rec.code_ran(code.co_filename):
+                        return DISABLE
+                    return None
+                mon.register_callback(tool, mon.events.PY_START, py_start)
+                mon.set_events(tool, mon.events.PY_START)
+                self.tool = tool
+                return
+        rec = self
+
+        def profile(frame, event, arg):
+            if event == "call" and rec.recording:
+                code = frame.f_code
+                if code.co_name == "<module>":
+                    return
+                if rec.stacks.get(_thread.get_ident()):
+                    if "register" in code.co_name:
+                        rec.called_in_body(code, frame)
+                else:
+                    rec.code_ran(code.co_filename)
+        self.tool = None
+        sys.setprofile(profile)
+        try:
+            import threading
+            threading.setprofile(profile)
+        except ImportError:
+            pass
+
+    def _uninstall(self):
+        for owner, attr, orig in reversed(self.restore):
+            try:
+                setattr(owner, attr, orig)
+            except (AttributeError, TypeError):
+                pass
+        for m in self.watched:
+            if type(m) is _Watched:
+                object.__setattr__(m, "__class__", _ModuleType)
+        if self.tool is not None:
+            mon = sys.monitoring
+            mon.set_events(self.tool, 0)
+            mon.register_callback(self.tool, mon.events.PY_START, None)
+            mon.free_tool_id(self.tool)
+        elif sys.getprofile() is not None:
+            sys.setprofile(None)
+
+    # -- the plan ------------------------------------------------------------
+
+    def stop(self):
+        """Ends the recording and writes the plan (once)."""
+        with self.lock:
+            if self.written:
+                return
+            self.recording = False
+            names = list(sys.modules)
+            self._uninstall()
+            try:
+                write_plan(self, names)
+            except Exception as e:
+                sys.stderr.write("coldstart plan: cannot write the plan: "
+                                 "%s: %s\n" % (type(e).__name__, e))
+            self.written = True
+
+
+class _Watched(_ModuleType):
+    """Planning only: a module whose attribute reads are noted."""
+
+    def __getattribute__(self, attr):
+        r = _REC[0]
+        if r is not None and r.recording and attr not in _plan._EXEMPT:
+            r.attr_read(self, attr)
+        return _mod_getattr(self, attr)
+
+
+_REC = [None]
+
+_KINDS = (
+    (_bootstrap_external.SourceFileLoader, "source"),
+    (_bootstrap_external.SourcelessFileLoader, "bytecode"),
+    (_bootstrap_external.ExtensionFileLoader, "extension"),
+    (_bootstrap.BuiltinImporter, "builtin"),
+    (_bootstrap.FrozenImporter, "frozen"),
+)
+
+
+def _kind(spec):
+    loader = spec.loader
+    for cls, kind in _KINDS:
+        if loader is cls or type(loader) is cls:
+            return kind
+    if loader is None or type(loader).__name__ == "NamespaceLoader":
+        return "namespace"
+    return "other"
+
+
+def _stat(path):
+    try:
+        st = os.stat(path)
+    except (OSError, TypeError, ValueError):
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def _entry(rec_obj, name, mod, sys_path_abs):
+    spec = getattr(mod, "__spec__", None)
+    if spec is None:
+        return None
+    kind = _kind(spec)
+    m = {"name": name, "kind": kind, "package":
+         spec.submodule_search_locations is not None}
+    origin = spec.origin
+    if kind in ("source", "bytecode", "extension") and isinstance(origin,
+                                                                    str):
+        origin = os.path.abspath(origin)
+        s = _stat(origin)
+        if s is None:
+            kind = m["kind"] = "other"
+        else:
+            m["path"] = origin
+            m["size"], m["mtime_ns"] = s
+            d = os.path.dirname(origin)
+            if m["package"]:
+                d = os.path.dirname(d)
+            m["dir"] = d
+            if "." not in name:
+                m["entry_index"] = sys_path_abs.get(d, -1)
+            if spec.submodule_search_locations is not None:
+                m["search"] = [str(p) for p in
+                               spec.submodule_search_locations]
+            cached = spec.cached if kind == "source" else None
+            cs = _stat(cached) if cached else None
+            m["bytecode"] = None if cs is None else {
+                "path": cached, "size": cs[0], "mtime_ns": cs[1]}
+    elif isinstance(origin, str):
+        m["origin"] = origin
+    r = rec_obj.recs.get(name)
+    by = rec_obj.importer.get(name)
+    if by:
+        m["imported_by"] = by
+    if r is not None and r.end is not None:
+        cum = (r.end - r.start) // 1000
+        m["order"] = r.order
+        m["import_us"] = cum
+        m["self_us"] = max(cum - r.children_us, 0)
+        m["thread"] = "main" if r.thread == _MAIN[0] else "other"
+        if r.parent_body:
+            m["imported_by"] = r.parent_body
+    m["used"] = name in rec_obj.used
+    return m
+
+
+_MAIN = [_thread.get_ident()]
+
+
+# logging.Handler() registers its lock for os.fork(): a handler, not a
+# registration that another module looks up.
+_HARMLESS_REGISTER = frozenset(("_register_at_fork_reinit_lock",))
+
+
+def _own_class(obj, modname):
+    """True for a class of module modname, or of a native extension inside
+    its package (frozenlist registers frozenlist._frozenlist.FrozenList)."""
+    if not isinstance(obj, type) and type(obj).__name__ != "function":
+        return False
+    m = getattr(obj, "__module__", None)
+    if m == modname:
+        return True
+    if isinstance(m, str) and m.startswith(modname + "."):
+        sub = sys.modules.get(m)
+        f = getattr(sub, "__file__", None) or ""
+        return not f.endswith((".py", ".pyc"))
+    return False
+
+
+def _own_filters(before, after, modname):
+    """True when the body only added warnings filters for warning classes
+    of its own package, which nothing can raise before the package runs."""
+    top = modname.partition(".")[0]
+    old = set(id(f) for f in before)
+    for f in before:
+        if f not in after:
+            return False
+    for f in after:
+        if id(f) in old:
+            continue
+        cat = f[2] if isinstance(f, tuple) and len(f) > 2 else None
+        m = getattr(cat, "__module__", "") or ""
+        if m.partition(".")[0] != top:
+            return False
+    return True
+
+
+def _harmless_entry(name):
+    """sys.modules entries a body may add without faking a module: Cython's
+    shared runtime, the submodules a native module registers for itself
+    (pyexpat.errors), aliases of modules already there (__mp_main__)."""
+    if name.startswith("_cython_") or name == "cython_runtime":
+        return True
+    mod = sys.modules.get(name)
+    parent = sys.modules.get(name.rpartition(".")[0]) if "." in name else None
+    if parent is not None:
+        f = getattr(parent, "__file__", None) or ""
+        if not f.endswith((".py", ".pyc")):
+            return True
+    for other, m in list(sys.modules.items()):
+        if m is mod and other != name:
+            return True
+    return False
+_STDLIB = []
+
+
+def _stdlib(modname):
+    """True for builtins and modules of the interpreter's own library."""
+    if not modname or modname == "builtins":
+        return True
+    top = modname.partition(".")[0]
+    names = getattr(sys, "stdlib_module_names", None)
+    if names is not None:
+        return top in names
+    mod = sys.modules.get(top)
+    f = getattr(mod, "__file__", None) if mod is not None else None
+    if not f:
+        return True
+    if not _STDLIB:
+        import sysconfig
+        _STDLIB.append(os.path.dirname(os.__file__))
+        _STDLIB.append(sysconfig.get_paths().get("stdlib") or "")
+    return any(f.startswith(d + os.sep) for d in _STDLIB if d) and \
+        "-packages" not in f
+
+
+def decide(rec_obj, modules):
+    """Sets action and reasons on each module entry."""
+    by_name = {m["name"]: m for m in modules}
+    for m in modules:
+        name = m["name"]
+        reasons = []
+        r = rec_obj.recs.get(name)
+        if r is not None:
+            for code, detail in r.reasons.items():
+                reasons.append({"code": code, "detail": detail})
+            if r.ok is False:
+                reasons.append({"code": FAILED,
+                                "detail": "its import failed"})
+        if m["kind"] == "extension":
+            reasons.append({"code": NATIVE, "detail": "a native extension"})
+        elif m["kind"] not in ("source", "bytecode"):
+            reasons.append({"code": KIND, "detail": "a %s module" %
+                            m["kind"]})
+        if name in rec_obj.pins or any(name.startswith(p + ".")
+                                       for p in rec_obj.pins):
+            reasons.append({"code": PINNED, "detail": "pinned with --eager"})
+        mod = sys.modules.get(name)
+        if mod is not None and type(mod) not in (_ModuleType, _Watched):
+            reasons.append({"code": CLASS, "detail":
+                            "a module of class %s" % type(mod).__name__})
+        if m.get("package") and mod is not None:
+            # `from .isoparser import isoparser`: the applier must load the
+            # package for these names instead of answering the submodule.
+            d = getattr(mod, "__dict__", {})
+            rebinds = []
+            for sub, v in list(d.items()):
+                full = "%s.%s" % (name, sub)
+                if isinstance(sub, str) and full in sys.modules and \
+                        v is not sys.modules[full]:
+                    rebinds.append(sub)
+            if rebinds:
+                m["rebinds"] = sorted(rebinds)
+        m["reasons"] = reasons
+        if m["used"]:
+            m["action"] = "load"
+        elif reasons:
+            m["action"] = "eager"
+        else:
+            m["action"] = "defer"
+    # A body runs after its package's: parents of modules that load at
+    # import load too (native parents are kept in strict mode as well).
+    for m in sorted(modules, key=lambda m: -m["name"].count(".")):
+        if m["action"] == "defer":
+            continue
+        native = any(x["code"] in (NATIVE, NATIVE_INIT, NATIVE_PARENT)
+                     for x in m["reasons"])
+        name = m["name"]
+        by = m.get("imported_by") or ""
+        while "." in name:
+            name = name.rpartition(".")[0]
+            p = by_name.get(name)
+            if p is None:
+                continue
+            # Imported by the package's own bodies only: deferring the
+            # package defers this import too (native ones excepted).
+            if not native and (by == name or by.startswith(name + ".")):
+                break
+            if native and not any(x["code"] == NATIVE_PARENT
+                                  for x in p["reasons"]):
+                p["reasons"].append({"code": NATIVE_PARENT, "detail":
+                                     "the package of native extension %s"
+                                     % m["name"]})
+            if p["action"] == "defer":
+                p["action"] = "eager"
+                p["reasons"].append({"code": PARENT, "detail":
+                                     "the package of %s" % m["name"]})
+
+
+def write_plan(rec_obj, names):
+    import json
+    sys_path = []
+    sys_path_abs = {}
+    for i, p in enumerate(sys.path):
+        if not isinstance(p, str):
+            continue
+        a = os.path.abspath(p or ".")
+        try:
+            mt = os.stat(a).st_mtime_ns
+        except OSError:
+            mt = None
+        sys_path.append({"entry": a, "mtime_ns": mt})
+        sys_path_abs.setdefault(a, len(sys_path) - 1)
+    modules = []
+    for name in names:
+        mod = sys.modules.get(name)
+        if name in rec_obj.preloaded or name == "__main__" or \
+                name == __name__ or mod is None:
+            continue
+        m = _entry(rec_obj, name, mod, sys_path_abs)
+        if m is not None:
+            modules.append(m)
+    modules.sort(key=lambda m: (m.get("order", 1 << 30), m["name"]))
+    decide(rec_obj, modules)
+    counts = {"load": 0, "eager": 0, "defer": 0}
+    us = {"load": 0, "eager": 0, "defer": 0}
+    for m in modules:
+        counts[m["action"]] += 1
+        us[m["action"]] += m.get("self_us", 0)
+    # The applier reads the members up to "index" only: keep them first.
+    plan = {
+        "format": _plan.PLAN_FORMAT,
+        "version": _plan.PLAN_VERSION,
+        "python": _plan.interpreter_identity(),
+        "sys_path": sys_path,
+        "index": _plan._index_from_modules(modules),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "executable": sys.executable,
+        "argv": rec_obj.argv,
+        "preloaded": sorted(rec_obj.preloaded),
+        "summary": {"modules": len(modules), "load": counts["load"],
+                    "eager": counts["eager"], "defer": counts["defer"],
+                    "load_self_us": us["load"],
+                    "eager_self_us": us["eager"],
+                    "defer_self_us": us["defer"]},
+        "modules": modules,
+    }
+    tmp = rec_obj.out + ".tmp%d" % os.getpid()
+    with open(tmp, "w") as f:
+        json.dump(plan, f, separators=(",", ":"))
+        f.write("\n")
+    os.replace(tmp, rec_obj.out)
+
+
+def _control_thread(rec_obj, fd):
+    try:
+        os.read(fd, 1)
+    except OSError:
+        pass
+    rec_obj.stop()
+
+
+def start_from_environ(environ=None):
+    env = os.environ if environ is None else environ
+    out = env.get("COLDSTART_PLAN_RECORD")
+    if not out:
+        return None
+    eager = [e for e in (env.get("COLDSTART_PLAN_EAGER") or "").split(",")
+             if e]
+    rec_obj = Recorder(os.path.abspath(out), eager=eager)
+    _REC[0] = rec_obj
+    rec_obj.install()
+    fd = env.get("COLDSTART_PLAN_CONTROL")
+    if fd and fd.isdigit():
+        _thread.start_new_thread(_control_thread, (rec_obj, int(fd)))
+    import atexit
+    atexit.register(rec_obj.stop)
+    # What the recorder itself imported is not the target's.
+    rec_obj.preloaded = set(sys.modules)
+    return rec_obj

@@ -1,0 +1,124 @@
+"""`python -m coldstart.run --plan FILE [--warm off|background] script.py|-m mod [args]`
+
+Runs a script or module as `python script.py` / `python -m mod` would,
+with a start-up plan (made by `coldstart plan`, docs/plan.md) applied
+first.  With --warm background the deferred modules load in a thread once
+the program calls coldstart.plan.responded(), or after --warm-after
+seconds (default 1) when it never does.  Exit status: the program's own;
+2 for a usage error.  A plan that cannot be used is ignored with a warning.
+"""
+
+import os
+import sys
+
+USAGE = """\
+usage: python -m coldstart.run [--plan FILE] [--warm off|background]
+                               [--warm-after SECONDS] script.py | -m module
+                               [args...]
+
+Runs the script or module with the start-up plan FILE applied (default:
+$COLDSTART_PLAN).  --warm background loads the deferred modules in a thread
+after the first response (coldstart.plan.responded()) or --warm-after
+seconds (default 1).
+"""
+
+
+class _Usage(Exception):
+    pass
+
+
+def _parse(argv):
+    plan = os.environ.get("COLDSTART_PLAN") or None
+    warm = os.environ.get("COLDSTART_PLAN_WARM") or "off"
+    after = 1.0
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-h", "--help"):
+            return None
+        if a == "-m":
+            if i + 1 >= len(argv):
+                raise _Usage("-m needs a module name")
+            return plan, warm, after, ("module", argv[i + 1], argv[i + 2:])
+        if a.startswith("--") and a != "--":
+            name, eq, value = a.partition("=")
+            if name not in ("--plan", "--warm", "--warm-after"):
+                raise _Usage("unknown option %r" % a)
+            if not eq:
+                i += 1
+                if i >= len(argv):
+                    raise _Usage("%s needs a value" % name)
+                value = argv[i]
+            if name == "--plan":
+                plan = value
+            elif name == "--warm":
+                if value not in ("off", "background"):
+                    raise _Usage("--warm %r is not off or background"
+                                 % value)
+                warm = value
+            else:
+                try:
+                    after = float(value)
+                except ValueError:
+                    after = -1
+                if not after >= 0:
+                    raise _Usage("--warm-after wants seconds, not %r"
+                                 % value)
+            i += 1
+            continue
+        if a == "--":
+            i += 1
+            if i >= len(argv):
+                break
+            a = argv[i]
+        elif a.startswith("-"):
+            raise _Usage("unknown option %r" % a)
+        return plan, warm, after, ("path", a, argv[i + 1:])
+    raise _Usage("missing the script or -m module to run")
+
+
+def _warm_later(after):
+    import _thread
+    import time
+
+    def run():
+        time.sleep(after)
+        from coldstart import plan
+        plan.responded()
+    _thread.start_new_thread(run, ())
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        parsed = _parse(argv)
+    except _Usage as e:
+        sys.stderr.write("coldstart.run: %s\n%s" % (e, USAGE))
+        return 2
+    if parsed is None:
+        sys.stdout.write(USAGE)
+        return 0
+    plan_path, warm, after, (kind, target, rest) = parsed
+    import runpy
+    if kind == "path":
+        if not os.path.exists(target):
+            sys.stderr.write("coldstart.run: no such file %r\n" % target)
+            return 2
+        # What `python script.py` puts first on sys.path.
+        sys.path[0] = os.path.dirname(os.path.abspath(target))
+    sys.argv[:] = [target] + rest
+    if plan_path:
+        from coldstart import plan
+        if plan.install(plan_path, warm=warm) is not None and \
+                warm == "background":
+            _warm_later(after)
+    if kind == "path":
+        runpy.run_path(target, run_name="__main__")
+    else:
+        sys.argv[0] = "-m"
+        runpy._run_module_as_main(target, alter_argv=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

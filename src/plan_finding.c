@@ -1,0 +1,104 @@
+/*
+ * The `startup-plan` finding: what a start-up plan could take off the first
+ * response, read from a traced profile with a measured first response.
+ */
+#include "plan_finding.h"
+
+#include <stdlib.h>
+
+#include "findings.h"
+
+#define PLAN_LIST_MAX 8
+
+struct candidate {
+	int32_t node;
+	int64_t cum_us;
+};
+
+static int cmp_candidate(const void *a, const void *b)
+{
+	int64_t x = ((const struct candidate *)a)->cum_us, y = ((const struct candidate *)b)->cum_us;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* A library module whose body could wait: pure Python, not the app's, not start-up, done in time. */
+static bool deferrable(const struct proc *pr, int32_t i, int64_t until_ns)
+{
+	const struct imp_node *n = &pr->nodes[i];
+	const struct imp_timing *t = &pr->timing[i];
+
+	if (n->flags & (NODE_STARTUP | NODE_NATIVE | NODE_FAILED | NODE_OPEN | NODE_CACHED))
+		return false;
+	if (n->kind != KIND_STDLIB && n->kind != KIND_THIRDPARTY)
+		return false;
+	return t->end_ns != UNKNOWN && t->end_ns <= until_ns;
+}
+
+static void rule_startup_plan(struct profile *p)
+{
+	const struct run *r = findings_main_run(p);
+	const struct proc *pr;
+	struct candidate *c = NULL;
+	size_t nr = 0, alloc = 0, k, count = 0;
+	struct buf title = BUF_INIT, ev = BUF_INIT, when = BUF_INIT, d = BUF_INIT;
+	int64_t until_ns, total = 0;
+	int32_t i;
+
+	if (!r || !r->nr_procs || r->ready_us < 0 || r->first_response_us < 0)
+		return;
+	pr = &r->procs[0];
+	if (!pr->timing)
+		return;
+	/* Node times count from the process start, which is the exec. */
+	until_ns = (r->ready_us + r->first_response_us) * 1000;
+	for (i = 0; i < (int32_t)pr->nr_nodes; i++) {
+		int32_t up = pr->nodes[i].parent;
+
+		if (!deferrable(pr, i, until_ns))
+			continue;
+		total += pr->nodes[i].self_us > 0 ? pr->nodes[i].self_us : 0;
+		count++;
+		if (up >= 0 && deferrable(pr, up, until_ns))
+			continue;
+		ALLOC_GROW(c, nr + 1, alloc);
+		c[nr].node = i;
+		c[nr].cum_us = pr->nodes[i].cum_us;
+		nr++;
+	}
+	if (total < HEAVY_MIN_US)
+		goto out;
+	qsort(c, nr, sizeof(*c), cmp_candidate);
+	buf_add_duration(&d, total);
+	buf_add_duration(&when, r->ready_us + r->first_response_us);
+	buf_addf(&title,
+		 "%s of library imports ran before the first response; `coldstart plan` would defer the ones "
+		 "it does not use",
+		 d.buf);
+	buf_addf(&ev, "%zu pure-Python stdlib and third-party modules finished importing before the first "
+		      "response (at %s after exec); the outermost, biggest first: ",
+		 count, when.buf);
+	for (k = 0; k < nr && k < PLAN_LIST_MAX; k++) {
+		buf_reset(&d);
+		buf_add_duration(&d, c[k].cum_us);
+		buf_addf(&ev, "%s%s (%s)", k ? ", " : "", node_name(pr, c[k].node), d.buf);
+	}
+	if (nr > PLAN_LIST_MAX)
+		buf_addf(&ev, " and %zu more", nr - PLAN_LIST_MAX);
+	finding_add(p, "startup-plan", "info", NULL, total, title.buf, ev.buf,
+		    "record a start-up plan from sample requests and apply it: `coldstart plan --fn func.py handler "
+		    "--request req.json --verify`, then `coldstart-fdk --plan coldstart-plan.json func.py "
+		    "handler` (or COLDSTART_PLAN=...; docs/plan.md)");
+out:
+	free(c);
+	buf_release(&title);
+	buf_release(&ev);
+	buf_release(&when);
+	buf_release(&d);
+}
+
+static const struct finding_rule plan_rules[] = {
+	{ .id = "startup-plan", .run = rule_startup_plan },
+};
+
+const struct finding_rules plan_finding_rules = { plan_rules, ARRAY_SIZE(plan_rules) };

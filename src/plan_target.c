@@ -1,0 +1,622 @@
+/*
+ * Runs a target for `coldstart plan` (see plan_target.h): the Fn agent's
+ * side of http-stream, a loopback HTTP client or a wait for exit, with the
+ * sample requests sent one at a time and every response kept.
+ */
+#include "plan_target.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
+
+#include "launch.h"
+
+#define TAIL_MAX 8192
+#define RESPONSE_MAX ((size_t)64 << 20)
+#define STOP_GRACE_NS ((int64_t)5000000000)
+
+static volatile sig_atomic_t got_signal;
+
+static void on_signal(int sig)
+{
+	got_signal = sig;
+}
+
+struct io {
+	struct child *c;
+	struct plan_outcome *o;
+	struct buf out; /* the target's stdout (PLAN_PROBE_EXIT) */
+	bool exited;
+};
+
+static void keep_tail(struct buf *tail, const char *data, size_t n)
+{
+	buf_add(tail, data, n);
+	if (tail->len > TAIL_MAX) {
+		size_t drop = tail->len - TAIL_MAX;
+
+		memmove(tail->buf, tail->buf + drop, TAIL_MAX);
+		buf_setlen(tail, TAIL_MAX);
+	}
+}
+
+static void note_exit(struct io *io)
+{
+	struct child_exit ex;
+
+	if (io->exited || child_poll(io->c, &ex) != 1)
+		return;
+	io->exited = true;
+	io->c->pid = -1;
+	if (ex.signaled)
+		io->o->term_signal = ex.term_signal;
+	else
+		io->o->exit_code = ex.exit_code;
+}
+
+/*
+ * Waits up to timeout_ms for the target's pipes and, when fd >= 0, for
+ * events on fd; drains the pipes.  Returns fd's revents (0 when none).
+ */
+static int pump(struct io *io, int timeout_ms, int fd, short events)
+{
+	struct pollfd p[3];
+	int n = 0, i, fd_at = -1, ret = 0;
+	char chunk[16384];
+
+	if (io->c->err_fd >= 0) {
+		p[n].fd = io->c->err_fd;
+		p[n++].events = POLLIN;
+	}
+	if (io->c->out_fd >= 0) {
+		p[n].fd = io->c->out_fd;
+		p[n++].events = POLLIN;
+	}
+	if (fd >= 0) {
+		fd_at = n;
+		p[n].fd = fd;
+		p[n++].events = events;
+	}
+	if (poll(p, n, timeout_ms) <= 0) {
+		note_exit(io);
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		ssize_t got;
+
+		if (i == fd_at) {
+			ret = p[i].revents;
+			continue;
+		}
+		if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		got = read(p[i].fd, chunk, sizeof(chunk));
+		if (got > 0) {
+			if (p[i].fd == io->c->err_fd)
+				keep_tail(&io->o->stderr_tail, chunk, got);
+			else if (io->out.len < RESPONSE_MAX)
+				buf_add(&io->out, chunk, got);
+		} else if (got == 0 || errno != EINTR) {
+			close(p[i].fd);
+			if (p[i].fd == io->c->err_fd)
+				io->c->err_fd = -1;
+			else
+				io->c->out_fd = -1;
+		}
+	}
+	note_exit(io);
+	return ret;
+}
+
+static int ms_left(int64_t deadline)
+{
+	int64_t left = (deadline - now_ns()) / 1000000;
+
+	return left < 0 ? 0 : left > 50 ? 50 : (int)left;
+}
+
+/* Why the run cannot go on, or PLAN_RUN_OK. */
+static enum plan_status check_going(struct io *io, int64_t deadline, enum plan_status late, struct buf *err,
+				    const char *waiting_for)
+{
+	if (got_signal) {
+		buf_addf(err, "interrupted by signal %d", (int)got_signal);
+		return PLAN_RUN_INTERRUPTED;
+	}
+	if (io->exited) {
+		if (io->o->term_signal)
+			buf_addf(err, "the target was killed by signal %d while coldstart waited for %s",
+				 io->o->term_signal, waiting_for);
+		else
+			buf_addf(err, "the target exited with status %d while coldstart waited for %s",
+				 io->o->exit_code, waiting_for);
+		return PLAN_RUN_EXITED;
+	}
+	if (now_ns() > deadline) {
+		buf_addf(err, "timed out waiting for %s", waiting_for);
+		return late;
+	}
+	return PLAN_RUN_OK;
+}
+
+/* Keeps the status line, the headers but Date, and the body. */
+static void normalise(const char *resp, size_t len, struct buf *out)
+{
+	const char *end = memmem(resp, len, "\r\n\r\n", 4);
+	const char *p = resp, *nl;
+
+	if (!end) {
+		buf_add(out, resp, len);
+		return;
+	}
+	while (p < end) {
+		nl = memmem(p, end - p, "\r\n", 2);
+		if (!nl)
+			nl = end;
+		if (!(nl - p >= 5 && !strncasecmp(p, "date:", 5))) {
+			buf_add(out, p, nl - p);
+			buf_adds(out, "\r\n");
+		}
+		p = nl + 2;
+	}
+	buf_adds(out, "\r\n");
+	buf_add(out, end + 4, len - (end + 4 - resp));
+}
+
+/* 1 when resp holds one whole HTTP response, 0 if not yet, -1 if malformed. */
+static int response_complete(const struct buf *resp, bool eof)
+{
+	const char *hdr_end = memmem(resp->buf, resp->len, "\r\n\r\n", 4);
+	const char *cl, *te;
+	size_t head;
+	int status;
+
+	if (!hdr_end)
+		return eof ? -1 : 0;
+	if (sscanf(resp->buf, "HTTP/1.%*d %d", &status) != 1 || status < 100)
+		return -1;
+	head = hdr_end + 4 - resp->buf;
+	cl = strcasestr(resp->buf, "\r\ncontent-length:");
+	te = strcasestr(resp->buf, "\r\ntransfer-encoding: chunked");
+	if (cl && cl < hdr_end) {
+		long n = strtol(cl + 17, NULL, 10);
+
+		if (n < 0)
+			return -1;
+		return resp->len >= head + (size_t)n ? 1 : eof ? -1 : 0;
+	}
+	if (te && te < hdr_end)
+		return memmem(resp->buf + head, resp->len - head, "0\r\n\r\n", 5) ? 1 : eof ? -1 : 0;
+	return eof ? 1 : 0;
+}
+
+/* Sends req on fd and reads one response into resp. */
+static enum plan_status exchange(struct io *io, int fd, const struct buf *req, struct buf *resp, int64_t deadline,
+				 struct buf *err)
+{
+	size_t off = 0;
+	char chunk[65536];
+	enum plan_status st;
+
+	buf_reset(resp);
+	while (off < req->len) {
+		ssize_t n = send(fd, req->buf + off, req->len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n > 0) {
+			off += n;
+			continue;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			buf_addf(err, "cannot send the request: %s", strerror(errno));
+			return PLAN_RUN_FAILED;
+		}
+		pump(io, ms_left(deadline), fd, POLLOUT);
+		if ((st = check_going(io, deadline, PLAN_RUN_TIMEOUT, err, "the target to read the request")))
+			return st;
+	}
+	for (;;) {
+		int rev = pump(io, ms_left(deadline), fd, POLLIN);
+		ssize_t n;
+		int done;
+
+		if (rev & (POLLIN | POLLHUP | POLLERR)) {
+			n = recv(fd, chunk, sizeof(chunk), MSG_DONTWAIT);
+			if (n < 0 && errno != EAGAIN && errno != EINTR) {
+				buf_addf(err, "cannot read the response: %s", strerror(errno));
+				return PLAN_RUN_FAILED;
+			}
+			if (n > 0 && resp->len < RESPONSE_MAX)
+				buf_add(resp, chunk, n);
+			done = response_complete(resp, n == 0);
+			if (done < 0) {
+				buf_addf(err, resp->len ? "the response is not valid HTTP"
+							: "the target closed the connection without answering");
+				return PLAN_RUN_FAILED;
+			}
+			if (done)
+				return PLAN_RUN_OK;
+			continue;
+		}
+		if ((st = check_going(io, deadline, PLAN_RUN_TIMEOUT, err, "a response")))
+			return st;
+	}
+}
+
+static void fn_request(const struct buf *body, size_t i, struct buf *req)
+{
+	char deadline[64];
+	time_t t = time(NULL) + 600;
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(deadline, sizeof(deadline), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	buf_reset(req);
+	buf_addf(req,
+		 "POST /call HTTP/1.1\r\nHost: localhost\r\nFn-Call-Id: coldstart-plan-%zu\r\n"
+		 "Fn-Deadline: %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+		 i + 1, deadline, body->len);
+	buf_add(req, body->buf, body->len);
+}
+
+static void http_request(const struct plan_target *t, const struct buf *body, struct buf *req)
+{
+	buf_reset(req);
+	if (!body) {
+		buf_addf(req, "GET %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n\r\n", t->path, t->host,
+			 t->port);
+		return;
+	}
+	buf_addf(req,
+		 "POST %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\nContent-Type: application/json\r\n"
+		 "Content-Length: %zu\r\n\r\n",
+		 t->path, t->host, t->port, body->len);
+	buf_add(req, body->buf, body->len);
+}
+
+static int connect_unix(const char *path)
+{
+	struct sockaddr_un sa;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int connect_tcp(const char *host, int port)
+{
+	struct addrinfo hints, *res = NULL, *ai;
+	char ps[16];
+	int fd = -1;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	snprintf(ps, sizeof(ps), "%d", port);
+	if (getaddrinfo(host, ps, &hints, &res))
+		return -1;
+	for (ai = res; ai; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			continue;
+		if (!connect(fd, ai->ai_addr, ai->ai_addrlen))
+			break;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	return fd;
+}
+
+static void add_response(struct plan_outcome *o, const struct buf *raw)
+{
+	o->responses = xrealloc(o->responses, st_mult(o->nr_responses + 1, sizeof(*o->responses)));
+	buf_init(&o->responses[o->nr_responses], raw->len);
+	normalise(raw->buf, raw->len, &o->responses[o->nr_responses]);
+	o->nr_responses++;
+}
+
+static enum plan_status run_fn(const struct plan_target *t, struct io *io, const char *sock_path, int64_t deadline,
+			       struct buf *err)
+{
+	struct buf req = BUF_INIT, resp = BUF_INIT;
+	enum plan_status st;
+	struct stat sb;
+	size_t i;
+	int fd = -1;
+
+	while (lstat(sock_path, &sb) < 0 || !S_ISLNK(sb.st_mode)) {
+		pump(io, 5, -1, 0);
+		if ((st = check_going(io, deadline, PLAN_RUN_NOT_READY, err,
+				      "lsnr.sock (the function's readiness)")))
+			goto out;
+	}
+	io->o->ready_us = (now_ns() - io->c->exec_ns) / 1000;
+	fd = connect_unix(sock_path);
+	if (fd < 0) {
+		buf_addf(err, "cannot connect to the function's socket: %s", strerror(errno));
+		st = PLAN_RUN_FAILED;
+		goto out;
+	}
+	for (i = 0; i < t->nr_requests; i++) {
+		fn_request(&t->requests[i], i, &req);
+		if ((st = exchange(io, fd, &req, &resp, deadline, err)))
+			goto out;
+		if (!i)
+			io->o->first_us = (now_ns() - io->c->exec_ns) / 1000;
+		add_response(io->o, &resp);
+	}
+	st = PLAN_RUN_OK;
+out:
+	if (fd >= 0)
+		close(fd);
+	buf_release(&req);
+	buf_release(&resp);
+	return st;
+}
+
+static enum plan_status run_http(const struct plan_target *t, struct io *io, int64_t deadline, struct buf *err)
+{
+	struct buf req = BUF_INIT, resp = BUF_INIT;
+	enum plan_status st = PLAN_RUN_OK;
+	size_t i, n = t->nr_requests ? t->nr_requests : 1;
+	int fd;
+
+	for (i = 0; i < n; i++) {
+		while ((fd = connect_tcp(t->host, t->port)) < 0) {
+			pump(io, 10, -1, 0);
+			if ((st = check_going(io, deadline, i ? PLAN_RUN_TIMEOUT : PLAN_RUN_NOT_READY, err,
+					      "the server to accept a connection")))
+				goto out;
+		}
+		if (!i)
+			io->o->ready_us = (now_ns() - io->c->exec_ns) / 1000;
+		http_request(t, t->nr_requests ? &t->requests[i] : NULL, &req);
+		st = exchange(io, fd, &req, &resp, deadline, err);
+		close(fd);
+		if (st)
+			goto out;
+		if (!i)
+			io->o->first_us = (now_ns() - io->c->exec_ns) / 1000;
+		add_response(io->o, &resp);
+	}
+out:
+	buf_release(&req);
+	buf_release(&resp);
+	return st;
+}
+
+static enum plan_status run_exit(struct io *io, int64_t deadline, struct buf *err)
+{
+	enum plan_status st;
+	struct buf raw = BUF_INIT;
+
+	while (!io->exited || io->c->out_fd >= 0 || io->c->err_fd >= 0) {
+		pump(io, ms_left(deadline), -1, 0);
+		if (io->exited && (io->c->out_fd >= 0 || io->c->err_fd >= 0))
+			continue;
+		if (!io->exited && (st = check_going(io, deadline, PLAN_RUN_TIMEOUT, err, "the target to exit")))
+			return st;
+	}
+	io->o->first_us = io->o->ready_us = (now_ns() - io->c->exec_ns) / 1000;
+	if (io->o->term_signal)
+		buf_addf(&raw, "signal %d\n", io->o->term_signal);
+	else
+		buf_addf(&raw, "exit %d\n", io->o->exit_code);
+	buf_add(&raw, io->out.buf, io->out.len);
+	add_response(io->o, &raw);
+	buf_release(&raw);
+	return PLAN_RUN_OK;
+}
+
+static enum plan_status wait_record(struct io *io, const char *path, int64_t deadline, struct buf *err)
+{
+	enum plan_status st;
+
+	while (access(path, F_OK) < 0) {
+		if (io->exited) {
+			if (!access(path, F_OK))
+				break;
+			buf_addf(err, "the target ended without writing the plan (is it a Python 3.8+ process "
+				      "that runs sitecustomize?)");
+			return PLAN_RUN_FAILED;
+		}
+		pump(io, 10, -1, 0);
+		if ((st = check_going(io, deadline, PLAN_RUN_TIMEOUT, err, "the plan to be written")) &&
+		    st != PLAN_RUN_EXITED)
+			return st;
+	}
+	return PLAN_RUN_OK;
+}
+
+static void stop_target(struct io *io)
+{
+	int64_t until;
+
+	if (io->exited || io->c->pid < 0)
+		return;
+	kill_tree(io->c->pid, SIGTERM, true);
+	until = now_ns() + STOP_GRACE_NS;
+	while (!io->exited && now_ns() < until)
+		pump(io, 20, -1, 0);
+	if (!io->exited) {
+		struct child_exit ex;
+
+		kill_tree(io->c->pid, SIGKILL, true);
+		child_finish(io->c, &ex);
+		io->exited = true;
+		io->c->pid = -1;
+	}
+	/* Descendants the target left behind come back to us (a subreaper). */
+	kill_tree(getpid(), SIGKILL, false);
+	launch_reap_orphans();
+}
+
+static void remove_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	struct buf p = BUF_INIT;
+
+	if (d) {
+		while ((e = readdir(d))) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			buf_reset(&p);
+			buf_addf(&p, "%s/%s", dir, e->d_name);
+			unlink(p.buf);
+		}
+		closedir(d);
+	}
+	rmdir(dir);
+	buf_release(&p);
+}
+
+void plan_outcome_init(struct plan_outcome *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->ready_us = o->first_us = -1;
+	o->exit_code = -1;
+	buf_init(&o->stderr_tail, 0);
+}
+
+void plan_outcome_release(struct plan_outcome *o)
+{
+	size_t i;
+
+	for (i = 0; i < o->nr_responses; i++)
+		buf_release(&o->responses[i]);
+	free(o->responses);
+	buf_release(&o->stderr_tail);
+	plan_outcome_init(o);
+}
+
+void plan_target_setup_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	launch_become_subreaper();
+}
+
+int plan_target_interrupted(void)
+{
+	return got_signal;
+}
+
+enum plan_status plan_target_run(const struct plan_target *t, struct plan_outcome *o, struct buf *err)
+{
+	struct child c;
+	struct io io;
+	char dir[] = "/tmp/coldstart-plan-XXXXXX";
+	bool have_dir = false;
+	struct buf sock_path = BUF_INIT;
+	int ctl[2] = { -1, -1 };
+	enum plan_status st = PLAN_RUN_FAILED;
+	int64_t deadline;
+
+	child_init(&c);
+	memset(&io, 0, sizeof(io));
+	io.c = &c;
+	io.o = o;
+	buf_init(&io.out, 0);
+	if (got_signal) {
+		buf_addf(err, "interrupted by signal %d", (int)got_signal);
+		st = PLAN_RUN_INTERRUPTED;
+		goto out;
+	}
+	strvec_pushv(&c.args, t->argv);
+	strvec_pushv(&c.env, t->env);
+	if (t->probe == PLAN_PROBE_FN) {
+		if (!mkdtemp(dir)) {
+			buf_addf(err, "cannot create a directory for FN_LISTENER: %s", strerror(errno));
+			goto out;
+		}
+		have_dir = true;
+		buf_addf(&sock_path, "%s/lsnr.sock", dir);
+		strvec_pushf(&c.env, "FN_LISTENER=unix:%s", sock_path.buf);
+		strvec_setenv(&c.env, "FN_FORMAT", "http-stream");
+	}
+	if (t->record_path && t->probe != PLAN_PROBE_EXIT) {
+		/* The read end stays open across exec: the bootstrap's stop signal. */
+		if (pipe(ctl) < 0 || fcntl(ctl[1], F_SETFD, FD_CLOEXEC) < 0) {
+			buf_addf(err, "cannot create the control pipe: %s", strerror(errno));
+			goto out;
+		}
+		strvec_pushf(&c.env, "COLDSTART_PLAN_CONTROL=%d", ctl[0]);
+	}
+	c.capture_stderr = true;
+	c.capture_stdout = t->probe == PLAN_PROBE_EXIT;
+	c.null_stdin = true;
+	if (child_start(&c, err) < 0) {
+		st = PLAN_RUN_NO_EXEC;
+		goto out;
+	}
+	if (ctl[0] >= 0) {
+		close(ctl[0]);
+		ctl[0] = -1;
+	}
+	deadline = c.start_ns + t->timeout_us * 1000;
+	switch (t->probe) {
+	case PLAN_PROBE_FN:
+		st = run_fn(t, &io, sock_path.buf, deadline, err);
+		break;
+	case PLAN_PROBE_HTTP:
+		st = run_http(t, &io, deadline, err);
+		break;
+	case PLAN_PROBE_EXIT:
+		st = run_exit(&io, deadline, err);
+		break;
+	}
+	if (st == PLAN_RUN_OK && t->record_path) {
+		if (ctl[1] >= 0 && write(ctl[1], "x", 1) < 0 && errno != EPIPE)
+			warning("cannot signal the planning bootstrap: %s", strerror(errno));
+		st = wait_record(&io, t->record_path, deadline, err);
+	}
+out:
+	stop_target(&io);
+	if (c.err_fd >= 0) {
+		/* Whatever it wrote last, for the error message. */
+		char chunk[4096];
+		ssize_t n;
+
+		fcntl(c.err_fd, F_SETFL, O_NONBLOCK);
+		while ((n = read(c.err_fd, chunk, sizeof(chunk))) > 0)
+			keep_tail(&o->stderr_tail, chunk, n);
+	}
+	child_release(&c);
+	if (ctl[0] >= 0)
+		close(ctl[0]);
+	if (ctl[1] >= 0)
+		close(ctl[1]);
+	if (have_dir)
+		remove_dir(dir);
+	buf_release(&sock_path);
+	buf_release(&io.out);
+	return st;
+}

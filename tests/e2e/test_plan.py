@@ -1,0 +1,404 @@
+"""End-to-end tests of `coldstart plan` (src/cmd_plan.c, src/plan_target.c)
+with the real binary, Debian's python3 and its packages (jinja2), real
+unix and TCP sockets and real processes.
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+import pytest
+
+from conftest import COLDSTART, DEBIAN_PYTHON, ROOT
+
+BENCH_FNS = os.path.join(ROOT, "bench", "plan")
+
+pytestmark = pytest.mark.skipif(not os.path.exists(DEBIAN_PYTHON),
+                                reason="Debian's python3 is not installed")
+
+
+@pytest.fixture
+def workdir():
+    d = tempfile.mkdtemp(prefix="plancmd", dir="/tmp")
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def write(d, name, text):
+    path = os.path.join(d, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(textwrap.dedent(text))
+    return path
+
+
+def plan_cmd(*args, cwd=None, timeout=300):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("COLDSTART_") and k != "PYTHONPATH"}
+    return subprocess.run([COLDSTART, "plan"] + list(args), cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout,
+                          env=env)
+
+
+def test_real_function_plan_verifies_and_defers(workdir):
+    fn = os.path.join(BENCH_FNS, "fn_jinja2")
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--python", DEBIAN_PYTHON, "--fn",
+                 os.path.join(fn, "func.py"), "handler", "--request",
+                 os.path.join(fn, "request.json"), "--verify", "-o", out,
+                 cwd=fn)
+    assert p.returncode == 0, p.stderr
+    assert "verified: 1 response identical" in p.stdout
+    assert "deferred to their first use" in p.stdout
+    with open(out) as f:
+        plan = json.load(f)
+    assert plan["format"] == "coldstart-plan" and plan["version"] == 1
+    mods = {m["name"]: m for m in plan["modules"]}
+    assert mods["jinja2"]["kind"] == "source"
+    # The template renders in the request: jinja2's runtime code ran.
+    assert mods["jinja2.runtime"]["used"] is True
+    assert mods["jinja2.runtime"]["action"] == "load"
+    assert mods["func"]["used"] is True
+    assert any(m["action"] == "defer" for m in plan["modules"])
+    for m in plan["modules"]:
+        if m["action"] == "defer":
+            assert m["kind"] in ("source", "bytecode") and not m["used"]
+    assert not [f for f in os.listdir(workdir) if f != "p.json"]
+
+
+def test_verify_refuses_a_plan_that_changes_the_response(workdir):
+    # plugin's body appends to another module's list: no heuristic sees
+    # that, so only --verify can, and it names the module.
+    write(workdir, "names.py", "NAMES = []\n")
+    write(workdir, "plugin.py", """
+        import names
+        names.NAMES.append("plugin")
+    """)
+    write(workdir, "func.py", """
+        import json
+        import names
+        import plugin
+        from fdk import response
+
+        def handler(ctx, data=None):
+            return response.Response(ctx, response_data=json.dumps(names.NAMES))
+    """)
+    write(workdir, "req.json", "{}")
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
+                 "req.json", "--verify", "-o", out, cwd=workdir)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "deferring 'plugin' changes the responses" in p.stderr
+    assert "--eager plugin" in p.stderr
+    assert not os.path.exists(out)
+    assert [f for f in os.listdir(workdir) if f.startswith("p.json")] == []
+    p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
+                 "req.json", "--verify", "--eager", "plugin", "-o", out,
+                 cwd=workdir)
+    assert p.returncode == 0, p.stderr
+    mods = {m["name"]: m for m in json.load(open(out))["modules"]}
+    assert mods["plugin"]["action"] == "eager"
+    assert mods["plugin"]["reasons"] == [{"code": "pinned",
+                                          "detail": "pinned with --eager"}]
+
+
+def test_run_to_exit_command_and_coldstart_run(workdir):
+    write(workdir, "tool.py", """
+        import sys
+        import json
+        import fractions
+        import decimal
+        print(json.dumps({"args": sys.argv[1:], "half": str(fractions.Fraction(1, 2))}))
+    """)
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--verify", "-o", out, "--", DEBIAN_PYTHON, "tool.py", "x",
+                 cwd=workdir)
+    assert p.returncode == 0, p.stderr
+    plan = json.load(open(out))
+    mods = {m["name"]: m for m in plan["modules"]}
+    assert mods["fractions"]["used"] is True
+    assert mods["decimal"]["action"] == "defer"
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    r = subprocess.run([DEBIAN_PYTHON, "-m", "coldstart.run", "--plan", out,
+                        "tool.py", "x"], cwd=workdir, capture_output=True,
+                       text=True, timeout=60, env=env)
+    assert r.returncode == 0 and r.stderr == ""
+    assert json.loads(r.stdout) == {"args": ["x"], "half": "1/2"}
+
+
+def _free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_http_server_with_requests(workdir):
+    port = _free_port()
+    write(workdir, "server.py", """
+        import json
+        import sys
+        import statistics
+        import decimal
+        from http.server import BaseHTTPRequestHandler, HTTPServer
+
+        class H(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                xs = json.loads(body)["xs"]
+                out = json.dumps({"mean": statistics.mean(xs)}).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+            def log_message(self, *a):
+                pass
+
+        HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+    """)
+    write(workdir, "r1.json", '{"xs": [1, 2, 3]}')
+    write(workdir, "r2.json", '{"xs": [10, 20]}')
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--ready", "http://127.0.0.1:%d/stats" % port, "--request",
+                 "r1.json", "--request", "r2.json", "--verify", "-o", out,
+                 "--", DEBIAN_PYTHON, "server.py", str(port), cwd=workdir)
+    assert p.returncode == 0, p.stderr
+    assert "verified: 2 responses identical" in p.stdout
+    mods = {m["name"]: m for m in json.load(open(out))["modules"]}
+    assert mods["statistics"]["used"] is True
+    assert mods["decimal"]["action"] == "defer"
+
+
+@pytest.mark.parametrize("args,message", [
+    ([], "nothing to plan"),
+    (["--fn", "func.py"], "at least one --request"),
+    (["--ready", "tcp:80", "--", "true"], "expected fn, exit or http"),
+    (["--ready", "http://10.0.0.1:80/", "--", "true"], "on this machine"),
+    (["--request", "r.json", "--", "true"], "takes no requests"),
+    (["--eager", "a b", "--", "true"], "expected a module name"),
+    (["--bogus"], "unknown option"),
+    (["--timeout", "soon", "--", "true"], "not a duration"),
+    (["--timeout", "0", "--", "true"], "more than zero"),
+    (["--fn", "f.py", "--", "true"], "either --fn"),
+])
+def test_usage_errors(workdir, args, message):
+    write(workdir, "func.py", "def handler(ctx, data=None):\n    return 1\n")
+    p = plan_cmd(*args, cwd=workdir)
+    assert p.returncode == 2, p.stderr
+    assert message in p.stderr
+
+
+def test_help():
+    p = plan_cmd("--help")
+    assert p.returncode == 0
+    for word in ("--fn", "--request", "--verify", "--eager", "Exit status"):
+        assert word in p.stdout
+
+
+def test_missing_interpreter_and_failing_function(workdir):
+    write(workdir, "func.py", """
+        import no_such_module_for_plan
+        def handler(ctx, data=None):
+            return "x"
+    """)
+    write(workdir, "req.json", "{}")
+    p = plan_cmd("--python", "/nonexistent/python3", "--fn", "func.py",
+                 "--request", "req.json", cwd=workdir)
+    assert p.returncode == 4, p.stderr
+    assert "/nonexistent/python3" in p.stderr
+    p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
+                 "req.json", cwd=workdir)
+    assert p.returncode == 5, p.stderr
+    assert "answered 502" in p.stderr
+    assert "no_such_module_for_plan" in p.stderr
+    assert not os.path.exists(os.path.join(workdir, "coldstart-plan.json"))
+
+
+def test_a_target_that_never_becomes_ready_times_out(workdir):
+    write(workdir, "func.py", "def handler(ctx, data=None):\n    return 1\n")
+    write(workdir, "req.json", "{}")
+    p = plan_cmd("--timeout", "2s", "--ready", "fn", "--request", "req.json",
+                 "--", DEBIAN_PYTHON, "-c", "import time; time.sleep(60)",
+                 cwd=workdir)
+    assert p.returncode == 9, p.stderr
+    assert "timed out waiting for lsnr.sock" in p.stderr
+
+
+def _procs_with(marker):
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if marker.encode() in f.read():
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def test_ctrl_c_stops_the_target_and_cleans_up(workdir):
+    write(workdir, "slowfunc.py", """
+        import time
+        def handler(ctx, data=None):
+            time.sleep(120)
+            return "late"
+    """)
+    write(workdir, "req.json", "{}")
+    before = set(f for f in os.listdir("/tmp")
+                 if f.startswith("coldstart-plan-"))
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("COLDSTART_") and k != "PYTHONPATH"}
+    p = subprocess.Popen([COLDSTART, "plan", "--python", DEBIAN_PYTHON,
+                          "--fn", os.path.join(workdir, "slowfunc.py"),
+                          "--request", "req.json"], cwd=workdir, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    marker = os.path.join(workdir, "slowfunc.py")
+    for _ in range(300):
+        if _procs_with(marker) and any(
+                f.startswith("coldstart-plan-") and f not in before
+                for f in os.listdir("/tmp")):
+            break
+        time.sleep(0.05)
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 130, err
+    assert b"interrupted" in err
+    time.sleep(0.2)
+    assert [q for q in _procs_with(marker) if q != p.pid] == []
+    after = set(f for f in os.listdir("/tmp")
+                if f.startswith("coldstart-plan-"))
+    assert after - before == set()
+    assert [f for f in os.listdir(workdir) if "plan.json" in f] == []
+
+
+def test_profile_report_points_at_plans(workdir):
+    fn = os.path.join(BENCH_FNS, "fn_numpy")
+    out = os.path.join(workdir, "prof.json")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("COLDSTART_") and k != "PYTHONPATH"}
+    p = subprocess.run([COLDSTART, "profile", "--python", DEBIAN_PYTHON,
+                        "--ready", "fn", "--no-baseline", "-o", out, "--",
+                        DEBIAN_PYTHON, os.path.join(ROOT, "python",
+                                                    "coldstart-fdk"),
+                        "func.py", "handler"], cwd=fn, capture_output=True,
+                       text=True, timeout=300, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "[startup-plan]" in p.stdout
+    prof = json.load(open(out))
+    f = [x for x in prof["findings"] if x["id"] == "startup-plan"]
+    assert len(f) == 1
+    assert f[0]["cost_us"] >= 5000
+    assert "numpy" in f[0]["evidence"] and "coldstart plan" in f[0]["fix"]
+    # Without a first response (no --ready) there is nothing to say.
+    p = subprocess.run([COLDSTART, "profile", "--python", DEBIAN_PYTHON,
+                        "--no-baseline", "-o", out, "-c", "import json"],
+                       cwd=workdir, capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert p.returncode == 0, p.stderr
+    assert [x for x in json.load(open(out)).get("findings", [])
+            if x["id"] == "startup-plan"] == []
+
+
+def _fn_call(sock_path, body, call_id):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(30)
+    s.connect(sock_path)
+    s.sendall(("POST /call HTTP/1.1\r\nHost: x\r\nFn-Call-Id: %s\r\n"
+               "Content-Length: %d\r\n\r\n" % (call_id, len(body))).encode()
+              + body)
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += s.recv(65536)
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    n = int([line.split(b":")[1] for line in head.split(b"\r\n")
+             if line.lower().startswith(b"content-length")][0])
+    while len(rest) < n:
+        rest += s.recv(65536)
+    s.close()
+    return rest[:n]
+
+
+def test_coldstart_fdk_applies_the_plan_and_warms_in_background(workdir):
+    write(workdir, "unused_dep.py", "VALUE = 3\n")
+    write(workdir, "func.py", """
+        import json, sys, time
+        import unused_dep
+        from fdk import response
+
+        def handler(ctx, data=None):
+            plan = sys.modules.get("coldstart.plan")
+            wait = json.loads(data.getvalue() or b"{}").get("wait", 0)
+            end = time.time() + wait
+            while plan and plan.deferred() and time.time() < end:
+                time.sleep(0.02)
+            return response.Response(ctx, response_data=json.dumps(
+                {"plan": plan is not None,
+                 "deferred": plan.deferred() if plan else None}))
+    """)
+    write(workdir, "req.json", "{}")
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
+                 "req.json", "-o", out, cwd=workdir)
+    assert p.returncode == 0, p.stderr
+    mods = {m["name"]: m for m in json.load(open(out))["modules"]}
+    assert mods["unused_dep"]["action"] == "defer"
+    # Lazy: the body stays deferred (checked for half a second); background:
+    # it loads in a thread once the first response is out.
+    # COLDSTART_PLAN does what --plan does.
+    for warm, wait, stays, by_env in (("lazy", 0.5, True, False),
+                                      ("background", 10, False, False),
+                                      ("lazy", 0.5, True, True)):
+        d = tempfile.mkdtemp(prefix="planfn", dir="/tmp")
+        sock = os.path.join(d, "lsnr.sock")
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("COLDSTART_") and k != "PYTHONPATH"}
+        env.update(FN_LISTENER="unix:" + sock, FN_FORMAT="http-stream")
+        how = ["--plan", out]
+        if by_env:
+            env["COLDSTART_PLAN"] = out
+            how = []
+        proc = subprocess.Popen([DEBIAN_PYTHON,
+                                 os.path.join(ROOT, "python", "coldstart-fdk")]
+                                + how + ["--warm", warm, "func.py", "handler"],
+                                cwd=workdir, env=env, stderr=subprocess.PIPE)
+        try:
+            for _ in range(600):
+                if os.path.islink(sock):
+                    break
+                time.sleep(0.01)
+            r1 = json.loads(_fn_call(sock, b"{}", "c1"))
+            r2 = json.loads(_fn_call(sock, json.dumps({"wait": wait}).encode(),
+                                     "c2"))
+        finally:
+            proc.terminate()
+            _, err = proc.communicate(timeout=30)
+            shutil.rmtree(d, ignore_errors=True)
+        assert b"coldstart plan:" not in err, err
+        assert r1["plan"] is True and "unused_dep" in r1["deferred"], warm
+        if stays:
+            assert r2["deferred"] == r1["deferred"]
+        else:
+            assert r2["deferred"] == []
+
+
+@pytest.mark.parametrize("version", ["2.7.18", "3.7.16"])
+def test_old_interpreters_are_refused_at_once(workdir, version):
+    py = "/root/.pyenv/versions/%s/bin/python" % version
+    if not os.path.exists(py):
+        pytest.skip("pyenv %s is not installed" % version)
+    t = time.time()
+    p = plan_cmd("--", py, "-c", "print(1)", cwd=workdir)
+    assert p.returncode == 4, p.stderr
+    assert "cannot be planned: 3.8 or newer is needed" in p.stderr
+    assert time.time() - t < 30
+    assert os.listdir(workdir) == []

@@ -1,0 +1,585 @@
+"""Safety of applied start-up plans (python/coldstart/plan.py) in real
+interpreters: Debian's python3 and every pyenv 3.8-3.13 found.
+
+Each case records a plan with the planning bootstrap while a script imports
+a small tree of modules and uses none of them (so the plan defers them),
+then runs a second script that uses them in a particular way twice: once
+plainly and once with the plan applied.  The two outputs must be the same,
+and the applied run must show that the module really was deferred until
+then (so the test would fail without the deferral).
+"""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import textwrap
+
+import pytest
+
+from conftest import ROOT, interpreter_params
+
+PYDIR = os.path.join(ROOT, "python")
+BOOT = os.path.join(PYDIR, "coldstart", "_boot", "plan")
+WANTED = ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]
+
+
+@pytest.fixture(params=interpreter_params(WANTED))
+def python(request):
+    return request.param
+
+
+@pytest.fixture
+def workdir():
+    d = tempfile.mkdtemp(prefix="planapply", dir="/tmp")
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def write(d, name, text):
+    path = os.path.join(d, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(textwrap.dedent(text))
+    return path
+
+
+def _env(**extra):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("COLDSTART_")}
+    env["PYTHONPATH"] = BOOT + os.pathsep + PYDIR
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.update(extra)
+    return env
+
+
+def _run(python, workdir, script, env, expect_rc=0):
+    p = subprocess.run([python, script], cwd=workdir, capture_output=True,
+                       text=True, timeout=120, env=env)
+    assert p.returncode == expect_rc, p.stdout + p.stderr
+    return p
+
+
+def record(python, workdir, imports, eager=""):
+    """Writes a plan from a run that imports `imports` and uses nothing."""
+    write(workdir, "record.py", "\n".join("import %s" % m for m in imports))
+    plan = os.path.join(workdir, "plan.json")
+    _run(python, workdir, "record.py",
+         _env(COLDSTART_PLAN_RECORD=plan, COLDSTART_PLAN_EAGER=eager))
+    with open(plan) as f:
+        return json.load(f)
+
+
+def compare(python, workdir, code, **env):
+    """Runs use.py plainly and with the plan; returns (plain, applied)
+    outputs, each the JSON printed last."""
+    write(workdir, "use.py", textwrap.dedent(PRELUDE) + textwrap.dedent(code))
+    plain = _run(python, workdir, "use.py", _env(**env))
+    applied = _run(python, workdir, "use.py", _env(
+        COLDSTART_PLAN=os.path.join(workdir, "plan.json"), **env))
+    assert "coldstart plan" not in applied.stderr, applied.stderr
+    last = [json.loads(p.stdout.strip().splitlines()[-1])
+            for p in (plain, applied)]
+    return last[0], last[1]
+
+
+PRELUDE = """
+    import json, sys
+    def deferred(name):
+        m = sys.modules.get(name)
+        p = sys.modules.get("coldstart.plan")
+        return bool(m is not None and p is not None and p.is_deferred(m))
+"""
+
+
+def action(plan, name):
+    return {m["name"]: m["action"] for m in plan["modules"]}[name]
+
+
+def test_class_from_deferred_module_as_base_and_isinstance(python, workdir):
+    write(workdir, "shapes.py", """
+        class Base(object):
+            sides = 0
+            def area(self):
+                return 0
+        class Square(Base):
+            sides = 4
+            def __init__(self, n):
+                self.n = n
+            def area(self):
+                return self.n * self.n
+    """)
+    plan = record(python, workdir, ["shapes"])
+    assert action(plan, "shapes") == "defer"
+    plain, applied = compare(python, workdir, """
+        import shapes
+        was = deferred("shapes")
+        class Tri(shapes.Base):
+            sides = 3
+        sq = shapes.Square(3)
+        print(json.dumps({"was": was, "now": deferred("shapes"),
+                          "area": sq.area(), "tri": Tri().sides,
+                          "isinst": [isinstance(sq, shapes.Base),
+                                     isinstance(Tri(), shapes.Square),
+                                     issubclass(Tri, shapes.Base)],
+                          "mro": [c.__name__ for c in Tri.__mro__]}))
+    """)
+    assert applied["was"] is True and applied["now"] is False
+    assert plain["was"] is False
+    for k in ("area", "tri", "isinst", "mro"):
+        assert plain[k] == applied[k]
+
+
+def test_pickling_dataclasses_enum_typing(python, workdir):
+    write(workdir, "models.py", """
+        import dataclasses
+        import enum
+        import typing
+
+        class Color(enum.Enum):
+            RED = 1
+            GREEN = 2
+
+        @dataclasses.dataclass(frozen=True)
+        class Point:
+            x: int
+            y: int = 0
+            color: Color = Color.RED
+
+        def dist(p: Point, q: "Point") -> float:
+            return ((p.x - q.x) ** 2 + (p.y - q.y) ** 2) ** 0.5
+
+        Pair = typing.Tuple[Point, Point]
+    """)
+    plan = record(python, workdir, ["models"])
+    assert action(plan, "models") == "defer"
+    plain, applied = compare(python, workdir, """
+        import pickle, dataclasses, typing
+        import models
+        was = deferred("models")
+        p = models.Point(3, 4, models.Color.GREEN)
+        back = pickle.loads(pickle.dumps(p))
+        hints = typing.get_type_hints(models.dist)
+        print(json.dumps({"was": was, "same": back == p,
+                          "asdict": str(dataclasses.asdict(p)),
+                          "colors": [c.name for c in models.Color],
+                          "member": models.Color(2).name,
+                          "dist": models.dist(p, models.Point(0, 0)),
+                          "hints": sorted(k + ":" + getattr(v, "__name__", str(v))
+                                          for k, v in hints.items()),
+                          "pair": str(models.Pair)}))
+    """)
+    assert applied["was"] is True and plain["was"] is False
+    for k in ("same", "asdict", "colors", "member", "dist", "hints", "pair"):
+        assert plain[k] == applied[k], k
+
+
+def test_decorator_registration_stays_eager(python, workdir):
+    # plugin's body calls register() of another module: deferring it would
+    # leave the registry empty, so the plan keeps it eager.
+    write(workdir, "registry.py", """
+        PLUGINS = {}
+        def register(name):
+            def deco(fn):
+                PLUGINS[name] = fn
+                return fn
+            return deco
+    """)
+    write(workdir, "plugin.py", """
+        import registry
+        @registry.register("hello")
+        def hello():
+            return "hi"
+    """)
+    write(workdir, "quiet.py", """
+        import functools
+        @functools.lru_cache(maxsize=None)
+        def f(x):
+            return x * 2
+    """)
+    plan = record(python, workdir, ["registry", "plugin", "quiet"])
+    assert action(plan, "plugin") == "eager"
+    reasons = {m["name"]: [r["code"] for r in m["reasons"]]
+               for m in plan["modules"]}
+    assert "registration" in reasons["plugin"]
+    assert action(plan, "quiet") == "defer"
+    plain, applied = compare(python, workdir, """
+        import registry, plugin, quiet
+        was = deferred("quiet")
+        print(json.dumps({"was": was, "plugins": sorted(registry.PLUGINS),
+                          "call": registry.PLUGINS["hello"](),
+                          "f": quiet.f(21)}))
+    """)
+    assert applied["was"] is True
+    for k in ("plugins", "call", "f"):
+        assert plain[k] == applied[k]
+
+
+def test_circular_imports(python, workdir):
+    write(workdir, "ca.py", """
+        import cb
+        def f():
+            return "a" + cb.g()
+        def h():
+            return "A"
+    """)
+    write(workdir, "cb.py", """
+        import ca
+        def g():
+            return "b" + ca.h()
+    """)
+    plan = record(python, workdir, ["ca"])
+    assert action(plan, "ca") == "defer" and action(plan, "cb") == "defer"
+    plain, applied = compare(python, workdir, """
+        import ca
+        was = deferred("ca")
+        r = ca.f()
+        print(json.dumps({"was": was, "r": r, "cb": deferred("cb")}))
+    """)
+    assert applied["was"] is True
+    assert plain["r"] == applied["r"] == "abA"
+
+
+def test_star_import_and_all(python, workdir):
+    write(workdir, "stars.py", """
+        __all__ = ["public", "ALSO"]
+        def public():
+            return 1
+        def _private():
+            return 2
+        ALSO = "x"
+        HIDDEN = "y"
+    """)
+    write(workdir, "nostar.py", """
+        A = 1
+        _B = 2
+    """)
+    plan = record(python, workdir, ["stars", "nostar"])
+    assert action(plan, "stars") == "defer"
+    plain, applied = compare(python, workdir, """
+        import stars, nostar
+        was = [deferred("stars"), deferred("nostar")]
+        ns = {}
+        exec("from stars import *", ns)
+        ns2 = {}
+        exec("from nostar import *", ns2)
+        print(json.dumps({"was": was,
+                          "names": sorted(k for k in ns if k != "__builtins__"),
+                          "names2": sorted(k for k in ns2 if k != "__builtins__"),
+                          "dir": "public" in dir(stars)}))
+    """)
+    assert applied["was"] == [True, True]
+    for k in ("names", "names2", "dir"):
+        assert plain[k] == applied[k]
+
+
+def test_import_statements_and_submodules_do_not_force(python, workdir):
+    write(workdir, "pkg/__init__.py", """
+        TOP = "top"
+    """)
+    write(workdir, "pkg/sub.py", """
+        def f():
+            return "sub"
+    """)
+    write(workdir, "pkg/other.py", """
+        X = 5
+    """)
+    plan = record(python, workdir, ["pkg.sub", "pkg.other"])
+    assert action(plan, "pkg") == "defer"
+    plain, applied = compare(python, workdir, """
+        def ran():
+            d = object.__getattribute__(sys.modules["pkg"], "__dict__")
+            return "TOP" in d
+        import pkg
+        import pkg.sub
+        from pkg import other
+        import importlib
+        importlib.import_module("pkg.sub")
+        was = [deferred("pkg"), deferred("pkg.sub"), deferred("pkg.other"),
+               ran()]
+        bound = pkg.sub is sys.modules["pkg.sub"]
+        r = pkg.sub.f()
+        mid = [deferred("pkg"), deferred("pkg.sub"), ran()]
+        print(json.dumps({"was": was, "mid": mid, "bound": bound, "r": r,
+                          "other": other.X, "top": pkg.TOP, "ran": ran()}))
+    """)
+    assert plain["was"] == [False, False, False, True]
+    assert applied["was"] == [True, True, True, False]
+    assert applied["mid"] == [True, False, False]
+    for k in ("bound", "r", "other", "top", "ran"):
+        assert plain[k] == applied[k]
+
+
+def test_from_import_binds_the_real_object(python, workdir):
+    write(workdir, "lib.py", """
+        class Thing(object):
+            pass
+        def make():
+            return Thing()
+    """)
+    plan = record(python, workdir, ["lib"])
+    assert action(plan, "lib") == "defer"
+    plain, applied = compare(python, workdir, """
+        import lib
+        was = deferred("lib")
+        from lib import Thing, make
+        print(json.dumps({"was": was, "now": deferred("lib"),
+                          "type": type(Thing).__name__,
+                          "same": type(make()) is Thing}))
+    """)
+    assert applied["was"] is True and applied["now"] is False
+    assert plain["type"] == applied["type"] == "type"
+    assert plain["same"] is applied["same"] is True
+
+
+def test_error_surfaces_at_first_use_with_its_traceback(python, workdir):
+    write(workdir, "fragile.py", """
+        import os
+        if os.environ.get("FRAGILE_FAIL"):
+            raise ValueError("fragile body failed")
+        VALUE = 1
+    """)
+    plan = record(python, workdir, ["fragile"])
+    assert action(plan, "fragile") == "defer"
+    code = """
+        import traceback
+        out = {}
+        try:
+            import fragile
+            out["import"] = "ok"
+            out["was"] = deferred("fragile")
+        except ValueError as e:
+            out["import"] = str(e)
+        for attempt in ("first", "second"):
+            try:
+                out[attempt] = fragile.VALUE
+            except ValueError as e:
+                tb = traceback.extract_tb(e.__traceback__)
+                out[attempt] = [str(e), any(f.filename.endswith("fragile.py")
+                                            for f in tb)]
+            except NameError:
+                out[attempt] = "unbound"
+        try:
+            import fragile as again
+            out["reimport"] = "ok"
+        except ValueError as e:
+            out["reimport"] = str(e)
+        print(json.dumps(out))
+    """
+    plain, applied = compare(python, workdir, code, FRAGILE_FAIL="1")
+    assert plain["import"] == "fragile body failed"
+    assert applied["import"] == "ok" and applied["was"] is True
+    assert applied["first"] == ["fragile body failed", True]
+    assert applied["second"] == ["fragile body failed", True]
+    # A later import statement imports it afresh, as after a plain failure.
+    assert applied["reimport"] == "fragile body failed"
+
+
+def test_threads_run_a_deferred_body_once(python, workdir):
+    write(workdir, "box.py", "RUNS = []\n")
+    write(workdir, "slowbody.py", """
+        import time
+        import box
+        box.RUNS.append(1)
+        time.sleep(0.3)
+        READY = True
+    """)
+    record(python, workdir, ["slowbody"])
+    plain, applied = compare(python, workdir, """
+        import threading
+        import slowbody
+        was = deferred("slowbody")
+        seen = []
+        ts = [threading.Thread(target=lambda: seen.append(slowbody.READY))
+              for _ in range(4)]
+        for t in ts: t.start()
+        for t in ts: t.join()
+        import box
+        print(json.dumps({"was": was, "seen": seen, "count": len(box.RUNS)}))
+    """)
+    assert applied["was"] is True
+    assert plain["seen"] == applied["seen"] == [True] * 4
+    assert applied["count"] == 1
+
+
+def test_background_warm_loads_everything_after_responded(python, workdir):
+    write(workdir, "w1.py", "A = 1\n")
+    write(workdir, "w2.py", "import w1\nB = 2\n")
+    record(python, workdir, ["w2"])
+    write(workdir, "use.py", textwrap.dedent(PRELUDE) + textwrap.dedent("""
+        import time
+        from coldstart import plan
+        import w2
+        before = plan.deferred()
+        plan.responded()
+        for _ in range(200):
+            if not plan.deferred():
+                break
+            time.sleep(0.01)
+        print(json.dumps({"before": before, "after": plan.deferred(),
+                          "w1": deferred("w1")}))
+    """))
+    p = _run(python, workdir, "use.py", _env(
+        COLDSTART_PLAN=os.path.join(workdir, "plan.json"),
+        COLDSTART_PLAN_WARM="background"))
+    d = json.loads(p.stdout.strip().splitlines()[-1])
+    assert d["before"] == ["w2"]
+    assert d["after"] == [] and d["w1"] is False
+
+
+def test_stale_plans_are_ignored_whole(python, workdir):
+    write(workdir, "m1.py", "A = 1\n")
+    write(workdir, "m2.py", "B = 2\n")
+    record(python, workdir, ["m1", "m2"])
+    code = textwrap.dedent(PRELUDE) + textwrap.dedent("""
+        import m1, m2
+        print(json.dumps([deferred("m1"), deferred("m2")]))
+    """)
+    write(workdir, "use.py", code)
+    planf = os.path.join(workdir, "plan.json")
+    p = _run(python, workdir, "use.py", _env(COLDSTART_PLAN=planf))
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == [True, True]
+    # A changed file: nothing is deferred, not even the unchanged one.
+    write(workdir, "m2.py", "B = 3  # changed\n")
+    p = _run(python, workdir, "use.py", _env(COLDSTART_PLAN=planf))
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == [False, False]
+    assert "ignoring stale plan" in p.stderr and "m2" in p.stderr
+    # Another interpreter's plan.
+    with open(planf) as f:
+        plan = json.load(f)
+    plan["python"]["version"] = "2.0.0 (elsewhere)"
+    with open(planf, "w") as f:
+        json.dump(plan, f)
+    p = _run(python, workdir, "use.py", _env(COLDSTART_PLAN=planf))
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == [False, False]
+    assert "another interpreter" in p.stderr
+    # Not a plan at all.
+    with open(planf, "w") as f:
+        f.write("{not json")
+    p = _run(python, workdir, "use.py", _env(COLDSTART_PLAN=planf))
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == [False, False]
+    assert "is not JSON" in p.stderr
+
+
+def test_shadowing_file_makes_the_plan_stale(python, workdir):
+    write(workdir, "lib/shadowme.py", "WHO = 'lib'\n")
+    write(workdir, "record.py", "import sys, os\n"
+          "sys.path.append(os.path.join(os.getcwd(), 'lib'))\n"
+          "import shadowme\n")
+    planf = os.path.join(workdir, "plan.json")
+    _run(python, workdir, "record.py", _env(COLDSTART_PLAN_RECORD=planf))
+    write(workdir, "use.py", textwrap.dedent(PRELUDE) + textwrap.dedent("""
+        import os
+        sys.path.append(os.path.join(os.getcwd(), "lib"))
+        import shadowme
+        print(json.dumps([deferred("shadowme"), shadowme.WHO]))
+    """))
+    p = _run(python, workdir, "use.py", _env(COLDSTART_PLAN=planf))
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == [True, "lib"]
+    # shadowme.py in the script's directory comes before lib/ on sys.path:
+    # the plan must not answer from lib/ any more.
+    write(workdir, "shadowme.py", "WHO = 'front'\n")
+    p = _run(python, workdir, "use.py", _env(COLDSTART_PLAN=planf))
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == [False, "front"]
+    assert "ignoring stale plan" in p.stderr and "shadowme" in p.stderr
+
+
+def test_native_extensions_and_effects_stay_eager(python, workdir):
+    write(workdir, "writes.py", """
+        import os
+        with open(os.path.join(os.path.dirname(__file__), "log.txt"), "w") as f:
+            f.write("hello")
+    """)
+    write(workdir, "exits.py", """
+        import atexit
+        atexit.register(lambda: None)
+    """)
+    plan = record(python, workdir, ["writes", "exits", "decimal", "ctypes",
+                                    "json"], eager="json")
+    mods = {m["name"]: m for m in plan["modules"]}
+    assert mods["writes"]["action"] == "eager"
+    # Its atexit function runs at exit, before a run-to-exit plan ends, so
+    # it may be "used" as well; either way it is not deferred.
+    assert mods["exits"]["action"] in ("eager", "load")
+    assert any(r["code"] == "registration" for r in mods["exits"]["reasons"])
+    assert mods["json"]["action"] == "eager"
+    assert any(r["code"] == "pinned" for r in mods["json"]["reasons"])
+    exts = [m for m in plan["modules"] if m["kind"] == "extension"]
+    assert exts, "no native extension was imported"
+    assert all(m["action"] != "defer" for m in exts)
+    for m in plan["modules"]:
+        if m["kind"] in ("source", "bytecode", "extension"):
+            assert os.path.isabs(m["path"]) and m["size"] > 0
+
+
+def test_coldstart_run_applies_a_plan(python, workdir):
+    write(workdir, "big.py", "X = 41\n")
+    write(workdir, "app.py", textwrap.dedent(PRELUDE) + textwrap.dedent("""
+        import big
+        print(json.dumps({"was": deferred("big"), "x": big.X + 1,
+                          "argv": sys.argv[1:]}))
+    """))
+    record(python, workdir, ["big"])
+    env = _env()
+    env["PYTHONPATH"] = PYDIR
+    p = subprocess.run([python, "-m", "coldstart.run", "--plan",
+                        os.path.join(workdir, "plan.json"), "app.py", "a1"],
+                       cwd=workdir, capture_output=True, text=True,
+                       timeout=60, env=env)
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout.strip().splitlines()[-1])
+    assert d == {"was": True, "x": 42, "argv": ["a1"]}
+    p = subprocess.run([python, "-m", "coldstart.run", "--warm", "sideways",
+                        "app.py"], cwd=workdir, capture_output=True,
+                       text=True, timeout=60, env=env)
+    assert p.returncode == 2 and "off or background" in p.stderr
+
+
+def test_pep810_filter_names_the_deferred_imports(python, workdir):
+    # The plan drives PEP 810's sys.set_lazy_imports_filter on 3.15+; the
+    # filter itself is plain Python and checked here on every interpreter.
+    write(workdir, "lazy1.py", "A = 1\n")
+    write(workdir, "busy.py", """
+        import lazy1
+        import atexit
+        atexit.register(print, "")
+    """)
+    plan = record(python, workdir, ["busy"])
+    write(workdir, "use.py", """
+        import json, sys
+        from coldstart import plan
+        p = plan.read(sys.argv[1])
+        f = plan.lazy_imports_filter(p)
+        g = plan.lazy_imports_filter(p, strict=True)
+        print(json.dumps([f("__main__", "lazy1", None), f("x", "busy", None),
+                          f("x", "os", ("path",)), g("x", "busy", None)]))
+    """)
+    p = subprocess.run([python, "use.py", os.path.join(workdir, "plan.json")],
+                       cwd=workdir, capture_output=True, text=True,
+                       timeout=60, env=_env())
+    assert p.returncode == 0, p.stderr
+    assert action(plan, "busy") == "eager"
+    assert json.loads(p.stdout) == [True, False, False, True]
+
+
+def test_package_that_rebinds_a_submodule_name(python, workdir):
+    # dateutil.parser does `from .isoparser import isoparser`: once the
+    # package has run, pkg.isoparser is the class, not the submodule.
+    write(workdir, "rpkg/__init__.py", "from .thing import thing\n")
+    write(workdir, "rpkg/thing.py", "def thing():\n    return 'function'\n")
+    plan = record(python, workdir, ["rpkg"])
+    mods = {m["name"]: m for m in plan["modules"]}
+    assert mods["rpkg"]["rebinds"] == ["thing"]
+    assert mods["rpkg"]["action"] == "defer"
+    plain, applied = compare(python, workdir, """
+        import rpkg.thing
+        was = deferred("rpkg")
+        from rpkg import thing
+        print(json.dumps({"was": was, "kind": type(thing).__name__,
+                          "call": thing() if callable(thing) else None,
+                          "attr": type(rpkg.thing).__name__}))
+    """)
+    assert applied["was"] is True and plain["was"] is False
+    for k in ("kind", "call", "attr"):
+        assert plain[k] == applied[k], k
+    assert applied["kind"] == "function"
