@@ -446,14 +446,19 @@ static int64_t us_of(int64_t ns)
 	return ns >= 0 ? (ns + 500) / 1000 : -((-ns + 500) / 1000);
 }
 
-static void add_sample(struct timeline *tl, int64_t t_ns, int64_t wall_ns, int64_t cpu_ns, int32_t node)
+/*
+ * A sample for the interval from from_ns to t_ns.  Both ends are rounded to
+ * microseconds since the origin before they are subtracted, so the samples
+ * of a thread add up to its span exactly.
+ */
+static void add_sample(struct timeline *tl, int64_t t_ns, int64_t from_ns, int64_t cpu_ns, int32_t node)
 {
 	struct tl_sample *s;
 
 	ALLOC_GROW(tl->samples, tl->nr_samples + 1, tl->alloc_samples);
 	s = &tl->samples[tl->nr_samples++];
 	s->t_us = us_of(t_ns - tl->origin_ns);
-	s->wall_us = us_of(wall_ns);
+	s->wall_us = s->t_us - us_of(from_ns - tl->origin_ns);
 	s->cpu_us = cpu_ns >= 0 ? us_of(cpu_ns) : UNKNOWN;
 	s->node = node;
 }
@@ -501,6 +506,17 @@ static int32_t place(struct build *b, const struct sf_sample *s)
 	return node;
 }
 
+/* Whether node i lies below node a. */
+static bool under(const struct timeline *tl, int32_t i, int32_t a)
+{
+	if (a < 0)
+		return false;
+	for (i = tl->nodes[i].parent; i >= 0; i = tl->nodes[i].parent)
+		if (i == a)
+			return true;
+	return false;
+}
+
 /*
  * Adds the samples up to the cut.  The main thread is sampled by wall time:
  * a sample stands for the interval since the previous one (a thread that
@@ -511,11 +527,14 @@ static int32_t place(struct build *b, const struct sf_sample *s)
 static void add_samples(struct build *b, int64_t end_ns)
 {
 	const struct samples_file *sf = b->sf;
+	bool began = false;
 	size_t i;
 
 	grow_threads(b, 1);
-	b->last_t[1] = sf->start_ns;
-	b->last_cpu[1] = sf->start_thread_cpu_ns;
+	if (b->last_t[1] < 0) {
+		b->last_t[1] = sf->start_ns;
+		b->last_cpu[1] = sf->start_thread_cpu_ns;
+	}
 	for (i = 0; i < sf->nr_samples; i++) {
 		const struct sf_sample *s = &sf->samples[i];
 		int64_t wall, cpu, t = s->t_ns;
@@ -548,8 +567,18 @@ static void add_samples(struct build *b, int64_t end_ns)
 		}
 		b->last_t[s->thread] = t;
 		b->last_cpu[s->thread] = s->cpu_ns;
-		node = place(b, s);
-		add_sample(b->tl, t, wall, cpu, node);
+		/*
+		 * No Python frame before the program's own first one: the
+		 * interpreter between site and __main__ (reading and compiling
+		 * the script, runpy's set-up in C).
+		 */
+		if (s->thread == 1 && !s->nr && !began && !sf->forked)
+			node = startup_node(b, 1);
+		else
+			node = place(b, s);
+		if (s->thread == 1 && !began && node != b->startup_node[1] && !under(b->tl, node, b->startup_node[1]))
+			began = true;
+		add_sample(b->tl, t, t - wall, cpu, node);
 		b->sampled_cpu_ns += cpu;
 	}
 }
@@ -627,7 +656,9 @@ int timeline_build(struct timeline *tl, const struct samples_file *sf, const str
 		int64_t t = end_ns >= 0 && end_ns < sf->start_ns ? end_ns : sf->start_ns;
 		int32_t node = startup_node(&b, 1);
 
-		add_sample(tl, t, t - tl->origin_ns, sf->start_thread_cpu_ns, node);
+		add_sample(tl, t, tl->origin_ns, sf->start_thread_cpu_ns, node);
+		b.last_t[1] = t;
+		b.last_cpu[1] = sf->start_thread_cpu_ns;
 		if (t < sf->start_ns)
 			b.done[1] = true;
 	}
@@ -642,7 +673,7 @@ int timeline_build(struct timeline *tl, const struct samples_file *sf, const str
 	if (end_ns >= 0 && !b.done[1] && last_ns < end_ns) {
 		int32_t node = tail_node(&b, root);
 
-		add_sample(tl, end_ns, end_ns - last_ns, UNKNOWN, node);
+		add_sample(tl, end_ns, last_ns, UNKNOWN, node);
 		last_ns = end_ns;
 	} else if (end_ns < 0 && exit_ns > last_ns) {
 		int32_t node = tail_node(&b, root);
@@ -653,7 +684,7 @@ int timeline_build(struct timeline *tl, const struct samples_file *sf, const str
 			if (cpu < 0)
 				cpu = 0;
 		}
-		add_sample(tl, exit_ns, exit_ns - last_ns, cpu, node);
+		add_sample(tl, exit_ns, last_ns, cpu, node);
 		last_ns = exit_ns;
 	}
 	tl->end_us = us_of(last_ns - tl->origin_ns);

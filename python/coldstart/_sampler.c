@@ -68,7 +68,9 @@ struct code_slot {
 /* Per-thread state of the handler (no thread-local storage in a signal handler). */
 struct thread_slot {
 	pid_t tid;
-	int no; /* 1 = the main thread, then in order of first sample */
+	int no; /* 1 = the main thread, then in order of registration */
+	timer_t timer; /* its CPU-time timer (other threads than the main one) */
+	int has_timer;
 };
 
 struct sampler {
@@ -79,8 +81,8 @@ struct sampler {
 	pid_t pid;
 	pid_t main_tid;
 	long interval_us;
-	timer_t wall_timer, cpu_timer;
-	int have_wall, have_cpu;
+	timer_t wall_timer;
+	int have_wall;
 	int installed;
 	uint32_t next_id;
 	int next_tno;
@@ -248,14 +250,20 @@ static void rec_start(struct rec *r, char type, int64_t t)
 
 static void timers_delete(void)
 {
+	unsigned int i;
+
 	if (S.have_wall)
 		timer_delete(S.wall_timer);
-	if (S.have_cpu)
-		timer_delete(S.cpu_timer);
-	S.have_wall = S.have_cpu = 0;
+	S.have_wall = 0;
+	for (i = 0; i < THREAD_SLOTS; i++)
+		if (S.threads[i].has_timer) {
+			timer_delete(S.threads[i].timer);
+			S.threads[i].has_timer = 0;
+		}
 }
 
-static int thread_no(pid_t tid)
+/* The slot of tid, or with add a new one; NULL when the table is full. */
+static struct thread_slot *thread_slot(pid_t tid, int add)
 {
 	unsigned int i, h = (unsigned int)tid % THREAD_SLOTS;
 
@@ -263,14 +271,26 @@ static int thread_no(pid_t tid)
 		struct thread_slot *t = &S.threads[(h + i) % THREAD_SLOTS];
 
 		if (t->tid == tid)
-			return t->no;
+			return t;
 		if (!t->tid) {
+			if (!add)
+				return NULL;
 			t->tid = tid;
-			t->no = tid == S.main_tid ? 1 : ++S.next_tno;
-			return t->no;
+			return t;
 		}
 	}
-	return 0;
+	return NULL;
+}
+
+/* The thread's number in the samples: 1 for the main thread, 0 for one never registered. */
+static int thread_no(pid_t tid)
+{
+	struct thread_slot *t;
+
+	if (tid == S.main_tid)
+		return 1;
+	t = thread_slot(tid, 0);
+	return t ? t->no : 0;
 }
 
 #if PY_VERSION_HEX >= 0x030B0000
@@ -557,8 +577,6 @@ static void take_sample(int src)
 		sampler_stop_now();
 		return;
 	}
-	if (src == SRC_CPU && tid == S.main_tid)
-		return; /* the wall timer samples the main thread */
 	ts = PyGILState_GetThisThreadState();
 	if (!ts)
 		return;
@@ -620,21 +638,168 @@ static int timer_make(timer_t *tm, clockid_t clock, int src, pid_t tid, long int
  * The main thread, where start-up happens, is sampled every interval of wall
  * time: a thread that waits (for I/O, a lock, or the CPU quota) gets the
  * signal when it runs again, before any more Python code, so the sample
- * shows where it waited.  Other threads are sampled by process CPU time,
- * CPU_EVERY intervals at a time: the kernel sends that signal to the thread
- * that was running, which is mostly the main thread (its handler ignores
- * it), so a finer one would double what the main thread pays.
+ * shows where it waited.  Other threads are sampled every interval of their
+ * own CPU time, from timers they make when they start (thread_started).
  */
-#define CPU_EVERY 10
-
 static int timers_start(void)
 {
 	if (timer_make(&S.wall_timer, CLOCK_MONOTONIC, SRC_WALL, S.main_tid, S.interval_us) < 0)
 		return -1;
 	S.have_wall = 1;
-	if (timer_make(&S.cpu_timer, CLOCK_PROCESS_CPUTIME_ID, SRC_CPU, 0, S.interval_us * CPU_EVERY) == 0)
-		S.have_cpu = 1;
 	return 0;
+}
+
+static void busy_lock(void)
+{
+	while (atomic_flag_test_and_set(&busy))
+		;
+}
+
+/*
+ * In a thread that _thread started, with the GIL: a CPU-time timer that
+ * sends SIGPROF to this thread.  The table is shared with the handler, so it
+ * changes under the handler's own flag.
+ */
+static void thread_started(void)
+{
+	pid_t tid = gettid_raw();
+	struct thread_slot *t;
+	timer_t tm;
+
+	if (!S.enabled || getpid() != S.pid || tid == S.main_tid)
+		return;
+	if (timer_make(&tm, CLOCK_THREAD_CPUTIME_ID, SRC_CPU, tid, S.interval_us) < 0)
+		return;
+	busy_lock();
+	t = thread_slot(tid, 1);
+	if (t) {
+		t->no = ++S.next_tno;
+		t->timer = tm;
+		t->has_timer = 1;
+	}
+	atomic_flag_clear(&busy);
+	if (!t)
+		timer_delete(tm);
+}
+
+static void thread_ended(void)
+{
+	pid_t tid = gettid_raw();
+	struct thread_slot *t;
+
+	if (getpid() != S.pid)
+		return;
+	busy_lock();
+	t = thread_slot(tid, 0);
+	if (t && t->has_timer) {
+		timer_delete(t->timer);
+		t->has_timer = 0;
+	}
+	atomic_flag_clear(&busy);
+}
+
+/* What a thread started through the wrapped _thread functions runs: fn, between the two calls above. */
+static PyObject *thread_entry(PyObject *fn, PyObject *args, PyObject *kw)
+{
+	PyObject *res;
+
+	thread_started();
+	res = PyObject_Call(fn, args, kw);
+	thread_ended();
+	return res;
+}
+
+static PyMethodDef entry_def = { "coldstart_thread_entry", (PyCFunction)(void (*)(void))thread_entry,
+				 METH_VARARGS | METH_KEYWORDS, NULL };
+
+/*
+ * _thread.start_new_thread(function, args[, kwargs]) and, from 3.13,
+ * _thread.start_joinable_thread(function, handle=None, daemon=True): the
+ * function is replaced by thread_entry around it.
+ */
+static PyObject *wrap_start(PyObject *orig, PyObject *args, PyObject *kw)
+{
+	PyObject *fn = PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0) : NULL;
+	PyObject *entry, *nargs, *nkw = NULL, *res;
+	int in_kw = 0;
+
+	if (!fn && kw && (fn = PyDict_GetItemString(kw, "function")))
+		in_kw = 1;
+	if (!S.enabled || !fn || !PyCallable_Check(fn))
+		return PyObject_Call(orig, args, kw);
+	entry = PyCFunction_New(&entry_def, fn);
+	if (!entry)
+		return NULL;
+	if (in_kw) {
+		nargs = args;
+		Py_INCREF(nargs);
+		nkw = PyDict_Copy(kw);
+		if (!nkw || PyDict_SetItemString(nkw, "function", entry) < 0) {
+			Py_XDECREF(nkw);
+			Py_DECREF(nargs);
+			Py_DECREF(entry);
+			return NULL;
+		}
+	} else {
+		nargs = PyTuple_GetSlice(args, 0, PyTuple_GET_SIZE(args));
+		if (!nargs) {
+			Py_DECREF(entry);
+			return NULL;
+		}
+		Py_SETREF(((PyTupleObject *)nargs)->ob_item[0], entry);
+		Py_INCREF(entry);
+	}
+	res = PyObject_Call(orig, nargs, nkw ? nkw : kw);
+	Py_DECREF(entry);
+	Py_DECREF(nargs);
+	Py_XDECREF(nkw);
+	return res;
+}
+
+static PyMethodDef start_new_def = { "start_new_thread", (PyCFunction)(void (*)(void))wrap_start,
+				     METH_VARARGS | METH_KEYWORDS, NULL };
+static PyMethodDef start_new_alias_def = { "start_new", (PyCFunction)(void (*)(void))wrap_start,
+					   METH_VARARGS | METH_KEYWORDS, NULL };
+#if PY_VERSION_HEX >= 0x030D0000
+static PyMethodDef start_joinable_def = { "start_joinable_thread", (PyCFunction)(void (*)(void))wrap_start,
+					  METH_VARARGS | METH_KEYWORDS, NULL };
+#endif
+
+/* Replaces mod.<name> with a C function around it (self = the original); once. */
+static void wrap_attr(PyObject *mod, PyMethodDef *def)
+{
+	PyObject *orig = PyObject_GetAttrString(mod, def->ml_name), *w;
+
+	if (!orig) {
+		PyErr_Clear();
+		return;
+	}
+	if (PyCFunction_Check(orig) && PyCFunction_GET_FUNCTION(orig) == def->ml_meth) {
+		Py_DECREF(orig);
+		return;
+	}
+	w = PyCFunction_New(def, orig);
+	Py_DECREF(orig);
+	if (!w || PyObject_SetAttrString(mod, def->ml_name, w) < 0)
+		PyErr_Clear();
+	Py_XDECREF(w);
+}
+
+/* The threads that threading (imported after this) or _thread start get CPU-time timers. */
+static void wrap_thread_start(void)
+{
+	PyObject *mod = PyImport_ImportModule("_thread");
+
+	if (!mod) {
+		PyErr_Clear();
+		return;
+	}
+	wrap_attr(mod, &start_new_def);
+	wrap_attr(mod, &start_new_alias_def);
+#if PY_VERSION_HEX >= 0x030D0000
+	wrap_attr(mod, &start_joinable_def);
+#endif
+	Py_DECREF(mod);
 }
 
 /* origin: "exec" for the interpreter's own start, "fork" in an os.fork() child. */
@@ -729,8 +894,7 @@ static void sampler_shutdown(const char *why)
 		return;
 	S.enabled = 0;
 	timers_delete();
-	while (atomic_flag_test_and_set(&busy))
-		;
+	busy_lock();
 	file_close(why);
 	atomic_flag_clear(&busy);
 }
@@ -774,6 +938,7 @@ static PyObject *sampler_start(PyObject *self, PyObject *args)
 		sigaction(SIGSEGV, &sa, &old_segv);
 		sigaction(SIGBUS, &sa, &old_bus);
 		Py_AtExit(sampler_atexit);
+		wrap_thread_start();
 		S.installed = 1;
 	}
 	S.enabled = 1;
@@ -797,8 +962,8 @@ static PyObject *sampler_after_fork(PyObject *self, PyObject *unused)
 {
 	if (!S.enabled)
 		Py_RETURN_NONE;
-	/* Timers are not inherited; the parent's mapping is the parent's file. */
-	S.have_wall = S.have_cpu = 0;
+	/* Timers are not inherited, nor are the other threads; the parent's mapping is the parent's file. */
+	S.have_wall = 0;
 	if (S.map)
 		munmap(S.map, MAP_BYTES);
 	if (S.fd >= 0)

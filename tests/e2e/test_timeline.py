@@ -249,7 +249,7 @@ import json, re, threading, time
 def build_patterns():
     return [re.compile(r"(\\w+)-(\\d+)-%d[a-z]*" % i) for i in range(300)]
 def crunch():
-    return sum(len(json.dumps({"k%d" % i: list(range(50))})) for i in range(1500))
+    return sum(len(json.dumps({"k%d" % i: list(range(50))})) for i in range(4000))
 def sleeper():
     time.sleep(0.06)
 t = threading.Thread(target=crunch)
