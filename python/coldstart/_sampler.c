@@ -760,9 +760,14 @@ static PyMethodDef start_new_def = { "start_new_thread", (PyCFunction)(void (*)(
 				     METH_VARARGS | METH_KEYWORDS, NULL };
 static PyMethodDef start_new_alias_def = { "start_new", (PyCFunction)(void (*)(void))wrap_start,
 					   METH_VARARGS | METH_KEYWORDS, NULL };
+/* threading's own names for them, bound when it was imported. */
+static PyMethodDef threading_start_def = { "_start_new_thread", (PyCFunction)(void (*)(void))wrap_start,
+					   METH_VARARGS | METH_KEYWORDS, NULL };
 #if PY_VERSION_HEX >= 0x030D0000
 static PyMethodDef start_joinable_def = { "start_joinable_thread", (PyCFunction)(void (*)(void))wrap_start,
 					  METH_VARARGS | METH_KEYWORDS, NULL };
+static PyMethodDef threading_joinable_def = { "_start_joinable_thread", (PyCFunction)(void (*)(void))wrap_start,
+					      METH_VARARGS | METH_KEYWORDS, NULL };
 #endif
 
 /* Replaces mod.<name> with a C function around it (self = the original); once. */
@@ -785,10 +790,15 @@ static void wrap_attr(PyObject *mod, PyMethodDef *def)
 	Py_XDECREF(w);
 }
 
-/* The threads that threading (imported after this) or _thread start get CPU-time timers. */
+/*
+ * The threads that threading or _thread start get CPU-time timers.
+ * threading binds _thread's functions when it is imported, which a .pth
+ * file may have made happen before this: its names are wrapped too.
+ */
 static void wrap_thread_start(void)
 {
 	PyObject *mod = PyImport_ImportModule("_thread");
+	PyObject *threading;
 
 	if (!mod) {
 		PyErr_Clear();
@@ -800,6 +810,15 @@ static void wrap_thread_start(void)
 	wrap_attr(mod, &start_joinable_def);
 #endif
 	Py_DECREF(mod);
+	threading = PyDict_GetItemString(PyImport_GetModuleDict(), "threading");
+	if (threading) {
+		if (PyObject_HasAttrString(threading, "_start_new_thread"))
+			wrap_attr(threading, &threading_start_def);
+#if PY_VERSION_HEX >= 0x030D0000
+		if (PyObject_HasAttrString(threading, "_start_joinable_thread"))
+			wrap_attr(threading, &threading_joinable_def);
+#endif
+	}
 }
 
 /* origin: "exec" for the interpreter's own start, "fork" in an os.fork() child. */
