@@ -108,22 +108,23 @@ static int on_code(struct samples_file *sf, char **f, size_t nf)
 
 static int on_sample(struct samples_file *sf, char **f, size_t nf)
 {
-	int64_t t, thread, cpu, id;
+	int64_t t, thread, cpu, wait, id;
 	struct sf_sample *s;
 	size_t i;
 
-	if (nf < 4 || parse_i64(f[1], &t) < 0 || parse_i64(f[2], &thread) < 0 || parse_i64(f[3], &cpu) < 0 ||
-	    thread <= 0 || thread > INT32_MAX)
+	if (nf < 5 || parse_i64(f[1], &t) < 0 || parse_i64(f[2], &thread) < 0 || parse_i64(f[3], &cpu) < 0 ||
+	    parse_i64(f[4], &wait) < 0 || thread <= 0 || thread > INT32_MAX)
 		return -1;
 	ALLOC_GROW(sf->samples, sf->nr_samples + 1, sf->alloc_samples);
 	s = &sf->samples[sf->nr_samples];
 	s->t_ns = t;
 	s->cpu_ns = cpu;
+	s->wait_ns = wait >= 0 ? wait : UNKNOWN;
 	s->thread = (int32_t)thread;
 	s->first = (uint32_t)sf->nr_frames;
 	s->nr = 0;
 	s->truncated = false;
-	for (i = 4; i < nf; i++) {
+	for (i = 5; i < nf; i++) {
 		struct sf_frame *fr;
 		char *colon;
 
@@ -174,6 +175,8 @@ static int on_record(struct samples_file *sf, char *line, bool *header)
 		unescape(f[7]);
 		snprintf(sf->version, sizeof(sf->version), "%s", f[7]);
 		sf->forked = nf > 8 && !strcmp(f[8], "fork");
+		if (nf > 9 && parse_i64(f[9], &v[6]) == 0 && v[6] >= 0)
+			sf->start_wait_ns = v[6];
 		return 0;
 	case 'C':
 		return on_code(sf, f, nf);
@@ -205,7 +208,7 @@ void samples_init(struct samples_file *sf)
 	buf_addch(&sf->pool, '\0');
 	sf->pid = sf->ppid = -1;
 	sf->start_ns = sf->final_ns = sf->end_ns = sf->end_proc_cpu_ns = UNKNOWN;
-	sf->interval_us = sf->start_thread_cpu_ns = sf->start_proc_cpu_ns = UNKNOWN;
+	sf->interval_us = sf->start_thread_cpu_ns = sf->start_proc_cpu_ns = sf->start_wait_ns = UNKNOWN;
 	ALLOC_GROW(sf->codes, 1, sf->alloc_codes);
 	memset(sf->codes, 0, sizeof(*sf->codes));
 	sf->nr_codes = 1;

@@ -29,6 +29,7 @@ struct sf_frame {
 struct sf_sample {
 	int64_t t_ns; /* CLOCK_MONOTONIC */
 	int64_t cpu_ns; /* the thread's CPU time (CLOCK_THREAD_CPUTIME_ID) */
+	int64_t wait_ns; /* the main thread's time waiting for a CPU so far (schedstat); UNKNOWN */
 	int32_t thread; /* 1 = the main thread (the one that started the sampler, or forked) */
 	uint32_t first; /* frames[first .. first + nr), innermost first */
 	uint32_t nr;
@@ -41,6 +42,7 @@ struct samples_file {
 	int64_t interval_us;
 	int64_t start_thread_cpu_ns; /* CPU time of the main thread when sampling started */
 	int64_t start_proc_cpu_ns; /* and of the process */
+	int64_t start_wait_ns; /* the main thread's time waiting for a CPU until then; UNKNOWN */
 	char version[32]; /* the interpreter's */
 	bool forked; /* an os.fork() child: sampling began at the fork (else at interpreter start-up) */
 	int64_t final_ns; /* the interpreter began finalising (F); UNKNOWN */

@@ -121,6 +121,7 @@ struct build {
 	int64_t *last_t, *last_cpu;
 	bool *done;
 	int64_t sampled_cpu_ns; /* CPU time of every sample, all threads */
+	int64_t last_wait; /* the main thread's time waiting for a CPU at its last sample; UNKNOWN */
 };
 
 static int32_t root_of(const struct timeline *tl, int32_t i);
@@ -451,7 +452,8 @@ static int64_t us_of(int64_t ns)
  * microseconds since the origin before they are subtracted, so the samples
  * of a thread add up to its span exactly.
  */
-static void add_sample(struct timeline *tl, int64_t t_ns, int64_t from_ns, int64_t cpu_ns, int32_t node)
+static void add_sample(struct timeline *tl, int64_t t_ns, int64_t from_ns, int64_t cpu_ns, int64_t wait_ns,
+		       int32_t node)
 {
 	struct tl_sample *s;
 
@@ -460,6 +462,9 @@ static void add_sample(struct timeline *tl, int64_t t_ns, int64_t from_ns, int64
 	s->t_us = us_of(t_ns - tl->origin_ns);
 	s->wall_us = s->t_us - us_of(from_ns - tl->origin_ns);
 	s->cpu_us = cpu_ns >= 0 ? us_of(cpu_ns) : UNKNOWN;
+	s->wait_us = wait_ns > 0 ? us_of(wait_ns) : 0;
+	if (s->wait_us > s->wall_us)
+		s->wait_us = s->wall_us;
 	s->node = node;
 }
 
@@ -537,7 +542,7 @@ static void add_samples(struct build *b, int64_t end_ns)
 	}
 	for (i = 0; i < sf->nr_samples; i++) {
 		const struct sf_sample *s = &sf->samples[i];
-		int64_t wall, cpu, t = s->t_ns;
+		int64_t wall, cpu, wait = 0, t = s->t_ns;
 		int32_t node;
 
 		grow_threads(b, s->thread);
@@ -553,8 +558,14 @@ static void add_samples(struct build *b, int64_t end_ns)
 			}
 			wall = t - b->last_t[1];
 			cpu = s->cpu_ns >= b->last_cpu[1] ? s->cpu_ns - b->last_cpu[1] : 0;
-			if (b->done[1] && s->t_ns > b->last_t[1])
+			if (s->wait_ns >= 0 && b->last_wait >= 0 && s->wait_ns >= b->last_wait)
+				wait = s->wait_ns - b->last_wait;
+			if (s->wait_ns >= 0)
+				b->last_wait = s->wait_ns;
+			if (b->done[1] && s->t_ns > b->last_t[1]) {
 				cpu = cpu * wall / (s->t_ns - b->last_t[1]);
+				wait = wait * wall / (s->t_ns - b->last_t[1]);
+			}
 		} else {
 			if (end_ns >= 0 && t > end_ns) {
 				b->done[s->thread] = true;
@@ -578,7 +589,7 @@ static void add_samples(struct build *b, int64_t end_ns)
 			node = place(b, s);
 		if (s->thread == 1 && !began && node != b->startup_node[1] && !under(b->tl, node, b->startup_node[1]))
 			began = true;
-		add_sample(b->tl, t, t - wall, cpu, node);
+		add_sample(b->tl, t, t - wall, cpu, wait, node);
 		b->sampled_cpu_ns += cpu;
 	}
 }
@@ -614,7 +625,7 @@ static void build_release(struct build *b)
 int timeline_build(struct timeline *tl, const struct samples_file *sf, const struct proc *pr,
 		   const struct tl_cut *cut, struct buf *err)
 {
-	struct build b = { .tl = tl, .sf = sf, .pr = pr };
+	struct build b = { .tl = tl, .sf = sf, .pr = pr, .last_wait = sf->start_wait_ns };
 	int64_t end_ns = cut->end_ns, last_ns, exit_ns;
 	int32_t root;
 
@@ -656,7 +667,7 @@ int timeline_build(struct timeline *tl, const struct samples_file *sf, const str
 		int64_t t = end_ns >= 0 && end_ns < sf->start_ns ? end_ns : sf->start_ns;
 		int32_t node = startup_node(&b, 1);
 
-		add_sample(tl, t, tl->origin_ns, sf->start_thread_cpu_ns, node);
+		add_sample(tl, t, tl->origin_ns, sf->start_thread_cpu_ns, sf->start_wait_ns, node);
 		b.last_t[1] = t;
 		b.last_cpu[1] = sf->start_thread_cpu_ns;
 		if (t < sf->start_ns)
@@ -673,7 +684,7 @@ int timeline_build(struct timeline *tl, const struct samples_file *sf, const str
 	if (end_ns >= 0 && !b.done[1] && last_ns < end_ns) {
 		int32_t node = tail_node(&b, root);
 
-		add_sample(tl, end_ns, last_ns, UNKNOWN, node);
+		add_sample(tl, end_ns, last_ns, UNKNOWN, 0, node);
 		last_ns = end_ns;
 	} else if (end_ns < 0 && exit_ns > last_ns) {
 		int32_t node = tail_node(&b, root);
@@ -684,7 +695,7 @@ int timeline_build(struct timeline *tl, const struct samples_file *sf, const str
 			if (cpu < 0)
 				cpu = 0;
 		}
-		add_sample(tl, exit_ns, last_ns, cpu, node);
+		add_sample(tl, exit_ns, last_ns, cpu, 0, node);
 		last_ns = exit_ns;
 	}
 	tl->end_us = us_of(last_ns - tl->origin_ns);
@@ -700,7 +711,7 @@ void timeline_sum(struct timeline *tl)
 	for (i = 0; i < tl->nr_nodes; i++) {
 		struct tl_node *n = &tl->nodes[i];
 
-		n->self_us = n->cum_us = n->self_cpu_us = n->cum_cpu_us = 0;
+		n->self_us = n->cum_us = n->self_cpu_us = n->cum_cpu_us = n->self_wait_us = n->cum_wait_us = 0;
 		n->samples = 0;
 	}
 	for (i = 0; i < tl->nr_samples; i++) {
@@ -713,11 +724,13 @@ void timeline_sum(struct timeline *tl)
 		n->samples++;
 		n->self_us += s->wall_us;
 		n->self_cpu_us += s->cpu_us > 0 ? s->cpu_us : 0;
+		n->self_wait_us += s->wait_us;
 	}
 	/* Children come after their parents: one backward pass adds them up. */
 	for (i = 0; i < tl->nr_nodes; i++) {
 		tl->nodes[i].cum_us = tl->nodes[i].self_us;
 		tl->nodes[i].cum_cpu_us = tl->nodes[i].self_cpu_us;
+		tl->nodes[i].cum_wait_us = tl->nodes[i].self_wait_us;
 	}
 	for (i = tl->nr_nodes; i-- > 0;) {
 		const struct tl_node *n = &tl->nodes[i];
@@ -725,6 +738,7 @@ void timeline_sum(struct timeline *tl)
 		if (n->parent >= 0) {
 			tl->nodes[n->parent].cum_us += n->cum_us;
 			tl->nodes[n->parent].cum_cpu_us += n->cum_cpu_us;
+			tl->nodes[n->parent].cum_wait_us += n->cum_wait_us;
 		}
 	}
 }
@@ -801,6 +815,7 @@ void timeline_split(const struct timeline *tl, struct tl_split *sp)
 		}
 		*w += s->wall_us;
 		sp->total_us += s->wall_us;
+		sp->wait_us += s->wait_us;
 		if (s->cpu_us >= 0) {
 			*c += s->cpu_us;
 			sp->total_cpu_us += s->cpu_us;
@@ -864,9 +879,19 @@ static bool same_func(const struct tl_node *a, const struct tl_node *b)
  * out for that callee, so "main > run > setup" shows setup, and the entry
  * points of the whole program do not fill the list.
  */
+static int64_t busy(const struct tl_node *n)
+{
+	return n->cum_us - n->cum_wait_us;
+}
+
+static int64_t busy_self(const struct tl_node *n)
+{
+	return n->self_us - n->self_wait_us;
+}
+
 static int64_t own_time(const struct timeline *tl, const int64_t *imp, const int64_t *impc, int32_t i, bool by_cpu)
 {
-	return by_cpu ? tl->nodes[i].cum_cpu_us - impc[i] : tl->nodes[i].cum_us - imp[i];
+	return by_cpu ? tl->nodes[i].cum_cpu_us - impc[i] : busy(&tl->nodes[i]) - imp[i];
 }
 
 size_t timeline_top_functions(const struct timeline *tl, bool by_cpu, struct tl_func *out, size_t max)
@@ -887,7 +912,7 @@ size_t timeline_top_functions(const struct timeline *tl, bool by_cpu, struct tl_
 		if (n->parent < 0)
 			continue;
 		if (n->kind == TL_IMPORT) {
-			imp[n->parent] += n->cum_us;
+			imp[n->parent] += busy(n);
 			impc[n->parent] += n->cum_cpu_us;
 		} else {
 			imp[n->parent] += imp[i];
@@ -918,14 +943,14 @@ size_t timeline_top_functions(const struct timeline *tl, bool by_cpu, struct tl_
 			nr++;
 		}
 		agg[i] = (int32_t)j;
-		f[j].self_us += n->self_us;
+		f[j].self_us += busy_self(n);
 		f[j].self_cpu_us += n->self_cpu_us;
 		if (ends_with(tl_str(tl, n->name), ".<module>")) {
 			/* A body run as a script (__main__, runpy, exec): only its own lines count. */
-			f[j].total_us += n->self_us;
+			f[j].total_us += busy_self(n);
 			f[j].total_cpu_us += n->self_cpu_us;
 		} else if (!recursive) {
-			f[j].total_us += n->cum_us - imp[i];
+			f[j].total_us += busy(n) - imp[i];
 			f[j].total_cpu_us += n->cum_cpu_us - impc[i];
 		}
 		if (own_time(tl, imp, impc, (int32_t)i, by_cpu) > own_time(tl, imp, impc, f[j].node, by_cpu))
@@ -1064,7 +1089,7 @@ void timeline_to_json(const struct timeline *tl, struct buf *out)
 		buf_add_i64(out, n->line);
 		buf_addch(out, ']');
 	}
-	buf_adds(out, "],\"sample_fields\":[\"t_us\",\"wall_us\",\"cpu_us\",\"node\"],\"samples\":[");
+	buf_adds(out, "],\"sample_fields\":[\"t_us\",\"wall_us\",\"cpu_us\",\"node\",\"wait_us\"],\"samples\":[");
 	for (i = 0; i < tl->nr_samples; i++) {
 		const struct tl_sample *s = &tl->samples[i];
 
@@ -1078,6 +1103,8 @@ void timeline_to_json(const struct timeline *tl, struct buf *out)
 		buf_add_i64(out, s->cpu_us);
 		buf_addch(out, ',');
 		buf_add_i64(out, s->node);
+		buf_addch(out, ',');
+		buf_add_i64(out, s->wait_us);
 		buf_addch(out, ']');
 	}
 	buf_adds(out, "]}");

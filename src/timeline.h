@@ -50,6 +50,7 @@ struct tl_node {
 	/* Derived from the samples (timeline_sum). */
 	int64_t self_us, cum_us; /* wall time */
 	int64_t self_cpu_us, cum_cpu_us; /* the thread's CPU time */
+	int64_t self_wait_us, cum_wait_us; /* of the wall time, waiting for a CPU (busy machine, CPU quota) */
 	uint32_t samples; /* samples whose innermost node this is */
 };
 
@@ -58,6 +59,7 @@ struct tl_sample {
 	int64_t wall_us; /* the interval it stands for, which ends at t_us */
 	int64_t cpu_us; /* the thread's CPU time in that interval */
 	int32_t node; /* the innermost node */
+	int64_t wait_us; /* of wall_us, the main thread's time waiting for a CPU; 0 when unknown */
 };
 
 struct timeline {
@@ -124,6 +126,7 @@ struct tl_split {
 	int64_t import_us; /* imports after start-up, their module bodies included */
 	int64_t other_us; /* everything else the Python code did */
 	int64_t shutdown_us; /* finalisation (only when the timeline ends at the exit) */
+	int64_t wait_us; /* of total_us, waiting for a CPU (a busy machine, a CPU quota's throttling) */
 	/* The same in the main thread's CPU time; UNKNOWN where not measured. */
 	int64_t total_cpu_us, startup_cpu_us, import_cpu_us, other_cpu_us, shutdown_cpu_us;
 };
@@ -134,15 +137,20 @@ struct tl_func {
 	uint32_t name; /* the timeline's pool */
 	uint32_t file;
 	int32_t line;
-	int64_t total_us; /* its calls outside imports, callees included, imports they ran excluded */
-	int64_t self_us; /* itself, outside imports */
+	/*
+	 * Wall time less the time waiting for a CPU (which measures the machine
+	 * or the quota, not the code): its calls outside imports, callees
+	 * included, imports they ran excluded; and itself.
+	 */
+	int64_t total_us;
+	int64_t self_us;
 	int64_t total_cpu_us, self_cpu_us;
 	int32_t node; /* its node with the most time, for the call chain */
 };
 /*
  * The functions that ran outside imports on the main thread, the costliest
- * first in wall time, or with by_cpu in CPU time (see timeline.c for the
- * order).  Returns the number filled in out (at most max).
+ * first in wall time less waiting for a CPU, or with by_cpu in CPU time (see
+ * timeline.c for the order).  Returns the number filled in out (at most max).
  */
 size_t timeline_top_functions(const struct timeline *tl, bool by_cpu, struct tl_func *out, size_t max);
 /*

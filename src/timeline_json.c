@@ -82,6 +82,9 @@ int timeline_from_json(struct timeline *tl, json_t *js, struct buf *err)
 		ts->wall_us = at_int(s, 1, 0);
 		ts->cpu_us = at_int(s, 2, UNKNOWN);
 		ts->node = (int32_t)node;
+		ts->wait_us = at_int(s, 4, 0);
+		if (ts->wait_us < 0 || ts->wait_us > ts->wall_us)
+			ts->wait_us = 0;
 	}
 	timeline_sum(tl);
 	return 0;

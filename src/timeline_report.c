@@ -49,6 +49,12 @@ static void render_split(const struct timeline *tl, struct buf *out)
 		buf_add_duration(out, sp.total_cpu_us);
 		buf_adds(out, " CPU of the main thread");
 	}
+	if (sp.wait_us * 20 >= sp.total_us && sp.wait_us > 0) {
+		/* Runnable but not running: the quota's throttling, or other processes. */
+		buf_adds(out, ", ");
+		buf_add_duration(out, sp.wait_us);
+		buf_adds(out, " of it waiting for a CPU");
+	}
 	buf_adds(out, "\n    ");
 	part(out, "interpreter start-up", sp.startup_us, sp.total_us, sp.startup_cpu_us);
 	buf_adds(out, "\n    ");

@@ -37,7 +37,7 @@ static bool ctx_init(struct tl_ctx *c, const struct profile *p)
 	c->by_cpu = p->limits.cpus > 0 || r->cg.nr_throttled > 0;
 	timeline_split(c->tl, &sp);
 	c->ready_us = c->by_cpu && sp.total_cpu_us >= 0 ? sp.total_cpu_us - sp.shutdown_cpu_us
-							: sp.total_us - sp.shutdown_us;
+							: sp.total_us - sp.shutdown_us - sp.wait_us;
 	c->imp = xcalloc(c->tl->nr_nodes + 1, sizeof(*c->imp));
 	c->impc = xcalloc(c->tl->nr_nodes + 1, sizeof(*c->impc));
 	for (i = c->tl->nr_nodes; i-- > 0;) {
@@ -45,7 +45,7 @@ static bool ctx_init(struct tl_ctx *c, const struct profile *p)
 
 		if (n->parent < 0)
 			continue;
-		c->imp[n->parent] += n->kind == TL_IMPORT ? n->cum_us : c->imp[i];
+		c->imp[n->parent] += n->kind == TL_IMPORT ? n->cum_us - n->cum_wait_us : c->imp[i];
 		c->impc[n->parent] += n->kind == TL_IMPORT ? n->cum_cpu_us : c->impc[i];
 	}
 	return c->ready_us > 0;
@@ -63,7 +63,8 @@ static int64_t cum_of(const struct tl_ctx *c, int32_t i, bool with_imports)
 
 	if (c->by_cpu)
 		return with_imports ? n->cum_cpu_us : n->cum_cpu_us - c->impc[i];
-	return with_imports ? n->cum_us : n->cum_us - c->imp[i];
+	/* Waiting for a CPU measures the machine, not the code. */
+	return with_imports ? n->cum_us - n->cum_wait_us : n->cum_us - n->cum_wait_us - c->imp[i];
 }
 
 static bool has_ancestor_named(const struct timeline *tl, int32_t i, const char *name)

@@ -1,7 +1,7 @@
 /*
- * coldstart's start-up sampler, a CPython extension (3.8+).  A POSIX timer
- * sends SIGPROF to the main thread every interval of wall time, and a second
- * one to whichever thread runs every interval of process CPU time; the
+ * coldstart's start-up sampler, a CPython extension (3.7+).  A POSIX timer
+ * sends a real-time signal to the main thread every interval of wall time,
+ * and each thread started through _thread has one of its own CPU time; the
  * handler, on the interrupted thread itself, walks that thread's Python
  * frames and appends one sample to this process's samples file, mapped
  * MAP_SHARED so a SIGKILLed process still leaves every sample it took.
@@ -89,12 +89,14 @@ struct sampler {
 	uint64_t dropped; /* samples not taken: another handler was running, or the frame was being popped */
 	uint64_t faults; /* samples abandoned after a fault */
 	char dir[PATH_MAX];
+	int signo; /* the timers' signal */
+	int sched_fd; /* the main thread's /proc/thread-self/schedstat */
 	struct sigaction old_action;
 	struct code_slot codes[CODE_SLOTS];
 	struct thread_slot threads[THREAD_SLOTS];
 };
 
-static struct sampler S = { .fd = -1 };
+static struct sampler S = { .fd = -1, .sched_fd = -1 };
 /* Held by the handler while it samples; a second handler finding it held drops its sample. */
 static atomic_flag busy = ATOMIC_FLAG_INIT;
 
@@ -500,7 +502,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 }
 
 /* Appends one sample of ts, the state of thread tno, taken at t with its CPU time cpu. */
-static void walk_frames(PyThreadState *ts, int tno, int64_t t, int64_t cpu)
+static void walk_frames(PyThreadState *ts, int tno, int64_t t, int64_t cpu, int64_t wait)
 {
 	struct rec *r = &sample_rec;
 	frame_t *f = frame_first(ts);
@@ -515,6 +517,8 @@ static void walk_frames(PyThreadState *ts, int tno, int64_t t, int64_t cpu)
 	rec_i64(r, tno);
 	rec_ch(r, '\t');
 	rec_i64(r, cpu);
+	rec_ch(r, '\t');
+	rec_i64(r, wait);
 	for (; f && depth < MAX_FRAMES; f = frame_next(f)) {
 		PyCodeObject *co = frame_code(f);
 		struct code_slot *c;
@@ -540,11 +544,11 @@ static void walk_frames(PyThreadState *ts, int tno, int64_t t, int64_t cpu)
 		sampler_stop_now();
 }
 
-static void sample_frames(PyThreadState *ts, pid_t tid, int tno, int64_t t, int64_t cpu)
+static void sample_frames(PyThreadState *ts, pid_t tid, int tno, int64_t t, int64_t cpu, int64_t wait)
 {
 	walk_tid = tid;
 	if (sigsetjmp(walk_env, 0) == 0)
-		walk_frames(ts, tno, t, cpu);
+		walk_frames(ts, tno, t, cpu, wait);
 	else
 		S.faults++;
 	walk_tid = 0;
@@ -557,6 +561,31 @@ static int finalizing(void)
 #else
 	return _Py_IsFinalizing();
 #endif
+}
+
+/*
+ * The main thread's time spent runnable but not running (waiting for a CPU:
+ * a busy machine, or a CPU quota's throttling), the second field of its
+ * /proc schedstat; -1 when unknown.  One pread: safe in the handler.
+ */
+static int64_t run_wait_ns(void)
+{
+	char b[96], *p;
+	ssize_t n;
+	int64_t v = 0;
+
+	if (S.sched_fd < 0)
+		return -1;
+	n = pread(S.sched_fd, b, sizeof(b) - 1, 0);
+	if (n <= 0)
+		return -1;
+	b[n] = '\0';
+	p = strchr(b, ' ');
+	if (!p)
+		return -1;
+	for (p++; *p >= '0' && *p <= '9'; p++)
+		v = v * 10 + (*p - '0');
+	return v;
 }
 
 /*
@@ -580,7 +609,8 @@ static void take_sample(int src)
 	ts = PyGILState_GetThisThreadState();
 	if (!ts)
 		return;
-	sample_frames(ts, tid, thread_no(tid), clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_THREAD_CPUTIME_ID));
+	sample_frames(ts, tid, thread_no(tid), clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_THREAD_CPUTIME_ID),
+		      tid == S.main_tid ? run_wait_ns() : -1);
 }
 
 static void on_signal(int sig, siginfo_t *si, void *uc)
@@ -588,7 +618,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 	int saved = errno;
 
 	if (si->si_code != SI_TIMER) {
-		/* Not ours: whatever handled SIGPROF before the sampler. */
+		/* Not ours: whatever handled the signal before the sampler. */
 		if (S.old_action.sa_flags & SA_SIGINFO) {
 			if (S.old_action.sa_sigaction)
 				S.old_action.sa_sigaction(sig, si, uc);
@@ -613,7 +643,7 @@ static int timer_make(timer_t *tm, clockid_t clock, int src, pid_t tid, long int
 	struct itimerspec its;
 
 	memset(&ev, 0, sizeof(ev));
-	ev.sigev_signo = SIGPROF;
+	ev.sigev_signo = S.signo;
 	ev.sigev_value.sival_int = src;
 	if (tid) {
 		ev.sigev_notify = SIGEV_THREAD_ID;
@@ -657,7 +687,7 @@ static void busy_lock(void)
 
 /*
  * In a thread that _thread started, with the GIL: a CPU-time timer that
- * sends SIGPROF to this thread.  The table is shared with the handler, so it
+ * sends the signal to this thread.  The table is shared with the handler, so it
  * changes under the handler's own flag.
  */
 static void thread_started(void)
@@ -853,6 +883,10 @@ static int file_open(const char *origin)
 	S.fd = fd;
 	S.map = p;
 	S.used = 0;
+	/* Called on the thread that is the main one from now on: the start's, or the fork's. */
+	if (S.sched_fd >= 0)
+		close(S.sched_fd);
+	S.sched_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
 	S.next_id = 0;
 	S.next_tno = 1;
 	S.dropped = 0;
@@ -878,6 +912,8 @@ static int file_open(const char *origin)
 		rec_ch(&r, *ver++);
 	rec_ch(&r, '\t');
 	rec_strz(&r, origin);
+	rec_ch(&r, '\t');
+	rec_i64(&r, run_wait_ns());
 	return rec_append(&r);
 }
 
@@ -923,6 +959,24 @@ static void sampler_atexit(void)
 	sampler_shutdown("exit");
 }
 
+/*
+ * A real-time signal nobody handles, from SIGRTMIN + 5 up: not SIGPROF, so a
+ * target's own profiler (setitimer, signal.signal(SIGPROF)) neither displaces
+ * the sampler nor gets its ticks.  0 when every one is taken.
+ */
+static int free_signal(void)
+{
+	int sig;
+
+	for (sig = SIGRTMIN + 5; sig <= SIGRTMAX; sig++) {
+		struct sigaction cur;
+
+		if (sigaction(sig, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_DFL)
+			return sig;
+	}
+	return 0;
+}
+
 PyDoc_STRVAR(start_doc, "start(dir, interval_us) -> bool\n\n"
 			"Starts sampling this process (and its os.fork() children) into dir.");
 
@@ -948,7 +1002,8 @@ static PyObject *sampler_start(PyObject *self, PyObject *args)
 		sa.sa_sigaction = on_signal;
 		sa.sa_flags = SA_SIGINFO | SA_RESTART;
 		sigemptyset(&sa.sa_mask);
-		if (sigaction(SIGPROF, &sa, &S.old_action) < 0) {
+		S.signo = free_signal();
+		if (!S.signo || sigaction(S.signo, &sa, &S.old_action) < 0) {
 			file_close("sigaction");
 			Py_RETURN_FALSE;
 		}

@@ -44,9 +44,13 @@ class Timeline:
         n = len(self.nodes)
         self.self_us = [0] * n
         self.cpu = [0] * n
-        for t, wall, cpu, node in tl["samples"]:
-            self.self_us[node] += wall
-            self.cpu[node] += max(cpu, 0)
+        self.wait = [0] * n
+        fields = tl["sample_fields"]
+        for s in tl["samples"]:
+            s = dict(zip(fields, s))
+            self.self_us[s["node"]] += s["wall_us"]
+            self.cpu[s["node"]] += max(s["cpu_us"], 0)
+            self.wait[s["node"]] += s["wait_us"]
         self.cum = list(self.self_us)
         self.cum_cpu = list(self.cpu)
         for i in range(n - 1, -1, -1):

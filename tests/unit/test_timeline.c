@@ -70,10 +70,10 @@ static const char small[] = "#coldstart-samples 1\n"
 			    "C\t1000000\t4\tsetup\t/app/main.py\t10\n"
 			    "C\t1000000\t5\t<module>\t/app/main.py\t1\n"
 			    "C\t1000000\t6\twork\t/app/main.py\t20\n"
-			    "S\t2000000\t1\t700000\t2\t1:site\n"
-			    "S\t3000000\t1\t800000\t6\t5\n"
-			    "S\t4000000\t1\t900000\t3\t2\t1:a\t4\t5\n"
-			    "S\t6000000\t1\t1000000\t4\t5\n"
+			    "S\t2000000\t1\t700000\t-1\t2\t1:site\n"
+			    "S\t3000000\t1\t800000\t-1\t6\t5\n"
+			    "S\t4000000\t1\t900000\t-1\t3\t2\t1:a\t4\t5\n"
+			    "S\t6000000\t1\t1000000\t-1\t4\t5\n"
 			    "F\t7000000\n"
 			    "Q\t8000000\t1300000\t0\t0\texit\n";
 
@@ -184,13 +184,13 @@ static const char chain[] = "#coldstart-samples 1\n"
 			    "C\t1000000\t4\tother\t/usr/lib/python3/dist-packages/lib/__init__.py\t20\n"
 			    "C\t1000000\t5\tbuild\t/app/main.py\t5\n"
 			    "C\t1000000\t6\tcompile\t/usr/lib/python3.12/re/__init__.py\t226\n"
-			    "S\t2000000\t1\t1\t3\t2\t1\n"
-			    "S\t3000000\t1\t2\t3\t2\t1\n"
-			    "S\t4000000\t1\t3\t3\t2\t1\n"
-			    "S\t5000000\t1\t4\t3\t2\t1\n"
-			    "S\t6000000\t1\t5\t4\t2\t1\n"
-			    "S\t8000000\t1\t6\t6\t5\t1\n"
-			    "S\t9000000\t1\t7\t6\t5\t1\n";
+			    "S\t2000000\t1\t1\t-1\t3\t2\t1\n"
+			    "S\t3000000\t1\t2\t-1\t3\t2\t1\n"
+			    "S\t4000000\t1\t3\t-1\t3\t2\t1\n"
+			    "S\t5000000\t1\t4\t-1\t3\t2\t1\n"
+			    "S\t6000000\t1\t5\t-1\t4\t2\t1\n"
+			    "S\t8000000\t1\t6\t-1\t6\t5\t1\n"
+			    "S\t9000000\t1\t7\t-1\t6\t5\t1\n";
 
 static void test_top_functions(void **state)
 {
@@ -220,6 +220,36 @@ static void test_top_functions(void **state)
 	timeline_release(&tl);
 }
 
+/* A function that was mostly waiting for a CPU (preempted, throttled) ranks by what it ran. */
+static const char waits[] = "#coldstart-samples 1\n"
+			    "H\t1000000\t9\t1\t1000\t0\t0\t3.11.2\texec\t0\n"
+			    "C\t1000000\t1\t<module>\t/app/main.py\t1\n"
+			    "C\t1000000\t2\tslow\t/app/main.py\t5\n"
+			    "C\t1000000\t3\tbusy\t/app/main.py\t9\n"
+			    "S\t11000000\t1\t1000000\t9000000\t2\t1\n"
+			    "S\t14000000\t1\t4000000\t9000000\t3\t1\n";
+
+static void test_waiting_for_a_cpu(void **state)
+{
+	struct timeline tl;
+	struct tl_split sp;
+	struct tl_func f[4];
+	size_t n;
+
+	(void)state;
+	build_from(&tl, waits, 1000000, UNKNOWN, TL_END_EXIT);
+	timeline_split(&tl, &sp);
+	assert_int_equal(sp.total_us, 13000);
+	assert_int_equal(sp.wait_us, 9000);
+	assert_int_equal(tl.nodes[find(&tl, "main.slow", TL_FUNC)].cum_us, 10000);
+	n = timeline_top_functions(&tl, false, f, 4);
+	assert_int_equal(n, 2);
+	assert_string_equal(tl_str(&tl, f[0].name), "main.busy");
+	assert_int_equal(f[0].total_us, 3000);
+	assert_int_equal(f[1].total_us, 1000);
+	timeline_release(&tl);
+}
+
 static void test_json_round_trip(void **state)
 {
 	struct timeline a, b;
@@ -242,6 +272,7 @@ static void test_json_round_trip(void **state)
 	for (i = 0; i < a.nr_nodes; i++) {
 		assert_string_equal(tl_str(&a, a.nodes[i].name), tl_str(&b, b.nodes[i].name));
 		assert_int_equal(a.nodes[i].cum_us, b.nodes[i].cum_us);
+		assert_int_equal(a.nodes[i].cum_wait_us, b.nodes[i].cum_wait_us);
 		assert_int_equal(a.nodes[i].parent, b.nodes[i].parent);
 	}
 	json_decref(js);
@@ -265,9 +296,9 @@ static void test_broken_input(void **state)
 	struct buf err = BUF_INIT;
 	static const char cut_short[] = "#coldstart-samples 1\n"
 					"H\t1\t2\t3\t1000\t0\t0\t3.11\texec\n"
-					"S\tx\t1\t0\n"
-					"S\t5\t1\t0\t99\n"
-					"S\t6\t1\t0\t1";
+					"S\tx\t1\t0\t-1\n"
+					"S\t5\t1\t0\t-1\t99\n"
+					"S\t6\t1\t0\t-1\t1";
 	const char with_nul[] = "#coldstart-samples 1\nH\t1\t2\t3\t1000\t0\t0\t3.11\texec\n\0S\t5\t1\t0\n";
 
 	(void)state;
@@ -335,6 +366,7 @@ int main(void)
 		cmocka_unit_test(test_cut_at_ready),
 		cmocka_unit_test(test_process_exits_before_the_cut),
 		cmocka_unit_test(test_top_functions),
+		cmocka_unit_test(test_waiting_for_a_cpu),
 		cmocka_unit_test(test_json_round_trip),
 		cmocka_unit_test(test_broken_input),
 		cmocka_unit_test(test_real_files),
