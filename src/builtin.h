@@ -18,6 +18,7 @@
 #define EXIT_TARGET_OOM 7
 #define EXIT_TARGET_TIMEOUT 8
 #define EXIT_NOT_READY 9
+#define EXIT_NO_IMPORTS 10 /* no measured run recorded an import: nothing to profile */
 
 int cmd_profile(int argc, char **argv);
 int cmd_parse(int argc, char **argv);

@@ -5,7 +5,6 @@
  * path, and the cleanup of what a SIGKILLed coldstart left.  The limits
  * themselves are runlimits.c's; the files are touched through cgroup_fs.c.
  */
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -20,6 +19,7 @@
 #include "cgroup_fs.h"
 #include "cgroup_v1.h"
 #include "cgroup_v2.h"
+#include "leftover.h"
 
 /* How long destroy waits for processes to die and for rmdir to succeed. */
 #define KILL_WAIT_MS 3000
@@ -65,6 +65,8 @@ static long kill_pass(struct cgroup *cg, bool *stuck)
 		if (cg->fs->kill(pids[i]) < 0 && stuck)
 			*stuck = true;
 	free(pids);
+	if (cg->stale)
+		cg->seen += (long)nr;
 	return (long)nr;
 }
 
@@ -79,86 +81,16 @@ static int remove_dir(struct cgroup *cg, const char *dir)
 	for (;;) {
 		if (!cg->fs->remove(dir) || errno == ENOENT)
 			return 0;
-		if (errno != EBUSY || now_ns() > deadline)
+		/*
+		 * A stale cgroup that stays busy with nothing listed holds
+		 * processes this pid namespace cannot see: not ours to wait
+		 * for, a later run tries again.
+		 */
+		if (errno != EBUSY || now_ns() > deadline || (cg->stale && !cg->seen))
 			return -1;
 		kill_pass(cg, NULL);
 		sleep_ms(10);
 	}
-}
-
-static double proc_start_time(pid_t pid)
-{
-	struct buf sb = BUF_INIT, path = BUF_INIT;
-	double ret = -1;
-	long long btime = -1;
-	const char *p;
-	int field;
-
-	buf_addf(&path, "/proc/%ld/stat", (long)pid);
-	if (cg_read_small(path.buf, &sb) || !(p = strrchr(sb.buf, ')')))
-		goto out;
-	/* After "pid (comm)", field 3 is the state; starttime is field 22. */
-	for (field = 2; field < 22 && p; field++) {
-		p = strchr(p + 1, ' ');
-	}
-	if (!p)
-		goto out;
-	{
-		unsigned long long ticks = strtoull(p + 1, NULL, 10);
-		long hz = sysconf(_SC_CLK_TCK);
-
-		if (cg_read_small("/proc/stat", &sb))
-			goto out;
-		btime = cg_keyed_value(sb.buf, "btime");
-		if (btime < 0 || hz <= 0)
-			goto out;
-		ret = (double)btime + (double)ticks / (double)hz;
-	}
-out:
-	buf_release(&sb);
-	buf_release(&path);
-	return ret;
-}
-
-/*
- * Whether the coldstart that made a cgroup named after pid still runs: the
- * pid lives and its process started no later than the directory was made
- * (a later start means the pid was reused after coldstart was SIGKILLed).
- */
-static bool owner_alive(pid_t pid, const struct stat *st)
-{
-	double start;
-
-	if (pid == getpid())
-		return true;
-	if (kill(pid, 0) && errno == ESRCH)
-		return false;
-	start = proc_start_time(pid);
-	if (start < 0)
-		return true;
-	/* btime has a one-second grain, so allow two. */
-	return start <= (double)st->st_ctim.tv_sec + 2.0;
-}
-
-static pid_t parse_run_name(const char *name)
-{
-	const char *p;
-	char *end;
-	long pid;
-
-	if (!starts_with(name, "coldstart-"))
-		return 0;
-	p = name + strlen("coldstart-");
-	if (!isdigit((unsigned char)*p))
-		return 0;
-	errno = 0;
-	pid = strtol(p, &end, 10);
-	if (errno || *end != '-' || pid <= 0 || !isdigit((unsigned char)end[1]))
-		return 0;
-	for (p = end + 1; *p; p++)
-		if (!isdigit((unsigned char)*p))
-			return 0;
-	return (pid_t)pid;
 }
 
 /*
@@ -181,7 +113,19 @@ static struct cgroup *cg_new(const struct cgfs_ops *fs, int version, const char 
 	}
 	strvec_init(&cg->joins);
 	buf_init(&cg->note, 0);
+	for (size_t i = 0; i < ARRAY_SIZE(cg->locks); i++)
+		cg->locks[i] = -1;
 	return cg;
+}
+
+/* Takes the owner's lock on each of cg's directories, so no later run takes them for stale. */
+static void cg_lock_dirs(struct cgroup *cg)
+{
+	const char *dirs[V1__COUNT + 1];
+	size_t nd = cg_dirs(cg, dirs), i;
+
+	for (i = 0; i < nd; i++)
+		cg->locks[i] = leftover_lock(dirs[i]);
 }
 
 static void cleanup_base(const struct cgfs_ops *fs, const char *base, int version)
@@ -194,16 +138,19 @@ static void cleanup_base(const struct cgfs_ops *fs, const char *base, int versio
 		return;
 	while ((de = readdir(d))) {
 		struct stat st;
-		pid_t pid = parse_run_name(de->d_name);
+		pid_t pid = leftover_owner(de->d_name, "coldstart-", true);
 		struct cgroup *cg;
+		int lock;
 
 		if (!pid)
 			continue;
 		buf_reset(&p);
 		buf_addf(&p, "%s/%s", base, de->d_name);
-		if (stat(p.buf, &st) || !S_ISDIR(st.st_mode) || owner_alive(pid, &st))
+		if (stat(p.buf, &st) || !S_ISDIR(st.st_mode) || !leftover_is_stale(p.buf, pid, &lock))
 			continue;
 		cg = cg_new(fs, version, de->d_name);
+		cg->stale = true;
+		cg->locks[0] = lock;
 		if (version == 2)
 			cg->dir = buf_detach(&p, NULL);
 		else
@@ -249,6 +196,7 @@ struct cgroup *cgroup_create(struct limits *lim, struct buf *err)
 		}
 	}
 	if (cg) {
+		cg_lock_dirs(cg);
 		limits_set_backend(lim, cg->version == 2 ? "cgroup-v2" : "cgroup-v1");
 		goto out;
 	}
@@ -268,6 +216,81 @@ out:
 	cg_places_release(&pl);
 	buf_release(&why1);
 	buf_release(&why2);
+	return cg;
+}
+
+/* v2: a child of the first candidate that takes one; no controller is needed. */
+static struct cgroup *unlimited_v2(const struct cg_places *pl, struct buf *why)
+{
+	struct cgroup *cg = cg_new(pl->fs, 2, NULL);
+	struct buf dir = BUF_INIT;
+	size_t i;
+
+	for (i = 0; i < pl->v2.nr && !cg->dir; i++) {
+		buf_reset(&dir);
+		buf_addf(&dir, "%s/%s", pl->v2.v[i], cg->name);
+		if (!pl->fs->make(dir.buf))
+			cg->dir = buf_detach(&dir, NULL);
+		else
+			buf_addf(why, "%scannot create '%s': %s", why->len ? "; " : "", dir.buf, strerror(errno));
+	}
+	buf_release(&dir);
+	if (!cg->dir) {
+		cgroup_destroy(cg);
+		return NULL;
+	}
+	strvec_pushf(&cg->joins, "%s/cgroup.procs", cg->dir);
+	return cg;
+}
+
+/* v1: one hierarchy is enough to find the tree (cpuset is not: it needs cpus and mems). */
+static struct cgroup *unlimited_v1(const struct cg_places *pl, struct buf *why)
+{
+	static const enum v1_ctl order[] = { V1_PIDS, V1_CPU, V1_CPUACCT, V1_MEMORY };
+	struct cgroup *cg = cg_new(pl->fs, 1, NULL);
+	struct buf dir = BUF_INIT;
+	size_t k, i;
+
+	for (k = 0; k < ARRAY_SIZE(order) && !cg->joins.nr; k++) {
+		enum v1_ctl c = order[k];
+
+		for (i = 0; i < pl->v1[c].nr && !cg->v1_dir[c]; i++) {
+			buf_reset(&dir);
+			buf_addf(&dir, "%s/%s", pl->v1[c].v[i], cg->name);
+			if (pl->fs->make(dir.buf)) {
+				buf_addf(why, "%scannot create '%s': %s", why->len ? "; " : "", dir.buf,
+					 strerror(errno));
+				continue;
+			}
+			cg->v1_dir[c] = buf_detach(&dir, NULL);
+			strvec_pushf(&cg->joins, "%s/cgroup.procs", cg->v1_dir[c]);
+		}
+	}
+	buf_release(&dir);
+	if (!cg->joins.nr) {
+		cgroup_destroy(cg);
+		return NULL;
+	}
+	return cg;
+}
+
+struct cgroup *cgroup_create_unlimited(struct buf *err)
+{
+	struct cg_places pl;
+	struct cgroup *cg;
+	struct buf why = BUF_INIT;
+
+	cg_places_init(&pl);
+	cg_places_find(&pl);
+	cg = unlimited_v2(&pl, &why);
+	if (!cg)
+		cg = unlimited_v1(&pl, &why);
+	if (cg)
+		cg_lock_dirs(cg);
+	else
+		buf_addf(err, "%s", why.len ? why.buf : "no cgroup filesystem is mounted");
+	cg_places_release(&pl);
+	buf_release(&why);
 	return cg;
 }
 
@@ -326,8 +349,12 @@ int cgroup_kill_all(struct cgroup *cg)
 
 	if (!cg)
 		return 0;
-	/* cgroup.kill (Linux 5.14) also catches processes forking meanwhile. */
-	if (cg->dir && cg->fs->has_control(cg->dir, "cgroup.kill"))
+	/*
+	 * cgroup.kill (Linux 5.14) also catches processes forking meanwhile,
+	 * but also those this pid namespace cannot see: not for a stale
+	 * cgroup, whose invisible processes are not ours to judge.
+	 */
+	if (cg->dir && !cg->stale && cg->fs->has_control(cg->dir, "cgroup.kill"))
 		cg->fs->write(cg->dir, "cgroup.kill", "1", NULL);
 	for (;;) {
 		bool stuck = false;
@@ -357,6 +384,9 @@ void cgroup_destroy(struct cgroup *cg)
 		free(cg->v1_dir[i]);
 	strvec_clear(&cg->joins);
 	buf_release(&cg->note);
+	for (i = 0; i < ARRAY_SIZE(cg->locks); i++)
+		if (cg->locks[i] >= 0)
+			close(cg->locks[i]);
 	free(cg);
 }
 

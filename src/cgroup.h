@@ -25,6 +25,14 @@ struct cgroup;
  * inconsistent ones).  Sets lim->backend.
  */
 struct cgroup *cgroup_create(struct limits *lim, struct buf *err);
+/*
+ * A cgroup without limits, only so that the run's whole tree can be found
+ * and killed (also after a SIGKILLed coldstart, by the next run): a cgroup
+ * v2 directory where one can be made (no controller is needed), else one v1
+ * hierarchy.  NULL with the reason in err when neither can be made (not
+ * root, no cgroupfs): the run then goes ahead without one.
+ */
+struct cgroup *cgroup_create_unlimited(struct buf *err);
 /* NULL-terminated list of files the child writes "0" into. */
 const char *const *cgroup_join_files(const struct cgroup *cg);
 /* Reads cpu, throttling, peak memory and OOM figures; 0 or -1. */
@@ -36,8 +44,11 @@ int cgroup_kill_all(struct cgroup *cg);
 /* Kills what is left, removes the directories, frees cg.  NULL is fine. */
 void cgroup_destroy(struct cgroup *cg);
 /*
- * Removes coldstart-<pid>-* cgroups whose coldstart process no longer
- * exists (it was SIGKILLed), killing what is still inside them.
+ * Removes coldstart-<pid>-<n> cgroups whose coldstart is gone (it was
+ * SIGKILLed), killing what is still inside them; the owner-alive rule of
+ * leftover.h decides, so a live coldstart's cgroups are never touched, in
+ * whatever pid namespace it runs.  One that stays busy with processes this
+ * pid namespace cannot see is left at once for a later run.
  */
 void cgroup_cleanup_stale(void);
 /* Which backend would be used now: "cgroup-v2", "cgroup-v1" or NULL. */

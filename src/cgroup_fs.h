@@ -51,6 +51,10 @@ struct cgroup {
 	char *v1_dir[V1__COUNT]; /* v1: one directory per controller, or NULL */
 	struct strvec joins; /* <dir>/cgroup.procs for each directory */
 	struct buf note; /* what could not be applied but does not matter */
+	/* The owner's lock on each directory (leftover.h), -1 where none. */
+	int locks[V1__COUNT + 1];
+	bool stale; /* a leftover of a dead owner, being removed */
+	long seen; /* stale: how many processes the kill passes found listed */
 };
 
 /*

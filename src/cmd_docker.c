@@ -72,7 +72,7 @@ static const struct usage docker_usage = {
 	.footer = "Exit status: 0 ok, 1 failure or broken budget, 2 usage, 4 engine, image or\n"
 		  "container unusable (no CLI, daemon unreachable, image missing, never started),\n"
 		  "5 target exited non-zero, 6 killed by a signal, 7 OOM-killed, 8 timeout,\n"
-		  "9 readiness not reached (docs/docker.md).\n",
+		  "9 readiness not reached, 10 no import recorded (docs/docker.md).\n",
 };
 
 static bool env_added(const char *entry)
@@ -252,7 +252,7 @@ static int run_begin(void *self, struct run *r, size_t index, struct buf *err)
  * After the run: the container's end state, its removal, and what the
  * engine could not do (create it, start its command, publish the port).
  */
-static int run_end(void *self, struct profile *p, struct run *r, enum runner_error re)
+static int run_end(void *self, struct profile *p, struct run *r, const struct runner_failure *why)
 {
 	struct docker_target *x = self;
 	const struct docker_opts *o = x->o;
@@ -260,10 +260,10 @@ static int run_end(void *self, struct profile *p, struct run *r, enum runner_err
 	size_t nw = p->nr_warnings;
 	int ret = 0;
 
-	if (re != RUNNER_OK) {
+	if (why) {
 		if (x->created)
 			remove_container(x);
-		return x->create_failed || re == RUNNER_NO_EXEC ? EXIT_NO_ENGINE : 0;
+		return x->create_failed || why->no_exec ? EXIT_NO_ENGINE : 0;
 	}
 	if (docker_read_state(&o->engine, x->name.buf, p, r, &err) < 0) {
 		error("%s", err.buf);
@@ -282,26 +282,6 @@ static int run_end(void *self, struct profile *p, struct run *r, enum runner_err
 	}
 	buf_release(&err);
 	return ret;
-}
-
-/*
- * The port a tcp:/http:// probe connects to, to publish on 127.0.0.1; 0 for
- * none.  The one place coldstart reads a port out of a --ready spec: it is
- * to become ready.c's parser's answer.
- */
-static int ready_port(const char *spec)
-{
-	const char *s;
-
-	if (starts_with(spec, "tcp:"))
-		return atoi(spec + 4);
-	if (starts_with(spec, "http://")) {
-		s = strchr(spec + 7, ':');
-		if (s && (!strchr(spec + 7, '/') || s < strchr(spec + 7, '/')))
-			return atoi(s + 1);
-		return 80;
-	}
-	return 0;
 }
 
 static bool is_python_command(const char *cmd)
@@ -417,14 +397,14 @@ int cmd_docker(int argc, char **argv)
 	}
 	image = argv[i++];
 	command = (const char *const *)argv + i;
-	if (o.m.ready && strcmp(o.m.ready, "fn") && !ready_port(o.m.ready)) {
-		error("--ready '%s' cannot reach into a container: use fn, tcp:PORT or http://127.0.0.1:PORT/...",
-		      o.m.ready);
+	if (measure_opts_finish(&o.m, &p.limits, &err) < 0) {
+		error("%s", err.buf);
 		ret = EXIT_USAGE;
 		goto out;
 	}
-	if (measure_opts_finish(&o.m, &p.limits, &err) < 0) {
-		error("%s", err.buf);
+	if (o.m.ready && o.m.ready_spec.kind == READY_UNIX) {
+		error("--ready '%s' cannot reach into a container: use fn, tcp:PORT or http://127.0.0.1:PORT/...",
+		      o.m.ready);
 		ret = EXIT_USAGE;
 		goto out;
 	}
@@ -441,7 +421,7 @@ int cmd_docker(int argc, char **argv)
 	x.image = image;
 	x.command = command;
 	x.image_pythonpath = image_pythonpath;
-	x.publish_port = o.m.ready ? ready_port(o.m.ready) : 0;
+	x.publish_port = o.m.ready ? o.m.ready_spec.port : 0;
 	if (python) {
 		buf_addf(&where, "in image '%s'", image);
 		rc = measure_probe(&s, python, where.buf);

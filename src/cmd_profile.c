@@ -67,8 +67,8 @@ static const struct usage profile_usage = {
 		    "stdin and stdout are untouched; its own stderr is forwarded unchanged.\n\n",
 	.footer = "Exit status: 0 ok, 1 failure or broken budget, 2 usage, 3 limits unavailable,\n"
 		  "4 interpreter missing or unsuitable, 5 target exited non-zero, 6 target killed by\n"
-		  "a signal, 7 target OOM-killed, 8 timeout, 9 readiness not reached\n"
-		  "(docs/exit-codes.md).  --exit-code passes the target's own status through.\n",
+		  "a signal, 7 target OOM-killed, 8 timeout, 9 readiness not reached, 10 no import\n"
+		  "recorded (docs/exit-codes.md).  --exit-code passes the target's own status through.\n",
 };
 
 /* For "-- command": the interpreter named by the command's #! line, if any. */

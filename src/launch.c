@@ -14,27 +14,40 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
 
-enum exec_stage { STAGE_JOIN = 1, STAGE_DIR, STAGE_EXEC, STAGE_IO };
+/* STAGE_EXEC_AT is not a failure: it carries the moment exec was called. */
+enum exec_stage { STAGE_EXEC_AT = 0, STAGE_JOIN, STAGE_DIR, STAGE_EXEC, STAGE_IO };
 
 struct exec_report {
 	int stage;
 	int err;
+	int64_t t_ns; /* STAGE_EXEC_AT: CLOCK_MONOTONIC just before execve */
 };
+
+static void send_report(int fd, int stage, int err)
+{
+	struct exec_report rep = { .stage = stage, .err = err };
+	struct timespec ts;
+	ssize_t w;
+
+	/* clock_gettime is async-signal-safe; now_ns() is not promised to be. */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	rep.t_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	do
+		w = write(fd, &rep, sizeof(rep));
+	while (w < 0 && errno == EINTR);
+}
 
 /* Only async-signal-safe calls between fork and exec. */
 static _Noreturn void child_fail(int fd, int stage)
 {
-	struct exec_report rep = { stage, errno };
-	ssize_t w;
-
-	do
-		w = write(fd, &rep, sizeof(rep));
-	while (w < 0 && errno == EINTR);
+	send_report(fd, stage, errno);
 	_exit(127);
 }
 
@@ -88,6 +101,7 @@ static void child_exec(struct child *c, int report_fd, int err_w, int out_w)
 		child_fail(report_fd, STAGE_IO);
 	if (c->dir && chdir(c->dir) < 0)
 		child_fail(report_fd, STAGE_DIR);
+	send_report(report_fd, STAGE_EXEC_AT, 0);
 	if (c->env.nr)
 		execvpe(c->args.v[0], (char *const *)c->args.v, (char *const *)c->env.v);
 	else
@@ -109,7 +123,7 @@ static void fill_exit(struct child *c, int status, const struct rusage *ru, stru
 	} else {
 		ex->exit_code = WEXITSTATUS(status);
 	}
-	ex->wall_us = (now_ns() - c->start_ns) / 1000;
+	ex->wall_us = (now_ns() - c->exec_ns) / 1000;
 	ex->user_us = tv_us(&ru->ru_utime);
 	ex->sys_us = tv_us(&ru->ru_stime);
 	ex->maxrss_kb = ru->ru_maxrss;
@@ -121,8 +135,31 @@ void child_init(struct child *c)
 	strvec_init(&c->args);
 	strvec_init(&c->env);
 	c->pid = -1;
+	c->pidfd = -1;
 	c->err_fd = -1;
 	c->out_fd = -1;
+}
+
+/*
+ * A descriptor that becomes readable when pid exits (Linux 5.3); -1 where the
+ * kernel has none, or with COLDSTART_NO_PIDFD set (callers then rely on
+ * SIGCHLD, which is how that path is tested).
+ */
+static int open_pidfd(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	const char *no = getenv("COLDSTART_NO_PIDFD");
+	int fd;
+
+	if (no && *no)
+		return -1;
+	fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd >= 0)
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+	return fd;
+#else
+	return -1;
+#endif
 }
 
 int child_start(struct child *c, struct buf *err)
@@ -156,10 +193,20 @@ int child_start(struct child *c, struct buf *err)
 	}
 	close(report[1]);
 	report[1] = -1;
-	do
+	/* The moment of exec, then end of file (the pipe closes on exec) or a failure. */
+	c->exec_ns = 0;
+	for (;;) {
 		n = read(report[0], &rep, sizeof(rep));
-	while (n < 0 && errno == EINTR);
-	c->exec_ns = now_ns();
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == (ssize_t)sizeof(rep) && rep.stage == STAGE_EXEC_AT) {
+			c->exec_ns = rep.t_ns;
+			continue;
+		}
+		break;
+	}
+	if (!c->exec_ns)
+		c->exec_ns = now_ns();
 	if (n == (ssize_t)sizeof(rep)) {
 		static const char *const what[] = {
 			[STAGE_JOIN] = "cannot join the run's cgroup before running",
@@ -186,6 +233,7 @@ int child_start(struct child *c, struct buf *err)
 		c->out_fd = outp[0];
 		outp[0] = -1;
 	}
+	c->pidfd = open_pidfd(c->pid);
 	ret = 0;
 out:
 	{
@@ -247,7 +295,9 @@ void child_release(struct child *c)
 		close(c->err_fd);
 	if (c->out_fd >= 0)
 		close(c->out_fd);
-	c->err_fd = c->out_fd = -1;
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+	c->err_fd = c->out_fd = c->pidfd = -1;
 }
 
 struct pp {
@@ -292,11 +342,30 @@ static size_t read_procs(struct pp **out)
 	return nr;
 }
 
-int kill_tree(pid_t pid, int sig, bool include_root)
+size_t launch_descendants(pid_t root, pid_t **out)
 {
 	struct pp *all = NULL;
 	pid_t *tree = NULL;
 	size_t nr_all, nr = 0, alloc = 0, i, scan;
+
+	nr_all = read_procs(&all);
+	ALLOC_GROW(tree, 1, alloc);
+	tree[nr++] = root;
+	for (scan = 0; scan < nr; scan++)
+		for (i = 0; i < nr_all; i++)
+			if (all[i].ppid == tree[scan] && all[i].pid != tree[scan]) {
+				ALLOC_GROW(tree, nr + 1, alloc);
+				tree[nr++] = all[i].pid;
+			}
+	free(all);
+	*out = tree;
+	return nr;
+}
+
+int kill_tree(pid_t pid, int sig, bool include_root)
+{
+	pid_t *tree = NULL;
+	size_t nr, i;
 	int count = 0;
 
 	if (pid <= 0)
@@ -304,24 +373,36 @@ int kill_tree(pid_t pid, int sig, bool include_root)
 	/* Freeze the root first so it cannot fork while we walk. */
 	if (sig == SIGKILL && include_root)
 		kill(pid, SIGSTOP);
-	nr_all = read_procs(&all);
-	ALLOC_GROW(tree, 1, alloc);
-	tree[nr++] = pid;
-	for (scan = 0; scan < nr; scan++)
-		for (i = 0; i < nr_all; i++)
-			if (all[i].ppid == tree[scan] && all[i].pid != tree[scan]) {
-				ALLOC_GROW(tree, nr + 1, alloc);
-				tree[nr++] = all[i].pid;
-			}
+	nr = launch_descendants(pid, &tree);
 	for (i = nr; i > (include_root ? 0 : 1); i--)
 		if (!kill(tree[i - 1], sig)) {
 			count++;
 			if (sig != SIGKILL && sig != SIGSTOP && sig != SIGCONT)
 				kill(tree[i - 1], SIGCONT);
 		}
-	free(all);
 	free(tree);
 	return count;
+}
+
+int launch_open_std_fds(void)
+{
+	int fd;
+
+	for (fd = 0; fd <= 2; fd++) {
+		int got;
+
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		/* The lowest free descriptor: fd itself. */
+		got = open("/dev/null", O_RDWR);
+		if (got < 0)
+			return -1;
+		if (got != fd) {
+			dup2(got, fd);
+			close(got);
+		}
+	}
+	return 0;
 }
 
 void launch_become_subreaper(void)

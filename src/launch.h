@@ -31,17 +31,22 @@ struct child {
 	const char *const *join_files;
 	/* Out. */
 	pid_t pid;
+	/*
+	 * Readable once the child exits (a pidfd), so a loop can poll for the
+	 * exit; -1 where the kernel has no pidfd_open (before 5.3): use SIGCHLD.
+	 */
+	int pidfd;
 	int err_fd; /* -1 unless capture_stderr */
 	int out_fd; /* -1 unless capture_stdout */
 	int64_t start_ns; /* CLOCK_MONOTONIC just before fork */
-	int64_t exec_ns; /* CLOCK_MONOTONIC when exec was known to succeed */
+	int64_t exec_ns; /* CLOCK_MONOTONIC in the child just before execve */
 };
 
 struct child_exit {
 	int exit_code; /* valid when !signaled */
 	int term_signal; /* valid when signaled */
 	bool signaled;
-	int64_t wall_us; /* start_ns to reaping */
+	int64_t wall_us; /* exec_ns to reaping: reap as soon as the exit is known */
 	int64_t user_us;
 	int64_t sys_us;
 	int64_t maxrss_kb;
@@ -66,6 +71,19 @@ void child_release(struct child *c);
  * then to pid itself when include_root.  Returns the number signalled.
  */
 int kill_tree(pid_t pid, int sig, bool include_root);
+/*
+ * root and its living descendants (walking /proc), parents before their
+ * children; *out (root first) is the caller's to free.  Returns how many.
+ */
+size_t launch_descendants(pid_t root, pid_t **out);
+
+/*
+ * Opens /dev/null on whichever of fds 0, 1 and 2 is closed, so that no
+ * descriptor coldstart opens later (the signal pipe, the target's stderr
+ * pipe) takes a standard one's number.  Call it before anything else.
+ * -1 when /dev/null cannot be opened.
+ */
+int launch_open_std_fds(void);
 
 /*
  * Makes this process a child subreaper so orphaned descendants of the target

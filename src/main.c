@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "builtin.h"
+#include "launch.h"
 #include "util.h"
 
 struct command {
@@ -42,6 +43,9 @@ int main(int argc, char **argv)
 {
 	size_t i;
 
+	/* Nothing may be opened before: it would take a closed standard descriptor's place. */
+	if (launch_open_std_fds() < 0)
+		return EXIT_FAIL;
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

@@ -135,13 +135,26 @@ static void progress(const struct run *r, int k, int nbase, const struct measure
 }
 
 /* The exit code for a run the runner could not make. */
-static int runner_exit_code(enum runner_error re)
+static int runner_exit_code(const struct runner_failure *why)
 {
-	switch (re) {
-	case RUNNER_NO_LIMITS: return EXIT_LIMITS;
-	case RUNNER_NO_EXEC: return EXIT_NO_PYTHON;
-	default: return EXIT_FAIL;
-	}
+	return why->no_limits ? EXIT_LIMITS : why->no_exec ? EXIT_NO_PYTHON : EXIT_FAIL;
+}
+
+/* The runner's alerts (tracer unavailable, readiness failed, no import) are shown as they happen. */
+static void show_alert(void *data, const char *msg)
+{
+	warning("%s", msg);
+}
+
+static bool measured_imports(const struct profile *p)
+{
+	size_t i, j;
+
+	for (i = 0; i < p->nr_runs; i++)
+		for (j = 0; j < p->runs[i].nr_procs && !p->runs[i].warmup; j++)
+			if (p->runs[i].procs[j].nr_nodes)
+				return true;
+	return false;
 }
 
 int profile_exit_status(const struct profile *p, bool ready, bool passthrough)
@@ -163,7 +176,7 @@ int profile_exit_status(const struct profile *p, bool ready, bool passthrough)
 			    p->runs[i].status != RUN_TIMEOUT)
 				return EXIT_NOT_READY;
 	if (!worst)
-		return EXIT_OK;
+		return passthrough || measured_imports(p) ? EXIT_OK : EXIT_NO_IMPORTS;
 	if (passthrough)
 		return worst->status == RUN_EXITED     ? worst->exit_code
 		       : worst->status == RUN_SIGNALED ? 128 + worst->term_signal
@@ -183,6 +196,7 @@ void measure_opts_init(struct measure_opts *m)
 	struct limits *lim = &m->limits;
 
 	memset(m, 0, sizeof(*m));
+	ready_spec_init(&m->ready_spec);
 	m->runs = 1;
 	m->ready_timeout_us = 60 * 1000000LL;
 	{
@@ -207,6 +221,8 @@ void measure_opts_init(struct measure_opts *m)
 				   "measure readiness: fn, tcp:PORT, http://127.0.0.1:PORT/path, unix:PATH"),
 			OPT_SECONDS("ready-timeout", 0, &m->ready_timeout_us, 86400,
 				    "give up waiting for readiness (default 60)"),
+			OPT_STRING("ready-status", 0, &m->ready_status, "LIST",
+				   "http:// readiness: the answers that count, e.g. 200 or 2xx,404 (default 200-399)"),
 			OPT_BOOL("exit-code", 0, &m->passthrough_exit,
 				 "exit with the target's own status instead of coldstart's codes"),
 			OPT_END(),
@@ -221,10 +237,17 @@ void measure_opts_release(struct measure_opts *m)
 {
 	limits_release(&m->limits);
 	memset(&m->limits, 0, sizeof(m->limits));
+	ready_spec_release(&m->ready_spec);
 }
 
 int measure_opts_finish(struct measure_opts *m, struct limits *out, struct buf *err)
 {
+	if (m->ready_status && !m->ready) {
+		buf_adds(err, "--ready-status needs --ready http://...");
+		return -1;
+	}
+	if (m->ready && ready_spec_parse(&m->ready_spec, m->ready, m->ready_status, err) < 0)
+		return -1;
 	if (m->no_limits) {
 		limits_release(&m->limits);
 		memset(&m->limits, 0, sizeof(m->limits));
@@ -305,13 +328,14 @@ int measure_run(struct measure_session *s)
 	int nbase = s->baseline ? m->runs : 0, total = nbase + m->warmup + m->runs, k, ret = 0;
 
 	s->ro.timeout_us = m->timeout_us;
-	s->ro.ready = m->ready;
+	s->ro.ready = m->ready ? &m->ready_spec : NULL;
 	s->ro.ready_timeout_us = m->ready_timeout_us;
 	s->ro.quiet = m->quiet;
+	s->ro.notify = show_alert;
 	for (k = 0; k < total && !ret; k++) {
 		struct run *r = profile_add_run(p);
-		enum runner_error re;
-		int sig = 0, rc = 0;
+		struct runner_failure why;
+		int rc = 0, failed;
 
 		r->baseline = k < nbase;
 		r->warmup = k < nbase + m->warmup;
@@ -324,20 +348,28 @@ int measure_run(struct measure_session *s)
 			ret = EXIT_FAIL;
 			break;
 		}
-		re = runner_run(&s->ro, p, r, &err, &sig);
-		if (re != RUNNER_OK)
+		failed = runner_run(&s->ro, p, r, &err, &why) < 0;
+		if (failed)
 			error("%s", err.buf);
 		if (t->run_end)
-			rc = t->run_end(t->self, p, r, re);
-		if (re == RUNNER_INTERRUPTED)
-			ret = 128 + sig;
-		else if (re != RUNNER_OK)
-			ret = rc ? rc : runner_exit_code(re);
+			rc = t->run_end(t->self, p, r, failed ? &why : NULL);
+		if (failed && why.signo)
+			ret = 128 + why.signo;
+		else if (failed)
+			ret = rc ? rc : runner_exit_code(&why);
 		else
 			ret = rc;
 	}
 	if (tty && total > 1)
 		fprintf(stderr, "\r%40s\r", "");
+	if (!ret) {
+		int sig = runner_after_runs();
+
+		if (sig) {
+			error("interrupted by signal %d", sig);
+			ret = 128 + sig;
+		}
+	}
 	buf_release(&err);
 	return ret;
 }
@@ -350,6 +382,8 @@ int measure_finish(struct measure_session *s, const struct show_opts *so)
 
 	profile_analyze_with(s->p, names, dirs);
 	ret = profile_exit_status(s->p, s->opts->ready != NULL, s->opts->passthrough_exit);
+	if (ret == EXIT_NO_IMPORTS)
+		error("no measured run recorded an import: nothing to profile");
 	rc = show_profile(s->p, so);
 	/* A target's own failure is more specific than a broken budget. */
 	if (rc && ret == EXIT_OK)

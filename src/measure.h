@@ -28,6 +28,7 @@
 
 #include "args.h"
 #include "profile.h"
+#include "ready.h"
 #include "runner.h"
 
 struct show_opts;
@@ -43,12 +44,14 @@ struct measure_opts {
 	int warmup;
 	int64_t timeout_us; /* 0 = none */
 	const char *ready;
+	const char *ready_status;
+	struct ready_spec ready_spec; /* ready and ready_status, parsed by measure_opts_finish */
 	int64_t ready_timeout_us;
 	/*
 	 * The option table that sets the fields above, for OPT_INCLUDE.  It
 	 * points into the struct, which must stay where measure_opts_init put it.
 	 */
-	struct opt options[16];
+	struct opt options[17];
 };
 
 void measure_opts_init(struct measure_opts *m);
@@ -56,7 +59,8 @@ void measure_opts_release(struct measure_opts *m);
 /*
  * After parsing: drops the limits for --no-limits, else checks them together
  * (--swap needs --memory), and hands them to *out (the profile's; m keeps
- * none).  -1 with a message in err: a usage error.
+ * none); parses --ready and --ready-status into m->ready_spec.  -1 with a
+ * message in err: a usage error.
  */
 int measure_opts_finish(struct measure_opts *m, struct limits *out, struct buf *err);
 
@@ -75,12 +79,12 @@ struct measure_target {
 	/* Before run r (index counts the session's runs from 0); -1 with a message in err ends the session. */
 	int (*run_begin)(void *self, struct run *r, size_t index, struct buf *err);
 	/*
-	 * After the runner filled r (re: what it answered; its message is
-	 * printed already): the target's own account of the run, and cleanup
-	 * of what run_begin made.  Returns 0, or the exit code that ends the
-	 * session after a message.
+	 * After the runner filled r (why: NULL, or why it made no run; its
+	 * message is printed already): the target's own account of the run,
+	 * and cleanup of what run_begin made.  Returns 0, or the exit code that
+	 * ends the session after a message.
 	 */
-	int (*run_end)(void *self, struct profile *p, struct run *r, enum runner_error re);
+	int (*run_end)(void *self, struct profile *p, struct run *r, const struct runner_failure *why);
 	void *self;
 	/* The target applies p->limits itself (an engine's flags); else each run gets a cgroup. */
 	bool applies_limits;
@@ -135,9 +139,11 @@ int measure_probe(struct measure_session *s, const char *python, const char *whe
 
 /*
  * Every run: the baseline (--runs of them, when asked), --warmup and --runs, with a progress
- * line on a terminal.  Returns 0, or the exit code after a message: 128+N
- * when coldstart got signal N, EXIT_LIMITS, EXIT_NO_PYTHON, EXIT_FAIL, or
- * what the target's run_end said.
+ * line on a terminal; the runner's alerts are printed as they happen.
+ * Returns 0, or the exit code after a message: 128+N when coldstart got
+ * signal N (during a run, or after the last one: from then on a signal
+ * ends coldstart at once, see runner_after_runs), EXIT_LIMITS,
+ * EXIT_NO_PYTHON, EXIT_FAIL, or what the target's run_end said.
  */
 int measure_run(struct measure_session *s);
 
@@ -150,9 +156,10 @@ int measure_finish(struct measure_session *s, const struct show_opts *so);
 
 /*
  * The exit status for the measured runs of p: 0, EXIT_NOT_READY when ready
- * was asked for and a run never got there, or EXIT_TARGET_* for the first
- * run that did not end cleanly.  With passthrough, that run's own status
- * (its code, or 128 + signal) instead.
+ * was asked for and a run never got there, EXIT_TARGET_* for the first run
+ * that did not end cleanly, else EXIT_NO_IMPORTS when no measured run
+ * recorded an import.  With passthrough, the target's own status (its
+ * code, or 128 + signal) instead.
  */
 int profile_exit_status(const struct profile *p, bool ready, bool passthrough);
 

@@ -142,6 +142,8 @@ struct run {
 	int64_t maxrss_kb;
 	int64_t ready_us; /* exec -> ready, UNKNOWN without --ready */
 	int64_t first_response_us; /* ready -> first response */
+	/* The moment of readiness on CLOCK_MONOTONIC, the clock of proc start_ns; UNKNOWN. */
+	int64_t ready_ns;
 	struct cg_figures cg;
 	struct proc *procs; /* procs[0] is the target's own process */
 	size_t nr_procs, alloc_procs;

@@ -459,6 +459,7 @@ static void write_run(struct jw *w, const struct run *r)
 	jw_kv_int(w, "maxrss_kb", r->maxrss_kb);
 	jw_kv_int(w, "ready_us", r->ready_us);
 	jw_kv_int(w, "first_response_us", r->first_response_us);
+	jw_kv_int(w, "ready_ns", r->ready_ns);
 	write_cg(w, &r->cg);
 	jw_key(w, "processes");
 	buf_addch(w->out, '[');
@@ -748,6 +749,7 @@ static int read_run(struct profile *p, json_t *jr, int version, struct buf *err)
 	r->maxrss_kb = opt_int(jr, "maxrss_kb", UNKNOWN);
 	r->ready_us = opt_int(jr, "ready_us", UNKNOWN);
 	r->first_response_us = opt_int(jr, "first_response_us", UNKNOWN);
+	r->ready_ns = opt_int(jr, "ready_ns", UNKNOWN);
 	if (json_is_object(cg)) {
 		r->cg.has = true;
 		r->cg.cpu_usage_us = opt_int(cg, "cpu_usage_us", UNKNOWN);

@@ -1,15 +1,16 @@
 /*
- * Readiness probes (see ready.h).  Each probe is a small state machine the
- * run loop advances: wait for the listener, then send one request and read
- * its answer, never blocking for more than a poll interval.
+ * Readiness probes (see ready.h): each probe is a small state machine the
+ * run loop advances: wait for the listener, make sure it is the target's,
+ * send one request and read its answer, never blocking for more than a poll
+ * interval.  The specs are parsed in ready_spec.c.
  */
 #include "ready.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
-#include <limits.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,30 +21,42 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "launch.h"
+#include "leftover.h"
+#include "listener.h"
 #include "profile.h"
 
-enum ready_kind { READY_FN, READY_TCP, READY_HTTP, READY_UNIX };
 enum ready_state { ST_WAIT, ST_CONNECTING, ST_SENDING, ST_READING, ST_DONE };
 
 /* How often a connect-probe retries while nothing listens. */
 #define RETRY_MS 5
+/* How soon an http probe asks again after an answer that is not readiness. */
+#define REASK_MS 10
 #define MAX_RESPONSE (16u << 20)
+/* How much of an answer a message quotes. */
+#define QUOTE_MAX 200
 
 struct ready {
-	enum ready_kind kind;
+	const struct ready_spec *spec;
 	enum ready_state state;
-	char *dir; /* fn: private FN_LISTENER directory */
+	struct private_dir dir; /* fn: the private FN_LISTENER directory */
 	char *sock_path; /* fn: dir/lsnr.sock; unix: the path */
-	char *host;
-	int port;
-	char *path; /* http: request path */
 	int ino_fd;
 	int fd;
+	pid_t tree_root; /* 0: the target runs elsewhere */
+	/* Listeners that existed before the target started (tree_root 0). */
+	struct listeners before;
+	/* Listeners already found to be the target's: no second /proc walk. */
+	struct listeners own;
 	int64_t exec_ns, ready_ns, response_ns, next_try_ns;
+	int64_t link_ns; /* fn: when lsnr.sock appeared */
+	int64_t connected_ns; /* when the current connection was accepted */
 	struct buf req;
 	size_t req_off;
 	struct buf resp;
-	int false_ready; /* http: 5xx answers seen */
+	/* http: the last answer that was not readiness, and how often it came. */
+	struct buf refused;
+	int nr_refused;
 };
 
 static int64_t ms_to_ns(int ms)
@@ -58,27 +71,6 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-/* Empties and removes the private FN_LISTENER directory (no subdirectories). */
-static void remove_private_dir(const char *dir)
-{
-	struct buf path = BUF_INIT;
-	struct dirent *de;
-	DIR *d = opendir(dir);
-
-	if (d) {
-		while ((de = readdir(d))) {
-			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-				continue;
-			buf_reset(&path);
-			buf_addf(&path, "%s/%s", dir, de->d_name);
-			unlink(path.buf);
-		}
-		closedir(d);
-	}
-	rmdir(dir);
-	buf_release(&path);
-}
-
 static void rfc3339(int64_t from_now_s, char *out, size_t n)
 {
 	time_t t = time(NULL) + from_now_s;
@@ -88,11 +80,133 @@ static void rfc3339(int64_t from_now_s, char *out, size_t n)
 	strftime(out, n, "%Y-%m-%dT%H:%M:%S.000Z", &tm);
 }
 
+/*
+ * The status line and the start of the body of an answer, on one line and
+ * printable: "HTTP/1.1 502 Bad Gateway: {"message": "..."}".
+ */
+static void quote_answer(const struct buf *resp, struct buf *out)
+{
+	const char *eol = memmem(resp->buf, resp->len, "\r\n", 2);
+	const char *body = memmem(resp->buf, resp->len, "\r\n\r\n", 4);
+	size_t i, n;
+
+	n = eol ? (size_t)(eol - resp->buf) : resp->len;
+	buf_add(out, resp->buf, n < QUOTE_MAX ? n : QUOTE_MAX);
+	if (!body || (size_t)(body + 4 - resp->buf) >= resp->len)
+		return;
+	body += 4;
+	n = resp->len - (size_t)(body - resp->buf);
+	while (n && isspace((unsigned char)body[n - 1]))
+		n--;
+	if (!n)
+		return;
+	buf_adds(out, ": '");
+	for (i = 0; i < n && i < QUOTE_MAX; i++) {
+		unsigned char c = (unsigned char)body[i];
+
+		buf_addch(out, c == '\n' || c == '\r' || c == '\t' ? ' ' : c < 0x20 || c >= 0x7f ? '?' : (char)c);
+	}
+	buf_adds(out, n > QUOTE_MAX ? "...'" : "'");
+}
+
+/* "GET / answered HTTP/1.1 500 Internal Server Error" without the protocol. */
+static void describe_answer(const struct ready *rd, struct buf *out)
+{
+	struct buf q = BUF_INIT;
+	const char *sp;
+
+	quote_answer(&rd->resp, &q);
+	sp = starts_with(q.buf, "HTTP/") ? strchr(q.buf, ' ') : NULL;
+	buf_addf(out, "%s %s answered %s", rd->spec->kind == READY_FN ? "POST" : "GET",
+		 rd->spec->kind == READY_FN ? "/call" : rd->spec->path, sp ? sp + 1 : q.buf);
+	buf_release(&q);
+}
+
+static void comm_of(pid_t pid, struct buf *out)
+{
+	char path[64];
+	FILE *f;
+	char line[64];
+
+	snprintf(path, sizeof(path), "/proc/%ld/comm", (long)pid);
+	f = fopen(path, "re");
+	if (f && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		buf_addf(out, " (%s)", line);
+	}
+	if (f)
+		fclose(f);
+}
+
+static void find_listeners(const struct ready *rd, struct listeners *ls)
+{
+	if (rd->spec->kind == READY_UNIX)
+		listeners_find_unix(ls, rd->sock_path);
+	else
+		listeners_find_tcp(ls, rd->spec->port);
+}
+
+/*
+ * A connection was accepted: was it the target's listener?  0 yes (or it
+ * cannot be told: no listener of that port or path is visible here, as
+ * for a socket of another network namespace), -1 with the message in err
+ * when another process holds it.
+ */
+static int check_owner(struct ready *rd, struct buf *err)
+{
+	struct listeners ls = { 0 };
+	pid_t *tree = NULL, holder;
+	size_t i, nr;
+	bool ours = false;
+	int ret = -1;
+
+	find_listeners(rd, &ls);
+	for (i = 0; i < ls.nr && !ours; i++)
+		ours = listeners_has(&rd->own, ls.ino[i]);
+	if (!ls.nr || ours) {
+		ret = 0;
+		goto out;
+	}
+	if (rd->tree_root > 0) {
+		/* The root is coldstart itself: its own sockets are no listener. */
+		nr = launch_descendants(rd->tree_root, &tree);
+		ours = nr > 1 && listeners_holder(&ls, tree + 1, nr - 1) > 0;
+	} else {
+		for (i = 0; i < ls.nr && !ours; i++)
+			ours = !listeners_has(&rd->before, ls.ino[i]);
+	}
+	if (ours) {
+		for (i = 0; i < ls.nr; i++)
+			if (!listeners_has(&rd->own, ls.ino[i])) {
+				ALLOC_GROW(rd->own.ino, rd->own.nr + 1, rd->own.alloc);
+				rd->own.ino[rd->own.nr++] = ls.ino[i];
+			}
+		ret = 0;
+		goto out;
+	}
+	holder = listeners_holder(&ls, NULL, 0);
+	if (rd->spec->kind == READY_UNIX)
+		buf_addf(err, "'%s' is served by ", rd->sock_path);
+	else
+		buf_addf(err, "port %d is in use by ", rd->spec->port);
+	if (holder > 0) {
+		buf_addf(err, "pid %ld", (long)holder);
+		comm_of(holder, err);
+	} else {
+		buf_adds(err, "another process");
+	}
+	buf_adds(err, ", not by the target");
+out:
+	listeners_release(&ls);
+	free(tree);
+	return ret;
+}
+
 static int start_connect(struct ready *rd, struct buf *err)
 {
 	int fd;
 
-	if (rd->kind == READY_FN || rd->kind == READY_UNIX) {
+	if (rd->spec->kind == READY_FN || rd->spec->kind == READY_UNIX) {
 		struct sockaddr_un sa;
 
 		memset(&sa, 0, sizeof(sa));
@@ -116,9 +230,9 @@ static int start_connect(struct ready *rd, struct buf *err)
 
 		memset(&sa, 0, sizeof(sa));
 		sa.sin_family = AF_INET;
-		sa.sin_port = htons((uint16_t)rd->port);
-		if (inet_pton(AF_INET, rd->host, &sa.sin_addr) != 1) {
-			buf_addf(err, "readiness host '%s' is not an IPv4 address", rd->host);
+		sa.sin_port = htons((uint16_t)rd->spec->port);
+		if (inet_pton(AF_INET, rd->spec->host, &sa.sin_addr) != 1) {
+			buf_addf(err, "readiness host '%s' is not an IPv4 address", rd->spec->host);
 			return -1;
 		}
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -158,7 +272,7 @@ static int check_fn_link(struct ready *rd, struct buf *err)
 			 "directory", target);
 		return -1;
 	}
-	buf_addf(&full, "%s/%s", rd->dir, target);
+	buf_addf(&full, "%s/%s", rd->dir.path, target);
 	if (lstat(full.buf, &st) < 0) {
 		buf_addf(err, "lsnr.sock points at '%s', which does not exist", target);
 		goto out;
@@ -183,15 +297,15 @@ static void build_request(struct ready *rd)
 
 	buf_reset(&rd->req);
 	rd->req_off = 0;
-	if (rd->kind == READY_FN) {
+	if (rd->spec->kind == READY_FN) {
 		rfc3339(30, deadline, sizeof(deadline));
 		buf_addf(&rd->req,
 			 "POST /call HTTP/1.1\r\nHost: localhost\r\nFn-Call-Id: coldstart-first-call\r\n"
 			 "Fn-Deadline: %s\r\nContent-Type: text/plain\r\nContent-Length: 0\r\n\r\n",
 			 deadline);
 	} else {
-		buf_addf(&rd->req, "GET %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n\r\n", rd->path,
-			 rd->host, rd->port);
+		buf_addf(&rd->req, "GET %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n\r\n", rd->spec->path,
+			 rd->spec->host, rd->spec->port);
 	}
 }
 
@@ -219,104 +333,246 @@ static int response_status(const struct buf *resp, bool eof)
 	return status;
 }
 
-struct ready *ready_new(const char *spec, struct strvec *env, struct buf *err)
+/* The Fn agent's limit on FN_LISTENER's path: a unix socket address. */
+#define FN_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
+
+static int fn_prepare(struct ready *rd, struct strvec *env, struct buf *err)
+{
+	struct buf sp = BUF_INIT, derr = BUF_INIT;
+
+	if (private_dir_create(&rd->dir, "fn", &derr) < 0) {
+		buf_addf(err, "cannot create a private FN_LISTENER directory: %s", derr.buf);
+		buf_release(&derr);
+		return -1;
+	}
+	/* The function's user may not be ours (docker --user): it must reach the socket. */
+	chmod(rd->dir.path, 0755);
+	buf_addf(&sp, "%s/lsnr.sock", rd->dir.path);
+	rd->sock_path = buf_detach(&sp, NULL);
+	if (strlen(rd->sock_path) > FN_PATH_MAX) {
+		buf_addf(err, "FN_LISTENER '%s' would be longer than the %zu bytes a socket path may have: set "
+			 "TMPDIR to a shorter directory", rd->sock_path, FN_PATH_MAX);
+		return -1;
+	}
+	rd->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (rd->ino_fd < 0 || inotify_add_watch(rd->ino_fd, rd->dir.path, IN_CREATE | IN_MOVED_TO) < 0) {
+		buf_addf(err, "cannot watch '%s': %s", rd->dir.path, strerror(errno));
+		return -1;
+	}
+	strvec_pushf(env, "FN_LISTENER=unix:%s", rd->sock_path);
+	strvec_push(env, "FN_FORMAT=http-stream");
+	strvec_push(env, "FN_TYPE=sync");
+	strvec_push(env, "FN_MEMORY=128");
+	strvec_push(env, "FN_APP_ID=coldstart-app");
+	strvec_push(env, "FN_FN_ID=coldstart-fn");
+	strvec_push(env, "FN_APP_NAME=coldstart");
+	strvec_push(env, "FN_FN_NAME=coldstart-probe");
+	return 0;
+}
+
+/* fn: has lsnr.sock appeared?  Then check it and connect. */
+static int step_fn_wait(struct ready *rd, int64_t now, struct buf *err)
+{
+	char evbuf[4096];
+	struct stat st;
+
+	while (read(rd->ino_fd, evbuf, sizeof(evbuf)) > 0)
+		;
+	if (lstat(rd->sock_path, &st) < 0)
+		return 0;
+	rd->link_ns = now;
+	if (check_fn_link(rd, err) < 0 || start_connect(rd, err) < 0)
+		return -1;
+	if (rd->state != ST_CONNECTING) {
+		buf_addf(err, "lsnr.sock exists but refuses connections");
+		return -1;
+	}
+	return 0;
+}
+
+/* 1 once the pending connect is done, 0 while pending or refused (back to ST_WAIT), -1 on error. */
+static int step_connecting(struct ready *rd, int64_t now, struct buf *err)
+{
+	int soerr = 0;
+	socklen_t len = sizeof(soerr);
+	struct sockaddr_storage peer;
+	socklen_t pl = sizeof(peer);
+
+	if (getsockopt(rd->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
+		soerr = errno;
+	if (soerr == EINPROGRESS || soerr == EALREADY)
+		return 0;
+	if (soerr) {
+		close_fd(&rd->fd);
+		if (rd->spec->kind == READY_FN) {
+			buf_addf(err, "cannot connect to lsnr.sock: %s", strerror(soerr));
+			return -1;
+		}
+		rd->state = ST_WAIT;
+		return 0;
+	}
+	/* A non-blocking connect may still be pending. */
+	if (getpeername(rd->fd, (struct sockaddr *)&peer, &pl) < 0 && errno == ENOTCONN)
+		return 0;
+	rd->connected_ns = now;
+	if (rd->spec->kind != READY_FN && check_owner(rd, err) < 0)
+		return -1;
+	return 1;
+}
+
+/* What an http answer that is complete means; 1 ready, 0 ask again later, -1 never. */
+static int judge_http(struct ready *rd, int status, int64_t now, struct buf *err)
+{
+	struct buf what = BUF_INIT;
+	int ret;
+
+	if (ready_spec_accepts(rd->spec, status)) {
+		rd->ready_ns = rd->connected_ns;
+		rd->response_ns = now_ns();
+		rd->state = ST_DONE;
+		return 1;
+	}
+	describe_answer(rd, &what);
+	if (status >= 500) {
+		/* The port answers but the app is not serving yet: ask again. */
+		if (strcmp(what.buf, rd->refused.buf))
+			rd->nr_refused = 0;
+		buf_reset(&rd->refused);
+		buf_add(&rd->refused, what.buf, what.len);
+		rd->nr_refused++;
+		rd->state = ST_WAIT;
+		/* Backing off to ten times the pause: a warming server is not hammered. */
+		rd->next_try_ns = now + ms_to_ns(REASK_MS * (rd->nr_refused < 10 ? rd->nr_refused : 10));
+		ret = 0;
+	} else {
+		buf_addf(err, "%s; readiness needs %s (--ready-status)", what.buf, rd->spec->statuses);
+		ret = -1;
+	}
+	buf_release(&what);
+	return ret;
+}
+
+/* Reads the answer; 0 while incomplete, else as judge_http or the Fn rule. */
+static int step_reading(struct ready *rd, int64_t now, struct buf *err)
+{
+	char chunk[65536];
+	bool eof = false;
+	int status;
+
+	for (;;) {
+		ssize_t n = recv(rd->fd, chunk, sizeof(chunk), 0);
+
+		if (n > 0) {
+			if (rd->resp.len + (size_t)n > MAX_RESPONSE) {
+				buf_addf(err, "first response is larger than %u bytes", MAX_RESPONSE);
+				return -1;
+			}
+			buf_add(&rd->resp, chunk, (size_t)n);
+			continue;
+		}
+		if (n == 0) {
+			eof = true;
+			break;
+		}
+		if (errno == EAGAIN || errno == EINTR)
+			break;
+		if (rd->spec->kind == READY_HTTP && !rd->resp.len) {
+			/* Reset before any answer: not ready yet. */
+			close_fd(&rd->fd);
+			rd->state = ST_WAIT;
+			return 0;
+		}
+		buf_addf(err, "reading the first response failed: %s", strerror(errno));
+		return -1;
+	}
+	status = response_status(&rd->resp, eof);
+	if (!status && !eof)
+		return 0;
+	if (!status) {
+		if (rd->spec->kind == READY_HTTP) {
+			close_fd(&rd->fd);
+			rd->state = ST_WAIT;
+			return 0;
+		}
+		buf_addf(err, "the function closed the connection without answering POST /call");
+		return -1;
+	}
+	if (status < 0) {
+		buf_addf(err, "the first response is not HTTP");
+		return -1;
+	}
+	close_fd(&rd->fd);
+	if (rd->spec->kind == READY_HTTP)
+		return judge_http(rd, status, now, err);
+	if (status != 200) {
+		struct buf what = BUF_INIT;
+
+		describe_answer(rd, &what);
+		buf_addf(err, "the first call failed: %s (the Fn agent takes 502 as a failed function, 504 as "
+			 "a timeout, anything else kills the container)", what.buf);
+		buf_release(&what);
+		rd->state = ST_DONE;
+		return -1;
+	}
+	rd->ready_ns = rd->link_ns;
+	rd->response_ns = now_ns();
+	rd->state = ST_DONE;
+	return 1;
+}
+
+/* Sends the request; 1 when it is all out, 0 to wait for room, -1 on error. */
+static int step_sending(struct ready *rd, struct buf *err)
+{
+	while (rd->req_off < rd->req.len) {
+		ssize_t w = send(rd->fd, rd->req.buf + rd->req_off, rd->req.len - rd->req_off, MSG_NOSIGNAL);
+
+		if (w < 0) {
+			if (errno == EAGAIN || errno == EINTR || errno == ENOTCONN)
+				return 0;
+			buf_addf(err, "cannot send the first request: %s", strerror(errno));
+			return -1;
+		}
+		rd->req_off += (size_t)w;
+	}
+	buf_reset(&rd->resp);
+	rd->state = ST_READING;
+	return 1;
+}
+
+struct ready *ready_new(const struct ready_spec *spec, struct strvec *env, struct buf *err)
 {
 	struct ready *rd = xcalloc(1, sizeof(*rd));
-	char tmpl[] = "/tmp/coldstart-fn-XXXXXX";
 
+	rd->spec = spec;
 	rd->ino_fd = rd->fd = -1;
+	rd->dir.lock_fd = -1;
 	buf_init(&rd->req, 0);
 	buf_init(&rd->resp, 0);
-	if (!strcmp(spec, "fn")) {
-		rd->kind = READY_FN;
-		if (!mkdtemp(tmpl)) {
-			buf_addf(err, "cannot create a private FN_LISTENER directory: %s", strerror(errno));
+	buf_init(&rd->refused, 0);
+	rd->state = ST_WAIT;
+	switch (spec->kind) {
+	case READY_FN:
+		if (fn_prepare(rd, env, err) < 0)
 			goto fail;
-		}
-		chmod(tmpl, 0755);
-		rd->dir = xstrdup(tmpl);
-		{
-			struct buf sp = BUF_INIT;
-
-			buf_addf(&sp, "%s/lsnr.sock", tmpl);
-			rd->sock_path = buf_detach(&sp, NULL);
-		}
-		rd->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-		if (rd->ino_fd < 0 || inotify_add_watch(rd->ino_fd, rd->dir, IN_CREATE | IN_MOVED_TO) < 0) {
-			buf_addf(err, "cannot watch '%s': %s", rd->dir, strerror(errno));
-			goto fail;
-		}
-		strvec_pushf(env, "FN_LISTENER=unix:%s", rd->sock_path);
-		strvec_push(env, "FN_FORMAT=http-stream");
-		strvec_push(env, "FN_TYPE=sync");
-		strvec_push(env, "FN_MEMORY=128");
-		strvec_push(env, "FN_APP_ID=coldstart-app");
-		strvec_push(env, "FN_FN_ID=coldstart-fn");
-		strvec_push(env, "FN_APP_NAME=coldstart");
-		strvec_push(env, "FN_FN_NAME=coldstart-probe");
-		rd->state = ST_WAIT;
-		return rd;
+		break;
+	case READY_UNIX:
+		rd->sock_path = xstrdup(spec->path);
+		listeners_find_unix(&rd->before, rd->sock_path);
+		break;
+	case READY_TCP:
+	case READY_HTTP:
+		listeners_find_tcp(&rd->before, spec->port);
+		break;
 	}
-	if (starts_with(spec, "tcp:")) {
-		char *end;
-		long port = strtol(spec + 4, &end, 10);
-
-		if (end == spec + 4 || *end || port < 1 || port > 65535) {
-			buf_addf(err, "--ready tcp:PORT needs a port from 1 to 65535, not '%s'", spec + 4);
-			goto fail;
-		}
-		rd->kind = READY_TCP;
-		rd->host = xstrdup("127.0.0.1");
-		rd->port = (int)port;
-		return rd;
-	}
-	if (starts_with(spec, "http://")) {
-		const char *hp = spec + 7, *slash = strchr(hp, '/'), *colon;
-		size_t hlen = slash ? (size_t)(slash - hp) : strlen(hp);
-		char *end;
-		long port = 80;
-
-		colon = memchr(hp, ':', hlen);
-		if (colon) {
-			port = strtol(colon + 1, &end, 10);
-			if (end != hp + hlen || port < 1 || port > 65535) {
-				buf_addf(err, "bad port in '%s'", spec);
-				goto fail;
-			}
-		}
-		rd->kind = READY_HTTP;
-		rd->host = xstrndup(hp, colon ? (size_t)(colon - hp) : hlen);
-		if (!strcmp(rd->host, "localhost")) {
-			free(rd->host);
-			rd->host = xstrdup("127.0.0.1");
-		}
-		rd->port = (int)port;
-		rd->path = xstrdup(slash ? slash : "/");
-		{
-			struct in_addr a;
-
-			if (inet_pton(AF_INET, rd->host, &a) != 1 || (ntohl(a.s_addr) >> 24) != 127) {
-				buf_addf(err, "--ready http:// probes only loopback addresses (127.x.x.x), not '%s'",
-					 rd->host);
-				goto fail;
-			}
-		}
-		return rd;
-	}
-	if (starts_with(spec, "unix:") && spec[5]) {
-		rd->kind = READY_UNIX;
-		rd->sock_path = xstrdup(spec + 5);
-		return rd;
-	}
-	buf_addf(err, "unknown readiness probe '%s' (fn, tcp:PORT, http://127.0.0.1:PORT/path, unix:PATH)", spec);
+	return rd;
 fail:
 	ready_free(rd);
 	return NULL;
 }
 
-void ready_started(struct ready *rd, pid_t pid, int64_t exec_ns)
+void ready_started(struct ready *rd, pid_t tree_root, int64_t exec_ns)
 {
-	(void)pid;
+	rd->tree_root = tree_root;
 	rd->exec_ns = exec_ns;
 	rd->next_try_ns = exec_ns;
 }
@@ -326,7 +582,7 @@ int ready_pollfd(struct ready *rd, int *timeout_ms)
 	*timeout_ms = RETRY_MS;
 	switch (rd->state) {
 	case ST_WAIT:
-		if (rd->kind == READY_FN) {
+		if (rd->spec->kind == READY_FN) {
 			*timeout_ms = 50;
 			return rd->ino_fd;
 		}
@@ -346,157 +602,38 @@ int ready_pollfd(struct ready *rd, int *timeout_ms)
 int ready_step(struct ready *rd, struct buf *err)
 {
 	int64_t now = now_ns();
+	int rc;
 
 	switch (rd->state) {
 	case ST_WAIT:
-		if (rd->kind == READY_FN) {
-			char evbuf[4096];
-			struct stat st;
-
-			while (read(rd->ino_fd, evbuf, sizeof(evbuf)) > 0)
-				;
-			if (lstat(rd->sock_path, &st) < 0)
-				return 0;
-			rd->ready_ns = now;
-			if (check_fn_link(rd, err) < 0)
-				return -1;
-			if (start_connect(rd, err) < 0)
-				return -1;
-			if (rd->state != ST_CONNECTING) {
-				buf_addf(err, "lsnr.sock exists but refuses connections");
-				return -1;
-			}
-			return 0;
-		}
+		if (rd->spec->kind == READY_FN)
+			return step_fn_wait(rd, now, err);
 		if (now < rd->next_try_ns)
 			return 0;
 		rd->next_try_ns = now + ms_to_ns(RETRY_MS);
 		return start_connect(rd, err) < 0 ? -1 : 0;
-	case ST_CONNECTING: {
-		int soerr = 0;
-		socklen_t len = sizeof(soerr);
-
-		if (getsockopt(rd->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
-			soerr = errno;
-		if (soerr == EINPROGRESS || soerr == EALREADY)
-			return 0;
-		if (soerr) {
-			close_fd(&rd->fd);
-			if (rd->kind == READY_FN) {
-				buf_addf(err, "cannot connect to lsnr.sock: %s", strerror(soerr));
-				return -1;
-			}
-			rd->state = ST_WAIT;
-			return 0;
-		}
-		{
-			/* A non-blocking connect may still be pending: check writability. */
-			struct sockaddr_storage peer;
-			socklen_t pl = sizeof(peer);
-
-			if (getpeername(rd->fd, (struct sockaddr *)&peer, &pl) < 0) {
-				if (errno == ENOTCONN)
-					return 0;
-			}
-		}
-		if (rd->kind != READY_FN && !rd->ready_ns)
-			rd->ready_ns = now;
-		if (rd->kind == READY_TCP || rd->kind == READY_UNIX) {
-			rd->response_ns = 0;
+	case ST_CONNECTING:
+		rc = step_connecting(rd, now, err);
+		if (rc <= 0)
+			return rc;
+		if (rd->spec->kind == READY_TCP || rd->spec->kind == READY_UNIX) {
+			rd->ready_ns = rd->connected_ns;
 			close_fd(&rd->fd);
 			rd->state = ST_DONE;
 			return 1;
 		}
 		build_request(rd);
 		rd->state = ST_SENDING;
-	}
 		/* fall through */
 	case ST_SENDING:
-		while (rd->req_off < rd->req.len) {
-			ssize_t w = send(rd->fd, rd->req.buf + rd->req_off, rd->req.len - rd->req_off, MSG_NOSIGNAL);
-
-			if (w < 0) {
-				if (errno == EAGAIN || errno == EINTR || errno == ENOTCONN)
-					return 0;
-				buf_addf(err, "cannot send the first request: %s", strerror(errno));
-				return -1;
-			}
-			rd->req_off += (size_t)w;
-		}
-		buf_reset(&rd->resp);
-		rd->state = ST_READING;
+		rc = step_sending(rd, err);
+		if (rc <= 0)
+			return rc;
 		/* fall through */
-	case ST_READING: {
-		char chunk[65536];
-		bool eof = false;
-		int status;
-
-		for (;;) {
-			ssize_t n = recv(rd->fd, chunk, sizeof(chunk), 0);
-
-			if (n > 0) {
-				if (rd->resp.len + (size_t)n > MAX_RESPONSE) {
-					buf_addf(err, "first response is larger than %u bytes", MAX_RESPONSE);
-					return -1;
-				}
-				buf_add(&rd->resp, chunk, (size_t)n);
-				continue;
-			}
-			if (n == 0) {
-				eof = true;
-				break;
-			}
-			if (errno == EAGAIN || errno == EINTR)
-				break;
-			if (rd->kind == READY_HTTP && !rd->resp.len) {
-				/* Reset before any answer: not ready yet. */
-				close_fd(&rd->fd);
-				rd->state = ST_WAIT;
-				return 0;
-			}
-			buf_addf(err, "reading the first response failed: %s", strerror(errno));
-			return -1;
-		}
-		status = response_status(&rd->resp, eof);
-		if (!status) {
-			if (eof) {
-				if (rd->kind == READY_HTTP) {
-					close_fd(&rd->fd);
-					rd->state = ST_WAIT;
-					return 0;
-				}
-				buf_addf(err, "the function closed the connection without answering POST /call");
-				return -1;
-			}
-			return 0;
-		}
-		if (status < 0) {
-			buf_addf(err, "the first response is not HTTP");
-			return -1;
-		}
-		close_fd(&rd->fd);
-		if (rd->kind == READY_HTTP && status >= 500) {
-			/* The port answered but the app is not serving yet. */
-			rd->false_ready++;
-			rd->state = ST_WAIT;
-			rd->next_try_ns = now + ms_to_ns(RETRY_MS * 2);
-			return 0;
-		}
-		if (rd->kind == READY_HTTP && (status < 200 || status > 299)) {
-			buf_addf(err, "GET %s answered %d, not 2xx", rd->path, status);
-			return -1;
-		}
-		rd->response_ns = now;
-		rd->state = ST_DONE;
-		if (rd->kind == READY_FN && status != 200) {
-			buf_addf(err, "the first POST /call was answered %d (the Fn agent takes 502 as a failed "
-				 "function, 504 as a timeout, anything else kills the container)", status);
-			return -1;
-		}
-		return 1;
-	}
+	case ST_READING:
+		return step_reading(rd, now, err);
 	case ST_DONE:
-		return 1;
+		return rd->ready_ns ? 1 : -1;
 	}
 	return 0;
 }
@@ -511,9 +648,18 @@ int64_t ready_response_us(const struct ready *rd)
 	return rd->ready_ns && rd->response_ns ? (rd->response_ns - rd->ready_ns) / 1000 : UNKNOWN;
 }
 
-int ready_false_answers(const struct ready *rd)
+int64_t ready_ready_ns(const struct ready *rd)
 {
-	return rd->false_ready;
+	return rd->ready_ns ? rd->ready_ns : UNKNOWN;
+}
+
+void ready_why_not(const struct ready *rd, struct buf *out)
+{
+	if (rd->ready_ns || !rd->nr_refused)
+		return;
+	buf_add(out, rd->refused.buf, rd->refused.len);
+	if (rd->nr_refused > 1)
+		buf_addf(out, " (%d times)", rd->nr_refused);
 }
 
 void ready_free(struct ready *rd)
@@ -522,18 +668,17 @@ void ready_free(struct ready *rd)
 		return;
 	close_fd(&rd->fd);
 	close_fd(&rd->ino_fd);
-	if (rd->dir)
-		remove_private_dir(rd->dir);
-	free(rd->dir);
+	private_dir_remove(&rd->dir);
 	free(rd->sock_path);
-	free(rd->host);
-	free(rd->path);
+	listeners_release(&rd->before);
+	listeners_release(&rd->own);
 	buf_release(&rd->req);
 	buf_release(&rd->resp);
+	buf_release(&rd->refused);
 	free(rd);
 }
 
 const char *ready_fn_dir(const struct ready *rd)
 {
-	return rd && rd->kind == READY_FN ? rd->dir : NULL;
+	return rd && rd->spec->kind == READY_FN ? rd->dir.path : NULL;
 }

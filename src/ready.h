@@ -1,28 +1,70 @@
 /*
  * Readiness probes: when is a started server ready, and how long until its
- * first response.  "fn" plays the Fn agent (private FN_LISTENER directory,
- * waits for the lsnr.sock symlink, checks the socket rules, sends the first
- * POST /call); "tcp:PORT", "http://127.0.0.1:PORT/path" (first 2xx; a 5xx is
- * false readiness) and "unix:PATH" connect until they succeed.
+ * first response.  Readiness is an event of the target:
+ *
+ *   fn                 plays the Fn agent: a private FN_LISTENER directory,
+ *                      waits for the lsnr.sock symlink, checks the socket
+ *                      rules, and the first POST /call must be answered 200
+ *   tcp:PORT           a connection to 127.0.0.1:PORT accepted by a listener
+ *                      of the target's process tree
+ *   http://HOST:PORT/PATH  the same listener answering GET PATH with an
+ *                      accepted status (2xx and 3xx unless --ready-status
+ *                      says otherwise); HOST must be a loopback address
+ *   unix:PATH          a connection to the unix socket PATH accepted by a
+ *                      listener of the target's process tree
+ *
+ * A port held by another process is not readiness: the probe fails with
+ * "port PORT is in use by pid N".
  */
 #ifndef COLDSTART_READY_H
 #define COLDSTART_READY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "util.h"
 
+enum ready_kind { READY_FN, READY_TCP, READY_HTTP, READY_UNIX };
+
+/* A parsed --ready SPEC (with --ready-status); owns its strings. */
+struct ready_spec {
+	enum ready_kind kind;
+	char *host; /* tcp, http: a dotted IPv4 loopback address */
+	int port; /* tcp, http; 0 otherwise */
+	char *path; /* http: the request path; unix: the socket path */
+	char *statuses; /* http: the accepted statuses as a user reads them, "200-399" */
+	uint64_t accept[10]; /* http: bit s % 64 of word s / 64 set when status s means ready */
+};
+
+void ready_spec_init(struct ready_spec *rs);
+/*
+ * Parses spec and, for http://, the accepted statuses: NULL for 200-399, or
+ * a list such as "200", "2xx,301" or "200-204,404".  0, or -1 with a
+ * message in err (a usage error: statuses given for another probe, a
+ * non-loopback host, a bad port, an unknown probe).
+ */
+int ready_spec_parse(struct ready_spec *rs, const char *spec, const char *statuses, struct buf *err);
+void ready_spec_release(struct ready_spec *rs);
+/* http: whether an answer with status means ready. */
+bool ready_spec_accepts(const struct ready_spec *rs, int status);
+
 struct ready;
 
 /*
- * Parses spec and prepares the probe; env is the child's full environment
- * and gets FN_LISTENER and friends for "fn".  NULL with a message in err on
- * a bad spec.
+ * Prepares the probe for spec (which must outlive it); env is the child's
+ * full environment and gets FN_LISTENER and friends for "fn".  NULL with a
+ * message in err when the probe cannot be set up.
  */
-struct ready *ready_new(const char *spec, struct strvec *env, struct buf *err);
-/* Tells the probe the target was started (exec_ns: CLOCK_MONOTONIC). */
-void ready_started(struct ready *rd, pid_t pid, int64_t exec_ns);
+struct ready *ready_new(const struct ready_spec *spec, struct strvec *env, struct buf *err);
+/*
+ * Tells the probe the target was started (exec_ns: CLOCK_MONOTONIC).
+ * tree_root is the process whose descendants may hold the target's
+ * listener (the runner passes itself: a subreaper, orphans come back to
+ * it), or 0 when the target runs elsewhere (docker): then only a listener
+ * that did not exist when ready_new ran can be the target's.
+ */
+void ready_started(struct ready *rd, pid_t tree_root, int64_t exec_ns);
 /*
  * The descriptor the run loop should poll for the probe (-1 for none) and
  * the longest it may sleep before calling ready_step again.
@@ -30,16 +72,29 @@ void ready_started(struct ready *rd, pid_t pid, int64_t exec_ns);
 int ready_pollfd(struct ready *rd, int *timeout_ms);
 /*
  * Advances the probe without blocking for long: 0 still waiting, 1 when
- * ready and the first response were measured, -1 on failure (message in
- * err, e.g. a 5xx answer or a symlink that breaks the Fn rules).
+ * ready and the first response were measured, -1 when readiness cannot
+ * come (message in err, e.g. the port is another process's, an answer that
+ * is not accepted, a symlink that breaks the Fn rules, a first call
+ * answered 502).
  */
 int ready_step(struct ready *rd, struct buf *err);
-/* exec -> ready and ready -> first response, UNKNOWN (-1) when not reached. */
+/*
+ * exec -> ready and ready -> first response, UNKNOWN (-1) when not reached.
+ * Ready is when the target's listener accepted the connection that got the
+ * accepted answer (fn: when lsnr.sock appeared, if the first call was then
+ * answered 200), so what the first request imports comes after it.
+ */
 int64_t ready_ready_us(const struct ready *rd);
 int64_t ready_response_us(const struct ready *rd);
-/* http: how many 5xx answers came before the first 2xx (false readiness). */
-int ready_false_answers(const struct ready *rd);
-/* Removes the private directory, closes sockets. */
+/* The same moment of readiness on CLOCK_MONOTONIC (the trace's clock), UNKNOWN. */
+int64_t ready_ready_ns(const struct ready *rd);
+/*
+ * While not ready: appends to out what the probe saw last that was not
+ * readiness, e.g. "GET / answered 500 Internal Server Error (4 times)", for
+ * the message when --ready-timeout passes; nothing when nothing answered.
+ */
+void ready_why_not(const struct ready *rd, struct buf *out);
+/* Removes the private directory, closes sockets.  NULL is fine. */
 void ready_free(struct ready *rd);
 
 /*

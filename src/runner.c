@@ -1,7 +1,9 @@
 /*
  * The run loop behind `coldstart profile` (and `docker`): one target, one
- * struct run.  Signals arrive through a self-pipe so cleanup always runs in
- * the loop, never in a handler.
+ * struct run.  A run is a life cycle over one struct run_state: prepare (the
+ * environment, tracer, probe and cgroup), start, poll once until the target
+ * and its output are done, collect the figures, release.  Signals arrive
+ * through a self-pipe so cleanup always runs in the loop, never in a handler.
  */
 #include "runner.h"
 #include "sampler.h"
@@ -10,6 +12,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -18,17 +21,60 @@
 #include "cgroup.h"
 #include "importtime.h"
 #include "launch.h"
+#include "leftover.h"
 #include "ready.h"
 #include "trace.h"
 
 extern char **environ;
 
 static int sig_pipe[2] = { -1, -1 };
+/* One SIGCHLD byte in the pipe is enough to wake the loop; more would fill it. */
+static volatile sig_atomic_t chld_pending;
 
 /* Grace given to the target after a forwarded signal, before SIGKILL. */
 #define SIGNAL_GRACE_NS (3LL * 1000000000)
 /* How long to keep reading stderr after the target exits (grandchildren). */
 #define DRAIN_NS (300LL * 1000000)
+/*
+ * The longest the loop sleeps between looks at the target.  Its exit wakes
+ * the loop at once (pidfd, else SIGCHLD through the pipe), so this only
+ * bounds the cost of a wake-up lost to a kernel without either.
+ */
+#define POLL_MAX_MS 1000
+
+/* Everything one run owns, from prepare to release. */
+struct run_state {
+	const struct runner_opts *o;
+	struct profile *p;
+	struct run *r;
+	struct child c;
+	struct child_exit ex; /* valid once exited */
+	struct cgroup *cg; /* NULL: the run has no cgroup */
+	struct trace_session ts;
+	bool traced; /* ts was prepared */
+	bool sampled; /* the sampler was switched on in ts's directory (--timeline) */
+	long pid; /* the target's process, kept after it is reaped */
+	struct it_parser *ps;
+	struct ready *rd; /* NULL without --ready */
+	struct buf pass; /* parser passthrough, forwarded to our stderr */
+	/* Deadlines, CLOCK_MONOTONIC ns; 0 = none. */
+	int64_t timeout_at, grace_at, drain_at, ready_at;
+	/*
+	 * When the target exited: the moment its exit woke the loop.  That is
+	 * when poll returned minus the time coldstart then waited for a CPU
+	 * (its run delay, /proc/thread-self/schedstat), unless that turn also
+	 * read output, which may have been the wake-up instead.
+	 */
+	int64_t exit_ns;
+	int64_t woke_ns; /* when the current turn's poll returned */
+	int schedstat_fd; /* -1 where the kernel has no schedstat */
+	bool exit_turn; /* this turn found the exit */
+	bool exited; /* the target was reaped */
+	bool timed_out;
+	bool stopping; /* readiness is decided: the target was asked to stop */
+	bool raw_failed;
+	int got_signal; /* the first signal coldstart received */
+};
 
 static void on_signal(int sig, siginfo_t *si, void *uctx)
 {
@@ -37,6 +83,11 @@ static void on_signal(int sig, siginfo_t *si, void *uctx)
 	ssize_t w;
 
 	(void)uctx;
+	if (sig == SIGCHLD) {
+		if (chld_pending)
+			return;
+		chld_pending = 1;
+	}
 	b[0] = (unsigned char)sig;
 	/* Terminal-generated signals already reached the target's group. */
 	b[1] = si && si->si_code == SI_KERNEL;
@@ -53,6 +104,21 @@ static bool has_warning(const struct profile *p, const char *msg)
 		if (!strcmp(p->warnings[i].msg, msg))
 			return true;
 	return false;
+}
+
+/* Records a warning that says the run went otherwise than asked, and tells the caller. */
+__attribute__((format(printf, 2, 3))) static void alert(struct run_state *st, const char *fmt, ...)
+{
+	struct buf msg = BUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	buf_vaddf(&msg, fmt, ap);
+	va_end(ap);
+	profile_add_warning(st->p, 0, "%s", msg.buf);
+	if (st->o->notify)
+		st->o->notify(st->o->notify_data, msg.buf);
+	buf_release(&msg);
 }
 
 static void forward_text(const struct buf *text, bool quiet)
@@ -99,19 +165,327 @@ static void build_env(const struct runner_opts *o, struct strvec *env)
 		strvec_push(env, *x);
 }
 
-static void kill_everything(struct child *c, struct cgroup *cg)
+static void kill_everything(struct run_state *st)
 {
-	if (cg)
-		cgroup_kill_all(cg);
-	if (c->pid > 0)
-		kill_tree(c->pid, SIGKILL, true);
+	if (st->cg)
+		cgroup_kill_all(st->cg);
+	if (st->c.pid > 0)
+		kill_tree(st->c.pid, SIGKILL, true);
 	/* Orphans reparented to us through the subreaper flag. */
 	kill_tree(getpid(), SIGKILL, false);
 }
 
-static void set_status(struct run *r, const struct child_exit *ex)
+/* Asks the target to stop; SIGKILL follows after the grace. */
+static void stop_target(struct run_state *st, int64_t now)
 {
-	r->wall_us = ex->wall_us;
+	st->stopping = true;
+	if (st->c.pid > 0)
+		kill(st->c.pid, SIGTERM);
+	st->grace_at = now + SIGNAL_GRACE_NS;
+}
+
+/*
+ * Every run lives in a cgroup of its own, so that its whole tree can be
+ * found and killed, also by the next run after a SIGKILLed coldstart: with
+ * the limits when asked (no cgroup, no run), else one without limits where
+ * this host lets us make one.  Not for a child that is not the target
+ * (docker): the container lives elsewhere.  Leftovers of dead owners go
+ * first.
+ */
+static int make_cgroup(struct run_state *st, struct buf *err, struct runner_failure *why)
+{
+	struct buf cerr = BUF_INIT;
+
+	cgroup_cleanup_stale();
+	leftover_cleanup_dirs();
+	if (st->o->use_limits) {
+		st->cg = cgroup_create(&st->p->limits, err);
+		if (!st->cg) {
+			why->no_limits = true;
+			return -1;
+		}
+		if (cgroup_note(st->cg) && !has_warning(st->p, cgroup_note(st->cg)))
+			profile_add_warning(st->p, 0, "%s", cgroup_note(st->cg));
+	} else if (!st->o->before_start) {
+		st->cg = cgroup_create_unlimited(&cerr);
+		if (!st->cg) {
+			struct buf msg = BUF_INIT;
+
+			buf_addf(&msg, "the run has no cgroup of its own (%s): what the target leaves running "
+				 "outlives a SIGKILLed coldstart", cerr.buf);
+			if (!has_warning(st->p, msg.buf))
+				profile_add_warning(st->p, 0, "%s", msg.buf);
+			buf_release(&msg);
+		}
+	}
+	if (st->cg)
+		st->c.join_files = cgroup_join_files(st->cg);
+	buf_release(&cerr);
+	return 0;
+}
+
+/* The child's environment, the tracer, the probe, the cgroup and the caller's hook. */
+static int prepare(struct run_state *st, struct buf *err, struct runner_failure *why)
+{
+	const struct runner_opts *o = st->o;
+
+	strvec_pushv(&st->c.args, o->argv);
+	build_env(o, &st->c.env);
+	st->c.capture_stderr = true;
+
+	if (o->trace) {
+		struct buf terr = BUF_INIT;
+
+		if (trace_prepare(&st->ts, o->python, &st->c.env, &terr) < 0)
+			alert(st, "tracer unavailable, importtime only: %s", terr.buf);
+		else
+			st->traced = true;
+		buf_reset(&terr);
+		if (st->traced && o->timeline) {
+			if (sampler_prepare(st->ts.dir, o->python, o->timeline, &st->c.env, &terr) < 0)
+				alert(st, "no timeline: %s", terr.buf);
+			else
+				st->sampled = true;
+		}
+		buf_release(&terr);
+	}
+	if (o->ready) {
+		st->rd = ready_new(o->ready, &st->c.env, err);
+		if (!st->rd)
+			return -1;
+	}
+	if (make_cgroup(st, err, why) < 0)
+		return -1;
+	if (o->before_start) {
+		struct runner_child_view cv = {
+			.argv = &st->c.args,
+			.env = &st->c.env,
+			.trace_dir = st->traced ? st->ts.dir : NULL,
+			.boot_dir = st->traced ? st->ts.boot_dir : NULL,
+			.ready = st->rd,
+		};
+
+		if (o->before_start(o->before_start_data, &cv, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int start(struct run_state *st, struct buf *err, struct runner_failure *why)
+{
+	const struct runner_opts *o = st->o;
+
+	st->ps = it_parser_new(st->r);
+	if (child_start(&st->c, err) < 0) {
+		why->no_exec = true;
+		why->exec_errno = errno;
+		return -1;
+	}
+	st->pid = st->c.pid;
+	/* The loop polls several sources; a read must never block it. */
+	fcntl(st->c.err_fd, F_SETFL, fcntl(st->c.err_fd, F_GETFL) | O_NONBLOCK);
+	/* Our descendants are the target's tree: orphans are reparented to us. */
+	if (st->rd)
+		ready_started(st->rd, o->before_start ? 0 : getpid(), st->c.exec_ns);
+	if (o->timeout_us > 0)
+		st->timeout_at = st->c.start_ns + o->timeout_us * 1000;
+	if (st->rd && o->ready_timeout_us > 0)
+		st->ready_at = st->c.start_ns + o->ready_timeout_us * 1000;
+	return 0;
+}
+
+static void read_stderr(struct run_state *st)
+{
+	char chunk[65536];
+	ssize_t n;
+
+	if (st->c.err_fd < 0)
+		return;
+	n = read(st->c.err_fd, chunk, sizeof(chunk));
+	if (n > 0) {
+		if (st->exit_turn)
+			st->exit_ns = st->woke_ns;
+		if (st->o->raw_fd >= 0 && write(st->o->raw_fd, chunk, (size_t)n) != n && !st->raw_failed) {
+			st->raw_failed = true;
+			profile_add_warning(st->p, 0, "cannot copy the raw log: %s", strerror(errno));
+		}
+		it_feed(st->ps, chunk, (size_t)n, &st->pass);
+		forward_text(&st->pass, st->o->quiet);
+		buf_reset(&st->pass);
+	} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+		close(st->c.err_fd);
+		st->c.err_fd = -1;
+	}
+}
+
+/*
+ * Signals coldstart received: the first one ends the run; all go on to the
+ * target.  A SIGCHLD only wakes the loop: the exit is looked at after this,
+ * and a SIGCHLD is sent after the child became a zombie, so clearing the
+ * flag first loses none.
+ */
+static void read_signals(struct run_state *st, int64_t now)
+{
+	unsigned char b[2];
+
+	chld_pending = 0;
+	while (read(sig_pipe[0], b, 2) == 2) {
+		if (b[0] == SIGCHLD)
+			continue;
+		if (!st->got_signal) {
+			st->got_signal = b[0];
+			st->grace_at = now + SIGNAL_GRACE_NS;
+		}
+		if (st->c.pid > 0 && !b[1])
+			kill(st->c.pid, b[0]);
+	}
+}
+
+static void step_ready(struct run_state *st, int64_t now)
+{
+	struct buf rerr = BUF_INIT;
+	int rs;
+
+	if (!st->rd || st->exited || st->stopping)
+		return;
+	rs = ready_step(st->rd, &rerr);
+	if (rs < 0)
+		alert(st, "readiness: %s", rerr.buf);
+	if (rs != 0)
+		stop_target(st, now);
+	else if (st->ready_at && now > st->ready_at) {
+		struct buf why = BUF_INIT;
+
+		ready_why_not(st->rd, &why);
+		alert(st, "target not ready after %lld ms%s%s%s", (long long)(st->o->ready_timeout_us / 1000),
+		      why.len ? " (" : "", why.buf, why.len ? ")" : "");
+		buf_release(&why);
+		stop_target(st, now);
+	}
+	buf_release(&rerr);
+}
+
+/*
+ * Nanoseconds this thread has spent runnable but waiting for a CPU, or -1:
+ * the second field of schedstat.
+ */
+static int64_t run_delay_ns(int fd)
+{
+	char text[128];
+	ssize_t n;
+	char *sp;
+
+	if (fd < 0 || (n = pread(fd, text, sizeof(text) - 1, 0)) <= 0)
+		return -1;
+	text[n] = '\0';
+	sp = strchr(text, ' ');
+	return sp ? strtoll(sp + 1, NULL, 10) : -1;
+}
+
+/* Reaps the target if it exited; late is how long the loop waited for a CPU after it woke. */
+static int check_exit(struct run_state *st, int64_t now, int64_t late, struct buf *err)
+{
+	int rc;
+
+	st->exit_turn = false;
+	if (st->exited)
+		return 0;
+	rc = child_poll(&st->c, &st->ex);
+	if (rc < 0) {
+		buf_addf(err, "cannot wait for the target: %s", strerror(errno));
+		kill_everything(st);
+		return -1;
+	}
+	if (rc > 0) {
+		st->exited = true;
+		st->exit_turn = true;
+		st->exit_ns = late > 0 && late < now - st->c.exec_ns ? now - late : now;
+		st->drain_at = now + DRAIN_NS;
+	}
+	return 0;
+}
+
+static void earliest(int64_t *at, int64_t deadline)
+{
+	if (deadline && (!*at || deadline < *at))
+		*at = deadline;
+}
+
+/* How long poll may sleep: until the nearest deadline, the probe's next step, or POLL_MAX_MS. */
+static int poll_timeout(const struct run_state *st, int probe_ms)
+{
+	int64_t at = 0, now = now_ns(), ms;
+
+	if (!st->exited) {
+		earliest(&at, st->timeout_at);
+		earliest(&at, st->grace_at);
+		if (st->rd && !st->stopping)
+			earliest(&at, st->ready_at);
+	} else {
+		earliest(&at, st->drain_at);
+	}
+	ms = POLL_MAX_MS;
+	if (at)
+		ms = at <= now ? 0 : (at - now + 999999) / 1000000;
+	if (probe_ms >= 0 && probe_ms < ms)
+		ms = probe_ms;
+	return ms < POLL_MAX_MS ? (int)ms : POLL_MAX_MS;
+}
+
+/*
+ * One turn of the loop: sleep until the target exits, writes, a signal
+ * arrives, the probe can move or a deadline passes, then act on each.  The
+ * exit is looked at before the output, so the wall time ends when the exit
+ * woke the loop, not after the output of that turn was parsed.  Returns 1 when the
+ * run is over, 0 to go on, -1 with a message in err (everything was killed).
+ */
+static int poll_once(struct run_state *st, struct buf *err)
+{
+	struct pollfd pfd[4];
+	nfds_t nfd = 0;
+	int rfd = -1, probe_ms = -1;
+	int64_t now, delay_before, delay_after;
+
+	if (!st->exited && st->c.pidfd >= 0)
+		pfd[nfd++] = (struct pollfd){ .fd = st->c.pidfd, .events = POLLIN };
+	if (st->c.err_fd >= 0)
+		pfd[nfd++] = (struct pollfd){ .fd = st->c.err_fd, .events = POLLIN };
+	pfd[nfd++] = (struct pollfd){ .fd = sig_pipe[0], .events = POLLIN };
+	if (st->rd && !st->stopping && !st->exited) {
+		rfd = ready_pollfd(st->rd, &probe_ms);
+		if (rfd >= 0)
+			pfd[nfd++] = (struct pollfd){ .fd = rfd, .events = POLLIN };
+	}
+	delay_before = run_delay_ns(st->schedstat_fd);
+	if (poll(pfd, nfd, poll_timeout(st, probe_ms)) < 0 && errno != EINTR) {
+		buf_addf(err, "poll failed: %s", strerror(errno));
+		kill_everything(st);
+		return -1;
+	}
+	now = st->woke_ns = now_ns();
+	delay_after = run_delay_ns(st->schedstat_fd);
+
+	read_signals(st, now);
+	if (check_exit(st, now, delay_before >= 0 && delay_after >= 0 ? delay_after - delay_before : 0,
+		       err) < 0)
+		return -1;
+	read_stderr(st);
+	step_ready(st, now);
+	if (!st->exited && st->timeout_at && now > st->timeout_at) {
+		st->timed_out = true;
+		kill_everything(st);
+		st->timeout_at = 0;
+	}
+	if (!st->exited && st->grace_at && now > st->grace_at) {
+		kill_everything(st);
+		st->grace_at = 0;
+	}
+	return st->exited && (st->c.err_fd < 0 || now >= st->drain_at);
+}
+
+static void set_status(struct run *r, const struct child_exit *ex, int64_t wall_ns)
+{
+	r->wall_us = wall_ns / 1000;
 	r->user_us = ex->user_us;
 	r->sys_us = ex->sys_us;
 	r->maxrss_kb = ex->maxrss_kb;
@@ -124,19 +498,123 @@ static void set_status(struct run *r, const struct child_exit *ex)
 	}
 }
 
+static size_t nr_imports(const struct run *r)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < r->nr_procs; i++)
+		n += r->procs[i].nr_nodes;
+	return n;
+}
+
+/*
+ * A run without importtime rows is either not Python at all (or a Python
+ * started with -I or -E, which ignore PYTHONPROFILEIMPORTTIME and
+ * PYTHONPATH), or one whose stderr did not reach us while the tracer saw
+ * its imports: the first is an empty profile, the second only lacks the
+ * rows' view.
+ */
+static void check_imports(struct run_state *st, size_t from_rows)
+{
+	if (from_rows)
+		return;
+	if (!nr_imports(st->r))
+		alert(st, "no import was recorded: the target printed no -X importtime rows%s (not Python, or "
+		      "Python started with -I or -E, which ignore PYTHONPROFILEIMPORTTIME and PYTHONPATH)",
+		      st->traced ? " and no Python process in it wrote a trace" : "");
+	else
+		profile_add_warning(st->p, 0, "the target printed no -X importtime rows (its stderr did not reach "
+				    "coldstart?): the imports are the tracer's alone");
+}
+
+/* After the target ended: what it left behind, the parser's end, the figures, the trace. */
+static void collect(struct run_state *st)
+{
+	struct run *r = st->r;
+	const struct it_warning *w;
+	size_t i, nw, from_rows;
+	int left = st->cg ? cgroup_nr_procs(st->cg) : 0;
+
+	/* What the target left running gets no life of its own. */
+	if (left > 0 || kill_tree(getpid(), 0, false) > 0) {
+		kill_everything(st);
+		profile_add_warning(st->p, 0, "killed processes the target left running");
+	}
+	launch_reap_orphans();
+	if (st->c.err_fd >= 0) {
+		close(st->c.err_fd);
+		st->c.err_fd = -1;
+	}
+	it_finish(st->ps, &st->pass);
+	forward_text(&st->pass, st->o->quiet);
+	w = it_warnings(st->ps, &nw);
+	for (i = 0; i < nw; i++)
+		profile_add_warning(st->p, w[i].line, "importtime: %s", w[i].msg);
+	from_rows = nr_imports(r);
+
+	set_status(r, &st->ex, st->exit_ns - st->c.exec_ns);
+	if (st->cg && st->o->use_limits) {
+		cgroup_read_figures(st->cg, &r->cg);
+		if (r->status == RUN_SIGNALED && r->term_signal == SIGKILL && r->cg.oom_kills > 0)
+			r->status = RUN_OOM;
+	}
+	if (st->timed_out)
+		r->status = RUN_TIMEOUT;
+	else if (st->stopping && st->rd && !st->got_signal)
+		r->status = RUN_STOPPED;
+	if (st->rd) {
+		r->ready_us = ready_ready_us(st->rd);
+		r->first_response_us = ready_response_us(st->rd);
+		r->ready_ns = ready_ready_ns(st->rd);
+	}
+	if (st->traced) {
+		struct buf terr = BUF_INIT;
+
+		if (trace_collect(&st->ts, st->p, r, &terr) < 0)
+			profile_add_warning(st->p, 0, "cannot read the trace: %s", terr.buf);
+		buf_release(&terr);
+	}
+	if (st->sampled) {
+		struct sampler_times t = { .pid = st->pid, .exec_ns = st->c.exec_ns, .exit_ns = st->exit_ns };
+
+		sampler_collect(st->ts.dir, st->p, r, &t, st->o->timeline);
+	}
+	check_imports(st, from_rows);
+}
+
+static void release(struct run_state *st)
+{
+	if (st->c.pid > 0) {
+		kill_everything(st);
+		child_finish(&st->c, &st->ex);
+	}
+	if (st->cg)
+		cgroup_destroy(st->cg);
+	if (st->rd)
+		ready_free(st->rd);
+	if (st->ps)
+		it_parser_free(st->ps);
+	if (st->traced || st->ts.dir)
+		trace_session_release(&st->ts);
+	if (st->schedstat_fd >= 0)
+		close(st->schedstat_fd);
+	child_release(&st->c);
+	buf_release(&st->pass);
+}
+
 void runner_setup_signals(void)
 {
-	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD };
 	struct sigaction sa;
 	size_t i;
 
-	if (sig_pipe[0] >= 0)
-		return;
-	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+	/* The handlers again each time: runner_after_runs may have changed them. */
+	if (sig_pipe[0] < 0 && pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		die("cannot create the signal pipe: %s", strerror(errno));
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_signal;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	/* SIGCHLD only for exits: kill_tree stops and continues processes. */
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NOCLDSTOP;
 	sigemptyset(&sa.sa_mask);
 	for (i = 0; i < ARRAY_SIZE(sigs); i++)
 		sigaction(sigs[i], &sa, NULL);
@@ -144,274 +622,55 @@ void runner_setup_signals(void)
 	launch_become_subreaper();
 }
 
-enum runner_error runner_run(const struct runner_opts *o, struct profile *p, struct run *r,
-			     struct buf *err, int *signo)
+static void exit_on_signal(int sig)
 {
-	struct child c;
-	struct child_exit ex;
-	struct cgroup *cg = NULL;
-	struct trace_session ts = { 0 };
-	struct it_parser *ps = NULL;
-	struct ready *rd = NULL;
-	struct buf pass = BUF_INIT;
-	enum runner_error ret = RUNNER_FAILED;
-	int64_t deadline = 0, grace_deadline = 0, drain_deadline = 0, ready_deadline = 0;
-	bool exited = false, timed_out = false, stopping = false, traced = false, raw_failed = false;
-	bool sampled = false;
-	long child_pid = -1;
-	int got_signal = 0;
+	_exit(128 + sig);
+}
+
+int runner_after_runs(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	struct sigaction sa;
+	unsigned char b[2];
+	int pending = 0;
 	size_t i;
 
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = exit_on_signal;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < ARRAY_SIZE(sigs); i++)
+		sigaction(sigs[i], &sa, NULL);
+	/* What came before the handlers changed is in the pipe. */
+	while (sig_pipe[0] >= 0 && read(sig_pipe[0], b, 2) == 2)
+		if (b[0] != SIGCHLD && !pending)
+			pending = b[0];
+	return pending;
+}
+
+int runner_run(const struct runner_opts *o, struct profile *p, struct run *r, struct buf *err,
+	       struct runner_failure *why)
+{
+	struct run_state st = { .o = o, .p = p, .r = r, .pass = BUF_INIT };
+	int ret = -1, rc;
+
+	memset(why, 0, sizeof(*why));
 	runner_setup_signals();
-	child_init(&c);
-	strvec_pushv(&c.args, o->argv);
-	build_env(o, &c.env);
-	c.capture_stderr = true;
-
-	if (o->trace) {
-		struct buf terr = BUF_INIT;
-
-		if (trace_prepare(&ts, o->python, &c.env, &terr) < 0) {
-			profile_add_warning(p, 0, "tracer unavailable, importtime only: %s", terr.buf);
-			warning("tracer unavailable, importtime only: %s", terr.buf);
-		} else {
-			traced = true;
-		}
-		buf_reset(&terr);
-		if (traced && o->timeline) {
-			if (sampler_prepare(ts.dir, o->python, o->timeline, &c.env, &terr) < 0) {
-				profile_add_warning(p, 0, "no timeline: %s", terr.buf);
-				warning("no timeline: %s", terr.buf);
-			} else {
-				sampled = true;
-			}
-		}
-		buf_release(&terr);
-	}
-	if (o->ready) {
-		rd = ready_new(o->ready, &c.env, err);
-		if (!rd)
-			goto out;
-	}
-	if (o->use_limits) {
-		cgroup_cleanup_stale();
-		cg = cgroup_create(&p->limits, err);
-		if (!cg) {
-			ret = RUNNER_NO_LIMITS;
-			goto out;
-		}
-		c.join_files = cgroup_join_files(cg);
-		if (cgroup_note(cg) && !has_warning(p, cgroup_note(cg)))
-			profile_add_warning(p, 0, "%s", cgroup_note(cg));
-	}
-	if (o->before_start) {
-		struct runner_child_view cv = {
-			.argv = &c.args,
-			.env = &c.env,
-			.trace_dir = traced ? ts.dir : NULL,
-			.boot_dir = traced ? ts.boot_dir : NULL,
-			.ready = rd,
-		};
-
-		if (o->before_start(o->before_start_data, &cv, err) < 0)
-			goto out;
-	}
-
-	ps = it_parser_new(r);
-	if (child_start(&c, err) < 0) {
-		ret = RUNNER_NO_EXEC;
+	child_init(&st.c);
+	st.schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+	if (prepare(&st, err, why) < 0 || start(&st, err, why) < 0)
+		goto out;
+	while (!(rc = poll_once(&st, err)))
+		;
+	if (rc < 0)
+		goto out;
+	collect(&st);
+	if (st.got_signal) {
+		why->signo = st.got_signal;
+		buf_addf(err, "interrupted by signal %d; target stopped", st.got_signal);
 		goto out;
 	}
-	child_pid = c.pid;
-	/* The loop polls several sources; a read must never block it. */
-	fcntl(c.err_fd, F_SETFL, fcntl(c.err_fd, F_GETFL) | O_NONBLOCK);
-	if (rd)
-		ready_started(rd, c.pid, c.exec_ns);
-	if (o->timeout_us > 0)
-		deadline = c.start_ns + o->timeout_us * 1000;
-	if (rd && o->ready_timeout_us > 0)
-		ready_deadline = c.start_ns + o->ready_timeout_us * 1000;
-
-	for (;;) {
-		struct pollfd pfd[3];
-		nfds_t nfd = 0;
-		int timeout_ms = 50, rfd = -1, rt = 50;
-		int64_t now;
-
-		if (c.err_fd >= 0) {
-			pfd[nfd].fd = c.err_fd;
-			pfd[nfd].events = POLLIN;
-			nfd++;
-		}
-		pfd[nfd].fd = sig_pipe[0];
-		pfd[nfd].events = POLLIN;
-		nfd++;
-		if (rd && !stopping && !exited && (rfd = ready_pollfd(rd, &rt)) >= 0) {
-			pfd[nfd].fd = rfd;
-			pfd[nfd].events = POLLIN;
-			nfd++;
-		}
-		if (rd && rt < timeout_ms)
-			timeout_ms = rt;
-		if (poll(pfd, nfd, timeout_ms) < 0 && errno != EINTR) {
-			buf_addf(err, "poll failed: %s", strerror(errno));
-			kill_everything(&c, cg);
-			goto out;
-		}
-		now = now_ns();
-
-		if (c.err_fd >= 0) {
-			char chunk[65536];
-			ssize_t n = read(c.err_fd, chunk, sizeof(chunk));
-
-			if (n > 0) {
-				if (o->raw_fd >= 0 && write(o->raw_fd, chunk, (size_t)n) != n && !raw_failed) {
-					raw_failed = true;
-					profile_add_warning(p, 0, "cannot copy the raw log: %s", strerror(errno));
-				}
-				it_feed(ps, chunk, (size_t)n, &pass);
-				forward_text(&pass, o->quiet);
-				buf_reset(&pass);
-			} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-				close(c.err_fd);
-				c.err_fd = -1;
-			}
-		}
-
-		{
-			unsigned char b[2];
-
-			while (read(sig_pipe[0], b, 2) == 2) {
-				if (!got_signal) {
-					got_signal = b[0];
-					grace_deadline = now + SIGNAL_GRACE_NS;
-				}
-				if (c.pid > 0 && !b[1])
-					kill(c.pid, b[0]);
-			}
-		}
-
-		if (rd && !exited && !stopping) {
-			int rs = ready_step(rd, err);
-
-			if (rs < 0) {
-				profile_add_warning(p, 0, "readiness: %s", err->buf);
-				warning("readiness: %s", err->buf);
-				buf_reset(err);
-				stopping = true;
-			} else if (rs > 0) {
-				stopping = true;
-			}
-			if (stopping && c.pid > 0) {
-				kill(c.pid, SIGTERM);
-				grace_deadline = now + SIGNAL_GRACE_NS;
-			}
-		}
-		if (ready_deadline && now > ready_deadline && !stopping && !exited) {
-			profile_add_warning(p, 0, "target not ready after %lld ms",
-					    (long long)(o->ready_timeout_us / 1000));
-			warning("target not ready after %lld ms", (long long)(o->ready_timeout_us / 1000));
-			stopping = true;
-			kill(c.pid, SIGTERM);
-			grace_deadline = now + SIGNAL_GRACE_NS;
-		}
-
-		if (!exited) {
-			int st = child_poll(&c, &ex);
-
-			if (st > 0) {
-				exited = true;
-				drain_deadline = now + DRAIN_NS;
-			} else if (st < 0) {
-				buf_addf(err, "cannot wait for the target: %s", strerror(errno));
-				kill_everything(&c, cg);
-				goto out;
-			}
-		}
-		if (!exited && deadline && now > deadline) {
-			timed_out = true;
-			kill_everything(&c, cg);
-			deadline = 0;
-		}
-		if (!exited && grace_deadline && now > grace_deadline) {
-			kill_everything(&c, cg);
-			grace_deadline = 0;
-		}
-		if (exited && (c.err_fd < 0 || now > drain_deadline))
-			break;
-	}
-
-	/* What the target left running gets no life of its own. */
-	{
-		int left = cg ? cgroup_nr_procs(cg) : 0;
-
-		if (left > 0 || kill_tree(getpid(), 0, false) > 0) {
-			kill_everything(&c, cg);
-			profile_add_warning(p, 0, "killed processes the target left running");
-		}
-		launch_reap_orphans();
-	}
-	if (c.err_fd >= 0) {
-		close(c.err_fd);
-		c.err_fd = -1;
-	}
-	it_finish(ps, &pass);
-	forward_text(&pass, o->quiet);
-	{
-		size_t nw;
-		const struct it_warning *w = it_warnings(ps, &nw);
-
-		for (i = 0; i < nw; i++)
-			profile_add_warning(p, w[i].line, "importtime: %s", w[i].msg);
-	}
-
-	set_status(r, &ex);
-	if (cg) {
-		cgroup_read_figures(cg, &r->cg);
-		if (r->status == RUN_SIGNALED && r->term_signal == SIGKILL && r->cg.oom_kills > 0)
-			r->status = RUN_OOM;
-	}
-	if (timed_out)
-		r->status = RUN_TIMEOUT;
-	else if (stopping && rd && !got_signal)
-		r->status = RUN_STOPPED;
-	if (rd) {
-		r->ready_us = ready_ready_us(rd);
-		r->first_response_us = ready_response_us(rd);
-	}
-	if (traced) {
-		struct buf terr = BUF_INIT;
-
-		if (trace_collect(&ts, p, r, &terr) < 0)
-			profile_add_warning(p, 0, "cannot read the trace: %s", terr.buf);
-		buf_release(&terr);
-		if (sampled) {
-			struct sampler_times st = { .pid = child_pid, .fork_ns = c.start_ns, .exec_ns = c.exec_ns };
-
-			sampler_collect(ts.dir, p, r, &st, o->timeline);
-		}
-	}
-	if (got_signal) {
-		*signo = got_signal;
-		ret = RUNNER_INTERRUPTED;
-		buf_addf(err, "interrupted by signal %d; target stopped", got_signal);
-		goto out;
-	}
-	ret = RUNNER_OK;
+	ret = 0;
 out:
-	if (c.pid > 0) {
-		kill_everything(&c, cg);
-		child_finish(&c, &ex);
-	}
-	if (cg)
-		cgroup_destroy(cg);
-	if (rd)
-		ready_free(rd);
-	if (ps)
-		it_parser_free(ps);
-	if (traced || ts.dir)
-		trace_session_release(&ts);
-	child_release(&c);
-	buf_release(&pass);
+	release(&st);
 	return ret;
 }

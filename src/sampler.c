@@ -86,7 +86,9 @@ static struct proc *proc_of(struct run *r, const struct samples_file *sf)
 static int64_t cut_at(const struct run *r, const struct sampler_times *t, const struct timeline_opts *o,
 		      enum tl_end *end, struct profile *p)
 {
-	int64_t ready = r->ready_us >= 0 && t->exec_ns >= 0 ? t->exec_ns + r->ready_us * 1000 : UNKNOWN;
+	int64_t ready = r->ready_ns > 0			      ? r->ready_ns
+			: r->ready_us >= 0 && t->exec_ns >= 0 ? t->exec_ns + r->ready_us * 1000
+							      : UNKNOWN;
 
 	*end = TL_END_EXIT;
 	switch (o->until) {
@@ -137,11 +139,11 @@ static void collect_one(const char *path, const char *name, struct profile *p, s
 	}
 	if (end_ns >= 0 && sf.start_ns > end_ns)
 		goto out; /* started after the end of the profile's time */
-	if (pr->pid == t->pid && t->fork_ns >= 0) {
-		/* The runner's own child: its timeline spans the run's wall time. */
-		cut.origin_ns = t->fork_ns;
-		if (r->wall_us >= 0)
-			cut.exit_ns = t->fork_ns + r->wall_us * 1000;
+	if (pr->pid == t->pid && t->exec_ns >= 0 && !sf.forked) {
+		/* The runner's own child: its timeline spans the run's wall time, exec to exit. */
+		cut.origin_ns = t->exec_ns;
+		if (t->exit_ns > t->exec_ns)
+			cut.exit_ns = t->exit_ns;
 	}
 	if (sf.faults || sf.bad_records)
 		profile_add_warning(p, 0, "timeline of pid %ld: %llu samples abandoned, %zu unreadable records",

@@ -45,8 +45,8 @@ int sampler_prepare(const char *trace_dir, const char *python, const struct time
 /* The moments of the run the runner knows (CLOCK_MONOTONIC ns, UNKNOWN where not known). */
 struct sampler_times {
 	long pid; /* the process the runner started */
-	int64_t fork_ns; /* its fork: where the run's wall time starts */
-	int64_t exec_ns; /* its exec, which readiness is measured from */
+	int64_t exec_ns; /* its exec: where the run's wall time and readiness are measured from */
+	int64_t exit_ns; /* its exit */
 };
 
 /*

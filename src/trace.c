@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "builtin.h"
+#include "leftover.h"
 #include "trace_build.h"
 
 #define MAX_FIELDS 64
@@ -956,12 +957,14 @@ void trace_merge_run(struct profile *p, struct run *run, const struct trace_proc
 
 int trace_prepare(struct trace_session *ts, const char *python, struct strvec *env, struct buf *err)
 {
-	const char *datadir = coldstart_datadir(), *tmp = getenv("TMPDIR"), *old;
+	const char *datadir = coldstart_datadir(), *old;
 	struct buf path = BUF_INIT, berr = BUF_INIT, pp = BUF_INIT;
+	struct private_dir pd;
 	char *so = NULL, *slash;
 	int ret = -1;
 
 	memset(ts, 0, sizeof(*ts));
+	ts->lock_fd = -1;
 	if (!datadir) {
 		buf_addf(err, "cannot find coldstart's python directory (set COLDSTART_DATADIR)");
 		goto out;
@@ -972,12 +975,10 @@ int trace_prepare(struct trace_session *ts, const char *python, struct strvec *e
 		goto out;
 	}
 	buf_reset(&path);
-	buf_addf(&path, "%s/coldstart-trace-XXXXXX", tmp && *tmp == '/' ? tmp : "/tmp");
-	if (!mkdtemp(path.buf)) {
-		buf_addf(err, "cannot create '%s': %s", path.buf, strerror(errno));
+	if (private_dir_create(&pd, keep_trace() ? "trace-kept" : "trace", err) < 0)
 		goto out;
-	}
-	ts->dir = buf_detach(&path, NULL);
+	ts->dir = pd.path;
+	ts->lock_fd = pd.lock_fd;
 	buf_addf(&path, "%s/coldstart/_boot", datadir);
 	ts->boot_dir = buf_detach(&path, NULL);
 
@@ -1091,6 +1092,10 @@ void trace_session_release(struct trace_session *ts)
 			closedir(d);
 		rmdir(ts->dir);
 	}
+	/* Only a prepared session has a lock: a zeroed one must not close fd 0. */
+	if (ts->dir && ts->lock_fd >= 0)
+		close(ts->lock_fd);
+	ts->lock_fd = -1;
 	free(ts->dir);
 	free(ts->boot_dir);
 	ts->dir = ts->boot_dir = NULL;

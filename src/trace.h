@@ -10,7 +10,14 @@
 #include "profile.h"
 
 struct trace_session {
-	char *dir; /* private trace directory, removed by release */
+	/*
+	 * The private trace directory (leftover.h: $TMPDIR/coldstart-trace-<pid>-*,
+	 * locked while this coldstart lives, so a SIGKILLed run's is cleaned by
+	 * a later one), removed by release; COLDSTART_KEEP_TRACE keeps it, named
+	 * coldstart-trace-kept-<pid>-*, which no cleaning touches.
+	 */
+	char *dir;
+	int lock_fd;
 	char *boot_dir; /* the bootstrap directory put on PYTHONPATH */
 };
 

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "leftover.h"
 #include "util.h"
 
 static char tmpl[] = "/tmp/coldstart-cgtest-XXXXXX";
@@ -605,6 +606,79 @@ static void test_cleanup_stale_v1(void **state)
 	buf_release(&b);
 }
 
+/* A run without limits still gets a cgroup: on v2 no controller is enabled, nothing is limited. */
+static void test_unlimited_v2(void **state)
+{
+	struct buf err = BUF_INIT, limit = BUF_INIT;
+	struct cgroup *cg = cgroup_create_unlimited(&err);
+	const char *const *joins;
+	char *dir;
+
+	assert_non_null(cg);
+	joins = cgroup_join_files(cg);
+	assert_non_null(joins[0]);
+	assert_null(joins[1]);
+	dir = run_dir(joins[0]);
+	assert_true(exists(dir));
+	assert_file(root, "cgroup.subtree_control", "");
+	buf_addf(&limit, "%s/memory.max", dir);
+	assert_false(exists(limit.buf));
+	assert_null(cgroup_note(cg));
+	cgroup_destroy(cg);
+	assert_false(exists(dir));
+	free(dir);
+	buf_release(&err);
+	buf_release(&limit);
+}
+
+/* On v1 one hierarchy holds the run: pids first. */
+static void test_unlimited_v1(void **state)
+{
+	struct buf err = BUF_INIT, want = BUF_INIT;
+	struct cgroup *cg = cgroup_create_unlimited(&err);
+	const char *const *joins;
+
+	assert_non_null(cg);
+	joins = cgroup_join_files(cg);
+	buf_addf(&want, "%s/pids/", root);
+	assert_true(starts_with(joins[0], want.buf));
+	assert_null(joins[1]);
+	cgroup_destroy(cg);
+	buf_release(&err);
+	buf_release(&want);
+}
+
+/* A live owner's cgroup is kept by its lock, whatever the pid in its name says. */
+static void test_cleanup_stale_keeps_locked(void **state)
+{
+	struct buf dir = BUF_INIT, err = BUF_INIT;
+	struct cgroup *mine;
+	pid_t pid;
+	int status, lock;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid)
+		_exit(0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	buf_addf(&dir, "%s/coldstart-%ld-7", root, (long)pid);
+	assert_int_equal(mkdir(dir.buf, 0755), 0);
+	lock = leftover_lock(dir.buf);
+	assert_true(lock >= 0);
+	mine = cgroup_create_unlimited(&err);
+	assert_non_null(mine);
+	cgroup_cleanup_stale();
+	assert_true(exists(dir.buf));
+	close(lock);
+	cgroup_cleanup_stale();
+	assert_false(exists(dir.buf));
+	/* Ours (named after our live pid, and locked) stayed through both. */
+	assert_true(cgroup_nr_procs(mine) >= 0);
+	cgroup_destroy(mine);
+	buf_release(&dir);
+	buf_release(&err);
+}
+
 static void test_no_cgroupfs(void **state)
 {
 	struct limits lim = { 0 };
@@ -619,6 +693,7 @@ static void test_no_cgroupfs(void **state)
 	assert_non_null(strstr(err.buf, "holds neither a cgroup2 tree"));
 	assert_non_null(strstr(err.buf, "--no-limits"));
 	assert_null(cgroup_backend_name());
+	assert_null(cgroup_create_unlimited(&err));
 	unsetenv("COLDSTART_CGROUP_ROOT");
 	rmdir(empty);
 	free(empty);
@@ -653,6 +728,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_v1_missing_hierarchy, fake_v1, fake_done),
 		cmocka_unit_test_setup_teardown(test_cleanup_stale, fake_v2, fake_done),
 		cmocka_unit_test_setup_teardown(test_cleanup_stale_v1, fake_v1, fake_done),
+		cmocka_unit_test_setup_teardown(test_unlimited_v2, fake_v2, fake_done),
+		cmocka_unit_test_setup_teardown(test_unlimited_v1, fake_v1, fake_done),
+		cmocka_unit_test_setup_teardown(test_cleanup_stale_keeps_locked, fake_v2, fake_done),
 		cmocka_unit_test(test_no_cgroupfs),
 		cmocka_unit_test(test_destroy_null),
 	};
