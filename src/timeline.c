@@ -1145,8 +1145,15 @@ void timeline_to_proc(const struct timeline *tl, const struct proc *imports, str
 		map[i] = -1;
 		if (n->parent >= 0 && parent < 0 && tl->nodes[n->parent].kind != TL_THREAD)
 			continue; /* under a thread that is left out */
-		if (n->kind == TL_THREAD && (threads <= 1 || !n->cum_us))
-			continue; /* one thread: its root is the process */
+		if (n->kind == TL_THREAD && (threads <= 1 || !n->cum_us)) {
+			/* One thread: its root is the process; its own samples had no Python frame. */
+			if (n->self_us > 0) {
+				v = proc_add_node(out, "(no Python frame)", 17, 0, n->self_us, n->self_us);
+				out->nodes[v].kind = KIND_STARTUP;
+				proc_link_root(out, v);
+			}
+			continue;
+		}
 		buf_reset(&name);
 		if (n->kind == TL_IMPORT)
 			buf_adds(&name, "import ");

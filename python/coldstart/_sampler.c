@@ -13,6 +13,11 @@
 #include <Python.h>
 #include <frameobject.h>
 
+#if PY_VERSION_HEX >= 0x030E0000
+/* 3.14 holds a frame's code and locals as tagged stack references: not read here yet. */
+#error "coldstart's sampler reads the frames of Python 3.7 to 3.13; this is 3.14 or newer"
+#endif
+
 #if PY_VERSION_HEX >= 0x030B0000
 /*
  * 3.11 moved the frames the interpreter runs out of frame objects into
