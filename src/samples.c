@@ -74,9 +74,30 @@ static int parse_i64(const char *s, int64_t *out)
 	return 0;
 }
 
+/*
+ * Names are Python strings, so UTF-8; what is not (a damaged file) becomes
+ * '?', as do control bytes, so every name can be written as JSON.
+ */
+static size_t clean_utf8(char *s, size_t len)
+{
+	unsigned char *p = (unsigned char *)s;
+	size_t i = 0;
+
+	while (i < len) {
+		size_t n = utf8_seq_len(p + i, len - i);
+
+		if (!n || (n == 1 && (p[i] < 0x20 || p[i] == 0x7f))) {
+			p[i] = '?';
+			n = 1;
+		}
+		i += n;
+	}
+	return len;
+}
+
 static uint32_t intern(struct samples_file *sf, char *s)
 {
-	size_t len = unescape(s);
+	size_t len = clean_utf8(s, unescape(s));
 	size_t off = sf->pool.len;
 
 	if (!len)
@@ -92,7 +113,9 @@ static int on_code(struct samples_file *sf, char **f, size_t nf)
 	int64_t id, line;
 	struct sf_code *c;
 
-	if (nf < 6 || parse_i64(f[2], &id) < 0 || parse_i64(f[5], &line) < 0 || id <= 0 || id > 100000000)
+	/* The sampler numbers code objects 1, 2, ...: an id far beyond the last is not one of its records. */
+	if (nf < 6 || parse_i64(f[2], &id) < 0 || parse_i64(f[5], &line) < 0 || id <= 0 ||
+	    (size_t)id > sf->nr_codes + 4096)
 		return -1;
 	if ((size_t)id >= sf->nr_codes) {
 		ALLOC_GROW(sf->codes, (size_t)id + 1, sf->alloc_codes);
@@ -113,7 +136,7 @@ static int on_sample(struct samples_file *sf, char **f, size_t nf)
 	size_t i;
 
 	if (nf < 5 || parse_i64(f[1], &t) < 0 || parse_i64(f[2], &thread) < 0 || parse_i64(f[3], &cpu) < 0 ||
-	    parse_i64(f[4], &wait) < 0 || thread <= 0 || thread > INT32_MAX)
+	    parse_i64(f[4], &wait) < 0 || thread <= 0 || thread > SAMPLES_MAX_THREAD)
 		return -1;
 	ALLOC_GROW(sf->samples, sf->nr_samples + 1, sf->alloc_samples);
 	s = &sf->samples[sf->nr_samples];

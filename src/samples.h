@@ -13,6 +13,9 @@
 
 #include "util.h"
 
+/* Thread numbers count the threads a process started; beyond this a record is taken as damaged. */
+#define SAMPLES_MAX_THREAD 65536
+
 /* A code object as the sampler first saw it: names are pool offsets. */
 struct sf_code {
 	uint32_t name; /* co_qualname on 3.11+, co_name before */

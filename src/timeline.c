@@ -869,16 +869,19 @@ static bool same_func(const struct tl_node *a, const struct tl_node *b)
 	return a->name == b->name && a->file == b->file && a->line == b->line;
 }
 
-/*
- * Functions outside imports, by their time outside imports: a function's
- * calls (callees included, the imports they ran not) over every place it ran,
- * a recursive call counted once; a module body that is not an import (the
- * script, code run by runpy or exec) counts its own lines only, as it holds
- * everything else.  Then the ones that only pass the time on:
- * a function whose time is nearly all (90%) in one callee listed too is left
- * out for that callee, so "main > run > setup" shows setup, and the entry
- * points of the whole program do not fill the list.
- */
+static uint64_t func_key(uint32_t name, uint32_t file, int32_t line)
+{
+	return node_key(-1, TL_FUNC, name, file, line);
+}
+
+/* ctx is the array of functions; it moves as it grows, so iset_grow gets it anew each time. */
+static uint64_t hash_func_at(const void *ctx, int32_t v)
+{
+	const struct tl_func *g = &((const struct tl_func *)ctx)[v];
+
+	return func_key(g->name, g->file, g->line);
+}
+
 static int64_t busy(const struct tl_node *n)
 {
 	return n->cum_us - n->cum_wait_us;
@@ -894,6 +897,20 @@ static int64_t own_time(const struct timeline *tl, const int64_t *imp, const int
 	return by_cpu ? tl->nodes[i].cum_cpu_us - impc[i] : busy(&tl->nodes[i]) - imp[i];
 }
 
+/*
+ * Functions outside imports, by their time outside imports less the time
+ * they waited for a CPU: a function's calls (callees included, the imports
+ * they ran not) over every place it ran, a recursive call counted once; a
+ * module body that is not an import (the script, code run by runpy or exec)
+ * counts its own lines only, as it holds everything else.  Then the ones
+ * that mostly pass the time on: a function with 70% of its time or more in
+ * one function it calls is left out for that callee, so "main > run > setup"
+ * shows setup and the entry points of a program or library do not fill the
+ * list; but a standard library function is the means of its caller
+ * (re.compile, json.loads, time.sleep), so a function outside the standard
+ * library stays beside it.  Comprehensions are part of the function they
+ * are written in.
+ */
 size_t timeline_top_functions(const struct timeline *tl, bool by_cpu, struct tl_func *out, size_t max)
 {
 	uint8_t *cls = classify(tl);
@@ -901,10 +918,12 @@ size_t timeline_top_functions(const struct timeline *tl, bool by_cpu, struct tl_
 	int64_t *impc = xcalloc(tl->nr_nodes ? tl->nr_nodes : 1, sizeof(*impc));
 	int32_t *agg = xmalloc(st_mult(tl->nr_nodes ? tl->nr_nodes : 1, sizeof(*agg)));
 	struct tl_func *f = NULL;
+	struct iset funcs;
 	bool *drop;
-	size_t nr = 0, alloc = 0, i, j, kept = 0;
+	size_t nr = 0, alloc = 0, i, j, k, kept = 0;
 	int32_t main = main_root(tl);
 
+	iset_init(&funcs, 256);
 	/* Time in the outermost imports below each node. */
 	for (i = tl->nr_nodes; i-- > 0;) {
 		const struct tl_node *n = &tl->nodes[i];
@@ -930,17 +949,27 @@ size_t timeline_top_functions(const struct timeline *tl, bool by_cpu, struct tl_
 		for (a = n->parent; a >= 0; a = tl->nodes[a].parent)
 			if (same_func(&tl->nodes[a], n))
 				recursive = true;
-		for (j = 0; j < nr; j++)
-			if (f[j].name == n->name && f[j].file == n->file && f[j].line == n->line)
+		if (funcs.used * 2 >= funcs.cap)
+			iset_grow(&funcs, hash_func_at, f);
+		for (k = func_key(n->name, n->file, n->line) & (funcs.cap - 1); funcs.slot[k] >= 0;
+		     k = (k + 1) & (funcs.cap - 1)) {
+			const struct tl_func *g = &f[funcs.slot[k]];
+
+			if (g->name == n->name && g->file == n->file && g->line == n->line)
 				break;
-		if (j == nr) {
+		}
+		if (funcs.slot[k] >= 0) {
+			j = (size_t)funcs.slot[k];
+		} else {
 			ALLOC_GROW(f, nr + 1, alloc);
 			memset(&f[nr], 0, sizeof(f[nr]));
 			f[nr].name = n->name;
 			f[nr].file = n->file;
 			f[nr].line = n->line;
 			f[nr].node = (int32_t)i;
-			nr++;
+			funcs.slot[k] = (int32_t)nr;
+			funcs.used++;
+			j = nr++;
 		}
 		agg[i] = (int32_t)j;
 		f[j].self_us += busy_self(n);
@@ -983,11 +1012,13 @@ size_t timeline_top_functions(const struct timeline *tl, bool by_cpu, struct tl_
 	for (j = 0; j < nr; j++)
 		if (!drop[j] && (by_cpu ? f[j].total_cpu_us : f[j].total_us) > 0)
 			f[kept++] = f[j];
-	qsort(f, kept, sizeof(*f), by_cpu ? cmp_func_cpu : cmp_func);
+	if (kept)
+		qsort(f, kept, sizeof(*f), by_cpu ? cmp_func_cpu : cmp_func);
 	if (kept > max)
 		kept = max;
 	if (kept)
 		memcpy(out, f, kept * sizeof(*f));
+	iset_release(&funcs);
 	free(f);
 	free(drop);
 	free(agg);

@@ -143,6 +143,8 @@ static inline char *put_i64(char *q, int64_t v)
 void buf_add_last_line(struct buf *sb, const char *text);
 /* Appends a signed decimal integer (put_i64) without going through printf. */
 void buf_add_i64(struct buf *sb, int64_t v);
+/* The length of the valid UTF-8 sequence at s (n bytes available), 0 when it is not one. */
+size_t utf8_seq_len(const unsigned char *s, size_t n);
 /* Appends s as a JSON string literal, quotes included. */
 void buf_add_json_str(struct buf *sb, const char *s, size_t len);
 /* Reads a whole file (gzip or plain); -1 with errno set on failure. */

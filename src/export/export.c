@@ -119,40 +119,6 @@ static int64_t max64(int64_t a, int64_t b)
 	return a > b ? a : b;
 }
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	size_t len, i;
-	unsigned char lo = 0x80, hi = 0xbf;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	if (s[0] == 0xe0)
-		lo = 0xa0;
-	else if (s[0] == 0xed)
-		hi = 0x9f;
-	else if (s[0] == 0xf0)
-		lo = 0x90;
-	else if (s[0] == 0xf4)
-		hi = 0x8f;
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (i = 2; i < len; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return len;
-}
-
 static int write_gz(const char *path, const char *data, size_t len, struct buf *err)
 {
 	gzFile gz;
@@ -479,7 +445,7 @@ void export_add_clean(struct buf *out, const char *s)
 	size_t n = strlen(s);
 
 	while (n) {
-		size_t len = utf8_len(p, n);
+		size_t len = utf8_seq_len(p, n);
 
 		if (!len || (len == 1 && (*p < 0x20 || *p == 0x7f))) {
 			buf_addch(out, '?');

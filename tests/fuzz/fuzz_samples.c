@@ -7,6 +7,7 @@
  */
 #include <jansson.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,8 +54,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		timeline_init(&back);
 		if (timeline_from_json(&back, doc, &err) < 0 || back.nr_nodes != tl.nr_nodes ||
-		    back.nr_samples != tl.nr_samples)
+		    back.nr_samples != tl.nr_samples) {
+			fprintf(stderr, "round trip: %s (%zu/%zu nodes, %zu/%zu samples)\n", err.buf, back.nr_nodes,
+				tl.nr_nodes, back.nr_samples, tl.nr_samples);
 			abort();
+		}
 		timeline_release(&back);
 		json_decref(doc);
 	}

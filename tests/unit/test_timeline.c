@@ -300,6 +300,13 @@ static void test_broken_input(void **state)
 					"S\t5\t1\t0\t-1\t99\n"
 					"S\t6\t1\t0\t-1\t1";
 	const char with_nul[] = "#coldstart-samples 1\nH\t1\t2\t3\t1000\t0\t0\t3.11\texec\n\0S\t5\t1\t0\n";
+	/* A name that is not UTF-8 (and holds a control byte), an id no sampler wrote, a thread number beyond the limit. */
+	static const char damaged[] = "#coldstart-samples 1\n"
+				      "H\t1\t2\t3\t1000\t0\t0\t3.11\texec\n"
+				      "C\t1\t1\tf\xff" "o\x01\tm.py\t1\n"
+				      "C\t1\t90000000\tg\tm.py\t2\n"
+				      "S\t5\t1\t0\t-1\t1\n"
+				      "S\t6\t70000\t0\t-1\t1\n";
 
 	(void)state;
 	samples_init(&sf);
@@ -316,6 +323,13 @@ static void test_broken_input(void **state)
 	samples_init(&sf);
 	assert_int_equal(samples_parse(&sf, with_nul, sizeof(with_nul) - 1, &err), 0);
 	assert_int_equal(sf.nr_samples, 0); /* readers stop at the first NUL */
+	samples_release(&sf);
+
+	parse(&sf, damaged);
+	assert_int_equal(sf.bad_records, 2); /* the id far beyond the last, the thread beyond the limit */
+	assert_int_equal(sf.nr_codes, 2); /* "?" and id 1: nothing allocated for id 90000000 */
+	assert_string_equal(sf.pool.buf + sf.codes[1].name, "f?o?");
+	assert_int_equal(sf.nr_samples, 1);
 	samples_release(&sf);
 	buf_release(&err);
 }
