@@ -6,9 +6,11 @@
 #   make test       unit tests (cmocka) + end-to-end tests (pytest)
 #   make format     lay the C out as .clang-format says
 #   make check      the same suite on an ASan + UBSan build
-#   make fuzz       short libFuzzer runs of the parsers (clang)
+#   make fuzz       libFuzzer runs of every tests/fuzz/fuzz_*.c (clang; FUZZ_SECONDS=20 each)
 #   make bench      benchmarks that print side-by-side figures
-#   make install    PREFIX=/usr/local DESTDIR= (PYDIR= for the Python packages)
+#   make install    PREFIX=/usr/local DESTDIR= (PYDIR= for the Python packages): the binary,
+#                   its Python tree, coldstart.1 and the bash completion; make uninstall
+#                   removes them
 #
 # DEVELOPER=0 turns warnings back into warnings.
 
@@ -16,6 +18,8 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 BINDIR = $(PREFIX)/bin
 DATADIR = $(PREFIX)/share/coldstart
+MANDIR = $(PREFIX)/share/man
+BASHCOMPDIR = $(PREFIX)/share/bash-completion/completions
 PYTHON ?= /usr/bin/python3
 # Where `make install` puts the coldstart and fdk packages so PYTHON imports
 # them: its purelib under PREFIX (Debian's /usr/local/lib/pythonX.Y/dist-packages).
@@ -50,7 +54,17 @@ SAMPLER_SO := python/coldstart/_sampler$(PY_EXT_SUFFIX)
 
 .PHONY: all deps demo test unit e2e check fuzz bench install uninstall format clean tracer
 
-all: coldstart tracer
+all: coldstart tracer $(BUILD)/coldstart.1 $(BUILD)/coldstart.bash
+
+# The man page and the bash completion are written by coldstart itself, from
+# the option tables behind every command's --help, so neither can drift.
+$(BUILD)/coldstart.1: coldstart
+	@mkdir -p $(dir $@)
+	./coldstart help --man > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/coldstart.bash: coldstart
+	@mkdir -p $(dir $@)
+	./coldstart help --completion bash > $@.tmp && mv $@.tmp $@
 
 # The only targets that install packages: deps, and the ones that run the
 # suite or the demo on a machine that may be fresh (tests/install-deps.sh
@@ -117,8 +131,11 @@ bench: all
 
 install: all
 	@test -n "$(PYDIR)" || { echo "cannot find where $(PYTHON) imports packages from; set PYDIR=" >&2; exit 1; }
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/python $(DESTDIR)$(PYDIR)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/python $(DESTDIR)$(PYDIR) $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(BASHCOMPDIR)
 	install -m 755 coldstart $(DESTDIR)$(BINDIR)/coldstart
+	install -m 644 $(BUILD)/coldstart.1 $(DESTDIR)$(MANDIR)/man1/coldstart.1
+	install -m 644 $(BUILD)/coldstart.bash $(DESTDIR)$(BASHCOMPDIR)/coldstart
 	rm -rf $(DESTDIR)$(DATADIR)/python/coldstart $(DESTDIR)$(PYDIR)/coldstart $(DESTDIR)$(PYDIR)/fdk
 	cp -R python/coldstart $(DESTDIR)$(DATADIR)/python/coldstart
 	cp -R python/coldstart python/fdk $(DESTDIR)$(PYDIR)/
@@ -132,6 +149,7 @@ install: all
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/coldstart $(DESTDIR)$(BINDIR)/coldstart-fdk
+	rm -f $(DESTDIR)$(MANDIR)/man1/coldstart.1 $(DESTDIR)$(BASHCOMPDIR)/coldstart
 	rm -rf $(DESTDIR)$(DATADIR) $(DESTDIR)$(PYDIR)/coldstart $(DESTDIR)$(PYDIR)/fdk
 
 format:

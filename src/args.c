@@ -13,6 +13,8 @@
 
 static bool takes_value(const struct opt *o)
 {
+	if (o->type == OPT_T_CALLBACK)
+		return o->argh != NULL;
 	return o->type != OPT_T_BOOL && o->type != OPT_T_HELP;
 }
 
@@ -89,13 +91,13 @@ static int set_value(const struct opt *o, const char *shown, const char *arg, st
 		}
 		return 0;
 	case OPT_T_SECONDS: return parse_seconds(arg, shown, (double)o->max, o->value, err);
-	case OPT_T_CALLBACK:
-		if (o->cb(o, arg, err) < 0) {
-			if (!err->len)
-				buf_addf(err, "bad value for '%s': '%s'", shown, arg ? arg : "");
-			return -1;
-		}
-		return 0;
+	case OPT_T_CALLBACK: {
+		int rc = o->cb(o, arg, err);
+
+		if (rc < 0 && !err->len)
+			buf_addf(err, "bad value for '%s': '%s'", shown, arg ? arg : "");
+		return rc == ARGS_FAILED ? ARGS_FAILED : rc < 0 ? -1 : 0;
+	}
 	default: BUG("option '%s' of type %d reached the parser", shown, (int)o->type);
 	}
 }
@@ -108,6 +110,7 @@ int args_parse(const struct opt *opts, int argc, char **argv, int *i, const char
 		const char *value = NULL;
 		const char *const *s;
 		char shown[64];
+		int rc;
 
 		if (!strcmp(a, "--") || a[0] != '-' || !a[1])
 			return 0;
@@ -148,8 +151,9 @@ int args_parse(const struct opt *opts, int argc, char **argv, int *i, const char
 		/* Bad values are named by the long form, however they were given. */
 		if (o->long_name)
 			snprintf(shown, sizeof(shown), "--%s", o->long_name);
-		if (set_value(o, shown, value, err) < 0)
-			return -1;
+		rc = set_value(o, shown, value, err);
+		if (rc < 0)
+			return rc;
 	}
 	return 0;
 }
@@ -174,6 +178,81 @@ int args_parse_all(const struct opt *opts, int argc, char **argv, struct strvec 
 	return 0;
 }
 
+/* The column option help starts in, and the widest option that fits before it. */
+#define HELP_COLUMN 31
+
+/* Appends words of text, wrapped to width, each line but the first indented by indent. */
+static void wrap_words(const char *text, size_t first_col, size_t indent, size_t width, struct buf *out)
+{
+	size_t col = first_col;
+	bool first = true;
+
+	while (*text) {
+		size_t skip = strspn(text, " "), len;
+
+		text += skip;
+		if (!*text)
+			break;
+		len = strcspn(text, " ");
+		if (!first && col + 1 + len > width) {
+			buf_addf(out, "\n%*s", (int)indent, "");
+			col = indent;
+		} else if (!first) {
+			buf_addch(out, ' ');
+			col++;
+		}
+		buf_add(out, text, len);
+		col += len;
+		text += len;
+		first = false;
+	}
+}
+
+/*
+ * The text column of a table row such as "  svg        interactive ...":
+ * after the first run of two spaces, or where the row before had it when
+ * this row's first word fills its column; 0 when the line is not a row.
+ */
+static size_t row_column(const char *line, size_t lead, size_t width, size_t prev)
+{
+	const char *gap = strstr(line + lead, "  ");
+
+	if (gap && (size_t)(gap - line) < width / 2)
+		return (size_t)(gap - line) + strspn(gap, " ");
+	if (prev > lead && prev < strlen(line) && line[prev - 1] == ' ' && line[prev] != ' ')
+		return prev;
+	return 0;
+}
+
+void text_wrap(const char *text, size_t width, struct buf *out)
+{
+	size_t prev = 0;
+
+	while (*text) {
+		size_t len = strcspn(text, "\n"), lead, column;
+		char *line = xstrndup(text, len);
+
+		lead = strspn(line, " ");
+		column = row_column(line, lead, width, prev);
+		prev = column;
+		if (len <= width) {
+			buf_add(out, line, len);
+		} else if (column) {
+			buf_add(out, line, column);
+			wrap_words(line + column, column, column, width, out);
+		} else {
+			buf_add(out, line, lead);
+			wrap_words(line + lead, lead, lead + 2, width, out);
+		}
+		free(line);
+		text += len;
+		if (*text == '\n') {
+			buf_addch(out, '\n');
+			text++;
+		}
+	}
+}
+
 void args_help(const struct opt *opts, struct buf *out)
 {
 	for (; opts->type != OPT_T_END; opts++) {
@@ -192,23 +271,186 @@ void args_help(const struct opt *opts, struct buf *out)
 		buf_addf(&left, "--%s", opts->long_name);
 		if (opts->argh)
 			buf_addf(&left, " %s", opts->argh);
-		if (left.len < 28)
-			buf_addf(out, "  %-28s %s\n", left.buf, opts->help);
+		if (left.len < HELP_COLUMN - 3)
+			buf_addf(out, "  %-*s ", HELP_COLUMN - 3, left.buf);
 		else
-			buf_addf(out, "  %s\n  %-28s %s\n", left.buf, "", opts->help);
+			buf_addf(out, "  %s\n%*s", left.buf, HELP_COLUMN, "");
+		wrap_words(opts->help, HELP_COLUMN, HELP_COLUMN, HELP_WIDTH, out);
+		buf_addch(out, '\n');
 		buf_release(&left);
 	}
 }
 
+void roff_escape(const char *s, size_t len, struct buf *out)
+{
+	size_t i;
+
+	if (len && (s[0] == '.' || s[0] == '\''))
+		buf_adds(out, "\\&");
+	for (i = 0; i < len; i++) {
+		if (s[i] == '\\')
+			buf_adds(out, "\\e");
+		else if (s[i] == '-')
+			buf_adds(out, "\\-");
+		else
+			buf_addch(out, s[i]);
+	}
+}
+
+void roff_text(const char *text, struct buf *out)
+{
+	bool verbatim = false, usage = false;
+
+	while (*text) {
+		size_t len = strcspn(text, "\n");
+		bool blank = !len, indented = len > 1 && text[0] == ' ' && text[1] == ' ';
+
+		if (!blank && !strncmp(text, "usage:", 6))
+			usage = true;
+		if (blank)
+			usage = false;
+		if ((usage || indented) && !verbatim) {
+			buf_adds(out, ".nf\n");
+			verbatim = true;
+		} else if (!usage && !indented && verbatim) {
+			buf_adds(out, ".fi\n");
+			verbatim = false;
+		}
+		if (blank) {
+			buf_adds(out, ".PP\n");
+		} else {
+			roff_escape(text, len, out);
+			buf_addch(out, '\n');
+		}
+		text += len;
+		if (*text == '\n')
+			text++;
+	}
+	if (verbatim)
+		buf_adds(out, ".fi\n");
+}
+
+/* One ".TP" entry per option, for the man page. */
+static void roff_options(const struct opt *opts, struct buf *out)
+{
+	for (; opts->type != OPT_T_END; opts++) {
+		if (opts->type == OPT_T_INCLUDE) {
+			roff_options(opts->include, out);
+			continue;
+		}
+		if (!opts->help)
+			continue;
+		buf_adds(out, ".TP\n");
+		if (opts->short_name)
+			buf_addf(out, "\\fB\\-%c\\fR, ", opts->short_name);
+		buf_adds(out, "\\fB\\-\\-");
+		roff_escape(opts->long_name, strlen(opts->long_name), out);
+		buf_adds(out, "\\fR");
+		if (opts->argh) {
+			buf_adds(out, " \\fI");
+			roff_escape(opts->argh, strlen(opts->argh), out);
+			buf_adds(out, "\\fR");
+		}
+		buf_addch(out, '\n');
+		roff_escape(opts->help, strlen(opts->help), out);
+		buf_addch(out, '\n');
+	}
+}
+
+/* Whether the table has a row for --help (an OPT_HELP line of its own). */
+static bool has_help_row(const struct opt *opts)
+{
+	for (; opts->type != OPT_T_END; opts++)
+		if ((opts->type == OPT_T_INCLUDE && has_help_row(opts->include)) ||
+		    (opts->long_name && !strcmp(opts->long_name, "help")))
+			return true;
+	return false;
+}
+
+static const struct opt help_row[] = {
+	OPT_HELP("help", 'h', NULL, "this text"),
+	OPT_END(),
+};
+
+/* "--long<TAB>-s<TAB>ARG" a line, for the completion generator. */
+static void list_options(const struct opt *opts, bool *help_seen, struct buf *out)
+{
+	for (; opts->type != OPT_T_END; opts++) {
+		if (opts->type == OPT_T_INCLUDE) {
+			list_options(opts->include, help_seen, out);
+			continue;
+		}
+		if (!opts->long_name || (!opts->help && opts->type == OPT_T_HELP))
+			continue;
+		if (!strcmp(opts->long_name, "help"))
+			*help_seen = true;
+		buf_addf(out, "--%s\t", opts->long_name);
+		if (opts->short_name)
+			buf_addf(out, "-%c\t", opts->short_name);
+		else
+			buf_adds(out, "-\t");
+		buf_addf(out, "%s\n", takes_value(opts) && opts->argh ? opts->argh : takes_value(opts) ? "VALUE" : "-");
+	}
+}
+
+struct help_request args_help_request = { .format = HELP_TEXT };
+
+/* The text of u->more, which prints to a FILE. */
+static void more_text(const struct usage *u, struct buf *out)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m;
+
+	if (!u->more || !(m = open_memstream(&text, &len)))
+		return;
+	u->more(m);
+	fclose(m);
+	buf_add(out, text, len);
+	free(text);
+}
+
+void usage_render(const struct usage *u, const struct opt *opts, enum help_format format, FILE *f)
+{
+	struct buf h = BUF_INIT, text = BUF_INIT, out = BUF_INIT;
+	bool help_seen = false; /* HELP_OPTIONS: the table listed --help */
+
+	switch (format) {
+	case HELP_TEXT:
+		args_help(opts, &h);
+		if (!has_help_row(opts))
+			args_help(help_row, &h);
+		buf_addf(&text, "%soptions:\n%s\n%s", u->synopsis, h.buf, u->footer ? u->footer : "");
+		more_text(u, &text);
+		text_wrap(text.buf, HELP_WIDTH, &out);
+		break;
+	case HELP_MAN:
+		buf_addf(&out, ".SS \"coldstart %s\"\n", u->command);
+		roff_text(u->synopsis, &out);
+		buf_adds(&out, "Options:\n");
+		roff_options(opts, &out);
+		if (!has_help_row(opts))
+			roff_options(help_row, &out);
+		buf_adds(&out, ".PP\n");
+		buf_adds(&text, u->footer ? u->footer : "");
+		more_text(u, &text);
+		roff_text(text.buf, &out);
+		break;
+	case HELP_OPTIONS:
+		list_options(opts, &help_seen, &out);
+		if (!help_seen)
+			buf_adds(&out, "--help\t-h\t-\n");
+		break;
+	}
+	fwrite(out.buf, 1, out.len, f);
+	buf_release(&h);
+	buf_release(&text);
+	buf_release(&out);
+}
+
 void usage_show(const struct usage *u, const struct opt *opts, FILE *f)
 {
-	struct buf h = BUF_INIT;
-
-	args_help(opts, &h);
-	fprintf(f, "%soptions:\n%s\n%s", u->synopsis, h.buf, u->footer ? u->footer : "");
-	if (u->more)
-		u->more(f);
-	buf_release(&h);
+	usage_render(u, opts, HELP_TEXT, f);
 }
 
 int usage_error(const struct usage *u, const char *fmt, ...)
@@ -228,8 +470,14 @@ int usage_error(const struct usage *u, const char *fmt, ...)
 int usage_stop(const struct usage *u, const struct opt *opts, int rc, const char *msg)
 {
 	if (rc > 0) {
-		usage_show(u, opts, stdout);
-		return EXIT_OK;
+		FILE *f = args_help_request.out ? args_help_request.out : stdout;
+
+		usage_render(u, opts, args_help_request.format, f);
+		return fflush(f) ? EXIT_FAIL : EXIT_OK;
+	}
+	if (rc == ARGS_FAILED) {
+		error("%s", msg);
+		return EXIT_FAIL;
 	}
 	return usage_error(u, "%s", msg);
 }

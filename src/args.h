@@ -15,6 +15,9 @@
 
 #include "util.h"
 
+/* A callback's answer for a value that is well-formed but unusable (see struct opt). */
+#define ARGS_FAILED (-2)
+
 enum opt_type {
 	OPT_T_END,
 	OPT_T_BOOL, /* bool *: set to true */
@@ -23,7 +26,7 @@ enum opt_type {
 	OPT_T_INT, /* int *: a whole number from min to max */
 	OPT_T_DURATION, /* int64_t *: microseconds, from "300ms", "1.5s", "250us", "20" (ms) */
 	OPT_T_SECONDS, /* int64_t *: microseconds, from a positive number of seconds up to max */
-	OPT_T_CALLBACK, /* cb(opt, argument, err) */
+	OPT_T_CALLBACK, /* cb(opt, argument, err); without argh a flag: cb(opt, NULL, err) */
 	OPT_T_INCLUDE, /* the rows of another table, in place */
 	OPT_T_HELP, /* a line of --help only: the parser never matches it */
 };
@@ -36,7 +39,11 @@ struct opt {
 	const char *argh; /* the argument's name in --help, e.g. "PATH"; NULL: no argument */
 	const char *help; /* NULL: the row is left out of --help */
 	int64_t min, max; /* OPT_T_INT bounds; OPT_T_SECONDS: max seconds */
-	/* OPT_T_CALLBACK: 0, or -1 with a message in err (a default one if err stays empty). */
+	/*
+	 * OPT_T_CALLBACK: 0, or -1 with a message in err (a default one if err
+	 * stays empty), or ARGS_FAILED when the value is well-formed but cannot
+	 * be used (args_parse then returns -2: not a usage error).
+	 */
 	int (*cb)(const struct opt *opt, const char *arg, struct buf *err);
 	const void *data; /* for cb, e.g. an exporter name */
 	const struct opt *include; /* OPT_T_INCLUDE */
@@ -80,7 +87,8 @@ struct opt {
 /*
  * Parses options from argv[*i] on, advancing *i past them.  Returns 0 when a
  * non-option (or "--", left in place) is reached or argv ends, 1 when
- * --help (-h) was given, -1 on a usage error with a message in err.
+ * --help (-h) was given, -1 on a usage error with a message in err, -2
+ * when a callback said ARGS_FAILED (message in err).
  * Arguments listed in stop_at (e.g. "-m", "-c") also end option parsing.
  * Never prints.
  */
@@ -90,8 +98,20 @@ int args_parse(const struct opt *opts, int argc, char **argv, int *i, const char
  * "--") are collected in positional.  Same returns as args_parse.
  */
 int args_parse_all(const struct opt *opts, int argc, char **argv, struct strvec *positional, struct buf *err);
-/* Writes "  --name VALUE   help" lines for every row with a help text. */
+/* Help text is laid out for this many columns (tests hold every command to it). */
+#define HELP_WIDTH 80
+
+/*
+ * Writes "  --name VALUE   help" lines for every row with a help text, the
+ * help wrapped within HELP_WIDTH columns under its own column.
+ */
 void args_help(const struct opt *opts, struct buf *out);
+/*
+ * Appends text with every line longer than width broken at spaces; a
+ * broken line goes on under its own text column (after the first run of
+ * two spaces, as in "  svg        interactive ..."), else two columns in.
+ */
+void text_wrap(const char *text, size_t width, struct buf *out);
 
 /* A command's --help around its option table. */
 struct usage {
@@ -101,16 +121,39 @@ struct usage {
 	void (*more)(FILE *f); /* prints what follows the footer when it is not fixed text; may be NULL */
 };
 
+/*
+ * What usage_stop prints for --help, and where.  A command's help is
+ * written once, as its usage and option table; the generators (`coldstart
+ * help --man`, `--completion bash`) set this and call the command with
+ * --help to have the same table written as a man page section, or as one
+ * line per option ("--long<TAB>-s<TAB>ARG", "-" for none).  out NULL: stdout.
+ */
+enum help_format { HELP_TEXT, HELP_MAN, HELP_OPTIONS };
+struct help_request {
+	enum help_format format;
+	FILE *out;
+};
+extern struct help_request args_help_request;
+
 /* Prints the synopsis, "options:", the table's help and the footer on f. */
 void usage_show(const struct usage *u, const struct opt *opts, FILE *f);
+/* The same in format (see struct help_request). */
+void usage_render(const struct usage *u, const struct opt *opts, enum help_format format, FILE *f);
+/* Appends text as roff: escaped, "usage:" lines and indented lines kept as they are, blank lines as .PP. */
+void roff_text(const char *text, struct buf *out);
+/* Appends s with roff's special characters escaped (backslash, a leading dot, hyphens). */
+void roff_escape(const char *s, size_t len, struct buf *out);
 /*
  * Prints "coldstart: error: MESSAGE" and "Try 'coldstart COMMAND --help'."
  * on stderr.  Returns EXIT_USAGE, for `return usage_error(...)`.
  */
 int usage_error(const struct usage *u, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /*
- * What a command does when args_parse returned rc != 0: the help on stdout
- * and EXIT_OK for 1, usage_error(msg) and EXIT_USAGE for -1.
+ * What a command does when args_parse returned rc != 0: the help (as
+ * args_help_request says) and EXIT_OK for 1, usage_error(msg) and
+ * EXIT_USAGE for -1, and for -2 (a callback's ARGS_FAILED: the value is
+ * well-formed but unusable, such as an output path in a missing directory)
+ * the message alone and EXIT_FAIL.
  */
 int usage_stop(const struct usage *u, const struct opt *opts, int rc, const char *msg);
 

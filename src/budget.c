@@ -44,10 +44,12 @@ static int64_t total_median(const struct profile *p, bool include_startup, bool 
 
 		if (run->warmup || !run->nr_procs)
 			continue;
-		if (startup_only)
-			v[n++] = proc_import_total_us(&run->procs[0], true) -
-				 proc_import_total_us(&run->procs[0], false);
-		else
+		if (startup_only) {
+			int64_t all = proc_import_total_us(&run->procs[0], true);
+
+			/* A saturated total says nothing about its parts: fail closed. */
+			v[n++] = all == INT64_MAX ? INT64_MAX : all - proc_import_total_us(&run->procs[0], false);
+		} else
 			v[n++] = proc_import_total_us(&run->procs[0], include_startup);
 	}
 	summarize(v, n, &s);
@@ -119,7 +121,7 @@ int budget_check(const struct profile *p, const struct budget *b, struct buf *ex
 	for (i = 0; i < b->nr; i++) {
 		const struct budget_item *it = &b->items[i];
 		int64_t got;
-		bool seen = true;
+		bool seen = true, bad;
 
 		if (!strcmp(it->name, "total"))
 			got = total_median(p, true, false);
@@ -129,15 +131,25 @@ int budget_check(const struct profile *p, const struct budget *b, struct buf *ex
 			got = total_median(p, true, true);
 		else
 			got = module_median(p, it->name, &seen);
-		buf_addf(explain, "budget %-4s %s: ", got > it->limit_us ? "FAIL" : "ok", it->name);
+		/*
+		 * A gate fails closed: a negative time (a damaged or crafted
+		 * profile; importtime has printed negative numbers) proves
+		 * nothing, and a saturated sum is as large as it says.
+		 */
+		bad = seen && (got > it->limit_us || got < 0);
+		buf_addf(explain, "budget %-4s %s: ", bad ? "FAIL" : "ok", it->name);
 		if (!seen)
 			buf_adds(explain, "not imported");
 		else
 			buf_add_duration(explain, got);
-		buf_adds(explain, got > it->limit_us ? " > " : " <= ");
-		buf_add_duration(explain, it->limit_us);
+		if (seen && got < 0)
+			buf_adds(explain, " (negative: not a time that can pass)");
+		else
+			buf_adds(explain, bad ? " > " : " <= ");
+		if (!(seen && got < 0))
+			buf_add_duration(explain, it->limit_us);
 		buf_addch(explain, '\n');
-		if (got > it->limit_us)
+		if (bad)
 			failed = 1;
 	}
 	for (i = 0; i < b->forbid.nr; i++) {

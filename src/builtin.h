@@ -26,8 +26,10 @@ int cmd_report(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_why(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_docker(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 
 /* Directory holding coldstart's python/ tree (bootstrap, tracer, fdk). */

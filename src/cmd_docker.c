@@ -379,7 +379,7 @@ int cmd_docker(int argc, char **argv)
 	o.engine_timeout_us = 60 * 1000000LL;
 	profile_init(&p);
 	target.self = &x;
-	measure_session_init(&s, &p, "docker", &o.m, &target);
+	measure_session_init(&s, &p, "docker", &o.m, &o.show, &target);
 
 	rc = args_parse(options, argc, argv, &i, NULL, &err);
 	if (rc) {

@@ -60,16 +60,18 @@ static int check_eager(const struct opt *opt, const char *v, struct buf *err)
 static const struct usage plan_usage = {
 	.command = "plan",
 	.synopsis = "usage: coldstart plan [options] --fn FUNC [HANDLER] [--request FILE]...\n"
-		    "       coldstart plan [options] [--ready SPEC] [--request FILE]... -- COMMAND [ARG]...\n\n"
-		    "Runs the target while it answers the sample requests and writes a start-up plan:\n"
-		    "the modules it imported before the last response, where each was found, which ones\n"
-		    "the requests used, and which must stay eager.  Apply it with coldstart-fdk --plan FILE,\n"
-		    "python -m coldstart.run --plan FILE, or COLDSTART_PLAN=FILE (docs/plan.md).\n\n",
-	.footer = "With --ready http://..., each --request is POSTed to the URL (none: one GET); with exit,\n"
-		  "the response is the command's stdout and exit status.\n"
-		  "Exit status: 0 plan written, 1 verification refused the plan or it could not be made,\n"
-		  "2 usage, 4 the target could not be started (or is older than Python 3.8), 5 it failed,\n"
-		  "8 it timed out, 9 it never became ready.\n",
+		    "       coldstart plan [options] [--ready SPEC] [--request FILE]... -- COMMAND\n"
+		    "              [ARG]...\n\n"
+		    "Runs the target while it answers the sample requests and writes a start-up\n"
+		    "plan: the modules it imported before the last response, where each was found,\n"
+		    "which ones the requests used, and which must stay eager.  Apply it with\n"
+		    "coldstart-fdk --plan FILE, python -m coldstart.run --plan FILE, or\n"
+		    "COLDSTART_PLAN=FILE (docs/plan.md).\n\n",
+	.footer = "With --ready http://..., each --request is POSTed to the URL (none: one GET);\n"
+		  "with exit, the response is the command's stdout and exit status.\n"
+		  "Exit status: 0 plan written, 1 verification refused the plan or it could not be\n"
+		  "made, 2 usage, 4 the target could not be started (or is older than Python 3.8),\n"
+		  "5 it failed, 8 it timed out, 9 it never became ready.\n",
 };
 
 /*

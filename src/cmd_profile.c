@@ -64,110 +64,13 @@ static const struct usage profile_usage = {
 		    "       coldstart profile [options] -- command [args...]\n\n"
 		    "Runs the target with -X importtime (PYTHONPROFILEIMPORTTIME for any command)\n"
 		    "and the in-process tracer, and reports where start-up time goes.  The target's\n"
-		    "stdin and stdout are untouched; its own stderr is forwarded unchanged.\n\n",
+		    "stdin and stdout are untouched (its stdout goes to stderr when stdout carries\n"
+		    "the JSON: --json, -o -); its own stderr is forwarded unchanged.\n\n",
 	.footer = "Exit status: 0 ok, 1 failure or broken budget, 2 usage, 3 limits unavailable,\n"
 		  "4 interpreter missing or unsuitable, 5 target exited non-zero, 6 target killed by\n"
 		  "a signal, 7 target OOM-killed, 8 timeout, 9 readiness not reached, 10 no import\n"
 		  "recorded (docs/exit-codes.md).  --exit-code passes the target's own status through.\n",
 };
-
-/* For "-- command": the interpreter named by the command's #! line, if any. */
-static char *shebang_python(const char *cmd)
-{
-	struct buf path = BUF_INIT, line = BUF_INIT;
-	char *result = NULL, *interp, *arg;
-	FILE *f = NULL;
-	char head[512];
-
-	if (strchr(cmd, '/')) {
-		buf_adds(&path, cmd);
-	} else {
-		const char *pathenv = getenv("PATH");
-		const char *s = pathenv ? pathenv : "/usr/bin:/bin";
-
-		while (*s) {
-			const char *colon = strchr(s, ':');
-			size_t len = colon ? (size_t)(colon - s) : strlen(s);
-
-			buf_reset(&path);
-			buf_add(&path, s, len);
-			buf_addf(&path, "/%s", cmd);
-			if (!access(path.buf, X_OK))
-				break;
-			buf_reset(&path);
-			s += len + (colon ? 1 : 0);
-		}
-	}
-	if (!path.len)
-		goto out;
-	/* The command may be the interpreter itself: python3 -m ..., python3.11 app.py. */
-	{
-		const char *base = strrchr(path.buf, '/') ? strrchr(path.buf, '/') + 1 : path.buf;
-
-		if (starts_with(base, "python")) {
-			result = xstrdup(path.buf);
-			goto out;
-		}
-	}
-	if (!(f = fopen(path.buf, "re")) || !fgets(head, sizeof(head), f))
-		goto out;
-	if (strncmp(head, "#!", 2))
-		goto out;
-	head[strcspn(head, "\r\n")] = '\0';
-	interp = head + 2 + strspn(head + 2, " \t");
-	arg = interp + strcspn(interp, " \t");
-	if (*arg) {
-		*arg++ = '\0';
-		arg += strspn(arg, " \t");
-	}
-	if (ends_with(interp, "/env") && *arg) {
-		arg[strcspn(arg, " \t")] = '\0';
-		interp = arg;
-	}
-	if (strstr(interp, "python"))
-		result = xstrdup(interp);
-out:
-	if (f)
-		fclose(f);
-	buf_release(&path);
-	buf_release(&line);
-	return result;
-}
-
-/*
- * The child's argv for the target at argv[i..]: with python, a script, -m
- * module or -c code under `python -X importtime`; without (after "--"), a
- * command as it is, with PYTHONPROFILEIMPORTTIME=1 in env.  Records the
- * target in p.  Returns 0, or the exit code after a message.
- */
-static int target_argv(int argc, char **argv, int i, const char *python, struct profile *p, struct strvec *child_argv,
-		       struct strvec *env)
-{
-	int k;
-
-	if (i >= argc) {
-		error("'--' must be followed by a command");
-		return EXIT_USAGE;
-	}
-	if (!python) {
-		strvec_push(env, "PYTHONPROFILEIMPORTTIME=1");
-	} else {
-		if ((!strcmp(argv[i], "-m") || !strcmp(argv[i], "-c")) && i + 1 >= argc) {
-			error("'%s' needs a %s", argv[i], !strcmp(argv[i], "-m") ? "module name" : "piece of code");
-			return EXIT_USAGE;
-		}
-		strvec_pushv(child_argv, (const char *const[]){ python, "-X", "importtime", NULL });
-	}
-	for (k = i; k < argc; k++) {
-		strvec_push(&p->target, argv[k]);
-		strvec_push(child_argv, argv[k]);
-	}
-	if (python && argv[i][0] != '-' && access(argv[i], R_OK) < 0) {
-		error("cannot read script '%s': %s", argv[i], strerror(errno));
-		return EXIT_FAIL;
-	}
-	return 0;
-}
 
 int cmd_profile(int argc, char **argv)
 {
@@ -202,7 +105,7 @@ int cmd_profile(int argc, char **argv)
 	measure_opts_init(&o.m);
 	o.timeline.interval_us = SAMPLER_DEFAULT_INTERVAL_US;
 	profile_init(&p);
-	measure_session_init(&s, &p, "profile", &o.m, &measure_local);
+	measure_session_init(&s, &p, "profile", &o.m, &o.show, &measure_local);
 
 	rc = args_parse(options, argc, argv, &i, stop_at, &err);
 	if (rc) {
@@ -219,11 +122,11 @@ int cmd_profile(int argc, char **argv)
 		o.python = getenv("COLDSTART_PYTHON") ? getenv("COLDSTART_PYTHON") : "python3";
 
 	command_mode = !strcmp(argv[i], "--");
-	ret = target_argv(argc, argv, command_mode ? i + 1 : i, command_mode ? NULL : o.python, &p, &child_argv, &env);
+	ret = measure_target_argv(argc, argv, command_mode ? i + 1 : i, command_mode ? NULL : o.python, &p, &child_argv, &env);
 	if (ret)
 		goto out;
 	if (command_mode)
-		shebang = shebang_python(argv[i + 1]);
+		shebang = measure_command_python(argv[i + 1]);
 
 	if (o.timeline.on && o.m.no_trace) {
 		error("--timeline needs the tracer: drop --no-trace");

@@ -100,7 +100,7 @@ static void collect(struct samples *s, const struct run *const *runs, size_t nr,
 static int64_t threshold(int64_t min_delta, int64_t mad_a, int64_t mad_b)
 {
 	double spread = MAD_TO_SIGMA * sqrt((double)mad_a * (double)mad_a + (double)mad_b * (double)mad_b);
-	int64_t t = (int64_t)llround(NOISE_SIGMAS * spread);
+	int64_t t = i64_from_double(round(NOISE_SIGMAS * spread));
 
 	return t > min_delta ? t : min_delta;
 }
@@ -134,14 +134,14 @@ static void fill_entry(struct diff *d, const struct sample *s, size_t n, size_t 
 		/* A name twice in one process: selves add up, the outer cum counts. */
 		if (s[i].side == 0) {
 			in_a = true;
-			a_self[s[i].run] += s[i].self_us;
+			a_self[s[i].run] = i64_add(a_self[s[i].run], s[i].self_us);
 			if (s[i].cum_us > a_cum[s[i].run])
 				a_cum[s[i].run] = s[i].cum_us;
 			if (!in_b)
 				e->kind = s[i].kind;
 		} else {
 			in_b = true;
-			b_self[s[i].run] += s[i].self_us;
+			b_self[s[i].run] = i64_add(b_self[s[i].run], s[i].self_us);
 			if (s[i].cum_us > b_cum[s[i].run])
 				b_cum[s[i].run] = s[i].cum_us;
 			e->kind = s[i].kind;
@@ -159,8 +159,8 @@ static void fill_entry(struct diff *d, const struct sample *s, size_t n, size_t 
 	e->b_cum_us = diff_median(b_cum, nb);
 	e->added = !in_a && in_b;
 	e->removed = in_a && !in_b;
-	e->delta_us = e->b_self_us - e->a_self_us;
-	e->cum_delta_us = e->b_cum_us - e->a_cum_us;
+	e->delta_us = i64_sub(e->b_self_us, e->a_self_us);
+	e->cum_delta_us = i64_sub(e->b_cum_us, e->a_cum_us);
 	free(a_self);
 	free(a_cum);
 	free(b_self);
@@ -201,12 +201,12 @@ static void judge_entries(struct diff *d)
 		int64_t mad_b = e->b_mad_us > floor_b ? e->b_mad_us : floor_b;
 
 		e->threshold_us = threshold(d->min_delta_us, mad_a, mad_b);
-		e->flagged = llabs(e->delta_us) > e->threshold_us;
+		e->flagged = i64_abs(e->delta_us) > e->threshold_us;
 		if (e->flagged && e->superiority >= 0 && !e->added && !e->removed)
 			e->flagged = e->delta_us > 0 ? e->superiority >= SEPARATION
 						     : e->superiority <= 1.0 - SEPARATION;
-		if (e->flagged && llabs(e->delta_us) > d->max_abs_delta_us)
-			d->max_abs_delta_us = llabs(e->delta_us);
+		if (e->flagged && i64_abs(e->delta_us) > d->max_abs_delta_us)
+			d->max_abs_delta_us = i64_abs(e->delta_us);
 	}
 }
 
@@ -243,8 +243,8 @@ static int cmp_delta_desc(const void *a, const void *b)
 {
 	const struct diff_entry *x = *(const struct diff_entry *const *)a;
 	const struct diff_entry *y = *(const struct diff_entry *const *)b;
-	int64_t ax = llabs(x->added || x->removed ? (x->added ? x->b_cum_us : x->a_cum_us) : x->delta_us);
-	int64_t ay = llabs(y->added || y->removed ? (y->added ? y->b_cum_us : y->a_cum_us) : y->delta_us);
+	int64_t ax = i64_abs(x->added || x->removed ? (x->added ? x->b_cum_us : x->a_cum_us) : x->delta_us);
+	int64_t ay = i64_abs(y->added || y->removed ? (y->added ? y->b_cum_us : y->a_cum_us) : y->delta_us);
 
 	if (ax != ay)
 		return ax > ay ? -1 : 1;
@@ -296,7 +296,7 @@ static void report_list(const struct diff *d, int which, const char *heading, si
 			buf_add_duration(out, e->b_self_us);
 			buf_adds(out, e->flagged ? ", flagged)\n" : ")\n");
 		} else if (which == 3) {
-			add_signed(&col, -e->a_cum_us);
+			add_signed(&col, i64_neg(e->a_cum_us));
 			buf_addf(out, "  %12s  %s\n", col.buf, e->name);
 		} else {
 			add_signed(&col, e->delta_us);
@@ -322,7 +322,7 @@ int64_t diff_median(int64_t *v, size_t n)
 	if (!n)
 		return 0;
 	qsort(v, n, sizeof(*v), cmp_i64);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return n % 2 ? v[n / 2] : i64_mid(v[n / 2 - 1], v[n / 2]);
 }
 
 int64_t diff_mad(const int64_t *v, size_t n, int64_t median)
@@ -334,7 +334,7 @@ int64_t diff_mad(const int64_t *v, size_t n, int64_t median)
 		return 0;
 	dev = xmalloc(st_mult(n, sizeof(*dev)));
 	for (i = 0; i < n; i++)
-		dev[i] = llabs(v[i] - median);
+		dev[i] = i64_abs(i64_sub(v[i], median));
 	m = diff_median(dev, n);
 	free(dev);
 	return m;
@@ -358,7 +358,8 @@ int diff_compute(struct diff *d, const struct profile *a, const struct profile *
 	}
 	collect(&s, ra, d->a_runs, 0);
 	collect(&s, rb, d->b_runs, 1);
-	qsort(s.v, s.nr, sizeof(*s.v), cmp_sample);
+	if (s.nr)
+		qsort(s.v, s.nr, sizeof(*s.v), cmp_sample);
 	for (i = 0; i < s.nr; i = j) {
 		for (j = i + 1; j < s.nr && !strcmp(s.v[j].name, s.v[i].name); j++)
 			;
@@ -368,7 +369,7 @@ int diff_compute(struct diff *d, const struct profile *a, const struct profile *
 	d->a_total_us = median_of(ra, d->a_runs, 0, &d->a_total_mad_us);
 	d->b_total_us = median_of(rb, d->b_runs, 0, &d->b_total_mad_us);
 	d->total_threshold_us = threshold(min_delta_us, d->a_total_mad_us, d->b_total_mad_us);
-	d->total_flagged = llabs(d->b_total_us - d->a_total_us) > d->total_threshold_us;
+	d->total_flagged = i64_abs(i64_sub(d->b_total_us, d->a_total_us)) > d->total_threshold_us;
 	{
 		int64_t mad;
 
@@ -413,7 +414,7 @@ void diff_report(const struct diff *d, const char *a_name, const char *b_name, s
 	buf_adds(out, " -> ");
 	buf_add_duration(out, d->b_total_us);
 	buf_adds(out, " (");
-	add_signed(out, d->b_total_us - d->a_total_us);
+	add_signed(out, i64_sub(d->b_total_us, d->a_total_us));
 	buf_adds(out, ", threshold ");
 	buf_add_duration(out, d->total_threshold_us);
 	buf_adds(out, ")");
@@ -428,7 +429,7 @@ void diff_report(const struct diff *d, const char *a_name, const char *b_name, s
 		buf_adds(out, " -> ");
 		buf_add_duration(out, d->b_wall_us);
 		buf_adds(out, " (");
-		add_signed(out, d->b_wall_us - d->a_wall_us);
+		add_signed(out, i64_sub(d->b_wall_us, d->a_wall_us));
 		buf_adds(out, ", not judged)\n");
 	}
 	if (d->a_runs > 1 || d->b_runs > 1) {

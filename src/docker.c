@@ -250,6 +250,9 @@ int docker_parse_time(const char *s, int64_t *ns)
 		*ns = 0;
 		return 0;
 	}
+	/* Nanoseconds since 1970 in 64 bits end in April 2262. */
+	if (y > 2261)
+		return -1;
 	days = days_from_civil(y, (unsigned)mo, (unsigned)d);
 	*ns = ((days * 86400 + h * 3600 + mi * 60 + sec) * 1000000000LL) + frac;
 	return 0;

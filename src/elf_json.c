@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_util.h"
+
 static void json_str_field(struct buf *out, const char *key, const char *val, bool *first)
 {
 	if (!*first)
@@ -64,13 +66,6 @@ static int64_t clamp64(uint64_t v)
 	return v > INT64_MAX ? INT64_MAX : (int64_t)v;
 }
 
-static char *json_dup(json_t *obj, const char *key)
-{
-	const char *s = json_string_value(json_object_get(obj, key));
-
-	return s ? xstrdup(s) : NULL;
-}
-
 static uint64_t json_u64(json_t *obj, const char *key)
 {
 	json_t *v = json_object_get(obj, key);
@@ -88,7 +83,7 @@ static int facts_from_obj(json_t *root, struct elf_facts *out, struct buf *err)
 		buf_adds(err, "bad ELF facts JSON: not an object");
 		return -1;
 	}
-	out->path = json_dup(root, "path");
+	out->path = json_util_strdup(root, "path");
 	out->file_size = (int64_t)json_u64(root, "file_size");
 	out->elf_class = (int)json_u64(root, "class");
 	out->big_endian = json_is_true(json_object_get(root, "big_endian"));
@@ -97,10 +92,10 @@ static int facts_from_obj(json_t *root, struct elf_facts *out, struct buf *err)
 	out->nr_load = json_u64(root, "load_segments");
 	out->load_filesz = json_u64(root, "load_filesz");
 	out->load_memsz = json_u64(root, "load_memsz");
-	out->interp = json_dup(root, "interp");
-	out->soname = json_dup(root, "soname");
-	out->rpath = json_dup(root, "rpath");
-	out->runpath = json_dup(root, "runpath");
+	out->interp = json_util_strdup(root, "interp");
+	out->soname = json_util_strdup(root, "soname");
+	out->rpath = json_util_strdup(root, "rpath");
+	out->runpath = json_util_strdup(root, "runpath");
 	arr = json_object_get(root, "needed");
 	for (i = 0; json_is_array(arr) && i < json_array_size(arr); i++) {
 		const char *s = json_string_value(json_array_get(arr, i));
@@ -117,10 +112,10 @@ static int facts_from_obj(json_t *root, struct elf_facts *out, struct buf *err)
 	out->nr_debug_sections = json_u64(root, "debug_sections");
 	out->debug_bytes = json_u64(root, "debug_bytes");
 	out->has_debuglink = json_is_true(json_object_get(root, "debuglink"));
-	out->build_id = json_dup(root, "build_id");
-	out->libpython = json_dup(root, "libpython");
+	out->build_id = json_util_strdup(root, "build_id");
+	out->libpython = json_util_strdup(root, "libpython");
 	out->defines_python = json_is_true(json_object_get(root, "defines_python"));
-	out->py_version = json_dup(root, "python_version");
+	out->py_version = json_util_strdup(root, "python_version");
 	arr = json_object_get(root, "warnings");
 	for (i = 0; json_is_array(arr) && i < json_array_size(arr); i++) {
 		const char *s = json_string_value(json_array_get(arr, i));
@@ -182,13 +177,13 @@ static int tree_from_arr(json_t *arr, struct elf_tree *t, struct elf_facts_list 
 		ALLOC_GROW(t->libs, t->nr + 1, t->alloc);
 		l = &t->libs[t->nr++];
 		memset(l, 0, sizeof(*l));
-		l->name = json_dup(o, "name");
-		l->path = json_dup(o, "path");
+		l->name = json_util_strdup(o, "name");
+		l->path = json_util_strdup(o, "path");
 		l->how = how_const(json_string_value(json_object_get(o, "how")));
 		l->parent = (int)parent;
 		l->depth = i ? t->libs[parent].depth + 1 : 0;
 		l->preloaded = json_is_true(json_object_get(o, "preloaded"));
-		l->error = json_dup(o, "error");
+		l->error = json_util_strdup(o, "error");
 		facts = json_object_get(o, "facts");
 		if (json_is_object(facts) && !(l->facts = owned_facts_from_obj(facts, owner, err)))
 			return -1;
@@ -339,10 +334,10 @@ int elf_python_from_json(const char *text, size_t len, struct elf_python *py,
 		buf_adds(err, "bad interpreter JSON: no \"exe\"");
 		goto out;
 	}
-	py->exe = json_dup(root, "exe");
-	py->libpython = json_dup(root, "libpython");
+	py->exe = json_util_strdup(root, "exe");
+	py->libpython = json_util_strdup(root, "libpython");
 	py->shared = json_is_true(json_object_get(root, "shared"));
-	py->version = json_dup(root, "version");
+	py->version = json_util_strdup(root, "version");
 	v = json_object_get(root, "exe_facts");
 	if (json_is_object(v) && !(py->exe_facts = owned_facts_from_obj(v, owner, err)))
 		goto out;

@@ -93,7 +93,7 @@ static void rule_compiled(struct profile *p)
 				continue;
 			nr++;
 			if (tm->compile_ns > 0)
-				total_ns += tm->compile_ns;
+				total_ns = i64_add(total_ns, tm->compile_ns);
 			if (listed < LIST_MAX) {
 				buf_addf(&ev, "%s'%s'", listed ? ", " : "", node_name(pr, i));
 				if (tm->compile_ns > 0) {
@@ -203,7 +203,7 @@ static void side_effect_finding(struct profile *p, const struct proc *pr, size_t
 			double secs = strtod(odet, NULL);
 
 			if (secs > 0)
-				cost = (cost == UNKNOWN ? 0 : cost) + (int64_t)(secs * 1e6);
+				cost = i64_add(cost == UNKNOWN ? 0 : cost, i64_from_double(secs * 1e6));
 		}
 	}
 	if (count > LIST_MAX)
@@ -257,7 +257,7 @@ static void heavy_finding(struct profile *p, const struct proc *pr, const struct
 {
 	struct buf ev = BUF_INIT, title = BUF_INIT, fix = BUF_INIT;
 	const char *nm = node_name(pr, h->node);
-	int64_t pct = h->us * 100 / total;
+	int64_t pct = i64_mul(h->us, 100) / total;
 	bool own = pr->nodes[h->node].kind == KIND_APP;
 
 	buf_addf(&title, "'%s' takes %lld%% of the target's import time", nm, (long long)pct);
@@ -305,12 +305,13 @@ static void rule_heavy(struct profile *p)
 	i = pr->first_root;
 	while (i >= 0) {
 		const struct imp_node *n = &pr->nodes[i];
-		bool big = n->cum_us * 100 >= total * HEAVY_SHARE_PCT && n->cum_us >= HEAVY_MIN_US;
+		bool big = i64_mul(n->cum_us, 100) >= i64_mul(total, HEAVY_SHARE_PCT) && n->cum_us >= HEAVY_MIN_US;
 		bool descend = false;
 
 		if (!(n->flags & NODE_STARTUP) && n->kind != KIND_TOOL && big) {
 			descend = n->kind == KIND_APP;
-			if (!descend || (n->self_us * 100 >= total * HEAVY_SHARE_PCT && n->self_us >= HEAVY_MIN_US)) {
+			if (!descend || (i64_mul(n->self_us, 100) >= i64_mul(total, HEAVY_SHARE_PCT) &&
+					 n->self_us >= HEAVY_MIN_US)) {
 				ALLOC_GROW(h, nr + 1, alloc);
 				h[nr].node = i;
 				h[nr].us = descend ? n->self_us : n->cum_us;
@@ -350,7 +351,7 @@ static void rule_finders(struct profile *p)
 	for (i = 0; i < (int32_t)pr->nr_nodes; i++) {
 		if (pr->timing[i].find_ns < 0)
 			continue;
-		find_ns += pr->timing[i].find_ns;
+		find_ns = i64_add(find_ns, pr->timing[i].find_ns);
 		imports++;
 		if (pr->nodes[i].flags & NODE_FAILED)
 			failed++;
@@ -362,7 +363,7 @@ static void rule_finders(struct profile *p)
 		}
 	total = proc_import_total_us(pr, true);
 	slow = imports && find_ns / 1000 >= FINDER_MIN_US && total > 0 &&
-	       find_ns / 1000 * 100 >= total * FINDER_SHARE_PCT;
+	       i64_mul(find_ns / 1000, 100) >= i64_mul(total, FINDER_SHARE_PCT);
 	long_path = entries >= FINDER_PATH_ENTRIES;
 	if (!slow && !long_path)
 		goto out;
@@ -407,7 +408,7 @@ static void rule_failed(struct profile *p)
 			buf_addf(&ev, "%s'%s'", nr ? ", " : "", nm);
 		nr++;
 		if (n->cum_us > 0)
-			cost += n->cum_us;
+			cost = i64_add(cost, n->cum_us);
 	}
 	if (!nr || cost < FAILED_MIN_US)
 		goto out;
@@ -496,7 +497,7 @@ static void add_open_chains(struct buf *ev, const struct proc *pr, size_t *found
 		add_chain(ev, pr, i);
 		if (pr->timing && pr->timing[i].rss_start_kb >= 0) {
 			buf_adds(ev, ", RSS ");
-			buf_add_bytes(ev, pr->timing[i].rss_start_kb * 1024);
+			buf_add_bytes(ev, i64_mul(pr->timing[i].rss_start_kb, 1024));
 			buf_adds(ev, " when that import started");
 		}
 		(*found)++;

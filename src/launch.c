@@ -95,6 +95,8 @@ static void child_exec(struct child *c, int report_fd, int err_w, int out_w)
 			child_fail(report_fd, STAGE_IO);
 		close(fd);
 	}
+	if (c->stdout_fd >= 0 && dup2(c->stdout_fd, 1) < 0)
+		child_fail(report_fd, STAGE_IO);
 	if (err_w >= 0 && dup2(err_w, 2) < 0)
 		child_fail(report_fd, STAGE_IO);
 	if (out_w >= 0 && dup2(out_w, 1) < 0)
@@ -138,6 +140,7 @@ void child_init(struct child *c)
 	c->pidfd = -1;
 	c->err_fd = -1;
 	c->out_fd = -1;
+	c->stdout_fd = -1;
 }
 
 /*

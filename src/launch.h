@@ -23,6 +23,7 @@ struct child {
 	bool capture_stderr; /* stderr into err_fd (a pipe) */
 	bool capture_stdout; /* stdout into out_fd (a pipe) */
 	bool null_stdin; /* stdin from /dev/null */
+	int stdout_fd; /* >= 0: becomes the child's stdout (before stderr is redirected); -1: ours */
 	/*
 	 * Files (cgroup.procs or tasks) the child writes "0" into after fork
 	 * and before exec, so it is inside its cgroups before the target runs.

@@ -97,7 +97,7 @@ struct unix_want {
 static void unix_row(char *line, void *data)
 {
 	struct unix_want *w = data;
-	char *f[7], *end, *path;
+	char *f[7], *end, *path, *eol = line + strlen(line);
 	unsigned long flags;
 	unsigned long long ino;
 	size_t n;
@@ -105,8 +105,10 @@ static void unix_row(char *line, void *data)
 	n = split_fields(line, f, ARRAY_SIZE(f));
 	if (n < 7)
 		return;
-	/* The path is the rest of the line and may hold spaces. */
-	path = f[6] + strlen(f[6]) + 1;
+	/* The path is the rest of the line and may hold spaces; a socket without one ends the line. */
+	path = f[6] + strlen(f[6]);
+	if (path < eol)
+		path++;
 	while (*path == ' ')
 		path++;
 	if (strcmp(path, w->path))

@@ -6,24 +6,38 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include "analyze.h"
 #include "builtin.h"
+#include "cold.h"
 #include "launch.h"
+#include "ready.h"
 #include "runlimits.h"
 #include "show.h"
 
 /*
  * What the probe asks: the version, sys.executable, the standard library's
- * module names (3.10+), then one site-packages directory a line.
+ * module names (3.10+), the bytecode cache tag, the extension suffixes,
+ * sys.path (tab-separated), then one site-packages directory a line.
  */
 static const char probe_code[] = "import sys\n"
 				 "sys.stdout.write('%d.%d.%d\\n' % tuple(sys.version_info[:3]))\n"
 				 "sys.stdout.write((sys.executable or '') + '\\n')\n"
 				 "sys.stdout.write(' '.join(sorted(getattr(sys, 'stdlib_module_names', ()))) + '\\n')\n"
+				 "impl = getattr(sys, 'implementation', None)\n"
+				 "sys.stdout.write((getattr(impl, 'cache_tag', '') or '') + '\\n')\n"
+				 "try:\n"
+				 "    import importlib.machinery as m\n"
+				 "    sys.stdout.write(' '.join(m.EXTENSION_SUFFIXES) + '\\n')\n"
+				 "except Exception:\n"
+				 "    sys.stdout.write('\\n')\n"
+				 "sys.stdout.write('\\t'.join(p for p in sys.path if p) + '\\n')\n"
 				 "try:\n"
 				 "    import site\n"
 				 "    dirs = list(site.getsitepackages()) + [site.getusersitepackages()]\n"
@@ -51,8 +65,22 @@ static int local_probe(void *self, const char *python, const char *const *args, 
 	c.capture_stderr = true;
 	c.null_stdin = true;
 	if (child_start(&c, err) < 0) {
-		if (errno == ENOENT)
-			buf_addf(err, "; no interpreter '%s': pass --python PATH", python);
+		int e = errno;
+		struct stat st;
+
+		/* One sentence, about the interpreter, whatever exec said. */
+		buf_reset(err);
+		if (e == ENOENT && !strchr(python, '/'))
+			buf_addf(err, "no interpreter '%s' on PATH: pass --python PATH", python);
+		else if (e == ENOENT)
+			buf_addf(err, "no interpreter '%s': no such file", python);
+		else if (!stat(python, &st) && S_ISDIR(st.st_mode))
+			buf_addf(err, "interpreter '%s' is a directory", python);
+		else if (e == EACCES)
+			buf_addf(err, "interpreter '%s' is not executable", python);
+		else
+			buf_addf(err, "cannot run interpreter '%s': %s", python, strerror(e));
+		errno = e;
 		goto out;
 	}
 	while ((n = read(c.out_fd, chunk, sizeof(chunk))) > 0 || (n < 0 && errno == EINTR))
@@ -91,26 +119,38 @@ static char *cut_line(char **text)
 }
 
 /* Reads the probe's answer into s and p; -1 when it is not one. */
+/* Appends the words of line, split at sep, to v. */
+static void split_into(struct strvec *v, const char *line, char sep)
+{
+	while (line && *line) {
+		size_t len = strcspn(line, (char[]){ sep, '\0' });
+
+		if (len) {
+			char *word = xstrndup(line, len);
+
+			strvec_push(v, word);
+			free(word);
+		}
+		line += len + (line[len] == sep);
+	}
+}
+
 static int read_answer(struct measure_session *s, char *text, int *major, int *minor)
 {
-	char *version = cut_line(&text), *names, *dir;
+	char *version = cut_line(&text), *exe, *dir, *tag;
 
-	if (!version || sscanf(version, "%d.%d", major, minor) != 2 || !cut_line(&text))
+	if (!version || sscanf(version, "%d.%d", major, minor) != 2 || !(exe = cut_line(&text)))
 		return -1;
 	free(s->p->python_version);
 	s->p->python_version = xstrdup(version);
-	names = cut_line(&text);
-	while (names && *names) {
-		size_t len = strcspn(names, " ");
-
-		if (len) {
-			char *name = xstrndup(names, len);
-
-			strvec_push(&s->stdlib_names, name);
-			free(name);
-		}
-		names += len + (names[len] == ' ');
-	}
+	free(s->executable);
+	s->executable = *exe ? xstrdup(exe) : NULL;
+	split_into(&s->stdlib_names, cut_line(&text), ' ');
+	tag = cut_line(&text);
+	free(s->cache_tag);
+	s->cache_tag = tag && *tag ? xstrdup(tag) : NULL;
+	split_into(&s->ext_suffixes, cut_line(&text), ' ');
+	split_into(&s->search_dirs, cut_line(&text), '\t');
 	while ((dir = cut_line(&text)))
 		if (*dir)
 			strvec_push(&s->site_dirs, dir);
@@ -124,14 +164,68 @@ static int set_limit(const struct opt *opt, const char *v, struct buf *err)
 }
 
 /* "coldstart: measured run 2/5" on a terminal, rewritten in place. */
-static void progress(const struct run *r, int k, int nbase, const struct measure_opts *m)
+static void progress(enum measure_kind kind, int n, int of)
 {
-	const char *what = r->baseline ? "unconstrained" : r->warmup ? "warm-up" : "measured";
-	int n = r->baseline ? k + 1 : r->warmup ? k - nbase + 1 : k - nbase - m->warmup + 1;
-	int of = r->baseline ? nbase : r->warmup ? m->warmup : m->runs;
+	static const char *const what[] = {
+		[MEASURE_BASELINE] = "unconstrained",
+		[MEASURE_WARMUP] = "warm-up",
+		[MEASURE_MEASURED] = "measured",
+	};
 
-	fprintf(stderr, "\rcoldstart: %s run %d/%d ", what, n, of);
+	fprintf(stderr, "\rcoldstart: %s run %d/%d ", what[kind], n, of);
 	fflush(stderr);
+}
+
+/* Whether CPU n exists and is online here (/sys/devices/system/cpu/online, "0-1,4"). */
+static int cpu_online(long n, struct buf *online)
+{
+	const char *s;
+
+	if (!online->len && buf_read_file(online, "/sys/devices/system/cpu/online") < 0)
+		return -1;
+	for (s = online->buf; *s;) {
+		char *end;
+		long lo = strtol(s, &end, 10), hi = lo;
+
+		if (end == s)
+			break;
+		if (*end == '-')
+			hi = strtol(end + 1, &end, 10);
+		if (n >= lo && n <= hi)
+			return 1;
+		s = end + strspn(end, ",\n ");
+	}
+	return 0;
+}
+
+/* A --cpuset naming a CPU this machine does not have: said as such, before the kernel says "out of range". */
+static int check_cpuset(const char *list, struct buf *err)
+{
+	struct buf online = BUF_INIT;
+	const char *s = list;
+	int ret = 0;
+
+	while (*s && !ret) {
+		char *end;
+		long lo = strtol(s, &end, 10), hi = lo, n;
+
+		if (end == s)
+			break;
+		if (*end == '-')
+			hi = strtol(end + 1, &end, 10);
+		for (n = lo; n <= hi && n - lo < 100000; n++)
+			if (cpu_online(n, &online) == 0) {
+				while (online.len && online.buf[online.len - 1] == '\n')
+					buf_setlen(&online, online.len - 1);
+				buf_addf(err, "--cpuset %s: CPU %ld does not exist here (online: %s)", list, n,
+					 online.buf);
+				ret = -1;
+				break;
+			}
+		s = end + (*end == ',');
+	}
+	buf_release(&online);
+	return ret;
 }
 
 /* The exit code for a run the runner could not make. */
@@ -191,6 +285,112 @@ int profile_exit_status(const struct profile *p, bool ready, bool passthrough)
 	}
 }
 
+/* The program of "-- command" (or a script) as a path: PATH is searched for a name without a slash. */
+static char *find_program(const char *name)
+{
+	const char *path = getenv("PATH"), *s;
+	struct buf b = BUF_INIT;
+
+	if (strchr(name, '/'))
+		return xstrdup(name);
+	for (s = path ? path : "/usr/bin:/bin"; *s;) {
+		size_t len = strcspn(s, ":");
+
+		buf_reset(&b);
+		buf_add(&b, s, len);
+		buf_addf(&b, "/%s", name);
+		if (!access(b.buf, X_OK))
+			return buf_detach(&b, NULL);
+		s += len + (s[len] == ':');
+	}
+	buf_release(&b);
+	return NULL;
+}
+
+/* For "-- command": the interpreter named by the command's #! line, if any. */
+char *measure_command_python(const char *cmd)
+{
+	struct buf path = BUF_INIT, line = BUF_INIT;
+	char *result = NULL, *interp, *arg, *prog;
+	FILE *f = NULL;
+	char head[512];
+
+	prog = find_program(cmd);
+	if (!prog)
+		goto out;
+	buf_adds(&path, prog);
+	free(prog);
+	if (!path.len)
+		goto out;
+	/* The command may be the interpreter itself: python3 -m ..., python3.11 app.py. */
+	{
+		const char *base = strrchr(path.buf, '/') ? strrchr(path.buf, '/') + 1 : path.buf;
+
+		if (starts_with(base, "python")) {
+			result = xstrdup(path.buf);
+			goto out;
+		}
+	}
+	if (!(f = fopen(path.buf, "re")) || !fgets(head, sizeof(head), f))
+		goto out;
+	if (strncmp(head, "#!", 2))
+		goto out;
+	head[strcspn(head, "\r\n")] = '\0';
+	interp = head + 2 + strspn(head + 2, " \t");
+	arg = interp + strcspn(interp, " \t");
+	if (*arg) {
+		*arg++ = '\0';
+		arg += strspn(arg, " \t");
+	}
+	if (ends_with(interp, "/env") && *arg) {
+		arg[strcspn(arg, " \t")] = '\0';
+		interp = arg;
+	}
+	if (strstr(interp, "python"))
+		result = xstrdup(interp);
+out:
+	if (f)
+		fclose(f);
+	buf_release(&path);
+	buf_release(&line);
+	return result;
+}
+
+/*
+ * The child's argv for the target at argv[i..]: with python, a script, -m
+ * module or -c code under `python -X importtime`; without (after "--"), a
+ * command as it is, with PYTHONPROFILEIMPORTTIME=1 in env.  Records the
+ * target in p.  Returns 0, or the exit code after a message.
+ */
+int measure_target_argv(int argc, char **argv, int i, const char *python, struct profile *p, struct strvec *child_argv,
+			struct strvec *env)
+{
+	int k;
+
+	if (i >= argc) {
+		error("'--' must be followed by a command");
+		return EXIT_USAGE;
+	}
+	if (!python) {
+		strvec_push(env, "PYTHONPROFILEIMPORTTIME=1");
+	} else {
+		if ((!strcmp(argv[i], "-m") || !strcmp(argv[i], "-c")) && i + 1 >= argc) {
+			error("'%s' needs a %s", argv[i], !strcmp(argv[i], "-m") ? "module name" : "piece of code");
+			return EXIT_USAGE;
+		}
+		strvec_pushv(child_argv, (const char *const[]){ python, "-X", "importtime", NULL });
+	}
+	for (k = i; k < argc; k++) {
+		strvec_push(&p->target, argv[k]);
+		strvec_push(child_argv, argv[k]);
+	}
+	if (python && argv[i][0] != '-' && access(argv[i], R_OK) < 0) {
+		error("cannot read script '%s': %s", argv[i], strerror(errno));
+		return EXIT_FAIL;
+	}
+	return 0;
+}
+
 void measure_opts_init(struct measure_opts *m)
 {
 	struct limits *lim = &m->limits;
@@ -225,6 +425,9 @@ void measure_opts_init(struct measure_opts *m)
 				   "http:// readiness: the answers that count, e.g. 200 or 2xx,404 (default 200-399)"),
 			OPT_BOOL("exit-code", 0, &m->passthrough_exit,
 				 "exit with the target's own status instead of coldstart's codes"),
+			OPT_BOOL("cold", 0, &m->cold,
+				 "evict the files the target read from the page cache before each run "
+				 "(checked with mincore; docs/cold.md)"),
 			OPT_END(),
 		};
 
@@ -260,15 +463,20 @@ int measure_opts_finish(struct measure_opts *m, struct limits *out, struct buf *
 }
 
 void measure_session_init(struct measure_session *s, struct profile *p, const char *command,
-			  const struct measure_opts *opts, const struct measure_target *target)
+			  const struct measure_opts *opts, const struct show_opts *show,
+			  const struct measure_target *target)
 {
 	memset(s, 0, sizeof(*s));
 	s->p = p;
 	s->opts = opts;
+	s->show = show;
 	s->target = target;
 	s->ro.raw_fd = -1;
+	s->ro.stdout_fd = -1;
 	strvec_init(&s->stdlib_names);
 	strvec_init(&s->site_dirs);
+	strvec_init(&s->ext_suffixes);
+	strvec_init(&s->search_dirs);
 	profile_stamp(p, command);
 }
 
@@ -276,6 +484,23 @@ void measure_session_release(struct measure_session *s)
 {
 	strvec_clear(&s->stdlib_names);
 	strvec_clear(&s->site_dirs);
+	strvec_clear(&s->ext_suffixes);
+	strvec_clear(&s->search_dirs);
+	free(s->executable);
+	free(s->cache_tag);
+	s->executable = s->cache_tag = NULL;
+	cold_set_free(s->cold);
+	s->cold = NULL;
+}
+
+/* --cold where the target's files are not this host's (a container): a usage error, said once. */
+static int cold_check(struct measure_session *s)
+{
+	if (!s->opts->cold || s->target->paths_on_host)
+		return 0;
+	error("--cold evicts this host's page cache, and the target's files are not on this host "
+	      "(a container's image): run it with 'coldstart profile'");
+	return EXIT_USAGE;
 }
 
 int measure_probe(struct measure_session *s, const char *python, const char *where)
@@ -284,6 +509,10 @@ int measure_probe(struct measure_session *s, const char *python, const char *whe
 	struct buf out = BUF_INIT, errout = BUF_INIT, err = BUF_INIT, why = BUF_INIT;
 	int rc, major = 0, minor = 0, ret = EXIT_NO_PYTHON;
 
+	if ((rc = cold_check(s))) {
+		s->checked = true;
+		return rc;
+	}
 	rc = t->probe(t->self, python, probe_args, &out, &errout, &err);
 	if (rc < 0) {
 		buf_add(&why, err.buf, err.len);
@@ -300,6 +529,8 @@ int measure_probe(struct measure_session *s, const char *python, const char *whe
 		warning("cannot ask '%s' %s for its version (%s); importtime only", python, where, why.buf);
 		strvec_clear(&s->stdlib_names);
 		strvec_clear(&s->site_dirs);
+		strvec_clear(&s->ext_suffixes);
+		strvec_clear(&s->search_dirs);
 		ret = -1;
 	} else if (why.len) {
 		if (rc < 0)
@@ -318,69 +549,169 @@ int measure_probe(struct measure_session *s, const char *python, const char *whe
 	return ret;
 }
 
-int measure_run(struct measure_session *s)
+/* --cold: what is known before any run (the interpreter, its libraries, the script or command). */
+static void cold_start(struct measure_session *s)
 {
-	const struct measure_opts *m = s->opts;
-	const struct measure_target *t = s->target;
-	struct profile *p = s->p;
-	struct buf err = BUF_INIT;
-	bool tty = isatty(2);
-	int nbase = s->baseline ? m->runs : 0, total = nbase + m->warmup + m->runs, k, ret = 0;
+	const struct profile *p = s->p;
 
-	s->ro.timeout_us = m->timeout_us;
-	s->ro.ready = m->ready ? &m->ready_spec : NULL;
-	s->ro.ready_timeout_us = m->ready_timeout_us;
-	s->ro.quiet = m->quiet;
-	s->ro.notify = show_alert;
-	for (k = 0; k < total && !ret; k++) {
-		struct run *r = profile_add_run(p);
-		struct runner_failure why;
-		int rc = 0, failed;
+	s->cold = cold_set_new();
+	cold_set_search(s->cold, s->search_dirs.v, s->cache_tag, s->ext_suffixes.v);
+	if (s->executable)
+		cold_add_binary(s->cold, s->executable);
+	if (s->ro.python) {
+		char *exe = find_program(s->ro.python);
 
-		r->baseline = k < nbase;
-		r->warmup = k < nbase + m->warmup;
-		s->ro.use_limits = !t->applies_limits && limits_any(&p->limits) && !r->baseline;
-		if (tty && total > 1)
-			progress(r, k, nbase, m);
-		buf_reset(&err);
-		if (t->run_begin && t->run_begin(t->self, r, (size_t)k, &err) < 0) {
-			error("%s", err.buf);
-			ret = EXIT_FAIL;
-			break;
-		}
-		failed = runner_run(&s->ro, p, r, &err, &why) < 0;
-		if (failed)
-			error("%s", err.buf);
-		if (t->run_end)
-			rc = t->run_end(t->self, p, r, failed ? &why : NULL);
-		if (failed && why.signo)
-			ret = 128 + why.signo;
-		else if (failed)
-			ret = rc ? rc : runner_exit_code(&why);
-		else
-			ret = rc;
+		if (exe)
+			cold_add_binary(s->cold, exe);
+		free(exe);
 	}
-	if (tty && total > 1)
-		fprintf(stderr, "\r%40s\r", "");
-	if (!ret) {
-		int sig = runner_after_runs();
+	if (p->target.nr && strcmp(p->target.v[0], "-c") && strcmp(p->target.v[0], "-m")) {
+		char *prog = find_program(p->target.v[0]);
 
-		if (sig) {
-			error("interrupted by signal %d", sig);
-			ret = 128 + sig;
-		}
+		/* A script, or a command: an ELF brings its libraries, a script is read. */
+		if (prog)
+			cold_add_binary(s->cold, prog);
+		free(prog);
+	}
+}
+
+/* The checks that need the target, once, before its first run. */
+static int first_run_checks(struct measure_session *s)
+{
+	const struct limits *lim = &s->p->limits;
+	struct buf err = BUF_INIT;
+	int ret = 0;
+
+	s->checked = true;
+	ret = cold_check(s);
+	if (!ret && lim->cpuset && !s->target->applies_limits && check_cpuset(lim->cpuset, &err) < 0) {
+		error("%s", err.buf);
+		ret = EXIT_LIMITS;
 	}
 	buf_release(&err);
 	return ret;
 }
 
-int measure_finish(struct measure_session *s, const struct show_opts *so)
+int measure_warmups(const struct measure_opts *m)
+{
+	return m->cold && m->warmup < 1 ? 1 : m->warmup;
+}
+
+int measure_run_one(struct measure_session *s, enum measure_kind kind)
+{
+	const struct measure_opts *m = s->opts;
+	const struct measure_target *t = s->target;
+	struct profile *p = s->p;
+	struct buf err = BUF_INIT;
+	struct runner_failure why;
+	struct run *r;
+	int rc = 0, ret, failed;
+
+	if (!s->checked && (ret = first_run_checks(s)))
+		return ret;
+	if (s->show && show_stdout_taken(s->show))
+		s->ro.stdout_fd = 2;
+	s->ro.timeout_us = m->timeout_us;
+	s->ro.ready = m->ready ? &m->ready_spec : NULL;
+	s->ro.ready_timeout_us = m->ready_timeout_us;
+	s->ro.quiet = m->quiet;
+	s->ro.notify = show_alert;
+	r = profile_add_run(p);
+	r->baseline = kind == MEASURE_BASELINE;
+	r->warmup = kind != MEASURE_MEASURED;
+	s->ro.use_limits = !t->applies_limits && limits_any(&p->limits) && !r->baseline;
+	if (m->cold) {
+		if (!s->cold)
+			cold_start(s);
+		if (cold_evict(s->cold, &r->cold, &err) < 0) {
+			profile_add_warning(p, 0, "--cold: %s", err.buf);
+			warning("--cold: %s", err.buf);
+		} else if (!cold_figures_took(&r->cold) && !r->cold.partial) {
+			struct buf text = BUF_INIT;
+
+			cold_describe(&r->cold, &text);
+			profile_add_warning(p, 0, "run %zu was not cold: %s", p->nr_runs, text.buf);
+			buf_release(&text);
+		}
+		buf_reset(&err);
+	}
+	if (t->run_begin && t->run_begin(t->self, r, p->nr_runs - 1, &err) < 0) {
+		error("%s", err.buf);
+		buf_release(&err);
+		return EXIT_FAIL;
+	}
+	failed = runner_run(&s->ro, p, r, &err, &why) < 0;
+	if (failed)
+		error("%s", err.buf);
+	if (t->run_end)
+		rc = t->run_end(t->self, p, r, failed ? &why : NULL);
+	if (m->cold && !failed)
+		cold_learn_run(s->cold, r);
+	buf_release(&err);
+	if (failed && why.signo)
+		return 128 + why.signo;
+	if (failed)
+		return rc ? rc : runner_exit_code(&why);
+	return rc;
+}
+
+int measure_runs_done(void)
+{
+	int sig = runner_after_runs();
+
+	if (!sig)
+		return 0;
+	error("interrupted by signal %d", sig);
+	return 128 + sig;
+}
+
+int measure_run(struct measure_session *s)
+{
+	const struct measure_opts *m = s->opts;
+	struct {
+		enum measure_kind kind;
+		int n;
+	} seq[3] = {
+		{ MEASURE_BASELINE, s->baseline ? m->runs : 0 },
+		{ MEASURE_WARMUP, measure_warmups(m) },
+		{ MEASURE_MEASURED, m->runs },
+	};
+	bool tty = isatty(2);
+	int total = seq[0].n + seq[1].n + seq[2].n, ret = 0, i, k;
+
+	/* With --cold the warm-up learns which files to evict, so it goes first. */
+	if (m->cold) {
+		seq[0].kind = MEASURE_WARMUP;
+		seq[0].n = measure_warmups(m);
+		seq[1].kind = MEASURE_BASELINE;
+		seq[1].n = s->baseline ? m->runs : 0;
+	}
+	for (i = 0; i < 3 && !ret; i++)
+		for (k = 0; k < seq[i].n && !ret; k++) {
+			if (tty && total > 1)
+				progress(seq[i].kind, k + 1, seq[i].n);
+			ret = measure_run_one(s, seq[i].kind);
+		}
+	if (tty && total > 1)
+		fprintf(stderr, "\r%40s\r", "");
+	if (!ret)
+		ret = measure_runs_done();
+	return ret;
+}
+
+void measure_analyze(struct measure_session *s)
 {
 	const char *const *names = s->stdlib_names.nr ? s->stdlib_names.v : NULL;
 	const char *const *dirs = s->target->paths_on_host && s->site_dirs.nr ? s->site_dirs.v : NULL;
-	int ret, rc;
 
 	profile_analyze_with(s->p, names, dirs);
+}
+
+int measure_finish(struct measure_session *s, const struct show_opts *so)
+{
+	int ret, rc;
+
+	measure_analyze(s);
 	ret = profile_exit_status(s->p, s->opts->ready != NULL, s->opts->passthrough_exit);
 	if (ret == EXIT_NO_IMPORTS)
 		error("no measured run recorded an import: nothing to profile");

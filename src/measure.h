@@ -7,7 +7,7 @@
  *
  *	struct measure_session s;
  *
- *	measure_session_init(&s, &p, "profile", &o.m, &measure_local);
+ *	measure_session_init(&s, &p, "profile", &o.m, &o.show, &measure_local);
  *	p.python = ...; p.cwd = ...;                (the command's metadata)
  *	measure_probe(&s, python, "at '/usr/bin/python3'");   (optional)
  *	s.ro.argv = ...; s.ro.env = ...; s.ro.trace = ...;    (what to run)
@@ -15,6 +15,9 @@
  *	ret = measure_run(&s);                      (every run)
  *	if (!ret) ret = measure_finish(&s, &o.show);  (analysis, output, status)
  *	measure_session_release(&s);
+ *
+ * `compare` runs several sessions interleaved, one run at a time, with
+ * measure_run_one.
  *
  * A run-time feature that every measuring command gets (a new figure per
  * run, a new kind of run) goes into measure_run or the runner; one that
@@ -47,11 +50,12 @@ struct measure_opts {
 	const char *ready_status;
 	struct ready_spec ready_spec; /* ready and ready_status, parsed by measure_opts_finish */
 	int64_t ready_timeout_us;
+	bool cold; /* evict the target's files from the page cache before each run (cold.h) */
 	/*
 	 * The option table that sets the fields above, for OPT_INCLUDE.  It
 	 * points into the struct, which must stay where measure_opts_init put it.
 	 */
-	struct opt options[17];
+	struct opt options[18];
 };
 
 void measure_opts_init(struct measure_opts *m);
@@ -97,9 +101,12 @@ struct measure_target {
 /* This host's processes: the runner runs the target itself. */
 extern const struct measure_target measure_local;
 
+struct cold_set;
+
 struct measure_session {
 	struct profile *p;
 	const struct measure_opts *opts;
+	const struct show_opts *show; /* where the profile goes; NULL when the command shows it its own way */
 	const struct measure_target *target;
 	/*
 	 * The runner's options.  The command sets what to run: argv, env,
@@ -115,15 +122,40 @@ struct measure_session {
 	/* From measure_probe; empty when there was no probe or it could not tell. */
 	struct strvec stdlib_names;
 	struct strvec site_dirs;
+	char *executable; /* sys.executable */
+	char *cache_tag; /* sys.implementation.cache_tag, "cpython-311" */
+	struct strvec ext_suffixes; /* importlib.machinery.EXTENSION_SUFFIXES */
+	struct strvec search_dirs; /* sys.path under -E -s: the stdlib, lib-dynload, site-packages */
+	/* --cold: the files the runs so far read (cold.h); NULL until the first run. */
+	struct cold_set *cold;
+	bool checked; /* the checks of the first run are done */
 };
 
 /*
+ * For "-- command": the interpreter that runs, when the command is one
+ * (python3 -m ..., python3.11 app.py) or its #! line names one; NULL
+ * otherwise.  The caller frees it.
+ */
+char *measure_command_python(const char *cmd);
+/*
+ * The child's argv for the target at argv[i..]: with python, a script, -m
+ * module or -c code under `python -X importtime`; without (after "--"), a
+ * command as it is, with PYTHONPROFILEIMPORTTIME=1 in env.  Records the
+ * target in p.  Returns 0, or the exit code after a message.
+ */
+int measure_target_argv(int argc, char **argv, int i, const char *python, struct profile *p,
+			struct strvec *child_argv, struct strvec *env);
+
+/*
  * Starts a session for profile p (which stays the caller's), measured as
- * opts say, on target.  Stamps p with coldstart's version, the command and
- * the time.
+ * opts say, shown as show says (may be NULL), on target.  Stamps p with
+ * coldstart's version, the command and the time.  When show puts machine
+ * output on stdout (--json, -o -), the target's stdout goes to coldstart's
+ * stderr, so stdout carries nothing else.
  */
 void measure_session_init(struct measure_session *s, struct profile *p, const char *command,
-			  const struct measure_opts *opts, const struct measure_target *target);
+			  const struct measure_opts *opts, const struct show_opts *show,
+			  const struct measure_target *target);
 void measure_session_release(struct measure_session *s);
 
 /*
@@ -138,15 +170,37 @@ void measure_session_release(struct measure_session *s);
 int measure_probe(struct measure_session *s, const char *python, const char *where);
 
 /*
- * Every run: the baseline (--runs of them, when asked), --warmup and --runs, with a progress
- * line on a terminal; the runner's alerts are printed as they happen.
- * Returns 0, or the exit code after a message: 128+N when coldstart got
- * signal N (during a run, or after the last one: from then on a signal
- * ends coldstart at once, see runner_after_runs), EXIT_LIMITS,
- * EXIT_NO_PYTHON, EXIT_FAIL, or what the target's run_end said.
+ * Every run: the baseline (--runs of them, when asked), --warmup and --runs,
+ * with a progress line on a terminal; the runner's alerts are printed as
+ * they happen.  With --cold the warm-up runs come first, at least one: it
+ * learns which files the target reads.  Returns 0, or the exit code after a
+ * message: 128+N when coldstart got signal N (during a run, or after the
+ * last one: from then on a signal ends coldstart at once, see
+ * measure_runs_done), EXIT_LIMITS, EXIT_NO_PYTHON, EXIT_FAIL, EXIT_USAGE
+ * (--cold where the target's files are not on this host), or what the
+ * target's run_end said.
  */
 int measure_run(struct measure_session *s);
 
+enum measure_kind { MEASURE_BASELINE, MEASURE_WARMUP, MEASURE_MEASURED };
+/*
+ * One run of the given kind, added to the profile (what measure_run does
+ * for each): the checks that need the target first (a --cpuset CPU that
+ * does not exist, --cold on a container), the eviction with --cold, the
+ * run itself.  Returns as measure_run.
+ */
+int measure_run_one(struct measure_session *s, enum measure_kind kind);
+/*
+ * After a session's last run (compare: after the last round): from here a
+ * signal ends coldstart at once (runner_after_runs).  Returns 0, or 128+N
+ * after a message when signal N came in the meantime.
+ */
+int measure_runs_done(void);
+/* How many warm-up runs measure_run makes: --warmup, and at least one with --cold. */
+int measure_warmups(const struct measure_opts *m);
+
+/* Classifies the profile's imports with what the probe said, and runs the findings. */
+void measure_analyze(struct measure_session *s);
 /*
  * Analyses the profile, shows it as so says, and returns the exit status:
  * the target's (profile_exit_status), else the output's (a file that could

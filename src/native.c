@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "elf_json.h"
+#include "json_util.h"
 
 static void ext_release(struct native_ext *e)
 {
@@ -40,13 +41,6 @@ static void ext_to_json(const struct native_ext *e, struct buf *out)
 	buf_adds(out, ",\"tree\":");
 	elf_tree_to_json(&e->tree, out);
 	buf_addch(out, '}');
-}
-
-static char *jdup(json_t *o, const char *key)
-{
-	const char *s = json_string_value(json_object_get(o, key));
-
-	return s ? xstrdup(s) : NULL;
 }
 
 /* elf_json's readers take text: v as compact JSON, NULL with err set. */
@@ -92,10 +86,10 @@ static int ext_from_json(struct native_set *n, json_t *o, size_t i, struct buf *
 	e->run = (size_t)json_integer_value(json_object_get(o, "run"));
 	e->proc = (size_t)json_integer_value(json_object_get(o, "proc"));
 	e->node = (int32_t)json_integer_value(json_object_get(o, "node"));
-	e->module = jdup(o, "module");
-	e->file = jdup(o, "file");
+	e->module = json_util_strdup(o, "module");
+	e->file = json_util_strdup(o, "file");
 	e->load_us = json_is_integer(lu) ? json_integer_value(lu) : -1;
-	e->error = jdup(o, "error");
+	e->error = json_util_strdup(o, "error");
 	tree = json_object_get(o, "tree");
 	if (json_is_array(tree) && tree_from_json(tree, &e->tree, &n->facts, err))
 		return -1;

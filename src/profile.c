@@ -393,7 +393,7 @@ int64_t proc_import_total_us(const struct proc *pr, bool include_startup)
 		if (!include_startup && (n->flags & NODE_STARTUP))
 			continue;
 		if (n->cum_us > 0)
-			total += n->cum_us;
+			total = i64_add(total, n->cum_us);
 	}
 	return total;
 }
@@ -412,39 +412,103 @@ bool is_stdlib_module(const char *name, const char *const *stdlib_names)
 	return stdlib_name_known(name, len);
 }
 
-/* Whether the top-level package of name is installed in one of site_dirs. */
-static bool in_site_dirs(const char *name, const char *const *site_dirs)
+/*
+ * The top-level names the site directories provide, each directory listed
+ * once per classification (looking each unknown name up listed them all
+ * again: 900,000 rows took 81 s): an entry "x" (a package, a namespace, a
+ * file), "x.py", "x.pyc", or an extension "x.<tag>.so".  Sorted, for
+ * bsearch; shared read-only by the classification threads.
+ */
+struct site_names {
+	char **v;
+	size_t nr, alloc;
+};
+
+static void site_names_add(struct site_names *s, const char *name, size_t len)
 {
-	static const char *const suffixes[] = { "", ".py", ".pyc" };
-	size_t len = top_len(name), k;
+	if (!len)
+		return;
+	ALLOC_GROW(s->v, s->nr + 1, s->alloc);
+	s->v[s->nr++] = xstrndup(name, len);
+}
+
+static int cmp_site_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void site_names_load(struct site_names *s, const char *const *site_dirs)
+{
 	const char *const *d;
-	struct buf path = BUF_INIT;
-	struct stat st;
-	bool found = false;
+	size_t i, n = 0;
 
-	for (d = site_dirs; d && *d && !found; d++) {
-		for (k = 0; k < ARRAY_SIZE(suffixes) && !found; k++) {
-			buf_reset(&path);
-			buf_addf(&path, "%s/%.*s%s", *d, (int)len, name, suffixes[k]);
-			found = !stat(path.buf, &st);
-		}
-		if (!found) {
-			/* Extension modules: name.cpython-311-x86_64-linux-gnu.so */
-			DIR *dir = opendir(*d);
-			struct dirent *de;
+	memset(s, 0, sizeof(*s));
+	for (d = site_dirs; d && *d; d++) {
+		DIR *dir = opendir(*d);
+		struct dirent *de;
+		struct stat st;
 
-			while (dir && (de = readdir(dir)))
-				if (!strncmp(de->d_name, name, len) && de->d_name[len] == '.' &&
-				    ends_with(de->d_name, ".so")) {
-					found = true;
-					break;
-				}
-			if (dir)
-				closedir(dir);
+		while (dir && (de = readdir(dir))) {
+			const char *e = de->d_name, *dot = strchr(e, '.');
+			size_t len = strlen(e);
+
+			if (e[0] == '.')
+				continue;
+			/* What stat() would have found: a dangling link is no module. */
+			if ((de->d_type == DT_LNK || de->d_type == DT_UNKNOWN) && fstatat(dirfd(dir), e, &st, 0) < 0)
+				continue;
+			site_names_add(s, e, len);
+			if (ends_with(e, ".py"))
+				site_names_add(s, e, len - 3);
+			else if (ends_with(e, ".pyc"))
+				site_names_add(s, e, len - 4);
+			else if (ends_with(e, ".so") && dot)
+				site_names_add(s, e, (size_t)(dot - e));
 		}
+		if (dir)
+			closedir(dir);
 	}
-	buf_release(&path);
-	return found;
+	if (!s->nr)
+		return;
+	qsort(s->v, s->nr, sizeof(*s->v), cmp_site_name);
+	for (i = 0; i < s->nr; i++) {
+		if (n && !strcmp(s->v[n - 1], s->v[i]))
+			free(s->v[i]);
+		else
+			s->v[n++] = s->v[i];
+	}
+	s->nr = n;
+}
+
+static void site_names_release(struct site_names *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->nr; i++)
+		free(s->v[i]);
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Whether the top-level package of name is installed in one of the site directories. */
+static bool site_names_have(const struct site_names *s, const char *name)
+{
+	size_t lo = 0, hi = s->nr, len = top_len(name);
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strncmp(s->v[mid], name, len);
+
+		if (!c && s->v[mid][len])
+			c = 1;
+		if (!c)
+			return true;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
 }
 
 /* A top-level package not in the standard library, not yet looked up in site_dirs. */
@@ -534,18 +598,18 @@ static void top_table_release(struct top_table *t)
  */
 struct top_cache {
 	const char *const *stdlib_names;
-	const char *const *site_dirs;
+	const struct site_names *site;
 	struct top_table tops;
 	uint8_t *kind; /* per package */
 	size_t alloc_kind;
 };
 
 static void top_cache_init(struct top_cache *c, const struct proc *pr, const char *const *stdlib_names,
-			   const char *const *site_dirs)
+			   const struct site_names *site)
 {
 	memset(c, 0, sizeof(*c));
 	c->stdlib_names = stdlib_names;
-	c->site_dirs = site_dirs;
+	c->site = site;
 	c->tops.end = pr->names.buf + pr->names.len;
 }
 
@@ -570,7 +634,7 @@ static size_t top_slot(struct top_cache *c, const char *name)
 static uint8_t top_site_kind(struct top_cache *c, size_t k)
 {
 	if (c->kind[k] == KIND_SITE_UNKNOWN)
-		c->kind[k] = in_site_dirs(c->tops.name[k], c->site_dirs) ? KIND_THIRDPARTY : KIND_APP;
+		c->kind[k] = site_names_have(c->site, c->tops.name[k]) ? KIND_THIRDPARTY : KIND_APP;
 	return c->kind[k];
 }
 
@@ -650,9 +714,11 @@ static void mark_startup(struct proc *pr)
 void proc_classify(struct proc *pr, const char *const *stdlib_names, const char *const *site_dirs)
 {
 	struct top_cache tops;
+	struct site_names site;
 	int32_t i;
 
-	top_cache_init(&tops, pr, stdlib_names, site_dirs);
+	site_names_load(&site, site_dirs);
+	top_cache_init(&tops, pr, stdlib_names, &site);
 	mark_startup(pr);
 	/*
 	 * Without file names a node's kind depends on its own name only, so the
@@ -667,6 +733,7 @@ void proc_classify(struct proc *pr, const char *const *stdlib_names, const char 
 			classify_node(pr, i, &tops);
 	}
 	top_cache_release(&tops);
+	site_names_release(&site);
 }
 
 /*
@@ -686,14 +753,15 @@ static int node_inconsistent(const struct proc *pr, const struct imp_node *n, in
 	 */
 	for (c = n->first_child; c >= 0; c = pr->nodes[c].next_sibling)
 		if (!(pr->nodes[c].flags & NODE_CACHED)) {
-			children += pr->nodes[c].cum_us;
+			children = i64_add(children, pr->nodes[c].cum_us);
 			nr_children++;
 		}
 	/*
 	 * CPython rounds each printed value up to a microsecond, so every
 	 * child's cum and the self can each be up to 1 us off.
 	 */
-	return llabs(n->cum_us - children - n->self_us) > tolerance_us + nr_children + 1 || n->self_us < 0;
+	return i64_abs(i64_sub(i64_sub(n->cum_us, children), n->self_us)) > i64_add(tolerance_us, nr_children + 1) ||
+	       n->self_us < 0;
 }
 
 size_t proc_check_consistency(struct proc *pr, int64_t tolerance_us)
@@ -730,7 +798,7 @@ struct analyze_slot {
 struct analyze_job {
 	struct proc *pr;
 	const char *const *stdlib_names;
-	const char *const *site_dirs;
+	const struct site_names *site;
 	int64_t tolerance_us;
 	struct analyze_slot slot[PARALLEL_MAX];
 };
@@ -743,7 +811,7 @@ static void analyze_range(void *ctx, size_t begin, size_t end, unsigned slot)
 	struct analyze_slot out = { NULL, 0, 0, 0 };
 	size_t i;
 
-	top_cache_init(&tops, pr, job->stdlib_names, job->site_dirs);
+	top_cache_init(&tops, pr, job->stdlib_names, job->site);
 	for (i = begin; i < end; i++) {
 		const struct imp_node *n = &pr->nodes[i];
 		int v;
@@ -765,7 +833,9 @@ static void analyze_range(void *ctx, size_t begin, size_t end, unsigned slot)
 size_t proc_analyze(struct proc *pr, const char *const *stdlib_names, const char *const *site_dirs,
 		    int64_t tolerance_us)
 {
-	struct analyze_job job = { pr, stdlib_names, site_dirs, tolerance_us, { { NULL, 0, 0, 0 } } };
+	struct site_names site;
+	struct analyze_job job = { .pr = pr, .stdlib_names = stdlib_names, .site = &site,
+				   .tolerance_us = tolerance_us };
 	unsigned nr, s;
 	size_t bad = 0, k;
 
@@ -774,8 +844,10 @@ size_t proc_analyze(struct proc *pr, const char *const *stdlib_names, const char
 		return proc_check_consistency(pr, tolerance_us);
 	}
 	mark_startup(pr);
+	site_names_load(&site, site_dirs);
 	nr = parallel_ranges(pr->nr_nodes, NODES_PER_RANGE);
 	parallel_for(pr->nr_nodes, nr, analyze_range, &job);
+	site_names_release(&site);
 	for (s = 0; s < nr; s++) {
 		for (k = 0; k < job.slot[s].nr_flip; k++)
 			pr->nodes[job.slot[s].flip[k]].flags ^= NODE_INCONSISTENT;
@@ -825,9 +897,9 @@ struct pkg_total *proc_package_totals(const struct proc *pr, size_t *nr)
 		if (!(node->flags & NODE_CACHED)) {
 			t[k].modules++;
 			if (node->self_us > 0)
-				t[k].self_us += node->self_us;
+				t[k].self_us = i64_add(t[k].self_us, node->self_us);
 			if (!open[k] && node->cum_us > 0)
-				t[k].cum_us += node->cum_us;
+				t[k].cum_us = i64_add(t[k].cum_us, node->cum_us);
 		}
 		open[k]++;
 		if (node->first_child >= 0) {

@@ -21,6 +21,23 @@
 /* Unknown value for any int64_t measurement below. */
 #define UNKNOWN (-1)
 
+/*
+ * The range of each kind of figure in a profile file: the writer clamps to
+ * it and the reader refuses anything outside it (docs/profile-format.md,
+ * "Limits"), so sums over a file's figures stay far from overflow and
+ * saturate (util.h) where they could not.
+ */
+#define PROFILE_MAX_US INT64_C(1000000000000000) /* 10^15 us: 31 years */
+#define PROFILE_MAX_NS INT64_C(1000000000000000000) /* 10^18 ns: 31 years */
+#define PROFILE_MAX_KB (INT64_C(1) << 40) /* 1 PiB */
+#define PROFILE_MAX_BYTES (INT64_C(1) << 60)
+#define PROFILE_MAX_COUNT INT64_C(1000000000000000)
+
+static inline int64_t profile_clamp(int64_t v, int64_t lo, int64_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
 /* Node flags. */
 #define NODE_CACHED       (1u << 0) /* 3.14 -X importtime=2 "cached" row */
 #define NODE_FAILED       (1u << 1) /* the import raised (trace) */
@@ -119,6 +136,40 @@ struct cg_figures {
 	int64_t oom_kills;
 };
 
+/*
+ * The page-cache eviction before a run (--cold, cold.h); asked is false
+ * for a run with a warm cache.  Bytes are counted over the files mincore
+ * checked after the eviction (all of them up to COLD_CHECK_MAX).
+ */
+struct cold_figures {
+	bool asked;
+	bool partial; /* no run before: only the interpreter, its libraries and the script were known */
+	int64_t files; /* files evicted */
+	int64_t bytes; /* their size */
+	int64_t failed; /* files that could not be opened or advised */
+	int64_t checked_files;
+	int64_t module_bytes; /* module files: sources, bytecode, extensions, the script */
+	int64_t module_resident; /* of those, still in the page cache after the eviction */
+	int64_t binary_bytes; /* the interpreter and shared libraries */
+	int64_t binary_resident;
+	/*
+	 * Files another process maps (an extension or libc used by some other
+	 * running Python): DONTNEED cannot drop pages in use, so they are
+	 * counted here and in neither class above.
+	 */
+	int64_t mapped_files;
+	int64_t mapped_bytes;
+	int64_t mapped_resident;
+};
+
+/* A run counts as cold when at most this share (percent) of its module bytes stayed cached. */
+#define COLD_RESIDENT_MAX_PCT 5
+/* Whether the eviction before the run took (cold.h says why only module bytes decide). */
+static inline bool cold_figures_took(const struct cold_figures *c)
+{
+	return c->asked && !c->partial && c->module_bytes > 0 && c->module_resident * 100 <= c->module_bytes * COLD_RESIDENT_MAX_PCT;
+}
+
 enum run_status {
 	RUN_EXITED = 0, /* exit_code holds the code */
 	RUN_SIGNALED, /* term_signal holds the signal */
@@ -145,6 +196,7 @@ struct run {
 	/* The moment of readiness on CLOCK_MONOTONIC, the clock of proc start_ns; UNKNOWN. */
 	int64_t ready_ns;
 	struct cg_figures cg;
+	struct cold_figures cold;
 	struct proc *procs; /* procs[0] is the target's own process */
 	size_t nr_procs, alloc_procs;
 };
@@ -357,7 +409,14 @@ struct pkg_total {
 struct pkg_total *proc_package_totals(const struct proc *pr, size_t *nr);
 void pkg_totals_free(struct pkg_total *t, size_t nr);
 
-/* JSON (written with .gz through zlib).  Both return 0 or -1 with errmsg set. */
+/*
+ * JSON (written with .gz through zlib).  Both return 0 or -1 with errmsg set.
+ * The reader streams and stops with an error past PROFILE_SIZE_LIMIT bytes
+ * of text, or of memory for the model (COLDSTART_MAX_PROFILE_SIZE, such as
+ * "4g", sets another limit); numbers out of their field's range are errors
+ * (docs/profile-format.md, "Limits").
+ */
+#define PROFILE_SIZE_LIMIT ((uint64_t)1 << 30)
 int profile_write_json(const struct profile *p, const char *path, struct buf *errmsg);
 int profile_read_json(struct profile *p, const char *path, struct buf *errmsg);
 /* The same into/out of memory, for tests and pipes. */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cold.h"
 #include "elf_report.h"
 #include "stats.h"
 
@@ -51,7 +52,7 @@ static void add_kib_col(struct buf *out, int64_t kib, int width)
 	if (kib == UNKNOWN)
 		buf_adds(&d, "-");
 	else
-		buf_add_bytes(&d, kib * 1024);
+		buf_add_bytes(&d, i64_mul(kib, 1024));
 	buf_addf(out, "%*s", width, d.buf);
 	buf_release(&d);
 }
@@ -235,13 +236,13 @@ static void summary_line(struct buf *out, const char *label, int64_t *v, size_t 
 		return;
 	buf_addf(out, "  %-16s", label);
 	if (bytes) {
-		buf_add_bytes(out, s.median * 1024);
+		buf_add_bytes(out, i64_mul(s.median, 1024));
 		buf_adds(out, "  (min ");
-		buf_add_bytes(out, s.min * 1024);
+		buf_add_bytes(out, i64_mul(s.min, 1024));
 		buf_adds(out, ", max ");
-		buf_add_bytes(out, s.max * 1024);
+		buf_add_bytes(out, i64_mul(s.max, 1024));
 		buf_adds(out, ", MAD ");
-		buf_add_bytes(out, s.mad * 1024);
+		buf_add_bytes(out, i64_mul(s.mad, 1024));
 		buf_adds(out, ")");
 	} else {
 		add_dur(out, s.median);
@@ -573,7 +574,7 @@ static void render_run_summary(const struct profile *p, const struct run *r, str
 		add_dur(out, r->sys_us);
 		buf_adds(out, "\n  max RSS         ");
 		if (r->maxrss_kb >= 0)
-			buf_add_bytes(out, r->maxrss_kb * 1024);
+			buf_add_bytes(out, i64_mul(r->maxrss_kb, 1024));
 		else
 			buf_adds(out, "unknown");
 		buf_addch(out, '\n');
@@ -722,8 +723,20 @@ void report_render(const struct profile *p, const struct report_opts *o, struct 
 		buf_adds(out, "  no runs in this profile\n");
 		return;
 	}
-	if (measured > 1)
-		buf_addf(out, "  run shown       #%zu of %zu (the median by wall time)\n", ri + 1, p->nr_runs);
+	if (measured > 1) {
+		size_t k = 0;
+
+		/* Counted among the measured runs, as the exports' --run is not: baseline and warm-ups aside. */
+		for (i = 0; i < ri; i++)
+			k += !p->runs[i].warmup;
+		buf_addf(out, "  run shown       #%zu of %zu measured (the median by wall time; run %zu of the JSON)\n",
+			 k + 1, measured, ri + 1);
+	}
+	if (r->cold.asked) {
+		buf_adds(out, "  cold start      ");
+		cold_describe(&r->cold, out);
+		buf_addch(out, '\n');
+	}
 	render_run_summary(p, r, out, st);
 	render_baseline(p, out, st);
 	if (measured > 1) {

@@ -232,6 +232,7 @@ static int prepare(struct run_state *st, struct buf *err, struct runner_failure 
 	strvec_pushv(&st->c.args, o->argv);
 	build_env(o, &st->c.env);
 	st->c.capture_stderr = true;
+	st->c.stdout_fd = o->stdout_fd;
 
 	if (o->trace) {
 		struct buf terr = BUF_INIT;
@@ -242,10 +243,15 @@ static int prepare(struct run_state *st, struct buf *err, struct runner_failure 
 			st->traced = true;
 		buf_reset(&terr);
 		if (st->traced && o->timeline) {
-			if (sampler_prepare(st->ts.dir, o->python, o->timeline, &st->c.env, &terr) < 0)
+			struct buf note = BUF_INIT;
+
+			if (sampler_prepare(st->ts.dir, o->python, o->timeline, &st->c.env, &note, &terr) < 0)
 				alert(st, "no timeline: %s", terr.buf);
 			else
 				st->sampled = true;
+			if (note.len)
+				profile_add_warning(st->p, 0, "sampler build cache: %s", note.buf);
+			buf_release(&note);
 		}
 		buf_release(&terr);
 	}

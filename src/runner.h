@@ -30,6 +30,7 @@ struct runner_opts {
 	int64_t ready_timeout_us; /* how long to wait for readiness */
 	bool quiet; /* drop the target's stderr instead of forwarding it */
 	int raw_fd; /* >= 0: every byte of the target's stderr is copied here too */
+	int stdout_fd; /* >= 0: the target's stdout goes here (2: coldstart's stderr); -1: coldstart's stdout */
 	/*
 	 * Called with each warning that says the run went otherwise than asked
 	 * (the tracer is unavailable, readiness failed or was not reached) at

@@ -28,7 +28,7 @@ int tl_until_from_name(const char *s)
 }
 
 int sampler_prepare(const char *trace_dir, const char *python, const struct timeline_opts *o, struct strvec *env,
-		    struct buf *err)
+		    struct buf *note, struct buf *err)
 {
 	const char *datadir = coldstart_datadir();
 	char *so = NULL, *slash;
@@ -42,7 +42,7 @@ int sampler_prepare(const char *trace_dir, const char *python, const struct time
 		buf_addf(err, "the target's interpreter is not known (give --python)");
 		return -1;
 	}
-	if (ext_build_ensure(python, datadir, "_sampler", &so, err) < 0)
+	if (ext_build_ensure(python, datadir, "_sampler", trace_dir, &so, note, err) < 0)
 		return -1;
 	slash = strrchr(so, '/');
 	if (slash)
@@ -50,7 +50,6 @@ int sampler_prepare(const char *trace_dir, const char *python, const struct time
 	snprintf(interval, sizeof(interval), "%lld", (long long)o->interval_us);
 	strvec_setenv(env, "COLDSTART_SAMPLER_PATH", so);
 	strvec_setenv(env, "COLDSTART_TIMELINE", interval);
-	(void)trace_dir;
 	free(so);
 	return 0;
 }

@@ -36,11 +36,13 @@ struct timeline_opts {
 /*
  * Builds (or finds) the sampler for python and adds what switches it on to
  * env, which already holds the tracer's bootstrap (trace_prepare): the
- * samples files go to trace_dir.  Returns 0, or -1 with the reason in err
- * (no timeline then; the run goes on).
+ * samples files go to trace_dir, which is also where the sampler is built
+ * when the build cache is refused (note says why, as ext_build_ensure).
+ * Returns 0, or -1 with the reason in err (no timeline then; the run goes
+ * on).
  */
 int sampler_prepare(const char *trace_dir, const char *python, const struct timeline_opts *o, struct strvec *env,
-		    struct buf *err);
+		    struct buf *note, struct buf *err);
 
 /* The moments of the run the runner knows (CLOCK_MONOTONIC ns, UNKNOWN where not known). */
 struct sampler_times {

@@ -5,8 +5,11 @@
 #include "show.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "budget.h"
 #include "builtin.h"
@@ -21,10 +24,79 @@ static int write_stdout(const char *s, size_t n)
 	return 0;
 }
 
+int output_take_stdout(int *users, const char *what, struct buf *err)
+{
+	if ((*users)++) {
+		buf_addf(err, "%s: only one output can go to stdout (--json, -o -, an output to '-')", what);
+		return -1;
+	}
+	return 0;
+}
+
+static int take_stdout(struct show_opts *so, const char *what, struct buf *err)
+{
+	return output_take_stdout(&so->stdout_users, what, err);
+}
+
 /* --flamegraph FILE and the like: opt->data names the exporter. */
 static int add_output(const struct opt *opt, const char *v, struct buf *err)
 {
-	profile_outputs_add(opt->value, opt->data, v);
+	struct show_opts *so = opt->value;
+	struct buf what = BUF_INIT;
+	int ret = 0;
+
+	buf_addf(&what, "--%s -", opt->long_name);
+	if (!strcmp(v, "-"))
+		ret = take_stdout(so, what.buf, err);
+	else if (output_path_check(v, err) < 0)
+		ret = ARGS_FAILED;
+	buf_release(&what);
+	if (!ret)
+		profile_outputs_add(&so->outputs, opt->data, v);
+	return ret;
+}
+
+static int set_output(const struct opt *opt, const char *v, struct buf *err)
+{
+	struct show_opts *so = opt->value;
+
+	if (!strcmp(v, "-")) {
+		if (take_stdout(so, "-o -", err) < 0)
+			return -1;
+	} else if (output_path_check(v, err) < 0) {
+		return ARGS_FAILED;
+	}
+	so->output = v;
+	return 0;
+}
+
+static int set_json(const struct opt *opt, const char *v, struct buf *err)
+{
+	struct show_opts *so = opt->value;
+
+	if (!so->json_stdout && take_stdout(so, "--json", err) < 0)
+		return -1;
+	so->json_stdout = true;
+	return 0;
+}
+
+static int set_json_fd(const struct opt *opt, const char *v, struct buf *err)
+{
+	struct show_opts *so = opt->value;
+	char *end;
+	long fd;
+
+	errno = 0;
+	fd = strtol(v, &end, 10);
+	if (errno || end == v || *end || fd < 0 || fd > 1000000) {
+		buf_addf(err, "--json-fd needs a descriptor number, not '%s'", v);
+		return -1;
+	}
+	if (fd == 1)
+		return set_json(opt, NULL, err);
+	if (output_fd_claim((int)fd, "--json-fd", err) < 0)
+		return ARGS_FAILED;
+	so->json_fd = (int)fd;
 	return 0;
 }
 
@@ -90,6 +162,70 @@ static int set_color(const struct opt *opt, const char *v, struct buf *err)
 	return 0;
 }
 
+int output_path_check(const char *path, struct buf *err)
+{
+	struct stat st;
+	char *dir = NULL, *slash;
+	int ret = -1;
+
+	if (!strcmp(path, "-"))
+		return 0;
+	if (!*path) {
+		buf_adds(err, "an empty output path");
+		return -1;
+	}
+	if (!stat(path, &st)) {
+		if (S_ISDIR(st.st_mode))
+			buf_addf(err, "cannot write '%s': it is a directory", path);
+		else if (access(path, W_OK) < 0)
+			buf_addf(err, "cannot write '%s': %s", path, strerror(errno));
+		else
+			ret = 0;
+		return ret;
+	}
+	if (errno != ENOENT) {
+		buf_addf(err, "cannot write '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	dir = xstrdup(path);
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		dir[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+	else {
+		free(dir);
+		dir = xstrdup(".");
+	}
+	if (stat(dir, &st) < 0)
+		buf_addf(err, "cannot write '%s': no directory '%s'", path, dir);
+	else if (!S_ISDIR(st.st_mode))
+		buf_addf(err, "cannot write '%s': '%s' is not a directory", path, dir);
+	else if (access(dir, W_OK | X_OK) < 0)
+		buf_addf(err, "cannot write '%s': directory '%s': %s", path, dir, strerror(errno));
+	else
+		ret = 0;
+	free(dir);
+	return ret;
+}
+
+int output_fd_claim(int fd, const char *option, struct buf *err)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0) {
+		buf_addf(err, "%s %d: no such open descriptor (open it in the shell: %d>FILE)", option, fd, fd);
+		return -1;
+	}
+	if ((fl & O_ACCMODE) == O_RDONLY) {
+		buf_addf(err, "%s %d: the descriptor is open for reading only", option, fd);
+		return -1;
+	}
+	/* The target must not inherit the channel (it would hold it open, or write to it). */
+	fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC);
+	return 0;
+}
+
 void profile_outputs_init(struct profile_outputs *po)
 {
 	memset(po, 0, sizeof(*po));
@@ -138,16 +274,21 @@ void show_opts_init(struct show_opts *so)
 	struct profile_outputs *po = &so->outputs;
 
 	memset(so, 0, sizeof(*so));
+	so->json_fd = -1;
 	report_opts_init(ro);
 	ro->color = report_want_color(1);
 	profile_outputs_init(po);
 	{
 		const struct opt table[] = {
-			OPT_STRING("output", 'o', &so->output, "FILE",
-				   "save the profile as JSON (gzip when FILE ends in .gz)"),
-			OPT_BOOL("json", 0, &so->json_stdout,
-				 "print the JSON profile on stdout instead of the report (after the target's own "
-				 "stdout; -o for a clean file)"),
+			OPT_CALLBACK("output", 'o', so, set_output, "FILE",
+				     "save the profile as JSON (gzip when FILE ends in .gz; - for stdout, as "
+				     "--json)"),
+			OPT_CALLBACK("json", 0, so, set_json, NULL,
+				     "print the JSON profile on stdout instead of the report; the target's "
+				     "stdout goes to stderr"),
+			OPT_CALLBACK("json-fd", 0, so, set_json_fd, "N",
+				     "write the JSON profile to descriptor N (e.g. 3>profile.json); stdout "
+				     "stays the target's and the report's"),
 			OPT_BOOL("no-report", 0, &so->no_report, "print no report (with -o or exports)"),
 			OPT_INT("top", 0, &ro->top, 0, 100000, "N", "rows in each top table (default 15)"),
 			OPT_BOOL("tree", 0, &ro->tree, "print the import tree"),
@@ -159,15 +300,15 @@ void show_opts_init(struct show_opts *so)
 				 "report every Python process, not only the main one"),
 			OPT_CALLBACK("color", 0, ro, set_color, "WHEN",
 				     "auto (default: on a terminal without NO_COLOR), always, never"),
-			OPT_CALLBACK_DATA("flamegraph", 0, po, add_output, "svg", "FILE",
+			OPT_CALLBACK_DATA("flamegraph", 0, so, add_output, "svg", "FILE",
 					  "also write an SVG flame graph"),
-			OPT_CALLBACK_DATA("html", 0, po, add_output, "html", "FILE",
+			OPT_CALLBACK_DATA("html", 0, so, add_output, "html", "FILE",
 					  "also write a single-file HTML report"),
-			OPT_CALLBACK_DATA("speedscope", 0, po, add_output, "speedscope", "FILE",
+			OPT_CALLBACK_DATA("speedscope", 0, so, add_output, "speedscope", "FILE",
 					  "also write a speedscope profile"),
-			OPT_CALLBACK_DATA("chrome", 0, po, add_output, "chrome", "FILE",
+			OPT_CALLBACK_DATA("chrome", 0, so, add_output, "chrome", "FILE",
 					  "also write a Chrome trace (Perfetto)"),
-			OPT_CALLBACK_DATA("folded", 0, po, add_output, "folded", "FILE", "also write folded stacks"),
+			OPT_CALLBACK_DATA("folded", 0, so, add_output, "folded", "FILE", "also write folded stacks"),
 			OPT_CALLBACK("budget", 0, po, add_budget, "NAME=DUR",
 				     "fail (exit 1) when total, startup, target or MODULE exceeds DUR; repeatable"),
 			OPT_CALLBACK("forbid", 0, po, add_forbid, "MODULE",
@@ -185,14 +326,32 @@ void show_opts_release(struct show_opts *so)
 	profile_outputs_release(&so->outputs);
 }
 
-int show_profile(const struct profile *p, const struct show_opts *so)
+bool show_stdout_taken(const struct show_opts *so)
 {
-	return profile_finish_outputs(p, &so->outputs, &so->report, so->output, so->json_stdout, so->no_report);
+	return so->stdout_users > 0;
 }
 
-int profile_finish_outputs(const struct profile *p, const struct profile_outputs *po, const struct report_opts *ro,
-			   const char *output, bool json_stdout, bool no_report)
+/* Writes all of s to fd. */
+static int write_fd(int fd, const char *s, size_t n)
 {
+	while (n) {
+		ssize_t w = write(fd, s, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		s += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int show_profile(const struct profile *p, const struct show_opts *so)
+{
+	const struct profile_outputs *po = &so->outputs;
+	const char *output = so->output && strcmp(so->output, "-") ? so->output : NULL;
+	bool json_stdout = so->json_stdout || (so->output && !strcmp(so->output, "-"));
 	struct buf out = BUF_INIT, err = BUF_INIT;
 	int ret = 0;
 	size_t i;
@@ -202,12 +361,20 @@ int profile_finish_outputs(const struct profile *p, const struct profile_outputs
 		buf_reset(&err);
 		ret = EXIT_FAIL;
 	}
+	if (so->json_fd >= 0) {
+		profile_to_json(p, &out);
+		if (write_fd(so->json_fd, out.buf, out.len) < 0) {
+			error("cannot write the JSON to descriptor %d: %s", so->json_fd, strerror(errno));
+			ret = EXIT_FAIL;
+		}
+		buf_reset(&out);
+	}
 	if (json_stdout) {
 		profile_to_json(p, &out);
 		if (write_stdout(out.buf, out.len) < 0)
 			ret = EXIT_FAIL;
-	} else if (!no_report) {
-		report_render(p, ro, &out);
+	} else if (!so->no_report && !show_stdout_taken(so)) {
+		report_render(p, &so->report, &out);
 		if (write_stdout(out.buf, out.len) < 0)
 			ret = EXIT_FAIL;
 	}

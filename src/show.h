@@ -34,32 +34,56 @@ int profile_outputs_budget(struct profile_outputs *po, const char *spec, struct 
 void profile_outputs_forbid(struct profile_outputs *po, const char *module);
 
 /*
- * Writes the JSON (output path, or stdout with json_stdout), the report on
- * stdout unless no_report or json_stdout, every export, then checks budgets.
- * Returns 0, or EXIT_FAIL when a file could not be written or a budget
- * failed (the explanation is printed on stderr).
+ * Whether path can be written: "-" (stdout), an existing file that is not
+ * a directory and may be written, or a new name in a directory that exists
+ * and may be written.  0, or -1 with "cannot write 'x/y.json': no directory
+ * 'x'" and the like in err.  Commands check their output paths with it as
+ * the options are read, so a long run never ends in an unwritable file.
  */
-int profile_finish_outputs(const struct profile *p, const struct profile_outputs *po, const struct report_opts *ro,
-			   const char *output, bool json_stdout, bool no_report);
+int output_path_check(const char *path, struct buf *err);
+/*
+ * For --json-fd N: whether fd is open for writing (0, or -1 with a message
+ * in err); it is made close-on-exec so the target never inherits it.
+ */
+int output_fd_claim(int fd, const char *option, struct buf *err);
+/*
+ * One more output asked for on stdout (*users counts them): only one may
+ * have it; -1 with a message naming what in err for the second.
+ */
+int output_take_stdout(int *users, const char *what, struct buf *err);
 
 /* What a command's options say about showing its profile. */
 struct show_opts {
 	struct report_opts report;
 	struct profile_outputs outputs;
-	const char *output; /* -o FILE.json */
-	bool json_stdout;
+	const char *output; /* -o FILE.json, "-" for stdout */
+	bool json_stdout; /* --json: the same as -o - */
+	int json_fd; /* --json-fd N: the JSON on descriptor N; -1 for none */
 	bool no_report;
+	int stdout_users; /* outputs asked for on stdout ("-", --json): at most one */
 	/*
 	 * The option table that sets the fields above (-o, --json, --top,
 	 * --flamegraph, --budget, ...), for OPT_INCLUDE.  It points into the
 	 * struct, which must therefore stay where show_opts_init put it.
 	 */
-	struct opt options[17];
+	struct opt options[18];
 };
 
 void show_opts_init(struct show_opts *so);
 void show_opts_release(struct show_opts *so);
-/* profile_finish_outputs with so's settings. */
+/*
+ * Writes the JSON (-o FILE, stdout for --json or -o -, descriptor N for
+ * --json-fd), the report on stdout unless --no-report or stdout carries
+ * machine output, every export, then checks budgets.  Returns 0, or
+ * EXIT_FAIL when a file could not be written or a budget failed (the
+ * explanation is printed on stderr).
+ */
 int show_profile(const struct profile *p, const struct show_opts *so);
+/*
+ * Whether stdout carries machine output (--json, -o -, an export to "-"):
+ * then the report is not printed and a measured target's stdout goes to
+ * coldstart's stderr, so stdout holds that output alone.
+ */
+bool show_stdout_taken(const struct show_opts *so);
 
 #endif

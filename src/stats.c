@@ -44,18 +44,18 @@ void summarize(int64_t *v, size_t nr, struct summary *out)
 	qsort(v, n, sizeof(*v), cmp_i64);
 	out->min = v[0];
 	out->max = v[n - 1];
-	out->median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	out->median = n % 2 ? v[n / 2] : i64_mid(v[n / 2 - 1], v[n / 2]);
 	dev = xmalloc(st_mult(n, sizeof(*dev)));
 	for (i = 0; i < n; i++)
-		dev[i] = v[i] > out->median ? v[i] - out->median : out->median - v[i];
+		dev[i] = i64_abs(i64_sub(v[i], out->median));
 	qsort(dev, n, sizeof(*dev), cmp_i64);
-	out->mad = n % 2 ? dev[n / 2] : (dev[n / 2 - 1] + dev[n / 2]) / 2;
+	out->mad = n % 2 ? dev[n / 2] : i64_mid(dev[n / 2 - 1], dev[n / 2]);
 	free(dev);
 }
 
 int summary_unstable(const struct summary *s)
 {
-	return s->n >= 3 && s->median > 0 && s->mad * 10 > s->median;
+	return s->n >= 3 && s->median > 0 && i64_mul(s->mad, 10) > s->median;
 }
 
 int64_t run_import_total_us(const struct run *r, int include_startup)
@@ -80,9 +80,7 @@ size_t profile_median_run(const struct profile *p)
 
 		if (p->runs[i].warmup && n)
 			continue;
-		d = p->runs[i].wall_us - s.median;
-		if (d < 0)
-			d = -d;
+		d = i64_abs(i64_sub(p->runs[i].wall_us, s.median));
 		if (d < best_d) {
 			best_d = d;
 			best = i;

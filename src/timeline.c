@@ -622,6 +622,29 @@ static void build_release(struct build *b)
 	free(b->done);
 }
 
+/*
+ * Whether the samples' wall and CPU times add up to at most PROFILE_MAX_US
+ * (31 years of thread time), as the profile's reader requires: then no sum
+ * of them can overflow.  Only a damaged samples file gives more.
+ */
+static bool samples_fit(const struct timeline *tl)
+{
+	int64_t wall = 0, cpu = 0;
+	size_t i;
+
+	for (i = 0; i < tl->nr_samples; i++) {
+		const struct tl_sample *s = &tl->samples[i];
+
+		if (s->t_us < -PROFILE_MAX_US || s->t_us > PROFILE_MAX_US)
+			return false;
+		wall = i64_add(wall, i64_abs(s->wall_us));
+		cpu = i64_add(cpu, s->cpu_us > 0 ? s->cpu_us : 0);
+		if (wall > PROFILE_MAX_US || cpu > PROFILE_MAX_US)
+			return false;
+	}
+	return true;
+}
+
 int timeline_build(struct timeline *tl, const struct samples_file *sf, const struct proc *pr,
 		   const struct tl_cut *cut, struct buf *err)
 {
@@ -700,6 +723,11 @@ int timeline_build(struct timeline *tl, const struct samples_file *sf, const str
 	}
 	tl->end_us = us_of(last_ns - tl->origin_ns);
 	build_release(&b);
+	if (!samples_fit(tl)) {
+		buf_addf(err, "samples of process %ld add up to more than %lld us (a damaged file)", sf->pid,
+			 (long long)PROFILE_MAX_US);
+		return -1;
+	}
 	timeline_sum(tl);
 	return 0;
 }
@@ -1088,20 +1116,21 @@ void timeline_to_json(const struct timeline *tl, struct buf *out)
 {
 	size_t i;
 
+	/* Clamped to the ranges the reader accepts (docs/profile-format.md, "Limits"). */
 	buf_adds(out, "{\"origin_ns\":");
-	buf_add_i64(out, tl->origin_ns);
+	buf_add_i64(out, profile_clamp(tl->origin_ns, -PROFILE_MAX_NS, PROFILE_MAX_NS));
 	buf_adds(out, ",\"start_us\":");
-	buf_add_i64(out, tl->start_us);
+	buf_add_i64(out, profile_clamp(tl->start_us, -PROFILE_MAX_US, PROFILE_MAX_US));
 	buf_adds(out, ",\"end_us\":");
-	buf_add_i64(out, tl->end_us);
+	buf_add_i64(out, profile_clamp(tl->end_us, -PROFILE_MAX_US, PROFILE_MAX_US));
 	buf_adds(out, ",\"end\":");
 	json_str_or_null(out, tl_end_name(tl->end));
 	buf_adds(out, ",\"interval_us\":");
-	buf_add_i64(out, tl->interval_us);
+	buf_add_i64(out, profile_clamp(tl->interval_us, -1, PROFILE_MAX_US));
 	buf_adds(out, ",\"dropped\":");
-	buf_add_i64(out, (int64_t)tl->dropped);
+	buf_add_i64(out, tl->dropped > (uint64_t)PROFILE_MAX_COUNT ? PROFILE_MAX_COUNT : (int64_t)tl->dropped);
 	buf_adds(out, ",\"faults\":");
-	buf_add_i64(out, (int64_t)tl->faults);
+	buf_add_i64(out, tl->faults > (uint64_t)PROFILE_MAX_COUNT ? PROFILE_MAX_COUNT : (int64_t)tl->faults);
 	buf_adds(out, ",\"node_fields\":[\"name\",\"kind\",\"parent\",\"file\",\"line\"],\"nodes\":[");
 	for (i = 0; i < tl->nr_nodes; i++) {
 		const struct tl_node *n = &tl->nodes[i];
@@ -1127,15 +1156,15 @@ void timeline_to_json(const struct timeline *tl, struct buf *out)
 		if (i)
 			buf_addch(out, ',');
 		buf_addch(out, '[');
-		buf_add_i64(out, s->t_us);
+		buf_add_i64(out, profile_clamp(s->t_us, -PROFILE_MAX_US, PROFILE_MAX_US));
 		buf_addch(out, ',');
-		buf_add_i64(out, s->wall_us);
+		buf_add_i64(out, profile_clamp(s->wall_us, -PROFILE_MAX_US, PROFILE_MAX_US));
 		buf_addch(out, ',');
-		buf_add_i64(out, s->cpu_us);
+		buf_add_i64(out, profile_clamp(s->cpu_us, -PROFILE_MAX_US, PROFILE_MAX_US));
 		buf_addch(out, ',');
 		buf_add_i64(out, s->node);
 		buf_addch(out, ',');
-		buf_add_i64(out, s->wait_us);
+		buf_add_i64(out, profile_clamp(s->wait_us, 0, PROFILE_MAX_US));
 		buf_addch(out, ']');
 	}
 	buf_adds(out, "]}");

@@ -171,10 +171,11 @@ void timeline_to_proc(const struct timeline *tl, const struct proc *imports, str
 /* JSON of the timeline (an object), appended to out; see docs/profile-format.md. */
 void timeline_to_json(const struct timeline *tl, struct buf *out);
 /*
- * Reads a timeline object back into tl (initialised).  Returns 0, or -1 with
+ * Reads the JSON text of a timeline object (len bytes) into tl
+ * (initialised), with the checks and limits of the profile's reader
+ * (profile_read.c, which reads it inside a profile).  Returns 0, or -1 with
  * a message in err when it is not one (tl is then to be released).
  */
-struct json_t;
-int timeline_from_json(struct timeline *tl, struct json_t *js, struct buf *err);
+int timeline_from_json(struct timeline *tl, const char *text, size_t len, struct buf *err);
 
 #endif

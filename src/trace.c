@@ -958,7 +958,7 @@ void trace_merge_run(struct profile *p, struct run *run, const struct trace_proc
 int trace_prepare(struct trace_session *ts, const char *python, struct strvec *env, struct buf *err)
 {
 	const char *datadir = coldstart_datadir(), *old;
-	struct buf path = BUF_INIT, berr = BUF_INIT, pp = BUF_INIT;
+	struct buf path = BUF_INIT, berr = BUF_INIT, pp = BUF_INIT, note = BUF_INIT;
 	struct private_dir pd;
 	char *so = NULL, *slash;
 	int ret = -1;
@@ -982,8 +982,10 @@ int trace_prepare(struct trace_session *ts, const char *python, struct strvec *e
 	buf_addf(&path, "%s/coldstart/_boot", datadir);
 	ts->boot_dir = buf_detach(&path, NULL);
 
-	if (python && trace_build_ensure(python, datadir, &so, &berr) < 0)
+	if (python && trace_build_ensure(python, datadir, ts->dir, &so, &note, &berr) < 0)
 		write_note(ts->dir, "fallback.txt", berr.buf);
+	if (note.len)
+		write_note(ts->dir, "cache.txt", note.buf);
 	buf_addf(&pp, "%s", ts->boot_dir);
 	old = strvec_getenv(env, "PYTHONPATH");
 	if (old && *old)
@@ -1004,6 +1006,7 @@ out:
 	free(so);
 	buf_release(&path);
 	buf_release(&berr);
+	buf_release(&note);
 	buf_release(&pp);
 	return ret;
 }
@@ -1039,6 +1042,11 @@ int trace_collect(struct trace_session *ts, struct profile *p, struct run *run, 
 	if (!buf_read_file(&note, path.buf) && note.len)
 		profile_add_warning(p, 0, "the C tracer is unavailable, the pure-Python tracer was used: %s",
 				    note.buf);
+	buf_reset(&path);
+	buf_reset(&note);
+	buf_addf(&path, "%s/cache.txt", ts->dir);
+	if (!buf_read_file(&note, path.buf) && note.len)
+		profile_add_warning(p, 0, "tracer build cache: %s", note.buf);
 	if (!nr)
 		profile_add_warning(p, 0,
 				    "no process wrote a trace (not Python 3.7+, or run with -I, -E or -S)");

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -69,23 +70,163 @@ static char *next_line(char **p)
 	return s;
 }
 
-static int mkdir_p(const char *path)
+/* Number of components of an absolute path ("/a/b" has 2). */
+static size_t path_depth(const char *path)
 {
-	char *copy = xstrdup(path), *p;
-	int ret = 0;
+	size_t n = 0;
+	const char *p;
 
-	for (p = copy + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(copy, 0755) < 0 && errno != EEXIST)
-			ret = -1;
-		*p = '/';
+	for (p = path; *p; p++)
+		if (*p != '/' && (p == path || p[-1] == '/'))
+			n++;
+	return n;
+}
+
+/*
+ * Whether a directory on the way to the cache can be trusted: only root or
+ * the effective user may own it (anyone else could rename it or what is in
+ * it), and nobody else may write to it, except in a root-owned sticky
+ * directory like /tmp, where others can add entries but not replace ours.
+ * mine: the cache itself, which must belong to the effective user alone.
+ */
+static int check_dir(const char *path, const struct stat *st, bool mine, struct buf *err)
+{
+	uid_t me = geteuid();
+
+	if (!S_ISDIR(st->st_mode)) {
+		buf_addf(err, "'%s' is not a directory", path);
+		return -1;
 	}
-	if (mkdir(copy, 0755) < 0 && errno != EEXIST)
-		ret = -1;
-	free(copy);
-	return ret;
+	if (st->st_uid != me && (mine || st->st_uid != 0)) {
+		buf_addf(err, "'%s' is owned by uid %ld, not by uid %ld who runs coldstart", path, (long)st->st_uid,
+			 (long)me);
+		return -1;
+	}
+	if ((st->st_mode & 022) && (mine || st->st_uid != 0 || !(st->st_mode & S_ISVTX))) {
+		buf_addf(err, "'%s' is writable by %s (chmod go-w '%s')", path,
+			 st->st_mode & 002 ? "others" : "its group", path);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Opens the directory path (absolute), creating what is missing of it
+ * (mode 0700), such that nobody but the effective user and root can change
+ * what it holds: every directory from / down is checked by check_dir, with
+ * the cache's rules for its last mine components.  Symbolic links in the
+ * existing part are resolved first, and the walk then refuses any
+ * (O_NOFOLLOW), so what was checked is what the path names.  Returns a directory fd and the resolved path in *real, or
+ * -1 with the reason in err.
+ */
+static int open_private_dir(const char *path, size_t mine, char **real, struct buf *err)
+{
+	struct buf have = BUF_INIT, rest = BUF_INIT, walked = BUF_INIT;
+	char *resolved = NULL, *comp, *end;
+	size_t depth = 0, mine_from;
+	struct stat st;
+	int fd = -1, next;
+
+	*real = NULL;
+	if (path[0] != '/') {
+		buf_addf(err, "the cache directory '%s' is not an absolute path", path);
+		return -1;
+	}
+	/* The longest part that exists, resolved; the rest is made below. */
+	buf_adds(&have, path);
+	while (have.len > 1 && lstat(have.buf, &st) < 0) {
+		char *slash = strrchr(have.buf, '/');
+
+		buf_reset(&rest);
+		buf_adds(&rest, slash + 1);
+		buf_adds(&rest, path + have.len);
+		buf_setlen(&have, slash == have.buf ? 1 : (size_t)(slash - have.buf));
+	}
+	resolved = realpath(have.buf, NULL);
+	if (!resolved) {
+		buf_addf(err, "cannot resolve '%s': %s", have.buf, strerror(errno));
+		goto fail;
+	}
+	buf_adds(&walked, resolved);
+	if (rest.len) {
+		if (walked.len > 1)
+			buf_addch(&walked, '/');
+		buf_addf(&walked, "%s", rest.buf + (rest.buf[0] == '/'));
+	}
+	mine_from = path_depth(walked.buf) + 1 > mine ? path_depth(walked.buf) + 1 - mine : 0;
+	fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0 || check_dir("/", &st, mine_from == 0, err) < 0)
+		goto fail;
+	for (comp = walked.buf + 1; *comp; comp = *end ? end + 1 : end) {
+		bool own = ++depth >= mine_from;
+		char *name, *so_far;
+
+		end = strchrnul(comp, '/');
+		if (end == comp)
+			continue;
+		name = xstrndup(comp, (size_t)(end - comp));
+		so_far = xstrndup(walked.buf, (size_t)(end - walked.buf));
+		if (!strcmp(name, "..") || !strcmp(name, ".")) {
+			buf_addf(err, "the cache directory '%s' has a '%s' component", path, name);
+			next = -1;
+		} else if (mkdirat(fd, name, 0700) < 0 && errno != EEXIST) {
+			buf_addf(err, "cannot create '%s': %s", so_far, strerror(errno));
+			next = -1;
+		} else if ((next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+			buf_addf(err, "cannot open '%s': %s", so_far,
+				 errno == ELOOP || errno == ENOTDIR ? "not a directory (a symbolic link?)" : strerror(errno));
+		} else if (fstat(next, &st) < 0 || check_dir(so_far, &st, own, err) < 0) {
+			close(next);
+			next = -1;
+		}
+		free(name);
+		free(so_far);
+		close(fd);
+		fd = next;
+		if (fd < 0)
+			goto fail;
+	}
+	*real = buf_detach(&walked, NULL);
+	goto out;
+fail:
+	if (fd >= 0)
+		close(fd);
+	fd = -1;
+out:
+	free(resolved);
+	buf_release(&have);
+	buf_release(&rest);
+	buf_release(&walked);
+	return fd;
+}
+
+
+/*
+ * Whether the extension name in dir can be loaded: a regular file (not a
+ * symbolic link: opened with O_NOFOLLOW) owned by the effective user and
+ * writable by nobody else.  0 yes, 1 no (with the reason in why), -1 when
+ * it does not exist.
+ */
+static int check_extension(int dir, const char *name, struct buf *why)
+{
+	struct stat st;
+	int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return -1;
+		buf_addf(why, "'%s' cannot be opened without following links: %s", name, strerror(errno));
+		return 1;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		buf_addf(why, "'%s' is not a regular file", name);
+	} else if (st.st_uid != geteuid()) {
+		buf_addf(why, "'%s' is owned by uid %ld, not %ld", name, (long)st.st_uid, (long)geteuid());
+	} else if (st.st_mode & 022) {
+		buf_addf(why, "'%s' is writable by group or others", name);
+	}
+	close(fd);
+	return why->len ? 1 : 0;
 }
 
 static bool newer_or_same(const char *a, const char *b)
@@ -151,6 +292,7 @@ char *trace_build_cache_root(void)
 {
 	const char *env = getenv("COLDSTART_CACHE_DIR");
 	struct buf b = BUF_INIT;
+	struct passwd *pw;
 
 	if (env && *env)
 		return xstrdup(env);
@@ -160,18 +302,26 @@ char *trace_build_cache_root(void)
 		return buf_detach(&b, NULL);
 	}
 	env = getenv("HOME");
-	buf_addf(&b, "%s/.cache/coldstart", env && *env ? env : "/tmp");
+	if (!env || *env != '/') {
+		/* cron, env -i, many containers: the password database knows the home. */
+		pw = getpwuid(geteuid());
+		env = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
+	}
+	if (!env || !strcmp(env, "/") || !strcmp(env, "/nonexistent"))
+		return NULL;
+	buf_addf(&b, "%s/.cache/coldstart", env);
 	return buf_detach(&b, NULL);
 }
 
-int ext_build_ensure(const char *python, const char *datadir, const char *name, char **so_path, struct buf *err)
+int ext_build_ensure(const char *python, const char *datadir, const char *ext, const char *scratch, char **so_path,
+		     struct buf *note, struct buf *err)
 {
 	struct py_info info;
-	struct buf src = BUF_INIT, path = BUF_INIT, dir = BUF_INIT, tmp = BUF_INIT;
-	struct buf hdr = BUF_INIT, out = BUF_INIT, srcpath = BUF_INIT;
-	char *root = NULL;
+	struct buf src = BUF_INIT, path = BUF_INIT, dir = BUF_INIT, tmp = BUF_INIT, why = BUF_INIT;
+	struct buf hdr = BUF_INIT, out = BUF_INIT, srcpath = BUF_INIT, name = BUF_INIT, tmpname = BUF_INIT;
+	char *root = NULL, *real = NULL;
 	const char *cc = getenv("CC");
-	int status = 0, ret = -1;
+	int status = 0, ret = -1, dirfd = -1, fd;
 	bool have_info = false;
 
 	*so_path = NULL;
@@ -179,35 +329,69 @@ int ext_build_ensure(const char *python, const char *datadir, const char *name, 
 		goto out;
 	have_info = true;
 	if (info.major < 3 || (info.major == 3 && info.minor < 7)) {
-		buf_addf(err, "'%s' is Python %s; %s needs 3.7 or newer", python, info.version, name);
+		buf_addf(err, "'%s' is Python %s; the %s needs 3.7 or newer", python, info.version, ext + 1);
 		goto out;
 	}
-	if (!*info.ext_suffix) {
-		buf_addf(err, "'%s' reports no EXT_SUFFIX", python);
+	if (!*info.ext_suffix || strchr(info.ext_suffix, '/')) {
+		buf_addf(err, "'%s' reports no usable EXT_SUFFIX", python);
 		goto out;
 	}
-	buf_addf(&srcpath, "%s/coldstart/%s.c", datadir, name);
+	buf_addf(&srcpath, "%s/coldstart/%s.c", datadir, ext);
 	if (buf_read_file(&src, srcpath.buf) < 0) {
 		buf_addf(err, "cannot read '%s': %s", srcpath.buf, strerror(errno));
 		goto out;
 	}
 
-	/* The Makefile's build beside the source, when it is current. */
-	buf_addf(&path, "%s/coldstart/%s%s", datadir, name, info.ext_suffix);
+	/*
+	 * The Makefile's build beside the source, when it is current: it is
+	 * as trusted as the bootstrap beside it, which every target runs.
+	 */
+	buf_addf(&path, "%s/coldstart/%s%s", datadir, ext, info.ext_suffix);
 	if (!access(path.buf, R_OK) && newer_or_same(path.buf, srcpath.buf)) {
 		*so_path = buf_detach(&path, NULL);
 		ret = 0;
 		goto out;
 	}
 
+	buf_addf(&name, "%s%s", ext, info.ext_suffix);
 	root = trace_build_cache_root();
-	buf_addf(&dir, "%s/%s/%016llx", root, name + 1, (unsigned long long)hash_bytes(src.buf, src.len));
+	if (!root) {
+		buf_adds(note, "no cache directory (no home directory; COLDSTART_CACHE_DIR sets one)");
+	} else {
+		buf_addf(&dir, "%s/%s/%016llx", root, ext + 1, (unsigned long long)hash_bytes(src.buf, src.len));
+		/* The cache root, tracer/ (sampler/) and the hash directory are the user's. */
+		dirfd = open_private_dir(dir.buf, 3, &real, &why);
+		if (dirfd < 0)
+			buf_addf(note, "the cache is not used: %s", why.buf);
+	}
+	if (dirfd < 0) {
+		if (!scratch) {
+			buf_adds(err, note->buf);
+			goto out;
+		}
+		buf_addf(note, "; the %s is built for this run only", ext + 1);
+		dirfd = open_private_dir(scratch, 1, &real, err);
+		if (dirfd < 0)
+			goto out;
+	}
 	buf_reset(&path);
-	buf_addf(&path, "%s/%s%s", dir.buf, name, info.ext_suffix);
-	if (!access(path.buf, R_OK)) {
+	buf_addf(&path, "%s/%s", real, name.buf);
+	buf_reset(&why);
+	switch (check_extension(dirfd, name.buf, &why)) {
+	case 0:
 		*so_path = buf_detach(&path, NULL);
 		ret = 0;
 		goto out;
+	case 1:
+		/* In a directory only we can write to: ours to replace. */
+		if (unlinkat(dirfd, name.buf, 0) < 0) {
+			buf_addf(err, "cannot remove the untrusted '%s': %s", path.buf, strerror(errno));
+			goto out;
+		}
+		buf_addf(note, "%s%s in the cache, so it was built again", note->len ? "; " : "", why.buf);
+		break;
+	default:
+		break;
 	}
 
 	buf_addf(&hdr, "%s/Python.h", info.include_dir);
@@ -215,11 +399,8 @@ int ext_build_ensure(const char *python, const char *datadir, const char *name, 
 		buf_addf(err, "no '%s' for '%s' (install its development headers)", hdr.buf, python);
 		goto out;
 	}
-	if (mkdir_p(dir.buf) < 0) {
-		buf_addf(err, "cannot create '%s': %s", dir.buf, strerror(errno));
-		goto out;
-	}
-	buf_addf(&tmp, "%s.tmp.%ld", path.buf, (long)getpid());
+	buf_addf(&tmpname, "%s.tmp.%ld", name.buf, (long)getpid());
+	buf_addf(&tmp, "%s/%s", real, tmpname.buf);
 	{
 		const char *argv[] = { cc && *cc ? cc : "cc", "-shared", "-fPIC", "-O2", "-std=c11",
 				       "-o", tmp.buf, "-I", info.include_dir, srcpath.buf, NULL };
@@ -227,35 +408,47 @@ int ext_build_ensure(const char *python, const char *datadir, const char *name, 
 		if (run_capture(argv, false, &out, &status, err) < 0)
 			goto out;
 		if (status != 0) {
-			buf_addf(err, "cannot build %s for '%s' (%s exit status %d)", name, python, argv[0],
+			buf_addf(err, "cannot build the %s for '%s' (%s exit status %d)", ext + 1, python, argv[0],
 				 status);
 			add_head(err, &out, 3);
-			unlink(tmp.buf);
+			unlinkat(dirfd, tmpname.buf, 0);
 			goto out;
 		}
 	}
-	if (rename(tmp.buf, path.buf) < 0) {
-		buf_addf(err, "cannot rename '%s': %s", tmp.buf, strerror(errno));
-		unlink(tmp.buf);
+	/* Writable by us alone whatever the umask: check_extension refuses anything else. */
+	fd = openat(dirfd, tmpname.buf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fchmod(fd, 0755) < 0 || renameat(dirfd, tmpname.buf, dirfd, name.buf) < 0) {
+		buf_addf(err, "cannot install '%s': %s", tmp.buf, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		unlinkat(dirfd, tmpname.buf, 0);
 		goto out;
 	}
+	close(fd);
 	*so_path = buf_detach(&path, NULL);
 	ret = 0;
 out:
 	if (have_info)
 		py_info_release(&info);
+	if (dirfd >= 0)
+		close(dirfd);
 	free(root);
+	free(real);
 	buf_release(&src);
 	buf_release(&path);
 	buf_release(&dir);
 	buf_release(&tmp);
+	buf_release(&tmpname);
+	buf_release(&name);
+	buf_release(&why);
 	buf_release(&hdr);
 	buf_release(&out);
 	buf_release(&srcpath);
 	return ret;
 }
 
-int trace_build_ensure(const char *python, const char *datadir, char **so_path, struct buf *err)
+int trace_build_ensure(const char *python, const char *datadir, const char *scratch, char **so_path,
+		       struct buf *note, struct buf *err)
 {
-	return ext_build_ensure(python, datadir, "_tracer", so_path, err);
+	return ext_build_ensure(python, datadir, "_tracer", scratch, so_path, note, err);
 }

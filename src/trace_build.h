@@ -26,7 +26,10 @@ void py_info_release(struct py_info *info);
 
 /*
  * The cache root: $COLDSTART_CACHE_DIR, else $XDG_CACHE_HOME/coldstart, else
- * $HOME/.cache/coldstart.  The caller frees the string.
+ * <home>/.cache/coldstart with home from $HOME or, without it (cron,
+ * env -i), the effective user's entry in the password database.  NULL when
+ * there is no home: never a shared directory such as /tmp, where anyone
+ * could have put a library first.  The caller frees the string.
  */
 char *trace_build_cache_root(void);
 
@@ -35,15 +38,31 @@ char *trace_build_cache_root(void);
  * returns 0 and *so_path (the caller frees it) names a loadable
  * _tracer<EXT_SUFFIX>.  The cache is <root>/tracer/<source hash>/, one file
  * per ABI, written atomically (build into a temporary name, then rename), so
- * concurrent coldstart runs never load a half-written file.  Returns -1 with
- * the reason in err when the interpreter is older than 3.7, has no headers,
- * or the compiler fails (its first lines of output are included).
+ * concurrent coldstart runs never load a half-written file.
+ *
+ * Nobody but the effective user (and root) may be able to put a file there:
+ * every directory from / to the cache must be owned by root or the user and
+ * not writable by others (a root-owned sticky one like /tmp excepted), and
+ * the cache's own directories belong to the user and are writable by the
+ * user alone (docs/trace-format.md).  The extension is opened without
+ * following a link and must be a regular file of the user's, writable by
+ * nobody else; one that is not is removed and built again.  When there is
+ * no cache or it is refused, the extension is built into scratch (the run's
+ * private directory, removed with it) and note says why; with scratch NULL
+ * that is an error.
+ *
+ * Returns -1 with the reason in err when the interpreter is older than 3.7,
+ * has no headers, or the compiler fails (its first lines of output are
+ * included).
  */
-int trace_build_ensure(const char *python, const char *datadir, char **so_path, struct buf *err);
+int trace_build_ensure(const char *python, const char *datadir, const char *scratch, char **so_path,
+		       struct buf *note, struct buf *err);
 /*
- * The same for another extension of coldstart's: <datadir>/coldstart/NAME.c
- * into NAME<EXT_SUFFIX>, cached in <root>/NAME without its "_"/<hash>/.
+ * The same for another extension of coldstart's: <datadir>/coldstart/EXT.c
+ * into EXT<EXT_SUFFIX>, cached in <root>/EXT without its "_"/<hash>/ (EXT
+ * starts with "_"; messages call it "the tracer", "the sampler").
  */
-int ext_build_ensure(const char *python, const char *datadir, const char *name, char **so_path, struct buf *err);
+int ext_build_ensure(const char *python, const char *datadir, const char *ext, const char *scratch, char **so_path,
+		     struct buf *note, struct buf *err);
 
 #endif

@@ -6,11 +6,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <zlib.h>
 
 char buf_empty[1];
@@ -268,21 +270,65 @@ void buf_add_i64(struct buf *sb, int64_t v)
 	buf_setlen(sb, (size_t)(put_i64(sb->buf + sb->len, v) - sb->buf));
 }
 
-void buf_add_json_str(struct buf *sb, const char *s, size_t len)
+size_t utf8_seq_len(const unsigned char *s, size_t n)
+{
+	size_t len, i;
+	unsigned char lo = 0x80, hi = 0xbf;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	if (s[0] == 0xe0)
+		lo = 0xa0;
+	else if (s[0] == 0xed)
+		hi = 0x9f;
+	else if (s[0] == 0xf0)
+		lo = 0x90;
+	else if (s[0] == 0xf4)
+		hi = 0x8f;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (i = 2; i < len; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return len;
+}
+
+size_t buf_add_json_str(struct buf *sb, const char *s, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
-	size_t i, start = 0;
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, start = 0, escaped = 0;
 
 	buf_grow(sb, len + 2);
 	buf_addch(sb, '"');
-	for (i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
+	while (i < len) {
+		unsigned char c = u[i];
 		char esc[6];
+		size_t seq;
 
-		if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f)
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+			i++;
 			continue;
+		}
+		if (c >= 0x80) {
+			seq = utf8_seq_len(u + i, len - i);
+			if (seq) {
+				i += seq;
+				continue;
+			}
+		}
 		buf_add(sb, s + start, i - start);
-		start = i + 1;
+		start = ++i;
 		switch (c) {
 		case '"': buf_add(sb, "\\\"", 2); break;
 		case '\\': buf_add(sb, "\\\\", 2); break;
@@ -290,6 +336,16 @@ void buf_add_json_str(struct buf *sb, const char *s, size_t len)
 		case '\r': buf_add(sb, "\\r", 2); break;
 		case '\t': buf_add(sb, "\\t", 2); break;
 		default:
+			if (c >= 0x80) {
+				/* \\xHH in the JSON text: the string holds a backslash, 'x' and two digits. */
+				esc[0] = esc[1] = '\\';
+				esc[2] = 'x';
+				esc[3] = hex[c >> 4];
+				esc[4] = hex[c & 15];
+				buf_add(sb, esc, 5);
+				escaped++;
+				break;
+			}
 			esc[0] = '\\';
 			esc[1] = 'u';
 			esc[2] = '0';
@@ -301,6 +357,7 @@ void buf_add_json_str(struct buf *sb, const char *s, size_t len)
 	}
 	buf_add(sb, s + start, len - start);
 	buf_addch(sb, '"');
+	return escaped;
 }
 
 int buf_read_file(struct buf *sb, const char *path)
@@ -315,12 +372,74 @@ int buf_read_file(struct buf *sb, const char *path)
 	while ((n = gzread(gz, chunk, sizeof(chunk))) > 0)
 		buf_add(sb, chunk, (size_t)n);
 	if (n < 0) {
+		int zerr, saved = errno;
+
+		gzerror(gz, &zerr);
 		gzclose(gz);
-		errno = EIO;
+		/* A read error keeps its errno (a directory: EISDIR); broken gzip data is EIO. */
+		errno = zerr == Z_ERRNO ? saved : EIO;
 		return -1;
 	}
 	gzclose(gz);
 	return 0;
+}
+
+int zfile_open(struct zfile *zf, const char *path, uint64_t limit, struct buf *err)
+{
+	memset(zf, 0, sizeof(*zf));
+	zf->limit = limit;
+	errno = 0;
+	if (!strcmp(path, "-")) {
+		int fd = dup(0);
+
+		zf->gz = fd < 0 ? NULL : gzdopen(fd, "rb");
+		if (!zf->gz && fd >= 0)
+			close(fd);
+	} else {
+		zf->gz = gzopen(path, "rb");
+	}
+	if (!zf->gz) {
+		buf_adds(err, strerror(errno ? errno : ENOMEM));
+		return -1;
+	}
+	return 0;
+}
+
+long zfile_read(void *ctx, char *buf, size_t len, struct buf *err)
+{
+	struct zfile *zf = ctx;
+	const char *msg;
+	int n, zerr;
+
+	if (len > INT_MAX)
+		len = INT_MAX;
+	/* One byte beyond the limit tells a file of exactly the limit from a longer one. */
+	if (zf->limit - zf->total < len)
+		len = (size_t)(zf->limit - zf->total) + 1;
+	n = gzread(zf->gz, buf, (unsigned)len);
+	if (n < 0) {
+		msg = gzerror(zf->gz, &zerr);
+		buf_adds(err, zerr == Z_ERRNO ? strerror(errno) : msg);
+		return -1;
+	}
+	if ((uint64_t)n > zf->limit - zf->total) {
+		struct buf size = BUF_INIT;
+
+		zf->over_limit = 1;
+		buf_add_bytes(&size, zf->limit > INT64_MAX ? INT64_MAX : (int64_t)zf->limit);
+		buf_addf(err, "more than %s of text (after decompression), the limit", size.buf);
+		buf_release(&size);
+		return -1;
+	}
+	zf->total += (uint64_t)n;
+	return n;
+}
+
+void zfile_close(struct zfile *zf)
+{
+	if (zf->gz)
+		gzclose(zf->gz);
+	zf->gz = NULL;
 }
 
 void strvec_init(struct strvec *sv)
@@ -543,37 +662,4 @@ void buf_add_bytes(struct buf *sb, int64_t bytes)
 		buf_addf(sb, "%.1f MiB", b / (1024.0 * 1024));
 	else
 		buf_addf(sb, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-}
-
-size_t utf8_seq_len(const unsigned char *s, size_t n)
-{
-	size_t len, i;
-	unsigned char lo = 0x80, hi = 0xbf;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	if (s[0] == 0xe0)
-		lo = 0xa0;
-	else if (s[0] == 0xed)
-		hi = 0x9f;
-	else if (s[0] == 0xf0)
-		lo = 0x90;
-	else if (s[0] == 0xf4)
-		hi = 0x8f;
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (i = 2; i < len; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return len;
 }

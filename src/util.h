@@ -143,12 +143,109 @@ static inline char *put_i64(char *q, int64_t v)
 void buf_add_last_line(struct buf *sb, const char *text);
 /* Appends a signed decimal integer (put_i64) without going through printf. */
 void buf_add_i64(struct buf *sb, int64_t v);
-/* The length of the valid UTF-8 sequence at s (n bytes available), 0 when it is not one. */
+/*
+ * Length of the valid UTF-8 sequence at s (at most n bytes, n > 0), 0 when
+ * the bytes there are not UTF-8 (overlong forms and surrogates included).
+ */
 size_t utf8_seq_len(const unsigned char *s, size_t n);
-/* Appends s as a JSON string literal, quotes included. */
-void buf_add_json_str(struct buf *sb, const char *s, size_t len);
-/* Reads a whole file (gzip or plain); -1 with errno set on failure. */
+/*
+ * Appends s as a JSON string literal, quotes included, that is always valid
+ * UTF-8: a byte that is not part of a UTF-8 sequence (a Latin-1 path, say)
+ * is written as the four characters \xHH, the way Python's backslashreplace
+ * shows it.  Returns how many bytes were written that way.
+ */
+size_t buf_add_json_str(struct buf *sb, const char *s, size_t len);
+/*
+ * Reads a whole file (gzip or plain); -1 with errno set on failure: the
+ * read's own (EISDIR for a directory), EIO for gzip data that is broken.
+ */
 int buf_read_file(struct buf *sb, const char *path);
+
+/*
+ * A file read through zlib (gzip or plain; "-" is stdin) that fails once
+ * more than limit bytes of text came out of it: readers of user files stop
+ * there, so a small .gz that inflates to gigabytes costs nothing.
+ */
+struct gzFile_s;
+struct zfile {
+	struct gzFile_s *gz;
+	uint64_t limit, total;
+	int over_limit; /* zfile_read failed at the limit */
+};
+/* Opens path; -1 with the reason (strerror) in err. */
+int zfile_open(struct zfile *zf, const char *path, uint64_t limit, struct buf *err);
+/*
+ * Up to len bytes of text: returns how many, 0 at the end, -1 with the
+ * reason in err (a read error, a damaged gzip stream, the limit).
+ * The signature is the json_reader's source.
+ */
+long zfile_read(void *zf, char *buf, size_t len, struct buf *err);
+void zfile_close(struct zfile *zf);
+
+/*
+ * Saturating int64 arithmetic, for figures that come from files: a crafted
+ * profile must not wrap a total to zero (and through a budget gate) or
+ * make the sanitiser build abort.
+ */
+static inline int64_t i64_add(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return a < 0 ? INT64_MIN : INT64_MAX;
+	return r;
+}
+
+static inline int64_t i64_sub(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_sub_overflow(a, b, &r))
+		return b > 0 ? INT64_MIN : INT64_MAX;
+	return r;
+}
+
+static inline int64_t i64_mul(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_mul_overflow(a, b, &r))
+		return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+	return r;
+}
+
+/* -a, and INT64_MAX for INT64_MIN. */
+static inline int64_t i64_neg(int64_t a)
+{
+	return a == INT64_MIN ? INT64_MAX : -a;
+}
+
+static inline int64_t i64_abs(int64_t a)
+{
+	return a < 0 ? i64_neg(a) : a;
+}
+
+/* (a + b) / 2 without the overflow of a + b. */
+static inline int64_t i64_mid(int64_t a, int64_t b)
+{
+#ifdef __SIZEOF_INT128__
+	return (int64_t)(((__int128)a + b) / 2);
+#else
+	return a / 2 + b / 2 + (a % 2 + b % 2) / 2;
+#endif
+}
+
+/* A double as int64_t, truncated toward zero, clamped, NaN as 0. */
+static inline int64_t i64_from_double(double d)
+{
+	if (d != d)
+		return 0;
+	if (d >= 9223372036854775807.0)
+		return INT64_MAX;
+	if (d <= -9223372036854775808.0)
+		return INT64_MIN;
+	return (int64_t)d;
+}
 
 /*
  * A NULL-terminated vector of owned strings, for argv and envp of child

@@ -479,12 +479,41 @@ static PyObject *wrap_find_and_load(PyObject *orig, PyObject *args, PyObject *kw
 	return res;
 }
 
+/*
+ * The bytes of a str or bytes object, NULL otherwise.  A str that holds
+ * surrogate escapes (a file name that is not UTF-8, as os.fsdecode makes
+ * it) gives the file system's bytes through *tmp, which the caller
+ * releases; the C tool escapes such bytes when it writes them.
+ */
+static const char *obj_text(PyObject *o, Py_ssize_t *len, PyObject **tmp)
+{
+	const char *s;
+
+	if (PyBytes_Check(o)) {
+		*len = PyBytes_GET_SIZE(o);
+		return PyBytes_AS_STRING(o);
+	}
+	if (!PyUnicode_Check(o))
+		return NULL;
+	s = PyUnicode_AsUTF8AndSize(o, len);
+	if (s || *tmp)
+		return s;
+	PyErr_Clear();
+	*tmp = PyUnicode_EncodeFSDefault(o);
+	if (!*tmp) {
+		PyErr_Clear();
+		return NULL;
+	}
+	*len = PyBytes_GET_SIZE(*tmp);
+	return PyBytes_AS_STRING(*tmp);
+}
+
 /* importlib._bootstrap._find_spec(name, path, target=None): the find phase. */
 static PyObject *wrap_find_spec(PyObject *orig, PyObject *args, PyObject *kw)
 {
 	PyObject *name = PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0) : NULL;
 	PyObject *res = PyObject_Call(orig, args, kw);
-	PyObject *origin = NULL;
+	PyObject *origin = NULL, *tmp = NULL;
 	const char *o = "";
 	Py_ssize_t olen = 0;
 
@@ -493,7 +522,7 @@ static PyObject *wrap_find_spec(PyObject *orig, PyObject *args, PyObject *kw)
 	if (res != Py_None) {
 		origin = PyObject_GetAttrString(res, "origin");
 		if (origin && PyUnicode_Check(origin)) {
-			o = PyUnicode_AsUTF8AndSize(origin, &olen);
+			o = obj_text(origin, &olen, &tmp);
 			if (!o) {
 				o = "";
 				olen = 0;
@@ -503,6 +532,7 @@ static PyObject *wrap_find_spec(PyObject *orig, PyObject *args, PyObject *kw)
 			PyErr_Clear();
 	}
 	emit_import('f', name, o, (size_t)olen);
+	Py_XDECREF(tmp);
 	Py_XDECREF(origin);
 	return res;
 }
@@ -578,17 +608,6 @@ static const struct ev *ev_lookup(const char *name)
 	return NULL;
 }
 
-/* Borrowed UTF-8 of a str or bytes object, NULL otherwise. */
-static const char *obj_text(PyObject *o, Py_ssize_t *len)
-{
-	if (PyUnicode_Check(o))
-		return PyUnicode_AsUTF8AndSize(o, len);
-	if (PyBytes_Check(o)) {
-		*len = PyBytes_GET_SIZE(o);
-		return PyBytes_AS_STRING(o);
-	}
-	return NULL;
-}
 
 static int ends_with(const char *s, Py_ssize_t len, const char *suffix)
 {
@@ -603,6 +622,7 @@ static void audit_record(const struct ev *e, const char *event, PyObject *args)
 	Py_ssize_t nargs = PyTuple_Check(args) ? PyTuple_GET_SIZE(args) : 0;
 	Py_ssize_t len = 0;
 	const char *s;
+	PyObject *tmp = NULL;
 
 	rec_start(&r, 'A', mono_ns());
 	rec_ch(&r, '\t');
@@ -616,9 +636,9 @@ static void audit_record(const struct ev *e, const char *event, PyObject *args)
 		PyObject *flags = nargs > 2 ? PyTuple_GET_ITEM(args, 2) : Py_None;
 		int writing = 0;
 
-		s = nargs > 0 ? obj_text(PyTuple_GET_ITEM(args, 0), &len) : NULL;
+		s = nargs > 0 ? obj_text(PyTuple_GET_ITEM(args, 0), &len, &tmp) : NULL;
 		if (!s)
-			return;
+			goto out;
 		if (PyUnicode_Check(mode)) {
 			const char *m = PyUnicode_AsUTF8(mode);
 
@@ -629,15 +649,15 @@ static void audit_record(const struct ev *e, const char *event, PyObject *args)
 			writing = fl != -1 && (fl & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND));
 		}
 		if (!writing && !ends_with(s, len, ".py") && !ends_with(s, len, ".pyc"))
-			return;
+			goto out;
 		rec_strz(&r, writing ? "w:" : "r:");
 		rec_str(&r, s, (size_t)len, DETAIL_MAX);
 		break;
 	}
 	case EV_COMPILE:
-		s = nargs > 1 ? obj_text(PyTuple_GET_ITEM(args, 1), &len) : NULL;
+		s = nargs > 1 ? obj_text(PyTuple_GET_ITEM(args, 1), &len, &tmp) : NULL;
 		if (!s || len == 0 || s[0] == '<')
-			return;
+			goto out;
 		rec_str(&r, s, (size_t)len, DETAIL_MAX);
 		break;
 	case EV_EXEC: {
@@ -645,11 +665,11 @@ static void audit_record(const struct ev *e, const char *event, PyObject *args)
 		PyObject *fn;
 
 		if (!code || !PyCode_Check(code))
-			return;
+			goto out;
 		fn = ((PyCodeObject *)code)->co_filename;
-		s = fn && PyUnicode_Check(fn) ? PyUnicode_AsUTF8AndSize(fn, &len) : NULL;
+		s = fn && PyUnicode_Check(fn) ? obj_text(fn, &len, &tmp) : NULL;
 		if (!s || len == 0 || s[0] == '<')
-			return;
+			goto out;
 		rec_str(&r, s, (size_t)len, DETAIL_MAX);
 		break;
 	}
@@ -668,6 +688,8 @@ static void audit_record(const struct ev *e, const char *event, PyObject *args)
 		break;
 	}
 	emit(&r);
+out:
+	Py_XDECREF(tmp);
 }
 
 static int audit_hook(const char *event, PyObject *args, void *data)

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "stats.h"
+
 static const struct exporter exporters[] = {
 	{
 		.name = "svg",
@@ -154,12 +156,8 @@ static int write_gz(const char *path, const char *data, size_t len, struct buf *
 	return 0;
 }
 
-/*
- * The representative run: among non-warm-up runs with a process (any run
- * with a process if all are warm-ups), the one whose main-process import
- * total is the median.  NULL when no run has a process.
- */
-static const struct run *median_run(const struct profile *p)
+/* Among runs with a process, the one whose main-process import total is the median. */
+static const struct run *median_by_imports(const struct profile *p)
 {
 	size_t i, j, nr = 0, *idx = xmalloc(st_mult(p->nr_runs, sizeof(size_t)));
 	const struct run *r = NULL;
@@ -182,6 +180,20 @@ static const struct run *median_run(const struct profile *p)
 		r = &p->runs[idx[(nr - 1) / 2]];
 	free(idx);
 	return r;
+}
+
+/*
+ * The representative run: the one the text report shows (the median by
+ * wall time among the measured runs, profile_median_run), or when it holds
+ * no process, among non-warm-up runs with a process (any run with a
+ * process if all are warm-ups) the one whose main-process import total is
+ * the median.  NULL when no run has a process.
+ */
+static const struct run *median_run(const struct profile *p)
+{
+	if (p->nr_runs && p->runs[profile_median_run(p)].nr_procs)
+		return &p->runs[profile_median_run(p)];
+	return median_by_imports(p);
 }
 
 const struct exporter *exporter_list(size_t *nr)
@@ -327,11 +339,11 @@ int64_t export_layout(const struct proc *pr, bool use_timing, int64_t *start, in
 		width = xcalloc(pr->nr_nodes, sizeof(*width));
 		for (k = n; k-- > 0;) {
 			int32_t v = order[k];
-			int64_t own = nonneg(pr->nodes[v].cum_us) * 1000;
+			int64_t own = i64_mul(nonneg(pr->nodes[v].cum_us), 1000);
 
 			width[v] = max64(width[v], own);
 			if (parent[v] >= 0)
-				width[parent[v]] += width[v];
+				width[parent[v]] = i64_add(width[parent[v]], width[v]);
 		}
 	}
 	if (use_timing) {
@@ -368,7 +380,7 @@ int64_t export_layout(const struct proc *pr, bool use_timing, int64_t *start, in
 
 		if (use_timing) {
 			const struct imp_timing *t = &pr->timing[v];
-			int64_t dur = nonneg(pr->nodes[v].cum_us) * 1000;
+			int64_t dur = i64_mul(nonneg(pr->nodes[v].cum_us), 1000);
 
 			if (t->start_ns != UNKNOWN && t->end_ns != UNKNOWN) {
 				s = max64(t->start_ns, lo);
@@ -380,17 +392,17 @@ int64_t export_layout(const struct proc *pr, bool use_timing, int64_t *start, in
 				 * it ends with its timed descendants.
 				 */
 				e = span_hi[v];
-				s = max64(lo, min64(span_lo[v], e - dur));
+				s = max64(lo, min64(span_lo[v], i64_sub(e, dur)));
 				e = max64(e, s);
 			} else {
 				s = t->start_ns != UNKNOWN ? max64(t->start_ns, lo) : lo;
-				e = s + dur;
+				e = i64_add(s, dur);
 			}
 			s = min64(s, hi);
 			e = min64(max64(e, s), hi);
 		} else {
 			s = lo;
-			e = s + width[v];
+			e = i64_add(s, width[v]);
 		}
 		start[v] = s;
 		end[v] = e;

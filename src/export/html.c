@@ -142,7 +142,7 @@ static void summary(const struct profile *p, const struct run *r, struct buf *ou
 		buf_reset(&v);
 	}
 	if (r->maxrss_kb != UNKNOWN && r->maxrss_kb > 0) {
-		buf_add_bytes(&v, r->maxrss_kb * 1024);
+		buf_add_bytes(&v, i64_mul(r->maxrss_kb, 1024));
 		add_row(out, "max RSS", v.buf);
 		buf_reset(&v);
 	}

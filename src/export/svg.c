@@ -92,7 +92,7 @@ static struct rgb diff_colour(const struct diff *d, const struct diff_entry *e)
 		c.b = 30;
 		return c;
 	}
-	t = d->max_abs_delta_us > 0 ? (double)llabs(e->delta_us) / (double)d->max_abs_delta_us : 1.0;
+	t = d->max_abs_delta_us > 0 ? (double)i64_abs(e->delta_us) / (double)d->max_abs_delta_us : 1.0;
 	if (t > 1.0)
 		t = 1.0;
 	fade = (int)(205.0 - 175.0 * t);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_check.h"
 #include "importtime.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -98,33 +99,12 @@ static void release(struct outcome *o)
 	buf_release(&o->pass);
 }
 
-/* Every node is reached exactly once from the roots, with consistent links. */
 static void check_trees(const struct run *run)
 {
 	size_t p;
 
-	for (p = 0; p < run->nr_procs; p++) {
-		const struct proc *pr = &run->procs[p];
-		size_t seen = 0;
-		int32_t i = pr->first_root;
-
-		while (i >= 0) {
-			if (i >= (int32_t)pr->nr_nodes || ++seen > pr->nr_nodes)
-				abort();
-			if (pr->nodes[i].first_child >= 0) {
-				if (pr->nodes[pr->nodes[i].first_child].parent != i)
-					abort();
-				i = pr->nodes[i].first_child;
-				continue;
-			}
-			while (i >= 0 && pr->nodes[i].next_sibling < 0)
-				i = pr->nodes[i].parent;
-			if (i >= 0)
-				i = pr->nodes[i].next_sibling;
-		}
-		if (seen != pr->nr_nodes)
-			abort();
-	}
+	for (p = 0; p < run->nr_procs; p++)
+		check_tree(&run->procs[p]);
 }
 
 static void check_same(const struct outcome *a, const struct outcome *b)

@@ -4,7 +4,9 @@
 # seeded from its fixtures: fuzz_importtime from tests/fixtures/importtime,
 # other targets from the directory named on their first line as
 #   // corpus: tests/fixtures/xyz
-# New inputs go to build/fuzz/corpus/<target>, crashes to build/fuzz/artifacts.
+# with the dictionary tests/fuzz/<target>.dict when there is one.
+# New inputs go to build/fuzz/corpus/<target>, crashes to build/fuzz/artifacts;
+# the last line of each run says how many inputs it tried.
 # Usage: sh tests/fuzz/run.sh [target...]   (FUZZ_SECONDS=0 only builds)
 set -eu
 cd "$(dirname "$0")/../.."
@@ -49,12 +51,17 @@ for t in $targets; do
 		echo "fuzz: $name: seed directory $seed missing, starting empty" >&2
 		seed=""
 	fi
-	echo "== $name for ${seconds}s, seeds from ${seed:-nothing}"
+	dict=""
+	[ -f "tests/fuzz/$name.dict" ] && dict="-dict=tests/fuzz/$name.dict"
+	echo "== $name for ${seconds}s, seeds from ${seed:-nothing}${dict:+, $dict}"
 	if ! "$out/$name" -max_total_time="$seconds" -max_len=65536 -timeout=60 -rss_limit_mb=2048 \
-		-print_final_stats=1 -artifact_prefix="$out/artifacts/$name-" \
-		"$out/corpus/$name" $seed; then
+		-print_final_stats=1 -artifact_prefix="$out/artifacts/$name-" $dict \
+		"$out/corpus/$name" $seed 2>"$out/$name.log"; then
+		tail -40 "$out/$name.log" >&2
 		echo "fuzz: $name FAILED: see $out/artifacts/$name-*" >&2
 		status=1
 	fi
+	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out/$name.log" | tail -1)
+	echo "$name: ${runs:-?} runs"
 done
 exit $status

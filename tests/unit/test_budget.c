@@ -151,6 +151,45 @@ static void test_empty_profile_is_an_error(void **state)
 	buf_release(&explain);
 }
 
+/*
+ * A gate fails closed: a total past 2^63 saturates (it wrapped to a small
+ * number and passed), a negative time fails, and start-up (a difference of
+ * two totals) is not 0 when both totals saturated.
+ */
+static void test_overflowing_totals_fail_closed(void **state)
+{
+	struct profile p;
+	struct budget b;
+	struct buf err = BUF_INIT, explain = BUF_INIT;
+	struct proc *pr;
+	int i;
+
+	(void)state;
+	profile_init(&p);
+	pr = run_add_proc(profile_add_run(&p));
+	for (i = 0; i < 4; i++) {
+		int32_t k = add(pr, -1, i ? "big" : "site", INT64_C(1) << 62, INT64_C(1) << 62);
+
+		if (!i)
+			pr->nodes[k].flags |= NODE_STARTUP;
+	}
+	add(pr, -1, "neg", -5000, -5000);
+	budget_init(&b);
+	assert_int_equal(budget_add(&b, "total=1ms", &err), 0);
+	assert_int_equal(budget_add(&b, "target=1ms", &err), 0);
+	assert_int_equal(budget_add(&b, "startup=1ms", &err), 0);
+	assert_int_equal(budget_add(&b, "neg=1ms", &err), 0);
+	assert_int_equal(budget_check(&p, &b, &explain), 1);
+	assert_non_null(strstr(explain.buf, "FAIL total: 9223372036854.78 s > 1.0 ms"));
+	assert_non_null(strstr(explain.buf, "FAIL target: 9223372036854.78 s > 1.0 ms"));
+	assert_non_null(strstr(explain.buf, "FAIL startup: 9223372036854.78 s > 1.0 ms"));
+	assert_non_null(strstr(explain.buf, "FAIL neg: -5.0 ms (negative: not a time that can pass)"));
+	budget_release(&b);
+	profile_release(&p);
+	buf_release(&err);
+	buf_release(&explain);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -158,6 +197,7 @@ int main(void)
 		cmocka_unit_test(test_verdicts_use_the_median_run),
 		cmocka_unit_test(test_forbid_names_the_chain),
 		cmocka_unit_test(test_empty_profile_is_an_error),
+		cmocka_unit_test(test_overflowing_totals_fail_closed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -252,6 +252,9 @@ static void test_parse_time(void **state)
 	assert_int_equal(docker_parse_time("2026-11-30T09:45:12", &ns), -1);
 	assert_int_equal(docker_parse_time("2026-11-30T09:45:12+01:00", &ns), -1);
 	assert_int_equal(docker_parse_time("2026-13-30T09:45:12Z", &ns), -1);
+	/* Found by tests/fuzz/fuzz_docker_state: the nanoseconds overflowed past 2262. */
+	assert_int_equal(docker_parse_time("2826-11-30T09:45:12.1Z", &ns), -1);
+	assert_int_equal(docker_parse_time("2261-12-31T23:59:59.999999999Z", &ns), 0);
 	assert_int_equal(docker_parse_time("2026-11-30T09:45:12.Z", &ns), -1);
 }
 

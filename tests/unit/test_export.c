@@ -17,6 +17,7 @@
 #include "diff.h"
 #include "export/export.h"
 #include "profile.h"
+#include "stats.h"
 
 static int32_t add(struct proc *pr, int32_t parent, const char *name, int64_t self, int64_t cum)
 {
@@ -355,7 +356,7 @@ static void test_pick_run_takes_the_median(void **state)
 	struct profile p;
 	struct export_opts o = EXPORT_OPTS_INIT;
 	struct buf err = BUF_INIT;
-	int64_t totals[] = { 30, 10, 20, 1 };
+	int64_t totals[] = { 30, 10, 20, 1 }, walls[] = { 200, 100, 300, 50 };
 	size_t i;
 
 	(void)state;
@@ -364,9 +365,16 @@ static void test_pick_run_takes_the_median(void **state)
 		struct run *r = profile_add_run(&p);
 
 		add(run_add_proc(r), -1, "m", totals[i], totals[i]);
+		r->wall_us = walls[i];
 		r->warmup = i == 3;
 	}
-	assert_ptr_equal(export_pick_run(&p, &o, &err), &p.runs[2]);
+	/* The run the text report shows, the median by wall time, not the median import total (run 3). */
+	assert_ptr_equal(export_pick_run(&p, &o, &err), &p.runs[0]);
+	assert_ptr_equal(export_pick_run(&p, &o, &err), &p.runs[profile_median_run(&p)]);
+	/* When the report's run holds no process: the median import total of the others (10 and 20: the lower). */
+	p.runs[0].nr_procs = 0;
+	assert_ptr_equal(export_pick_run(&p, &o, &err), &p.runs[1]);
+	p.runs[0].nr_procs = 1;
 	o.run = 3;
 	assert_ptr_equal(export_pick_run(&p, &o, &err), &p.runs[3]);
 	o.run = 4;

@@ -82,7 +82,7 @@ static struct fixture *setup(bool optional)
 	f->t.probe = replay_probe;
 	f->t.self = &f->r;
 	f->t.probe_optional = optional;
-	measure_session_init(&f->s, &f->p, "profile", &f->m, &f->t);
+	measure_session_init(&f->s, &f->p, "profile", &f->m, NULL, &f->t);
 	return f;
 }
 
@@ -98,8 +98,17 @@ static void test_probe_answer(void **state)
 {
 	struct fixture *f = setup(false);
 
-	f->r.out = "3.11.2\n/usr/bin/python3.11\nabc asyncio json\n/usr/lib/python3/dist-packages\n\n/root/.local/x\n";
+	f->r.out = "3.11.2\n/usr/bin/python3.11\nabc asyncio json\ncpython-311\n"
+		   ".cpython-311-x86_64-linux-gnu.so .abi3.so .so\n"
+		   "/usr/lib/python3.11\t/usr/lib/python3.11/lib-dynload\t/usr/lib/python3/dist-packages\n"
+		   "/usr/lib/python3/dist-packages\n\n/root/.local/x\n";
 	assert_int_equal(measure_probe(&f->s, "python3", "at 'python3'"), 0);
+	assert_string_equal(f->s.executable, "/usr/bin/python3.11");
+	assert_string_equal(f->s.cache_tag, "cpython-311");
+	assert_int_equal(f->s.ext_suffixes.nr, 3);
+	assert_string_equal(f->s.ext_suffixes.v[2], ".so");
+	assert_int_equal(f->s.search_dirs.nr, 3);
+	assert_string_equal(f->s.search_dirs.v[1], "/usr/lib/python3.11/lib-dynload");
 	assert_string_equal(f->r.python_seen, "python3");
 	assert_string_equal(f->p.python_version, "3.11.2");
 	assert_int_equal(f->s.stdlib_names.nr, 3);

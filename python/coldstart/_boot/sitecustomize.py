@@ -48,6 +48,33 @@ def _load_py(here, os):
     return mod
 
 
+def _hide_pythonpath(os, mine):
+    # coldstart put this directory first on PYTHONPATH.  The app's
+    # os.environ shows PYTHONPATH as it was (unset when it was unset), while
+    # the process environment keeps the entry, so the Python processes the
+    # app starts with the inherited environment are traced too.  os.environ
+    # and os.environb share one mapping; only it is rewritten, nothing is
+    # putenv'ed.  A child given an env built from os.environ runs untraced.
+    if sys.version_info < (3, 7):
+        return
+    try:
+        env = os.environ
+        key = env.encodekey("PYTHONPATH")
+        value = env._data.get(key)
+        if value is None:
+            return
+        parts = env.decodevalue(value).split(os.pathsep)
+        if not parts or not mine(parts[0]):
+            return
+        rest = os.pathsep.join(parts[1:])
+        if rest:
+            env._data[key] = env.encodevalue(rest)
+        else:
+            del env._data[key]
+    except Exception:
+        pass
+
+
 def _boot():
     import os
     here = os.path.dirname(os.path.abspath(__file__))
@@ -62,6 +89,7 @@ def _boot():
         sys.path[:] = [p for p in sys.path if not mine(p)]
         for p in removed:
             sys.path_importer_cache.pop(p, None)
+    _hide_pythonpath(os, mine)
 
     trace_dir = os.environ.get("COLDSTART_TRACE_DIR")
     mode = os.environ.get("COLDSTART_TRACER", "")
@@ -82,7 +110,7 @@ def _boot():
 
 
 _boot()
-del _boot, _load_c, _load_py, _start_sampler, _Spec
+del _boot, _load_c, _load_py, _start_sampler, _Spec, _hide_pythonpath
 
 _coldstart_self = sys.modules.pop("sitecustomize", None)
 try:

@@ -1,0 +1,569 @@
+/*
+ * `coldstart compare`: two or more variants of a start-up (commands, one
+ * target under several interpreters, or under several limit sets), each a
+ * measuring session, run interleaved round by round; then medians, spreads,
+ * outliers, ratios and the Mann-Whitney U test (compare.h), down to the
+ * modules whose time differs, as a table, Markdown and JSON.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "builtin.h"
+#include "compare_report.h"
+#include "measure.h"
+#include "profile.h"
+#include "runlimits.h"
+#include "show.h"
+
+#define MAX_VARIANTS 26
+
+struct compare_opts {
+	struct measure_opts m;
+	struct strvec pythons;
+	struct strvec limit_sets;
+	struct strvec names;
+	int top;
+	bool show_output;
+	const char *output; /* JSON file, "-" for stdout */
+	bool json_stdout;
+	int json_fd;
+	const char *markdown; /* Markdown file, "-" for stdout */
+	int stdout_users;
+};
+
+/* One variant: its own measuring session and profile. */
+struct variant {
+	char id[2];
+	char *label;
+	char *python; /* the interpreter to probe, NULL for a command that is none */
+	struct profile p;
+	struct measure_session s;
+	struct strvec argv, env;
+};
+
+static const struct usage compare_usage = {
+	.command = "compare",
+	.synopsis = "usage: coldstart compare [options] --python A --python B TARGET\n"
+		    "       coldstart compare [options] --limits SET --limits SET TARGET\n"
+		    "       coldstart compare [options] 'COMMAND A' 'COMMAND B' ...\n\n"
+		    "Runs every variant round by round, interleaved (the order rotates each round),\n"
+		    "after warm-up rounds, and compares the medians of their measured runs: wall\n"
+		    "time, import time, CPU time (and readiness with --ready), with outliers marked,\n"
+		    "the ratio to the first variant and whether the difference is significant\n"
+		    "(Mann-Whitney U test, two-sided, Holm-adjusted, at 5%), then the modules whose\n"
+		    "self time differs most.  TARGET is as profile takes it (script.py, -m module,\n"
+		    "-c code, -- command); with --python and --limits both, each interpreter runs\n"
+		    "under each set.  A COMMAND is one argument, split into words as a shell would\n"
+		    "(quotes, backslashes) but run without one.  The targets' stdout and stderr are\n"
+		    "discarded unless --show-output.  Defaults: -n 10, --warmup 1.\n\n"
+		    "SET: none, or a comma-separated list of cpus=F, memory=SIZE, swap=SIZE,\n"
+		    "pids=N, cpuset=LIST, preset=NAME, on top of --cpus, --memory, ... if given.\n\n",
+	.footer = "Exit status: as profile's (docs/exit-codes.md): 0 ok, 2 usage, 3 limits\n"
+		  "unavailable, 4 interpreter unusable, 5-9 a target failed in a run (the\n"
+		  "comparison is still printed).  See docs/compare.md.\n",
+};
+
+static int set_output(const struct opt *opt, const char *v, struct buf *err)
+{
+	struct compare_opts *o = opt->value;
+
+	if (!strcmp(v, "-")) {
+		if (output_take_stdout(&o->stdout_users, "-o -", err) < 0)
+			return -1;
+	} else if (output_path_check(v, err) < 0) {
+		return ARGS_FAILED;
+	}
+	o->output = v;
+	return 0;
+}
+
+static int set_json(const struct opt *opt, const char *v, struct buf *err)
+{
+	struct compare_opts *o = opt->value;
+
+	if (!o->json_stdout && output_take_stdout(&o->stdout_users, "--json", err) < 0)
+		return -1;
+	o->json_stdout = true;
+	return 0;
+}
+
+static int set_json_fd(const struct opt *opt, const char *v, struct buf *err)
+{
+	struct compare_opts *o = opt->value;
+	char *end;
+	long fd;
+
+	errno = 0;
+	fd = strtol(v, &end, 10);
+	if (errno || end == v || *end || fd < 0 || fd > 1000000) {
+		buf_addf(err, "--json-fd needs a descriptor number, not '%s'", v);
+		return -1;
+	}
+	if (fd == 1)
+		return set_json(opt, NULL, err);
+	if (output_fd_claim((int)fd, "--json-fd", err) < 0)
+		return ARGS_FAILED;
+	o->json_fd = (int)fd;
+	return 0;
+}
+
+static int set_markdown(const struct opt *opt, const char *v, struct buf *err)
+{
+	struct compare_opts *o = opt->value;
+
+	if (!strcmp(v, "-")) {
+		if (output_take_stdout(&o->stdout_users, "--markdown -", err) < 0)
+			return -1;
+	} else if (output_path_check(v, err) < 0) {
+		return ARGS_FAILED;
+	}
+	o->markdown = v;
+	return 0;
+}
+
+/*
+ * Splits a command line into words as a POSIX shell would for a simple
+ * command: blanks separate, '...' is literal, "..." keeps \", \\, \$ and \`
+ * escapes, a backslash quotes the next character.  Nothing is expanded, and
+ * an unquoted operator (| & ; < > ( ) $ `) is an error: no shell runs it.
+ */
+static int split_words(const char *line, struct strvec *out, struct buf *err)
+{
+	struct buf w = BUF_INIT;
+	const char *s = line;
+	bool in_word = false;
+	int ret = -1;
+
+	for (;;) {
+		char c = *s;
+
+		if (!c || c == ' ' || c == '\t' || c == '\n') {
+			if (in_word)
+				strvec_push(out, w.buf);
+			buf_reset(&w);
+			in_word = false;
+			if (!c)
+				break;
+			s++;
+			continue;
+		}
+		in_word = true;
+		if (c == '\'') {
+			const char *end = strchr(s + 1, '\'');
+
+			if (!end) {
+				buf_addf(err, "command '%s': a ' is not closed", line);
+				goto out;
+			}
+			buf_add(&w, s + 1, (size_t)(end - s - 1));
+			s = end + 1;
+		} else if (c == '"') {
+			for (s++; *s && *s != '"'; s++) {
+				if (*s == '\\' && s[1] && strchr("\"\\$`", s[1]))
+					s++;
+				buf_addch(&w, *s);
+			}
+			if (!*s) {
+				buf_addf(err, "command '%s': a \" is not closed", line);
+				goto out;
+			}
+			s++;
+		} else if (c == '\\') {
+			if (s[1])
+				buf_addch(&w, s[1]);
+			s += s[1] ? 2 : 1;
+		} else if (strchr("|&;<>()$`", c)) {
+			buf_addf(err,
+				 "command '%s': '%c' needs a shell, and compare runs none "
+				 "(quote it, or run the command as sh -c '...')",
+				 line, c);
+			goto out;
+		} else {
+			buf_addch(&w, c);
+			s++;
+		}
+	}
+	ret = out->nr ? 0 : -1;
+	if (ret)
+		buf_addf(err, "an empty command");
+out:
+	buf_release(&w);
+	return ret;
+}
+
+/* A deep copy of the limits in src into dst. */
+static void limits_copy(struct limits *dst, const struct limits *src)
+{
+	*dst = *src;
+	dst->cpuset = src->cpuset ? xstrdup(src->cpuset) : NULL;
+	dst->preset = src->preset ? xstrdup(src->preset) : NULL;
+	dst->backend = src->backend ? xstrdup(src->backend) : NULL;
+}
+
+/* Applies a --limits SET ("none" or "cpus=0.1,memory=128m") over lim. */
+static int apply_limit_set(struct limits *lim, const char *set, struct buf *err)
+{
+	char *copy, *item, *next;
+	int ret = 0;
+
+	if (!strcmp(set, "none")) {
+		limits_release(lim);
+		memset(lim, 0, sizeof(*lim));
+		return 0;
+	}
+	copy = xstrdup(set);
+	for (item = copy; item && !ret; item = next) {
+		char *eq;
+
+		next = strchr(item, ',');
+		if (next)
+			*next++ = '\0';
+		eq = strchr(item, '=');
+		if (!eq || eq == item) {
+			buf_addf(err,
+				 "--limits '%s': '%s' is not NAME=VALUE (cpus, memory, swap, pids, cpuset, preset)",
+				 set, item);
+			ret = -1;
+			break;
+		}
+		*eq = '\0';
+		if (strcmp(item, "cpus") && strcmp(item, "memory") && strcmp(item, "swap") && strcmp(item, "pids") &&
+		    strcmp(item, "cpuset") && strcmp(item, "preset")) {
+			buf_addf(err, "--limits '%s': no limit '%s' (cpus, memory, swap, pids, cpuset, preset)", set,
+				 item);
+			ret = -1;
+		} else if (limits_set(lim, item, eq + 1, err) < 0) {
+			ret = -1;
+		}
+	}
+	free(copy);
+	if (!ret && limits_check(lim, err) < 0)
+		ret = -1;
+	return ret;
+}
+
+static void variant_release(struct variant *v)
+{
+	measure_session_release(&v->s);
+	profile_release(&v->p);
+	strvec_clear(&v->argv);
+	strvec_clear(&v->env);
+	free(v->label);
+	free(v->python);
+}
+
+/* Writes text to path ("-": stdout) or fd (>= 0). */
+static int write_out(const char *path, int fd, const char *text)
+{
+	size_t n = strlen(text);
+	FILE *f;
+
+	if (fd >= 0) {
+		while (n) {
+			ssize_t w = write(fd, text, n);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0) {
+				error("cannot write to descriptor %d: %s", fd, strerror(errno));
+				return -1;
+			}
+			text += w;
+			n -= (size_t)w;
+		}
+		return 0;
+	}
+	f = strcmp(path, "-") ? fopen(path, "we") : stdout;
+	if (!f || fwrite(text, 1, n, f) != n || (f == stdout ? fflush(f) : fclose(f))) {
+		error("cannot write '%s': %s", path, strerror(errno));
+		if (f && f != stdout)
+			fclose(f);
+		return -1;
+	}
+	return 0;
+}
+
+/* The label of a variant: what makes it differ, or its --name. */
+static char *variant_label(const struct compare_opts *o, size_t j, const char *python, const char *limit_set,
+			   const char *command)
+{
+	struct buf b = BUF_INIT;
+
+	if (j < o->names.nr)
+		return xstrdup(o->names.v[j]);
+	if (command)
+		buf_adds(&b, command);
+	if (python && o->pythons.nr > 1)
+		buf_addf(&b, "%s%s", b.len ? ", " : "", python);
+	if (limit_set && o->limit_sets.nr > 1)
+		buf_addf(&b, "%s%s", b.len ? ", " : "", limit_set);
+	if (!b.len)
+		buf_adds(&b, python ? python : "");
+	return buf_detach(&b, NULL);
+}
+
+/* Sets up variant v to run: its profile, session, argv; 0 or an exit code after a message. */
+static int variant_setup(struct compare_opts *o, struct variant *v, size_t j, const struct limits *common,
+			 const char *limit_set, int argc, char **argv, int i, const char *python, const char *command)
+{
+	struct buf err = BUF_INIT, where = BUF_INIT;
+	char cwd[PATH_MAX];
+	int ret = 0;
+	bool command_mode = command || !strcmp(argv[i], "--");
+
+	v->id[0] = (char)('A' + j);
+	profile_init(&v->p);
+	strvec_init(&v->argv);
+	strvec_init(&v->env);
+	measure_session_init(&v->s, &v->p, "compare", &o->m, NULL, &measure_local);
+	limits_copy(&v->p.limits, common);
+	if (limit_set && apply_limit_set(&v->p.limits, limit_set, &err) < 0) {
+		error("%s", err.buf);
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	if (command) {
+		struct strvec words = STRVEC_INIT;
+
+		if (split_words(command, &words, &err) < 0) {
+			strvec_clear(&words);
+			error("%s", err.buf);
+			ret = EXIT_USAGE;
+			goto out;
+		}
+		ret = measure_target_argv((int)words.nr, (char **)words.v, 0, NULL, &v->p, &v->argv, &v->env);
+		v->python = measure_command_python(words.v[0]);
+		strvec_clear(&words);
+	} else {
+		int k = command_mode ? i + 1 : i;
+
+		ret = measure_target_argv(argc, argv, k, command_mode ? NULL : python, &v->p, &v->argv, &v->env);
+		v->python = command_mode ? (k < argc ? measure_command_python(argv[k]) : NULL) : xstrdup(python);
+	}
+	if (ret)
+		goto out;
+	v->p.python = xstrdup(v->python ? v->python : v->p.target.v[0]);
+	if (getcwd(cwd, sizeof(cwd)))
+		v->p.cwd = xstrdup(cwd);
+	v->label = variant_label(o, j, v->python, limit_set, command);
+	if (v->python) {
+		buf_addf(&where, "at '%s'", v->python);
+		ret = measure_probe(&v->s, v->python, where.buf);
+		if (ret)
+			goto out;
+		if (!command && v->p.python_version && o->pythons.nr > 1 && o->names.nr <= j) {
+			char *l = v->label;
+			struct buf b = BUF_INIT;
+
+			buf_addf(&b, "%s (Python %s)", l, v->p.python_version);
+			v->label = buf_detach(&b, NULL);
+			free(l);
+		}
+	}
+	v->s.ro.argv = v->argv.v;
+	v->s.ro.env = v->env.v;
+	v->s.ro.python = v->python;
+	v->s.ro.trace = !o->m.no_trace;
+out:
+	buf_release(&err);
+	buf_release(&where);
+	return ret;
+}
+
+/* Round by round, the order rotating, so no variant always runs first (or right after another). */
+static int run_rounds(struct variant *vars, size_t nr, const struct compare_opts *o)
+{
+	int w = measure_warmups(&o->m), rounds = w + o->m.runs, r, ret = 0;
+	bool tty = isatty(2);
+	size_t j;
+
+	for (r = 0; r < rounds && !ret; r++)
+		for (j = 0; j < nr && !ret; j++) {
+			struct variant *v = &vars[((size_t)r + j) % nr];
+
+			if (tty) {
+				fprintf(stderr, "\rcoldstart: %s round %d/%d, %s ", r < w ? "warm-up" : "measured",
+					r < w ? r + 1 : r - w + 1, r < w ? w : o->m.runs, v->id);
+				fflush(stderr);
+			}
+			ret = measure_run_one(&v->s, r < w ? MEASURE_WARMUP : MEASURE_MEASURED);
+		}
+	if (tty)
+		fprintf(stderr, "\r%50s\r", "");
+	return ret;
+}
+
+int cmd_compare(int argc, char **argv)
+{
+	static const char *const stop_at[] = { "-m", "-c", NULL };
+	struct compare_opts o;
+	struct comparison c;
+	struct variant *vars = NULL;
+	size_t nr_vars = 0;
+	struct limits common;
+	struct buf err = BUF_INIT, out = BUF_INIT;
+	int i = 1, rc, ret = EXIT_FAIL, devnull = -1;
+	size_t np, nl, j, nv = 0, ncmd = 0;
+	const struct opt options[] = {
+		OPT_STRINGS("python", 0, &o.pythons, "PATH", "an interpreter to compare; give two or more"),
+		OPT_STRINGS("limits", 0, &o.limit_sets, "SET",
+			    "a limit set to compare: none, or cpus=F,memory=SIZE,..."),
+		OPT_STRINGS("name", 0, &o.names, "NAME", "the name of each variant in turn (default: what differs)"),
+		OPT_INCLUDE(o.m.options),
+		OPT_INT("top", 0, &o.top, 0, 100000, "N", "modules in each table of differences (default 10)"),
+		OPT_CALLBACK("output", 'o', &o, set_output, "FILE", "write the comparison as JSON (- for stdout)"),
+		OPT_CALLBACK("json", 0, &o, set_json, NULL, "print the JSON on stdout instead of the table"),
+		OPT_CALLBACK("json-fd", 0, &o, set_json_fd, "N", "write the JSON to descriptor N (e.g. 3>cmp.json)"),
+		OPT_CALLBACK("markdown", 0, &o, set_markdown, "FILE",
+			     "write the comparison as Markdown, for a pull-request comment (- for stdout)"),
+		OPT_BOOL("show-output", 0, &o.show_output, "forward the targets' stdout and stderr to stderr"),
+		OPT_END(),
+	};
+
+	memset(&o, 0, sizeof(o));
+	memset(&c, 0, sizeof(c));
+	memset(&common, 0, sizeof(common));
+	measure_opts_init(&o.m);
+	strvec_init(&o.pythons);
+	strvec_init(&o.limit_sets);
+	strvec_init(&o.names);
+	o.m.runs = 10;
+	o.m.warmup = 1;
+	o.top = 10;
+	o.json_fd = -1;
+
+	rc = args_parse(options, argc, argv, &i, stop_at, &err);
+	if (rc) {
+		ret = usage_stop(&compare_usage, options, rc, err.buf);
+		goto out;
+	}
+	if (measure_opts_finish(&o.m, &common, &err) < 0) {
+		ret = usage_error(&compare_usage, "%s", err.buf);
+		goto out;
+	}
+	if (o.show_output)
+		o.m.quiet = false;
+	else
+		o.m.quiet = true;
+	np = o.pythons.nr ? o.pythons.nr : 1;
+	nl = o.limit_sets.nr ? o.limit_sets.nr : 1;
+	if (i >= argc) {
+		ret = usage_error(&compare_usage, "nothing to compare: give a TARGET with --python or --limits twice, "
+						  "or two or more commands");
+		goto out;
+	}
+	if (np * nl < 2) {
+		/* Commands: every argument left is one. */
+		if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "-c") || !strcmp(argv[i], "--") || argc - i < 2) {
+			ret = usage_error(&compare_usage, "one target is one variant: give --python or --limits twice "
+							  "or more, or two or more commands");
+			goto out;
+		}
+		ncmd = (size_t)(argc - i);
+		nv = ncmd * nl;
+	} else {
+		nv = np * nl;
+		if (!strcmp(argv[i], "--") && o.pythons.nr) {
+			ret = usage_error(&compare_usage, "'-- command' names its own interpreter: --python does not "
+							  "apply (give commands, or a script, -m or -c)");
+			goto out;
+		}
+	}
+	if (nv > MAX_VARIANTS) {
+		ret = usage_error(&compare_usage, "%zu variants: compare takes at most %d", nv, MAX_VARIANTS);
+		goto out;
+	}
+	if (o.names.nr > nv) {
+		ret = usage_error(&compare_usage, "%zu names for %zu variants", o.names.nr, nv);
+		goto out;
+	}
+	c.what = ncmd		    ? "commands"
+		 : np > 1 && nl > 1 ? "interpreters × limit sets"
+		 : np > 1	    ? "interpreters"
+				    : "limit sets";
+	if (!o.show_output && (devnull = open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0) {
+		error("cannot open /dev/null: %s", strerror(errno));
+		goto out;
+	}
+	vars = xcalloc(nv, sizeof(*vars));
+	for (j = 0; j < nv; j++) {
+		const char *py = o.pythons.nr		      ? o.pythons.v[j / nl % np]
+				 : getenv("COLDSTART_PYTHON") ? getenv("COLDSTART_PYTHON")
+							      : "python3";
+		const char *set = o.limit_sets.nr ? o.limit_sets.v[j % nl] : NULL;
+
+		nr_vars = j + 1;
+		ret = variant_setup(&o, &vars[j], j, &common, set, argc, argv, i, py, ncmd ? argv[i + j / nl] : NULL);
+		if (ret)
+			goto out;
+		vars[j].s.ro.stdout_fd = o.show_output ? 2 : devnull;
+	}
+	ret = run_rounds(vars, nr_vars, &o);
+	if (!ret)
+		ret = measure_runs_done();
+	if (ret)
+		goto out;
+	c.v = xcalloc(nr_vars, sizeof(*c.v));
+	c.nr = nr_vars;
+	c.runs = o.m.runs;
+	c.warmup = measure_warmups(&o.m);
+	c.top = o.top;
+	c.cold = o.m.cold;
+	c.ready = o.m.ready != NULL;
+	for (j = 0; j < nr_vars; j++) {
+		measure_analyze(&vars[j].s);
+		memcpy(c.v[j].id, vars[j].id, sizeof(c.v[j].id));
+		c.v[j].label = vars[j].label;
+		c.v[j].p = &vars[j].p;
+	}
+	comparison_analyze(&c);
+	if (!o.json_stdout && !(o.output && !strcmp(o.output, "-")) && !(o.markdown && !strcmp(o.markdown, "-"))) {
+		compare_render_table(&c, &out);
+		if (write_out("-", -1, out.buf) < 0)
+			ret = EXIT_FAIL;
+	}
+	if (o.markdown) {
+		buf_reset(&out);
+		compare_render_markdown(&c, &out);
+		if (write_out(o.markdown, -1, out.buf) < 0)
+			ret = EXIT_FAIL;
+	}
+	if (o.output || o.json_stdout || o.json_fd >= 0) {
+		char *json = compare_render_json(&c);
+		struct buf text = BUF_INIT;
+
+		buf_addf(&text, "%s\n", json);
+		free(json);
+		if (o.output && write_out(o.output, -1, text.buf) < 0)
+			ret = EXIT_FAIL;
+		if (o.json_stdout && write_out("-", -1, text.buf) < 0)
+			ret = EXIT_FAIL;
+		if (o.json_fd >= 0 && write_out(NULL, o.json_fd, text.buf) < 0)
+			ret = EXIT_FAIL;
+		buf_release(&text);
+	}
+	/* A target's own failure is said after the comparison, as profile does. */
+	for (j = 0; j < nr_vars && !ret; j++)
+		ret = profile_exit_status(&vars[j].p, o.m.ready != NULL, o.m.passthrough_exit);
+out:
+	comparison_release(&c);
+	free(c.v);
+	for (j = 0; j < nr_vars; j++)
+		variant_release(&vars[j]);
+	free(vars);
+	if (devnull >= 0)
+		close(devnull);
+	limits_release(&common);
+	measure_opts_release(&o.m);
+	strvec_clear(&o.pythons);
+	strvec_clear(&o.limit_sets);
+	strvec_clear(&o.names);
+	buf_release(&err);
+	buf_release(&out);
+	return ret;
+}

@@ -1,0 +1,128 @@
+"""`coldstart compare` against real interpreters and real commands: the
+variants run interleaved with the order rotating, the test says a real
+difference is significant and a small sample cannot be, the modules that
+differ are named, limit sets compare under real cgroups, and the table,
+Markdown and JSON say the same."""
+import json
+import os
+import re
+
+import pytest
+
+from conftest import DEBIAN_PYTHON, PYTHONS, python_version, run_coldstart
+
+
+def other_python():
+    for p in PYTHONS:
+        if p != DEBIAN_PYTHON and os.path.realpath(p) != os.path.realpath(DEBIAN_PYTHON):
+            return p
+    return None
+
+
+def test_interpreters(tmp_path):
+    other = other_python()
+    if not other:
+        pytest.skip("only one interpreter with -X importtime found")
+    md = tmp_path / "cmp.md"
+    r = run_coldstart("compare", "-n", "3", "--warmup", "1", "--python", DEBIAN_PYTHON, "--python", other,
+                      "--json", "--markdown", md, "-c", "import json, asyncio")
+    assert r.returncode == 0, r.stderr
+    cmp = json.loads(r.stdout)
+    assert cmp["format"] == "coldstart-compare" and cmp["test"] == "mann-whitney-u"
+    a, b = cmp["variants"]
+    assert a["python"] == DEBIAN_PYTHON and b["python"] == other
+    assert b["python_version"].startswith("%d.%d" % python_version(other))
+    for v in (a, b):
+        assert v["metrics"]["wall_us"]["n"] == 3
+        assert [x["warmup"] for x in v["runs"]] == [True, False, False, False]
+        assert v["metrics"]["imports_us"]["median"] > 0
+    wall = cmp["comparisons"][0]["wall_us"]
+    # Three runs a side: the smallest p the exact test allows is 0.1, so nothing can be significant.
+    assert wall["exact"] and abs(wall["p_min"] - 0.1) < 1e-9 and not wall["significant"]
+    assert abs(wall["ratio"] - b["metrics"]["wall_us"]["median"] / a["metrics"]["wall_us"]["median"]) < 1e-6
+    names = {m["module"] for m in cmp["comparisons"][0]["modules"]}
+    assert {"json", "asyncio"} <= names
+    text = md.read_text()
+    assert text.startswith("### coldstart compare: 2 interpreters")
+    assert "| A | %s" % DEBIAN_PYTHON in text and "| B | %s" % other in text
+    assert "<details><summary>Modules that differ most, B against A" in text
+
+
+def test_table_says_when_a_sample_cannot_be_significant():
+    r = run_coldstart("compare", "-n", "3", "--warmup", "0", "--python", DEBIAN_PYTHON, "--python", DEBIAN_PYTHON,
+                      "--name", "first", "--name", "second", "-c", "pass")
+    assert r.returncode == 0, r.stderr
+    assert "  A  first" in r.stdout and "  B  second" in r.stdout
+    assert "cannot be significant, too few runs" in r.stdout
+    assert "with 3 and 3 runs the exact test cannot go below p = 0.1, whatever the times" in r.stdout
+    assert all(len(line) <= 100 for line in r.stdout.splitlines())
+
+
+def test_commands_interleaved_and_a_real_difference(tmp_path):
+    log = tmp_path / "order.log"
+    # Each run appends its name: the order the runs really happened in.
+    fast = "%s -c 'open(\"%s\", \"a\").write(\"F\")'" % (DEBIAN_PYTHON, log)
+    slow = "%s -c 'import time; open(\"%s\", \"a\").write(\"S\"); time.sleep(0.15)'" % (DEBIAN_PYTHON, log)
+    r = run_coldstart("compare", "-n", "6", "--warmup", "1", "-o", tmp_path / "c.json", fast, slow)
+    assert r.returncode == 0, r.stderr
+    order = log.read_text()
+    assert len(order) == 14
+    # Round by round, the order rotating: F S | S F | F S ...
+    assert order == "FS" + "SF" + "FS" + "SF" + "FS" + "SF" + "FS", order
+    cmp = json.loads((tmp_path / "c.json").read_text())
+    wall = cmp["comparisons"][0]["wall_us"]
+    assert wall["ratio"] > 1.5 and wall["significant"] and wall["p_adjusted"] < 0.05
+    assert re.search(r"B vs A   wall +\d+\.\d\dx slower \(\+\d+(\.\d)? ms\), p [\d.<]+: significant", r.stdout)
+    assert cmp["variants"][0]["target"][0] == DEBIAN_PYTHON
+
+
+def test_modules_that_differ(tmp_path):
+    r = run_coldstart("compare", "-n", "3", "--warmup", "0", "--json",
+                      "%s -c 'import json'" % DEBIAN_PYTHON,
+                      "%s -c 'import json, email.mime.text'" % DEBIAN_PYTHON)
+    assert r.returncode == 0, r.stderr
+    mods = {m["module"]: m for m in json.loads(r.stdout)["comparisons"][0]["modules"]}
+    new = mods["email.mime.text"]
+    assert new["a_present"] == 0 and new["b_present"] == 3 and new["difference_us"] > 0
+    assert mods["json"]["a_present"] == 3 == mods["json"]["b_present"]
+
+
+def test_targets_output_is_discarded_unless_asked():
+    cmd = "%s -c 'import sys; print(\"NOISE-OUT\"); print(\"NOISE-ERR\", file=sys.stderr)'" % DEBIAN_PYTHON
+    r = run_coldstart("compare", "-n", "1", "--warmup", "0", cmd, cmd)
+    assert r.returncode == 0, r.stderr
+    # The labels quote the commands; the targets' own lines are what must not appear.
+    lines = (r.stdout + r.stderr).splitlines()
+    assert "NOISE-OUT" not in lines and "NOISE-ERR" not in lines
+    r = run_coldstart("compare", "-n", "1", "--warmup", "0", "--show-output", cmd, cmd)
+    assert "NOISE-OUT" not in r.stdout.splitlines()
+    assert r.stderr.splitlines().count("NOISE-OUT") == 2 and r.stderr.splitlines().count("NOISE-ERR") == 2
+
+
+def test_limit_sets():
+    if os.geteuid() != 0:
+        pytest.skip("cgroup limits need root here (cgroup v1)")
+    r = run_coldstart("compare", "-n", "3", "--warmup", "1", "--json", "--python", DEBIAN_PYTHON,
+                      "--limits", "none", "--limits", "cpus=0.2", "-c", "import json, asyncio")
+    if r.returncode == 3:
+        pytest.skip("limits cannot be applied on this machine: " + r.stderr.strip())
+    assert r.returncode == 0, r.stderr
+    a, b = json.loads(r.stdout)["variants"]
+    assert a["limits"] == "no limits" and b["limits"].startswith("0.2 CPU")
+    assert b["metrics"]["wall_us"]["median"] > a["metrics"]["wall_us"]["median"]
+
+
+@pytest.mark.parametrize("args,said", [
+    (["-c", "pass"], "one target is one variant"),
+    (["--python", DEBIAN_PYTHON, "--python", DEBIAN_PYTHON, "--", "python3", "-c", "pass"],
+     "names its own interpreter"),
+    (["python3 -c pass | cat", "python3 -c pass"], "'|' needs a shell"),
+    (["python3 -c 'pass", "python3"], "is not closed"),
+    (["--limits", "cpu=1", "--limits", "none", "-c", "pass"], "no limit 'cpu'"),
+    (["--json", "-o", "-", "a", "b"], "only one output can go to stdout"),
+    (["--name", "x", "--name", "y", "--name", "z", "a", "b"], "3 names for 2 variants"),
+])
+def test_usage_errors(args, said):
+    r = run_coldstart("compare", *args)
+    assert r.returncode == 2, r.stderr
+    assert said in r.stderr
