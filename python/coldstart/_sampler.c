@@ -223,6 +223,51 @@ static void rec_pystr(struct rec *r, PyObject *o)
 		rec_utf8(r, PyUnicode_READ(kind, data, i));
 }
 
+/*
+ * Faults the sampler survives.  A fault while walking frames (memory the
+ * checks below did not foresee going away) abandons the sample; a fault
+ * while writing into the mapping (SIGBUS: the file system is full, so the
+ * sparse file cannot get the page) stops sampling, as a full mapping does.
+ * Either way the target goes on as if the sampler were absent.  Any other
+ * fault gets the disposition it had before the sampler: the previous action
+ * is put back and the faulting instruction runs again.
+ */
+static sigjmp_buf walk_env, write_env;
+static volatile pid_t walk_tid, write_tid;
+static struct sigaction old_segv, old_bus;
+static int faults_installed;
+
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+	pid_t me = gettid_raw();
+	sigset_t set;
+
+	if ((write_tid && write_tid == me) || (walk_tid && walk_tid == me)) {
+		sigemptyset(&set);
+		sigaddset(&set, sig);
+		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+		/* A write fault inside a walk is the write's: it is the innermost. */
+		siglongjmp(write_tid == me ? write_env : walk_env, 1);
+	}
+	sigaction(sig, sig == SIGSEGV ? &old_segv : &old_bus, NULL);
+}
+
+/* Before the first write into the mapping. */
+static void faults_install(void)
+{
+	struct sigaction sa;
+
+	if (faults_installed)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_fault;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGSEGV, &sa, &old_segv);
+	sigaction(SIGBUS, &sa, &old_bus);
+	faults_installed = 1;
+}
+
 /* Reserves n bytes of the mapping; NULL when it is full (sampling then stops). */
 static char *map_take(size_t n)
 {
@@ -235,6 +280,10 @@ static char *map_take(size_t n)
 	return p;
 }
 
+/*
+ * Appends the record to the mapping; -1 when it is full, or when the page
+ * could not be had (then the mapping counts as full from now on).
+ */
 static int rec_append(struct rec *r)
 {
 	char *p;
@@ -243,7 +292,15 @@ static int rec_append(struct rec *r)
 	p = map_take(r->n);
 	if (!p)
 		return -1;
+	write_tid = gettid_raw();
+	if (sigsetjmp(write_env, 0)) {
+		write_tid = 0;
+		S.used = MAP_BYTES;
+		S.faults++;
+		return -1;
+	}
 	memcpy(p, r->b, r->n);
+	write_tid = 0;
 	return 0;
 }
 
@@ -481,29 +538,6 @@ static void sampler_stop_now(void)
 {
 	S.enabled = 0;
 	timers_delete();
-}
-
-/*
- * A fault while walking frames (memory the checks above did not foresee
- * going away) abandons the sample instead of killing the target.  Any other
- * fault gets the disposition it had before the sampler: the previous action
- * is put back and the faulting instruction runs again.
- */
-static sigjmp_buf walk_env;
-static volatile pid_t walk_tid;
-static struct sigaction old_segv, old_bus;
-
-static void on_fault(int sig, siginfo_t *si, void *uc)
-{
-	sigset_t set;
-
-	if (walk_tid && walk_tid == gettid_raw()) {
-		sigemptyset(&set);
-		sigaddset(&set, sig);
-		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-		siglongjmp(walk_env, 1);
-	}
-	sigaction(sig, sig == SIGSEGV ? &old_segv : &old_bus, NULL);
 }
 
 /* Appends one sample of ts, the state of thread tno, taken at t with its CPU time cpu. */
@@ -1000,6 +1034,7 @@ static PyObject *sampler_start(PyObject *self, PyObject *args)
 	memcpy(S.dir, dir, strlen(dir) + 1);
 	S.interval_us = interval;
 	S.main_tid = gettid_raw();
+	faults_install();
 	if (file_open("exec") < 0)
 		Py_RETURN_FALSE;
 	if (!S.installed) {
@@ -1012,10 +1047,6 @@ static PyObject *sampler_start(PyObject *self, PyObject *args)
 			file_close("sigaction");
 			Py_RETURN_FALSE;
 		}
-		sa.sa_sigaction = on_fault;
-		sa.sa_flags = SA_SIGINFO | SA_NODEFER;
-		sigaction(SIGSEGV, &sa, &old_segv);
-		sigaction(SIGBUS, &sa, &old_bus);
 		Py_AtExit(sampler_atexit);
 		wrap_thread_start();
 		S.installed = 1;

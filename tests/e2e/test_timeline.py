@@ -418,3 +418,36 @@ def test_exports_show_one_timeline(coldstart, tmp_path):
     names = [e.get("args", {}).get("name") for e in trace["traceEvents"] if e.get("name") == "thread_name"]
     assert "main thread (sampled)" in names and "imports" in names
     assert "django.setup" in outs["svg"].read_text()
+
+
+def test_a_full_file_system_leaves_the_target_alone(tmp_path):
+    """The samples file is a sparse mapping: on a full file system a page written
+    into it cannot be had and the kernel sends SIGBUS.  The sampler must stop
+    quietly and the target run on, output and exit status unchanged.  Run with
+    the bootstrap's environment directly and the pure-Python tracer, so only the
+    sampler's mapping is written to."""
+    mnt = tmp_path / "full"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        pytest.skip("cannot mount a small tmpfs (needs root): %s" % r.stderr.strip())
+    try:
+        fd = os.open(mnt / "fill", os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(fd, b"\0" * 4096):
+                pass
+        except OSError:
+            pass
+        os.close(fd)
+        trace = mnt / "t"
+        trace.mkdir()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "COLDSTART"))}
+        env.update(PYTHONPATH=os.path.join(ROOT, "python", "coldstart", "_boot"), COLDSTART_TRACE_DIR=str(trace),
+                   COLDSTART_TRACER="py", COLDSTART_TIMELINE="200")
+        code = "import time\nt = time.time()\nwhile time.time() - t < 0.1: pass\nprint('done')\n"
+        r = subprocess.run([DEBIAN_PYTHON, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+        assert os.listdir(trace), "the sampler did not even start (nothing in the trace directory)"
+        assert (r.returncode, r.stdout) == (0, "done\n"), r.stderr
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
