@@ -49,6 +49,15 @@
 #define SAMPLES_VERSION 1
 /* The samples file is a sparse file of this size, mapped once: no growth in a signal handler. */
 #define MAP_BYTES ((size_t)64 * 1024 * 1024)
+/*
+ * The file is written ahead of the records with zeros, this much at a time
+ * (pwrite, async-signal-safe): a store into a page of a sparse file makes
+ * the file system allocate it inside the page fault (on ext4 here 30-170 us
+ * a page, some milliseconds for the first), while a page already written is
+ * a plain minor fault.  A full file system then fails the pwrite (sampling
+ * stops) instead of the store (SIGBUS).
+ */
+#define FILL_BYTES ((size_t)256 * 1024)
 #define REC_MAX 16384
 #define NAME_MAX_BYTES 300
 #define MAX_FRAMES 256
@@ -83,6 +92,8 @@ struct sampler {
 	int fd;
 	char *map;
 	size_t used;
+	size_t filled; /* bytes of the file written (zeros ahead of the records) */
+	int fill_failed; /* a pwrite failed: no more attempts */
 	pid_t pid;
 	pid_t main_tid;
 	long interval_us;
@@ -101,7 +112,14 @@ struct sampler {
 	struct thread_slot threads[THREAD_SLOTS];
 };
 
-static struct sampler S = { .fd = -1, .sched_fd = -1 };
+/*
+ * Zero-initialised, so in .bss: the code cache (1.3 MiB) is zero pages that
+ * cost nothing until used, where an initialiser would put all of it in the
+ * extension's file and the first start's clearing would copy every page.
+ * The descriptors are set to -1 once, when the module is first made.
+ */
+static struct sampler S;
+static int S_ready;
 /* Held by the handler while it samples; a second handler finding it held drops its sample. */
 static atomic_flag busy = ATOMIC_FLAG_INIT;
 
@@ -268,6 +286,27 @@ static void faults_install(void)
 	faults_installed = 1;
 }
 
+static const char zeros[65536];
+
+/* Writes the file with zeros up to at least end (and FILL_BYTES beyond); -1 when it cannot (a full file system). */
+static int fill_to(size_t end)
+{
+	size_t want = end + FILL_BYTES;
+
+	if (want > MAP_BYTES)
+		want = MAP_BYTES;
+	while (S.filled < want && !S.fill_failed) {
+		size_t n = want - S.filled < sizeof(zeros) ? want - S.filled : sizeof(zeros);
+		ssize_t w = pwrite(S.fd, zeros, n, (off_t)S.filled);
+
+		if (w <= 0)
+			S.fill_failed = 1;
+		else
+			S.filled += (size_t)w;
+	}
+	return S.filled >= end ? 0 : -1;
+}
+
 /* Reserves n bytes of the mapping; NULL when it is full (sampling then stops). */
 static char *map_take(size_t n)
 {
@@ -275,6 +314,10 @@ static char *map_take(size_t n)
 
 	if (S.used + n + 1 > MAP_BYTES)
 		return NULL;
+	if (S.used + n > S.filled && fill_to(S.used + n) < 0) {
+		S.used = MAP_BYTES;
+		return NULL;
+	}
 	p = S.map + S.used;
 	S.used += n;
 	return p;
@@ -922,16 +965,21 @@ static int file_open(const char *origin)
 	S.fd = fd;
 	S.map = p;
 	S.used = 0;
+	S.filled = 0;
+	S.fill_failed = 0;
 	/* Called on the thread that is the main one from now on: the start's, or the fork's. */
 	if (S.sched_fd >= 0)
 		close(S.sched_fd);
 	S.sched_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+	/* Cleared for a second file (a fork's): the first one's tables are still the zero pages. */
+	if (S.next_id || S.next_tno) {
+		memset(S.codes, 0, sizeof(S.codes));
+		memset(S.threads, 0, sizeof(S.threads));
+	}
 	S.next_id = 0;
 	S.next_tno = 1;
 	S.dropped = 0;
 	S.faults = 0;
-	memset(S.codes, 0, sizeof(S.codes));
-	memset(S.threads, 0, sizeof(S.threads));
 	r.n = 0;
 	rec_strz(&r, "#coldstart-samples 1");
 	rec_append(&r);
@@ -1121,6 +1169,12 @@ static struct PyModuleDef sampler_module = {
 PyMODINIT_FUNC PyInit__sampler(void)
 {
 	PyObject *m = PyModule_Create(&sampler_module);
+
+	if (!S_ready) {
+		S.fd = -1;
+		S.sched_fd = -1;
+		S_ready = 1;
+	}
 
 	if (m && PyModule_AddIntConstant(m, "FORMAT_VERSION", SAMPLES_VERSION) < 0) {
 		Py_DECREF(m);

@@ -421,11 +421,12 @@ def test_exports_show_one_timeline(coldstart, tmp_path):
 
 
 def test_a_full_file_system_leaves_the_target_alone(tmp_path):
-    """The samples file is a sparse mapping: on a full file system a page written
-    into it cannot be had and the kernel sends SIGBUS.  The sampler must stop
-    quietly and the target run on, output and exit status unchanged.  Run with
-    the bootstrap's environment directly and the pure-Python tracer, so only the
-    sampler's mapping is written to."""
+    """The samples file is a mapping of a sparse file: on a full file system a
+    store into a page that was never written cannot get it and the kernel sends
+    SIGBUS.  The sampler writes the file ahead of its records and guards its
+    stores; either way it must stop quietly and the target run on, output and
+    exit status unchanged.  Run with the bootstrap's environment directly and
+    the pure-Python tracer, so only the sampler maps its file."""
     mnt = tmp_path / "full"
     mnt.mkdir()
     r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], capture_output=True,
