@@ -127,16 +127,36 @@ def fn_status(head):
     return status
 
 
+def cpu_ns(pid):
+    """CPU time the process's threads have run so far, in nanoseconds
+    (/proc/PID/task/*/schedstat: the scheduler's own count, exact where
+    rusage has a tick's resolution); None when it is gone."""
+    total = 0
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return None
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
 def run(argv, env, bodies, cpus=None, memory=None, timeout=120.0,
         stderr_path=None):
     """Runs one function process; returns a dict with ready_ms, first_ms
-    (exec -> first response), responses [(fn status, body)], peak_bytes,
+    (exec -> first response), first_cpu_ms (the process's CPU time when the
+    first response arrived), responses [(fn status, body)], peak_bytes,
     error (None when every request was answered)."""
     d = tempfile.mkdtemp(prefix="planbench-", dir="/tmp")
     sock_path = os.path.join(d, "lsnr.sock")
     env = dict(env, FN_LISTENER="unix:" + sock_path, FN_FORMAT="http-stream")
     cg = Cgroup(cpus, memory) if cpus else None
-    out = {"ready_ms": None, "first_ms": None, "responses": [],
+    out = {"ready_ms": None, "first_ms": None, "first_cpu_ms": None,
+           "responses": [],
            "peak_bytes": None, "error": None}
     p = None
     err = open(stderr_path or os.devnull, "wb")
@@ -169,6 +189,8 @@ def run(argv, env, bodies, cpus=None, memory=None, timeout=120.0,
                 head, rbody = read_response(s, limit)
                 if i == 0:
                     out["first_ms"] = (time.monotonic() - t0) * 1000
+                    c = cpu_ns(p.pid)
+                    out["first_cpu_ms"] = c / 1e6 if c is not None else None
                 out["responses"].append((fn_status(head), rbody))
         except (OSError, ValueError) as e:
             out["error"] = "request failed: %s" % e

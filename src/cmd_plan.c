@@ -34,6 +34,7 @@ struct plan_opts {
 	const char *ready;
 	struct strvec request_files;
 	struct strvec eager;
+	struct strvec eager_from;
 	bool verify;
 	int64_t timeout_us;
 	struct strvec command;
@@ -46,11 +47,11 @@ static int check_eager(const struct opt *opt, const char *v, struct buf *err)
 	for (p = v; *p; p++)
 		if (!(*p == '.' || *p == '_' || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
 		      (*p >= 'A' && *p <= 'Z'))) {
-			buf_addf(err, "--eager '%s': expected a module name", v);
+			buf_addf(err, "--%s '%s': expected a module name", opt->long_name, v);
 			return -1;
 		}
 	if (!*v) {
-		buf_addf(err, "--eager needs a module name");
+		buf_addf(err, "--%s needs a module name", opt->long_name);
 		return -1;
 	}
 	strvec_push(opt->value, v);
@@ -143,6 +144,7 @@ static void print_summary(const char *path, const struct plan_doc *d)
 	static const char *const actions[] = { "load", "eager", "defer" };
 	json_t **deferred = xcalloc(n ? n : 1, sizeof(*deferred));
 	struct buf b = BUF_INIT;
+	json_int_t lazy;
 
 	for (i = 0; i < n; i++) {
 		json_t *m = json_array_get(d->modules, i);
@@ -171,21 +173,36 @@ static void print_summary(const char *path, const struct plan_doc *d)
 		buf_add_duration(&b, mod_int(deferred[i], "self_us"));
 		printf("        %-36s %s\n", mod_str(deferred[i], "name"), b.buf);
 	}
+	lazy = json_integer_value(json_object_get(json_object_get(d->root, "summary"), "lazy_from"));
+	if (lazy > 0)
+		printf("  %5lld names from-imported by modules that run, bound at their first use\n",
+		       (long long)lazy);
 	printf("  (times are measured under the recorder, which slows imports down)\n");
 	buf_release(&b);
 	free(deferred);
 }
 
-/* Writes a copy of the plan where the first k deferred modules load eagerly. */
-static int write_variant(const struct plan_doc *d, const char *const *names, size_t k, const char *path,
-			 struct buf *err)
+/*
+ * Writes a copy of the plan where the first k deferred modules load
+ * eagerly and the first nf modules of froms (all of them: nf == SIZE_MAX)
+ * bind their from-imports eagerly.
+ */
+static int write_variant(const struct plan_doc *d, const char *const *names, size_t k,
+			 const char *const *froms, size_t nf, const char *path, struct buf *err)
 {
 	json_t *copy = json_deep_copy(d->root);
 	json_t *mods = json_object_get(copy, "modules");
 	json_t *index = json_object_get(copy, "index");
+	json_t *from = json_object_get(copy, "from");
 	size_t i, j;
 	int ret = 0;
 
+	if (json_is_object(from)) {
+		if (nf == SIZE_MAX)
+			json_object_clear(from);
+		for (j = 0; nf != SIZE_MAX && j < nf; j++)
+			json_object_del(from, froms[j]);
+	}
 	for (i = 0; i < json_array_size(mods); i++) {
 		json_t *m = json_array_get(mods, i);
 
@@ -212,6 +229,34 @@ static int write_variant(const struct plan_doc *d, const char *const *names, siz
 	}
 	json_decref(copy);
 	return ret;
+}
+
+/*
+ * Moves the recorded plan (tmp) to output with its code archive: the
+ * archive the recorder wrote to code_tmp becomes code_out, and the plan's
+ * "code" says so.  A plan without an archive is renamed as it is.
+ */
+static int finish_plan(json_t *root, const char *tmp, const char *output, const char *code_tmp,
+		       const char *code_out, struct buf *err)
+{
+	json_t *code = json_object_get(root, "code");
+
+	if (json_is_object(code) && !access(code_tmp, F_OK)) {
+		if (rename(code_tmp, code_out) < 0) {
+			buf_addf(err, "cannot write '%s': %s", code_out, strerror(errno));
+			return -1;
+		}
+		json_object_set_new(code, "path", json_string(code_out));
+		if (json_dump_file(root, tmp, JSON_COMPACT) < 0) {
+			buf_addf(err, "cannot write '%s': %s", tmp, strerror(errno));
+			return -1;
+		}
+	}
+	if (rename(tmp, output) < 0) {
+		buf_addf(err, "cannot write '%s': %s", output, strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
 struct plan_run {
@@ -340,8 +385,9 @@ static int verify(struct plan_run *r, const char *tmp, const char *output)
 	struct plan_outcome base, again;
 	struct plan_doc d = { NULL, NULL };
 	struct buf err = BUF_INIT, variant = BUF_INIT;
-	const char **names = NULL;
-	size_t nr = 0, i, which = 0, lo, hi;
+	const char **names = NULL, **froms = NULL;
+	json_t *from;
+	size_t nr = 0, nf = 0, i, which = 0, lo, hi;
 	enum plan_status st;
 	int ret = EXIT_FAIL, ok;
 
@@ -390,7 +436,53 @@ static int verify(struct plan_run *r, const char *tmp, const char *output)
 	 * that, kept eager, gives the responses back: its last module is one
 	 * whose deferral changes them.  ok(nr) (nothing deferred) must hold.
 	 */
-	if (write_variant(&d, names, nr, variant.buf, &err) < 0)
+	/*
+	 * First the lazy from-imports: when binding them all eagerly gives the
+	 * responses back, find the module whose from-imports do it, as below.
+	 */
+	from = json_object_get(d.root, "from");
+	for (i = 0; json_is_object(from) && i < json_array_size(d.modules); i++) {
+		const char *name = mod_str(json_array_get(d.modules, i), "name");
+
+		if (json_object_get(from, name)) {
+			froms = xrealloc(froms, st_mult(nf + 1, sizeof(*froms)));
+			froms[nf++] = name;
+		}
+	}
+	if (nf) {
+		if (write_variant(&d, names, 0, froms, SIZE_MAX, variant.buf, &err) < 0)
+			goto fail;
+		ok = try_plan(r, variant.buf, &base, &which, &err, &st);
+		if (ok < 0) {
+			ret = exit_for(st);
+			goto out;
+		}
+		if (ok) {
+			lo = 0;
+			hi = nf;
+			while (hi - lo > 1) {
+				size_t mid = lo + (hi - lo) / 2;
+
+				if (write_variant(&d, names, 0, froms, mid, variant.buf, &err) < 0)
+					goto fail;
+				ok = try_plan(r, variant.buf, &base, &which, &err, &st);
+				if (ok < 0) {
+					ret = exit_for(st);
+					goto out;
+				}
+				if (ok)
+					hi = mid;
+				else
+					lo = mid;
+			}
+			error("verify: binding the from-imports of '%s' lazily changes the responses; keep them "
+			      "eager: add --eager-from %s (plan was not written to %s)",
+			      froms[hi - 1], froms[hi - 1], output);
+			goto out;
+		}
+	}
+	/* Then the deferred modules, with every from-import bound eagerly. */
+	if (write_variant(&d, names, nr, froms, SIZE_MAX, variant.buf, &err) < 0)
 		goto fail;
 	ok = try_plan(r, variant.buf, &base, &which, &err, &st);
 	if (ok < 0) {
@@ -407,7 +499,7 @@ static int verify(struct plan_run *r, const char *tmp, const char *output)
 	while (hi - lo > 1) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (write_variant(&d, names, mid, variant.buf, &err) < 0)
+		if (write_variant(&d, names, mid, froms, SIZE_MAX, variant.buf, &err) < 0)
 			goto fail;
 		ok = try_plan(r, variant.buf, &base, &which, &err, &st);
 		if (ok < 0) {
@@ -431,6 +523,7 @@ out:
 	plan_outcome_release(&base);
 	plan_outcome_release(&again);
 	free(names);
+	free(froms);
 	if (d.root)
 		json_decref(d.root);
 	buf_release(&err);
@@ -521,6 +614,8 @@ int cmd_plan(int argc, char **argv)
 	struct plan_doc d = { NULL, NULL };
 	struct plan_outcome rec;
 	struct buf err = BUF_INIT, boot = BUF_INIT, tmp = BUF_INIT, eager = BUF_INIT, fdk = BUF_INIT;
+	struct buf code_out = BUF_INIT, code_tmp = BUF_INIT;
+	char cwd[4096];
 	const char *datadir = coldstart_datadir();
 	enum plan_status st;
 	int i = 1, rc, ret = EXIT_USAGE;
@@ -531,6 +626,8 @@ int cmd_plan(int argc, char **argv)
 		OPT_STRING("ready", 0, &o.ready, "SPEC", "fn, http://127.0.0.1:PORT/PATH or exit (default: fn with --fn, else exit)"),
 		OPT_STRING("output", 'o', &o.output, "FILE", "where to write the plan (default " DEFAULT_OUTPUT ")"),
 		OPT_CALLBACK("eager", 0, &o.eager, check_eager, "MODULE", "keep MODULE (and its submodules) eager (repeat for more)"),
+		OPT_CALLBACK("eager-from", 0, &o.eager_from, check_eager, "MODULE",
+			     "bind the from-imports of MODULE (and its submodules) eagerly (repeat for more)"),
 		OPT_BOOL("verify", 0, &o.verify, "replay the requests with and without the plan; refuse it if a response differs"),
 		OPT_STRING("python", 0, &o.python, "PATH", "interpreter for --fn (default: $COLDSTART_PYTHON or python3)"),
 		OPT_DURATION("timeout", 0, &o.timeout_us, "TIME", "limit for each run of the target (default 120s)"),
@@ -542,6 +639,7 @@ int cmd_plan(int argc, char **argv)
 	memset(&r, 0, sizeof(r));
 	strvec_init(&o.request_files);
 	strvec_init(&o.eager);
+	strvec_init(&o.eager_from);
 	strvec_init(&o.command);
 	strvec_init(&r.argv);
 	strvec_init(&r.env_plain);
@@ -636,14 +734,25 @@ int cmd_plan(int argc, char **argv)
 	set_pythonpath(&r.env_record, boot.buf);
 	set_pythonpath(&r.env_apply, boot.buf);
 	buf_addf(&tmp, "%s.tmp-%d", o.output, (int)getpid());
+	/* The code archive's path is written into the plan: make it absolute. */
+	if (o.output[0] != '/' && getcwd(cwd, sizeof(cwd)))
+		buf_addf(&code_out, "%s/", cwd);
+	buf_addf(&code_out, "%s.code", o.output);
+	buf_addf(&code_tmp, "%s.tmp-%d", code_out.buf, (int)getpid());
 	strvec_setenv(&r.env_record, "COLDSTART_PLAN_RECORD", tmp.buf);
+	strvec_setenv(&r.env_record, "COLDSTART_PLAN_CODE_OUT", code_tmp.buf);
 	strvec_setenv(&r.env_record, "COLDSTART_PLAN", "");
 	for (k = 0; k < o.eager.nr; k++)
 		buf_addf(&eager, "%s%s", k ? "," : "", o.eager.v[k]);
 	strvec_setenv(&r.env_record, "COLDSTART_PLAN_EAGER", eager.buf);
+	buf_reset(&eager);
+	for (k = 0; k < o.eager_from.nr; k++)
+		buf_addf(&eager, "%s%s", k ? "," : "", o.eager_from.v[k]);
+	strvec_setenv(&r.env_record, "COLDSTART_PLAN_EAGER_FROM", eager.buf);
 
 	plan_target_setup_signals();
 	unlink(tmp.buf);
+	unlink(code_tmp.buf);
 	st = run_once(&r, &r.env_record, tmp.buf, &rec, &err);
 	if (st != PLAN_RUN_OK) {
 		report_failure("planning run", st, &rec, &err);
@@ -674,8 +783,8 @@ int cmd_plan(int argc, char **argv)
 		if (ret != EXIT_OK)
 			goto out;
 	}
-	if (rename(tmp.buf, o.output) < 0) {
-		error("cannot write '%s': %s", o.output, strerror(errno));
+	if (finish_plan(d.root, tmp.buf, o.output, code_tmp.buf, code_out.buf, &err) < 0) {
+		error("%s", err.buf);
 		ret = EXIT_FAIL;
 		goto out;
 	}
@@ -684,6 +793,8 @@ int cmd_plan(int argc, char **argv)
 out:
 	if (tmp.len)
 		unlink(tmp.buf);
+	if (code_tmp.len)
+		unlink(code_tmp.buf);
 	if (d.root)
 		json_decref(d.root);
 	plan_outcome_release(&rec);
@@ -692,6 +803,7 @@ out:
 	free(r.bodies);
 	strvec_clear(&o.request_files);
 	strvec_clear(&o.eager);
+	strvec_clear(&o.eager_from);
 	strvec_clear(&o.command);
 	strvec_clear(&r.argv);
 	strvec_clear(&r.env_plain);
@@ -702,5 +814,7 @@ out:
 	buf_release(&tmp);
 	buf_release(&eager);
 	buf_release(&fdk);
+	buf_release(&code_out);
+	buf_release(&code_tmp);
 	return ret;
 }

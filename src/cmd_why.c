@@ -144,34 +144,171 @@ static void suggest(const struct run *r, const char *module, struct buf *out)
 		buf_addf(out, "%s%s", j ? ", " : "", best[j].name);
 }
 
+/* What the command works on once the command line is read. */
+struct why_cmd {
+	struct why_cmd_opts o;
+	const char *module, *profile_name;
+	struct profile p;
+	const struct run *r;
+	size_t run_index;
+	struct why_graph *graphs; /* one per process of r */
+	struct why_proc_answer *pas;
+	size_t nr_pas;
+	struct why_scan_result res;
+	struct buf scan_err;
+	bool scanned;
+};
+
+/* Reads the profile and picks the run; an exit status on failure, else -1. */
+static int why_load(struct why_cmd *c)
+{
+	struct buf err = BUF_INIT;
+	int ret = EXIT_FAIL;
+
+	if (profile_read_json(&c->p, c->profile_name, &err) < 0) {
+		error("%s", err.buf);
+		goto out;
+	}
+	if (!c->p.nr_runs) {
+		error("'%s' holds no runs", c->profile_name);
+		goto out;
+	}
+	if (c->o.run > 0 && (size_t)c->o.run > c->p.nr_runs) {
+		ret = usage_error(&why_usage, "--run %d: '%s' holds %zu run%s", c->o.run, c->profile_name,
+				  c->p.nr_runs, c->p.nr_runs == 1 ? "" : "s");
+		goto out;
+	}
+	c->run_index = c->o.run ? (size_t)(c->o.run - 1) : profile_median_run(&c->p);
+	c->r = &c->p.runs[c->run_index];
+	if (!c->r->nr_procs) {
+		error("run %zu of '%s' holds no processes", c->run_index + 1, c->profile_name);
+		goto out;
+	}
+	ret = -1;
+out:
+	buf_release(&err);
+	return ret;
+}
+
+/*
+ * Builds each process's import graph, adds the import statements of the
+ * profile's modules unless --no-source, and answers for every process that
+ * imported the module; returns how many did.
+ */
+static size_t why_answer_all(struct why_cmd *c)
+{
+	const struct run *r = c->r;
+	bool *forks = xcalloc(r->nr_procs, sizeof(*forks));
+	size_t i;
+
+	c->graphs = xcalloc(r->nr_procs, sizeof(*c->graphs));
+	for (i = 0; i < r->nr_procs; i++) {
+		why_graph_init(&c->graphs[i], &r->procs[i]);
+		forks[i] = fork_parent(r, i) >= 0;
+	}
+	if (!c->o.no_source) {
+		struct why_scan_opts so = {
+			.python = c->o.python,
+			.datadir = coldstart_datadir(),
+			.no_cache = c->o.no_cache,
+			.jobs = parallel_cpus(),
+			.timeout_ms = READER_TIMEOUT_MS,
+		};
+
+		c->scanned = why_scan(&c->p, r, forks, c->graphs, &so, &c->res, &c->scan_err) == 0;
+	}
+	free(forks);
+	c->pas = xcalloc(r->nr_procs, sizeof(*c->pas));
+	for (i = 0; i < r->nr_procs; i++) {
+		struct why_proc_answer *pa = &c->pas[c->nr_pas];
+		struct why_opts wo = { .functions_run = c->o.functions };
+
+		pa->index = i;
+		pa->parent = fork_parent(r, i);
+		pa->inherited = pa->parent >= 0 && why_graph_find(&c->graphs[pa->parent], c->module) >= 0;
+		wo.inherited = pa->inherited;
+		if (why_answer(&c->graphs[i], c->module, &wo, &pa->a) == 0)
+			c->nr_pas++;
+	}
+	return c->nr_pas;
+}
+
+/* The error for a module no process imported, with names close to it. */
+static void why_not_imported(const struct why_cmd *c)
+{
+	struct buf near = BUF_INIT;
+
+	suggest(c->r, c->module, &near);
+	error("'%s' is not imported in '%s'%s%s%s", c->module, c->profile_name,
+	      c->r->nr_procs > 1 ? " (in none of its processes)" : "", near.len ? "; close names: " : "", near.buf);
+	if (!c->scanned && !c->o.no_source)
+		fprintf(stderr, "coldstart: note: import statements not read: %s\n", c->scan_err.buf);
+	buf_release(&near);
+}
+
+static void why_print(const struct why_cmd *c)
+{
+	struct buf out = BUF_INIT;
+	struct why_report w = {
+		.module = c->module,
+		.profile_name = c->profile_name,
+		.p = &c->p,
+		.r = c->r,
+		.run_index = c->run_index,
+		.graphs = c->graphs,
+		.answers = c->pas,
+		.nr_answers = c->nr_pas,
+		.res = &c->res,
+		.scan_error = c->o.no_source || c->scanned ? NULL : c->scan_err.buf,
+		.no_source = c->o.no_source,
+		.functions = c->o.functions,
+		.top = c->o.top,
+	};
+
+	if (c->o.json)
+		why_report_json(&w, &out);
+	else
+		why_report_text(&w, &out);
+	fwrite(out.buf, 1, out.len, stdout);
+	buf_release(&out);
+}
+
+static void why_cmd_release(struct why_cmd *c)
+{
+	size_t i;
+
+	for (i = 0; c->graphs && i < c->r->nr_procs; i++)
+		why_graph_release(&c->graphs[i]);
+	for (i = 0; i < c->nr_pas; i++)
+		why_answer_release(&c->pas[i].a);
+	free(c->graphs);
+	free(c->pas);
+	why_scan_result_release(&c->res);
+	profile_release(&c->p);
+	buf_release(&c->scan_err);
+}
+
 int cmd_why(int argc, char **argv)
 {
-	struct why_cmd_opts o = { .top = 20 };
-	struct profile p;
-	struct buf err = BUF_INIT, scan_err = BUF_INIT, out = BUF_INIT;
+	struct why_cmd c = { .o = { .top = 20 }, .scan_err = BUF_INIT };
+	struct why_cmd_opts *o = &c.o;
+	struct buf err = BUF_INIT;
 	struct strvec pos = STRVEC_INIT;
-	struct why_graph *graphs = NULL;
-	struct why_proc_answer *pas = NULL;
-	struct why_scan_result res = { 0 };
-	bool *forks = NULL, scanned = false;
-	size_t nr_pas = 0, i, run_index;
-	const struct run *r = NULL;
-	const char *module;
 	int rc, ret = EXIT_USAGE;
 
 	const struct opt options[] = {
-		OPT_BOOL("json", 0, &o.json, "write the answer as JSON"),
-		OPT_INT("top", 0, &o.top, 0, 1000000, "N", "rows in each list (default 20; 0: all)"),
-		OPT_INT("run", 0, &o.run, 1, 1000000, "N", "the run to answer for (default: the median)"),
-		OPT_BOOL("functions", 0, &o.functions, "imports in functions run at start-up too"),
-		OPT_STRING("python", 0, &o.python, "PATH", "read source with this interpreter"),
-		OPT_BOOL("no-source", 0, &o.no_source, "only the imports the profile recorded"),
-		OPT_BOOL("no-cache", 0, &o.no_cache, "read every file again, keep no cache"),
+		OPT_BOOL("json", 0, &o->json, "write the answer as JSON"),
+		OPT_INT("top", 0, &o->top, 0, 1000000, "N", "rows in each list (default 20; 0: all)"),
+		OPT_INT("run", 0, &o->run, 1, 1000000, "N", "the run to answer for, N of the profile with warm-ups counted (default: the run the report shows)"),
+		OPT_BOOL("functions", 0, &o->functions, "imports in functions run at start-up too"),
+		OPT_STRING("python", 0, &o->python, "PATH", "read source with this interpreter"),
+		OPT_BOOL("no-source", 0, &o->no_source, "only the imports the profile recorded"),
+		OPT_BOOL("no-cache", 0, &o->no_cache, "read every file again, keep no cache"),
 		OPT_HELP("help", 'h', NULL, "this text"),
 		OPT_END(),
 	};
 
-	profile_init(&p);
+	profile_init(&c.p);
 	rc = args_parse_all(options, argc, argv, &pos, &err);
 	if (rc) {
 		ret = usage_stop(&why_usage, options, rc, err.buf);
@@ -184,109 +321,25 @@ int cmd_why(int argc, char **argv)
 			ret = usage_error(&why_usage, "why needs a MODULE and a PROFILE");
 		goto out;
 	}
-	if (o.python && !*o.python) {
+	if (o->python && !*o->python) {
 		ret = usage_error(&why_usage, "--python needs an interpreter");
 		goto out;
 	}
-	module = pos.v[0];
+	c.module = pos.v[0];
+	c.profile_name = pos.v[1];
+	ret = why_load(&c);
+	if (ret >= 0)
+		goto out;
 	ret = EXIT_FAIL;
-	if (profile_read_json(&p, pos.v[1], &err) < 0) {
-		error("%s", err.buf);
+	if (!why_answer_all(&c)) {
+		why_not_imported(&c);
 		goto out;
 	}
-	if (!p.nr_runs) {
-		error("'%s' holds no runs", pos.v[1]);
-		goto out;
-	}
-	if (o.run > 0 && (size_t)o.run > p.nr_runs) {
-		ret = usage_error(&why_usage, "--run %d: '%s' holds %zu run%s", o.run, pos.v[1], p.nr_runs,
-				  p.nr_runs == 1 ? "" : "s");
-		goto out;
-	}
-	run_index = o.run ? (size_t)(o.run - 1) : profile_median_run(&p);
-	r = &p.runs[run_index];
-	if (!r->nr_procs) {
-		error("run %zu of '%s' holds no processes", run_index + 1, pos.v[1]);
-		goto out;
-	}
-	graphs = xcalloc(r->nr_procs, sizeof(*graphs));
-	forks = xcalloc(r->nr_procs, sizeof(*forks));
-	for (i = 0; i < r->nr_procs; i++) {
-		why_graph_init(&graphs[i], &r->procs[i]);
-		forks[i] = fork_parent(r, i) >= 0;
-	}
-	if (!o.no_source) {
-		struct why_scan_opts so = {
-			.python = o.python,
-			.datadir = coldstart_datadir(),
-			.no_cache = o.no_cache,
-			.jobs = parallel_cpus(),
-			.timeout_ms = READER_TIMEOUT_MS,
-		};
-
-		scanned = why_scan(&p, r, forks, graphs, &so, &res, &scan_err) == 0;
-	}
-	pas = xcalloc(r->nr_procs, sizeof(*pas));
-	for (i = 0; i < r->nr_procs; i++) {
-		struct why_proc_answer *pa = &pas[nr_pas];
-		struct why_opts wo = { .functions_run = o.functions };
-
-		pa->index = i;
-		pa->parent = fork_parent(r, i);
-		pa->inherited = pa->parent >= 0 && why_graph_find(&graphs[pa->parent], module) >= 0;
-		wo.inherited = pa->inherited;
-		if (why_answer(&graphs[i], module, &wo, &pa->a) == 0)
-			nr_pas++;
-	}
-	if (!nr_pas) {
-		struct buf near = BUF_INIT;
-
-		suggest(r, module, &near);
-		error("'%s' is not imported in '%s'%s%s%s", module, pos.v[1],
-		      r->nr_procs > 1 ? " (in none of its processes)" : "", near.len ? "; close names: " : "",
-		      near.buf);
-		if (!scanned && !o.no_source)
-			fprintf(stderr, "coldstart: note: import statements not read: %s\n", scan_err.buf);
-		buf_release(&near);
-		goto out;
-	}
-	{
-		struct why_report w = {
-			.module = module,
-			.profile_name = pos.v[1],
-			.p = &p,
-			.r = r,
-			.run_index = run_index,
-			.graphs = graphs,
-			.answers = pas,
-			.nr_answers = nr_pas,
-			.res = &res,
-			.scan_error = o.no_source || scanned ? NULL : scan_err.buf,
-			.no_source = o.no_source,
-			.functions = o.functions,
-			.top = o.top,
-		};
-
-		if (o.json)
-			why_report_json(&w, &out);
-		else
-			why_report_text(&w, &out);
-	}
-	fwrite(out.buf, 1, out.len, stdout);
+	why_print(&c);
 	ret = EXIT_OK;
 out:
-	for (i = 0; graphs && i < r->nr_procs; i++)
-		why_graph_release(&graphs[i]);
-	for (i = 0; i < nr_pas; i++)
-		why_answer_release(&pas[i].a);
-	free(graphs);
-	free(pas);
-	free(forks);
-	why_scan_result_release(&res);
-	profile_release(&p);
+	why_cmd_release(&c);
 	strvec_clear(&pos);
 	buf_release(&err);
-	buf_release(&scan_err);
-	buf_release(&out);
 	return ret;
 }

@@ -5,9 +5,10 @@ strict mode (every pure-Python module the request did not use is deferred,
 even the ones the plan keeps eager), loads func.py, calls the handler once
 with a minimal context and answers with its body, so only the modules
 whose code the request ran (and the native extensions they need) run their
-bodies.  FLOOR_STRICT=0 applies the plan as it is instead (for functions
-that strict mode breaks).  usage: floor.py PLAN FUNC HANDLER (FN_LISTENER
-in the environment)
+bodies.  FLOOR_KEEP=mod,... keeps those modules eager all the same (the
+ones the benchmark found strict mode cannot defer without changing the
+answer).  usage: floor.py PLAN FUNC HANDLER (FN_LISTENER in the
+environment)
 """
 import os
 import sys
@@ -54,8 +55,9 @@ def _read(conn):
 
 def _answer(plan_path, func, handler, body):
     from coldstart import plan
-    # FLOOR_STRICT=0: the function breaks in strict mode, use the plan as is.
-    plan.install(plan_path, strict=os.environ.get("FLOOR_STRICT") != "0")
+    # FLOOR_KEEP: what strict mode must keep eager for the same answer.
+    keep = [m for m in os.environ.get("FLOOR_KEEP", "").split(",") if m]
+    plan.install(plan_path, strict=True, keep=keep)
     from importlib import util
     path = os.path.abspath(func)
     sys.path.insert(0, os.path.dirname(path))

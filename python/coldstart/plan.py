@@ -17,19 +17,26 @@ Python 3.8+; importing this file imports nothing beyond what start-up has
 loaded, and reading a plan uses the _json scanner without json and re.
 """
 
+import builtins as _builtins_mod
+import marshal
 import os
 import sys
+import _imp
 import _thread
 
-from importlib import _bootstrap, _bootstrap_external
+# The import system's own modules, always there: importing the importlib
+# package would import warnings (and types) as well.
+_bootstrap = sys.modules["_frozen_importlib"]
+_bootstrap_external = sys.modules["_frozen_importlib_external"]
 
 __all__ = ["install", "installed", "warm", "responded", "deferred",
-           "is_deferred", "load", "PlanError", "PLAN_FORMAT", "PLAN_VERSION"]
+           "is_deferred", "load", "lazy_names", "PlanError", "PLAN_FORMAT", "PLAN_VERSION"]
 
 PLAN_FORMAT = "coldstart-plan"
 PLAN_VERSION = 1
 
 _ModuleType = type(sys)
+_builtins_dict = _builtins_mod.__dict__
 _module_getattr = _ModuleType.__getattribute__
 _module_setattr = _ModuleType.__setattr__
 
@@ -156,7 +163,12 @@ def _index_from_modules(modules):
     for m in modules:
         if isinstance(m, dict) and m.get("kind") in _LOADERS and \
                 isinstance(m.get("path"), str):
-            rows.append([m.get(f) for f in INDEX_FIELDS])
+            row = [m.get(f) for f in INDEX_FIELDS]
+            # dir is null where it is the default (PlanFinder.entry).
+            d = os.path.dirname(row[2])
+            if row[7] == (os.path.dirname(d) if row[8] is not None else d):
+                row[7] = None
+            rows.append(row)
     return rows
 
 
@@ -265,10 +277,15 @@ def check(plan):
             why.append("the plan was made by another interpreter (%s %r, "
                        "this one has %r)" % (k, rec.get(k), cur[k]))
             return why
+    stat = os.stat
     for row in plan["index"]:
-        r = _stale_file(row)
-        if r:
-            why.append(r)
+        # _stale_file(row), inlined: this loop stats every planned file.
+        try:
+            st = stat(row[2])
+        except (OSError, TypeError, ValueError):
+            st = None
+        if st is None or st.st_size != row[3] or st.st_mtime_ns != row[4]:
+            why.append(_stale_file(row) or "%s changed" % row[0])
             return why
     r = _shadowed(plan)
     if r:
@@ -279,9 +296,10 @@ def check(plan):
 # --- deferred modules ------------------------------------------------------
 
 class _State(object):
-    __slots__ = ("spec", "loader", "owner", "error", "order", "rebinds")
+    __slots__ = ("spec", "loader", "owner", "error", "order", "rebinds",
+                 "lazy")
 
-    def __init__(self, spec, loader, order, rebinds):
+    def __init__(self, spec, loader, order, rebinds, lazy):
         self.spec = spec
         self.loader = loader
         self.owner = None
@@ -289,6 +307,8 @@ class _State(object):
         self.order = order
         # Submodule names the package's body binds to something else.
         self.rebinds = rebinds
+        # The body's from-imports that may stay lazy (_run_body), or None.
+        self.lazy = lazy
 
 
 # name -> _State for every module created deferred and not loaded yet.
@@ -297,17 +317,15 @@ _pending = {}
 # normally, so it raises (or succeeds) as a plain import would.
 _failed = set()
 _counter = [0]
-
-
-def _state_of(mod):
-    d = _module_getattr(mod, "__dict__")
-    return _pending.get(d.get("__name__"))
+# name -> what runs right after the deferred body of name (defer_then()).
+_after_body = {}
 
 
 def _load(mod):
     """Runs the body of a deferred module (once, whichever thread asks
     first; the others wait on the module's import lock)."""
-    name = _module_getattr(mod, "__dict__").get("__name__")
+    d = _raw_dict(mod)
+    name = d.get("__name__")
     st = _pending.get(name)
     if st is None:
         return
@@ -323,11 +341,14 @@ def _load(mod):
         spec = st.spec
         spec._initializing = True
         try:
-            st.loader.exec_module(mod)
+            _run_body(st.loader, mod, name, st.lazy)
+            for after in _after_body.pop(name, ()):
+                after()
         except BaseException as e:
             st.error = e
             st.owner = None
             _failed.add(name)
+            _after_body.pop(name, None)
             if sys.modules.get(name) is mod:
                 del sys.modules[name]
             raise
@@ -338,51 +359,88 @@ def _load(mod):
         # The body may have given itself a class of its own: keep it.
         if type(mod) is _Deferred:
             object.__setattr__(mod, "__class__", _ModuleType)
+        _mark_lazy(mod, d)
 
 
 class _Deferred(_ModuleType):
     """The class of a module whose body has not run yet.  Reading any
     attribute but the ones the import system reads (and submodules bound by
-    imports) runs the body first; so do setting and deleting attributes."""
+    imports) runs the body first; so do setting and deleting attributes.
+    A planned body's `from x import y` that the plan lets stay lazy gets a
+    placeholder instead (_lazy_site)."""
 
     def __getattribute__(self, attr):
         if attr in _EXEMPT:
             return _module_getattr(self, attr)
-        d = _module_getattr(self, "__dict__")
+        d = _raw_dict(self)
         name = d.get("__name__")
         st = _pending.get(name)
+        if attr == "__dict__" and name in _running:
+            _bind_pending(d)
         if st is not None and st.owner != _thread.get_ident():
             # A submodule that an import bound here is answered as it is.
             v = d.get(attr, _MISSING)
             if attr in st.rebinds:
                 _load(self)
+            elif v is _MISSING and isinstance(
+                    sys.modules.get("%s.%s" % (name, attr)), _ModuleType):
+                # A submodule still being imported (bound on its package
+                # when done): IMPORT_FROM falls back to it, as without the
+                # plan, where the package's body would have run first.
+                return sys.modules["%s.%s" % (name, attr)]
             elif v is _MISSING:
-                # `from pkg import sub` asks hasattr(pkg, "sub") first and
-                # imports pkg.sub when it is missing: let it.
-                if sys._getframe(1).f_code is _FROMLIST_CODE:
+                f = sys._getframe(1)
+                if f.f_code is _FROMLIST_CODE:
+                    # `from pkg import name` asks hasattr(pkg, name) first
+                    # and imports pkg.name when it is missing: let it, but
+                    # for a name the plan binds lazily, which is no module.
+                    # `from pkg import *` asks for __all__ to import the
+                    # submodules it names.
+                    if attr == "__all__":
+                        if _lazy_site(f.f_back, name, attr, True) \
+                                is _MISSING:
+                            _load(self)
+                            return getattr(self, attr)
+                    elif _lazy_site(f.f_back, name, attr, True) \
+                            is not _MISSING:
+                        return None
                     raise AttributeError(attr)
+                p = _lazy_site(f, name, attr)
+                if p is not _MISSING:
+                    return p
                 _load(self)
             elif not (isinstance(v, _ModuleType) and
                       sys.modules.get("%s.%s" % (name, attr)) is v):
                 _load(self)
+            else:
+                return v
+            # Loaded: the module may have lazy names of its own now.
+            if type(self) is not _Deferred:
+                return getattr(self, attr)
         return _module_getattr(self, attr)
 
     def __setattr__(self, attr, value):
-        d = _module_getattr(self, "__dict__")
+        d = _raw_dict(self)
         st = _pending.get(d.get("__name__"))
         # `import a.b` binds a.b on a: that must not run a's body.
         if st is not None and st.owner != _thread.get_ident() and not (
                 isinstance(value, _ModuleType) and
                 sys.modules.get("%s.%s" % (d["__name__"], attr)) is value):
             _load(self)
+            if type(self) is not _Deferred:
+                return setattr(self, attr, value)
         _module_setattr(self, attr, value)
 
     def __delattr__(self, attr):
         _load(self)
+        if type(self) is not _Deferred:
+            return delattr(self, attr)
         _ModuleType.__delattr__(self, attr)
 
     def __dir__(self):
         _load(self)
+        if type(self) is not _Deferred:
+            return dir(self)
         return _ModuleType.__dir__(self)
 
 
@@ -390,9 +448,10 @@ class _DeferringLoader(object):
     """Stands in spec.loader while the import system creates the module;
     exec_module puts the real loader back and leaves the body for later."""
 
-    def __init__(self, loader, rebinds=frozenset()):
+    def __init__(self, loader, rebinds=frozenset(), lazy=None):
         self.loader = loader
         self.rebinds = rebinds
+        self.lazy = lazy
 
     def create_module(self, spec):
         return self.loader.create_module(spec)
@@ -400,12 +459,438 @@ class _DeferringLoader(object):
     def exec_module(self, module):
         spec = _module_getattr(module, "__spec__")
         spec.loader = self.loader
-        d = _module_getattr(module, "__dict__")
+        d = _raw_dict(module)
         d["__loader__"] = self.loader
         _counter[0] += 1
         _pending[spec.name] = _State(spec, self.loader, _counter[0],
-                                     self.rebinds)
+                                     self.rebinds, self.lazy)
         object.__setattr__(module, "__class__", _Deferred)
+
+
+# --- lazy from-imports ------------------------------------------------------
+#
+# `from x import y` in a body that runs reads x.y, which runs x's body when
+# x is deferred.  When the plan says the importing body itself never reads
+# y (plan_record.py: its code, the functions it calls, other modules reading
+# it, annotations), the import binds a placeholder that the body's end takes
+# out again: y is then a lazy name of the module, absent from its __dict__,
+# and bound to the real object at its first use:
+#   - by the module's own functions: a global it lacks is looked up in its
+#     __builtins__, which is a copy of the builtins whose __missing__ binds
+#     the lazy name (_Builtins);
+#   - from outside: the module's class gets a __getattr__ (_LazyNames);
+#     reading __dict__ (vars(), a star import) binds all of them first.
+# So the module's own objects are the real ones, as without the plan.
+
+# IMPORT_FROM's opcode, and the opcode (and argument, 3.12+) of a star
+# import, from the plan ("opcodes"); empty when the plan has none.
+_OPS = []
+# name -> (module dict, {x: (attrs that may stay lazy, star names)}) for
+# the bodies running now with lazy from-imports.
+_running = {}
+# name -> [module dict, {bound name: (x, attr)}, module] for the modules
+# with lazy names.
+_tables = {}
+_raw_dict = _ModuleType.__dict__["__dict__"].__get__
+_facade = []
+_warned = set()
+
+
+class _Pending(object):
+    """What a lazy from-import binds while the importing body runs; the
+    body's end replaces it with a lazy name.  The plan says the body never
+    uses it: if it does after all, it is resolved then and used as the real
+    object (with a warning that the plan is out of date)."""
+    __slots__ = ("home", "module", "attr")
+
+    def __init__(self, home, module, attr):
+        self.home = home
+        self.module = module
+        self.attr = attr
+
+    def _target(self):
+        home = object.__getattribute__(self, "home")
+        mod = object.__getattribute__(self, "module")
+        attr = object.__getattribute__(self, "attr")
+        key = (home.get("__name__"), mod, attr)
+        if key not in _warned:
+            _warned.add(key)
+            _warn("%s used %s.%s while its body ran, which the plan says it "
+                  "does not: bound now; run `coldstart plan` again"
+                  % (key[0], mod, attr))
+        v = _import_from(mod, attr)
+        for k, x in list(home.items()):
+            if x is self:
+                home[k] = v
+        return v
+
+    def __getattr__(self, attr):
+        return getattr(_Pending._target(self), attr)
+
+    def __call__(self, *args, **kwargs):
+        return _Pending._target(self)(*args, **kwargs)
+
+    def __mro_entries__(self, bases):
+        return (_Pending._target(self),)
+
+    def __getitem__(self, key):
+        return _Pending._target(self)[key]
+
+    def __instancecheck__(self, obj):
+        return isinstance(obj, _Pending._target(self))
+
+    def __subclasscheck__(self, cls):
+        return issubclass(cls, _Pending._target(self))
+
+    def __or__(self, other):
+        return _Pending._target(self) | other
+
+    def __ror__(self, other):
+        return other | _Pending._target(self)
+
+
+def _import_from(mod, attr):
+    """What `from mod import attr` binds, now."""
+    m = sys.modules.get(mod)
+    if m is None:
+        __import__(mod)
+        m = sys.modules[mod]
+    try:
+        return getattr(m, attr)
+    except AttributeError:
+        sub = sys.modules.get("%s.%s" % (mod, attr))
+        if sub is not None:
+            return sub
+        where = _raw_dict(m).get("__file__") or "unknown location"
+        raise ImportError("cannot import name %r from %r (%s)"
+                          % (attr, mod, where), name=mod, path=where)
+
+
+def _lazy_site(f, mod, attr, fromlist=False):
+    """When frame f is a planned body at a from-import of mod.attr (or a
+    star import of mod) that the plan lets stay lazy: what the instruction
+    is to get (a placeholder, or a star import's names); else _MISSING.
+    fromlist: f runs the import statement itself (_handle_fromlist asks)."""
+    if f is None or not _OPS or f.f_code.co_name != "<module>":
+        return _MISSING
+    g = f.f_globals
+    r = _running.get(g.get("__name__"))
+    if r is None or r[0] is not g:
+        return _MISSING
+    spec = r[1].get(mod)
+    if spec is None:
+        return _MISSING
+    if fromlist:
+        if attr == "__all__":
+            return True if spec[1] is not None else _MISSING
+        return True if attr in spec[0] else _MISSING
+    code = f.f_code.co_code
+    i = f.f_lasti
+    op = code[i]
+    if op == _OPS[0]:
+        if attr in spec[0]:
+            return _Pending(g, mod, attr)
+    elif spec[1] is not None and op == _OPS[1] and \
+            (_OPS[2] is None or code[i + 1] == _OPS[2]):
+        if attr == "__all__":
+            return list(spec[1])
+        if attr in spec[1]:
+            return _Pending(g, mod, attr)
+    return _MISSING
+
+
+class _Builtins(dict):
+    """The __builtins__ of a module whose body may leave names lazy: a copy
+    of the builtins (so that C code finding __import__ and the rest in it
+    works) whose __missing__ binds the lazy name the code looked up, or
+    falls back to the real builtins (for names added since).  Shared by all
+    such modules: the frame that missed says whose name it was."""
+    __slots__ = ()
+
+    def __missing__(self, key):
+        f = sys._getframe(0).f_back
+        g = f.f_globals if f is not None else None
+        t = _tables.get(g.get("__name__")) if g is not None else None
+        if t is not None and t[0] is g and key in t[1]:
+            return _resolve(t, key)
+        return _builtins_dict[key]
+
+
+def _builtins_facade():
+    if not _facade:
+        _facade.append(_Builtins(_builtins_dict))
+    return _facade[0]
+
+
+def _run_body(loader, module, name, lazy):
+    """Runs a planned module's body; with lazy (its from-imports that may
+    stay lazy), the placeholders they bind become lazy names afterwards."""
+    if lazy is None:
+        loader.exec_module(module)
+        return
+    d = _raw_dict(module)
+    d["__builtins__"] = _builtins_facade()
+    prev = _running.get(name)
+    _running[name] = (d, lazy)
+    plain = type(module) is _ModuleType
+    if plain:
+        object.__setattr__(module, "__class__", _BodyRunning)
+    try:
+        loader.exec_module(module)
+    finally:
+        if prev is None:
+            _running.pop(name, None)
+        else:
+            _running[name] = prev
+        if plain and type(module) is _BodyRunning:
+            object.__setattr__(module, "__class__", _ModuleType)
+        _collect(module, d, name)
+
+
+def _bind_pending(d):
+    """Someone reads the namespace of a body that runs as a whole (enum's
+    _convert_, attrs copying it for generated code): the placeholders in
+    it become the real objects first."""
+    for k, v in list(d.items()):
+        if type(v) is _Pending:
+            d[k] = _import_from(object.__getattribute__(v, "module"),
+                                object.__getattribute__(v, "attr"))
+
+
+class _BodyRunning(_ModuleType):
+    """The class of a planned module while its body runs with lazy
+    from-imports: reading its __dict__ from outside binds them."""
+
+    @property
+    def __dict__(self):
+        d = _raw_dict(self)
+        if d.get("__name__") in _running:
+            _bind_pending(d)
+        return d
+
+
+def _collect(module, d, name):
+    names = {}
+    for k, v in list(d.items()):
+        if type(v) is _Pending:
+            del d[k]
+            names[k] = (object.__getattribute__(v, "module"),
+                        object.__getattribute__(v, "attr"))
+    if not names:
+        return
+    t = _tables.get(name)
+    if t is None or t[0] is not d:
+        t = _tables[name] = [d, {}, module]
+    t[1].update(names)
+    fac = _builtins_facade()
+    for k in names:
+        # A lazy name that shadows a builtin must reach __missing__.
+        if k in fac:
+            del fac[k]
+
+
+def _mark_lazy(module, d):
+    """Gives a module with lazy names the class that binds them when read
+    from outside (or binds them all now when it has a class of its own)."""
+    t = _tables.get(d.get("__name__"))
+    if t is None or t[0] is not d or not t[1]:
+        return
+    if type(module) is _ModuleType:
+        object.__setattr__(module, "__class__", _LazyNamesGetattr if
+                           "__getattr__" in d else _LazyNames)
+    elif not isinstance(module, _LazyBase):
+        _resolve_all(t)
+
+
+def _resolve(t, key):
+    """Binds lazy name key of table t (resolving its from-import now) and
+    returns the object."""
+    d, names = t[0], t[1]
+    src = names.get(key)
+    if src is None:  # bound meanwhile (another thread)
+        v = d.get(key, _MISSING)
+        if v is _MISSING:
+            raise NameError("name %r is not defined" % key)
+        return v
+    v = _import_from(src[0], src[1])
+    d.setdefault(key, v)
+    names.pop(key, None)
+    if not names:
+        _unmark(t)
+    return d[key]
+
+
+def _resolve_all(t):
+    for k in list(t[1]):
+        if k in t[1]:
+            _resolve(t, k)
+
+
+def _unmark(t):
+    d, module = t[0], t[2]
+    name = d.get("__name__")
+    if _tables.get(name) is t:
+        del _tables[name]
+    if type(module) in (_LazyNames, _LazyNamesGetattr):
+        object.__setattr__(module, "__class__", _ModuleType)
+
+
+def _table_of(module):
+    d = _raw_dict(module)
+    t = _tables.get(d.get("__name__"))
+    return t if t is not None and t[0] is d else None
+
+
+def _lazy_attr(module, attr, f):
+    """module.attr for a lazy name attr (table t), asked from frame f."""
+    t = _table_of(module)
+    if f.f_code is _FROMLIST_CODE:
+        return None  # hasattr(): it exists, no need to bind it for that
+    p = _lazy_site(f, t[0].get("__name__"), attr)
+    if p is not _MISSING:
+        return p  # re-exported lazily by another planned body
+    return _resolve(t, attr)
+
+
+def _no_attr(module, attr):
+    name = _raw_dict(module).get("__name__")
+    msg = "module %r has no attribute %r" % (name, attr)
+    try:
+        return AttributeError(msg, name=attr, obj=module)
+    except TypeError:  # before 3.10
+        return AttributeError(msg)
+
+
+class _LazyBase(_ModuleType):
+    """What both classes of a loaded module with lazy names do: dir() lists
+    them; __dict__ (vars(), a star import without __all__) binds them all
+    first; setting or deleting one forgets it."""
+
+    @property
+    def __dict__(self):
+        t = _table_of(self)
+        if t is not None:
+            _resolve_all(t)
+        return _raw_dict(self)
+
+    def __dir__(self):
+        d = _raw_dict(self)
+        if "__dir__" in d:
+            return d["__dir__"]()
+        t = _table_of(self)
+        return list(d) + [k for k in (t[1] if t else ()) if k not in d]
+
+    def __setattr__(self, attr, value):
+        _module_setattr(self, attr, value)
+        t = _table_of(self)
+        if t is not None and t[1].pop(attr, None) is not None and not t[1]:
+            _unmark(t)
+
+    def __delattr__(self, attr):
+        t = _table_of(self)
+        if t is not None and attr in t[1] and attr not in _raw_dict(self):
+            t[1].pop(attr, None)
+            if not t[1]:
+                _unmark(t)
+            return
+        _ModuleType.__delattr__(self, attr)
+
+
+class _LazyNames(_LazyBase):
+    """A loaded module with lazy names and no __getattr__ of its own:
+    reading a lazy name (a miss in its __dict__) binds it."""
+
+    def __getattr__(self, attr):
+        t = _table_of(self)
+        f = sys._getframe(1)
+        if t is not None and attr in t[1]:
+            return _lazy_attr(self, attr, f)
+        if attr == "__all__":
+            p = _lazy_site(f, _raw_dict(self).get("__name__"), attr)
+            if p is not _MISSING:
+                return p
+        raise _no_attr(self, attr)
+
+
+class _LazyNamesGetattr(_LazyBase):
+    """A loaded module with lazy names and a __getattr__ of its own (PEP
+    562), which must not see them: they are answered first."""
+
+    def __getattribute__(self, attr):
+        d = _raw_dict(self)
+        t = _tables.get(d.get("__name__"))
+        if t is not None and t[0] is d and attr in t[1] and attr not in d:
+            return _lazy_attr(self, attr, sys._getframe(1))
+        return _module_getattr(self, attr)
+
+
+def lazy_names(module):
+    """The names of module that a plan left lazy and nothing has used yet."""
+    t = _table_of(module)
+    return sorted(t[1]) if t is not None else []
+
+
+class _BodyLoader(object):
+    """Stands in spec.loader for a planned module that loads but whose
+    body's from-imports may stay lazy; exec_module puts the real loader
+    back and runs the body with them."""
+
+    def __init__(self, loader, lazy):
+        self.loader = loader
+        self.lazy = lazy
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        spec = _module_getattr(module, "__spec__")
+        spec.loader = self.loader
+        d = _raw_dict(module)
+        d["__loader__"] = self.loader
+        _run_body(self.loader, module, spec.name, self.lazy)
+        _mark_lazy(module, d)
+
+
+class _ParentFirstLoader(object):
+    """Stands in spec.loader for a native extension whose package is still
+    deferred: creating it runs its init, which without the plan would run
+    after the package's body, so the package's body runs first.  When that
+    body imports the extension itself, the module it made is the answer."""
+
+    def __init__(self, loader, parent):
+        self.loader = loader
+        self.parent = parent
+        self.done = None
+
+    def create_module(self, spec):
+        mod = sys.modules.get(self.parent)
+        if type(mod) is _Deferred:
+            _load(mod)
+        done = sys.modules.get(spec.name)
+        if done is not None:
+            self.done = (done, _module_getattr(done, "__spec__"))
+            return done
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        if self.done is not None and self.done[0] is module:
+            # The package's body imported it: keep its own spec.
+            module.__spec__ = self.done[1]
+            return
+        spec = _module_getattr(module, "__spec__")
+        spec.loader = self.loader
+        _raw_dict(module)["__loader__"] = self.loader
+        self.loader.exec_module(module)
+
+
+def _pending_parent(name):
+    """The package of name when it is a module created deferred whose body
+    has not run, else None."""
+    parent = name.rpartition(".")[0]
+    if parent and parent in _pending and \
+            type(sys.modules.get(parent)) is _Deferred:
+        return parent
+    return None
 
 
 # Loaders whose modules can be deferred: their bodies are Python code.
@@ -428,19 +913,173 @@ _LOADERS = {
 }
 
 
+# --- the code archive ------------------------------------------------------
+
+# The plan's code archive (plan_code.py), opened by install(): [descriptor].
+_code_fd = []
+_CODE_MAGIC = b"coldstart-code\n"
+
+
+def _open_code(plan, rows):
+    """The descriptor of the plan's code archive and each index row's
+    [offset, length], or None (with a warning when the archive is there
+    but unusable: the modules then load from their files)."""
+    c = plan.get("code")
+    if not isinstance(c, dict):
+        return None
+    at, path = c.get("at"), c.get("path")
+    if not isinstance(at, list) or len(at) != rows or \
+            not isinstance(path, str):
+        return None
+    if c.get("optimize") != sys.flags.optimize:
+        return None  # compiled for another -O level: the files are right
+    head = _CODE_MAGIC + _bootstrap_external.MAGIC_NUMBER
+    fd = -1
+    try:
+        st = os.stat(path)
+        if st.st_size != c.get("size") or st.st_mtime_ns != c.get(
+                "mtime_ns"):
+            raise OSError("changed since the plan was made")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        if os.pread(fd, len(head), 0) != head:
+            raise OSError("not an archive of this interpreter")
+    except OSError as e:
+        if fd >= 0:
+            os.close(fd)
+        _warn("not using the code archive %r: %s; modules load from their "
+              "files" % (path, e.strerror or e))
+        return None
+    return fd, at
+
+
+def _archive_code(loader, fullname):
+    at = loader.__dict__.get("_coldstart_at")
+    if at is None or fullname != loader.name or not _code_fd:
+        return None
+    try:
+        data = os.pread(_code_fd[0], at[1], at[0])
+    except OSError:
+        return None
+    if len(data) != at[1]:
+        return None
+    code = marshal.loads(data)
+    _imp._fix_co_filename(code, loader.path)
+    return code
+
+
+class _ArchiveSourceLoader(_bootstrap_external.SourceFileLoader):
+    """A source loader whose code comes from the plan's code archive (the
+    source's size and mtime were checked with the plan)."""
+
+    def get_code(self, fullname):
+        code = _archive_code(self, fullname)
+        return code if code is not None else \
+            _bootstrap_external.SourceFileLoader.get_code(self, fullname)
+
+
+class _ArchiveSourcelessLoader(_bootstrap_external.SourcelessFileLoader):
+    """A .pyc loader whose code comes from the plan's code archive."""
+
+    def get_code(self, fullname):
+        code = _archive_code(self, fullname)
+        return code if code is not None else \
+            _bootstrap_external.SourcelessFileLoader.get_code(self,
+                                                                fullname)
+
+
+_ARCHIVE_LOADERS = {"source": _ArchiveSourceLoader,
+                    "bytecode": _ArchiveSourcelessLoader}
+
+
 class PlanFinder(object):
     """A meta-path finder answering the plan's modules from their recorded
     files: no sys.path scan.  It answers only when the recorded file is
     where the normal finders would look (its sys.path entry is on sys.path,
     or its directory in the parent's __path__); anything else goes to the
-    normal finders."""
+    normal finders.  A module's entry is made from its index row when it is
+    first asked for (entry())."""
 
-    def __init__(self, entries, defer):
-        self.entries = entries
+    def __init__(self, plan, defer, strict=False, keep=(), code=None,
+                 lazy_from=True):
+        self.rows = {}
+        for i, row in enumerate(plan["index"]):
+            self.rows[row[0]] = i
+        self.index = plan["index"]
         self.defer = defer
+        self.strict = strict
+        self.keep = frozenset(keep)
+        self.code = code
+        table = plan.get("from")
+        ops = plan.get("opcodes")
+        self.table = table if defer and lazy_from and isinstance(
+            table, dict) and isinstance(ops, list) and len(ops) == 3 \
+            else {}
+        if self.table:
+            _OPS[:] = ops
+        self._entries = {}
         self._path_key = None
         self._path_set = frozenset()
         self.answered = 0
+
+    @property
+    def entries(self):
+        """Every module's entry (made now for those not asked for yet)."""
+        for name in self.rows:
+            self.entry(name)
+        return self._entries
+
+    def action(self, name):
+        """What the plan does with module name here: load, eager, defer
+        (strict mode applied), or None for a module not in the plan."""
+        i = self.rows.get(name)
+        if i is None:
+            return None
+        row = self.index[i]
+        action = row[5]
+        if self.strict and row[1] != "extension" and not row[6] and \
+                action in ("eager", "defer") and row[0] not in self.keep:
+            action = "defer"
+        return action
+
+    def entry(self, name):
+        e = self._entries.get(name)
+        if e is not None or name not in self.rows:
+            return e
+        i = self.rows[name]
+        row = self.index[i]
+        kind, path = row[1], row[2]
+        e = {"kind": kind, "path": path, "action": self.action(name),
+             "rebinds": frozenset(row[10] or ())}
+        if row[8] is not None:
+            e["search"] = list(row[8])
+            e["dir"] = row[7] or os.path.dirname(os.path.dirname(path))
+        else:
+            e["dir"] = row[7] or os.path.dirname(path)
+        if self.code is not None and kind in _ARCHIVE_LOADERS and \
+                isinstance(self.code[i], list):
+            e["code"] = self.code[i]
+        rows = self.table.get(name)
+        if rows:
+            e["lazy"] = self._lazy(rows)
+        self._entries[name] = e
+        return e
+
+    def _lazy(self, rows):
+        """A body's from-imports that may stay lazy here (the plan's
+        "from"): those of a module that is deferred here, or that has lazy
+        names of its own to pass on."""
+        lazy = {}
+        for row in rows:
+            mod = row[0]
+            if not (self.action(mod) == "defer" or mod in self.table):
+                continue
+            attrs, star = lazy.get(mod, (frozenset(), None))
+            if row[1] == "*":
+                star = tuple(row[2].split())
+            else:
+                attrs = attrs.union(row[1].split())
+            lazy[mod] = (attrs, star)
+        return lazy or None
 
     def _on_sys_path(self, entry):
         key = tuple(sys.path)
@@ -454,9 +1093,11 @@ class PlanFinder(object):
         return entry in self._path_set
 
     def find_spec(self, name, path=None, target=None):
-        m = self.entries.get(name)
-        if m is None or name in _failed:
+        if name not in self.rows or name in _failed:
+            if path is not None and _pending:
+                return self._native_unplanned(name, path, target)
             return None
+        m = self.entry(name)
         where = m["dir"]
         if path is None:
             if not self._on_sys_path(where):
@@ -467,17 +1108,77 @@ class PlanFinder(object):
                     return None
             except TypeError:
                 return None
-        loader = _LOADERS[m["kind"]](name, m["path"])
+        at = m.get("code")
+        if at is not None:
+            loader = _ARCHIVE_LOADERS[m["kind"]](name, m["path"])
+            loader._coldstart_at = at
+        else:
+            loader = _LOADERS[m["kind"]](name, m["path"])
         spec = _bootstrap_external.spec_from_file_location(
             name, m["path"], loader=loader,
             submodule_search_locations=m.get("search"))
-        if self.defer and m.get("action") == "defer":
-            spec.loader = _DeferringLoader(loader, m["rebinds"])
+        if m["kind"] == "source":
+            # What _init_module_attrs would work out for __cached__.
+            c = _cached(m["path"])
+            if c is not None:
+                spec.cached = c
+        lazy = m.get("lazy")
+        if self.defer and m["action"] == "defer":
+            spec.loader = _DeferringLoader(loader, m["rebinds"], lazy)
+        elif lazy is not None:
+            spec.loader = _BodyLoader(loader, lazy)
+        elif m["kind"] == "extension" and _pending:
+            parent = _pending_parent(name)
+            if parent is not None:
+                spec.loader = _ParentFirstLoader(loader, parent)
         self.answered += 1
         return spec
 
+    def _native_unplanned(self, name, path, target):
+        """The spec of a native extension the plan does not know, inside a
+        package still deferred, from the finders after this one, with the
+        package's body to run first (_ParentFirstLoader); None for
+        anything else (the normal finders answer it as usual)."""
+        parent = _pending_parent(name)
+        if parent is None:
+            return None
+        for finder in sys.meta_path:
+            if finder is self:
+                continue
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find is not None else None
+            if spec is None:
+                continue
+            if isinstance(spec.loader,
+                          _bootstrap_external.ExtensionFileLoader):
+                spec.loader = _ParentFirstLoader(spec.loader, parent)
+            return spec
+        return None
+
     def invalidate_caches(self):
         self._path_key = None
+
+
+# cache_from_source()'s answer without its checks: __pycache__/NAME.TAG.pyc
+# beside the source, when no pycache_prefix moves it.
+_CACHE_SUFFIX = []
+
+
+def _cached(path):
+    if getattr(sys, "pycache_prefix", None) is not None:
+        return None
+    if not _CACHE_SUFFIX:
+        tag = sys.implementation.cache_tag
+        if tag is None:
+            return None
+        opt = sys.flags.optimize
+        _CACHE_SUFFIX.append("." + tag + (".opt-%d" % opt if opt else "") +
+                             _bootstrap_external.BYTECODE_SUFFIXES[0])
+    head, _, tail = path.rpartition("/")
+    base, dot, _ = tail.rpartition(".")
+    if not head or not base:
+        return None
+    return head + "/__pycache__/" + base + _CACHE_SUFFIX[0]
 
 
 # --- public API ------------------------------------------------------------
@@ -503,6 +1204,43 @@ def is_deferred(module):
     return type(module) is _Deferred
 
 
+def defer_then(name, after):
+    """Creates top-level module name deferred, as the plan defers a module
+    (its body runs at its first real use), and calls after() right after
+    that body, before any other thread can use the module: after() is part
+    of the module's import then.  True when it did (or name is deferred
+    already); False, doing nothing, when name is imported already or is no
+    pure-Python module.  coldstart-fdk sets logging up this way under a
+    plan."""
+    if "." in name:
+        raise ValueError("defer_then() takes top-level modules: %r" % name)
+    with _bootstrap._ModuleLockManager(name):
+        mod = sys.modules.get(name)
+        if mod is not None:
+            if type(mod) is _Deferred and name in _pending:
+                _after_body.setdefault(name, []).append(after)
+                return True
+            return False
+        spec = _bootstrap._find_spec(name, None)
+        loader = spec.loader if spec is not None else None
+        if isinstance(loader, _BodyLoader):
+            loader = _DeferringLoader(loader.loader, frozenset(), loader.lazy)
+        elif isinstance(loader, DEFERRABLE_LOADERS):
+            loader = _DeferringLoader(loader)
+        elif not isinstance(loader, _DeferringLoader):
+            return False
+        spec.loader = loader
+        mod = _bootstrap.module_from_spec(spec)
+        sys.modules[name] = mod
+        try:
+            loader.exec_module(mod)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        _after_body.setdefault(name, []).append(after)
+        return True
+
+
 def load(module):
     """Runs a deferred module's body now (nothing for a loaded module);
     raises what the body raised."""
@@ -511,7 +1249,8 @@ def load(module):
     return module
 
 
-def install(path, warm="off", strict=False, defer=True, native_lazy=False):
+def install(path, warm="off", strict=False, defer=True, native_lazy=False,
+            lazy_from=None, use_code=None, keep=()):
     """Reads the plan in path and applies it to this process; returns the
     finder, or None when the plan cannot be used (a warning says why and
     nothing was changed).
@@ -519,8 +1258,14 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False):
     warm: "off" (deferred bodies run at first use only) or "background"
     (a thread runs them, in import order, once responded() is called).
     strict: defer every planned pure-Python module the request did not use,
-    ignoring the plan's eager list (the benchmark's floor; unsafe).
+    ignoring the plan's eager list but the modules in keep (the
+    benchmark's floor; unsafe).
     defer=False uses the plan as a module index only.
+    lazy_from=False binds every from-import of a deferred module at once
+    (loading it), as plans before lazy from-imports did; use_code=False
+    loads modules from their files, not the code archive.  Both default
+    to on, or to what COLDSTART_PLAN_LAZY_FROM=0 and COLDSTART_PLAN_ARCHIVE=0
+    say (for comparisons, whichever program calls install()).
     native_lazy: on an interpreter with PEP 810 (3.15+), defer through
     sys.set_lazy_imports_filter instead of coldstart's deferred modules
     (COLDSTART_PLAN_NATIVE=1; not exercised by the tests here, which have
@@ -528,6 +1273,10 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False):
     """
     if _installed[0] is not None:
         return _installed[0]
+    if lazy_from is None:
+        lazy_from = os.environ.get("COLDSTART_PLAN_LAZY_FROM") != "0"
+    if use_code is None:
+        use_code = os.environ.get("COLDSTART_PLAN_ARCHIVE") != "0"
     if warm not in ("off", "background"):
         raise ValueError("warm mode %r is not off or background" % (warm,))
     try:
@@ -540,22 +1289,14 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False):
         _warn("ignoring stale plan %r: %s; run `coldstart plan` again"
               % (path, why[0]))
         return None
-    entries = {}
-    for row in plan["index"]:
-        name, kind, path, action, used = row[0], row[1], row[2], row[5], \
-            row[6]
-        if strict and kind != "extension" and not used and \
-                action in ("eager", "defer"):
-            action = "defer"
-        e = {"kind": kind, "path": path, "action": action,
-             "dir": row[7] or os.path.dirname(path)}
-        if row[8] is not None:
-            e["search"] = list(row[8])
-        e["rebinds"] = frozenset(row[10] or ())
-        entries[name] = e
+    code = _open_code(plan, len(plan["index"])) if use_code else None
+    if code is not None:
+        _code_fd[:] = [code[0]]
     native = defer and native_lazy and \
         hasattr(sys, "set_lazy_imports_filter")
-    finder = PlanFinder(entries, defer and not native)
+    finder = PlanFinder(plan, defer and not native, strict=strict, keep=keep,
+                        code=code[1] if code is not None else None,
+                        lazy_from=lazy_from)
     if native:
         # PEP 810 (3.15+): the interpreter defers, the finder only indexes.
         sys.set_lazy_imports_filter(lazy_imports_filter(plan, strict))
@@ -600,6 +1341,14 @@ def _warm_all():
     while True:
         names = [n for n in deferred() if n not in done]
         if not names:
+            # Then the lazy names, so the modules get their own class back.
+            for t in list(_tables.values()):
+                try:
+                    _resolve_all(t)
+                except BaseException as e:  # again at first use
+                    _warn("background binding of %s's lazy names failed: "
+                          "%s: %s" % (t[0].get("__name__"),
+                                      type(e).__name__, e))
             return
         for n in names:
             done.add(n)
@@ -636,7 +1385,8 @@ def responded():
 def install_from_environ(environ=None):
     """The bootstrap's entry: COLDSTART_PLAN names the plan,
     COLDSTART_PLAN_WARM is off or background, COLDSTART_PLAN_STRICT=1
-    selects strict mode.  Returns the finder or None."""
+    selects strict mode, COLDSTART_PLAN_LAZY_FROM=0 turns lazy
+    from-imports off, COLDSTART_PLAN_ARCHIVE=0 the code archive.  Returns the finder or None."""
     env = os.environ if environ is None else environ
     path = env.get("COLDSTART_PLAN")
     if not path:
@@ -648,4 +1398,6 @@ def install_from_environ(environ=None):
         warm_mode = "off"
     return install(path, warm=warm_mode,
                    strict=env.get("COLDSTART_PLAN_STRICT") == "1",
-                   native_lazy=env.get("COLDSTART_PLAN_NATIVE") == "1")
+                   native_lazy=env.get("COLDSTART_PLAN_NATIVE") == "1",
+                   lazy_from=env.get("COLDSTART_PLAN_LAZY_FROM") != "0",
+                   use_code=env.get("COLDSTART_PLAN_ARCHIVE") != "0")

@@ -24,7 +24,10 @@ import sys
 import time
 import _thread
 
-from importlib import _bootstrap, _bootstrap_external
+# The import system's own modules, always there: importing the importlib
+# package would import warnings (and types) as well.
+_bootstrap = sys.modules["_frozen_importlib"]
+_bootstrap_external = sys.modules["_frozen_importlib_external"]
 
 from coldstart import plan as _plan
 
@@ -65,7 +68,8 @@ _AUDIT_EFFECTS = {
 
 class _Rec(object):
     __slots__ = ("name", "thread", "start", "end", "children_us", "reasons",
-                 "parent_body", "order", "ok", "module")
+                 "parent_body", "order", "ok", "module", "origin",
+                 "body_names")
 
     def __init__(self, name, thread, parent_body, order, module):
         self.name = name
@@ -78,6 +82,10 @@ class _Rec(object):
         self.order = order
         self.ok = None
         self.module = module
+        self.origin = None
+        # Names read from the module's namespace while its body ran, that
+        # its source does not show (plan_names.py).
+        self.body_names = set()
 
 
 class _Frame(object):
@@ -90,9 +98,10 @@ class _Frame(object):
 
 
 class Recorder(object):
-    def __init__(self, out, eager=(), argv=None):
+    def __init__(self, out, eager=(), argv=None, eager_from=()):
         self.out = out
         self.pins = set(eager)
+        self.eager_from = set(eager_from)
         self.argv = list(argv or sys.argv)
         self.preloaded = set(sys.modules)
         self.recs = {}
@@ -109,6 +118,9 @@ class Recorder(object):
         self.watched = []
         self.file_mods = {}    # body file -> module name, once loaded
         self.restore = []
+        self.later = {}
+        self.profile = None
+        self.code_out = None
 
     # -- what a body did ---------------------------------------------------
 
@@ -155,7 +167,11 @@ class Recorder(object):
         self.order += 1
         rec = _Rec(spec.name, tid, parent.name if parent else None,
                    self.order, module)
+        rec.origin = spec.origin
         self.recs[spec.name] = rec
+        # Watched from the start: what others read from it while its body
+        # runs decides which of its from-imports may stay lazy.
+        self._watch(module)
         if self.ext_depth.get(tid):
             self.note(NATIVE_INIT, "imported by a native extension's init",
                       rec)
@@ -179,6 +195,8 @@ class Recorder(object):
                     n not in self.recs and not _harmless_entry(n):
                 self.note(MODULES, "its body put %r in sys.modules" % n, rec)
                 break
+        if self.later or self.profile is not None:
+            self._wrap_later()
         if stack:
             # The parent body's own effects are measured from here on.
             stack[-1].snap = after
@@ -199,10 +217,18 @@ class Recorder(object):
                 pass
 
     def class_built(self, cls):
+        mine = getattr(cls, "__module__", None)
+        # dataclasses, pydantic and typing resolve string annotations in
+        # the module's namespace while its body runs.
+        ann = cls.__dict__.get("__annotations__")
+        r = self.recs.get(mine) if isinstance(mine, str) else None
+        if isinstance(ann, dict) and r is not None and r.end is None:
+            for v in ann.values():
+                if isinstance(v, str):
+                    r.body_names.update(_identifiers(v))
         # A metaclass or __init_subclass__ from another module usually
         # registers the class somewhere (SQLAlchemy's events, plugin
         # registries): deferring the body would leave that undone.
-        mine = getattr(cls, "__module__", None)
         meta = type(cls)
         mm = getattr(meta, "__module__", "")
         if meta is not type and mm != mine and not _stdlib(mm):
@@ -233,6 +259,8 @@ class Recorder(object):
             # the module runs.
             if code.co_name in _HARMLESS_REGISTER:
                 return
+            if frame is not None and _noop_abc_register(code, frame):
+                return
             if frame is not None:
                 names = code.co_varnames[:code.co_argcount +
                                          code.co_kwonlyargcount]
@@ -259,12 +287,29 @@ class Recorder(object):
     def attr_read(self, module, attr):
         tid = _thread.get_ident()
         name = _mod_getattr(module, "__dict__").get("__name__")
+        r = self.recs.get(name)
+        if r is not None and r.end is None:
+            r.body_names.add(attr)
+
         if self.ext_depth.get(tid):
             r = self.recs.get(name)
             if r is not None:
                 self.note(NATIVE_INIT, "read by a native extension's init", r)
         elif not self.stacks.get(tid):
             self.used.add(name)
+
+    def body_code(self, code, frame):
+        """Code running while a body runs: when it runs with a module's
+        globals whose body is running (a function of the module, eval'd
+        code), its names count as read by that body."""
+        g = frame.f_globals
+        r = self.recs.get(g.get("__name__"))
+        if r is None or r.end is not None or r.module is None or \
+                _mod_getattr(r.module, "__dict__") is not g:
+            return
+        if code.co_name == "<module>" and code.co_filename == r.origin:
+            return  # its own body: plan_names reads its source
+        r.body_names.update(code.co_names)
 
     def code_ran(self, filename):
         name = self.file_mods.get(filename)
@@ -301,6 +346,14 @@ class Recorder(object):
             return  # the program itself, already loaded
         if event in _AUDIT_EFFECTS and self._top() is not None:
             self.note(EFFECT, "its body raised the audit event %s" % event)
+
+    def _wrap_later(self):
+        for name in [n for n in self.later if n in sys.modules]:
+            attr, what = self.later.pop(name)
+            self._wrap(sys.modules[name], attr, what)
+        if self.profile is not None and "threading" in sys.modules:
+            sys.modules["threading"].setprofile(self.profile)
+            self.profile = None
 
     def _wrap(self, owner, attr, what):
         orig = getattr(owner, attr, None)
@@ -365,20 +418,20 @@ class Recorder(object):
 
         import atexit
         import codecs
-        import copyreg
         import _codecs
         self._wrap(atexit, "register", "atexit.register")
         self._wrap(codecs, "register", "codecs.register")
         self._wrap(_codecs, "register", "codecs.register")
-        self._wrap(copyreg, "pickle", "copyreg.pickle")
         try:
             import _signal
             self._wrap(_signal, "signal", "signal.signal")
         except ImportError:
             pass
-        sig = sys.modules.get("signal")
-        if sig is not None:
-            self._wrap(sig, "signal", "signal.signal")
+        # Python modules are wrapped once the target imports them: what the
+        # recorder imports itself is left out of the plan.
+        self.later = {"copyreg": ("pickle", "copyreg.pickle"),
+                      "signal": ("signal", "signal.signal")}
+        self._wrap_later()
         if hasattr(sys, "addaudithook"):
             sys.addaudithook(self.audit)
         self._install_use_hook()
@@ -401,11 +454,14 @@ class Recorder(object):
                 def py_start(code, offset):
                     if not rec.recording:
                         return DISABLE
-                    if code.co_name == "<module>":
-                        return None
                     if rec.stacks.get(_thread.get_ident()):
-                        if "register" in code.co_name:
-                            rec.called_in_body(code, sys._getframe(1))
+                        frame = sys._getframe(1)
+                        rec.body_code(code, frame)
+                        if "register" in code.co_name and \
+                                code.co_name != "<module>":
+                            rec.called_in_body(code, frame)
+                        return None
+                    if code.co_name == "<module>":
                         return None
                     if rec.code_ran(code.co_filename):
                         return DISABLE
@@ -419,20 +475,20 @@ class Recorder(object):
         def profile(frame, event, arg):
             if event == "call" and rec.recording:
                 code = frame.f_code
-                if code.co_name == "<module>":
-                    return
                 if rec.stacks.get(_thread.get_ident()):
-                    if "register" in code.co_name:
+                    rec.body_code(code, frame)
+                    if "register" in code.co_name and \
+                            code.co_name != "<module>":
                         rec.called_in_body(code, frame)
+                elif code.co_name == "<module>":
+                    return
                 else:
                     rec.code_ran(code.co_filename)
         self.tool = None
         sys.setprofile(profile)
-        try:
-            import threading
-            threading.setprofile(profile)
-        except ImportError:
-            pass
+        # threading too, once the target imports it (_wrap_later).
+        self.profile = profile
+        self._wrap_later()
 
     def _uninstall(self):
         for owner, attr, orig in reversed(self.restore):
@@ -475,11 +531,38 @@ class _Watched(_ModuleType):
     def __getattribute__(self, attr):
         r = _REC[0]
         if r is not None and r.recording and attr not in _plan._EXEMPT:
-            r.attr_read(self, attr)
+            f = sys._getframe(0).f_back
+            if f is None or f.f_code.co_filename not in _IMPORT_SYSTEM:
+                r.attr_read(self, attr)
         return _mod_getattr(self, attr)
 
 
+# The import system's own reads of a module (exec_module reads __dict__)
+# are no use.
+_IMPORT_SYSTEM = frozenset((
+    getattr(_bootstrap._handle_fromlist, "__code__", None) and
+    _bootstrap._handle_fromlist.__code__.co_filename,
+    getattr(_bootstrap_external._LoaderBasics.exec_module, "__code__",
+            None) and
+    _bootstrap_external._LoaderBasics.exec_module.__code__.co_filename))
+
+
 _REC = [None]
+
+
+def _identifiers(text):
+    """The identifiers in an annotation string (without re, which the
+    recorder must not import: what it imports is left out of the plan)."""
+    out = []
+    word = []
+    for c in text + " ":
+        if c.isalnum() or c == "_":
+            word.append(c)
+        else:
+            if word and not word[0].isdigit():
+                out.append("".join(word))
+            word = []
+    return out
 
 _KINDS = (
     (_bootstrap_external.SourceFileLoader, "source"),
@@ -562,6 +645,26 @@ _MAIN = [_thread.get_ident()]
 # logging.Handler() registers its lock for os.fork(): a handler, not a
 # registration that another module looks up.
 _HARMLESS_REGISTER = frozenset(("_register_at_fork_reinit_lock",))
+
+
+def _noop_abc_register(code, frame):
+    """True for ABCMeta.register(cls, sub) of a class that already is a
+    subclass of cls (Cython's runtime registers the builtin generator type
+    with collections.abc.Generator): it changes nothing, so deferring it
+    changes nothing either."""
+    abc = sys.modules.get("abc")
+    meta = getattr(abc, "ABCMeta", None)
+    reg = getattr(getattr(meta, "register", None), "__code__", None)
+    if reg is None or code is not reg:
+        return False
+    loc = frame.f_locals
+    cls, sub = loc.get("cls"), loc.get("subclass")
+    if not isinstance(cls, type) or not isinstance(sub, type):
+        return False
+    try:
+        return issubclass(sub, cls)
+    except Exception:
+        return False
 
 
 def _own_class(obj, modname):
@@ -695,8 +798,11 @@ def decide(rec_obj, modules):
             if p is None:
                 continue
             # Imported by the package's own bodies only: deferring the
-            # package defers this import too (native ones excepted).
-            if not native and (by == name or by.startswith(name + ".")):
+            # package defers this import too.  A native extension among
+            # them loads after its package's body all the same: the
+            # applier runs a deferred package's body before it creates a
+            # native extension inside it (PlanFinder.find_spec).
+            if by == name or by.startswith(name + "."):
                 break
             if native and not any(x["code"] == NATIVE_PARENT
                                   for x in p["reasons"]):
@@ -707,6 +813,43 @@ def decide(rec_obj, modules):
                 p["action"] = "eager"
                 p["reasons"].append({"code": PARENT, "detail":
                                      "the package of %s" % m["name"]})
+
+
+def lazy_from(rec_obj, modules):
+    """The plan's "from": per module whose body ran from its source, the
+    from-imports that may bind lazily (plan_names.py); none for modules
+    pinned with --eager-from."""
+    from coldstart import plan_names as _plan_names
+    found = {}
+    for m in modules:
+        name = m["name"]
+        r = rec_obj.recs.get(name)
+        if r is None or not r.ok or m["kind"] != "source" or \
+                _pinned(name, rec_obj.eager_from):
+            continue
+        why = []
+        rows = _plan_names.lazy_rows(name, m["path"], m["package"],
+                                     r.body_names, sys.modules, why)
+        if rows:
+            found[name] = rows
+        elif why:
+            m["lazy_from_off"] = why[0]
+    table = _plan_names.table(found, {m["name"]: m["action"]
+                                      for m in modules})
+    for m in modules:
+        rows = table.get(m["name"])
+        if rows:
+            m["lazy_from"] = sum(len(r[-1].split()) for r in rows)
+    return table
+
+
+def _opcodes():
+    from coldstart import plan_names as _plan_names
+    return _plan_names.opcodes()
+
+
+def _pinned(name, pins):
+    return name in pins or any(name.startswith(p + ".") for p in pins)
 
 
 def write_plan(rec_obj, names):
@@ -734,18 +877,32 @@ def write_plan(rec_obj, names):
             modules.append(m)
     modules.sort(key=lambda m: (m.get("order", 1 << 30), m["name"]))
     decide(rec_obj, modules)
+    lazy = lazy_from(rec_obj, modules)
     counts = {"load": 0, "eager": 0, "defer": 0}
     us = {"load": 0, "eager": 0, "defer": 0}
     for m in modules:
         counts[m["action"]] += 1
         us[m["action"]] += m.get("self_us", 0)
+    index = _plan._index_from_modules(modules)
+    code = None
+    try:
+        from coldstart import plan_code as _plan_code
+        code = _plan_code.write(rec_obj.code_out or rec_obj.out + ".code",
+                                index)
+    except OSError as e:
+        sys.stderr.write("coldstart plan: cannot write the code archive: "
+                         "%s; the plan loads modules from their files\n"
+                         % e)
     # The applier reads the members up to "index" only: keep them first.
     plan = {
         "format": _plan.PLAN_FORMAT,
         "version": _plan.PLAN_VERSION,
         "python": _plan.interpreter_identity(),
         "sys_path": sys_path,
-        "index": _plan._index_from_modules(modules),
+        "opcodes": _opcodes(),
+        "from": lazy,
+        "code": code,
+        "index": index,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "executable": sys.executable,
         "argv": rec_obj.argv,
@@ -754,7 +911,9 @@ def write_plan(rec_obj, names):
                     "eager": counts["eager"], "defer": counts["defer"],
                     "load_self_us": us["load"],
                     "eager_self_us": us["eager"],
-                    "defer_self_us": us["defer"]},
+                    "defer_self_us": us["defer"],
+                    "lazy_from": sum(m.get("lazy_from", 0)
+                                     for m in modules)},
         "modules": modules,
     }
     tmp = rec_obj.out + ".tmp%d" % os.getpid()
@@ -779,7 +938,12 @@ def start_from_environ(environ=None):
         return None
     eager = [e for e in (env.get("COLDSTART_PLAN_EAGER") or "").split(",")
              if e]
-    rec_obj = Recorder(os.path.abspath(out), eager=eager)
+    eager_from = [e for e in (env.get("COLDSTART_PLAN_EAGER_FROM") or "")
+                  .split(",") if e]
+    rec_obj = Recorder(os.path.abspath(out), eager=eager,
+                       eager_from=eager_from)
+    if env.get("COLDSTART_PLAN_CODE_OUT"):
+        rec_obj.code_out = os.path.abspath(env["COLDSTART_PLAN_CODE_OUT"])
     _REC[0] = rec_obj
     rec_obj.install()
     fd = env.get("COLDSTART_PLAN_CONTROL")

@@ -69,7 +69,11 @@ def test_real_function_plan_verifies_and_defers(workdir):
     for m in plan["modules"]:
         if m["action"] == "defer":
             assert m["kind"] in ("source", "bytecode") and not m["used"]
-    assert not [f for f in os.listdir(workdir) if f != "p.json"]
+    # The plan and its code archive, nothing left behind.
+    assert sorted(os.listdir(workdir)) == ["p.json", "p.json.code"]
+    assert plan["code"]["path"] == out + ".code"
+    assert plan["code"]["size"] == os.path.getsize(out + ".code")
+    assert len(plan["code"]["at"]) == len(plan["index"])
 
 
 def test_verify_refuses_a_plan_that_changes_the_response(workdir):
@@ -106,6 +110,46 @@ def test_verify_refuses_a_plan_that_changes_the_response(workdir):
     assert mods["plugin"]["action"] == "eager"
     assert mods["plugin"]["reasons"] == [{"code": "pinned",
                                           "detail": "pinned with --eager"}]
+
+
+def test_verify_names_the_module_whose_lazy_from_imports_change_it(workdir):
+    # app runs in the request; its `from plugin import helper` would load
+    # plugin (whose body registers itself by a plain statement), but the
+    # plan binds helper lazily, and app never calls it: only --verify sees
+    # the difference, and the fix is app's from-imports, not plugin.
+    write(workdir, "names.py", "NAMES = []\n")
+    write(workdir, "plugin.py", """
+        import names
+        names.NAMES.append("plugin")
+        def helper():
+            return 1
+    """)
+    write(workdir, "app.py", """
+        from plugin import helper
+        def f():
+            return 2
+    """)
+    write(workdir, "main.py", """
+        import json
+        import app
+        import names
+        print(json.dumps([app.f(), names.NAMES]))
+    """)
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--verify", "-o", out, "--", DEBIAN_PYTHON, "main.py",
+                 cwd=workdir)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "binding the from-imports of 'app' lazily changes the " \
+           "responses" in p.stderr, p.stderr
+    assert "--eager-from app" in p.stderr
+    assert [f for f in os.listdir(workdir) if f.startswith("p.json")] == []
+    p = plan_cmd("--verify", "--eager-from", "app", "-o", out, "--",
+                 DEBIAN_PYTHON, "main.py", cwd=workdir)
+    assert p.returncode == 0, p.stdout + p.stderr
+    plan = json.load(open(out))
+    assert "app" not in plan["from"]
+    mods = {m["name"]: m for m in plan["modules"]}
+    assert mods["plugin"]["action"] == "defer"
 
 
 def test_run_to_exit_command_and_coldstart_run(workdir):
@@ -402,3 +446,72 @@ def test_old_interpreters_are_refused_at_once(workdir, version):
     assert "cannot be planned: 3.8 or newer is needed" in p.stderr
     assert time.time() - t < 30
     assert os.listdir(workdir) == []
+
+
+def _fdk_calls(workdir, how, bodies):
+    """Runs coldstart-fdk (args how before FUNC) on func.py, sends each body
+    as a call; returns (the responses, its stderr)."""
+    d = tempfile.mkdtemp(prefix="planfn", dir="/tmp")
+    sock = os.path.join(d, "lsnr.sock")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("COLDSTART_") and k not in ("PYTHONPATH",
+                                                         "FDK_DEBUG")}
+    env.update(FN_LISTENER="unix:" + sock, FN_FORMAT="http-stream")
+    proc = subprocess.Popen([DEBIAN_PYTHON,
+                             os.path.join(ROOT, "python", "coldstart-fdk")]
+                            + how + ["func.py", "handler"],
+                            cwd=workdir, env=env, stderr=subprocess.PIPE)
+    try:
+        for _ in range(600):
+            if os.path.islink(sock):
+                break
+            time.sleep(0.01)
+        out = [json.loads(_fn_call(sock, b, "c%d" % i))
+               for i, b in enumerate(bodies, 1)]
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+        shutil.rmtree(d, ignore_errors=True)
+    return out, err.decode()
+
+
+def test_under_a_plan_logging_is_set_up_at_its_first_use(workdir):
+    # The sample request does not log: under the plan, logging is not
+    # imported for it; a later call that logs gets fdk-python's set-up, with
+    # the same lines as without the plan.
+    write(workdir, "func.py", """
+        import json, sys
+        from fdk import response
+
+        def handler(ctx, data=None):
+            req = json.loads(data.getvalue() or b"{}")
+            plan = sys.modules.get("coldstart.plan")
+            lg = sys.modules.get("logging")
+            state = "absent" if lg is None else (
+                "deferred" if plan and plan.is_deferred(lg) else "loaded")
+            if req.get("log"):
+                import logging
+                logging.getLogger("app").info("info %s", req["log"])
+                logging.getLogger("fdk").info("not shown: fdk is at WARNING")
+                logging.warning("root %d", len(logging.getLogger().handlers))
+            return response.Response(ctx, response_data=json.dumps(
+                {"before": state, "log": req.get("log")}))
+    """)
+    write(workdir, "req.json", "{}")
+    out = os.path.join(workdir, "p.json")
+    # (no --verify: the response says whether logging is deferred)
+    p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
+                 "req.json", "-o", out, cwd=workdir)
+    assert p.returncode == 0, p.stderr
+    bodies = [b"{}", b'{"log": 1}', b'{"log": 2}']
+    plain, plain_err = _fdk_calls(workdir, [], bodies)
+    planned, planned_err = _fdk_calls(workdir, ["--plan", out], bodies)
+    assert "coldstart plan:" not in planned_err, planned_err
+    assert plain[0]["before"] == "loaded"
+    assert planned[0]["before"] == "deferred"
+    assert planned[1]["before"] == "deferred"
+    assert planned[2]["before"] == "loaded"
+    lines = [ln for ln in plain_err.splitlines() if " - " in ln]
+    assert lines == ["c2 - app - INFO - info 1", "c2 - root - WARNING - root 1",
+                     "c3 - app - INFO - info 2", "c3 - root - WARNING - root 1"]
+    assert [ln for ln in planned_err.splitlines() if " - " in ln] == lines

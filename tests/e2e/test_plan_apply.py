@@ -89,6 +89,9 @@ PRELUDE = """
         m = sys.modules.get(name)
         p = sys.modules.get("coldstart.plan")
         return bool(m is not None and p is not None and p.is_deferred(m))
+    def lazy_names(mod):
+        p = sys.modules.get("coldstart.plan")
+        return p.lazy_names(mod) if p is not None else []
 """
 
 
@@ -583,3 +586,129 @@ def test_package_that_rebinds_a_submodule_name(python, workdir):
     for k in ("kind", "call", "attr"):
         assert plain[k] == applied[k], k
     assert applied["kind"] == "function"
+
+
+def _copy_extension(python, workdir, pkg):
+    """Copies a native extension of the interpreter's own library into
+    package pkg (its init function keeps its name, so it imports as
+    pkg.<name>); returns that name."""
+    p = subprocess.run([python, "-c", textwrap.dedent("""
+        import importlib, importlib.machinery as m
+        for n in ("_json", "_bisect", "_csv", "_struct", "array", "_heapq"):
+            f = getattr(importlib.import_module(n), "__file__", None) or ""
+            if f.endswith(tuple(m.EXTENSION_SUFFIXES)):
+                print(n, f)
+                break
+    """)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout.strip(), \
+        "no file extension among the candidates: " + p.stdout + p.stderr
+    name, path = p.stdout.split()
+    os.makedirs(os.path.join(workdir, pkg), exist_ok=True)
+    shutil.copy(path, os.path.join(workdir, pkg, os.path.basename(path)))
+    return name
+
+
+def test_package_of_a_native_extension_it_imports_itself_is_deferred(
+        python, workdir):
+    ext = _copy_extension(python, workdir, "natpkg")
+    # The package's body imports the extension: nothing else does, so
+    # deferring the package defers the extension too.
+    write(workdir, "natpkg/__init__.py", """
+        import sys
+        BEFORE = "natpkg.%s" in sys.modules
+        from . import %s as ext
+    """ % (ext, ext))
+    plan = record(python, workdir, ["natpkg"])
+    assert action(plan, "natpkg") == "defer"
+    assert action(plan, "natpkg." + ext) == "eager"
+    plain, applied = compare(python, workdir, """
+        import natpkg
+        was = [deferred("natpkg"), "natpkg.%s" in sys.modules]
+        # Importing the extension itself runs the package's body first, as
+        # without the plan: the body sees it not imported yet.
+        import natpkg.%s
+        e = sys.modules["natpkg.%s"]
+        mid = deferred("natpkg")
+        print(json.dumps({"was": was, "mid": mid, "before": natpkg.BEFORE,
+                          "same": natpkg.ext is e and natpkg.%s is e,
+                          "spec": e.__spec__.name,
+                          "loader": type(e.__spec__.loader).__name__}))
+    """ % (ext, ext, ext, ext))
+    assert plain["was"] == [False, True]
+    assert applied["was"] == [True, False]
+    assert applied["mid"] is False
+    for k in ("before", "same", "spec", "loader"):
+        assert plain[k] == applied[k], (k, plain, applied)
+    assert plain["before"] is False and plain["same"] is True
+
+
+def test_native_extension_imported_from_outside_keeps_its_package(
+        python, workdir):
+    ext = _copy_extension(python, workdir, "natout")
+    write(workdir, "natout/__init__.py", """
+        X = 1
+    """)
+    write(workdir, "user.py", """
+        import natout.%s
+    """ % ext)
+    plan = record(python, workdir, ["user"])
+    assert action(plan, "natout") == "eager"
+    assert any(r["code"] == "native-parent" for r in {
+        m["name"]: m for m in plan["modules"]}["natout"]["reasons"])
+
+
+def test_registering_an_abc_subclass_again_does_not_keep_eager(
+        python, workdir):
+    # Cython's runtime registers the builtin generator type with
+    # collections.abc.Generator, which it already is a subclass of: a
+    # no-op, so nothing can see it deferred.  A real registration stays.
+    write(workdir, "noop.py", """
+        import collections.abc, types
+        collections.abc.Generator.register(types.GeneratorType)
+    """)
+    write(workdir, "real.py", """
+        import collections.abc, types
+        collections.abc.Sequence.register(types.SimpleNamespace)
+    """)
+    plan = record(python, workdir, ["noop", "real"])
+    assert action(plan, "noop") == "defer"
+    assert action(plan, "real") == "eager"
+
+
+def test_defer_then_runs_after_right_after_the_body(python, workdir):
+    write(workdir, "late.py", """
+        import sys
+        ORDER = ["body"]
+        def f():
+            return ORDER
+    """)
+    write(workdir, "use.py", """
+        import json, sys
+        from coldstart import plan
+        seen = []
+        def after():
+            # Part of the import: the module is complete, nobody used it yet.
+            seen.append(list(sys.modules["late"].ORDER))
+            sys.modules["late"].ORDER.append("after")
+        ok = plan.defer_then("late", after)
+        again = plan.defer_then("late", lambda: seen.append("second"))
+        import late
+        was = [plan.is_deferred(late), seen[:]]
+        r = late.f()
+        try:
+            plan.defer_then("os.path", after)
+            dotted = None
+        except ValueError as e:
+            dotted = "ValueError"
+        print(json.dumps({"ok": ok, "again": again, "was": was, "r": r,
+                          "seen": seen, "loaded": plan.is_deferred(late),
+                          "imported": plan.defer_then("json", after),
+                          "builtin": plan.defer_then("sys", after),
+                          "dotted": dotted}))
+    """)
+    p = _run(python, workdir, "use.py", _env())
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out == {"ok": True, "again": True, "was": [True, []],
+                   "r": ["body", "after"], "seen": [["body"], "second"],
+                   "loaded": False, "imported": False, "builtin": False,
+                   "dotted": "ValueError"}

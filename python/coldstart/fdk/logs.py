@@ -6,7 +6,12 @@ one stderr handler writing `CALL_ID - logger - LEVEL - message`, logger
 coldstart-fdk calls setup() on the first call, after the socket is ready
 (importing logging costs milliseconds of CPU that readiness must not pay);
 `import fdk` and `fdk.fixtures` call it too, as fdk-python configures
-logging when it is imported.  setup() runs once per process.
+logging when it is imported.  setup() runs once per process.  Under a
+start-up plan (coldstart.plan installed), when logging is not imported yet
+and FDK_DEBUG is off, setup() creates logging deferred instead and the
+configuration runs right after logging's body, at its first use: a request
+that never logs does not import logging, and one that does sees the
+loggers as fdk-python sets them up.
 """
 
 import os
@@ -17,24 +22,46 @@ _TRUE = ("true", "1", "t", "y", "yes", "yeah", "yup", "certainly", "uh-huh")
 _request_id = None
 _fdk_logger = None
 _debug_on = False
+# setup() left the configuration to logging's first use (under a plan).
+_waiting = False
+
+
+def _prepare():
+    global _request_id, _debug_on
+    if _request_id is None:
+        import contextvars
+        _request_id = contextvars.ContextVar("fn_request_id", default=None)
+        _debug_on = os.environ.get("FDK_DEBUG") in _TRUE
 
 
 def setup():
-    """Configures the loggers once; returns the "fdk" logger."""
-    global _request_id, _fdk_logger, _debug_on
-    if _fdk_logger is not None:
-        return _fdk_logger
-    import contextvars
-    import logging
+    """Configures the loggers once (or, under a plan, at logging's first
+    use); returns the "fdk" logger or None while that waits."""
+    global _waiting
+    if _fdk_logger is None and not _waiting:
+        _prepare()
+        plan = sys.modules.get("coldstart.plan")
+        if _debug_on or plan is None or plan.installed() is None or \
+                not plan.defer_then("logging", _configure):
+            _configure()
+        else:
+            _waiting = True
+    return _fdk_logger
 
-    _request_id = contextvars.ContextVar("fn_request_id", default=None)
+
+def _configure():
+    global _fdk_logger
+    import logging
+    # A deferred logging's body runs here, and this set-up right after it.
+    logging.Formatter
+    if _fdk_logger is not None:
+        return
 
     class RequestFormatter(logging.Formatter):
         def format(self, record):
             record.fn_request_id = _request_id.get()
             return logging.Formatter.format(self, record)
 
-    _debug_on = os.environ.get("FDK_DEBUG") in _TRUE
     logging.getLogger("asyncio").setLevel(logging.WARNING)
     root = logging.getLogger()
     root.setLevel(logging.DEBUG)
@@ -45,17 +72,24 @@ def setup():
     logger = logging.getLogger("fdk")
     logger.setLevel(logging.DEBUG if _debug_on else logging.WARNING)
     _fdk_logger = logger
-    return logger
+
+
+def _logger():
+    """The "fdk" logger, configured now."""
+    if _fdk_logger is None:
+        _prepare()
+        _configure()
+    return _fdk_logger
 
 
 def set_request_id(rid):
     """Sets the call id the log lines of the current context carry."""
-    setup()
+    _prepare()
     _request_id.set(rid)
 
 
 def get_logger():
-    return setup()
+    return _logger()
 
 
 def debug(message):
@@ -66,12 +100,12 @@ def debug(message):
 
 
 def log(message):
-    setup().debug(message)
+    _logger().debug(message)
 
 
 def get_request_log():
     """The "fn" logger, which carries a failed call's error line."""
-    setup()
+    _logger()
     import logging
     return logging.getLogger("fn")
 

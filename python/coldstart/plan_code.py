@@ -1,0 +1,63 @@
+"""The code archive of a start-up plan (docs/plan.md, "The code archive");
+planning only, used by plan_record.py.
+
+One file holds the compiled code of every planned Python module, as
+marshal writes it, one after the other.  Applying the plan, a module's
+code is one pread() and marshal.loads() away, where the import system
+would stat the source, open, read and check the .pyc (or compile the
+source when there is none).  The plan's "code" member says where the
+archive is, its size and mtime (a changed archive is not used), the
+optimisation level it was compiled for, and each index row's offset and
+length.
+"""
+
+import marshal
+import os
+import sys
+
+_bootstrap_external = sys.modules["_frozen_importlib_external"]
+
+# The archive's first bytes: this magic and the interpreter's bytecode
+# magic (importlib.util.MAGIC_NUMBER).
+MAGIC = b"coldstart-code\n"
+
+
+def header():
+    return MAGIC + _bootstrap_external.MAGIC_NUMBER
+
+
+def _code_of(kind, name, path):
+    if kind == "source":
+        loader = _bootstrap_external.SourceFileLoader(name, path)
+    elif kind == "bytecode":
+        loader = _bootstrap_external.SourcelessFileLoader(name, path)
+    else:
+        return None
+    try:
+        return loader.get_code(name)
+    except (ImportError, OSError, SyntaxError, ValueError, EOFError):
+        return None
+
+
+def write(path, index):
+    """Writes the archive of the index rows' modules to path (through a
+    temporary file); returns the plan's "code" member."""
+    at = []
+    tmp = "%s.tmp%d" % (path, os.getpid())
+    with open(tmp, "wb") as f:
+        f.write(header())
+        off = len(header())
+        for row in index:
+            code = _code_of(row[1], row[0], row[2])
+            if code is None:
+                at.append(None)
+                continue
+            blob = marshal.dumps(code)
+            f.write(blob)
+            at.append([off, len(blob)])
+            off += len(blob)
+    os.replace(tmp, path)
+    st = os.stat(path)
+    return {"path": os.path.abspath(path), "size": st.st_size,
+            "mtime_ns": st.st_mtime_ns, "optimize": sys.flags.optimize,
+            "at": at}

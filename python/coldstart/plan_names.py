@@ -1,0 +1,202 @@
+"""Which from-imports of a planned module may stay lazy (docs/plan.md,
+"Lazy from-imports"); planning only, used by plan_record.py.
+
+A body's `from x import y` may bind y lazily when nothing reads y while
+the body runs.  Statically, from the module's source: the statement is at
+module level (not inside try, with, a function or a class), and no code of
+the body outside function bodies loads the bound name (class bodies,
+decorators, default values, annotations, comprehensions count), nor calls
+globals(), vars(), locals() or dir() there.  Dynamically, the recorder adds
+what the source does not show: names of functions and eval'd code the body
+ran with the module's globals, attributes other modules read from the
+module while its body ran, and names in class annotations (dataclasses and
+pydantic read those from the module's namespace).
+"""
+
+import ast
+import sys
+
+# Reading the namespace as a whole from the module's own code: every name
+# may be read.  (Reading the module's __dict__ from outside while its body
+# runs, as enum's _convert_ and attrs do, binds its pending names at that
+# moment when the plan is applied: plan.py's _BodyRunning.)
+DYNAMIC = frozenset(("globals", "vars", "locals", "dir"))
+
+
+def opcodes():
+    """[IMPORT_FROM, star import opcode, its argument or None]: what the
+    applier compares the importing frame's instruction with."""
+    import dis
+    import opcode
+    star = None
+    code = compile("from a import *\n", "<plan>", "exec")
+    for ins in dis.get_instructions(code):
+        if ins.opname == "IMPORT_STAR":
+            star = [ins.opcode, None]
+        elif ins.opname == "CALL_INTRINSIC_1" and \
+                "IMPORT_STAR" in (ins.argrepr or ""):
+            star = [ins.opcode, ins.arg]
+    if star is None:
+        return None
+    return [opcode.opmap["IMPORT_FROM"]] + star
+
+
+def _resolve(package, node):
+    if node.level == 0:
+        return node.module
+    parts = package.split(".") if package else []
+    if node.level > len(parts):
+        return None
+    base = ".".join(parts[:len(parts) - node.level + 1])
+    if node.module:
+        return base + "." + node.module if base else node.module
+    return base or None
+
+
+class _Loads(ast.NodeVisitor):
+    """Names loaded or deleted by code that runs with the body: everything
+    but the bodies of functions and lambdas."""
+
+    def __init__(self):
+        self.names = set()
+
+    def visit_Name(self, node):
+        if not isinstance(node.ctx, ast.Store):
+            self.names.add(node.id)
+
+    def _function(self, node):
+        for d in node.decorator_list:
+            self.visit(d)
+        self._arguments(node.args)
+        if node.returns is not None:
+            self.visit(node.returns)
+
+    def _arguments(self, a):
+        for d in list(a.defaults) + [d for d in a.kw_defaults if d]:
+            self.visit(d)
+        for arg in list(getattr(a, "posonlyargs", [])) + list(a.args) + \
+                list(a.kwonlyargs) + [x for x in (a.vararg, a.kwarg) if x]:
+            if arg.annotation is not None:
+                self.visit(arg.annotation)
+
+    visit_FunctionDef = _function
+    visit_AsyncFunctionDef = _function
+
+    def visit_Lambda(self, node):
+        self._arguments(node.args)
+
+
+def _candidates(body, package, out, stars, lazy_ok=True):
+    """Collects the module-level from-imports of statements body."""
+    for st in body:
+        if isinstance(st, ast.ImportFrom):
+            mod = _resolve(package, st)
+            if not lazy_ok or mod is None or mod == "__future__":
+                continue
+            for a in st.names:
+                if a.name == "*":
+                    stars.append(mod)
+                else:
+                    out.append((mod, a.name, a.asname or a.name))
+        elif isinstance(st, (ast.If, ast.For, ast.AsyncFor, ast.While)):
+            _candidates(st.body, package, out, stars, lazy_ok)
+            _candidates(st.orelse, package, out, stars, lazy_ok)
+        elif type(st).__name__ == "Match":
+            for case in st.cases:
+                _candidates(case.body, package, out, stars, lazy_ok)
+
+
+def star_names(mod):
+    """The names `from mod import *` binds from the loaded module mod."""
+    d = getattr(mod, "__dict__", {})
+    names = d.get("__all__")
+    if isinstance(names, (list, tuple)) and \
+            all(isinstance(n, str) for n in names):
+        return list(names)
+    return [n for n in d if isinstance(n, str) and not n.startswith("_")]
+
+
+def lazy_rows(name, path, is_package, body_names, modules, debug=None):
+    """The from-imports of module name (source at path) that may stay
+    lazy: (x, attr, bound name), or (x, "*", names) for a star import.  body_names: what the recorder saw the body read besides its
+    source; modules: sys.modules at the end of the planning run.  Returns
+    [] when the source cannot be read or parsed."""
+    try:
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return []
+    package = name if is_package else name.rpartition(".")[0]
+    froms, stars = [], []
+    _candidates(tree.body, package, froms, stars)
+    if not froms and not stars:
+        return []
+    loads = _Loads()
+    loads.visit(tree)
+    used = loads.names | set(body_names)
+    if used & DYNAMIC:
+        if debug is not None:
+            debug.append("reads its namespace as a whole: %s" % ", ".join(
+                sorted(used & DYNAMIC)))
+        return []
+    rows = []
+    seen = set()
+    for mod, attr, bound in froms:
+        key = (mod, attr)
+        if bound in used or key in seen or mod == name or \
+                mod not in modules or "%s.%s" % (mod, attr) in modules:
+            continue
+        seen.add(key)
+        rows.append((mod, attr, bound))
+    for mod in stars:
+        m = modules.get(mod)
+        if m is None or mod == name or (mod, "*") in seen:
+            continue
+        names = star_names(m)
+        if any(n in used or "%s.%s" % (mod, n) in modules for n in names):
+            continue
+        seen.add((mod, "*"))
+        rows.append((mod, "*", names))
+    return rows
+
+
+def table(found, actions):
+    """The plan's "from" from lazy_rows() per module (found): per module,
+    [x, "attr attr ..."] for its lazy from-imports of x, [x, "*",
+    "name name ..."] for a star import.  Only those that can matter are kept: from a module the
+    plan does not load (actions), or a name that module itself binds
+    lazily (re-exports, as packages do)."""
+    bound = {}
+    for a, rows in found.items():
+        b = bound.setdefault(a, set())
+        for r in rows:
+            if r[1] == "*":
+                b.update(r[2])
+            else:
+                b.add(r[2])
+    out = {}
+    for a, rows in found.items():
+        attrs = {}
+        kept = []
+        for r in rows:
+            mod = r[0]
+            act = actions.get(mod)
+            if act is None:
+                continue
+            mine = bound.get(mod, ())
+            if r[1] == "*":
+                if act != "load" or any(n in mine for n in r[2]):
+                    kept.append([mod, "*", " ".join(r[2])])
+            elif act != "load" or r[1] in mine:
+                attrs.setdefault(mod, []).append(r[1])
+        # Names joined by spaces: a plan's biggest member reads faster so.
+        kept[:0] = [[mod, " ".join(a)] for mod, a in attrs.items()]
+        if kept:
+            out[a] = kept
+    return out
+
+
+if __name__ == "__main__":  # pragma: no cover - a developer's look
+    print(opcodes())
+    for p in sys.argv[1:]:
+        print(p, lazy_rows("m", p, False, (), sys.modules))
