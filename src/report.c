@@ -4,6 +4,7 @@
  * an optional pruned tree, and warnings.
  */
 #include "report.h"
+#include "timeline_report.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -528,6 +529,7 @@ static void render_all(const struct profile *p, const struct report_opts *o, str
 		if (r->nr_procs > 1 && !o->all_processes)
 			buf_addf(out, "\n  %s(the other processes' imports: --all-processes)%s\n", st->dim, st->reset);
 	}
+	timeline_report_section(p, r, o->top, o->all_processes, out);
 	elf_report_section(p, (size_t)o->top, out);
 	render_findings(p, o, out, st);
 	render_warnings(p, o, out, st);

@@ -342,7 +342,9 @@ int svg_render(const struct profile *p, const struct export_opts *o, bool standa
 {
 	const struct run *r = export_pick_run(p, o, err);
 	struct graph *graphs = NULL;
+	struct proc *views = NULL;
 	struct buf text = BUF_INIT;
+	bool timelines = false;
 	size_t ng, i;
 	int width = o->width > 0 ? o->width : 1200;
 	double inner, min_width = o->min_width < 0 ? 0.1 : o->min_width, height, y;
@@ -356,9 +358,14 @@ int svg_render(const struct profile *p, const struct export_opts *o, bool standa
 	inner = width - 2 * PAD;
 	ng = o->all_procs ? r->nr_procs : 1;
 	graphs = xcalloc(ng, sizeof(*graphs));
+	views = xcalloc(ng, sizeof(*views));
 	height = HEADER_H + FOOTER_H;
 	for (i = 0; i < ng; i++) {
-		graph_prepare(&graphs[i], &r->procs[i], i, inner, min_width);
+		/* A differential graph compares modules: it keeps the import tree. */
+		const struct proc *pr = o->diff ? &r->procs[i] : export_tree(&r->procs[i], &views[i]);
+
+		timelines |= pr != &r->procs[i];
+		graph_prepare(&graphs[i], pr, i, inner, min_width);
 		height += 20 + (graphs[i].maxdepth + 1) * FRAME_H + GRAPH_GAP;
 	}
 
@@ -390,8 +397,10 @@ int svg_render(const struct profile *p, const struct export_opts *o, bool standa
 		buf_adds(&text, ", wall ");
 		buf_add_duration(&text, r->wall_us);
 	}
-	buf_adds(&text, ". Width = cumulative import time; the uncovered top of a frame is its self time. "
-			"Click to zoom, Ctrl-F to search.");
+	buf_adds(&text, timelines ? ". Width = time in the function or import (sampled), callees included; "
+				    "the uncovered top of a frame is its self time. Click to zoom, Ctrl-F to search."
+				  : ". Width = cumulative import time; the uncovered top of a frame is its self time. "
+				    "Click to zoom, Ctrl-F to search.");
 	buf_adds(out, "<text class=\"cs-sub\" x=\"");
 	buf_addf(out, "%d\" y=\"44\">", width / 2);
 	export_add_xml(out, text.buf);
@@ -415,9 +424,13 @@ int svg_render(const struct profile *p, const struct export_opts *o, bool standa
 	}
 	buf_adds(out, "</svg>\n");
 
-	for (i = 0; i < ng; i++)
+	for (i = 0; i < ng; i++) {
 		graph_release(&graphs[i]);
+		if (views[i].names.alloc)
+			proc_release(&views[i]);
+	}
 	free(graphs);
+	free(views);
 	buf_release(&text);
 	return 0;
 }
