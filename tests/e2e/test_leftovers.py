@@ -11,6 +11,7 @@ Real cgroups need root (v1 here, or v2 where it can be made); those tests
 say why they skip otherwise.  Other coldstarts run on this machine at the
 same time: every check looks only at this test's own pids and directories.
 """
+import fcntl
 import os
 import shutil
 import signal
@@ -70,12 +71,21 @@ def test_sigkilled_runs_tree_is_killed_by_the_next_run(tmp_path, limits):
     try:
         assert wait_for(lambda: sleepers(marker)), p.stderr
         # With limits, the first run is the unconstrained baseline: it has a cgroup too.
-        assert run_dirs(p.pid), "the run has no cgroup of its own"
+        dirs = run_dirs(p.pid)
+        assert dirs, "the run has no cgroup of its own"
+        # A lock on the run's directories holds off every other coldstart on the
+        # machine (they clean only what they can lock) until the grandchild has
+        # been seen alive after the SIGKILL; the cleaning run below is ours.
+        held = [os.open(d, os.O_RDONLY | os.O_DIRECTORY) for d in dirs]
+        for fd in held:
+            fcntl.flock(fd, fcntl.LOCK_SH)
     finally:
         sigkill(p)
-    # Looked at at once: any later coldstart on this machine (other people's
-    # included) may clean it from now on, which is the point.
-    assert sleepers(marker), "the grandchild died with coldstart: nothing to clean"
+    try:
+        assert sleepers(marker), "the grandchild died with coldstart: nothing to clean"
+    finally:
+        for fd in held:
+            os.close(fd)
     r = run_coldstart("profile", "--no-report", "--python", DEBIAN_PYTHON, "-c", "pass")
     assert r.returncode == 0, r.stderr
     assert wait_for(lambda: not sleepers(marker), timeout=10), \
