@@ -886,13 +886,10 @@ def serve(resolve, warm="lazy", max_body=DEFAULT_MAX_BODY, what="function",
     With warm="eager" resolve() runs before the socket is ready.
     """
     env = os.environ if environ is None else environ
-    try:
-        path, phony = _fdk.check_environ(env)
-    except ConfigError as e:
-        log(str(e))
+    paths = _fdk.claim_environ(env)
+    if paths is None:
         return EXIT_USAGE
-
-    _fdk.active = True
+    path, phony = paths
     server = Server(resolve, path, phony, max_body=max_body)
     old = {}
     try:

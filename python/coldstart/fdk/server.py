@@ -171,12 +171,10 @@ def _serve_ready_first(func, handler, warm, max_body):
     possible, then hands the socket to coldstart.fdk.loop (in lazy mode
     once the first connection is accepted)."""
     env = os.environ
-    try:
-        path, phony = _fdk.check_environ(env)
-    except ConfigError as e:
-        log(str(e))
+    paths = _fdk.claim_environ(env)
+    if paths is None:
         return EXIT_USAGE
-    _fdk.active = True
+    path, phony = paths
     lsock = None
     old = {}
     try:
