@@ -393,6 +393,9 @@ static void list_options(const struct opt *opts, bool *help_seen, struct buf *ou
 	}
 }
 
+/* man indents a subsection's text by 7 columns: verbatim lines this wide end within 80. */
+#define MAN_VERBATIM_WIDTH (HELP_WIDTH - 8)
+
 struct help_request args_help_request = { .format = HELP_TEXT };
 
 /* The text of u->more, which prints to a FILE. */
@@ -425,8 +428,10 @@ void usage_render(const struct usage *u, const struct opt *opts, enum help_forma
 		text_wrap(text.buf, HELP_WIDTH, &out);
 		break;
 	case HELP_MAN:
+		/* Usage lines and tables are verbatim: wrapped here so that the page's indent keeps them in 80. */
 		buf_addf(&out, ".SS \"coldstart %s\"\n", u->command);
-		roff_text(u->synopsis, &out);
+		text_wrap(u->synopsis, MAN_VERBATIM_WIDTH, &h);
+		roff_text(h.buf, &out);
 		buf_adds(&out, "Options:\n");
 		roff_options(opts, &out);
 		if (!has_help_row(opts))
@@ -434,7 +439,9 @@ void usage_render(const struct usage *u, const struct opt *opts, enum help_forma
 		buf_adds(&out, ".PP\n");
 		buf_adds(&text, u->footer ? u->footer : "");
 		more_text(u, &text);
-		roff_text(text.buf, &out);
+		buf_reset(&h);
+		text_wrap(text.buf, MAN_VERBATIM_WIDTH, &h);
+		roff_text(h.buf, &out);
 		break;
 	case HELP_OPTIONS:
 		list_options(opts, &help_seen, &out);

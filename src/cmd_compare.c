@@ -59,8 +59,9 @@ static const struct usage compare_usage = {
 		    "self time differs most.  TARGET is as profile takes it (script.py, -m module,\n"
 		    "-c code, -- command); with --python and --limits both, each interpreter runs\n"
 		    "under each set.  A COMMAND is one argument, split into words as a shell would\n"
-		    "(quotes, backslashes) but run without one.  The targets' stdout and stderr are\n"
-		    "discarded unless --show-output.  Defaults: -n 10, --warmup 1.\n\n"
+		    "(quotes, backslashes) but run without one; options may come among the\n"
+		    "commands.  The targets' stdout and stderr are discarded unless --show-output.\n"
+		    "Defaults: -n 10, --warmup 1.\n\n"
 		    "SET: none, or a comma-separated list of cpus=F, memory=SIZE, swap=SIZE,\n"
 		    "pids=N, cpuset=LIST, preset=NAME, on top of --cpus, --memory, ... if given.\n\n",
 	.footer = "Exit status: as profile's (docs/exit-codes.md): 0 ok, 2 usage, 3 limits\n"
@@ -407,6 +408,7 @@ int cmd_compare(int argc, char **argv)
 	size_t nr_vars = 0;
 	struct limits common;
 	struct buf err = BUF_INIT, out = BUF_INIT;
+	struct strvec commands = STRVEC_INIT;
 	int i = 1, rc, ret = EXIT_FAIL, devnull = -1;
 	size_t np, nl, j, nv = 0, ncmd = 0;
 	const struct opt options[] = {
@@ -442,14 +444,6 @@ int cmd_compare(int argc, char **argv)
 		ret = usage_stop(&compare_usage, options, rc, err.buf);
 		goto out;
 	}
-	if (measure_opts_finish(&o.m, &common, &err) < 0) {
-		ret = usage_error(&compare_usage, "%s", err.buf);
-		goto out;
-	}
-	if (o.show_output)
-		o.m.quiet = false;
-	else
-		o.m.quiet = true;
 	np = o.pythons.nr ? o.pythons.nr : 1;
 	nl = o.limit_sets.nr ? o.limit_sets.nr : 1;
 	if (i >= argc) {
@@ -458,13 +452,42 @@ int cmd_compare(int argc, char **argv)
 		goto out;
 	}
 	if (np * nl < 2) {
-		/* Commands: every argument left is one. */
-		if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "-c") || !strcmp(argv[i], "--") || argc - i < 2) {
+		/* Commands: every argument left is one, and options may come among them (a command is one word). */
+		if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "-c") || !strcmp(argv[i], "--")) {
 			ret = usage_error(&compare_usage, "one target is one variant: give --python or --limits twice "
 							  "or more, or two or more commands");
 			goto out;
 		}
-		ncmd = (size_t)(argc - i);
+		while (i < argc) {
+			if (argv[i][0] == '-' && strcmp(argv[i], "-")) {
+				if (!strcmp(argv[i], "--") || !strcmp(argv[i], "-m") || !strcmp(argv[i], "-c")) {
+					ret = usage_error(&compare_usage, "'%s' among commands: each command is one "
+									  "argument, e.g. 'python3 -c \"import json\"'",
+							  argv[i]);
+					goto out;
+				}
+				rc = args_parse(options, argc, argv, &i, stop_at, &err);
+				if (rc) {
+					ret = usage_stop(&compare_usage, options, rc, err.buf);
+					goto out;
+				}
+				continue;
+			}
+			strvec_push(&commands, argv[i++]);
+		}
+		/* --limits among the commands multiply them as before them; --python twice cannot apply. */
+		nl = o.limit_sets.nr ? o.limit_sets.nr : 1;
+		if (o.pythons.nr > 1) {
+			ret = usage_error(&compare_usage, "a command names its own interpreter: --python does not apply "
+							  "to commands (give one target with --python A --python B)");
+			goto out;
+		}
+		if (commands.nr * nl < 2) {
+			ret = usage_error(&compare_usage, "one target is one variant: give --python or --limits twice "
+							  "or more, or two or more commands");
+			goto out;
+		}
+		ncmd = commands.nr;
 		nv = ncmd * nl;
 	} else {
 		nv = np * nl;
@@ -474,6 +497,11 @@ int cmd_compare(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (measure_opts_finish(&o.m, &common, &err) < 0) {
+		ret = usage_error(&compare_usage, "%s", err.buf);
+		goto out;
+	}
+	o.m.quiet = !o.show_output;
 	if (nv > MAX_VARIANTS) {
 		ret = usage_error(&compare_usage, "%zu variants: compare takes at most %d", nv, MAX_VARIANTS);
 		goto out;
@@ -498,7 +526,7 @@ int cmd_compare(int argc, char **argv)
 		const char *set = o.limit_sets.nr ? o.limit_sets.v[j % nl] : NULL;
 
 		nr_vars = j + 1;
-		ret = variant_setup(&o, &vars[j], j, &common, set, argc, argv, i, py, ncmd ? argv[i + j / nl] : NULL);
+		ret = variant_setup(&o, &vars[j], j, &common, set, argc, argv, i, py, ncmd ? commands.v[j / nl] : NULL);
 		if (ret)
 			goto out;
 		vars[j].s.ro.stdout_fd = o.show_output ? 2 : devnull;
@@ -563,6 +591,7 @@ out:
 	strvec_clear(&o.pythons);
 	strvec_clear(&o.limit_sets);
 	strvec_clear(&o.names);
+	strvec_clear(&commands);
 	buf_release(&err);
 	buf_release(&out);
 	return ret;

@@ -106,7 +106,7 @@ int cmd_export(int argc, char **argv)
 		OPT_BOOL("all-procs", 0, &o.exp.all_procs,
 			 "SVG/folded/HTML: every process, stacked (default: the main process; speedscope and chrome always "
 			 "hold all)"),
-		OPT_CALLBACK("run", 0, &o.exp.run, set_run, "N", "draw run N, counting from 1 (default: the median run)"),
+		OPT_CALLBACK("run", 0, &o.exp.run, set_run, "N", "draw run N of the profile, warm-ups counted, as the report's \"run N of the JSON\" (default: the run the report shows)"),
 		OPT_INT("width", 0, &o.exp.width, 200, 100000, "PX", "SVG width in pixels (default 1200)"),
 		OPT_CALLBACK("minwidth", 0, &o.exp.min_width, set_minwidth, "PX",
 			     "SVG: leave out frames narrower than PX (default 0.1)"),

@@ -69,7 +69,8 @@ struct inspect_opts {
 
 static const struct usage inspect_usage = {
 	.command = "inspect",
-	.synopsis = "usage: coldstart inspect [--python PATH] [--json] [--no-python] [MODULE | FILE.so ...]\n"
+	.synopsis = "usage: coldstart inspect [--python PATH] [--json] [--no-python]\n"
+		    "                         [MODULE | FILE.so ...]\n"
 		    "       coldstart inspect [--python PATH] [--json] --profile FILE.json\n"
 		    "\n"
 		    "ELF facts about native extensions: size and loadable segments, the DT_NEEDED\n"

@@ -50,6 +50,7 @@ static int parse_stream(const char *path, struct profile *p, struct run *r)
 	int ret = -1;
 	size_t nw, i;
 	const struct it_warning *w;
+	struct buf why = BUF_INIT;
 
 	gz = !strcmp(path, "-") ? gzdopen(dup(0), "rb") : gzopen(path, "rb");
 	if (!gz) {
@@ -57,11 +58,11 @@ static int parse_stream(const char *path, struct profile *p, struct run *r)
 		goto out;
 	}
 	gzbuffer(gz, GZ_BUFFER);
-	if (it_feed_from(ps, read_gz, gz, NULL) < 0) {
-		int zerr;
-		const char *msg = gzerror(gz, &zerr);
-
-		error("cannot read '%s': %s", path, zerr == Z_ERRNO ? strerror(errno) : msg);
+	/* A stream that stops early is said too: the rows after the cut would be lost silently. */
+	if (it_feed_from(ps, read_gz, gz, NULL) < 0 || gz_failure(gz, 0, &why)) {
+		if (!why.len)
+			gz_failure(gz, -1, &why);
+		error("cannot read '%s': %s", path, why.len ? why.buf : "read error");
 		gzclose(gz);
 		goto out;
 	}
@@ -76,6 +77,7 @@ static int parse_stream(const char *path, struct profile *p, struct run *r)
 	}
 	ret = 0;
 out:
+	buf_release(&why);
 	it_parser_free(ps);
 	return ret;
 }

@@ -36,10 +36,24 @@ static const struct usage profile_usage = {
 		    "stdin and stdout are untouched (its stdout goes to stderr when stdout carries\n"
 		    "the JSON: --json, -o -); its own stderr is forwarded unchanged.\n\n",
 	.footer = "Exit status: 0 ok, 1 failure or broken budget, 2 usage, 3 limits unavailable,\n"
-		  "4 interpreter missing or unsuitable, 5 target exited non-zero, 6 target killed by\n"
-		  "a signal, 7 target OOM-killed, 8 timeout, 9 readiness not reached, 10 no import\n"
-		  "recorded (docs/exit-codes.md).  --exit-code passes the target's own status through.\n",
+		  "4 interpreter missing or unsuitable, 5 target exited non-zero, 6 target killed\n"
+		  "by a signal, 7 target OOM-killed, 8 timeout, 9 readiness not reached, 10 no\n"
+		  "import recorded (docs/exit-codes.md); --exit-code passes the target's own\n"
+		  "status through.\n",
 };
+
+/* Whether a and b (paths, or python* names on PATH) are one program. */
+static bool same_program(const char *a, const char *b)
+{
+	char *pa = measure_command_python(a), *pb = measure_command_python(b);
+	char ra[PATH_MAX], rb[PATH_MAX];
+	bool same;
+
+	same = !strcmp(realpath(pa ? pa : a, ra) ? ra : a, realpath(pb ? pb : b, rb) ? rb : b);
+	free(pa);
+	free(pb);
+	return same;
+}
 
 int cmd_profile(int argc, char **argv)
 {
@@ -50,6 +64,7 @@ int cmd_profile(int argc, char **argv)
 	struct strvec child_argv = STRVEC_INIT, env = STRVEC_INIT;
 	struct buf err = BUF_INIT, where = BUF_INIT;
 	char *shebang = NULL, cwd[PATH_MAX];
+	bool python_given;
 	const char *python;
 	int i = 1, ret = EXIT_FAIL, rc;
 	bool command_mode = false;
@@ -80,6 +95,7 @@ int cmd_profile(int argc, char **argv)
 		ret = EXIT_USAGE;
 		goto out;
 	}
+	python_given = o.python != NULL;
 	if (!o.python)
 		o.python = getenv("COLDSTART_PYTHON") ? getenv("COLDSTART_PYTHON") : "python3";
 
@@ -89,6 +105,14 @@ int cmd_profile(int argc, char **argv)
 		goto out;
 	if (command_mode)
 		shebang = measure_command_python(argv[i + 1]);
+	/* A command names its interpreter; --python is for one that does not say (a launcher, a shim). */
+	if (command_mode && python_given) {
+		if (!shebang)
+			shebang = xstrdup(o.python);
+		else if (!same_program(shebang, o.python))
+			warning("--python %s does not apply: '%s' runs %s (its #! line, or itself)", o.python,
+				argv[i + 1], shebang);
+	}
 
 	if (measure_opts_finish(&o.m, &p.limits, &err) < 0) {
 		error("%s", err.buf);

@@ -299,7 +299,7 @@ int cmd_why(int argc, char **argv)
 	const struct opt options[] = {
 		OPT_BOOL("json", 0, &o->json, "write the answer as JSON"),
 		OPT_INT("top", 0, &o->top, 0, 1000000, "N", "rows in each list (default 20; 0: all)"),
-		OPT_INT("run", 0, &o->run, 1, 1000000, "N", "the run to answer for (default: the median)"),
+		OPT_INT("run", 0, &o->run, 1, 1000000, "N", "the run to answer for, N of the profile with warm-ups counted (default: the run the report shows)"),
 		OPT_BOOL("functions", 0, &o->functions, "imports in functions run at start-up too"),
 		OPT_STRING("python", 0, &o->python, "PATH", "read source with this interpreter"),
 		OPT_BOOL("no-source", 0, &o->no_source, "only the imports the profile recorded"),

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report.h"
 #include "runlimits.h"
 
 #define ALPHA COMPARE_ALPHA
@@ -46,18 +47,37 @@ static int64_t run_metric(const struct run *r, enum metric m)
 	}
 }
 
+/* Whether measured run r failed, as profile's exit status counts it; how in out. */
+static bool run_failed(const struct comparison *c, const struct profile *p, const struct run *r, struct buf *out)
+{
+	buf_reset(out);
+	if ((r->status == RUN_EXITED && r->exit_code) ||
+	    (r->status != RUN_EXITED && r->status != RUN_STOPPED && r->status != RUN_NOT_RUN))
+		describe_status(p, r, out);
+	else if (c->ready && r->ready_us == UNKNOWN)
+		buf_adds(out, "never ready");
+	return out->len > 0;
+}
+
 /* The summaries of every variant's measured runs and each one against A. */
 static void compare_runs(struct comparison *c)
 {
+	struct buf how = BUF_INIT;
 	size_t j, m, i;
 
 	for (j = 0; j < c->nr; j++) {
 		struct compare_side *v = &c->v[j];
 
-		for (i = 0; i < v->p->nr_runs; i++)
-			if (!v->p->runs[i].warmup)
-				for (m = 0; m < M__COUNT; m++)
-					sample_add(&v->metric[m], run_metric(&v->p->runs[i], (enum metric)m));
+		for (i = 0; i < v->p->nr_runs; i++) {
+			if (v->p->runs[i].warmup)
+				continue;
+			for (m = 0; m < M__COUNT; m++)
+				sample_add(&v->metric[m], run_metric(&v->p->runs[i], (enum metric)m));
+			if (run_failed(c, v->p, &v->p->runs[i], &how) && !v->nr_failed++)
+				v->failure = buf_detach(&how, NULL);
+			if (v->p->runs[i].cold.asked && !cold_figures_took(&v->p->runs[i].cold))
+				v->nr_not_cold++;
+		}
 		v->outlier = xcalloc(v->metric[M_WALL].nr + 1, sizeof(*v->outlier));
 		v->nr_outliers = mark_outliers(v->metric[M_WALL].v, v->metric[M_WALL].nr, v->outlier);
 		for (m = 0; m < M__COUNT; m++) {
@@ -92,6 +112,7 @@ static void compare_runs(struct comparison *c)
 			c->v[j].vs.p_adj[m] = p[j - 1];
 		free(p);
 	}
+	buf_release(&how);
 }
 
 static int cmp_i64(const void *x, const void *y)
@@ -225,6 +246,10 @@ void comparison_release(struct comparison *c)
 	for (j = 0; j < c->nr; j++) {
 		free(c->v[j].outlier);
 		c->v[j].outlier = NULL;
+		free(c->v[j].failure);
+		c->v[j].failure = NULL;
+		c->v[j].nr_failed = 0;
+		c->v[j].nr_not_cold = 0;
 		for (m = 0; m < M__COUNT; m++) {
 			free(c->v[j].metric[m].v);
 			c->v[j].metric[m].v = NULL;
@@ -350,6 +375,15 @@ void compare_render_table(const struct comparison *c, struct buf *out)
 		 c->cold ? ", page cache evicted before each run (--cold)" : "");
 	for (j = 0; j < c->nr; j++)
 		buf_addf(out, "  %s  %s\n", c->v[j].id, c->v[j].label);
+	for (j = 0; j < c->nr; j++)
+		if (c->v[j].nr_failed)
+			buf_addf(out, "  ! %s failed in %zu of %zu measured runs (%s): its figures are of failed runs\n",
+				 c->v[j].id, c->v[j].nr_failed, measured_runs(&c->v[j]), c->v[j].failure);
+	for (j = 0; j < c->nr; j++)
+		if (c->v[j].nr_not_cold)
+			buf_addf(out, "  ! %s: %zu of %zu measured runs were not cold (the eviction did not take; "
+				      "docs/cold.md)\n",
+				 c->v[j].id, c->v[j].nr_not_cold, measured_runs(&c->v[j]));
 	buf_addch(out, '\n');
 	for (m = 0; m < M__COUNT; m++) {
 		if (m == M_READY && !c->ready)
@@ -536,6 +570,14 @@ void compare_render_markdown(const struct comparison *c, struct buf *out)
 		}
 		buf_adds(out, " |\n");
 	}
+	for (j = 0; j < c->nr; j++)
+		if (c->v[j].nr_failed)
+			buf_addf(out, "\n**%s failed in %zu of %zu measured runs** (%s): its figures are of failed runs.\n",
+				 c->v[j].id, c->v[j].nr_failed, measured_runs(&c->v[j]), c->v[j].failure);
+	for (j = 0; j < c->nr; j++)
+		if (c->v[j].nr_not_cold)
+			buf_addf(out, "\n%s: %zu of %zu measured runs were not cold (the eviction did not take).\n",
+				 c->v[j].id, c->v[j].nr_not_cold, measured_runs(&c->v[j]));
 	for (j = 1; j < c->nr; j++) {
 		const struct module_diff *d = c->diffs[j];
 		size_t shown = 0;
@@ -650,6 +692,10 @@ char *compare_render_json(const struct comparison *c)
 			if (m != M_READY || c->ready)
 				json_object_set_new(metrics, metric_key[m], json_summary(&v->metric[m]));
 		json_object_set_new(jv, "metrics", metrics);
+		json_object_set_new(jv, "failed_runs", json_integer((json_int_t)v->nr_failed));
+		json_object_set_new(jv, "failure", v->failure ? json_string(v->failure) : json_null());
+		json_object_set_new(jv, "not_cold_runs",
+				    c->cold ? json_integer((json_int_t)v->nr_not_cold) : json_null());
 		for (i = 0; i < v->p->nr_runs; i++) {
 			const struct run *r = &v->p->runs[i];
 			json_t *jr = json_object();

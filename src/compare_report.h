@@ -44,6 +44,9 @@ struct compare_side {
 	struct sample metric[M__COUNT];
 	bool *outlier; /* per wall sample */
 	size_t nr_outliers;
+	size_t nr_failed; /* measured runs that failed, or never got ready with --ready */
+	char *failure; /* how the first of them failed, or NULL */
+	size_t nr_not_cold; /* --cold: measured runs whose eviction did not take */
 	struct versus vs;
 };
 

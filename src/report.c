@@ -178,7 +178,7 @@ static bool keep_timed(const struct proc *pr, int32_t i)
 	return pr->timing[i].start_ns >= 0 && !(pr->nodes[i].flags & NODE_CACHED);
 }
 
-static void describe_status(const struct profile *p, const struct run *r, struct buf *out)
+void describe_status(const struct profile *p, const struct run *r, struct buf *out)
 {
 	switch (r->status) {
 	case RUN_EXITED:

@@ -21,6 +21,8 @@ struct report_opts {
 void report_opts_init(struct report_opts *o);
 /* Colour on a TTY unless NO_COLOR is set (https://no-color.org). */
 bool report_want_color(int fd);
+/* How run r ended, as the report's status line says it ("exited with status 1", ...). */
+void describe_status(const struct profile *p, const struct run *r, struct buf *out);
 /* Renders the whole report of p into out. */
 void report_render(const struct profile *p, const struct report_opts *o, struct buf *out);
 

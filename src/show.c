@@ -162,6 +162,25 @@ static int set_color(const struct opt *opt, const char *v, struct buf *err)
 	return 0;
 }
 
+/*
+ * Creates path and removes it again: access() passes for root wherever the
+ * mode bits say no, and says nothing of /proc, /sys or a read-only mount.
+ */
+static int create_probe(const char *path, const char *dir, struct buf *err)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0666);
+
+	if (fd < 0 && errno == EEXIST)
+		return 0; /* made meanwhile: the write will say what is wrong with it */
+	if (fd < 0) {
+		buf_addf(err, "cannot write '%s': cannot create a file in '%s': %s", path, dir, strerror(errno));
+		return -1;
+	}
+	close(fd);
+	unlink(path);
+	return 0;
+}
+
 int output_path_check(const char *path, struct buf *err)
 {
 	struct stat st;
@@ -204,7 +223,7 @@ int output_path_check(const char *path, struct buf *err)
 	else if (access(dir, W_OK | X_OK) < 0)
 		buf_addf(err, "cannot write '%s': directory '%s': %s", path, dir, strerror(errno));
 	else
-		ret = 0;
+		ret = create_probe(path, dir, err);
 	free(dir);
 	return ret;
 }

@@ -384,6 +384,27 @@ int buf_read_file(struct buf *sb, const char *path)
 	return 0;
 }
 
+int gz_failure(struct gzFile_s *gz, int n, struct buf *err)
+{
+	int saved = errno, zerr;
+	const char *msg = gzerror(gz, &zerr), *p;
+
+	if (n > 0 || zerr == Z_OK)
+		return 0;
+	/* zlib says "PATH: what"; the caller names the file. */
+	for (p = msg; (p = strstr(p, ": ")); msg = p += 2)
+		;
+	if (zerr == Z_ERRNO)
+		buf_adds(err, strerror(saved));
+	else if (zerr == Z_BUF_ERROR)
+		buf_adds(err, "truncated gzip data (the file ends inside the compressed stream)");
+	else if (zerr == Z_DATA_ERROR)
+		buf_addf(err, "corrupt gzip data (%s)", msg);
+	else
+		buf_adds(err, msg);
+	return 1;
+}
+
 int zfile_open(struct zfile *zf, const char *path, uint64_t limit, struct buf *err)
 {
 	memset(zf, 0, sizeof(*zf));
@@ -408,8 +429,7 @@ int zfile_open(struct zfile *zf, const char *path, uint64_t limit, struct buf *e
 long zfile_read(void *ctx, char *buf, size_t len, struct buf *err)
 {
 	struct zfile *zf = ctx;
-	const char *msg;
-	int n, zerr;
+	int n;
 
 	if (len > INT_MAX)
 		len = INT_MAX;
@@ -417,11 +437,8 @@ long zfile_read(void *ctx, char *buf, size_t len, struct buf *err)
 	if (zf->limit - zf->total < len)
 		len = (size_t)(zf->limit - zf->total) + 1;
 	n = gzread(zf->gz, buf, (unsigned)len);
-	if (n < 0) {
-		msg = gzerror(zf->gz, &zerr);
-		buf_adds(err, zerr == Z_ERRNO ? strerror(errno) : msg);
+	if (n <= 0 && gz_failure(zf->gz, n, err))
 		return -1;
-	}
 	if ((uint64_t)n > zf->limit - zf->total) {
 		struct buf size = BUF_INIT;
 

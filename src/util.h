@@ -181,6 +181,13 @@ int zfile_open(struct zfile *zf, const char *path, uint64_t limit, struct buf *e
  */
 long zfile_read(void *zf, char *buf, size_t len, struct buf *err);
 void zfile_close(struct zfile *zf);
+/*
+ * After gzread on gz returned n (-1, or 0 at the end): 1 with the reason in
+ * err when it failed or the gzip data ended before its end ("truncated gzip
+ * data", "corrupt gzip data (incorrect data check)", a read error's
+ * strerror), 0 at a clean end.
+ */
+int gz_failure(struct gzFile_s *gz, int n, struct buf *err);
 
 /*
  * Saturating int64 arithmetic, for figures that come from files: a crafted

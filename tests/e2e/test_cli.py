@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import COLDSTART, DEBIAN_PYTHON, ROOT, run_coldstart
+from conftest import COLDSTART, DEBIAN_PYTHON, PYTHONS, ROOT, run_coldstart
 
 
 def commands():
@@ -44,6 +44,12 @@ def test_help_conventions(cmd):
     assert long_help.stdout.startswith("usage: coldstart %s" % cmd)
     wide = [line for line in long_help.stdout.splitlines() if len(line) > 80]
     assert wide == [], "%s --help has lines past 80 columns" % cmd
+    # Text the wrapper had to break shows as a stray indented piece ("6 target killed\n  by\n"): every text
+    # must arrive within 80 columns; a line indented by two follows a heading ("options:") or another such line.
+    lines = long_help.stdout.splitlines()
+    stray = [(a, b) for a, b in zip(lines, lines[1:])
+             if re.match(r"  \S", b) and a and not a.startswith(" ") and not a.endswith(":")]
+    assert stray == [], "%s --help: text broken by the wrapper" % cmd
     assert run_coldstart(cmd, "-h").stdout == long_help.stdout
     assert run_coldstart("help", cmd).stdout == long_help.stdout
     assert "--help" in listed_options(long_help.stdout)
@@ -102,6 +108,13 @@ def test_man_page_matches_help():
         pytest.skip("groff not installed: the page's roff is not checked for warnings")
     w = subprocess.run([groff, "-man", "-ww", "-z"], input=page, capture_output=True, text=True)
     assert w.returncode == 0 and w.stderr == "", w.stderr
+    # Rendered for an 80-column terminal, nothing runs past it: usage lines and tables are verbatim in roff,
+    # so they must arrive wrapped for the page's indent.
+    w = subprocess.run([groff, "-man", "-Tutf8", "-rLL=80n", "-P-cbou"], input=page, capture_output=True,
+                       text=True)
+    assert w.returncode == 0, w.stderr
+    long = [line for line in w.stdout.splitlines() if len(line) > 80]
+    assert not long, long
 
 
 def bash_complete(script, words):
@@ -163,13 +176,23 @@ def test_output_paths_are_checked_before_the_target_runs(tmp_path):
     code = "open(%r, 'w').close(); import time; time.sleep(20)" % str(marker)
     for args, said in [(["-o", str(tmp_path / "no" / "p.json")], "no directory '%s'" % (tmp_path / "no")),
                        (["--flamegraph", str(tmp_path)], "is a directory"),
-                       (["--html", str(tmp_path / "f" / "x.html")], "no directory")]:
+                       (["--html", str(tmp_path / "f" / "x.html")], "no directory"),
+                       # A directory no file can be made in, whoever runs it (root passes access()).
+                       (["--html", "/proc/coldstart-x.html"], "cannot create a file in '/proc'"),
+                       (["--markdown", "/proc/coldstart-x.md"], "cannot create a file in '/proc'")]:
         start = time.monotonic()
-        r = run_coldstart("profile", "--python", DEBIAN_PYTHON, *args, "-c", code)
+        if args[0] == "--markdown":
+            r = run_coldstart("compare", *args, "%s -c %r" % (DEBIAN_PYTHON, code), "%s -c pass" % DEBIAN_PYTHON)
+        else:
+            r = run_coldstart("profile", "--python", DEBIAN_PYTHON, *args, "-c", code)
         assert r.returncode == 1, r.stderr
         assert said in r.stderr
         assert time.monotonic() - start < 10
         assert not marker.exists(), "the target ran before the bad path was said"
+    # The probe leaves nothing behind, and a good path is written.
+    out = tmp_path / "fresh.json"
+    r = run_coldstart("profile", "--python", DEBIAN_PYTHON, "--quiet", "--no-report", "-o", out, "-c", "pass")
+    assert r.returncode == 0 and json.loads(out.read_text())["format"] == "coldstart-profile", r.stderr
     # Two outputs on stdout are a usage error.
     r = run_coldstart("profile", "--json", "-o", "-", "-c", "pass")
     assert r.returncode == 2 and "only one output can go to stdout" in r.stderr
@@ -276,3 +299,80 @@ def test_unreadable_profile_names_the_file_and_the_reason(tmp_path):
     assert r.stderr.strip() == "coldstart: error: cannot read '%s': Is a directory" % tmp_path
     r = run_coldstart("report", tmp_path / "missing.json")
     assert r.returncode == 1 and "missing.json': No such file or directory" in r.stderr
+
+
+def test_damaged_gzip_says_so(tmp_path):
+    import gzip
+    prof = tmp_path / "p.json"
+    r = run_coldstart("profile", "--python", DEBIAN_PYTHON, "--quiet", "--no-report", "-o", prof,
+                      "-c", "import json")
+    assert r.returncode == 0, r.stderr
+    whole = gzip.compress(prof.read_bytes())
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(whole[:len(whole) // 2])
+    # Only the trailer missing: every byte of JSON is there, but the file is not whole.
+    tail = tmp_path / "tail.json.gz"
+    tail.write_bytes(whole[:-4])
+    bad = tmp_path / "bad.json.gz"
+    bad.write_bytes(whole[:10] + b"\xff" * 40)
+    for path, said in ((cut, "truncated gzip data"), (tail, "truncated gzip data"),
+                       (bad, "corrupt gzip data (invalid block type)")):
+        for cmd in (["report"], ["export", "--format", "folded"], ["why", "json"]):
+            r = run_coldstart(*cmd, path)
+            assert r.returncode == 1, (cmd, path, r.stdout)
+            assert r.stderr.startswith("coldstart: error: cannot read '%s': %s" % (path, said)), r.stderr
+            assert r.stderr.count(path.name) == 1, r.stderr
+    log = tmp_path / "it.log"
+    subprocess.run([DEBIAN_PYTHON, "-X", "importtime", "-c", "import asyncio"], stderr=open(log, "wb"), check=True)
+    whole = gzip.compress(log.read_bytes())
+    cut = tmp_path / "it.log.gz"
+    cut.write_bytes(whole[:len(whole) // 2])
+    r = run_coldstart("parse", cut)
+    assert r.returncode == 1 and "truncated gzip data" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("cmd", ["profile", "compare", "report"])
+def test_a_reader_that_stops_early_ends_coldstart_quietly(cmd, tmp_path):
+    prof = tmp_path / "p.json"
+    args = {"profile": ["profile", "--python", DEBIAN_PYTHON, "-c", "import json"],
+            "compare": ["compare", "-n", "1", "--warmup", "0", "%s -c pass" % DEBIAN_PYTHON,
+                        "%s -c pass" % DEBIAN_PYTHON],
+            "report": ["report", str(prof)]}[cmd]
+    if cmd == "report":
+        r = run_coldstart("profile", "--python", DEBIAN_PYTHON, "--quiet", "--no-report", "-o", prof,
+                          "-c", "import json")
+        assert r.returncode == 0, r.stderr
+    # The reader is gone before the first line is written (| head that has seen enough): no "Broken pipe"
+    # error, and the status of a filter ended by SIGPIPE, as every command has it.  The read end is closed
+    # before coldstart starts, so a fast command cannot finish its writes first.
+    rd, wr = os.pipe()
+    os.close(rd)
+    p = subprocess.Popen([COLDSTART] + args, stdout=wr, stderr=subprocess.PIPE)
+    os.close(wr)
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == -13, err
+    assert "Broken pipe" not in err, err
+
+
+def test_python_with_a_command(tmp_path):
+    # A launcher whose #! line names no Python: --python says which interpreter it runs.
+    launch = tmp_path / "launch"
+    launch.write_text('#!/bin/sh\nexec %s "$@"\n' % DEBIAN_PYTHON)
+    launch.chmod(0o755)
+    r = run_coldstart("profile", "--json", "--", launch, "-c", "import json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["python_version"] is None
+    r = run_coldstart("profile", "--python", DEBIAN_PYTHON, "--json", "--", launch, "-c", "import json")
+    assert r.returncode == 0, r.stderr
+    prof = json.loads(r.stdout)
+    assert prof["python"] == DEBIAN_PYTHON and prof["python_version"].startswith("3.")
+    assert "warning" not in r.stderr
+    # A command that names its own interpreter keeps it, and a --python that differs is said, not ignored.
+    others = [p for p in PYTHONS if os.path.realpath(p) != os.path.realpath(DEBIAN_PYTHON)]
+    if not others:
+        pytest.skip("only one interpreter found: the --python that does not apply cannot be tried")
+    r = run_coldstart("profile", "--python", others[0], "--json", "--", DEBIAN_PYTHON, "-c", "import json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["python"] == DEBIAN_PYTHON
+    assert "coldstart: warning: --python %s does not apply: '%s' runs %s" % (others[0], DEBIAN_PYTHON, DEBIAN_PYTHON) \
+        in r.stderr

@@ -121,8 +121,40 @@ def test_limit_sets():
     (["--limits", "cpu=1", "--limits", "none", "-c", "pass"], "no limit 'cpu'"),
     (["--json", "-o", "-", "a", "b"], "only one output can go to stdout"),
     (["--name", "x", "--name", "y", "--name", "z", "a", "b"], "3 names for 2 variants"),
+    (["python3 -c pass", "--", "python3"], "'--' among commands: each command is one argument"),
+    (["a", "b", "--python", "x", "--python", "y"], "--python does not apply to commands"),
+    (["a", "b", "--nosuch"], "unknown option '--nosuch'"),
 ])
 def test_usage_errors(args, said):
     r = run_coldstart("compare", *args)
     assert r.returncode == 2, r.stderr
     assert said in r.stderr
+
+
+def test_a_failing_variant_is_said_not_compared_silently(tmp_path):
+    # B exits 3 in every run: its (fast) figures must not pass for a faster start-up.
+    md = tmp_path / "c.md"
+    ok = "%s -c 'import json'" % DEBIAN_PYTHON
+    bad = "%s -c 'import sys; sys.exit(3)'" % DEBIAN_PYTHON
+    r = run_coldstart("compare", "-n", "3", "--warmup", "1", "--markdown", md, "-o", tmp_path / "c.json", ok, bad)
+    assert r.returncode == 5, r.stderr
+    assert "  ! B failed in 3 of 3 measured runs (exited with status 3): its figures are of failed runs" \
+        in r.stdout.splitlines()
+    assert "! A" not in r.stdout
+    assert "**B failed in 3 of 3 measured runs** (exited with status 3)" in md.read_text()
+    a, b = json.loads((tmp_path / "c.json").read_text())["variants"]
+    assert (a["failed_runs"], a["failure"]) == (0, None)
+    assert (b["failed_runs"], b["failure"]) == (3, "exited with status 3")
+
+
+def test_options_among_the_commands(tmp_path):
+    # A command is one argument, so options after the commands are coldstart's (the README's example).
+    md = tmp_path / "pr.md"
+    r = run_coldstart("compare", "-n", "2", "--warmup", "0", "%s -c 'import json'" % DEBIAN_PYTHON,
+                      "%s -c 'import csv'" % DEBIAN_PYTHON, "--markdown", md, "--name", "json", "--name", "csv",
+                      "-o", tmp_path / "c.json")
+    assert r.returncode == 0, r.stderr
+    assert md.read_text().startswith("### coldstart compare: 2 commands")
+    assert "  A  json" in r.stdout and "  B  csv" in r.stdout
+    cmp = json.loads((tmp_path / "c.json").read_text())
+    assert [v["target"][-1] for v in cmp["variants"]] == ["import json", "import csv"]

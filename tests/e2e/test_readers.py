@@ -118,6 +118,11 @@ def test_size_limit_can_be_lowered_and_raised(bombs):
     assert rc == 1 and b"COLDSTART_MAX_PROFILE_SIZE='lots' is not a size such as 4g" in err, err
 
 
+def test_size_limit_is_in_the_manual():
+    r = subprocess.run([COLDSTART, "help", "--man"], capture_output=True, text=True, check=True)
+    assert ".B COLDSTART_MAX_PROFILE_SIZE\nthe most text a profile read back may hold" in r.stdout, r.stdout[-2000:]
+
+
 LATIN1_SCRIPT = b"""\
 import sys
 sys.path.insert(0, sys.argv[2])
@@ -255,6 +260,10 @@ def test_negative_time_fails_a_budget(tmp_path):
     rc, out, err, _ = run(["check", "--budget", "m1=1ms", str(p)])
     assert rc == 1, (rc, out, err)
     assert b"budget FAIL m1: -5.0 ms (negative: not a time that can pass)" in out, out
+    # The total leaves negative roots out: it read "0 us" and passed.
+    rc, out, err, _ = run(["check", "--budget", "total=1ms", str(p)])
+    assert rc == 1, (rc, out, err)
+    assert b"budget FAIL total: -5.0 ms (negative: not a time that can pass)" in out, out
 
 
 def test_diff_of_processes_without_nodes(tmp_path):

@@ -162,18 +162,19 @@ static void test_overflowing_totals_fail_closed(void **state)
 	struct budget b;
 	struct buf err = BUF_INIT, explain = BUF_INIT;
 	struct proc *pr;
+	int32_t k = -1;
 	int i;
 
 	(void)state;
 	profile_init(&p);
 	pr = run_add_proc(profile_add_run(&p));
 	for (i = 0; i < 4; i++) {
-		int32_t k = add(pr, -1, i ? "big" : "site", INT64_C(1) << 62, INT64_C(1) << 62);
+		k = add(pr, -1, i ? "big" : "site", INT64_C(1) << 62, INT64_C(1) << 62);
 
 		if (!i)
 			pr->nodes[k].flags |= NODE_STARTUP;
 	}
-	add(pr, -1, "neg", -5000, -5000);
+	add(pr, k, "neg", -5000, -5000);
 	budget_init(&b);
 	assert_int_equal(budget_add(&b, "total=1ms", &err), 0);
 	assert_int_equal(budget_add(&b, "target=1ms", &err), 0);
@@ -190,6 +191,46 @@ static void test_overflowing_totals_fail_closed(void **state)
 	buf_release(&explain);
 }
 
+/*
+ * A total counts only positive roots: negative roots (a damaged or crafted
+ * profile) left total=1ms passing with "0 us" when every root was negative,
+ * and undercounted when one was.  In any measured run, one fails total,
+ * target and start-up.
+ */
+static void test_negative_roots_fail_the_totals(void **state)
+{
+	struct profile p;
+	struct budget b;
+	struct buf err = BUF_INIT, explain = BUF_INIT;
+	struct proc *pr;
+
+	(void)state;
+	make_profile(&p, false);
+	/* Only in the third run, so the median alone would pass. */
+	pr = &p.runs[2].procs[0];
+	add(pr, -1, "broken", -5000, -5000);
+	pr->nodes[add(pr, -1, "early", -7000, -7000)].flags |= NODE_STARTUP;
+	budget_init(&b);
+	assert_int_equal(budget_add(&b, "total=1s", &err), 0);
+	assert_int_equal(budget_add(&b, "target=1s", &err), 0);
+	assert_int_equal(budget_add(&b, "startup=1s", &err), 0);
+	assert_int_equal(budget_check(&p, &b, &explain), 1);
+	assert_non_null(strstr(explain.buf, "FAIL total: -7.0 ms (negative: not a time that can pass)"));
+	assert_non_null(strstr(explain.buf, "FAIL target: -5.0 ms (negative: not a time that can pass)"));
+	assert_non_null(strstr(explain.buf, "FAIL startup: -7.0 ms (negative: not a time that can pass)"));
+	profile_release(&p);
+
+	/* The same profile without them passes. */
+	make_profile(&p, false);
+	buf_reset(&explain);
+	assert_int_equal(budget_check(&p, &b, &explain), 0);
+	assert_null(strstr(explain.buf, "FAIL"));
+	budget_release(&b);
+	profile_release(&p);
+	buf_release(&err);
+	buf_release(&explain);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -198,6 +239,7 @@ int main(void)
 		cmocka_unit_test(test_forbid_names_the_chain),
 		cmocka_unit_test(test_empty_profile_is_an_error),
 		cmocka_unit_test(test_overflowing_totals_fail_closed),
+		cmocka_unit_test(test_negative_roots_fail_the_totals),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

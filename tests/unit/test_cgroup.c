@@ -69,9 +69,11 @@ static bool exists(const char *path)
 	return !stat(path, &st);
 }
 
+/* Removes path and what is under it; a symlink (cpuacct -> cpu) is removed, not followed. */
 static void rm_rf(const char *path)
 {
-	DIR *d = opendir(path);
+	struct stat st;
+	DIR *d = lstat(path, &st) == 0 && S_ISDIR(st.st_mode) ? opendir(path) : NULL;
 	struct dirent *de;
 
 	if (d) {

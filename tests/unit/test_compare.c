@@ -12,8 +12,11 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "compare.h"
+#include "compare_report.h"
+#include "profile.h"
 #include "util.h"
 
 static void test_known_values(void **state)
@@ -146,6 +149,70 @@ static void test_outliers(void **state)
 	assert_int_equal(mark_outliers(flat, 5, out), 0);
 }
 
+/*
+ * Profiles made by hand: what is under test is how the comparison reads the
+ * runs it is given (how a real run ends and whether its eviction took is
+ * tested end to end in tests/e2e/test_compare.py and test_cold.py).
+ */
+static void add_runs(struct profile *p, int n, int exit_code, bool cold_took)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct run *r = profile_add_run(p);
+
+		r->status = RUN_EXITED;
+		r->exit_code = exit_code;
+		r->wall_us = 100000 + i * 1000;
+		r->user_us = r->sys_us = 1000;
+		r->cold.asked = true;
+		r->cold.module_bytes = 1000;
+		r->cold.module_resident = cold_took ? 0 : 900;
+	}
+}
+
+static void test_failed_and_warm_runs_are_said(void **state)
+{
+	struct profile pa, pb;
+	struct compare_side v[2] = { { .id = "A", .label = "ok" }, { .id = "B", .label = "fails" } };
+	struct comparison c = { .v = v, .nr = 2, .runs = 5, .warmup = 0, .top = 0, .cold = true, .what = "commands" };
+	struct buf t = BUF_INIT, md = BUF_INIT;
+	char *json;
+
+	profile_init(&pa);
+	profile_init(&pb);
+	add_runs(&pa, 4, 0, true);
+	add_runs(&pa, 1, 0, false);
+	add_runs(&pb, 5, 3, true);
+	v[0].p = &pa;
+	v[1].p = &pb;
+	comparison_analyze(&c);
+	assert_int_equal(v[0].nr_failed, 0);
+	assert_null(v[0].failure);
+	assert_int_equal(v[0].nr_not_cold, 1);
+	assert_int_equal(v[1].nr_failed, 5);
+	assert_string_equal(v[1].failure, "exited with status 3");
+	assert_int_equal(v[1].nr_not_cold, 0);
+	compare_render_table(&c, &t);
+	assert_non_null(strstr(t.buf, "  ! B failed in 5 of 5 measured runs (exited with status 3)"));
+	assert_non_null(strstr(t.buf, "  ! A: 1 of 5 measured runs were not cold"));
+	assert_null(strstr(t.buf, "! A failed"));
+	assert_null(strstr(t.buf, "! B: "));
+	compare_render_markdown(&c, &md);
+	assert_non_null(strstr(md.buf, "**B failed in 5 of 5 measured runs** (exited with status 3)"));
+	assert_non_null(strstr(md.buf, "A: 1 of 5 measured runs were not cold"));
+	json = compare_render_json(&c);
+	assert_non_null(strstr(json, "\"failed_runs\": 5"));
+	assert_non_null(strstr(json, "\"failure\": \"exited with status 3\""));
+	assert_non_null(strstr(json, "\"not_cold_runs\": 1"));
+	free(json);
+	comparison_release(&c);
+	buf_release(&t);
+	buf_release(&md);
+	profile_release(&pa);
+	profile_release(&pb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -154,6 +221,7 @@ int main(void)
 		cmocka_unit_test(test_normal_approximation),
 		cmocka_unit_test(test_holm),
 		cmocka_unit_test(test_outliers),
+		cmocka_unit_test(test_failed_and_warm_runs_are_said),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
