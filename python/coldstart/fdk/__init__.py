@@ -120,6 +120,16 @@ def claim_environ(env):
     return paths
 
 
+def listen_failure(e, path):
+    """Logs why listen() or link() raised e (a ConfigError or an OSError)
+    and returns the exit status for it."""
+    if isinstance(e, ConfigError):
+        log(str(e))
+        return EXIT_USAGE
+    log("cannot listen on %r: %s" % (path, e))
+    return EXIT_FAILURE
+
+
 def _file_type(path):
     try:
         return os.lstat(path).st_mode & _S_IFMT

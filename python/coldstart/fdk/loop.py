@@ -904,12 +904,8 @@ def serve(resolve, warm="lazy", max_body=DEFAULT_MAX_BODY, what="function",
         try:
             server.open()
             server.ready()
-        except ConfigError as e:
-            log(str(e))
-            return EXIT_USAGE
-        except OSError as e:
-            log("cannot listen on %r: %s" % (path, e))
-            return EXIT_FAILURE
+        except (ConfigError, OSError) as e:
+            return _fdk.listen_failure(e, path)
         if warm == "background":
             _warm_in_background(resolve, what)
         server.serve_forever()
