@@ -7,7 +7,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 PY=${1:-/usr/bin/python3}
-PKGS=${BENCH_PACKAGES:-aiohttp fastapi}
+PKGS=${BENCH_PACKAGES:-aiohttp numpy pandas}
 if ! command -v valgrind >/dev/null 2>&1; then
 	echo "tracer_instr_bench: valgrind not installed, skipped"
 	exit 0

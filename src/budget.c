@@ -1,6 +1,9 @@
 /*
  * Budget checks for CI (see budget.h).  Module times are cumulative: a
- * module's budget covers everything its import pulled in.
+ * module's budget covers everything its import pulled in.  Under a CPU
+ * limit they are the importing thread's CPU time (profile_metric); the
+ * start-up budget stays wall time (importtime's rows from before the
+ * tracer have no CPU time).
  */
 #include "budget.h"
 
@@ -26,7 +29,7 @@ static int64_t module_median(const struct profile *p, const char *name, bool *se
 		i = proc_find(&run->procs[0], name);
 		if (i >= 0)
 			*seen = true;
-		v[n++] = i >= 0 ? run->procs[0].nodes[i].cum_us : 0;
+		v[n++] = i >= 0 ? node_cum_in(&run->procs[0], i, profile_metric(p)) : 0;
 	}
 	summarize(v, n, &s);
 	free(v);
@@ -71,8 +74,9 @@ static int64_t total_median(const struct profile *p, bool include_startup, bool 
 
 			/* A saturated total says nothing about its parts: fail closed. */
 			v[n++] = all == INT64_MAX ? INT64_MAX : all - proc_import_total_us(&run->procs[0], false);
-		} else
-			v[n++] = proc_import_total_us(&run->procs[0], include_startup);
+		} else {
+			v[n++] = proc_import_total_in(&run->procs[0], include_startup, profile_metric(p));
+		}
 	}
 	summarize(v, n, &s);
 	free(v);
@@ -164,12 +168,14 @@ int budget_check(const struct profile *p, const struct budget *b, struct buf *ex
 			buf_adds(explain, "not imported");
 		else
 			buf_add_duration(explain, got);
-		if (seen && got < 0)
+		if (seen && got < 0) {
 			buf_adds(explain, " (negative: not a time that can pass)");
-		else
+		} else {
+			if (seen && profile_metric(p) == METRIC_CPU && strcmp(it->name, "startup"))
+				buf_adds(explain, " of CPU");
 			buf_adds(explain, bad ? " > " : " <= ");
-		if (!(seen && got < 0))
 			buf_add_duration(explain, it->limit_us);
+		}
 		buf_addch(explain, '\n');
 		if (bad)
 			failed = 1;

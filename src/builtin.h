@@ -32,7 +32,6 @@ int cmd_docker(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 
-/* Directory holding coldstart's python/ tree (bootstrap, tracer, fdk). */
-const char *coldstart_datadir(void);
+#include "datadir.h" /* coldstart_datadir(), for the commands */
 
 #endif

@@ -21,7 +21,7 @@ static const char *const metric_key[] = {
 	[M_READY] = "ready_us",
 };
 
-static const char *const metric_name[] = {
+static const char *const compare_metric_name[] = {
 	[M_WALL] = "wall",
 	[M_IMPORTS] = "imports",
 	[M_CPU] = "CPU",
@@ -36,7 +36,7 @@ static void sample_add(struct sample *s, int64_t v)
 	s->v[s->nr++] = v;
 }
 
-static int64_t run_metric(const struct run *r, enum metric m)
+static int64_t run_metric(const struct run *r, enum compare_metric m)
 {
 	switch (m) {
 	case M_WALL: return r->wall_us;
@@ -72,7 +72,7 @@ static void compare_runs(struct comparison *c)
 			if (v->p->runs[i].warmup)
 				continue;
 			for (m = 0; m < M__COUNT; m++)
-				sample_add(&v->metric[m], run_metric(&v->p->runs[i], (enum metric)m));
+				sample_add(&v->metric[m], run_metric(&v->p->runs[i], (enum compare_metric)m));
 			if (run_failed(c, v->p, &v->p->runs[i], &how) && !v->nr_failed++)
 				v->failure = buf_detach(&how, NULL);
 			if (v->p->runs[i].cold.asked && !cold_figures_took(&v->p->runs[i].cold))
@@ -388,7 +388,7 @@ void compare_render_table(const struct comparison *c, struct buf *out)
 	for (m = 0; m < M__COUNT; m++) {
 		if (m == M_READY && !c->ready)
 			continue;
-		buf_addf(out, "  %-8s ", metric_name[m]);
+		buf_addf(out, "  %-8s ", compare_metric_name[m]);
 		add_padded(out, "median ± MAD", 24);
 		buf_addch(out, ' ');
 		add_padded(out, m == M_WALL ? "min … max" : "min … max", 26);
@@ -431,9 +431,9 @@ void compare_render_table(const struct comparison *c, struct buf *out)
 			if ((m == M_READY && !c->ready) || !v->metric[m].nr || !c->v[0].metric[m].nr)
 				continue;
 			if (first)
-				buf_addf(out, "  %s vs A   %-8s ", v->id, metric_name[m]);
+				buf_addf(out, "  %s vs A   %-8s ", v->id, compare_metric_name[m]);
 			else
-				buf_addf(out, "           %-8s ", metric_name[m]);
+				buf_addf(out, "           %-8s ", compare_metric_name[m]);
 			first = false;
 			add_ratio(out, v->vs.ratio[m]);
 			buf_adds(out, " (");
@@ -705,7 +705,7 @@ char *compare_render_json(const struct comparison *c)
 			json_object_set_new(jr, "exit_code", json_integer(r->exit_code));
 			for (m = 0; m < M__COUNT; m++)
 				if (m != M_READY || c->ready)
-					json_object_set_new(jr, metric_key[m], json_i64(run_metric(r, (enum metric)m)));
+					json_object_set_new(jr, metric_key[m], json_i64(run_metric(r, (enum compare_metric)m)));
 			json_object_set_new(jr, "cold",
 					    r->cold.asked ? json_boolean(cold_figures_took(&r->cold)) : json_null());
 			if (!r->warmup) {

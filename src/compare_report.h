@@ -21,7 +21,7 @@
 #define COMPARE_ALPHA 0.05
 
 /* What is measured of each run, and compared. */
-enum metric { M_WALL, M_IMPORTS, M_CPU, M_READY, M__COUNT };
+enum compare_metric { M_WALL, M_IMPORTS, M_CPU, M_READY, M__COUNT };
 
 struct sample {
 	int64_t *v; /* one value a measured run, UNKNOWN skipped */

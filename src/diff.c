@@ -75,7 +75,7 @@ static size_t pick_runs(const struct profile *p, const struct run **out)
 	return n;
 }
 
-static void collect(struct samples *s, const struct run *const *runs, size_t nr, uint8_t side)
+static void collect(struct samples *s, const struct run *const *runs, size_t nr, uint8_t side, enum metric m)
 {
 	size_t r, i;
 
@@ -91,8 +91,12 @@ static void collect(struct samples *s, const struct run *const *runs, size_t nr,
 			x->run = (uint32_t)r;
 			x->side = side;
 			x->kind = pr->nodes[i].kind;
-			x->self_us = pr->nodes[i].self_us > 0 ? pr->nodes[i].self_us : 0;
-			x->cum_us = pr->nodes[i].cum_us > 0 ? pr->nodes[i].cum_us : 0;
+			x->self_us = node_self_in(pr, (int32_t)i, m);
+			x->cum_us = node_cum_in(pr, (int32_t)i, m);
+			if (x->self_us < 0)
+				x->self_us = 0;
+			if (x->cum_us < 0)
+				x->cum_us = 0;
 		}
 	}
 }
@@ -210,13 +214,13 @@ static void judge_entries(struct diff *d)
 	}
 }
 
-static int64_t median_of(const struct run *const *runs, size_t n, int kind, int64_t *mad)
+static int64_t median_of(const struct run *const *runs, size_t n, int kind, enum metric metric, int64_t *mad)
 {
 	int64_t *v = xmalloc(st_mult(n ? n : 1, sizeof(*v))), m;
 	size_t i, k = 0;
 
 	for (i = 0; i < n; i++) {
-		int64_t x = kind == 0 ? proc_import_total_us(&runs[i]->procs[0], true) : runs[i]->wall_us;
+		int64_t x = kind == 0 ? proc_import_total_in(&runs[i]->procs[0], true, metric) : runs[i]->wall_us;
 
 		if (x != UNKNOWN && x >= 0)
 			v[k++] = x;
@@ -356,8 +360,12 @@ int diff_compute(struct diff *d, const struct profile *a, const struct profile *
 		buf_addf(err, "the %s profile holds no run with a process", !d->a_runs ? "first" : "second");
 		goto out;
 	}
-	collect(&s, ra, d->a_runs, 0);
-	collect(&s, rb, d->b_runs, 1);
+	d->metric = (profile_metric(a) == METRIC_CPU || profile_metric(b) == METRIC_CPU) && profile_has_cpu_times(a) &&
+				    profile_has_cpu_times(b)
+			    ? METRIC_CPU
+			    : METRIC_WALL;
+	collect(&s, ra, d->a_runs, 0, d->metric);
+	collect(&s, rb, d->b_runs, 1, d->metric);
 	if (s.nr)
 		qsort(s.v, s.nr, sizeof(*s.v), cmp_sample);
 	for (i = 0; i < s.nr; i = j) {
@@ -366,15 +374,15 @@ int diff_compute(struct diff *d, const struct profile *a, const struct profile *
 		fill_entry(d, &s.v[i], j - i, d->a_runs, d->b_runs);
 	}
 	judge_entries(d);
-	d->a_total_us = median_of(ra, d->a_runs, 0, &d->a_total_mad_us);
-	d->b_total_us = median_of(rb, d->b_runs, 0, &d->b_total_mad_us);
+	d->a_total_us = median_of(ra, d->a_runs, 0, d->metric, &d->a_total_mad_us);
+	d->b_total_us = median_of(rb, d->b_runs, 0, d->metric, &d->b_total_mad_us);
 	d->total_threshold_us = threshold(min_delta_us, d->a_total_mad_us, d->b_total_mad_us);
 	d->total_flagged = i64_abs(i64_sub(d->b_total_us, d->a_total_us)) > d->total_threshold_us;
 	{
 		int64_t mad;
 
-		d->a_wall_us = median_of(ra, d->a_runs, 1, &mad);
-		d->b_wall_us = median_of(rb, d->b_runs, 1, &mad);
+		d->a_wall_us = median_of(ra, d->a_runs, 1, METRIC_WALL, &mad);
+		d->b_wall_us = median_of(rb, d->b_runs, 1, METRIC_WALL, &mad);
 	}
 	ret = 0;
 out:
@@ -409,7 +417,9 @@ void diff_report(const struct diff *d, const char *a_name, const char *b_name, s
 
 	buf_addf(out, "coldstart diff: %s (%zu run%s) -> %s (%zu run%s)\n", a_name, d->a_runs,
 		 d->a_runs == 1 ? "" : "s", b_name, d->b_runs, d->b_runs == 1 ? "" : "s");
-	buf_adds(out, "import total: ");
+	if (d->metric == METRIC_CPU)
+		buf_adds(out, "compared in CPU time of the importing thread (a CPU limit makes wall time the scheduler's)\n");
+	buf_adds(out, d->metric == METRIC_CPU ? "import total (CPU): " : "import total: ");
 	buf_add_duration(out, d->a_total_us);
 	buf_adds(out, " -> ");
 	buf_add_duration(out, d->b_total_us);

@@ -53,9 +53,16 @@ struct diff {
 	bool total_flagged;
 	int64_t a_wall_us, b_wall_us; /* UNKNOWN when not measured */
 	int64_t max_abs_delta_us; /* over entries, for colour scales */
+	/*
+	 * What was compared: the importing thread's CPU time when either side
+	 * ran under a CPU limit and both have CPU times (CPU time compares
+	 * across limits; wall time under a quota measures the scheduler),
+	 * wall time otherwise.
+	 */
+	enum metric metric;
 };
 
-#define DIFF_INIT { NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, UNKNOWN, UNKNOWN, 0 }
+#define DIFF_INIT { NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, UNKNOWN, UNKNOWN, 0, METRIC_WALL }
 
 /*
  * Fills d (initialised with DIFF_INIT) from a and b; returns 0, or -1 with

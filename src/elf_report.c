@@ -16,30 +16,6 @@ struct dup_obj {
 	const char *module;
 };
 
-/*
- * The extension's own load time: the tracer's load phase (dlopen and the
- * module's init function) less the imports that init ran itself, which are
- * nodes of their own; else importtime's self time.
- */
-static int64_t node_load_us(const struct proc *pr, int32_t i)
-{
-	int64_t own;
-	int32_t c;
-	size_t guard = 0;
-
-	if (!pr->timing || pr->timing[i].load_ns < 0)
-		return pr->nodes[i].self_us >= 0 ? pr->nodes[i].self_us : UNKNOWN;
-	own = pr->timing[i].load_ns;
-	for (c = pr->nodes[i].first_child; c >= 0 && (size_t)c < pr->nr_nodes && guard++ < pr->nr_nodes;
-	     c = pr->nodes[c].next_sibling) {
-		const struct imp_timing *t = &pr->timing[c];
-
-		if (t->start_ns >= 0 && t->end_ns >= t->start_ns)
-			own -= t->end_ns - t->start_ns;
-	}
-	return own < 0 ? 0 : own / 1000;
-}
-
 /* The first run that is not a warm-up and has processes, or NULL. */
 static const struct run *measured_run(const struct profile *p, size_t *idx)
 {
@@ -469,7 +445,8 @@ void elf_annotate_profile(struct profile *p, struct buf *err)
 			e->node = i;
 			e->module = xstrdup(node_name(pr, i));
 			e->file = xstrdup(proc_str(pr, pr->timing[i].file));
-			e->load_us = node_load_us(pr, i);
+			/* The tracer's own load phase; under a CPU limit its CPU time (profile.h). */
+			e->load_us = node_load_in(pr, i, profile_metric(p));
 			if (elf_resolve(&resolver, e->file, &e->tree, &eerr)) {
 				e->error = buf_detach(&eerr, NULL);
 				buf_addf(err, "%s\n", e->error);

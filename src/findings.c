@@ -171,6 +171,9 @@ static enum effect effect_of(const char *name, const char *detail)
 	for (i = 0; i < ARRAY_SIZE(subprocess); i++)
 		if (!strcmp(name, subprocess[i]))
 			return FX_SUBPROCESS;
+	/* subprocess.DEVNULL and friends open /dev/null for writing: nothing is written. */
+	if (!strcmp(name, "open") && !strcmp(detail, "w:/dev/null"))
+		return FX_NONE;
 	if ((!strcmp(name, "open") && starts_with(detail, "w:")) || !strcmp(name, "os.remove") ||
 	    !strcmp(name, "os.rename") || !strcmp(name, "os.mkdir"))
 		return FX_WRITE;
@@ -242,8 +245,11 @@ static void rule_side_effects(struct profile *p)
 }
 
 struct heavy {
+	size_t proc;
 	int32_t node;
 	int64_t us;
+	int64_t total; /* its process's import time */
+	bool done; /* reported with another process's */
 };
 
 static int cmp_heavy(const void *a, const void *b)
@@ -253,20 +259,69 @@ static int cmp_heavy(const void *a, const void *b)
 	return x->us < y->us ? 1 : x->us > y->us ? -1 : 0;
 }
 
-static void heavy_finding(struct profile *p, const struct proc *pr, const struct heavy *h, int64_t total)
+/* Processes whose imports are multiprocessing's own business, not the app's start-up. */
+static bool helper_process(const struct proc *pr)
 {
-	struct buf ev = BUF_INIT, title = BUF_INIT, fix = BUF_INIT;
-	const char *nm = node_name(pr, h->node);
-	int64_t pct = i64_mul(h->us, 100) / total;
-	bool own = pr->nodes[h->node].kind == KIND_APP;
+	return pr->role && (!strcmp(pr->role, "resource tracker") || !strcmp(pr->role, "forkserver"));
+}
 
-	buf_addf(&title, "'%s' takes %lld%% of the target's import time", nm, (long long)pct);
+static const char *role_of(const struct proc *pr)
+{
+	return pr->role ? pr->role : "process";
+}
+
+/* "pid 12 (worker)", or "" for an importtime-only process. */
+static void add_who(struct buf *b, const struct proc *pr)
+{
+	if (pr->pid > 0)
+		buf_addf(b, "pid %ld (%s)", pr->pid, role_of(pr));
+	else
+		buf_adds(b, "the target's process");
+}
+
+/*
+ * One finding for a module that is heavy in h[k]'s process and in the other
+ * processes of the same role where it is heavy too (two workers import the
+ * same app): every pid is named.
+ */
+static void heavy_finding(struct profile *p, const struct run *r, struct heavy *h, size_t nr, size_t k,
+			  enum metric m)
+{
+	struct buf ev = BUF_INIT, title = BUF_INIT, fix = BUF_INIT, who = BUF_INIT;
+	const struct proc *pr = &r->procs[h[k].proc];
+	const char *nm = node_name(pr, h[k].node);
+	int64_t pct = i64_mul(h[k].us, 100) / h[k].total;
+	bool own = pr->nodes[h[k].node].kind == KIND_APP, cpu = m == METRIC_CPU;
+	size_t j, same = 1;
+
+	add_who(&who, pr);
+	for (j = k + 1; j < nr; j++) {
+		const struct proc *o = &r->procs[h[j].proc];
+
+		if (h[j].done || h[j].proc == h[k].proc || strcmp(node_name(o, h[j].node), nm) ||
+		    strcmp(role_of(o), role_of(pr)))
+			continue;
+		h[j].done = true;
+		same++;
+		buf_addf(&who, ", pid %ld", o->pid);
+	}
+	if (r->nr_procs == 1 || pr == &r->procs[0])
+		buf_addf(&title, "'%s' takes %lld%% of the target's import %stime", nm, (long long)pct, cpu ? "CPU " : "");
+	else if (same > 1)
+		buf_addf(&title, "'%s' takes %lld%% of the import %stime of %zu %ss", nm, (long long)pct,
+			 cpu ? "CPU " : "", same, role_of(pr));
+	else
+		buf_addf(&title, "'%s' takes %lld%% of the import %stime of %s", nm, (long long)pct, cpu ? "CPU " : "",
+			 who.buf);
 	buf_addf(&ev, "'%s' %s ", nm, own ? "runs its own module code for" : "costs");
-	buf_add_duration(&ev, h->us);
-	buf_adds(&ev, " of the ");
-	buf_add_duration(&ev, total);
-	buf_adds(&ev, " spent importing after interpreter start-up; import chain ");
-	add_chain(&ev, pr, h->node);
+	buf_add_duration(&ev, h[k].us);
+	buf_adds(&ev, cpu ? " of CPU of the " : " of the ");
+	buf_add_duration(&ev, h[k].total);
+	buf_adds(&ev, cpu ? " of CPU its process spent importing after interpreter start-up (under the CPU limit, "
+			    "CPU time: the wall time is the scheduler's as much as the code's)"
+			  : " its process spent importing after interpreter start-up");
+	buf_addf(&ev, "; in %s%s; import chain ", same > 1 ? "each of " : "", who.buf);
+	proc_chain(pr, h[k].node, " -> ", &ev);
 	if (own)
 		buf_addf(&fix, "move the work done at module scope of '%s' into functions called when it is "
 			       "needed, or compute it at build time",
@@ -276,112 +331,209 @@ static void heavy_finding(struct profile *p, const struct proc *pr, const struct
 			       "(or defer it with coldstart's lazy loader); otherwise look for a lighter "
 			       "module that does the same",
 			 nm);
-	finding_add(p, "heavy-import", pct >= 25 ? "warning" : "info", nm, h->us, title.buf, ev.buf, fix.buf);
+	finding_add(p, "heavy-import", pct >= 25 ? "warning" : "info", nm, h[k].us, title.buf, ev.buf, fix.buf);
 	buf_release(&ev);
 	buf_release(&title);
 	buf_release(&fix);
+	buf_release(&who);
 }
 
 /*
  * The outermost imports that are not the app's own code and take a large
- * share of the target's import time; the app's own modules are descended
- * into (and reported for their self time when that alone is large).
+ * share of their process's import time; the app's own modules are
+ * descended into (and reported for their self time when that alone is
+ * large).  Every process counts by its own imports (a fork's tree starts at
+ * the fork), the target first; imports that began after the target was
+ * ready are not on the start-up path and get no advice.
  */
+static void collect_heavy(const struct run *r, size_t pi, enum metric m, int64_t ready_ns, struct heavy **h,
+			  size_t *nr, size_t *alloc)
+{
+	const struct proc *pr = &r->procs[pi];
+	int64_t total = proc_import_total_in(pr, false, m);
+	int32_t i;
+
+	if (total <= 0 || helper_process(pr))
+		return;
+	for (i = pr->first_root; i >= 0;) {
+		const struct imp_node *n = &pr->nodes[i];
+		int64_t cum = node_cum_in(pr, i, m), self = node_self_in(pr, i, m);
+		bool big = i64_mul(cum, 100) >= i64_mul(total, HEAVY_SHARE_PCT) && cum >= HEAVY_MIN_US;
+		bool descend = false;
+
+		if (!(n->flags & NODE_STARTUP) && n->kind != KIND_TOOL && big && !node_after_ready(pr, i, ready_ns)) {
+			descend = n->kind == KIND_APP;
+			if (!descend || (i64_mul(self, 100) >= i64_mul(total, HEAVY_SHARE_PCT) && self >= HEAVY_MIN_US)) {
+				ALLOC_GROW(*h, *nr + 1, *alloc);
+				(*h)[*nr] = (struct heavy){ pi, i, descend ? self : cum, total, false };
+				(*nr)++;
+			}
+		}
+		i = proc_walk_next(pr, i, descend);
+	}
+}
+
 static void rule_heavy(struct profile *p)
 {
 	const struct run *r = findings_main_run(p);
-	const struct proc *pr;
+	enum metric m = profile_metric(p);
 	struct heavy *h = NULL;
-	size_t nr = 0, alloc = 0, k;
-	int64_t total;
-	int32_t i;
+	size_t nr = 0, alloc = 0, k, shown = 0, pi;
+	int64_t ready_ns;
 
 	if (!r || !r->nr_procs)
 		return;
-	pr = &r->procs[0];
-	total = proc_import_total_us(pr, false);
-	if (total <= 0)
-		return;
-	i = pr->first_root;
-	while (i >= 0) {
-		const struct imp_node *n = &pr->nodes[i];
-		bool big = i64_mul(n->cum_us, 100) >= i64_mul(total, HEAVY_SHARE_PCT) && n->cum_us >= HEAVY_MIN_US;
-		bool descend = false;
-
-		if (!(n->flags & NODE_STARTUP) && n->kind != KIND_TOOL && big) {
-			descend = n->kind == KIND_APP;
-			if (!descend || (i64_mul(n->self_us, 100) >= i64_mul(total, HEAVY_SHARE_PCT) &&
-					 n->self_us >= HEAVY_MIN_US)) {
-				ALLOC_GROW(h, nr + 1, alloc);
-				h[nr].node = i;
-				h[nr].us = descend ? n->self_us : n->cum_us;
-				nr++;
-			}
-		}
-		if (descend && n->first_child >= 0) {
-			i = n->first_child;
-			continue;
-		}
-		while (i >= 0 && pr->nodes[i].next_sibling < 0)
-			i = pr->nodes[i].parent;
-		if (i >= 0)
-			i = pr->nodes[i].next_sibling;
-	}
+	ready_ns = run_ready_ns(r);
+	for (pi = 0; pi < r->nr_procs; pi++)
+		collect_heavy(r, pi, m, ready_ns, &h, &nr, &alloc);
 	if (nr)
 		qsort(h, nr, sizeof(*h), cmp_heavy);
-	for (k = 0; k < nr && k < LIST_MAX; k++)
-		heavy_finding(p, pr, &h[k], total);
+	for (k = 0; k < nr && shown < LIST_MAX; k++) {
+		if (h[k].done)
+			continue;
+		heavy_finding(p, r, h, nr, k, m);
+		shown++;
+	}
 	free(h);
 }
 
+static int cmp_i64_desc(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* What finding modules cost one process, from the tracer's find phases (nested imports not counted). */
+struct finder_facts {
+	int64_t find_ns, failed_ns, top_ns; /* all lookups, failed ones, the FINDER_TOP slowest */
+	int64_t median_ns;
+	size_t imports, failed;
+	int32_t top[FINDER_TOP]; /* the slowest lookups */
+	size_t nr_top;
+	const char *path;
+	size_t entries;
+};
+
+static void finder_facts(const struct proc *pr, struct finder_facts *ff)
+{
+	int64_t *v = xmalloc(st_mult(pr->nr_nodes + 1, sizeof(*v)));
+	size_t e, k;
+	int32_t i;
+
+	memset(ff, 0, sizeof(*ff));
+	for (i = 0; i < (int32_t)pr->nr_nodes; i++) {
+		int64_t f = pr->timing[i].find_ns;
+		size_t at;
+
+		if (f < 0 || pr->nodes[i].kind == KIND_TOOL)
+			continue;
+		v[ff->imports++] = f;
+		ff->find_ns = i64_add(ff->find_ns, f);
+		if (pr->nodes[i].flags & NODE_FAILED) {
+			ff->failed++;
+			ff->failed_ns = i64_add(ff->failed_ns, f);
+		}
+		/* Keep the slowest, largest first. */
+		for (at = ff->nr_top; at > 0 && pr->timing[ff->top[at - 1]].find_ns < f; at--)
+			if (at < FINDER_TOP)
+				ff->top[at] = ff->top[at - 1];
+		if (at < FINDER_TOP) {
+			ff->top[at] = i;
+			if (ff->nr_top < FINDER_TOP)
+				ff->nr_top++;
+		}
+	}
+	if (ff->imports) {
+		qsort(v, ff->imports, sizeof(*v), cmp_i64_desc);
+		ff->median_ns = v[ff->imports / 2];
+	}
+	for (k = 0; k < ff->nr_top; k++)
+		ff->top_ns = i64_add(ff->top_ns, pr->timing[ff->top[k]].find_ns);
+	for (e = 0; e < pr->nr_events; e++)
+		if (!strcmp(proc_str(pr, pr->events[e].name), "sys.path")) {
+			ff->path = proc_str(pr, pr->events[e].detail);
+			ff->entries = strtoul(ff->path, NULL, 10);
+		}
+	free(v);
+}
+
+/*
+ * slow-finders: finding modules costs a large share of the target's import
+ * time, and for a reason the measurement shows: a long sys.path, failing
+ * optional imports, lookups slow across the board, or a few very slow ones.
+ * Finder time that is just the number of imports times an ordinary lookup
+ * is not a finding (heavy-import is about importing less).  The find phase
+ * excludes the imports made inside it (a parent package imported first, a
+ * finder's own imports).  Wall time only: under a CPU limit the phases,
+ * which have no CPU times of their own, would measure the scheduler.
+ */
 static void rule_finders(struct profile *p)
 {
 	const struct run *r = findings_main_run(p);
 	const struct proc *pr;
-	struct buf ev = BUF_INIT;
-	int64_t find_ns = 0, total;
-	size_t imports = 0, failed = 0, entries = 0, e;
-	const char *path = NULL;
-	int32_t i;
-	bool slow, long_path;
+	struct finder_facts ff;
+	struct buf ev = BUF_INIT, fix = BUF_INIT, title = BUF_INIT;
+	int64_t total, find_us;
+	bool share, long_path, failing, slow_each, few;
+	size_t k;
 
-	if (!r || !r->nr_procs || !r->procs[0].timing)
+	if (!r || !r->nr_procs || !r->procs[0].timing || profile_metric(p) == METRIC_CPU)
 		return;
 	pr = &r->procs[0];
-	for (i = 0; i < (int32_t)pr->nr_nodes; i++) {
-		if (pr->timing[i].find_ns < 0)
-			continue;
-		find_ns = i64_add(find_ns, pr->timing[i].find_ns);
-		imports++;
-		if (pr->nodes[i].flags & NODE_FAILED)
-			failed++;
-	}
-	for (e = 0; e < pr->nr_events; e++)
-		if (!strcmp(proc_str(pr, pr->events[e].name), "sys.path")) {
-			path = proc_str(pr, pr->events[e].detail);
-			entries = strtoul(path, NULL, 10);
-		}
+	finder_facts(pr, &ff);
 	total = proc_import_total_us(pr, true);
-	slow = imports && find_ns / 1000 >= FINDER_MIN_US && total > 0 &&
-	       i64_mul(find_ns / 1000, 100) >= i64_mul(total, FINDER_SHARE_PCT);
-	long_path = entries >= FINDER_PATH_ENTRIES;
-	if (!slow && !long_path)
+	find_us = ff.find_ns / 1000;
+	share = ff.imports >= FINDER_MIN_LOOKUPS && find_us >= FINDER_MIN_US && total > 0 &&
+		i64_mul(find_us, 100) >= i64_mul(total, FINDER_SHARE_PCT);
+	long_path = ff.entries >= FINDER_PATH_ENTRIES;
+	failing = share && i64_mul(ff.failed_ns, 100) >= i64_mul(ff.find_ns, FINDER_FAILED_PCT);
+	slow_each = share && ff.median_ns / 1000 >= FINDER_SLOW_LOOKUP_US;
+	few = share && i64_mul(ff.top_ns, 100) >= i64_mul(ff.find_ns, FINDER_FEW_PCT);
+	if (!long_path && !failing && !slow_each && !few)
 		goto out;
 	buf_adds(&ev, "finding modules took ");
-	buf_add_duration(&ev, find_ns / 1000);
+	buf_add_duration(&ev, find_us);
 	if (total > 0)
-		buf_addf(&ev, " (%lld%% of ", (long long)(find_ns / 10 / total));
+		buf_addf(&ev, " (%lld%% of ", (long long)(i64_mul(find_us, 100) / total));
 	buf_add_duration(&ev, total);
-	buf_addf(&ev, " of imports) across %zu imports, %zu of them failed lookups", imports, failed);
-	if (path)
-		buf_addf(&ev, "; sys.path has %s", path);
-	finding_add(p, "slow-finders", slow ? "warning" : "info", NULL, find_ns / 1000,
-		    slow ? "finders take a large share of import time" : "sys.path is long", ev.buf,
-		    "shorten sys.path: drop unused entries and .pth files, install dependencies into one "
-		    "site-packages (or one directory / zipapp), and put the directories most imports come "
-		    "from first; avoid optional imports that fail (each scans every entry)");
+	buf_addf(&ev, " of imports) across %zu lookups, a median of ", ff.imports);
+	buf_add_duration(&ev, ff.median_ns / 1000);
+	buf_addf(&ev, " each; %zu failed lookups took ", ff.failed);
+	buf_add_duration(&ev, ff.failed_ns / 1000);
+	buf_adds(&ev, "; the slowest: ");
+	for (k = 0; k < ff.nr_top; k++) {
+		buf_addf(&ev, "%s'%s' ", k ? ", " : "", node_name(pr, ff.top[k]));
+		buf_add_duration(&ev, pr->timing[ff.top[k]].find_ns / 1000);
+	}
+	if (ff.path)
+		buf_addf(&ev, "; sys.path has %s", ff.path);
+	if (long_path)
+		buf_addf(&fix, "sys.path has %zu entries and every top-level import that is not a built-in tries "
+			       "them in order: drop unused entries and .pth files, install dependencies into one "
+			       "site-packages (or one directory / zipapp), and put the directories most imports "
+			       "come from first",
+			 ff.entries);
+	if (failing)
+		buf_addf(&fix, "%s%zu imports failed and a failed lookup tries every path entry: install the "
+			       "optional dependencies, or stop probing for them at import (see failed-imports)",
+			 fix.len ? "; " : "", ff.failed);
+	if (few)
+		buf_addf(&fix, "%sa few lookups take most of the time (%s'%s' first): look for a meta-path finder "
+			       "or path hook that is slow for them (an import hook, a namespace package spread over "
+			       "many sys.path entries, a network or overlay file system)",
+			 fix.len ? "; " : "", "", node_name(pr, ff.top[0]));
+	if (slow_each && !long_path)
+		buf_addf(&fix, "%severy lookup is slow (a median of %lld us): check for a slow file system under "
+			       "sys.path or an import hook on sys.meta_path that runs before the standard finders",
+			 fix.len ? "; " : "", (long long)(ff.median_ns / 1000));
+	buf_adds(&title, share ? "finders take a large share of import time" : "sys.path is long");
+	finding_add(p, "slow-finders", share && i64_mul(find_us, 100) >= i64_mul(total, FINDER_WARN_PCT) ? "warning" : "info", NULL,
+		    find_us, title.buf, ev.buf, fix.buf);
 out:
 	buf_release(&ev);
+	buf_release(&fix);
+	buf_release(&title);
 }
 
 static void rule_failed(struct profile *p)

@@ -46,8 +46,14 @@ const struct run *findings_main_run(const struct profile *p);
 #define HEAVY_SHARE_PCT 10 /* heavy-import: share of the target's import time */
 #define HEAVY_MIN_US 5000 /* heavy-import: and at least this much */
 #define FINDER_SHARE_PCT 10 /* slow-finders: finder time share of import time */
-#define FINDER_MIN_US 5000
+#define FINDER_MIN_US 20000 /* slow-finders: and at least this much */
+#define FINDER_MIN_LOOKUPS 50 /* slow-finders: fewer lookups are too few to judge against preemption */
 #define FINDER_PATH_ENTRIES 20 /* slow-finders: sys.path this long is reported on its own */
+#define FINDER_WARN_PCT 20 /* slow-finders: a warning from this share on */
+#define FINDER_FAILED_PCT 30 /* slow-finders: failed lookups' share of finder time worth naming */
+#define FINDER_SLOW_LOOKUP_US 300 /* slow-finders: a median lookup this slow means every lookup is */
+#define FINDER_TOP 5 /* slow-finders: the slowest lookups named */
+#define FINDER_FEW_PCT 50 /* slow-finders: when the slowest FINDER_TOP take this share */
 #define FAILED_MIN_US 1000 /* failed-imports: total cost worth a note */
 #define EX_CONFIG_STATUS 78
 

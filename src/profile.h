@@ -88,6 +88,12 @@ struct imp_timing {
 	int64_t rss_start_kb;
 	int64_t rss_end_kb;
 	uint32_t file; /* name-pool offset of the module's file, 0 = none */
+	/*
+	 * The importing thread's CPU time from start to end, like cum_us
+	 * (nested imports included; the tracer reads CLOCK_THREAD_CPUTIME_ID);
+	 * UNKNOWN before the tracer started or where it did not run.
+	 */
+	int64_t cpu_ns;
 };
 
 /* An audit event seen by the tracer, attributed to the import running it. */
@@ -98,12 +104,32 @@ struct proc_event {
 	int32_t node; /* innermost open import, -1 at top level */
 };
 
+/* How a process came to be, as its trace says. */
+enum proc_origin {
+	ORIGIN_UNKNOWN = 0, /* importtime only */
+	ORIGIN_EXEC, /* an interpreter of its own: its tree starts at its interpreter's start-up */
+	ORIGIN_FORK, /* a fork of a traced process: its tree starts at the fork */
+};
+const char *proc_origin_name(enum proc_origin o);
+int proc_origin_from_name(const char *s);
+
 struct proc {
 	long pid; /* -1 when unknown (importtime only) */
 	long ppid;
 	char *argv; /* space-joined, NULL when unknown */
-	int64_t start_ns; /* absolute CLOCK_MONOTONIC, UNKNOWN without trace */
-	int64_t end_ns;
+	/* "main", "master", "worker", "fork", "subprocess", ... (trace_merge.c); NULL when unknown */
+	char *role;
+	enum proc_origin origin;
+	/*
+	 * Rows of several processes that could not be told apart ended up in
+	 * this tree (importtime without the tracer); a warning names them.
+	 */
+	bool mixed;
+	int64_t start_ns; /* absolute CLOCK_MONOTONIC (exec, or the fork), UNKNOWN without trace */
+	int64_t end_ns; /* the last record of its trace */
+	int64_t tracer_ns; /* when its tracer started (absolute); UNKNOWN */
+	int64_t startup_cpu_ns; /* CPU time of its thread before the tracer started (exec'd: the start-up) */
+	int64_t cpu_ns; /* CPU time of the whole process at a clean exit; UNKNOWN */
 	struct imp_node *nodes;
 	size_t nr_nodes, alloc_nodes;
 	struct imp_timing *timing; /* NULL, or nr_nodes entries */
@@ -351,6 +377,8 @@ static inline bool proc_children_first(const struct proc *pr)
 {
 	return pr->children_first && pr->nr_linked == pr->nr_nodes;
 }
+/* Appends an event; name and detail are copied into the pool. */
+void proc_add_event(struct proc *pr, int64_t t_ns, const char *name, const char *detail, int32_t node);
 /* Allocates the timing array (all UNKNOWN) if absent. */
 void proc_ensure_timing(struct proc *pr);
 /* Appends "a -> b -> c" for the chain from the root to node i. */
@@ -361,50 +389,70 @@ void proc_chain(const struct proc *pr, int32_t i, const char *sep, struct buf *o
  * the tree can be thousands of levels deep.
  */
 int32_t proc_preorder_next(const struct proc *pr, int32_t i);
+/*
+ * The tree walker every pass over a tree uses.  Pre-order like
+ * proc_preorder_next, but with descend false the subtree of i is skipped.
+ * The links are trusted: the link functions only ever make trees (each node
+ * linked once, to a parent that exists), and readers of files check them.
+ */
+int32_t proc_walk_next(const struct proc *pr, int32_t i, bool descend);
+/* Post-order (each node after its children, siblings in order): the first node, or -1. */
+int32_t proc_postorder_first(const struct proc *pr);
+int32_t proc_postorder_next(const struct proc *pr, int32_t i);
 /* First node with this name in pre-order, -1 if none. */
 int32_t proc_find(const struct proc *pr, const char *name);
 /* Sum of cum_us over roots that are not start-up, and over all roots. */
 int64_t proc_import_total_us(const struct proc *pr, bool include_startup);
 
 /*
- * Marks interpreter start-up: every root imported before the target's code
- * (up to and including the top-level "site" row, with its subtree), and
- * classifies the other nodes: stdlib by name (stdlib_names, NULL-terminated,
- * overrides the built-in list), third-party when the module's file (from the
- * trace) lies in a site-packages or dist-packages directory or, without a
- * file, when its top-level package exists in one of site_dirs (may be NULL),
- * app otherwise.
+ * What a module's time is measured in.  Under a CPU limit the wall time of
+ * an import measures the CFS scheduler as much as the code (a module that
+ * needs 1 ms of CPU takes 100 ms of wall when the quota ran out just before
+ * it); the importing thread's CPU time, which the tracer records, is what a
+ * user can act on, and the throttling explains the rest.
  */
-void proc_classify(struct proc *pr, const char *const *stdlib_names, const char *const *site_dirs);
-bool is_stdlib_module(const char *name, const char *const *stdlib_names);
-
-/*
- * Checks self == cum - sum(children cum) within tolerance_us per node (plus
- * one microsecond per child and one for self: CPython rounds each printed
- * value up); cached nodes are left out of the sum.  Sets
- * NODE_INCONSISTENT and returns the number of violations.
- */
-size_t proc_check_consistency(struct proc *pr, int64_t tolerance_us);
-
-/*
- * proc_classify and proc_check_consistency together, the way the analysis
- * runs them: without a trace in one pass over the nodes, on several threads
- * for big processes.  Returns the number of violations.
- */
-size_t proc_analyze(struct proc *pr, const char *const *stdlib_names, const char *const *site_dirs,
-		    int64_t tolerance_us);
-
-/* Aggregation by top-level package. */
-struct pkg_total {
-	char *name;
-	int64_t self_us; /* sum of self of every node in the package */
-	int64_t cum_us; /* cum of the package's outermost imports */
-	size_t modules;
-	uint8_t kind;
+enum metric {
+	METRIC_WALL = 0,
+	METRIC_CPU,
 };
-/* Returns an array sorted by cum_us descending; caller frees with pkg_totals_free. */
-struct pkg_total *proc_package_totals(const struct proc *pr, size_t *nr);
-void pkg_totals_free(struct pkg_total *t, size_t nr);
+/*
+ * METRIC_CPU for a profile taken under a CPU limit (or whose runs were
+ * throttled) when its trace recorded CPU times; METRIC_WALL otherwise.
+ */
+enum metric profile_metric(const struct profile *p);
+/* Whether the trace recorded CPU times for (nearly) every import it timed. */
+bool profile_has_cpu_times(const struct profile *p);
+/* "CPU" or "wall". */
+const char *metric_name(enum metric m);
+/* A node's cumulative and self time in microseconds in metric m; UNKNOWN where not measured. */
+int64_t node_cum_in(const struct proc *pr, int32_t i, enum metric m);
+int64_t node_self_in(const struct proc *pr, int32_t i, enum metric m);
+/*
+ * The process's import time in metric m: for wall, proc_import_total_us;
+ * for CPU, the CPU time of its outermost imports with a CPU time (the
+ * start-up rows importtime printed before the tracer have none).
+ */
+int64_t proc_import_total_in(const struct proc *pr, bool include_startup, enum metric m);
+/*
+ * An import's own load phase in microseconds (dlopen and init for an
+ * extension, reading and unmarshalling for a module): the tracer's load
+ * phase, or under METRIC_CPU for a module without an exec phase (an
+ * extension) its CPU self time; importtime's self time without a trace.
+ */
+int64_t node_load_in(const struct proc *pr, int32_t i, enum metric m);
+
+/* From the start of the process (exec, or the fork) to its last trace record; UNKNOWN without. */
+int64_t proc_lifetime_us(const struct proc *pr);
+
+/*
+ * When the target became ready, in CLOCK_MONOTONIC nanoseconds, UNKNOWN
+ * without --ready or a trace.  The one place that converts readiness to the
+ * tracer's clock.
+ */
+int64_t run_ready_ns(const struct run *r);
+/* Whether node i of pr started after the run's ready time (ready_ns from run_ready_ns). */
+bool node_after_ready(const struct proc *pr, int32_t i, int64_t ready_ns);
+
 
 /*
  * JSON (written with .gz through zlib).  Both return 0 or -1 with errmsg set.
@@ -419,5 +467,8 @@ int profile_read_json(struct profile *p, const char *path, struct buf *errmsg);
 /* The same into/out of memory, for tests and pipes. */
 void profile_to_json(const struct profile *p, struct buf *out);
 int profile_from_json(struct profile *p, const char *text, size_t len, struct buf *errmsg);
+
+/* Classification, the consistency check, package totals: classify.c. */
+#include "classify.h"
 
 #endif

@@ -36,7 +36,7 @@ static const char *const node_fields[] = {
 
 static const char *const timing_fields[] = {
 	"start_ns", "end_ns", "find_ns", "load_ns", "exec_ns", "compile_ns",
-	"rss_start_kb", "rss_end_kb", "file",
+	"rss_start_kb", "rss_end_kb", "file", "cpu_ns",
 };
 
 static const char *const flag_names[] = {
@@ -379,8 +379,16 @@ static void write_proc(struct jw *w, const struct proc *pr)
 	jw_kv_fig(w, "pid", pr->pid, -1, INT32_MAX);
 	jw_kv_fig(w, "ppid", pr->ppid, -1, INT32_MAX);
 	jw_kv_str(w, "argv", pr->argv);
+	jw_kv_str(w, "role", pr->role);
+	if (pr->origin != ORIGIN_UNKNOWN)
+		jw_kv_str(w, "origin", proc_origin_name(pr->origin));
+	if (pr->mixed)
+		jw_key(w, "mixed"), buf_adds(w->out, "true,");
 	jw_kv_fig(w, "start_ns", pr->start_ns, -PROFILE_MAX_NS, PROFILE_MAX_NS);
 	jw_kv_fig(w, "end_ns", pr->end_ns, -PROFILE_MAX_NS, PROFILE_MAX_NS);
+	jw_kv_fig(w, "tracer_ns", pr->tracer_ns, -1, PROFILE_MAX_NS);
+	jw_kv_fig(w, "startup_cpu_ns", pr->startup_cpu_ns, -1, PROFILE_MAX_NS);
+	jw_kv_fig(w, "cpu_ns", pr->cpu_ns, -1, PROFILE_MAX_NS);
 	jw_key(w, "nodes");
 	buf_addch(w->out, '[');
 	write_nodes(w, pr, order, newidx, n);
@@ -408,6 +416,8 @@ static void write_proc(struct jw *w, const struct proc *pr)
 				jw_str(w, proc_str(pr, t->file));
 			else
 				buf_adds(w->out, "null");
+			buf_addch(w->out, ',');
+			buf_add_i64(w->out, profile_clamp(t->cpu_ns, -1, PROFILE_MAX_NS));
 			buf_adds(w->out, "],");
 			jw_flush(w, 0);
 		}

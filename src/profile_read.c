@@ -205,8 +205,13 @@ static const struct field proc_fields[] = {
 	{ "pid", F_LONG, offsetof(struct proc, pid), -1, INT32_MAX },
 	{ "ppid", F_LONG, offsetof(struct proc, ppid), -1, INT32_MAX },
 	{ "argv", F_STR, offsetof(struct proc, argv), 0, 0 },
+	{ "role", F_STR, offsetof(struct proc, role), 0, 0 },
+	{ "mixed", F_BOOL, offsetof(struct proc, mixed), 0, 0 },
 	I64(proc, start_ns, -MAX_NS, MAX_NS),
 	I64(proc, end_ns, -MAX_NS, MAX_NS),
+	I64(proc, tracer_ns, -1, MAX_NS),
+	I64(proc, startup_cpu_ns, -1, MAX_NS),
+	I64(proc, cpu_ns, -1, MAX_NS),
 };
 
 static const struct field limits_fields[] = {
@@ -377,7 +382,7 @@ static int read_timing(struct reader *rd, void *ctx, size_t i)
 					    "compile_ns", "rss_start_kb", "rss_end_kb" };
 	struct timing_list *tl = ctx;
 	struct imp_timing *tm;
-	int64_t v[ARRAY_SIZE(keys)];
+	int64_t v[ARRAY_SIZE(keys)], cpu = UNKNOWN;
 	size_t k;
 	int more;
 
@@ -397,6 +402,10 @@ static int read_timing(struct reader *rd, void *ctx, size_t i)
 		if (k < ARRAY_SIZE(keys)) {
 			if (read_int(rd, keys[k], kb ? -1 : -MAX_NS, kb ? MAX_KB : MAX_NS, UNKNOWN, &v[k]) < 0)
 				return -1;
+		} else if (k == 9) {
+			/* The importing thread's CPU time (trace format 2); older profiles stop at 9. */
+			if (read_int(rd, "cpu_ns", -1, MAX_NS, UNKNOWN, &cpu) < 0)
+				return -1;
 		} else if (jr_value(&rd->jr) == JR_STR && k == 8) {
 			if (intern_str(rd, tl->pr, &tm->file) < 0)
 				return -1;
@@ -412,6 +421,7 @@ static int read_timing(struct reader *rd, void *ctx, size_t i)
 	tm->compile_ns = v[5];
 	tm->rss_start_kb = v[6];
 	tm->rss_end_kb = v[7];
+	tm->cpu_ns = cpu;
 	rd->node = SIZE_MAX;
 	return more;
 }
@@ -491,7 +501,17 @@ static int read_proc(struct reader *rd, void *ctx, size_t i)
 			pr->nr_linked = 0;
 			continue;
 		}
-		if (!strcmp(key, "timing")) {
+		if (!strcmp(key, "origin")) {
+			enum jr_type t = jr_value(&rd->jr);
+
+			/* A name this version does not know is an origin it cannot tell. */
+			if (t == JR_STR) {
+				int o = proc_origin_from_name(rd->jr.str.buf);
+
+				pr->origin = o > 0 ? (enum proc_origin)o : ORIGIN_UNKNOWN;
+			}
+			more = t == JR_ERROR ? -1 : jr_skip(&rd->jr);
+		} else if (!strcmp(key, "timing")) {
 			timed = true;
 			more = read_array(rd, read_timing, &tl);
 		} else if (!strcmp(key, "events")) {

@@ -70,6 +70,7 @@ static int cmp_desc(int64_t a, int64_t b)
 }
 
 static const struct proc *sort_proc;
+static enum metric sort_metric;
 
 /*
  * Ties are broken by the other time, then the name, then the depth, so a
@@ -80,7 +81,8 @@ static int cmp_ties(int32_t a, int32_t b, bool by_self)
 {
 	const struct imp_node *x = &sort_proc->nodes[a];
 	const struct imp_node *y = &sort_proc->nodes[b];
-	int c = by_self ? cmp_desc(x->cum_us, y->cum_us) : cmp_desc(x->self_us, y->self_us);
+	int c = by_self ? cmp_desc(node_cum_in(sort_proc, a, sort_metric), node_cum_in(sort_proc, b, sort_metric))
+			: cmp_desc(node_self_in(sort_proc, a, sort_metric), node_self_in(sort_proc, b, sort_metric));
 
 	if (!c)
 		c = strcmp(node_name(sort_proc, a), node_name(sort_proc, b));
@@ -92,7 +94,7 @@ static int cmp_ties(int32_t a, int32_t b, bool by_self)
 static int cmp_cum(const void *a, const void *b)
 {
 	int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
-	int c = cmp_desc(sort_proc->nodes[i].cum_us, sort_proc->nodes[j].cum_us);
+	int c = cmp_desc(node_cum_in(sort_proc, i, sort_metric), node_cum_in(sort_proc, j, sort_metric));
 
 	return c ? c : cmp_ties(i, j, false);
 }
@@ -100,7 +102,7 @@ static int cmp_cum(const void *a, const void *b)
 static int cmp_self(const void *a, const void *b)
 {
 	int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
-	int c = cmp_desc(sort_proc->nodes[i].self_us, sort_proc->nodes[j].self_us);
+	int c = cmp_desc(node_self_in(sort_proc, i, sort_metric), node_self_in(sort_proc, j, sort_metric));
 
 	return c ? c : cmp_ties(i, j, true);
 }
@@ -115,14 +117,15 @@ static bool ranks_below(int32_t a, int32_t b, bool by_self)
  * The n largest nodes by self or cumulative time, largest first, among those
  * accepted by keep; a bounded min-heap, so a million nodes cost O(N log n).
  */
-static size_t top_nodes(const struct proc *pr, bool by_self, bool (*keep)(const struct proc *, int32_t),
-			int32_t *out, size_t n)
+static size_t top_nodes(const struct proc *pr, enum metric m, bool by_self,
+			bool (*keep)(const struct proc *, int32_t), int32_t *out, size_t n)
 {
 	size_t have = 0, i;
 
 	if (!n)
 		return 0;
 	sort_proc = pr;
+	sort_metric = m;
 	for (i = 0; i < pr->nr_nodes; i++) {
 		int32_t x = (int32_t)i;
 		size_t k;
@@ -148,34 +151,42 @@ static size_t top_nodes(const struct proc *pr, bool by_self, bool (*keep)(const 
 		}
 		/* Sift the replaced root down. */
 		for (k = 0;;) {
-			size_t l = 2 * k + 1, r = l + 1, m = k;
+			size_t l = 2 * k + 1, r = l + 1, mid = k;
 			int32_t t;
 
-			if (l < have && ranks_below(out[l], out[m], by_self))
-				m = l;
-			if (r < have && ranks_below(out[r], out[m], by_self))
-				m = r;
-			if (m == k)
+			if (l < have && ranks_below(out[l], out[mid], by_self))
+				mid = l;
+			if (r < have && ranks_below(out[r], out[mid], by_self))
+				mid = r;
+			if (mid == k)
 				break;
 			t = out[k];
-			out[k] = out[m];
-			out[m] = t;
-			k = m;
+			out[k] = out[mid];
+			out[mid] = t;
+			k = mid;
 		}
 	}
 	sort_proc = pr;
+	sort_metric = m;
 	qsort(out, have, sizeof(*out), by_self ? cmp_self : cmp_cum);
 	return have;
 }
 
+/* Modules worth a row: imported (not a cached row), not coldstart's own bootstrap. */
 static bool keep_imported(const struct proc *pr, int32_t i)
 {
-	return !(pr->nodes[i].flags & NODE_CACHED);
+	return !(pr->nodes[i].flags & NODE_CACHED) && pr->nodes[i].kind != KIND_TOOL;
+}
+
+/* The same, where the table's metric was measured. */
+static bool keep_cpu(const struct proc *pr, int32_t i)
+{
+	return keep_imported(pr, i) && pr->timing && pr->timing[i].cpu_ns >= 0;
 }
 
 static bool keep_timed(const struct proc *pr, int32_t i)
 {
-	return pr->timing[i].start_ns >= 0 && !(pr->nodes[i].flags & NODE_CACHED);
+	return pr->timing[i].start_ns >= 0 && !(pr->nodes[i].flags & NODE_CACHED) && pr->nodes[i].kind != KIND_TOOL;
 }
 
 void describe_status(const struct profile *p, const struct run *r, struct buf *out)
@@ -286,6 +297,10 @@ static void render_runs_stats(const struct profile *p, struct buf *out, const st
 	summary_line(out, "wall", v, n, st, false);
 	COLLECT(run_import_total_us(&p->runs[i], 1));
 	summary_line(out, "imports", v, n, st, false);
+	if (profile_metric(p) == METRIC_CPU) {
+		COLLECT(p->runs[i].nr_procs ? proc_import_total_in(&p->runs[i].procs[0], true, METRIC_CPU) : UNKNOWN);
+		summary_line(out, "import CPU", v, n, st, false);
+	}
 	COLLECT(p->runs[i].user_us);
 	summary_line(out, "user CPU", v, n, st, false);
 	COLLECT(p->runs[i].sys_us);
@@ -322,9 +337,13 @@ static void render_module_stats(const struct profile *p, const struct report_opt
 	size_t nr, i, shown = 0;
 	struct module_stats *m = profile_module_stats(p, &nr);
 
-	heading(out, st, "Modules across runs (by median cumulative)");
+	heading(out, st, profile_metric(p) == METRIC_CPU ? "Modules across runs (by median cumulative CPU time)"
+							 : "Modules across runs (by median cumulative)");
 	buf_addf(out, "  %10s %10s %10s %10s  %s\n", "median", "min", "max", "MAD", "module");
-	for (i = 0; i < nr && shown < (size_t)o->top; i++, shown++) {
+	for (i = 0; i < nr && shown < (size_t)o->top; i++) {
+		if (!m[i].cum.n)
+			continue; /* not measured in this metric (importtime's rows before the tracer) */
+		shown++;
 		buf_adds(out, "  ");
 		add_dur_col(out, m[i].cum.median, 10);
 		buf_addch(out, ' ');
@@ -341,18 +360,32 @@ static void render_module_stats(const struct profile *p, const struct report_opt
 	module_stats_free(m, nr);
 }
 
-static void render_top(const struct proc *pr, const struct report_opts *o, struct buf *out,
+/* What every table of one report shares: the metric, readiness. */
+struct view {
+	enum metric m;
+	int64_t ready_ns; /* UNKNOWN without --ready */
+};
+
+static void render_top(const struct proc *pr, const struct view *v, const struct report_opts *o, struct buf *out,
 		       const struct style *st, bool by_self)
 {
+	bool cpu = v->m == METRIC_CPU;
 	int32_t *idx;
 	size_t n, i;
 
 	if (!pr->nr_nodes || o->top <= 0)
 		return;
 	idx = xmalloc(st_mult((size_t)o->top, sizeof(*idx)));
-	n = top_nodes(pr, by_self, keep_imported, idx, (size_t)o->top);
-	heading(out, st, by_self ? "Top modules by self time" : "Top modules by cumulative time");
-	if (pr->timing)
+	n = top_nodes(pr, v->m, by_self, cpu ? keep_cpu : keep_imported, idx, (size_t)o->top);
+	if (cpu)
+		heading(out, st, by_self ? "Top modules by self CPU time (the importing thread's)"
+					 : "Top modules by cumulative CPU time (the importing thread's)");
+	else
+		heading(out, st, by_self ? "Top modules by self time" : "Top modules by cumulative time");
+	if (cpu)
+		buf_addf(out, "  %10s %10s %10s %10s %10s  %s\n", "CPU cum", "CPU self", "wall cum", "wall self",
+			 "starts at", "module (import chain)");
+	else if (pr->timing)
 		buf_addf(out, "  %10s %10s %10s %10s  %s\n", "cumulative", "self", "starts at", "RSS +",
 			 "module (import chain)");
 	else
@@ -361,6 +394,12 @@ static void render_top(const struct proc *pr, const struct report_opts *o, struc
 		const struct imp_node *nd = &pr->nodes[idx[i]];
 
 		buf_adds(out, "  ");
+		if (cpu) {
+			add_dur_col(out, node_cum_in(pr, idx[i], METRIC_CPU), 10);
+			buf_addch(out, ' ');
+			add_dur_col(out, node_self_in(pr, idx[i], METRIC_CPU), 10);
+			buf_addch(out, ' ');
+		}
 		add_dur_col(out, nd->cum_us, 10);
 		buf_addch(out, ' ');
 		add_dur_col(out, nd->self_us, 10);
@@ -369,13 +408,17 @@ static void render_top(const struct proc *pr, const struct report_opts *o, struc
 
 			buf_addch(out, ' ');
 			add_dur_col(out, t->start_ns >= 0 ? t->start_ns / 1000 : UNKNOWN, 10);
-			buf_addch(out, ' ');
-			add_kib_col(out, t->rss_start_kb >= 0 && t->rss_end_kb >= 0 ? t->rss_end_kb - t->rss_start_kb
-										 : UNKNOWN, 10);
+			if (!cpu) {
+				buf_addch(out, ' ');
+				add_kib_col(out, t->rss_start_kb >= 0 && t->rss_end_kb >= 0 ? t->rss_end_kb - t->rss_start_kb
+											 : UNKNOWN, 10);
+			}
 		}
 		buf_addf(out, "  %s%s%s", st->bold, node_name(pr, idx[i]), st->reset);
 		if (nd->kind == KIND_STARTUP)
 			buf_adds(out, " [start-up]");
+		if (node_after_ready(pr, idx[i], v->ready_ns))
+			buf_adds(out, " [after ready]");
 		if (nd->flags & NODE_FAILED)
 			buf_addf(out, " %s[failed]%s", st->red, st->reset);
 		if (nd->flags & NODE_INCONSISTENT)
@@ -395,8 +438,8 @@ static void render_top(const struct proc *pr, const struct report_opts *o, struc
 }
 
 /* Where the slowest imports spent their time, from the tracer's phases. */
-static void render_phases(const struct proc *pr, const struct report_opts *o, struct buf *out,
-			  const struct style *st)
+static void render_phases(const struct proc *pr, const struct view *v, const struct report_opts *o,
+			  struct buf *out, const struct style *st)
 {
 	int32_t *idx;
 	size_t n, i;
@@ -404,12 +447,12 @@ static void render_phases(const struct proc *pr, const struct report_opts *o, st
 	if (!pr->timing || !pr->nr_nodes || o->top <= 0)
 		return;
 	idx = xmalloc(st_mult((size_t)o->top, sizeof(*idx)));
-	n = top_nodes(pr, true, keep_timed, idx, (size_t)o->top);
+	n = top_nodes(pr, v->m, true, keep_timed, idx, (size_t)o->top);
 	if (!n) {
 		free(idx);
 		return;
 	}
-	heading(out, st, "Phases of the slowest imports (tracer: find = finders, load = .pyc read / compile / dlopen, exec = module body incl. its imports)");
+	heading(out, st, "Phases of the slowest imports (tracer, wall time of the module's own work: find = finders, load = .pyc read / compile / dlopen, exec = module body; nested imports are not counted)");
 	buf_addf(out, "  %10s %10s %10s %10s %10s  %s\n", "self", "find", "load", "exec", "compile", "module");
 	for (i = 0; i < n && i < (size_t)o->top; i++) {
 		const struct imp_timing *t = &pr->timing[idx[i]];
@@ -437,13 +480,13 @@ static void render_phases(const struct proc *pr, const struct report_opts *o, st
 	free(idx);
 }
 
-static void render_packages(const struct proc *pr, const struct report_opts *o, struct buf *out,
-			    const struct style *st)
+static void render_packages(const struct proc *pr, const struct view *v, const struct report_opts *o,
+			    struct buf *out, const struct style *st)
 {
 	size_t nr, i;
-	struct pkg_total *t = proc_package_totals(pr, &nr);
+	struct pkg_total *t = proc_package_totals(pr, v->m, &nr);
 
-	heading(out, st, "By top-level package");
+	heading(out, st, v->m == METRIC_CPU ? "By top-level package (CPU time)" : "By top-level package");
 	buf_addf(out, "  %10s %10s %8s  %s\n", "cumulative", "self", "modules", "package");
 	for (i = 0; i < nr && i < (size_t)o->top; i++) {
 		buf_adds(out, "  ");
@@ -455,13 +498,13 @@ static void render_packages(const struct proc *pr, const struct report_opts *o, 
 	pkg_totals_free(t, nr);
 }
 
-static void render_tree(const struct proc *pr, const struct report_opts *o, struct buf *out,
-			const struct style *st)
+static void render_tree(const struct proc *pr, const struct view *v, const struct report_opts *o,
+			struct buf *out, const struct style *st)
 {
 	int32_t i = pr->first_root;
 	size_t hidden = 0;
 
-	heading(out, st, "Import tree (cumulative, self)");
+	heading(out, st, v->m == METRIC_CPU ? "Import tree (CPU cumulative, CPU self)" : "Import tree (cumulative, self)");
 	if (o->threshold_us > 0 || o->max_depth >= 0) {
 		buf_adds(out, "  pruned:");
 		if (o->threshold_us > 0) {
@@ -474,15 +517,16 @@ static void render_tree(const struct proc *pr, const struct report_opts *o, stru
 	}
 	while (i >= 0) {
 		const struct imp_node *nd = &pr->nodes[i];
-		bool show = nd->cum_us >= o->threshold_us &&
+		int64_t cum = node_cum_in(pr, i, v->m);
+		bool show = (cum >= o->threshold_us || (cum == UNKNOWN && nd->cum_us >= o->threshold_us)) &&
 			    (o->max_depth < 0 || (int)nd->depth <= o->max_depth);
 		uint32_t d;
 
 		if (show) {
 			buf_adds(out, "  ");
-			add_dur_col(out, nd->cum_us, 10);
+			add_dur_col(out, cum, 10);
 			buf_addch(out, ' ');
-			add_dur_col(out, nd->self_us, 10);
+			add_dur_col(out, node_self_in(pr, i, v->m), 10);
 			buf_adds(out, "  ");
 			for (d = 0; d < nd->depth && d < 200; d++)
 				buf_adds(out, "  ");
@@ -491,6 +535,10 @@ static void render_tree(const struct proc *pr, const struct report_opts *o, stru
 			buf_adds(out, node_name(pr, i));
 			if (nd->flags & NODE_CACHED)
 				buf_adds(out, " (cached)");
+			if (nd->kind == KIND_TOOL)
+				buf_adds(out, " [coldstart]");
+			if (node_after_ready(pr, i, v->ready_ns))
+				buf_adds(out, " [after ready]");
 			if (nd->flags & NODE_FAILED)
 				buf_addf(out, " %s[failed]%s", st->red, st->reset);
 			if (nd->flags & NODE_TRACE_ONLY)
@@ -500,14 +548,7 @@ static void render_tree(const struct proc *pr, const struct report_opts *o, stru
 			hidden++;
 		}
 		/* Pre-order, skipping the children of hidden nodes. */
-		if (show && nd->first_child >= 0) {
-			i = nd->first_child;
-			continue;
-		}
-		while (i >= 0 && pr->nodes[i].next_sibling < 0)
-			i = pr->nodes[i].parent;
-		if (i >= 0)
-			i = pr->nodes[i].next_sibling;
+		i = proc_walk_next(pr, i, show);
 	}
 	if (hidden)
 		buf_addf(out, "  %s(%zu subtrees hidden by the pruning options)%s\n", st->dim, hidden, st->reset);
@@ -540,24 +581,170 @@ static void render_findings(const struct profile *p, struct buf *out, const stru
 	}
 }
 
-static void render_proc(const struct proc *pr, const struct report_opts *o, struct buf *out,
-			const struct style *st)
+static void render_proc(const struct proc *pr, const struct view *v, const struct report_opts *o,
+			struct buf *out, const struct style *st)
 {
-	render_top(pr, o, out, st, false);
-	render_top(pr, o, out, st, true);
-	render_phases(pr, o, out, st);
-	render_packages(pr, o, out, st);
+	render_top(pr, v, o, out, st, false);
+	render_top(pr, v, o, out, st, true);
+	render_phases(pr, v, o, out, st);
+	render_packages(pr, v, o, out, st);
 	if (o->tree)
-		render_tree(pr, o, out, st);
+		render_tree(pr, v, o, out, st);
 }
 
-static void render_run_summary(const struct profile *p, const struct run *r, struct buf *out,
-			       const struct style *st)
+/* The time in coldstart's own bootstrap (KIND_TOOL) of a process: the tracer's overhead at start-up. */
+static int64_t tool_us(const struct proc *pr)
+{
+	int64_t total = 0;
+	int32_t i;
+
+	for (i = pr->first_root; i >= 0;) {
+		bool tool = pr->nodes[i].kind == KIND_TOOL;
+
+		if (tool && pr->nodes[i].self_us > 0)
+			total += pr->nodes[i].self_us;
+		i = proc_walk_next(pr, i, true);
+	}
+	return total;
+}
+
+/*
+ * Import time of pr in metric m before and after the ready time (outermost
+ * imports), coldstart's bootstrap left out as in the totals.
+ */
+static void ready_split(const struct proc *pr, enum metric m, int64_t ready_ns, int64_t *before, int64_t *after)
+{
+	int64_t tool = m == METRIC_WALL ? tool_us(pr) : 0;
+	int32_t i;
+
+	*before = -tool;
+	*after = 0;
+	for (i = pr->first_root; i >= 0; i = pr->nodes[i].next_sibling) {
+		int64_t v = node_cum_in(pr, i, m);
+
+		if (v <= 0)
+			continue;
+		if (node_after_ready(pr, i, ready_ns))
+			*after += v;
+		else
+			*before += v;
+	}
+}
+
+static void add_lifetime_share(struct buf *out, int64_t total, int64_t life)
+{
+	if (total >= 0 && life > 0)
+		buf_addf(out, " = %.0f%% of its lifetime (", 100.0 * (double)total / (double)life);
+	else
+		return;
+	add_dur(out, life);
+	buf_addch(out, ')');
+}
+
+/*
+ * Every Python process of the run, the target first: how it came to be, how
+ * long it lived and what its own imports cost.  Each tree holds only the
+ * imports its own process made, so these never add up to the run's.
+ */
+static void render_processes(const struct run *r, const struct view *v, struct buf *out, const struct style *st)
+{
+	size_t i;
+	bool ready = v->ready_ns >= 0;
+
+	heading(out, st, "Processes (each tree holds only the imports its own process made)");
+	buf_addf(out, "  %8s %8s %-16s %10s %10s %8s", "pid", "ppid", "role", "lifetime",
+		 v->m == METRIC_CPU ? "imports" : "imports", "modules");
+	if (v->m == METRIC_CPU)
+		buf_addf(out, " %10s", "import CPU");
+	if (ready)
+		buf_addf(out, " %12s %12s", "before ready", "after ready");
+	buf_adds(out, "  argv\n");
+	for (i = 0; i < r->nr_procs; i++) {
+		const struct proc *pr = &r->procs[i];
+		size_t modules = 0, k;
+		struct buf argv = BUF_INIT;
+
+		for (k = 0; k < pr->nr_nodes; k++)
+			modules += !(pr->nodes[k].flags & NODE_CACHED) && pr->nodes[k].kind != KIND_TOOL;
+		buf_adds(out, "  ");
+		if (pr->pid > 0)
+			buf_addf(out, "%8ld %8ld", pr->pid, pr->ppid);
+		else
+			buf_addf(out, "%8s %8s", "-", "-");
+		buf_addf(out, " %-16s ", pr->role ? pr->role : (pr->pid > 0 ? "?" : "no trace"));
+		add_dur_col(out, proc_lifetime_us(pr), 10);
+		buf_addch(out, ' ');
+		add_dur_col(out, proc_import_total_us(pr, true) - tool_us(pr), 10);
+		buf_addf(out, " %8zu", modules);
+		if (v->m == METRIC_CPU) {
+			buf_addch(out, ' ');
+			add_dur_col(out, proc_import_total_in(pr, true, METRIC_CPU), 10);
+		}
+		if (ready) {
+			int64_t before, after;
+
+			ready_split(pr, v->m, v->ready_ns, &before, &after);
+			buf_addch(out, ' ');
+			add_dur_col(out, pr->timing ? before : UNKNOWN, 12);
+			buf_addch(out, ' ');
+			add_dur_col(out, pr->timing ? after : UNKNOWN, 12);
+		}
+		if (pr->argv) {
+			buf_add(&argv, pr->argv, strlen(pr->argv) > 70 ? 67 : strlen(pr->argv));
+			if (strlen(pr->argv) > 70)
+				buf_adds(&argv, "...");
+		}
+		buf_addf(out, "  %s%s%s%s\n", st->dim, argv.len ? argv.buf : "-", pr->mixed ? " [mixed rows]" : "",
+			 st->reset);
+		buf_release(&argv);
+	}
+}
+
+/*
+ * Under a CPU limit: what the imports cost in CPU against their wall time,
+ * and the throttling that explains the difference.
+ */
+static void render_cpu_limit(const struct profile *p, const struct run *r, const struct proc *pr,
+			     struct buf *out)
+{
+	int64_t cpu = proc_import_total_in(pr, true, METRIC_CPU), wall = 0;
+	int32_t i;
+
+	for (i = pr->first_root; i >= 0;) {
+		bool timed = pr->timing[i].cpu_ns >= 0;
+
+		if (timed && pr->nodes[i].cum_us > 0)
+			wall += pr->nodes[i].cum_us;
+		i = proc_walk_next(pr, i, !timed);
+	}
+	buf_adds(out, "  CPU limit       per-module times below are the importing thread's CPU time (wall beside it): ");
+	add_dur(out, cpu);
+	buf_adds(out, " of CPU took ");
+	add_dur(out, wall);
+	buf_adds(out, " of wall");
+	if (r->cg.has && r->cg.nr_periods > 0) {
+		buf_addf(out, "; the cgroup was throttled in %lld of %lld periods of %s", (long long)r->cg.nr_throttled,
+			 (long long)r->cg.nr_periods, "100 ms");
+		if (r->cg.throttled_us >= 0) {
+			buf_adds(out, " for ");
+			add_dur(out, r->cg.throttled_us);
+			if (r->wall_us > 0 && r->cg.throttled_us > r->wall_us)
+				buf_adds(out, " (summed over the CPUs its threads were queued on, hence above the wall time)");
+		}
+		buf_adds(out, ": the CPU quota, not the code, is most of the difference");
+	}
+	(void)p;
+	buf_addch(out, '\n');
+}
+
+static void render_run_summary(const struct profile *p, const struct run *r, const struct view *v,
+			       struct buf *out, const struct style *st)
 {
 	const struct proc *pr = r->nr_procs ? &r->procs[0] : NULL;
 	size_t modules = 0, startup = 0, i;
 	int64_t total = pr ? proc_import_total_us(pr, true) : 0;
 	int64_t target_total = pr ? proc_import_total_us(pr, false) : 0;
+	int64_t tool = pr ? tool_us(pr) : 0;
 
 	buf_adds(out, "  status          ");
 	describe_status(p, r, out);
@@ -601,24 +788,47 @@ static void render_run_summary(const struct profile *p, const struct run *r, str
 	if (!pr)
 		return;
 	for (i = 0; i < pr->nr_nodes; i++) {
-		if (pr->nodes[i].flags & NODE_CACHED)
+		if (pr->nodes[i].flags & NODE_CACHED || pr->nodes[i].kind == KIND_TOOL)
 			continue;
 		modules++;
 		if (pr->nodes[i].flags & NODE_STARTUP)
 			startup++;
 	}
 	buf_addf(out, "  imports         %zu modules (%zu at interpreter start-up), ", modules, startup);
-	add_dur(out, total);
+	add_dur(out, total - tool);
 	buf_adds(out, " in total");
-	if (r->wall_us > 0)
+	if (r->nr_procs > 1)
+		buf_addf(out, " in the target's own process (pid %ld)", pr->pid);
+	if (pr->pid > 0)
+		add_lifetime_share(out, total, proc_lifetime_us(pr));
+	else if (r->wall_us > 0)
 		buf_addf(out, " = %.0f%% of wall", 100.0 * (double)total / (double)r->wall_us);
 	buf_adds(out, "\n                  start-up ");
-	add_dur(out, total - target_total);
+	add_dur(out, total - target_total - tool);
 	buf_adds(out, ", the target's own imports ");
 	add_dur(out, target_total);
+	if (v->ready_ns >= 0 && pr->timing) {
+		int64_t before, after;
+
+		ready_split(pr, METRIC_WALL, v->ready_ns, &before, &after);
+		buf_adds(out, "; before ready ");
+		add_dur(out, before);
+		buf_adds(out, ", after ");
+		add_dur(out, after);
+	}
 	buf_addch(out, '\n');
-	if (r->nr_procs > 1)
-		buf_addf(out, "  processes       %zu Python processes printed imports\n", r->nr_procs);
+	if (pr->mixed)
+		buf_addf(out, "  %smixed rows      this tree holds the imports of several processes: without the tracer "
+			      "importtime's rows carry no pid (see the warnings); its numbers are not one "
+			      "process's%s\n",
+			 st->yellow, st->reset);
+	if (v->m == METRIC_CPU && pr->timing)
+		render_cpu_limit(p, r, pr, out);
+	if (tool > 0) {
+		buf_adds(out, "  coldstart       its bootstrap and tracer took ");
+		add_dur(out, tool);
+		buf_adds(out, " of the start-up (left out of the totals above)\n");
+	}
 }
 
 /* Wall times (or import totals) of the unconstrained runs, or of the measured ones. */
@@ -697,6 +907,7 @@ void report_render(const struct profile *p, const struct report_opts *o, struct 
 	const struct style *st = style_of(o);
 	size_t ri = p->nr_runs ? profile_median_run(p) : 0;
 	const struct run *r = p->nr_runs ? &p->runs[ri] : NULL;
+	struct view v = { METRIC_WALL, UNKNOWN };
 	size_t measured = 0, i;
 
 	for (i = 0; i < p->nr_runs; i++)
@@ -736,40 +947,37 @@ void report_render(const struct profile *p, const struct report_opts *o, struct 
 		cold_describe(&r->cold, out);
 		buf_addch(out, '\n');
 	}
-	render_run_summary(p, r, out, st);
+	v.m = profile_metric(p);
+	v.ready_ns = run_ready_ns(r);
+	render_run_summary(p, r, &v, out, st);
 	render_baseline(p, out, st);
 	if (measured > 1) {
 		render_runs_stats(p, out, st);
 		render_module_stats(p, o, out, st);
 	}
+	if (r->nr_procs > 1)
+		render_processes(r, &v, out, st);
 	if (r->nr_procs) {
-		render_proc(&r->procs[0], o, out, st);
-		for (i = 1; i < r->nr_procs; i++) {
+		render_proc(&r->procs[0], &v, o, out, st);
+		for (i = 1; i < r->nr_procs && o->all_processes; i++) {
 			const struct proc *pr = &r->procs[i];
 			struct buf title = BUF_INIT;
 
-			if (o->all_processes) {
-				buf_addf(&title, "Process %zu", i + 1);
-				if (pr->pid >= 0)
-					buf_addf(&title, " (pid %ld)", pr->pid);
-				if (pr->argv)
-					buf_addf(&title, ": %s", pr->argv);
-				heading(out, st, title.buf);
-				render_proc(pr, o, out, st);
-			} else {
-				if (i == 1)
-					heading(out, st, "Other Python processes (--all-processes shows them in full)");
-				buf_addf(out, "  #%zu", i + 1);
-				if (pr->pid >= 0)
-					buf_addf(out, " pid %ld", pr->pid);
-				buf_addf(out, ": %zu modules, ", pr->nr_nodes);
-				add_dur(out, proc_import_total_us(pr, true));
-				if (pr->argv)
-					buf_addf(out, "  %s%s%s", st->dim, pr->argv, st->reset);
-				buf_addch(out, '\n');
-			}
+			buf_addf(&title, "Process %zu", i + 1);
+			if (pr->pid >= 0)
+				buf_addf(&title, " (pid %ld", pr->pid);
+			if (pr->pid >= 0 && pr->role)
+				buf_addf(&title, ", %s", pr->role);
+			if (pr->pid >= 0)
+				buf_addch(&title, ')');
+			if (pr->argv)
+				buf_addf(&title, ": %s", pr->argv);
+			heading(out, st, title.buf);
+			render_proc(pr, &v, o, out, st);
 			buf_release(&title);
 		}
+		if (r->nr_procs > 1 && !o->all_processes)
+			buf_addf(out, "\n  %s(the other processes' imports: --all-processes)%s\n", st->dim, st->reset);
 	}
 	elf_report_section(p, out);
 	render_findings(p, out, st);

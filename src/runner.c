@@ -299,7 +299,10 @@ static void read_stderr(struct run_state *st)
 			st->raw_failed = true;
 			profile_add_warning(st->p, 0, "cannot copy the raw log: %s", strerror(errno));
 		}
-		it_feed(st->ps, chunk, (size_t)n, &st->pass);
+		if (st->traced)
+			trace_feed(&st->ts, chunk, (size_t)n, &st->pass);
+		else
+			it_feed(st->ps, chunk, (size_t)n, &st->pass);
 		forward_text(&st->pass, st->o->quiet);
 		buf_reset(&st->pass);
 	} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
@@ -535,12 +538,18 @@ static void collect(struct run_state *st)
 		close(st->c.err_fd);
 		st->c.err_fd = -1;
 	}
-	it_finish(st->ps, &st->pass);
+	if (st->traced) {
+		/* The stream attributes the rows; the processes are made in trace_collect. */
+		trace_feed_end(&st->ts, &st->pass);
+		from_rows = trace_nr_rows(&st->ts);
+	} else {
+		it_finish(st->ps, &st->pass);
+		w = it_warnings(st->ps, &nw);
+		for (i = 0; i < nw; i++)
+			profile_add_warning(st->p, w[i].line, "importtime: %s", w[i].msg);
+		from_rows = nr_imports(r);
+	}
 	forward_text(&st->pass, st->o->quiet);
-	w = it_warnings(st->ps, &nw);
-	for (i = 0; i < nw; i++)
-		profile_add_warning(st->p, w[i].line, "importtime: %s", w[i].msg);
-	from_rows = nr_imports(r);
 
 	set_status(r, &st->ex, st->exit_ns - st->c.exec_ns);
 	if (st->cg && st->o->use_limits) {

@@ -91,6 +91,7 @@ size_t profile_median_run(const struct profile *p)
 
 struct module_stats *profile_module_stats(const struct profile *p, size_t *nr)
 {
+	enum metric metric = profile_metric(p);
 	struct module_stats *m = NULL;
 	struct slot *table;
 	size_t nm = 0, alloc = 0, cap = 1024, runs = 0, i, r;
@@ -151,8 +152,8 @@ struct module_stats *profile_module_stats(const struct profile *p, size_t *nr)
 			idx = table[k].idx;
 			/* A module appears once per process; keep the first. */
 			if (present[idx] < runs && (present[idx] == 0 || m[idx].present != r + 1)) {
-				cum[idx][present[idx]] = pr->nodes[i].cum_us;
-				self[idx][present[idx]] = pr->nodes[i].self_us;
+				cum[idx][present[idx]] = node_cum_in(pr, (int32_t)i, metric);
+				self[idx][present[idx]] = node_self_in(pr, (int32_t)i, metric);
 				present[idx]++;
 				m[idx].present = r + 1; /* last run seen, fixed below */
 			}

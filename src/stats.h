@@ -32,6 +32,7 @@ struct module_stats {
  * name in each run's main process; sorted by median cumulative, largest
  * first.  Free with module_stats_free.
  */
+/* Times in the profile's metric (profile_metric: CPU time under a CPU limit). */
 struct module_stats *profile_module_stats(const struct profile *p, size_t *nr);
 void module_stats_free(struct module_stats *m, size_t nr);
 

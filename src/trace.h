@@ -1,13 +1,17 @@
 /*
- * The in-process tracer, seen from the C tool: preparing a traced child's
- * environment (bootstrap on PYTHONPATH, a private trace directory) and, after
- * the run, reading every process's trace file and merging it with the
- * importtime trees of the run.  The record format is docs/trace-format.md.
+ * The in-process tracer, seen from the run loop: preparing a traced child's
+ * environment (bootstrap on PYTHONPATH, a private trace directory), taking
+ * the child's stderr while it runs (trace_stream.h), and after the run
+ * turning every process's trace and rows into the run's processes.  The
+ * record format is docs/trace-format.md; the reader is trace_read.h, the
+ * merge trace_merge.h.
  */
 #ifndef COLDSTART_TRACE_H
 #define COLDSTART_TRACE_H
 
 #include "profile.h"
+
+struct trace_stream;
 
 struct trace_session {
 	/*
@@ -19,6 +23,7 @@ struct trace_session {
 	char *dir;
 	int lock_fd;
 	char *boot_dir; /* the bootstrap directory put on PYTHONPATH */
+	struct trace_stream *stream; /* the child's stderr, once trace_feed was called */
 };
 
 /*
@@ -30,59 +35,25 @@ struct trace_session {
  */
 int trace_prepare(struct trace_session *ts, const char *python, struct strvec *env, struct buf *err);
 /*
- * Reads the trace files and merges them into run->procs (matching the
- * importtime trees, adding processes and nodes importtime missed).  Warnings
- * go to p.  Returns 0 or -1 with a message in err.
+ * The child's stderr, as it arrives: importtime rows are taken out and
+ * attributed to the processes that printed them, everything else is
+ * appended to passthrough unchanged.  Used instead of the importtime parser.
+ */
+void trace_feed(struct trace_session *ts, const char *data, size_t len, struct buf *passthrough);
+/*
+ * The child's stderr ended: what was held back and was not a row goes to
+ * passthrough.
+ */
+void trace_feed_end(struct trace_session *ts, struct buf *passthrough);
+/* How many importtime rows the child's stderr held (0 before any trace_feed). */
+size_t trace_nr_rows(const struct trace_session *ts);
+/*
+ * Reads the trace files and fills run->procs: one process per trace (merged
+ * with the rows it printed), one per interpreter that printed rows without
+ * a trace, the target first.  Warnings go to p.  Returns 0 or -1 with a
+ * message in err.
  */
 int trace_collect(struct trace_session *ts, struct profile *p, struct run *run, struct buf *err);
 void trace_session_release(struct trace_session *ts);
 
 #endif
-
-/*
- * The reader and the merge, exposed for tests and for `coldstart parse` of
- * kept trace files.
- */
-
-/* One trace file, read on its own. */
-struct trace_proc {
-	/*
-	 * The tree of the trace alone: pid, ppid, argv, start_ns (the process
-	 * start as the tracer estimated it), end_ns (last record), nodes with
-	 * cum/self from the trace, timing and events.
-	 */
-	struct proc proc;
-	char impl[8]; /* "c" or "py" */
-	char version[32]; /* the interpreter's version */
-	bool audit; /* false on 3.7: imports only */
-	bool clean_exit; /* a Q record: the interpreter finalised */
-	char *stopped; /* the tracer's own error (R record), or NULL */
-	size_t records; /* records read */
-	size_t bad_records; /* malformed lines skipped */
-	size_t unmatched_ends; /* E/F without their S (e.g. imports running at fork) */
-};
-
-/*
- * Parses one trace file's text (stops at the first NUL; a last line without
- * newline is ignored).  Returns 0, or -1 with a message in err when the text
- * is not a coldstart trace (no header).  Malformed records are skipped and
- * counted.  Release tp with trace_proc_release even after an error.
- */
-int trace_parse(struct trace_proc *tp, const char *text, size_t len, struct buf *err);
-/* Reads and parses one file; -1 with "cannot read 'x': ..." in err. */
-int trace_read_file(struct trace_proc *tp, const char *path, struct buf *err);
-void trace_proc_release(struct trace_proc *tp);
-
-/*
- * Merges a trace into pr, the importtime process of the same interpreter
- * (may be empty: then every node is NODE_TRACE_ONLY), replacing pr's tree:
- * see docs/trace-format.md, "Merging".  tp is not modified.
- */
-void trace_merge(struct proc *pr, const struct trace_proc *tp);
-
-/*
- * Pairs trace files with run's importtime processes, merges each pair, adds
- * the processes importtime never printed, and moves the root of the traced
- * tree (the target) to run->procs[0].  Problems become warnings in p.
- */
-void trace_merge_run(struct profile *p, struct run *run, const struct trace_proc *tps, size_t nr);

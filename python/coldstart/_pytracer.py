@@ -8,14 +8,18 @@ import os
 import sys
 import _thread
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 IMPL = "py"
 
 _DETAIL_MAX = 400
-_st = {"enabled": False, "fd": -1, "statm": -1, "dir": None, "busy": False}
+_st = {"enabled": False, "fd": -1, "dir": None, "busy": False, "pid": 0,
+       "fork_ns": 0, "fork_depth": 0}
+_depth = {}  # thread ident -> imports open on it
 _tnos = {}
-_page_kb = 4
 _clock = None
+_cpu = None
+_getrusage = None
+_RUSAGE_THREAD = None
 
 
 def _esc(s, limit=_DETAIL_MAX):
@@ -38,8 +42,9 @@ def _tno():
 
 
 def _rss():
+    # The peak resident set in KiB, as the C tracer records it.
     try:
-        return int(os.pread(_st["statm"], 128, 0).split()[1]) * _page_kb
+        return _getrusage(_RUSAGE_THREAD).ru_maxrss
     except Exception:
         return -1
 
@@ -66,8 +71,15 @@ def _start_ns():
         return now
 
 
-def _open():
+def _open(from_fork=False):
+    # The traced process this one descends from (see _tracer.c's trace_open).
+    if from_fork:
+        spawner = _st.get("pid", 0)
+    else:
+        spawner = os.environ.get("COLDSTART_TRACE_PARENT", "")
+        spawner = int(spawner) if spawner.isdigit() else 0
     pid = os.getpid()
+    os.putenv("COLDSTART_TRACE_PARENT", str(pid))
     for i in range(1000):
         path = os.path.join(_st["dir"], "%d-%d.trace" % (pid, i))
         try:
@@ -78,20 +90,20 @@ def _open():
     else:
         return False
     _st["fd"] = fd
-    try:
-        _st["statm"] = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        _st["statm"] = -1
+    _st["pid"] = pid
     try:
         with open("/proc/self/cmdline", "rb") as f:
             argv = [a for a in f.read().split(b"\0")][:-1]
     except OSError:
         argv = []
     t = _clock()
-    os.write(fd, b"#coldstart-trace 1\n")
+    os.write(fd, b"#coldstart-trace 2\n")
     enabled, _st["enabled"] = _st["enabled"], True
-    _write(["H", str(t), str(pid), str(os.getppid()), str(_start_ns()), "py",
-            sys.version.split()[0], "audit" if hasattr(sys, "addaudithook") else "noaudit"])
+    start = _st["fork_ns"] if from_fork else _start_ns()
+    _write(["H", str(t), str(pid), str(os.getppid()), str(start), "py",
+            sys.version.split()[0], "audit" if hasattr(sys, "addaudithook") else "noaudit",
+            "fork" if from_fork else "exec", str(_cpu()), str(_st["fork_depth"] if from_fork else 0),
+            str(spawner)])
     _write(["V", str(t)] + [_esc(a) for a in argv])
     _st["enabled"] = enabled
     return True
@@ -100,26 +112,26 @@ def _open():
 def _after_fork():
     if not _st["enabled"]:
         return
-    for key in ("fd", "statm"):
-        try:
-            os.close(_st[key])
-        except OSError:
-            pass
+    _st["fork_ns"] = _clock()
+    _st["fork_depth"] = _depth.get(_thread.get_ident(), 0)
+    _depth.clear()
+    _depth[_thread.get_ident()] = _st["fork_depth"]
+    try:
+        os.close(_st["fd"])
+    except OSError:
+        pass
     _tnos.clear()
     # Our own open of the new file must not be recorded (into the old one).
     _st["busy"] = True
     try:
-        if not _open():
+        if not _open(from_fork=True):
             _st["enabled"] = False
     finally:
         _st["busy"] = False
 
 
-def _imp(kind, name, extra=None, t=None):
-    f = [kind, str(_clock() if t is None else t), str(_tno())]
-    if kind != "f":
-        f.append(str(_rss()))
-    f.append(_esc(name))
+def _imp(kind, t, cpu, rss, name, extra=None):
+    f = [kind, str(t), str(_tno()), str(cpu), str(rss), _esc(name)]
     if extra is not None:
         f.append(_esc(extra))
     _write(f)
@@ -141,7 +153,8 @@ def _show(o):
 
 
 def _audit(event, args):
-    if event not in _EVENTS or not _st["enabled"] or _st["busy"]:
+    # Only what happens while an import runs on this thread: that is what start-up pays.
+    if event not in _EVENTS or not _st["enabled"] or _st["busy"] or not _depth.get(_thread.get_ident()):
         return
     _st["busy"] = True
     try:
@@ -157,9 +170,9 @@ def _audit(event, args):
                 writing = any(c in mode for c in "wax+")
             else:
                 writing = isinstance(flags, int) and bool(flags & _WRITE_FLAGS)
-            if not writing and not path.endswith((".py", ".pyc")):
-                return
-            detail = ("w:" if writing else "r:") + path
+            if not writing:
+                return  # reads (the .py and .pyc files above all) are import mechanics
+            detail = "w:" + path
         elif how == "compile":
             fn = args[1] if len(args) > 1 else None
             if isinstance(fn, bytes):
@@ -184,13 +197,17 @@ def _audit(event, args):
 
 
 def start(trace_dir):
-    global _clock, _page_kb
+    global _clock, _cpu, _getrusage, _RUSAGE_THREAD
     if _st["enabled"]:
         return True
     try:
         import time
+        import atexit  # before the wrappers: the tracer's own imports are not the target's
+        import resource
+        _getrusage = resource.getrusage
+        _RUSAGE_THREAD = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)
         _clock = time.monotonic_ns
-        _page_kb = max(1, os.sysconf("SC_PAGESIZE") // 1024)
+        _cpu = time.thread_time_ns
         _st["dir"] = trace_dir
         if not _open():
             return False
@@ -208,13 +225,21 @@ def start(trace_dir):
         t = _clock()
         if not _st["enabled"] or not isinstance(name, str):
             return find_and_load(name, import_)
-        _imp("S", name, t=t)
+        _imp("S", t, _cpu(), _rss(), name)
+        ident = _thread.get_ident()
+        _depth[ident] = _depth.get(ident, 0) + 1
         try:
             mod = find_and_load(name, import_)
         except BaseException as exc:
-            _imp("F", name, type(exc).__name__)
+            _depth[ident] -= 1
+            rss = _rss()
+            cpu = _cpu()
+            _imp("F", _clock(), cpu, rss, name, type(exc).__name__)
             raise
-        _imp("E", name)
+        _depth[ident] -= 1
+        rss = _rss()
+        cpu = _cpu()
+        _imp("E", _clock(), cpu, rss, name)
         if name == "time":
             _wrap_sleep()
         return mod
@@ -223,7 +248,7 @@ def start(trace_dir):
         spec = find_spec(*args, **kw)
         if _st["enabled"] and args and isinstance(args[0], str):
             origin = getattr(spec, "origin", None) if spec is not None else None
-            _imp("f", args[0], origin if isinstance(origin, str) else "")
+            _write(["f", str(_clock()), str(_tno()), _esc(args[0]), _esc(origin if isinstance(origin, str) else "")])
         return spec
 
     try:
@@ -233,7 +258,6 @@ def start(trace_dir):
             sys.addaudithook(_audit)
         _wrap_sleep()
         os.register_at_fork(after_in_child=_after_fork)
-        import atexit
         atexit.register(_at_exit)
     except Exception:
         _write(["R", str(_clock()), "cannot install the import wrappers"])
@@ -253,7 +277,7 @@ def _wrap_sleep():
         return  # it raises the event itself (3.12.1 and 3.11 do not)
 
     def sleep(secs):
-        if _st["enabled"]:
+        if _st["enabled"] and _depth.get(_thread.get_ident()):
             try:
                 _write(["A", str(_clock()), str(_tno()), "time.sleep", _esc(_show(secs))])
             except Exception:
@@ -264,7 +288,8 @@ def _wrap_sleep():
 
 
 def _at_exit():
-    _write(["Q", str(_clock())])
+    if _st["pid"] == os.getpid():
+        _write(["Q", str(_clock()), str(__import__("time").process_time_ns())])
 
 
 def note(tag, text):

@@ -18,32 +18,55 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#define TRACE_VERSION 1
+#define TRACE_VERSION 2
 #define CHUNK ((size_t)256 * 1024)
 #define DETAIL_MAX 400
 #define REC_MAX 4096
+#define REC_PREFAULT 512 /* an E or F record: fields and a name of up to DETAIL_MAX */
+
+/* Calling the wrapped function the way it was called (no argument tuple). */
+#if PY_VERSION_HEX >= 0x03090000
+#define CALL_VECTOR PyObject_Vectorcall
+#elif PY_VERSION_HEX >= 0x03080000
+#define CALL_VECTOR _PyObject_Vectorcall
+#else
+#define CALL_VECTOR _PyObject_FastCallKeywords
+#endif
 
 struct tracer {
 	int enabled;
 	int forked; /* set in the child by pthread_atfork: reopen before writing */
+	int64_t fork_ns; /* CLOCK_MONOTONIC at the fork, in the child */
+	long fork_depth; /* imports open on the forking thread at the fork */
 	int fd;
 	char *map;
 	size_t size, used;
 	long pid;
-	int statm_fd;
-	long page_kb;
 	int audit;
 	int installed;
 	int sleep_wrapped;
+	PyObject *origin_str; /* interned "origin" */
 	char dir[PATH_MAX];
 };
 
-static struct tracer T = { 0, 0, -1, NULL, 0, 0, 0, -1, 4, 0, 0, 0, "" };
-static _Thread_local int tls_tno;
+static struct tracer T = { .fd = -1 };
+/*
+ * Thread-locals of a dlopen()ed module go through __tls_get_addr on every
+ * access; initial-exec takes glibc's surplus static TLS (a few bytes here)
+ * and reads them like a global, on every import and audit event.
+ */
+#if defined(__GNUC__) && defined(__linux__)
+#define TLS _Thread_local __attribute__((tls_model("initial-exec")))
+#else
+#define TLS _Thread_local
+#endif
+static TLS int tls_tno;
+static TLS long tls_depth; /* imports open on this thread */
 static int next_tno; /* only touched with the GIL held */
 
 struct rec {
@@ -51,12 +74,24 @@ struct rec {
 	size_t n;
 };
 
-static int64_t mono_ns(void)
+static int64_t clock_ns(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	if (clock_gettime(id, &ts) < 0)
+		return -1;
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t mono_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+/* This thread's CPU time: what an import costs whatever the scheduler did meanwhile. */
+static int64_t cpu_ns(void)
+{
+	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 static void rec_ch(struct rec *r, char c)
@@ -65,20 +100,42 @@ static void rec_ch(struct rec *r, char c)
 		r->b[r->n++] = c;
 }
 
+/* Two digits at a time: every record carries a few long numbers (clocks in ns). */
 static void rec_i64(struct rec *r, int64_t v)
 {
+	static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				    "8081828384858687888990919293949596979899";
 	char tmp[24];
-	int i = 0;
+	int i = (int)sizeof(tmp);
 	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
 
+	while (u >= 100) {
+		unsigned d = (unsigned)(u % 100) * 2;
+
+		u /= 100;
+		tmp[--i] = pairs[d + 1];
+		tmp[--i] = pairs[d];
+	}
+	if (u >= 10) {
+		tmp[--i] = pairs[u * 2 + 1];
+		tmp[--i] = pairs[u * 2];
+	} else {
+		tmp[--i] = (char)('0' + u);
+	}
 	if (v < 0)
-		rec_ch(r, '-');
-	do {
-		tmp[i++] = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
-	while (i)
-		rec_ch(r, tmp[--i]);
+		tmp[--i] = '-';
+	if (r->n + (sizeof(tmp) - (size_t)i) < REC_MAX - 2) {
+		memcpy(r->b + r->n, tmp + i, sizeof(tmp) - (size_t)i);
+		r->n += sizeof(tmp) - (size_t)i;
+	}
+}
+
+/* A TAB, then v. */
+static void rec_field_i64(struct rec *r, int64_t v)
+{
+	rec_ch(r, '\t');
+	rec_i64(r, v);
 }
 
 /* Appends s escaped (\\ \t \n \r, other control bytes as \xHH), at most max bytes of input. */
@@ -91,26 +148,32 @@ static void rec_str(struct rec *r, const char *s, size_t len, size_t max)
 		len = max;
 	for (i = 0; i < len && r->n < REC_MAX - 8; i++) {
 		unsigned char c = (unsigned char)s[i];
+		size_t run = 0;
 
-		if (c == '\\') {
-			rec_ch(r, '\\');
-			rec_ch(r, '\\');
-		} else if (c == '\t') {
-			rec_ch(r, '\\');
-			rec_ch(r, 't');
-		} else if (c == '\n') {
-			rec_ch(r, '\\');
-			rec_ch(r, 'n');
-		} else if (c == '\r') {
-			rec_ch(r, '\\');
-			rec_ch(r, 'r');
-		} else if (c < 0x20) {
-			rec_ch(r, '\\');
-			rec_ch(r, 'x');
-			rec_ch(r, hex[c >> 4]);
-			rec_ch(r, hex[c & 15]);
-		} else {
-			rec_ch(r, (char)c);
+		/* A run of plain bytes (names and paths are) in one copy. */
+		while (i + run < len && (unsigned char)s[i + run] >= 0x20 && s[i + run] != '\\')
+			run++;
+		if (run) {
+			if (run > REC_MAX - 8 - r->n)
+				run = REC_MAX - 8 - r->n;
+			memcpy(r->b + r->n, s + i, run);
+			r->n += run;
+			i += run - 1;
+			continue;
+		}
+		r->b[r->n++] = '\\';
+		if (c == '\\')
+			r->b[r->n++] = '\\';
+		else if (c == '\t')
+			r->b[r->n++] = 't';
+		else if (c == '\n')
+			r->b[r->n++] = 'n';
+		else if (c == '\r')
+			r->b[r->n++] = 'r';
+		else {
+			r->b[r->n++] = 'x';
+			r->b[r->n++] = hex[c >> 4];
+			r->b[r->n++] = hex[c & 15];
 		}
 	}
 }
@@ -124,8 +187,7 @@ static void rec_start(struct rec *r, char type, int64_t t)
 {
 	r->n = 0;
 	rec_ch(r, type);
-	rec_ch(r, '\t');
-	rec_i64(r, t);
+	rec_field_i64(r, t);
 }
 
 static int thread_no(void)
@@ -135,22 +197,19 @@ static int thread_no(void)
 	return tls_tno;
 }
 
+/*
+ * The process's peak resident set in KiB.  getrusage() costs a third of a
+ * read of /proc/self/statm (measured here: 0.7 against 2.4 us, twice per
+ * import), and at import memory grows: the peak is the current size but
+ * where an import freed more than it took.
+ */
 static long rss_kb(void)
 {
-	char b[128];
-	ssize_t n;
-	char *p;
+	struct rusage ru;
 
-	if (T.statm_fd < 0)
+	if (getrusage(RUSAGE_THREAD, &ru) < 0)
 		return -1;
-	n = pread(T.statm_fd, b, sizeof(b) - 1, 0);
-	if (n <= 0)
-		return -1;
-	b[n] = '\0';
-	p = strchr(b, ' ');
-	if (!p)
-		return -1;
-	return strtol(p + 1, NULL, 10) * T.page_kb;
+	return ru.ru_maxrss;
 }
 
 /* Stops tracing for good in this process; the hook and wrappers stay but do nothing. */
@@ -183,6 +242,28 @@ static int map_reserve(size_t n)
 
 static int trace_open(void);
 
+/*
+ * Makes the next n bytes of the mapping present and writable before a clock
+ * is read for the record that goes there: the first write to a page of the
+ * file is a page fault that the file system serves (ext4 reserves a block,
+ * 20 us here and far more under load), which must fall inside the import it
+ * belongs to, as importtime, timing the call from outside, sees it too.
+ * The bytes touched are the zeroed tail, written zero again.  Not after a
+ * fork before the child's own file is open: the mapping is the parent's.
+ */
+static void map_prefault(size_t n)
+{
+	volatile char *m;
+	size_t off;
+
+	if (!T.enabled || T.forked || !T.map || map_reserve(n) < 0)
+		return;
+	m = T.map;
+	for (off = T.used; off < T.used + n; off += 4096)
+		m[off] = 0;
+	m[T.used + n - 1] = 0;
+}
+
 /* Appends a finished record (the newline is added here) to the mapping. */
 static int map_append(struct rec *r)
 {
@@ -204,11 +285,8 @@ static void emit(struct rec *r)
 			munmap(T.map, T.size);
 		if (T.fd >= 0)
 			close(T.fd);
-		if (T.statm_fd >= 0)
-			close(T.statm_fd);
 		T.map = NULL;
 		T.fd = -1;
-		T.statm_fd = -1;
 		if (trace_open() < 0) {
 			tracer_disable();
 			return;
@@ -226,7 +304,6 @@ static int64_t process_start_ns(int64_t now_mono)
 	int fd, field;
 	unsigned long long ticks;
 	long hz = sysconf(_SC_CLK_TCK);
-	struct timespec boot;
 	int64_t start_boot, now_boot;
 
 	fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
@@ -246,15 +323,18 @@ static int64_t process_start_ns(int64_t now_mono)
 	if (!p)
 		return now_mono;
 	ticks = strtoull(p + 1, NULL, 10);
-	clock_gettime(CLOCK_BOOTTIME, &boot);
-	now_boot = (int64_t)boot.tv_sec * 1000000000 + boot.tv_nsec;
+	now_boot = clock_ns(CLOCK_BOOTTIME);
 	start_boot = (int64_t)(ticks * (1000000000ULL / (unsigned long long)hz));
 	if (start_boot > now_boot)
 		return now_mono;
 	return now_mono - (now_boot - start_boot);
 }
 
-static int emit_header(void)
+/*
+ * The header: pid, ppid, the process's start, how it began (exec'd
+ * interpreter or fork), and the thread CPU time used before the tracer.
+ */
+static int emit_header(int from_fork, long spawner)
 {
 	struct rec r;
 	char b[REC_MAX];
@@ -265,22 +345,24 @@ static int emit_header(void)
 	size_t vlen = strcspn(ver, " ");
 
 	r.n = 0;
-	rec_strz(&r, "#coldstart-trace 1");
+	rec_strz(&r, "#coldstart-trace 2");
 	if (map_append(&r) < 0)
 		return -1;
 	rec_start(&r, 'H', t);
-	rec_ch(&r, '\t');
-	rec_i64(&r, T.pid);
-	rec_ch(&r, '\t');
-	rec_i64(&r, getppid());
-	rec_ch(&r, '\t');
-	rec_i64(&r, process_start_ns(t));
+	rec_field_i64(&r, T.pid);
+	rec_field_i64(&r, getppid());
+	rec_field_i64(&r, from_fork ? T.fork_ns : process_start_ns(t));
 	rec_ch(&r, '\t');
 	rec_strz(&r, "c");
 	rec_ch(&r, '\t');
 	rec_str(&r, ver, vlen, 64);
 	rec_ch(&r, '\t');
 	rec_strz(&r, T.audit ? "audit" : "noaudit");
+	rec_ch(&r, '\t');
+	rec_strz(&r, from_fork ? "fork" : "exec");
+	rec_field_i64(&r, cpu_ns());
+	rec_field_i64(&r, from_fork ? T.fork_depth : 0);
+	rec_field_i64(&r, spawner);
 	if (map_append(&r) < 0)
 		return -1;
 
@@ -303,10 +385,30 @@ static int emit_header(void)
 static int trace_open(void)
 {
 	char path[PATH_MAX + 64];
-	int fd = -1, i;
+	int fd = -1, i, from_fork = T.pid != 0;
+	long spawner = T.pid;
+	char own[32];
 	void *p;
 
+	/*
+	 * The traced process this one descends from: a fork's is the traced
+	 * process it was forked from; an exec'd interpreter's is named by
+	 * COLDSTART_TRACE_PARENT, which every traced process sets to its own
+	 * pid in the C environment (not os.environ) for the processes it
+	 * starts.  Its parent may have exited before this tracer started, and
+	 * getppid() then names whoever adopted it.
+	 */
+	if (!from_fork) {
+		const char *h = getenv("COLDSTART_TRACE_PARENT");
+		char *end;
+
+		spawner = h ? strtol(h, &end, 10) : 0;
+		if (!h || end == h || *end || spawner <= 0)
+			spawner = 0;
+	}
 	T.pid = (long)getpid();
+	snprintf(own, sizeof(own), "%ld", T.pid);
+	setenv("COLDSTART_TRACE_PARENT", own, 1);
 	for (i = 0; i < 1000; i++) {
 		snprintf(path, sizeof(path), "%s/%ld-%d.trace", T.dir, T.pid, i);
 		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -328,15 +430,17 @@ static int trace_open(void)
 	T.map = p;
 	T.size = CHUNK;
 	T.used = 0;
-	T.statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-	return emit_header();
+	return emit_header(from_fork, spawner);
 }
 
 static void atfork_child(void)
 {
-	/* Only a flag here: the new file is opened at the first record. */
-	if (T.enabled)
+	/* Only a flag and the clock here: the new file is opened at the first record. */
+	if (T.enabled) {
 		T.forked = 1;
+		T.fork_ns = mono_ns();
+		T.fork_depth = tls_depth;
+	}
 }
 
 static void tracer_atexit(void)
@@ -346,6 +450,7 @@ static void tracer_atexit(void)
 	if (!T.enabled || T.forked)
 		return;
 	rec_start(&r, 'Q', mono_ns());
+	rec_field_i64(&r, clock_ns(CLOCK_PROCESS_CPUTIME_ID));
 	emit(&r);
 	T.enabled = 0;
 	munmap(T.map, T.size);
@@ -373,29 +478,29 @@ static void rec_repr(struct rec *r, PyObject *o)
 	Py_XDECREF(rep);
 }
 
-static void emit_import(char type, PyObject *name, const char *extra, size_t extra_len)
+/*
+ * S, E or F: the import of name started or ended at t (taken by the caller),
+ * with this thread's CPU time and the RSS.
+ */
+static void emit_import(char type, int64_t t, int64_t cpu, long rss, PyObject *name, const char *exc)
 {
 	struct rec r;
 	Py_ssize_t len;
 	const char *s = PyUnicode_AsUTF8AndSize(name, &len);
-	int64_t t = mono_ns();
 
 	if (!s) {
 		PyErr_Clear();
 		return;
 	}
 	rec_start(&r, type, t);
-	rec_ch(&r, '\t');
-	rec_i64(&r, thread_no());
-	if (type != 'f') {
-		rec_ch(&r, '\t');
-		rec_i64(&r, rss_kb());
-	}
+	rec_field_i64(&r, thread_no());
+	rec_field_i64(&r, cpu);
+	rec_field_i64(&r, rss);
 	rec_ch(&r, '\t');
 	rec_str(&r, s, (size_t)len, DETAIL_MAX);
-	if (extra) {
+	if (exc) {
 		rec_ch(&r, '\t');
-		rec_str(&r, extra, extra_len, DETAIL_MAX);
+		rec_strz(&r, exc);
 	}
 	emit(&r);
 }
@@ -408,14 +513,13 @@ static int install_wrapper(PyObject *mod, PyMethodDef *def);
  */
 static PyObject *wrap_sleep(PyObject *orig, PyObject *args, PyObject *kw)
 {
-	if (T.enabled && PyTuple_GET_SIZE(args) == 1) {
+	if (T.enabled && tls_depth && PyTuple_GET_SIZE(args) == 1) {
 		struct rec r;
 		PyObject *et, *ev, *etb;
 
 		PyErr_Fetch(&et, &ev, &etb);
 		rec_start(&r, 'A', mono_ns());
-		rec_ch(&r, '\t');
-		rec_i64(&r, thread_no());
+		rec_field_i64(&r, thread_no());
 		rec_ch(&r, '\t');
 		rec_strz(&r, "time.sleep");
 		rec_ch(&r, '\t');
@@ -455,26 +559,39 @@ static void maybe_wrap_sleep(void)
 /*
  * importlib._bootstrap._find_and_load(name, import_): import.c calls it
  * through an attribute lookup for every import not yet in sys.modules, and
- * import_module() reaches it through the module's globals.
+ * import_module() reaches it through the module's globals.  The clock is read
+ * first at the start and last at the end, and nothing is allocated before
+ * it, so the interval covers all the tracer's own work (importtime, which
+ * times the call from outside, sees that work too) and a garbage collection
+ * triggered by an allocation falls inside, as it would without the tracer.
  */
-static PyObject *wrap_find_and_load(PyObject *orig, PyObject *args, PyObject *kw)
+static PyObject *wrap_find_and_load(PyObject *orig, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-	PyObject *name = PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0) : NULL;
+	PyObject *name = nargs > 0 ? args[0] : NULL;
 	PyObject *res;
+	int64_t t = mono_ns(), cpu;
+	long rss;
 
 	if (!T.enabled || !name || !PyUnicode_Check(name))
-		return PyObject_Call(orig, args, kw);
-	emit_import('S', name, NULL, 0);
-	res = PyObject_Call(orig, args, kw);
+		return CALL_VECTOR(orig, args, (size_t)nargs, kwnames);
+	cpu = cpu_ns();
+	emit_import('S', t, cpu, rss_kb(), name, NULL);
+	tls_depth++;
+	res = CALL_VECTOR(orig, args, (size_t)nargs, kwnames);
+	tls_depth--;
+	/* The end record's page is made ready before the end is read. */
+	map_prefault(REC_PREFAULT);
+	rss = rss_kb();
+	cpu = cpu_ns();
 	if (res) {
-		emit_import('E', name, NULL, 0);
+		emit_import('E', mono_ns(), cpu, rss, name, NULL);
 		if (!T.sleep_wrapped && !PyUnicode_CompareWithASCIIString(name, "time"))
 			maybe_wrap_sleep();
 	} else {
 		PyObject *type = PyErr_Occurred();
 		const char *tn = type && PyType_Check(type) ? ((PyTypeObject *)type)->tp_name : "?";
 
-		emit_import('F', name, tn, strlen(tn));
+		emit_import('F', mono_ns(), cpu, rss, name, tn);
 	}
 	return res;
 }
@@ -509,18 +626,20 @@ static const char *obj_text(PyObject *o, Py_ssize_t *len, PyObject **tmp)
 }
 
 /* importlib._bootstrap._find_spec(name, path, target=None): the find phase. */
-static PyObject *wrap_find_spec(PyObject *orig, PyObject *args, PyObject *kw)
+static PyObject *wrap_find_spec(PyObject *orig, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-	PyObject *name = PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0) : NULL;
-	PyObject *res = PyObject_Call(orig, args, kw);
+	PyObject *name = nargs > 0 ? args[0] : NULL;
+	PyObject *res = CALL_VECTOR(orig, args, (size_t)nargs, kwnames);
 	PyObject *origin = NULL, *tmp = NULL;
 	const char *o = "";
-	Py_ssize_t olen = 0;
+	Py_ssize_t olen = 0, len;
+	const char *s;
+	struct rec r;
 
 	if (!res || !T.enabled || !name || !PyUnicode_Check(name))
 		return res;
 	if (res != Py_None) {
-		origin = PyObject_GetAttrString(res, "origin");
+		origin = PyObject_GetAttr(res, T.origin_str);
 		if (origin && PyUnicode_Check(origin)) {
 			o = obj_text(origin, &olen, &tmp);
 			if (!o) {
@@ -531,16 +650,27 @@ static PyObject *wrap_find_spec(PyObject *orig, PyObject *args, PyObject *kw)
 		if (PyErr_Occurred())
 			PyErr_Clear();
 	}
-	emit_import('f', name, o, (size_t)olen);
+	s = PyUnicode_AsUTF8AndSize(name, &len);
+	if (s) {
+		rec_start(&r, 'f', mono_ns());
+		rec_field_i64(&r, thread_no());
+		rec_ch(&r, '\t');
+		rec_str(&r, s, (size_t)len, DETAIL_MAX);
+		rec_ch(&r, '\t');
+		rec_str(&r, o, (size_t)olen, DETAIL_MAX);
+		emit(&r);
+	} else {
+		PyErr_Clear();
+	}
 	Py_XDECREF(tmp);
 	Py_XDECREF(origin);
 	return res;
 }
 
 static PyMethodDef find_and_load_def = { "_find_and_load", (PyCFunction)(void (*)(void))wrap_find_and_load,
-					  METH_VARARGS | METH_KEYWORDS, NULL };
+					  METH_FASTCALL | METH_KEYWORDS, NULL };
 static PyMethodDef find_spec_def = { "_find_spec", (PyCFunction)(void (*)(void))wrap_find_spec,
-				     METH_VARARGS | METH_KEYWORDS, NULL };
+				     METH_FASTCALL | METH_KEYWORDS, NULL };
 
 static int install_wrapper(PyObject *mod, PyMethodDef *def)
 {
@@ -564,7 +694,7 @@ static int install_wrapper(PyObject *mod, PyMethodDef *def)
 }
 
 #if PY_VERSION_HEX >= 0x03080000
-static _Thread_local int tls_busy;
+static TLS int tls_busy;
 
 enum ev_kind { EV_OPEN, EV_COMPILE, EV_EXEC, EV_ARG, EV_HOSTPORT, EV_NOARG };
 
@@ -574,7 +704,11 @@ struct ev {
 	int arg; /* for EV_ARG: the argument shown */
 };
 
-/* Audit events that matter at start-up (PEP 578 names). */
+/*
+ * Audit events that matter at start-up (PEP 578 names), by their first two
+ * characters: every event of the process reaches the hook, most of them
+ * ("object.__getattr__", "marshal.loads", "import", ...) to be dropped at once.
+ */
 static const struct ev events[] = {
 	{ "open", EV_OPEN, 0 },
 	{ "compile", EV_COMPILE, 1 },
@@ -602,18 +736,35 @@ static const struct ev *ev_lookup(const char *name)
 {
 	size_t i;
 
+	/*
+	 * The events every import raises (import, marshal.loads, exec's
+	 * neighbours object.__getattr__, code.__new__, builtins.id, sys.*) are
+	 * rejected on their first characters.
+	 */
+	switch (name[0]) {
+	case 'o':
+		if (name[1] != 'p' && name[1] != 's')
+			return NULL;
+		break;
+	case 'c':
+		if (name[1] == 'o' && name[2] == 'd')
+			return NULL;
+		break;
+	case 's':
+		if (name[1] == 'y')
+			return NULL;
+		break;
+	case 'e':
+	case 't':
+	case 'u':
+		break;
+	default:
+		return NULL;
+	}
 	for (i = 0; i < sizeof(events) / sizeof(events[0]); i++)
-		if (events[i].name[0] == name[0] && !strcmp(events[i].name, name))
+		if (events[i].name[0] == name[0] && events[i].name[1] == name[1] && !strcmp(events[i].name, name))
 			return &events[i];
 	return NULL;
-}
-
-
-static int ends_with(const char *s, Py_ssize_t len, const char *suffix)
-{
-	size_t n = strlen(suffix);
-
-	return len >= (Py_ssize_t)n && !memcmp(s + len - n, suffix, n);
 }
 
 static void audit_record(const struct ev *e, const char *event, PyObject *args)
@@ -625,8 +776,7 @@ static void audit_record(const struct ev *e, const char *event, PyObject *args)
 	PyObject *tmp = NULL;
 
 	rec_start(&r, 'A', mono_ns());
-	rec_ch(&r, '\t');
-	rec_i64(&r, thread_no());
+	rec_field_i64(&r, thread_no());
 	rec_ch(&r, '\t');
 	rec_strz(&r, event);
 	rec_ch(&r, '\t');
@@ -636,9 +786,6 @@ static void audit_record(const struct ev *e, const char *event, PyObject *args)
 		PyObject *flags = nargs > 2 ? PyTuple_GET_ITEM(args, 2) : Py_None;
 		int writing = 0;
 
-		s = nargs > 0 ? obj_text(PyTuple_GET_ITEM(args, 0), &len, &tmp) : NULL;
-		if (!s)
-			goto out;
 		if (PyUnicode_Check(mode)) {
 			const char *m = PyUnicode_AsUTF8(mode);
 
@@ -648,9 +795,13 @@ static void audit_record(const struct ev *e, const char *event, PyObject *args)
 
 			writing = fl != -1 && (fl & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND));
 		}
-		if (!writing && !ends_with(s, len, ".py") && !ends_with(s, len, ".pyc"))
+		/* Reads (the .py and .pyc files above all) are import mechanics. */
+		if (!writing)
 			goto out;
-		rec_strz(&r, writing ? "w:" : "r:");
+		s = nargs > 0 ? obj_text(PyTuple_GET_ITEM(args, 0), &len, &tmp) : NULL;
+		if (!s)
+			goto out;
+		rec_strz(&r, "w:");
 		rec_str(&r, s, (size_t)len, DETAIL_MAX);
 		break;
 	}
@@ -692,12 +843,13 @@ out:
 	Py_XDECREF(tmp);
 }
 
+/* Only events raised while an import runs on this thread are recorded: they are what start-up pays. */
 static int audit_hook(const char *event, PyObject *args, void *data)
 {
 	const struct ev *e;
 	PyObject *et, *ev, *etb;
 
-	if (!T.enabled || tls_busy)
+	if (!tls_depth || tls_busy || !T.enabled)
 		return 0;
 	e = ev_lookup(event);
 	if (!e)
@@ -727,10 +879,10 @@ static PyObject *tracer_start(PyObject *self, PyObject *args)
 	if (strlen(dir) >= sizeof(T.dir))
 		Py_RETURN_FALSE;
 	memcpy(T.dir, dir, strlen(dir) + 1);
-	{
-		long ps = sysconf(_SC_PAGESIZE);
-
-		T.page_kb = ps > 0 ? ps / 1024 : 4;
+	T.origin_str = PyUnicode_InternFromString("origin");
+	if (!T.origin_str) {
+		PyErr_Clear();
+		Py_RETURN_FALSE;
 	}
 #if PY_VERSION_HEX >= 0x03080000
 	T.audit = 1;
@@ -778,8 +930,7 @@ static PyObject *tracer_note(PyObject *self, PyObject *args)
 	if (!PyArg_ParseTuple(args, "s#s#", &tag, &tlen, &text, &xlen))
 		return NULL;
 	rec_start(&r, 'N', mono_ns());
-	rec_ch(&r, '\t');
-	rec_i64(&r, thread_no());
+	rec_field_i64(&r, thread_no());
 	rec_ch(&r, '\t');
 	rec_str(&r, tag, (size_t)tlen, 64);
 	rec_ch(&r, '\t');

@@ -45,64 +45,28 @@ static const struct exporter exporters[] = {
 	},
 };
 
-struct walk_item {
-	int32_t node;
-	int32_t parent;
-};
-
-static bool valid_node(const struct proc *pr, int32_t i)
-{
-	return i >= 0 && (size_t)i < pr->nr_nodes;
-}
-
 /*
- * Pre-order over the linked tree with an explicit stack, so a deep or damaged
- * tree neither overflows the C stack nor loops: seen[] cuts cycles.  order[]
- * receives nodes, parent[] the parent each was reached from (-1 for roots).
+ * Pre-order with profile.h's walker, which trusts the links as every pass
+ * over a tree does (the link functions and the JSON reader only make
+ * trees).  order[] receives nodes, parent[] the parent of each (-1 for
+ * roots); visit may return false to skip a node's children.
  */
 static size_t preorder(const struct proc *pr, int32_t *order, int32_t *parent,
 		       bool (*visit)(const struct proc *pr, int32_t i, void *data), void *data)
 {
-	struct walk_item *stack = NULL;
-	size_t nr = 0, alloc = 0, n = 0;
-	unsigned char *seen;
+	size_t n = 0;
+	int32_t i;
 
-	if (!pr->nr_nodes)
-		return 0;
-	seen = xcalloc(pr->nr_nodes, 1);
-	if (valid_node(pr, pr->first_root)) {
-		ALLOC_GROW(stack, nr + 1, alloc);
-		stack[nr].node = pr->first_root;
-		stack[nr++].parent = -1;
-	}
-	while (nr) {
-		struct walk_item it = stack[--nr];
-		const struct imp_node *nd;
+	for (i = pr->first_root; i >= 0;) {
+		bool descend = !visit || visit(pr, i, data);
 
-		if (seen[it.node])
-			continue;
-		seen[it.node] = 1;
-		nd = &pr->nodes[it.node];
 		if (order)
-			order[n] = it.node;
+			order[n] = i;
 		if (parent)
-			parent[it.node] = it.parent;
+			parent[i] = pr->nodes[i].parent;
 		n++;
-		if (valid_node(pr, nd->next_sibling) && !seen[nd->next_sibling]) {
-			ALLOC_GROW(stack, nr + 1, alloc);
-			stack[nr].node = nd->next_sibling;
-			stack[nr++].parent = it.parent;
-		}
-		if (visit && !visit(pr, it.node, data))
-			continue;
-		if (valid_node(pr, nd->first_child) && !seen[nd->first_child]) {
-			ALLOC_GROW(stack, nr + 1, alloc);
-			stack[nr].node = nd->first_child;
-			stack[nr++].parent = it.node;
-		}
+		i = proc_walk_next(pr, i, descend);
 	}
-	free(stack);
-	free(seen);
 	return n;
 }
 
@@ -251,17 +215,88 @@ int export_write_data(const char *path, const char *data, size_t len, struct buf
 	return write_gz(path, data, len, err);
 }
 
+/*
+ * Under a CPU limit every format weighs modules by the importing thread's
+ * CPU time (profile_metric): a view of p whose nodes carry their CPU times
+ * as self and cumulative (nothing for rows without one: importtime's rows
+ * from before the tracer) and no timestamps, so frames are as wide as the
+ * CPU the import used.  Everything but the runs' node arrays is borrowed.
+ */
+static void cpu_view(const struct profile *p, struct profile *view)
+{
+	size_t ri, pi, i;
+
+	*view = *p;
+	view->runs = xmalloc(st_mult(p->nr_runs + 1, sizeof(*view->runs)));
+	for (ri = 0; ri < p->nr_runs; ri++) {
+		const struct run *r = &p->runs[ri];
+		struct run *vr = &view->runs[ri];
+
+		*vr = *r;
+		vr->procs = xmalloc(st_mult(r->nr_procs + 1, sizeof(*vr->procs)));
+		for (pi = 0; pi < r->nr_procs; pi++) {
+			const struct proc *pr = &r->procs[pi];
+			struct proc *vp = &vr->procs[pi];
+
+			*vp = *pr;
+			vp->nodes = xmalloc(st_mult(pr->nr_nodes + 1, sizeof(*vp->nodes)));
+			memcpy(vp->nodes, pr->nodes, pr->nr_nodes * sizeof(*pr->nodes));
+			for (i = 0; i < pr->nr_nodes; i++) {
+				int64_t cum = node_cum_in(pr, (int32_t)i, METRIC_CPU);
+				int64_t self = node_self_in(pr, (int32_t)i, METRIC_CPU);
+
+				vp->nodes[i].cum_us = cum > 0 ? cum : 0;
+				vp->nodes[i].self_us = self > 0 ? self : 0;
+			}
+			vp->timing = NULL;
+		}
+	}
+}
+
+static void cpu_view_release(struct profile *view)
+{
+	size_t ri, pi;
+
+	for (ri = 0; ri < view->nr_runs; ri++) {
+		for (pi = 0; pi < view->runs[ri].nr_procs; pi++)
+			free(view->runs[ri].procs[pi].nodes);
+		free(view->runs[ri].procs);
+	}
+	free(view->runs);
+}
+
 int export_to_path(const struct profile *p, const struct exporter *e, const struct export_opts *o,
 		   const char *path, struct buf *err)
 {
-	struct buf out = BUF_INIT;
+	struct buf out = BUF_INIT, title = BUF_INIT;
+	struct export_opts co;
+	struct profile view;
+	bool cpu = profile_metric(p) == METRIC_CPU;
 	int ret = -1;
 
-	if (e->write(p, o, &out, err) < 0)
+	if (cpu) {
+		size_t i;
+
+		cpu_view(p, &view);
+		co = *o;
+		if (o->title)
+			buf_adds(&title, o->title);
+		else {
+			buf_adds(&title, "coldstart:");
+			for (i = 0; i < p->target.nr; i++)
+				buf_addf(&title, " %s", p->target.v[i]);
+		}
+		buf_adds(&title, " (CPU time of the importing thread, under a CPU limit)");
+		co.title = title.buf;
+	}
+	if (e->write(cpu ? &view : p, cpu ? &co : o, &out, err) < 0)
 		goto out;
 	ret = export_write_data(path, out.buf, out.len, err);
 out:
+	if (cpu)
+		cpu_view_release(&view);
 	buf_release(&out);
+	buf_release(&title);
 	return ret;
 }
 

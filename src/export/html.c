@@ -238,7 +238,7 @@ static void module_table(const struct run *r, const struct export_opts *o, struc
 static void package_table(const struct run *r, struct buf *out)
 {
 	size_t nr = 0, i;
-	struct pkg_total *t = proc_package_totals(&r->procs[0], &nr);
+	struct pkg_total *t = proc_package_totals(&r->procs[0], METRIC_WALL, &nr);
 
 	buf_adds(out, "<h2>Packages (main process)</h2>\n"
 		      "<div class=\"scroll\"><table id=\"cs-packages\" class=\"cs-sort\"><thead><tr>"

@@ -276,7 +276,8 @@ def test_profile_native_section(coldstart, tmp_path):
                   "-c", "import numpy")
     assert r.returncode == 0, r.stderr
     prof = json.loads(out.read_text())
-    files = [t[-1] for t in prof["runs"][0]["processes"][0].get("timing") or []]
+    at = prof["timing_fields"].index("file")
+    files = [t[at] for t in prof["runs"][0]["processes"][0].get("timing") or []]
     if not any(f and f.endswith(".so") for f in files):
         pytest.fail("the profile records no extension files (is the tracer built?): %s" % r.stderr)
     r = coldstart("inspect", "--json", "--profile", out)

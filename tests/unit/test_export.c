@@ -119,27 +119,74 @@ static void test_layout_untimed_parent_ends_with_timed_children(void **state)
 	profile_release(&p);
 }
 
-static bool count_visit(const struct proc *pr, int32_t i, void *data)
+static bool skip_b(const struct proc *pr, int32_t i, void *data)
 {
-	(void)pr;
-	(void)i;
-	(*(int *)data)++;
-	return true;
+	int32_t *seen = data;
+
+	seen[++seen[0]] = i;
+	return strcmp(node_name(pr, i), "b");
 }
 
-static void test_walk_survives_a_cycle(void **state)
+/*
+ * The exporters walk the tree with profile.h's walker: the same pre-order,
+ * trusting the links (the link functions and the JSON reader only make
+ * trees), and a visit that says no skips the node's children.
+ */
+static void test_walk_is_the_profiles(void **state)
 {
 	struct profile p;
 	struct proc *pr = simple_proc(&p);
-	int visits = 0;
-	int64_t start[8], end[8];
+	int32_t order[8], parent[8], seen[9] = { 0 }, i;
+	size_t n, k = 0;
 
 	(void)state;
-	pr->nodes[1].first_child = 0; /* b claims its own parent as a child */
-	pr->nodes[3].next_sibling = 0; /* and d loops back to a */
-	export_walk(pr, count_visit, &visits);
-	assert_int_equal(visits, 4);
-	export_layout(pr, false, start, end);
+	n = export_preorder(pr, order, parent);
+	assert_int_equal(n, pr->nr_nodes);
+	for (i = pr->first_root; i >= 0; i = proc_preorder_next(pr, i), k++) {
+		assert_int_equal(order[k], i);
+		assert_int_equal(parent[i], pr->nodes[i].parent);
+	}
+	assert_int_equal(k, n);
+	export_walk(pr, skip_b, seen);
+	assert_int_equal(seen[0], (int32_t)n);
+	profile_release(&p);
+}
+
+/*
+ * Under a CPU limit the exports weigh modules by the importing thread's CPU
+ * time: a throttled module's wall does not make it wide.
+ */
+static void test_cpu_limit_weighs_by_cpu(void **state)
+{
+	struct profile p;
+	struct proc *pr = simple_proc(&p);
+	struct export_opts o = EXPORT_OPTS_INIT;
+	struct buf err = BUF_INIT, text = BUF_INIT;
+	char path[] = "/tmp/coldstart-test-export-XXXXXX";
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	p.limits.cpus = 0.1;
+	proc_ensure_timing(pr);
+	for (size_t i = 0; i < pr->nr_nodes; i++)
+		pr->timing[i].start_ns = 1000;
+	pr->timing[0].cpu_ns = 9000; /* a: 9 us of CPU, of which b 2, c 1 */
+	pr->timing[1].cpu_ns = 2000;
+	pr->timing[2].cpu_ns = 1000;
+	pr->timing[3].cpu_ns = 1000; /* d: 5 us of wall, 1 of CPU */
+	assert_int_equal(export_to_path(&p, exporter_find("folded"), &o, path, &err), 0);
+	assert_int_equal(buf_read_file(&text, path), 0);
+	assert_string_equal(text.buf, "python3 app.py (pid 42);a 6\n"
+				      "python3 app.py (pid 42);a;b 2\n"
+				      "python3 app.py (pid 42);a;c 1\n"
+				      "python3 app.py (pid 42);d 1\n");
+	/* The profile itself is not changed. */
+	assert_int_equal(pr->nodes[0].cum_us, 10);
+	unlink(path);
+	buf_release(&err);
+	buf_release(&text);
 	profile_release(&p);
 }
 
@@ -469,7 +516,8 @@ int main(void)
 		cmocka_unit_test(test_layout_nests_when_children_exceed_parent),
 		cmocka_unit_test(test_layout_clamps_contradicting_timestamps),
 		cmocka_unit_test(test_layout_untimed_parent_ends_with_timed_children),
-		cmocka_unit_test(test_walk_survives_a_cycle),
+		cmocka_unit_test(test_walk_is_the_profiles),
+		cmocka_unit_test(test_cpu_limit_weighs_by_cpu),
 		cmocka_unit_test(test_folded_weights_are_self),
 		cmocka_unit_test(test_speedscope_events_balance),
 		cmocka_unit_test(test_chrome_events_nest),

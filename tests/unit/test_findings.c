@@ -98,9 +98,12 @@ static void test_side_effects(void **state)
 	event(pr, wr, "ctypes.dlopen", "libc.so.6"); /* not a side effect rule */
 	event(pr, -1, "subprocess.Popen", "['ls']"); /* top-level code, not an import */
 	event(pr, app, "open", "r:/x.py"); /* a read */
+	event(pr, app, "open", "w:/dev/null"); /* subprocess.DEVNULL: nothing is written */
 	findings_run(&p, builtin);
 
 	assert_int_equal(count(&p, "import-side-effect"), 3);
+	for (size_t i = 0; i < p.nr_findings; i++)
+		assert_true(!p.findings[i].module || strcmp(p.findings[i].module, "app"));
 	f = get(&p, "import-side-effect", "app.net");
 	assert_string_equal(f->severity, "warning");
 	assert_non_null(strstr(f->evidence, "socket.connect(('10.0.0.1', 5432))"));
@@ -177,26 +180,180 @@ static void test_heavy(void **state)
 	profile_release(&p);
 }
 
-static void test_finders(void **state)
+/* n lookups of find_ns each under a parent (a package that takes nothing itself). */
+static struct proc *finders_profile(struct profile *p, size_t n, int64_t find_ns, size_t failed,
+				    const char *path)
+{
+	struct run *run;
+	struct proc *pr = new_proc(p, &run);
+	int32_t top = add(pr, -1, "pkg", KIND_THIRDPARTY, 1000, 1000 + (int64_t)n * 1000);
+
+	for (size_t i = 0; i < n; i++) {
+		char name[32];
+		int32_t k;
+
+		snprintf(name, sizeof(name), "pkg.m%zu", i);
+		k = add(pr, top, name, KIND_THIRDPARTY, 1000, 1000);
+		pr->timing[k].find_ns = find_ns;
+		if (i < failed)
+			pr->nodes[k].flags |= NODE_FAILED;
+	}
+	if (path)
+		event(pr, -1, "sys.path", path);
+	return pr;
+}
+
+/* A long sys.path: said so, with the measurement. */
+static void test_finders_long_path(void **state)
+{
+	struct profile p;
+	const struct finding *f;
+
+	finders_profile(&p, 60, 400000, 0, "25 entries: /a:/b");
+	findings_run(&p, builtin);
+	f = get(&p, "slow-finders", NULL);
+	assert_int_equal(f->cost_us, 24000);
+	assert_non_null(strstr(f->evidence, "24.0 ms (39% of"));
+	assert_non_null(strstr(f->evidence, "across 60 lookups, a median of 400 us each"));
+	assert_non_null(strstr(f->evidence, "sys.path has 25 entries: /a:/b"));
+	assert_non_null(strstr(f->fix, "sys.path has 25 entries"));
+	assert_null(strstr(f->fix, "failed"));
+	profile_release(&p);
+}
+
+/* Failing lookups dominate: the advice is about them, not sys.path. */
+static void test_finders_failing(void **state)
+{
+	struct profile p;
+	const struct finding *f;
+
+	finders_profile(&p, 60, 400000, 40, "6 entries: /a");
+	findings_run(&p, builtin);
+	f = get(&p, "slow-finders", NULL);
+	assert_non_null(strstr(f->evidence, "40 failed lookups took 16.0 ms"));
+	assert_non_null(strstr(f->fix, "40 imports failed"));
+	assert_null(strstr(f->fix, "sys.path has"));
+	profile_release(&p);
+}
+
+/*
+ * Ordinary lookups, many of them: finders cost what the imports cost, no
+ * finding; nor for a few lookups, however slow (one preemption would do it).
+ */
+static void test_finders_ordinary(void **state)
+{
+	struct profile p;
+	struct proc *pr;
+
+	finders_profile(&p, 300, 90000, 2, "6 entries: /a");
+	findings_run(&p, builtin);
+	assert_int_equal(count(&p, "slow-finders"), 0);
+	profile_release(&p);
+	pr = finders_profile(&p, 20, 50000, 0, "6 entries: /a");
+	pr->timing[proc_find(pr, "pkg.m3")].find_ns = 30000000;
+	findings_run(&p, builtin);
+	assert_int_equal(count(&p, "slow-finders"), 0);
+	profile_release(&p);
+}
+
+/* A few slow lookups take most of it: they are named. */
+static void test_finders_few(void **state)
+{
+	struct profile p;
+	struct proc *pr = finders_profile(&p, 60, 50000, 0, "6 entries: /a");
+	const struct finding *f;
+	int32_t slow = proc_find(pr, "pkg.m7");
+
+	pr->timing[slow].find_ns = 30000000;
+	findings_run(&p, builtin);
+	f = get(&p, "slow-finders", NULL);
+	assert_non_null(strstr(f->evidence, "the slowest: 'pkg.m7' 30.0 ms"));
+	assert_non_null(strstr(f->fix, "'pkg.m7' first"));
+	profile_release(&p);
+}
+
+/* Two forked workers importing the same heavy app: one finding naming both pids; the master counts its own. */
+static void test_heavy_per_process(void **state)
+{
+	struct profile p;
+	struct run *run;
+	struct proc *m = new_proc(&p, &run), *w;
+	const struct finding *f;
+	int32_t k;
+
+	m->role = xstrdup("master");
+	add(m, -1, "gunicorn.app", KIND_THIRDPARTY, 1000, 50000);
+	for (int i = 0; i < 2; i++) {
+		w = run_add_proc(run);
+		w->pid = 5000 + i;
+		w->ppid = 4242;
+		w->origin = ORIGIN_FORK;
+		w->role = xstrdup("worker");
+		proc_ensure_timing(w);
+		k = add(w, -1, "app", KIND_APP, 100, 300000 + i * 1000);
+		add(w, k, "sqlalchemy", KIND_THIRDPARTY, 1000, 250000 + i * 1000);
+		add(w, k, "flask", KIND_THIRDPARTY, 1000, 49900);
+	}
+	m = &run->procs[0];
+	findings_run(&p, builtin);
+	assert_int_equal(count(&p, "heavy-import"), 3);
+	f = get(&p, "heavy-import", "gunicorn.app");
+	assert_non_null(strstr(f->title, "of the target's import time"));
+	assert_non_null(strstr(f->evidence, "pid 4242 (master)"));
+	f = get(&p, "heavy-import", "sqlalchemy");
+	assert_int_equal(f->cost_us, 251000);
+	assert_non_null(strstr(f->title, "of 2 workers"));
+	assert_non_null(strstr(f->evidence, "pid 5001 (worker), pid 5000"));
+	assert_non_null(strstr(f->evidence, "app -> sqlalchemy"));
+	profile_release(&p);
+}
+
+/* A module imported only after the target was ready gets no advice to defer it. */
+static void test_heavy_after_ready(void **state)
 {
 	struct profile p;
 	struct run *run;
 	struct proc *pr = new_proc(&p, &run);
-	int32_t a = add(pr, -1, "a", KIND_APP, 50000, 100000);
-	int32_t b = add(pr, a, "b", KIND_THIRDPARTY, 50000, 50000);
+	int32_t a = add(pr, -1, "early", KIND_THIRDPARTY, 40000, 40000);
+	int32_t b = add(pr, -1, "late", KIND_THIRDPARTY, 60000, 60000);
+
+	pr->start_ns = 1000000000;
+	pr->timing[a].start_ns = 10000000;
+	pr->timing[b].start_ns = 500000000;
+	run->ready_us = 200000; /* ready 200 ms after exec; "late" starts at 500 ms */
+	findings_run(&p, builtin);
+	assert_int_equal(count(&p, "heavy-import"), 1);
+	get(&p, "heavy-import", "early");
+	assert_true(node_after_ready(pr, b, run_ready_ns(run)));
+	assert_false(node_after_ready(pr, a, run_ready_ns(run)));
+	profile_release(&p);
+}
+
+/* Under a CPU limit the CPU time decides and is the cost; a throttled module's wall does not. */
+static void test_heavy_cpu_under_limit(void **state)
+{
+	struct profile p;
+	struct run *run;
+	struct proc *pr = new_proc(&p, &run);
+	int32_t a = add(pr, -1, "pprint", KIND_STDLIB, 197000, 197000); /* throttled: 2 ms of CPU */
+	int32_t b = add(pr, -1, "pandas", KIND_THIRDPARTY, 1000, 900000);
+	int32_t c = add(pr, b, "numpy", KIND_THIRDPARTY, 400000, 400000);
 	const struct finding *f;
 
-	pr->timing[a].find_ns = 20000000;
-	pr->timing[b].find_ns = 10000000;
-	pr->nodes[b].flags |= NODE_FAILED;
-	event(pr, -1, "sys.path", "25 entries: /a:/b");
+	p.limits.cpus = 0.1;
+	pr->timing[a].start_ns = pr->timing[b].start_ns = pr->timing[c].start_ns = 1000;
+	pr->timing[a].cpu_ns = 2000000;
+	pr->timing[b].cpu_ns = 90000000;
+	pr->timing[c].cpu_ns = 40000000;
+	assert_int_equal(profile_metric(&p), METRIC_CPU);
+	assert_int_equal(node_self_in(pr, b, METRIC_CPU), 50000);
+	assert_int_equal(proc_import_total_in(pr, false, METRIC_CPU), 92000);
 	findings_run(&p, builtin);
-	f = get(&p, "slow-finders", NULL);
-	assert_string_equal(f->severity, "warning");
-	assert_int_equal(f->cost_us, 30000);
-	assert_non_null(strstr(f->evidence, "30.0 ms (30% of"));
-	assert_non_null(strstr(f->evidence, "2 imports, 1 of them failed"));
-	assert_non_null(strstr(f->evidence, "sys.path has 25 entries: /a:/b"));
+	assert_int_equal(count(&p, "heavy-import"), 1);
+	f = get(&p, "heavy-import", "pandas");
+	assert_int_equal(f->cost_us, 90000);
+	assert_non_null(strstr(f->title, "import CPU time"));
+	assert_non_null(strstr(f->evidence, "90.0 ms of CPU of the 92.0 ms of CPU"));
 	profile_release(&p);
 }
 
@@ -372,7 +529,13 @@ int main(void)
 		cmocka_unit_test(test_side_effects),
 		cmocka_unit_test(test_compiled),
 		cmocka_unit_test(test_heavy),
-		cmocka_unit_test(test_finders),
+		cmocka_unit_test(test_finders_long_path),
+		cmocka_unit_test(test_finders_failing),
+		cmocka_unit_test(test_finders_ordinary),
+		cmocka_unit_test(test_finders_few),
+		cmocka_unit_test(test_heavy_per_process),
+		cmocka_unit_test(test_heavy_after_ready),
+		cmocka_unit_test(test_heavy_cpu_under_limit),
 		cmocka_unit_test(test_config_rejected),
 		cmocka_unit_test(test_oom),
 		cmocka_unit_test(test_failed_imports),

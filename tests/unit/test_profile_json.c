@@ -90,6 +90,13 @@ static void test_round_trip(void **state)
 	proc_ensure_timing(pr);
 	pr->timing[1].file = proc_intern(pr, "/srv/app/models.py", 18);
 	pr->timing[1].start_ns = 5000;
+	pr->timing[1].cpu_ns = 4321;
+	pr->role = xstrdup("worker");
+	pr->origin = ORIGIN_FORK;
+	pr->mixed = true;
+	pr->tracer_ns = 7000;
+	pr->startup_cpu_ns = 8000;
+	pr->cpu_ns = 9000;
 	pr->events = xcalloc(1, sizeof(*pr->events));
 	pr->nr_events = pr->alloc_events = 1;
 	pr->events[0].name = proc_intern(pr, "socket.connect", 14);
@@ -110,6 +117,15 @@ static void test_round_trip(void **state)
 	assert_string_equal(proc_str(&q.runs[0].procs[0], q.runs[0].procs[0].timing[0].file), "/srv/app/models.py");
 	assert_true(q.runs[0].cg.has);
 	assert_int_equal(q.runs[0].procs[0].events[0].node, 0);
+	/* What the tracer adds per process and per import (trace format 2). */
+	assert_string_equal(q.runs[0].procs[0].role, "worker");
+	assert_int_equal(q.runs[0].procs[0].origin, ORIGIN_FORK);
+	assert_true(q.runs[0].procs[0].mixed);
+	assert_int_equal(q.runs[0].procs[0].tracer_ns, 7000);
+	assert_int_equal(q.runs[0].procs[0].startup_cpu_ns, 8000);
+	assert_int_equal(q.runs[0].procs[0].cpu_ns, 9000);
+	assert_int_equal(q.runs[0].procs[0].timing[0].cpu_ns, 4321);
+	assert_int_equal(q.runs[0].procs[0].timing[1].cpu_ns, UNKNOWN);
 	profile_release(&p);
 	profile_release(&q);
 	buf_release(&a);
@@ -202,6 +218,12 @@ static void test_ranges(void **state)
 			  "\"timing\":[[0,0,0,0,0,0,1099511627777,0]]}]}]}",
 		     "run 0, process 0, node 0: 'rss_start_kb' 1099511627777 is out of range");
 	expect_error(HEAD "\"limits\":{\"cpus\":-1},\"runs\":[]}", "'cpus' -1 is out of range");
+	expect_error(HEAD "\"runs\":[{\"processes\":[{\"nodes\":[[\"a\",0,-1,1,1]],"
+			  "\"timing\":[[0,0,0,0,0,0,0,0,null,-2]]}]}]}",
+		     "run 0, process 0, node 0: 'cpu_ns' -2 is out of range");
+	expect_error(HEAD "\"runs\":[{\"processes\":[{\"cpu_ns\":1e19,\"nodes\":[]}]}]}",
+		     "run 0, process 0: 'cpu_ns' 1e+19 is out of range");
+	expect_error(HEAD "\"runs\":[{\"processes\":[{\"tracer_ns\":-5,\"nodes\":[]}]}]}", "'tracer_ns' -5");
 	expect_error(HEAD "\"runs\":[{\"cgroup\":{\"memory_peak\":2e18},\"processes\":[]}]}", "'memory_peak'");
 
 	/* The edges themselves are figures a profile may hold; reals truncate; strings are unknown. */

@@ -10,11 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "importtime.h"
 #include "profile.h"
-#include "trace.h"
+#include "trace_merge.h"
+#include "trace_read.h"
+#include "trace_stream.h"
 #include "util.h"
 
 static void fixture_path(struct buf *path, const char *name)
@@ -92,6 +95,17 @@ static void assert_nested(const struct proc *pr)
 	}
 }
 
+/* Wall time of the imports nested directly in node i. */
+static int64_t nested_ns(const struct proc *pr, int32_t i)
+{
+	int64_t sum = 0;
+	int32_t c;
+
+	for (c = pr->nodes[i].first_child; c >= 0; c = pr->nodes[c].next_sibling)
+		sum += pr->timing[c].end_ns - pr->timing[c].start_ns;
+	return sum;
+}
+
 /* self == cum - sum(children cum) for every node the merge touched or built. */
 static void assert_self_consistent(const struct proc *pr, int32_t i)
 {
@@ -111,7 +125,13 @@ static void test_parse_header_and_imports(void **state)
 
 	load_trace(&tp, "sidefx-311.trace");
 	assert_string_equal(tp.impl, "c");
-	assert_true(starts_with(tp.version, "3.11"));
+	assert_true(starts_with(tp.version_str, "3.11"));
+	assert_int_equal(tp.version, 2);
+	assert_int_equal(pr->origin, ORIGIN_EXEC);
+	assert_true(pr->startup_cpu_ns > 0);
+	assert_true(pr->tracer_ns > pr->start_ns);
+	assert_true(pr->cpu_ns > pr->startup_cpu_ns);
+	assert_true(tp.modules.nr > 10);
 	assert_true(tp.audit);
 	assert_true(tp.clean_exit);
 	assert_int_equal(tp.bad_records, 0);
@@ -123,12 +143,18 @@ static void test_parse_header_and_imports(void **state)
 	net = find(pr, "sidefx.net");
 	assert_string_equal(node_name(pr, pr->nodes[net].parent), "sidefx");
 	assert_true(ends_with(proc_str(pr, pr->timing[net].file), "sidefx/net.py"));
-	/* Phases add up to the import's duration when the exec event was seen. */
+	/*
+	 * Phases are the import's own: with the exec event seen they add up to
+	 * its duration less the nested imports'.
+	 */
 	assert_true(pr->timing[net].find_ns > 0);
 	assert_true(pr->timing[net].load_ns > 0);
 	assert_true(pr->timing[net].exec_ns > 0);
 	assert_int_equal(pr->timing[net].find_ns + pr->timing[net].load_ns + pr->timing[net].exec_ns,
-			 pr->timing[net].end_ns - pr->timing[net].start_ns);
+			 pr->timing[net].end_ns - pr->timing[net].start_ns - nested_ns(pr, net));
+	/* CPU time: some, and never more than the wall time of the same interval. */
+	assert_true(pr->timing[net].cpu_ns > 0);
+	assert_true(pr->timing[net].cpu_ns <= pr->timing[net].end_ns - pr->timing[net].start_ns);
 	assert_true(pr->timing[net].rss_start_kb > 0);
 	assert_true(pr->timing[net].rss_end_kb >= pr->timing[net].rss_start_kb);
 	/* Written with PYTHONDONTWRITEBYTECODE: compiled from source. */
@@ -246,10 +272,11 @@ static void test_merge_with_importtime(void **state)
 	before = run->procs[0].nr_nodes;
 	assert_int_equal(proc_find(&run->procs[0], "sidefx.plugins"), -1); /* importtime's blind spot */
 	load_trace(&tp, "sidefx-311.trace");
-	trace_merge_run(&p, run, &tp, 1);
+	trace_merge(&run->procs[0], &tp, NULL);
 	assert_int_equal(run->nr_procs, 1);
 	pr = &run->procs[0];
 	assert_int_equal(pr->pid, tp.proc.pid);
+	assert_int_equal(pr->origin, ORIGIN_EXEC);
 	assert_non_null(pr->timing);
 	assert_true(pr->nr_nodes > before);
 
@@ -291,7 +318,7 @@ static void test_merge_cumulative_agrees(void **state)
 
 	load_importtime(&p, &run, "sidefx-311.importtime");
 	load_trace(&tp, "sidefx-311.trace");
-	trace_merge_run(&p, run, &tp, 1);
+	trace_merge(&run->procs[0], &tp, NULL);
 	pr = &run->procs[0];
 	for (i = 0; i < pr->nr_nodes; i++) {
 		const struct imp_timing *t = &pr->timing[i];
@@ -321,7 +348,7 @@ static void test_merge_killed(void **state)
 
 	load_importtime(&p, &run, "killed-311.importtime");
 	load_trace(&tp, "killed-311.trace");
-	trace_merge_run(&p, run, &tp, 1);
+	trace_merge(&run->procs[0], &tp, NULL);
 	pr = &run->procs[0];
 	killme = find(pr, "killme");
 	assert_true(pr->nodes[killme].flags & NODE_OPEN);
@@ -334,48 +361,10 @@ static void test_merge_killed(void **state)
 	profile_release(&p);
 }
 
-/* Two traced processes, importtime output in the other order: pairing by names, root first. */
-static void test_merge_run_pairs_and_orders(void **state)
-{
-	static const char parent_tr[] = "#coldstart-trace 1\n"
-					"H\t1000\t100\t1\t900\tc\t3.11.2\taudit\n"
-					"V\t1000\tpython3\tmain.py\n"
-					"S\t1100\t1\t10\talpha\n"
-					"E\t1900\t1\t12\talpha\n"
-					"Q\t2000\n";
-	static const char child_tr[] = "#coldstart-trace 1\n"
-				       "H\t3000\t200\t100\t2900\tc\t3.11.2\taudit\n"
-				       "S\t3100\t1\t10\tbeta\n"
-				       "E\t3900\t1\t12\tbeta\n";
-	static const char log[] = "import time: self [us] | cumulative | imported package\n"
-				  "import time:         1 |          1 | beta\n"
-				  "import time: self [us] | cumulative | imported package\n"
-				  "import time:         1 |          1 | alpha\n";
-	struct profile p;
-	struct run *run;
-	struct trace_proc tps[2];
-	struct buf err = BUF_INIT;
-
-	profile_init(&p);
-	run = profile_add_run(&p);
-	it_parse_buffer(&p, run, log, strlen(log));
-	assert_int_equal(run->nr_procs, 2);
-	assert_int_equal(trace_parse(&tps[0], child_tr, strlen(child_tr), &err), 0);
-	assert_int_equal(trace_parse(&tps[1], parent_tr, strlen(parent_tr), &err), 0);
-	trace_merge_run(&p, run, tps, 2);
-	assert_int_equal(run->nr_procs, 2);
-	assert_int_equal(run->procs[0].pid, 100);
-	assert_string_equal(node_name(&run->procs[0], run->procs[0].first_root), "alpha");
-	assert_int_equal(run->procs[1].pid, 200);
-	assert_int_equal(run->procs[1].ppid, 100);
-	assert_string_equal(run->procs[0].argv, "python3 main.py");
-	trace_proc_release(&tps[0]);
-	trace_proc_release(&tps[1]);
-	profile_release(&p);
-	buf_release(&err);
-}
-
-/* A trace without any importtime process becomes a process of trace-only nodes. */
+/*
+ * A process that printed no importtime rows at all (importtime was off in
+ * it) is its trace; no node is "without a row" then.
+ */
 static void test_merge_without_importtime(void **state)
 {
 	struct profile p;
@@ -384,15 +373,354 @@ static void test_merge_without_importtime(void **state)
 
 	profile_init(&p);
 	run = profile_add_run(&p);
+	run_add_proc(run);
 	load_trace(&tp, "sidefx-311.trace");
-	trace_merge_run(&p, run, &tp, 1);
+	trace_merge(&run->procs[0], &tp, NULL);
 	assert_int_equal(run->nr_procs, 1);
+	assert_int_equal(run->procs[0].nr_nodes, tp.proc.nr_nodes);
 	for (size_t i = 0; i < run->procs[0].nr_nodes; i++) {
-		assert_true(run->procs[0].nodes[i].flags & NODE_TRACE_ONLY);
+		assert_false(run->procs[0].nodes[i].flags & NODE_TRACE_ONLY);
 		assert_self_consistent(&run->procs[0], (int32_t)i);
 	}
 	trace_proc_release(&tp);
 	profile_release(&p);
+}
+
+/* A private directory for trace files written by the tests. */
+static char *make_dir(void)
+{
+	char tmpl[] = "/tmp/coldstart-test-trace-XXXXXX";
+
+	if (!mkdtemp(tmpl))
+		fail_msg("mkdtemp");
+	return xstrdup(tmpl);
+}
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+	struct buf path = BUF_INIT;
+	FILE *f;
+
+	buf_addf(&path, "%s/%s", dir, name);
+	f = fopen(path.buf, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	buf_release(&path);
+}
+
+static void remove_dir(char *dir)
+{
+	struct buf cmd = BUF_INIT;
+
+	buf_addf(&cmd, "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd.buf), 0);
+	buf_release(&cmd);
+	free(dir);
+}
+
+static const struct proc *proc_by_pid(const struct run *run, long pid)
+{
+	for (size_t i = 0; i < run->nr_procs; i++)
+		if (run->procs[i].pid == pid)
+			return &run->procs[i];
+	fail_msg("no process %ld", pid);
+	return NULL;
+}
+
+#define HEADER "import time: self [us] | cumulative | imported package\n"
+
+static const char master_tr[] = "#coldstart-trace 2\n"
+				"H\t1000000\t100\t1\t900000\tc\t3.11.2\taudit\texec\t5000\t0\n"
+				"V\t1000000\tpython3\tapp.py\n"
+				"N\t1000100\t1\tmodules\tsys\\nencodings\\ncodecs\\nsite\\nsitecustomize\n"
+				"S\t1100000\t1\t6000\t10\tsitecustomize\n"
+				"F\t1150000\t1\t6100\t10\tsitecustomize\tModuleNotFoundError\n"
+				"S\t2000000\t1\t7000\t10\tflaskish\n"
+				"E\t3000000\t1\t8000\t12\tflaskish\n";
+
+/* Rows of a master and two forked workers in one stream, app lines among them. */
+static void test_stream_attributes_rows(void **state)
+{
+	static const char w1[] = "#coldstart-trace 2\n"
+				 "H\t4000000\t201\t100\t3990000\tc\t3.11.2\taudit\tfork\t10\t0\n"
+				 "S\t5000000\t1\t100\t10\tsqlish\n"
+				 "E\t5400000\t1\t300\t12\tsqlish\n";
+	static const char w2[] = "#coldstart-trace 2\n"
+				 "H\t4000000\t202\t100\t3995000\tc\t3.11.2\taudit\tfork\t10\t0\n"
+				 "S\t5000000\t1\t100\t10\tsqlish\n"
+				 "E\t5900000\t1\t700\t12\tsqlish\n";
+	static const char part1[] = HEADER
+		"import time:       100 |        100 | encodings\n"
+		"import time:        50 |         50 |   codecs\n"
+		"import time:        50 |         50 |     sitecustomize\n"
+		"import time:        70 |        120 |   sitecustomize\n"
+		"import time:       200 |        370 | site\n";
+	static const char part2[] = "import time:      1000 |       1000 | flaskish\n"
+				    "hello from the app\n"
+				    "INFO import time:    12 |    34 | fake\n"
+				    "import time:       900 |        900 | sqlish\n"
+				    "WARN: partialimport time:       400 |        400 | sqlish\n";
+	char *dir = make_dir();
+	struct trace_stream *ts = trace_stream_new(dir);
+	struct buf pass = BUF_INIT;
+	struct profile p;
+	struct run *run;
+	const struct proc *m, *a, *b;
+
+	profile_init(&p);
+	run = profile_add_run(&p);
+	/* The start-up rows come before the tracer wrote anything. */
+	trace_stream_feed(ts, part1, 40, &pass);
+	write_file(dir, "100-0.trace", master_tr);
+	trace_stream_feed(ts, part1 + 40, strlen(part1) - 40, &pass);
+	write_file(dir, "201-0.trace", w1);
+	write_file(dir, "202-0.trace", w2);
+	trace_stream_feed(ts, part2, strlen(part2), &pass);
+	trace_stream_end(ts, &pass);
+	assert_string_equal(pass.buf, "hello from the app\nINFO import time:    12 |    34 | fake\nWARN: partial");
+	trace_stream_collect(ts, &p, run);
+	assert_int_equal(run->nr_procs, 3);
+	m = &run->procs[0];
+	assert_int_equal(m->pid, 100);
+	assert_string_equal(m->role, "master");
+	a = proc_by_pid(run, 201);
+	b = proc_by_pid(run, 202);
+	assert_string_equal(a->role, "worker");
+	assert_string_equal(b->role, "worker");
+	/* Each tree holds its own imports, with the numbers its own row printed. */
+	assert_int_equal(proc_find(m, "sqlish"), -1);
+	assert_true(proc_find(m, "encodings") >= 0 && proc_find(m, "site") >= 0);
+	assert_int_equal(m->nodes[proc_find(m, "flaskish")].cum_us, 1000);
+	assert_int_equal(a->nr_nodes, 1);
+	assert_int_equal(a->nodes[proc_find(a, "sqlish")].cum_us, 400);
+	assert_int_equal(b->nodes[proc_find(b, "sqlish")].cum_us, 900);
+	assert_int_equal(a->timing[0].cpu_ns, 200);
+	for (size_t w = 0; w < p.nr_warnings; w++)
+		print_message("warning: %s\n", p.warnings[w].msg);
+	assert_int_equal(p.nr_warnings, 0);
+	trace_stream_free(ts);
+	profile_release(&p);
+	buf_release(&pass);
+	remove_dir(dir);
+}
+
+/*
+ * A helper whose starter had ended before its tracer read getppid(): adopted
+ * by coldstart (pid 1 here), it names the traced process it descends from.
+ */
+static void test_stream_adopted_helper(void **state)
+{
+	static const char helper[] = "#coldstart-trace 2\n"
+				     "H\t4000000\t300\t1\t3990000\tc\t3.11.2\taudit\texec\t10\t0\t100\n"
+				     "V\t4000000\tpython3\t-c\tfrom multiprocessing.resource_tracker import main;main(5)\n";
+	static const char stranger[] = "#coldstart-trace 2\n"
+				       "H\t4000000\t400\t1\t3990000\tc\t3.11.2\taudit\texec\t10\t0\t777\n"
+				       "V\t4000000\tpython3\tother.py\n";
+	char *dir = make_dir();
+	struct trace_stream *ts = trace_stream_new(dir);
+	struct buf pass = BUF_INIT;
+	struct profile p;
+	struct run *run;
+
+	profile_init(&p);
+	run = profile_add_run(&p);
+	write_file(dir, "100-0.trace", master_tr);
+	write_file(dir, "300-0.trace", helper);
+	write_file(dir, "400-0.trace", stranger);
+	trace_stream_end(ts, &pass);
+	trace_stream_collect(ts, &p, run);
+	assert_int_equal(run->nr_procs, 3);
+	assert_int_equal(run->procs[0].pid, 100);
+	assert_int_equal(proc_by_pid(run, 300)->ppid, 100);
+	assert_string_equal(proc_by_pid(run, 300)->role, "resource tracker");
+	/* A spawner that is no traced process of the run changes nothing. */
+	assert_int_equal(proc_by_pid(run, 400)->ppid, 1);
+	trace_stream_free(ts);
+	profile_release(&p);
+	buf_release(&pass);
+	remove_dir(dir);
+}
+
+/* Two interpreters start at once: their start-up rows interleave before either has a trace. */
+static void test_stream_startup_windows(void **state)
+{
+	static const char c1[] = "#coldstart-trace 2\n"
+				 "H\t9000000\t300\t100\t8000000\tc\t3.11.2\taudit\texec\t4000\t0\n"
+				 "V\t9000000\tpython3\t-c\tfrom multiprocessing.spawn import spawn_main\t--multiprocessing-fork\n"
+				 "N\t9000100\t1\tmodules\tsys\\nencodings\\ncodecs\\nsite\\nsitecustomize\n"
+				 "S\t9100000\t1\t6000\t10\tsitecustomize\n"
+				 "F\t9150000\t1\t6100\t10\tsitecustomize\tModuleNotFoundError\n";
+	static const char c2[] = "#coldstart-trace 2\n"
+				 "H\t9010000\t301\t100\t8000000\tc\t3.11.2\taudit\texec\t4000\t0\n"
+				 "V\t9010000\tpython3\t-c\tfrom multiprocessing.spawn import spawn_main\t--multiprocessing-fork\n"
+				 "N\t9010100\t1\tmodules\tsys\\nencodings\\ncodecs\\nsite\\nsitecustomize\n"
+				 "S\t9110000\t1\t6000\t10\tsitecustomize\n"
+				 "F\t9160000\t1\t6100\t10\tsitecustomize\tModuleNotFoundError\n";
+	static const char start[] = HEADER
+		"import time:       100 |        100 | encodings\n"
+		"import time:        50 |         50 |     sitecustomize\n"
+		"import time:        70 |        120 |   sitecustomize\n"
+		"import time:       200 |        300 | site\n"
+		"import time:      1000 |       1000 | flaskish\n";
+	static const char spawn[] = HEADER HEADER
+		"import time:       101 |        101 | encodings\n"
+		"import time:       102 |        102 | encodings\n"
+		"import time:         7 |          7 | notamodule\n"
+		"import time:        51 |         51 |   codecs\n"
+		"import time:        52 |         52 |   codecs\n";
+	static const char spawn2[] = "import time:        53 |         53 |     sitecustomize\n"
+				     "import time:        71 |        124 |   sitecustomize\n"
+				     "import time:       201 |        376 | site\n";
+	static const char spawn3[] = "import time:        54 |         54 |     sitecustomize\n"
+				     "import time:        72 |        126 |   sitecustomize\n"
+				     "import time:       202 |        380 | site\n";
+	char *dir = make_dir();
+	struct trace_stream *ts = trace_stream_new(dir);
+	struct buf pass = BUF_INIT;
+	struct profile p;
+	struct run *run;
+	const struct proc *x, *y;
+
+	profile_init(&p);
+	run = profile_add_run(&p);
+	trace_stream_feed(ts, start, 60, &pass);
+	write_file(dir, "100-0.trace", master_tr);
+	trace_stream_feed(ts, start + 60, strlen(start) - 60, &pass);
+	trace_stream_feed(ts, spawn, strlen(spawn), &pass);
+	write_file(dir, "300-0.trace", c1);
+	trace_stream_feed(ts, spawn2, strlen(spawn2), &pass);
+	write_file(dir, "301-0.trace", c2);
+	trace_stream_feed(ts, spawn3, strlen(spawn3), &pass);
+	assert_int_equal(pass.len, 0); /* held while the interpreters started */
+	trace_stream_end(ts, &pass);
+	/* The line that named no start-up module was the app's: given back. */
+	assert_string_equal(pass.buf, "import time:         7 |          7 | notamodule\n");
+	trace_stream_collect(ts, &p, run);
+	assert_int_equal(run->nr_procs, 3);
+	assert_int_equal(run->procs[0].pid, 100);
+	assert_string_equal(run->procs[0].role, "main");
+	x = proc_by_pid(run, 300);
+	y = proc_by_pid(run, 301);
+	assert_string_equal(x->role, "worker");
+	assert_int_equal(x->nodes[proc_find(x, "encodings")].cum_us, 101);
+	assert_int_equal(y->nodes[proc_find(y, "encodings")].cum_us, 102);
+	assert_int_equal(x->nodes[proc_find(x, "site")].cum_us, 376);
+	assert_int_equal(y->nodes[proc_find(y, "site")].cum_us, 380);
+	assert_int_equal(proc_find(x, "flaskish"), -1);
+	assert_int_equal(proc_find(x, "notamodule"), -1);
+	assert_int_equal(proc_find(y, "notamodule"), -1);
+	trace_stream_free(ts);
+	profile_release(&p);
+	buf_release(&pass);
+	remove_dir(dir);
+}
+
+/* Rows with no trace at all (python -I): one process, said to be attributed by headers alone. */
+static void test_stream_untraced_interpreter(void **state)
+{
+	static const char text[] = HEADER
+		"import time:       100 |        100 | encodings\n"
+		"import time:       100 |        100 |   os\n"
+		"import time:       200 |        300 | site\n"
+		"import time:        40 |         40 | json\n"
+		"plain output\n";
+	char *dir = make_dir();
+	struct trace_stream *ts = trace_stream_new(dir);
+	struct buf pass = BUF_INIT;
+	struct profile p;
+	struct run *run;
+
+	profile_init(&p);
+	run = profile_add_run(&p);
+	trace_stream_feed(ts, text, strlen(text), &pass);
+	trace_stream_end(ts, &pass);
+	assert_string_equal(pass.buf, "plain output\n");
+	trace_stream_collect(ts, &p, run);
+	assert_int_equal(run->nr_procs, 1);
+	assert_int_equal(run->procs[0].pid, -1);
+	assert_true(proc_find(&run->procs[0], "json") >= 0);
+	for (size_t w = 0; w < p.nr_warnings; w++)
+		print_message("warning: %s\n", p.warnings[w].msg);
+	assert_int_equal(p.nr_warnings, 1);
+	assert_non_null(strstr(p.warnings[0].msg, "wrote no trace"));
+	trace_stream_free(ts);
+	profile_release(&p);
+	buf_release(&pass);
+	remove_dir(dir);
+}
+
+static struct proc *add_proc(struct run *run, long pid, long ppid, enum proc_origin o, int64_t start,
+			     const char *argv)
+{
+	struct proc *pr = run_add_proc(run);
+
+	pr->pid = pid;
+	pr->ppid = ppid;
+	pr->origin = o;
+	pr->start_ns = start;
+	pr->argv = xstrdup(argv);
+	return pr;
+}
+
+static void test_roles(void **state)
+{
+	struct run run;
+
+	memset(&run, 0, sizeof(run));
+	add_proc(&run, 50, 10, ORIGIN_FORK, 900, "python3 main.py"); /* the forkserver's child, read first */
+	add_proc(&run, 40, 10, ORIGIN_EXEC, 500, "python3 -c from multiprocessing.forkserver import main; main(3)");
+	add_proc(&run, 10, 1, ORIGIN_EXEC, 100, "python3 main.py");
+	add_proc(&run, 20, 10, ORIGIN_FORK, 300, "python3 main.py");
+	add_proc(&run, 30, 10, ORIGIN_EXEC, 400, "python3 -c from multiprocessing.resource_tracker import main;main(5)");
+	add_proc(&run, 60, 10, ORIGIN_EXEC, 950, "python3 helper.py");
+	add_proc(&run, 60, 60, ORIGIN_EXEC, 990, "python3 other.py"); /* os.execv: the same pid */
+	run.procs[4].ppid = 10;
+	run.procs[0].ppid = 40;
+	trace_assign_roles(&run);
+	assert_int_equal(run.procs[0].pid, 10);
+	assert_string_equal(run.procs[0].role, "main");
+	assert_string_equal(run.procs[1].role, "fork");
+	assert_int_equal(run.procs[1].pid, 20);
+	assert_string_equal(proc_by_pid(&run, 30)->role, "resource tracker");
+	assert_string_equal(proc_by_pid(&run, 40)->role, "forkserver");
+	assert_string_equal(proc_by_pid(&run, 50)->role, "worker");
+	assert_string_equal(run.procs[run.nr_procs - 2].role, "subprocess");
+	assert_string_equal(run.procs[run.nr_procs - 1].role, "exec");
+	run_release(&run);
+}
+
+/* Format 2: CPU times, a fork's header, the end of an import its parent started. */
+static void test_v2_records(void **state)
+{
+	static const char text[] = "#coldstart-trace 2\n"
+				   "H\t1000\t7\t6\t900\tc\t3.12.1\taudit\tfork\t55\t1\n"
+				   "S\t1100\t1\t200\t5\ta\n"
+				   "E\t1900\t1\t650\t6\ta\n"
+				   "E\t2500\t1\t900\t6\tparent-started\n"
+				   "S\t2600\t1\t950\t5\tb\n"
+				   "F\t2700\t1\t990\t5\tb\tImportError\n"
+				   "Q\t3000\t123456\n";
+	struct trace_proc tp;
+	struct buf err = BUF_INIT;
+	int32_t a;
+
+	assert_int_equal(trace_parse(&tp, text, strlen(text), &err), 0);
+	assert_int_equal(tp.bad_records, 0);
+	assert_int_equal(tp.proc.origin, ORIGIN_FORK);
+	assert_int_equal(tp.proc.start_ns, 900);
+	assert_int_equal(tp.proc.startup_cpu_ns, UNKNOWN);
+	assert_int_equal(tp.proc.cpu_ns, 123456);
+	a = proc_find(&tp.proc, "a");
+	assert_int_equal(tp.proc.timing[a].cpu_ns, 450);
+	assert_int_equal(tp.unmatched_ends, 1);
+	assert_int_equal(tp.nr_done, 3);
+	assert_int_equal(tp.done[0].node, a);
+	assert_int_equal(tp.done[1].node, -1);
+	assert_string_equal(proc_str(&tp.proc, tp.done[1].name), "parent-started");
+	assert_true(tp.proc.nodes[proc_find(&tp.proc, "b")].flags & NODE_FAILED);
+	trace_proc_release(&tp);
+	buf_release(&err);
 }
 
 static void test_not_a_trace(void **state)
@@ -496,7 +824,12 @@ int main(void)
 		cmocka_unit_test(test_merge_with_importtime),
 		cmocka_unit_test(test_merge_cumulative_agrees),
 		cmocka_unit_test(test_merge_killed),
-		cmocka_unit_test(test_merge_run_pairs_and_orders),
+		cmocka_unit_test(test_stream_attributes_rows),
+		cmocka_unit_test(test_stream_adopted_helper),
+		cmocka_unit_test(test_stream_startup_windows),
+		cmocka_unit_test(test_stream_untraced_interpreter),
+		cmocka_unit_test(test_roles),
+		cmocka_unit_test(test_v2_records),
 		cmocka_unit_test(test_merge_without_importtime),
 		cmocka_unit_test(test_not_a_trace),
 		cmocka_unit_test(test_malformed_records),

@@ -93,6 +93,16 @@ def _boot():
             tracer = _load_py(here, os)
         if tracer.start(trace_dir):
             tracer.note("sys.path", "\n".join(sys.path))
+            # What the interpreter imported before the tracer: its start-up
+            # rows in the shared stderr belong to this process.
+            chunk = []
+            for name in list(sys.modules):
+                chunk.append(name)
+                if sum(len(n) + 1 for n in chunk) > 3000:
+                    tracer.note("modules", "\n".join(chunk))
+                    chunk = []
+            if chunk:
+                tracer.note("modules", "\n".join(chunk))
     except Exception:
         # The target must run as without coldstart: no trace for this process.
         pass

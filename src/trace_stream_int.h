@@ -1,0 +1,139 @@
+/*
+ * Inside the attribution of the shared stderr (trace_stream.h): what
+ * trace_stream.c (lines, rows matched to traces, the processes made of
+ * them) and trace_window.c (interpreters' start-up rows) share.  Not for
+ * other modules.
+ */
+#ifndef COLDSTART_TRACE_STREAM_INT_H
+#define COLDSTART_TRACE_STREAM_INT_H
+
+#include "trace_read.h"
+#include "trace_stream.h"
+
+struct rowlist {
+	size_t *v; /* indexes into trace_stream.rows */
+	size_t nr, alloc;
+};
+
+/* A line of the stream recognised as an importtime row and taken out of it. */
+struct srow {
+	long seq; /* line number in the stream */
+	uint32_t name; /* offset in the stream's name pool */
+	int64_t self_us, cum_us;
+	uint32_t depth;
+	bool cached;
+	bool fork_ghost; /* the end, in a forked child, of an import its parent started */
+	int32_t tnode; /* the trace node it was printed for; -1: printed before the tracer */
+	struct rowlist *kids; /* in a start-up window's tree: the rows it closed, NULL for none */
+};
+
+/* One trace file, read while its process writes it. */
+struct live {
+	char *file;
+	int fd;
+	struct buf pending; /* read but not yet a whole record */
+	struct trace_proc tp;
+	bool bad; /* not a trace: ignored */
+	size_t indexed; /* tp.done entries already in the pending map */
+	bool *matched; /* per tp.done entry: its row was seen */
+	size_t alloc_matched;
+	long window; /* the start-up rows of this interpreter, -1 */
+	struct rowlist rows;
+};
+
+/*
+ * The start-up rows of one interpreter: from importtime's header to its
+ * "site" row.  pend[d] holds the rows at depth d that wait for their parent
+ * (importtime prints a parent right after its last child, at depth d - 1):
+ * what a new row must fit to belong here.
+ */
+struct window {
+	long open_seq;
+	bool closed;
+	long live; /* its trace, -1 (none yet, or an interpreter without a tracer) */
+	struct rowlist rows;
+	struct rowlist *pend;
+	size_t nr_pend_depths;
+	long last_depth; /* of its last row, -1 */
+	bool crowded; /* another window was open at the same time */
+	bool dropped; /* crowded, and its rows make no consistent tree with its trace's: not used */
+	size_t cursor; /* where its rows have reached in the reference start-up */
+};
+
+/* A finished import of some trace, waiting for its row; chained per name hash. */
+struct pend {
+	uint32_t live;
+	uint32_t done;
+	int32_t next;
+};
+
+struct trace_stream {
+	const char *dir;
+	/*
+	 * The rows of the first start-up that no other interpreter's overlapped:
+	 * interpreters of the same kind print the same rows in the same order,
+	 * so where one has got to says which row it prints next.
+	 */
+	struct rowlist ref;
+	bool have_ref;
+	struct live *lives;
+	size_t nr_lives, alloc_lives;
+	struct window *wins;
+	size_t nr_wins, alloc_wins;
+	struct srow *rows;
+	size_t nr_rows, alloc_rows;
+	struct buf names; /* NUL-separated row names; offset 0 is "" */
+	struct buf line; /* the line being assembled */
+	long seq;
+	bool refreshed; /* the traces were read after the chunk being fed was read */
+	struct pend *pend;
+	size_t nr_pend, alloc_pend;
+	int32_t *heads, *tails;
+	size_t cap;
+	long last_live; /* where the last row went: cached rows follow it */
+	long untraced; /* the window of the last interpreter found to have no trace, -1 */
+	unsigned long stamp; /* for per-call marks in match */
+	unsigned long *seen; /* per live */
+};
+
+/* What a row-like text says; name points into the text. */
+struct row_text {
+	bool header, cached;
+	int64_t self_us, cum_us;
+	uint32_t depth;
+	const char *name;
+	size_t name_len;
+};
+
+static inline void rowlist_add(struct rowlist *l, size_t row)
+{
+	ALLOC_GROW(l->v, l->nr + 1, l->alloc);
+	l->v[l->nr++] = row;
+}
+
+static inline const char *row_name(const struct trace_stream *s, size_t row)
+{
+	return s->names.buf + s->rows[row].name;
+}
+
+/* trace_stream.c: a new row taken out of the stream, its index; rows by stream order (qsort_r, arg s). */
+size_t ts_add_row(struct trace_stream *s, const struct row_text *rt);
+int ts_cmp_seq(const void *a, const void *b, void *arg);
+
+/* trace_window.c */
+
+/* importtime's header line: an interpreter starts, its start-up window opens. */
+void window_open(struct trace_stream *s);
+/* Whether an interpreter is starting: some window is open. */
+bool windows_starting(const struct trace_stream *s);
+/* A start-up row (one no trace waits for): into its window, or an untraced interpreter's; false if none. */
+bool window_take(struct trace_stream *s, const struct row_text *rt);
+/* Row row was matched to trace li: pairs the trace with its window, which goes on around it. */
+void window_matched(struct trace_stream *s, long li, size_t row);
+/* The stream ended, the traces are read: windows paired again, checked, strays given back to pass. */
+void windows_end(struct trace_stream *s, struct buf *pass);
+/* Warnings about interpreters that started together. */
+void windows_warn(struct trace_stream *s, struct profile *p);
+void windows_free(struct trace_stream *s);
+
+#endif
