@@ -49,6 +49,8 @@ TRACER_SRC := python/coldstart/_tracer.c
 PY_EXT_SUFFIX := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
 PY_INCLUDES := $(shell $(PYTHON) -c 'import sysconfig; print("-I" + sysconfig.get_paths()["include"])' 2>/dev/null)
 TRACER_SO := python/coldstart/_tracer$(PY_EXT_SUFFIX)
+SAMPLER_SRC := python/coldstart/_sampler.c
+SAMPLER_SO := python/coldstart/_sampler$(PY_EXT_SUFFIX)
 
 .PHONY: all deps demo test unit e2e check fuzz bench install uninstall format clean tracer
 
@@ -77,9 +79,9 @@ $(BUILD)/obj/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-tracer: $(if $(wildcard $(TRACER_SRC)),$(if $(PY_EXT_SUFFIX),$(TRACER_SO)))
+tracer: $(if $(wildcard $(TRACER_SRC)),$(if $(PY_EXT_SUFFIX),$(TRACER_SO) $(SAMPLER_SO)))
 
-$(TRACER_SO): $(TRACER_SRC)
+$(TRACER_SO) $(SAMPLER_SO): python/coldstart/%$(PY_EXT_SUFFIX): python/coldstart/%.c
 	$(CC) -shared -fPIC -O2 -g -std=c11 -Wall -Wextra $(if $(filter 1,$(DEVELOPER)),-Werror) \
 		-Wno-unused-parameter -Wno-missing-field-initializers $(PY_INCLUDES) -o $@ $<
 
@@ -89,14 +91,13 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJS)
 
 # The Fn investigation in two runs: the function as fdk-python serves it
 # (everything imported before the socket is ready), then behind coldstart-fdk.
+# The story in one screen (samples/demo.sh): the Fn function the fdk-python
+# way and behind coldstart-fdk under --preset fn, side by side; the full
+# reports, profiles and flamegraphs in $(BUILD)/demo.
 demo:
 	@sh tests/install-deps.sh build
-	$(MAKE) all
-	@echo "== the Fn-style function, imported at start-up as fdk-python does"
-	PYTHONPATH=$(CURDIR)/python ./coldstart profile --python $(PYTHON) --ready fn --top 8 samples/fn-hello/func.py
-	@echo
-	@echo "== the same function behind coldstart-fdk: ready first, imported on the first call"
-	./coldstart profile --ready fn --top 8 -- $(PYTHON) python/coldstart-fdk samples/fn-hello/func.py handler
+	@$(MAKE) --no-print-directory all >/dev/null
+	@sh samples/demo.sh $(CURDIR)/coldstart $(PYTHON) $(BUILD)/demo
 
 test:
 	@sh tests/install-deps.sh test
@@ -137,7 +138,7 @@ install: all
 	rm -rf $(DESTDIR)$(DATADIR)/python/coldstart $(DESTDIR)$(PYDIR)/coldstart $(DESTDIR)$(PYDIR)/fdk
 	cp -R python/coldstart $(DESTDIR)$(DATADIR)/python/coldstart
 	cp -R python/coldstart python/fdk $(DESTDIR)$(PYDIR)/
-	rm -f $(DESTDIR)$(PYDIR)/coldstart/_tracer.c
+	rm -f $(DESTDIR)$(PYDIR)/coldstart/_tracer.c $(DESTDIR)$(PYDIR)/coldstart/_sampler.c
 	sed '1s|.*|#!$(PYTHON)|' python/coldstart-fdk > $(DESTDIR)$(BINDIR)/coldstart-fdk
 	chmod 755 $(DESTDIR)$(BINDIR)/coldstart-fdk
 	find $(DESTDIR)$(DATADIR) $(DESTDIR)$(PYDIR)/coldstart $(DESTDIR)$(PYDIR)/fdk -name __pycache__ -prune -exec rm -rf {} +
@@ -154,7 +155,7 @@ format:
 	clang-format -i src/*.c src/*.h src/export/*.c tests/unit/*.c
 
 clean:
-	rm -rf $(BUILD) build-asan coldstart python/coldstart/_tracer*.so
+	rm -rf $(BUILD) build-asan coldstart python/coldstart/_tracer*.so python/coldstart/_sampler*.so
 	find . -name __pycache__ -prune -exec rm -rf {} +
 
 -include $(OBJS:.o=.d)

@@ -9,10 +9,11 @@
 #include "elf_report.h"
 #include "findings.h"
 #include "plan_finding.h"
+#include "timeline_rules.h"
 
 /* The rules every analysis runs, in order. */
 static const struct finding_rules *const rule_tables[] = { &findings_builtin, &elf_finding_rules,
-							    &plan_finding_rules, NULL };
+							    &plan_finding_rules, &timeline_finding_rules, NULL };
 
 struct named {
 	const char *name;

@@ -15,6 +15,7 @@
 #include "measure.h"
 #include "profile.h"
 #include "runlimits.h"
+#include "sampler.h"
 #include "show.h"
 
 struct profile_opts {
@@ -23,7 +24,37 @@ struct profile_opts {
 	const char *python;
 	bool no_baseline;
 	const char *raw_log;
+	struct timeline_opts timeline;
 };
+
+static int o_timeline_interval(const struct opt *opt, const char *v, struct buf *err)
+{
+	struct timeline_opts *t = opt->value;
+	char *end;
+	double ms = strtod(v, &end);
+
+	if (end == v || (*end && strcmp(end, "ms")) || !(ms >= 0.1 && ms <= 100)) {
+		buf_addf(err, "--timeline-interval wants milliseconds from 0.1 to 100, not '%s'", v);
+		return -1;
+	}
+	t->on = true;
+	t->interval_us = (int64_t)(ms * 1000 + 0.5);
+	return 0;
+}
+
+static int o_until(const struct opt *opt, const char *v, struct buf *err)
+{
+	struct timeline_opts *t = opt->value;
+	int u = tl_until_from_name(v);
+
+	if (u < 0) {
+		buf_addf(err, "--until wants ready, first-response or exit, not '%s'", v);
+		return -1;
+	}
+	t->on = true;
+	t->until = (enum tl_until)u;
+	return 0;
+}
 
 static const struct usage profile_usage = {
 	.command = "profile",
@@ -75,12 +106,19 @@ int cmd_profile(int argc, char **argv)
 		OPT_BOOL("no-baseline", 0, &o.no_baseline, "with limits: skip the unconstrained reference runs"),
 		OPT_STRING("raw-log", 0, &o.raw_log, "FILE",
 			   "also save the target's raw stderr (importtime rows included)"),
+		OPT_BOOL("timeline", 0, &o.timeline.on,
+			 "also sample what the Python code runs besides imports, into one timeline with them"),
+		OPT_CALLBACK("timeline-interval", 0, &o.timeline, o_timeline_interval, "MS",
+			     "timeline: sample every MS milliseconds of wall time (default 1; implies --timeline)"),
+		OPT_CALLBACK("until", 0, &o.timeline, o_until, "WHEN",
+			     "timeline: end at ready (default with --ready), first-response, or exit (implies --timeline)"),
 		OPT_END(),
 	};
 
 	memset(&o, 0, sizeof(o));
 	show_opts_init(&o.show);
 	measure_opts_init(&o.m);
+	o.timeline.interval_us = SAMPLER_DEFAULT_INTERVAL_US;
 	profile_init(&p);
 	measure_session_init(&s, &p, "profile", &o.m, &o.show, &measure_local);
 
@@ -114,6 +152,16 @@ int cmd_profile(int argc, char **argv)
 				argv[i + 1], shebang);
 	}
 
+	if (o.timeline.on && o.m.no_trace) {
+		error("--timeline needs the tracer: drop --no-trace");
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	if (o.timeline.until == TL_UNTIL_FIRST_RESPONSE && !o.m.ready) {
+		error("--until first-response needs --ready http://... or --ready fn");
+		ret = EXIT_USAGE;
+		goto out;
+	}
 	if (measure_opts_finish(&o.m, &p.limits, &err) < 0) {
 		error("%s", err.buf);
 		ret = EXIT_USAGE;
@@ -136,6 +184,7 @@ int cmd_profile(int argc, char **argv)
 	s.ro.env = env.v;
 	s.ro.python = python;
 	s.ro.trace = !o.m.no_trace;
+	s.ro.timeline = o.timeline.on ? &o.timeline : NULL;
 	if (o.raw_log) {
 		s.ro.raw_fd = open(o.raw_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (s.ro.raw_fd < 0) {

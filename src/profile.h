@@ -12,6 +12,7 @@
 
 #include "native.h"
 #include "runlimits.h"
+#include "timeline.h"
 #include "util.h"
 
 /* Version 2 lists a node before its parent (version 1, still read: after). */
@@ -146,6 +147,8 @@ struct proc {
 	size_t nr_linked;
 	/* NUL-separated strings; offset 0 is the empty string. */
 	struct buf names;
+	/* What its threads ran until the profile's end, with --timeline (timeline.h); NULL. Owned. */
+	struct timeline *timeline;
 };
 
 /* Resource figures from a cgroup; has == false when no cgroup was used. */

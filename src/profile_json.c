@@ -444,6 +444,12 @@ static void write_proc(struct jw *w, const struct proc *pr)
 		jw_close(w, ']');
 		buf_addch(w->out, ',');
 	}
+	if (pr->timeline) {
+		jw_key(w, "timeline");
+		timeline_to_json(pr->timeline, w->out);
+		buf_addch(w->out, ',');
+		jw_flush(w, 0);
+	}
 	jw_close(w, '}');
 	free(order);
 	free(newidx);

@@ -36,6 +36,8 @@ struct reader {
 	bool native_cut;
 	/* Where the reader is, for messages; SIZE_MAX outside. */
 	size_t run, proc, node;
+	const char *item; /* "timeline node", "timeline sample": item_no; NULL outside */
+	size_t item_no;
 	const struct zfile *zf; /* the source when reading a file */
 };
 
@@ -48,6 +50,8 @@ static void add_where(const struct reader *rd, struct buf *out)
 		buf_addf(out, "process %zu, ", rd->proc);
 	if (rd->node != SIZE_MAX)
 		buf_addf(out, "node %zu, ", rd->node);
+	if (rd->item)
+		buf_addf(out, "%s %zu, ", rd->item, rd->item_no);
 	if (out->len >= 2)
 		buf_setlen(out, out->len - 2);
 	if (out->len)
@@ -133,17 +137,27 @@ static int read_str(struct reader *rd, char **out)
 	return 0;
 }
 
-/* The string just read, interned into pr's pool (NUL bytes become '?'). */
-static int intern_str(struct reader *rd, struct proc *pr, uint32_t *off)
+/* The string just read, charged, its NUL bytes made '?' for a NUL-separated pool; NULL past the limit. */
+static struct buf *pool_str(struct reader *rd)
 {
 	struct buf *s = &rd->jr.str;
 	size_t k;
 
 	if (charge(rd, s->len + 1) < 0)
-		return -1;
+		return NULL;
 	for (k = 0; k < s->len; k++)
 		if (!s->buf[k])
 			s->buf[k] = '?';
+	return s;
+}
+
+/* The string just read, interned into pr's pool. */
+static int intern_str(struct reader *rd, struct proc *pr, uint32_t *off)
+{
+	struct buf *s = pool_str(rd);
+
+	if (!s)
+		return -1;
 	*off = proc_intern(pr, s->buf, s->len);
 	return 0;
 }
@@ -459,6 +473,206 @@ static int read_event(struct reader *rd, void *ctx, size_t i)
 	return more;
 }
 
+/*
+ * A process's "timeline" (timeline.h).  Nodes come each after its parent;
+ * a sample's node is checked once the object is read, as "samples" may come
+ * first.  The samples' wall times (and CPU times) add up to at most
+ * MAX_US, 31 years of thread time: so no sum the analysis makes of them can
+ * overflow, and a file that claims more is damaged.
+ */
+struct tl_reading {
+	struct timeline *tl;
+	int64_t wall, cpu; /* sums over the samples so far */
+};
+
+static int tl_string(struct reader *rd, struct timeline *tl, uint32_t *off)
+{
+	struct buf *s = pool_str(rd);
+
+	if (!s)
+		return -1;
+	*off = timeline_intern(tl, s->buf, s->len);
+	return 0;
+}
+
+/* [name, kind, parent, file, line] */
+static int read_tl_node(struct reader *rd, void *ctx, size_t i)
+{
+	struct tl_reading *tr = ctx;
+	struct timeline *tl = tr->tl;
+	uint32_t name = 0, file = 0;
+	int64_t parent = -2, line = 0;
+	int kind = -1, more;
+	size_t k;
+
+	rd->item = "timeline node";
+	rd->item_no = i;
+	if (charge(rd, sizeof(struct tl_node)) < 0)
+		return -1;
+	if (jr_value(&rd->jr) != JR_ARR)
+		goto bad;
+	for (k = 0; (more = jr_arr_next(&rd->jr)) > 0; k++) {
+		if (k == 2 || k == 4) {
+			if (read_int(rd, k == 2 ? "parent" : "line", k == 2 ? -1 : INT32_MIN,
+				     k == 2 ? (int64_t)i - 1 : INT32_MAX, k == 2 ? -2 : 0, k == 2 ? &parent : &line) < 0)
+				return -1;
+		} else if (jr_value(&rd->jr) == JR_STR && k < 4) {
+			if (k == 1)
+				kind = tl_kind_from_name(rd->jr.str.buf);
+			else if (tl_string(rd, tl, k ? &file : &name) < 0)
+				return -1;
+		} else if (rd->jr.failed || jr_skip(&rd->jr) < 0) {
+			return -1;
+		}
+	}
+	if (more < 0)
+		return -1;
+	if (kind < 0 || parent == -2)
+		goto bad;
+	timeline_add_node(tl, (int32_t)parent, (enum tl_kind)kind, name, file, (int32_t)line);
+	rd->item = NULL;
+	return 0;
+bad:
+	if (rd->jr.failed)
+		return -1;
+	rd->item = NULL;
+	return jr_fail(&rd->jr, "timeline node %zu is not [name, kind, parent < %zu, file, line]", i, i);
+}
+
+/* [t_us, wall_us, cpu_us, node, wait_us] */
+static int read_tl_sample(struct reader *rd, void *ctx, size_t i)
+{
+	static const char *const keys[] = { "t_us", "wall_us", "cpu_us", "node", "wait_us" };
+	static const int64_t lo[] = { -MAX_US, -MAX_US, -MAX_US, 0, 0 };
+	static const int64_t hi[] = { MAX_US, MAX_US, MAX_US, INT32_MAX - 1, MAX_US };
+	static const int64_t dflt[] = { 0, 0, UNKNOWN, -1, 0 };
+	struct tl_reading *tr = ctx;
+	struct timeline *tl = tr->tl;
+	struct tl_sample *ts;
+	int64_t v[ARRAY_SIZE(keys)];
+	size_t k;
+	int more;
+
+	rd->item = "timeline sample";
+	rd->item_no = i;
+	if (charge(rd, sizeof(*ts)) < 0)
+		return -1;
+	memcpy(v, dflt, sizeof(v));
+	if (jr_value(&rd->jr) != JR_ARR)
+		goto bad;
+	for (k = 0; (more = jr_arr_next(&rd->jr)) > 0; k++) {
+		if (k < ARRAY_SIZE(keys)) {
+			if (read_int(rd, keys[k], lo[k], hi[k], dflt[k], &v[k]) < 0)
+				return -1;
+		} else if (jr_value(&rd->jr) == JR_ERROR || jr_skip(&rd->jr) < 0) {
+			return -1;
+		}
+	}
+	if (more < 0)
+		return -1;
+	if (v[3] < 0)
+		goto bad;
+	tr->wall += i64_abs(v[1]);
+	tr->cpu += v[2] > 0 ? v[2] : 0;
+	if (tr->wall > MAX_US || tr->cpu > MAX_US)
+		return jr_fail(&rd->jr, "timeline sample %zu: the samples add up to more than %lld us",
+			       i, (long long)MAX_US);
+	ALLOC_GROW(tl->samples, tl->nr_samples + 1, tl->alloc_samples);
+	ts = &tl->samples[tl->nr_samples++];
+	ts->t_us = v[0];
+	ts->wall_us = v[1];
+	ts->cpu_us = v[2];
+	ts->node = (int32_t)v[3]; /* checked against the nodes at the end */
+	ts->wait_us = v[4] <= ts->wall_us ? v[4] : 0;
+	rd->item = NULL;
+	return 0;
+bad:
+	if (rd->jr.failed)
+		return -1;
+	rd->item = NULL;
+	return jr_fail(&rd->jr, "timeline sample %zu is not [t_us, wall_us, cpu_us, node, ...]", i);
+}
+
+static int read_tl_end(struct reader *rd, struct timeline *tl)
+{
+	enum jr_type t = jr_value(&rd->jr);
+
+	if (t == JR_STR) {
+		int e = tl_end_from_name(rd->jr.str.buf);
+
+		if (e >= 0)
+			tl->end = (enum tl_end)e;
+	}
+	return t == JR_ERROR ? -1 : jr_skip(&rd->jr);
+}
+
+static int read_timeline_object(struct reader *rd, struct timeline *tl)
+{
+	static const struct field tl_fields[] = {
+		I64(timeline, origin_ns, -MAX_NS, MAX_NS),
+		I64(timeline, start_us, -MAX_US, MAX_US),
+		I64(timeline, end_us, -MAX_US, MAX_US),
+		I64(timeline, interval_us, -1, MAX_US),
+	};
+	struct tl_reading tr = { .tl = tl };
+	bool has_nodes = false, has_samples = false;
+	int64_t count;
+	size_t i;
+	int more, got;
+
+	tl->origin_ns = tl->start_us = tl->end_us = tl->interval_us = UNKNOWN;
+	tl->end = TL_END_LAST_SAMPLE;
+	if (jr_value(&rd->jr) != JR_OBJ)
+		return rd->jr.failed ? -1 : jr_fail(&rd->jr, "'timeline' is not an object");
+	while ((more = jr_obj_next(&rd->jr)) > 0) {
+		const char *key = rd->jr.key.buf;
+
+		got = READ_FIELD(rd, tl_fields, tl);
+		if (got < 0)
+			return -1;
+		if (got)
+			continue;
+		if (!strcmp(key, "dropped") || !strcmp(key, "faults")) {
+			count = 0;
+			more = read_int(rd, key, 0, MAX_COUNT, 0, &count);
+			*(key[0] == 'd' ? &tl->dropped : &tl->faults) = (uint64_t)count;
+		} else if (!strcmp(key, "end")) {
+			more = read_tl_end(rd, tl);
+		} else if (!strcmp(key, "nodes")) {
+			has_nodes = true;
+			more = read_array(rd, read_tl_node, &tr);
+		} else if (!strcmp(key, "samples")) {
+			has_samples = true;
+			more = read_array(rd, read_tl_sample, &tr);
+		} else {
+			more = jr_value(&rd->jr) == JR_ERROR ? -1 : jr_skip(&rd->jr);
+		}
+		if (more < 0)
+			return -1;
+	}
+	if (more < 0)
+		return -1;
+	if (!has_nodes || !has_samples)
+		return jr_fail(&rd->jr, "a timeline needs 'nodes' and 'samples' arrays");
+	for (i = 0; i < tl->nr_samples; i++)
+		if ((size_t)tl->samples[i].node >= tl->nr_nodes)
+			return jr_fail(&rd->jr, "timeline sample %zu: node %d of %zu", i, tl->samples[i].node,
+				       tl->nr_nodes);
+	timeline_sum(tl);
+	return 0;
+}
+
+static int read_timeline(struct reader *rd, struct proc *pr)
+{
+	if (charge(rd, sizeof(*pr->timeline)) < 0)
+		return -1;
+	if (pr->timeline)
+		timeline_free(pr->timeline);
+	pr->timeline = xmalloc(sizeof(*pr->timeline));
+	timeline_init(pr->timeline);
+	return read_timeline_object(rd, pr->timeline);
+}
+
 static int read_proc(struct reader *rd, void *ctx, size_t i)
 {
 	struct run *r = ctx;
@@ -516,6 +730,8 @@ static int read_proc(struct reader *rd, void *ctx, size_t i)
 			more = read_array(rd, read_timing, &tl);
 		} else if (!strcmp(key, "events")) {
 			more = read_array(rd, read_event, pr);
+		} else if (!strcmp(key, "timeline")) {
+			more = read_timeline(rd, pr);
 		} else {
 			more = jr_value(&rd->jr) == JR_ERROR ? -1 : jr_skip(&rd->jr);
 		}
@@ -914,5 +1130,23 @@ int profile_read_json(struct profile *p, const char *path, struct buf *errmsg)
 	zfile_close(&zf);
 	buf_release(&rd.native);
 	buf_release(&inner);
+	return ret;
+}
+
+int timeline_from_json(struct timeline *tl, const char *text, size_t len, struct buf *err)
+{
+	struct reader rd;
+	int ret = -1;
+
+	reader_init(&rd, NULL);
+	jr_init_mem(&rd.jr, text, len);
+	if (size_limit(&rd.limit, err) == 0) {
+		if (read_timeline_object(&rd, tl) == 0 && jr_finish(&rd.jr) == 0)
+			ret = 0;
+		else
+			buf_add(err, rd.jr.err.buf, rd.jr.err.len);
+	}
+	jr_release(&rd.jr);
+	buf_release(&rd.native);
 	return ret;
 }

@@ -6,6 +6,7 @@
  * through a self-pipe so cleanup always runs in the loop, never in a handler.
  */
 #include "runner.h"
+#include "sampler.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +52,8 @@ struct run_state {
 	struct cgroup *cg; /* NULL: the run has no cgroup */
 	struct trace_session ts;
 	bool traced; /* ts was prepared */
+	bool sampled; /* the sampler was switched on in ts's directory (--timeline) */
+	long pid; /* the target's process, kept after it is reaped */
 	struct it_parser *ps;
 	struct ready *rd; /* NULL without --ready */
 	struct buf pass; /* parser passthrough, forwarded to our stderr */
@@ -238,6 +241,18 @@ static int prepare(struct run_state *st, struct buf *err, struct runner_failure 
 			alert(st, "tracer unavailable, importtime only: %s", terr.buf);
 		else
 			st->traced = true;
+		buf_reset(&terr);
+		if (st->traced && o->timeline) {
+			struct buf note = BUF_INIT;
+
+			if (sampler_prepare(st->ts.dir, o->python, o->timeline, &st->c.env, &note, &terr) < 0)
+				alert(st, "no timeline: %s", terr.buf);
+			else
+				st->sampled = true;
+			if (note.len)
+				profile_add_warning(st->p, 0, "sampler build cache: %s", note.buf);
+			buf_release(&note);
+		}
 		buf_release(&terr);
 	}
 	if (o->ready) {
@@ -272,6 +287,7 @@ static int start(struct run_state *st, struct buf *err, struct runner_failure *w
 		why->exec_errno = errno;
 		return -1;
 	}
+	st->pid = st->c.pid;
 	/* The loop polls several sources; a read must never block it. */
 	fcntl(st->c.err_fd, F_SETFL, fcntl(st->c.err_fd, F_GETFL) | O_NONBLOCK);
 	/* Our descendants are the target's tree: orphans are reparented to us. */
@@ -572,6 +588,11 @@ static void collect(struct run_state *st)
 		if (trace_collect(&st->ts, st->p, r, &terr) < 0)
 			profile_add_warning(st->p, 0, "cannot read the trace: %s", terr.buf);
 		buf_release(&terr);
+	}
+	if (st->sampled) {
+		struct sampler_times t = { .pid = st->pid, .exec_ns = st->c.exec_ns, .exit_ns = st->exit_ns };
+
+		sampler_collect(st->ts.dir, st->p, r, &t, st->o->timeline);
 	}
 	check_imports(st, from_rows);
 }

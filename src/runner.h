@@ -13,6 +13,7 @@
 
 struct ready_spec;
 struct runner_child_view;
+struct timeline_opts;
 
 struct runner_opts {
 	/* The complete argv of the child (interpreter flags included). */
@@ -21,6 +22,8 @@ struct runner_opts {
 	const char *const *env;
 	const char *python; /* interpreter, for the tracer build; may be NULL */
 	bool trace;
+	/* With trace: also sample the Python code into timelines (sampler.h); NULL: off. */
+	const struct timeline_opts *timeline;
 	bool use_limits; /* create a cgroup with p->limits */
 	int64_t timeout_us; /* 0 = none */
 	const struct ready_spec *ready; /* readiness probe (ready.h) or NULL */

@@ -313,8 +313,8 @@ char *trace_build_cache_root(void)
 	return buf_detach(&b, NULL);
 }
 
-int trace_build_ensure(const char *python, const char *datadir, const char *scratch, char **so_path,
-		       struct buf *note, struct buf *err)
+int ext_build_ensure(const char *python, const char *datadir, const char *ext, const char *scratch, char **so_path,
+		     struct buf *note, struct buf *err)
 {
 	struct py_info info;
 	struct buf src = BUF_INIT, path = BUF_INIT, dir = BUF_INIT, tmp = BUF_INIT, why = BUF_INIT;
@@ -329,14 +329,14 @@ int trace_build_ensure(const char *python, const char *datadir, const char *scra
 		goto out;
 	have_info = true;
 	if (info.major < 3 || (info.major == 3 && info.minor < 7)) {
-		buf_addf(err, "'%s' is Python %s; the tracer needs 3.7 or newer", python, info.version);
+		buf_addf(err, "'%s' is Python %s; the %s needs 3.7 or newer", python, info.version, ext + 1);
 		goto out;
 	}
 	if (!*info.ext_suffix || strchr(info.ext_suffix, '/')) {
 		buf_addf(err, "'%s' reports no usable EXT_SUFFIX", python);
 		goto out;
 	}
-	buf_addf(&srcpath, "%s/coldstart/_tracer.c", datadir);
+	buf_addf(&srcpath, "%s/coldstart/%s.c", datadir, ext);
 	if (buf_read_file(&src, srcpath.buf) < 0) {
 		buf_addf(err, "cannot read '%s': %s", srcpath.buf, strerror(errno));
 		goto out;
@@ -346,20 +346,20 @@ int trace_build_ensure(const char *python, const char *datadir, const char *scra
 	 * The Makefile's build beside the source, when it is current: it is
 	 * as trusted as the bootstrap beside it, which every target runs.
 	 */
-	buf_addf(&path, "%s/coldstart/_tracer%s", datadir, info.ext_suffix);
+	buf_addf(&path, "%s/coldstart/%s%s", datadir, ext, info.ext_suffix);
 	if (!access(path.buf, R_OK) && newer_or_same(path.buf, srcpath.buf)) {
 		*so_path = buf_detach(&path, NULL);
 		ret = 0;
 		goto out;
 	}
 
-	buf_addf(&name, "_tracer%s", info.ext_suffix);
+	buf_addf(&name, "%s%s", ext, info.ext_suffix);
 	root = trace_build_cache_root();
 	if (!root) {
 		buf_adds(note, "no cache directory (no home directory; COLDSTART_CACHE_DIR sets one)");
 	} else {
-		buf_addf(&dir, "%s/tracer/%016llx", root, (unsigned long long)hash_bytes(src.buf, src.len));
-		/* The cache root, tracer/ and the hash directory are the user's. */
+		buf_addf(&dir, "%s/%s/%016llx", root, ext + 1, (unsigned long long)hash_bytes(src.buf, src.len));
+		/* The cache root, tracer/ (sampler/) and the hash directory are the user's. */
 		dirfd = open_private_dir(dir.buf, 3, &real, &why);
 		if (dirfd < 0)
 			buf_addf(note, "the cache is not used: %s", why.buf);
@@ -369,7 +369,7 @@ int trace_build_ensure(const char *python, const char *datadir, const char *scra
 			buf_adds(err, note->buf);
 			goto out;
 		}
-		buf_adds(note, "; the tracer is built for this run only");
+		buf_addf(note, "; the %s is built for this run only", ext + 1);
 		dirfd = open_private_dir(scratch, 1, &real, err);
 		if (dirfd < 0)
 			goto out;
@@ -408,7 +408,7 @@ int trace_build_ensure(const char *python, const char *datadir, const char *scra
 		if (run_capture(argv, false, &out, &status, err) < 0)
 			goto out;
 		if (status != 0) {
-			buf_addf(err, "cannot build the tracer for '%s' (%s exit status %d)", python, argv[0],
+			buf_addf(err, "cannot build the %s for '%s' (%s exit status %d)", ext + 1, python, argv[0],
 				 status);
 			add_head(err, &out, 3);
 			unlinkat(dirfd, tmpname.buf, 0);
@@ -445,4 +445,10 @@ out:
 	buf_release(&out);
 	buf_release(&srcpath);
 	return ret;
+}
+
+int trace_build_ensure(const char *python, const char *datadir, const char *scratch, char **so_path,
+		       struct buf *note, struct buf *err)
+{
+	return ext_build_ensure(python, datadir, "_tracer", scratch, so_path, note, err);
 }

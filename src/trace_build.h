@@ -57,5 +57,12 @@ char *trace_build_cache_root(void);
  */
 int trace_build_ensure(const char *python, const char *datadir, const char *scratch, char **so_path,
 		       struct buf *note, struct buf *err);
+/*
+ * The same for another extension of coldstart's: <datadir>/coldstart/EXT.c
+ * into EXT<EXT_SUFFIX>, cached in <root>/EXT without its "_"/<hash>/ (EXT
+ * starts with "_"; messages call it "the tracer", "the sampler").
+ */
+int ext_build_ensure(const char *python, const char *datadir, const char *ext, const char *scratch, char **so_path,
+		     struct buf *note, struct buf *err);
 
 #endif

@@ -456,6 +456,14 @@ int64_t export_layout(const struct proc *pr, bool use_timing, int64_t *start, in
 	return root_cursor;
 }
 
+const struct proc *export_tree(const struct proc *pr, struct proc *view)
+{
+	if (!pr->timeline)
+		return pr;
+	timeline_to_proc(pr->timeline, pr, view);
+	return view;
+}
+
 void export_proc_label(const struct proc *pr, size_t idx, struct buf *out)
 {
 	struct buf tmp = BUF_INIT;

@@ -126,6 +126,13 @@ size_t export_preorder(const struct proc *pr, int32_t *order, int32_t *parent);
 void export_walk(const struct proc *pr, bool (*visit)(const struct proc *pr, int32_t i, void *data),
 		 void *data);
 
+/*
+ * The tree the flame graphs draw for pr: with a timeline (--timeline), the
+ * functions and imports of its start-up as one tree, built into view (the
+ * caller releases it with proc_release); else pr itself (view untouched).
+ */
+const struct proc *export_tree(const struct proc *pr, struct proc *view);
+
 /* True when every node with a finished import has start/end timing. */
 bool export_has_timing(const struct proc *pr);
 

@@ -1,7 +1,8 @@
 /*
  * Folded stacks, one line per import path: "proc;a;b;c 123".  Each path is
  * weighted by its own (self) microseconds so that a frame's width in any
- * flamegraph tool equals the import's cumulative time.
+ * flamegraph tool equals the import's cumulative time.  With a timeline the
+ * paths are its functions and imports (export_tree).
  */
 #include "export/export.h"
 
@@ -114,9 +115,17 @@ int export_folded(const struct profile *p, const struct export_opts *o, struct b
 	if (!r)
 		return -1;
 	for (i = 0; i < r->nr_procs; i++) {
+		struct proc view;
+		const struct proc *pr;
+		int rc;
+
 		if (i > 0 && !o->all_procs)
 			break;
-		if (fold_proc(&r->procs[i], i, out, err) < 0)
+		pr = export_tree(&r->procs[i], &view);
+		rc = fold_proc(pr, i, out, err);
+		if (pr == &view)
+			proc_release(&view);
+		if (rc < 0)
 			return -1;
 	}
 	return 0;

@@ -2,7 +2,9 @@
  * speedscope's evented format: shared frames, one profile per process, "O"
  * and "C" events.  Real timestamps are used when the tracer recorded them,
  * otherwise the tree is laid out from cumulative times; either way the
- * layout nests perfectly, so `at` never decreases and events balance.
+ * layout nests perfectly, so `at` never decreases and events balance.  A
+ * process with a timeline (--timeline) also gets a sampled profile per
+ * thread, listed first: its functions and imports in time order.
  */
 #include "export/export.h"
 
@@ -131,6 +133,93 @@ static void profile_proc(const struct proc *pr, size_t idx, struct frames *fr, s
 	free(frame_of);
 }
 
+/* The frame of timeline node i: its name, "import NAME" for an import. */
+static size_t tl_frame(const struct timeline *tl, int32_t i, struct frames *fr, size_t *cache)
+{
+	struct buf name = BUF_INIT;
+
+	if (cache[i] != SIZE_MAX)
+		return cache[i];
+	if (tl->nodes[i].kind == TL_IMPORT)
+		buf_adds(&name, "import ");
+	export_add_clean(&name, tl_str(tl, tl->nodes[i].name));
+	cache[i] = frames_intern(fr, name.buf);
+	buf_release(&name);
+	return cache[i];
+}
+
+/*
+ * A timeline as speedscope's sampled profiles, one per thread: each sample
+ * is the stack from the thread's root (left out) to its innermost node,
+ * weighted by the wall time it stands for, in time order.
+ */
+static void profile_timeline(const struct proc *pr, size_t idx, struct frames *fr, struct buf *out, bool *first)
+{
+	const struct timeline *tl = pr->timeline;
+	size_t *cache = xmalloc(st_mult(tl->nr_nodes ? tl->nr_nodes : 1, sizeof(*cache)));
+	int32_t *stack = xmalloc(st_mult(tl->nr_nodes ? tl->nr_nodes : 1, sizeof(*stack)));
+	struct buf label = BUF_INIT, samples = BUF_INIT, weights = BUF_INIT;
+	size_t i, t;
+
+	for (i = 0; i < tl->nr_nodes; i++)
+		cache[i] = SIZE_MAX;
+	export_proc_label(pr, idx, &label);
+	for (t = 0; t < tl->nr_nodes; t++) {
+		int64_t total = 0;
+		bool any = false;
+
+		if (tl->nodes[t].kind != TL_THREAD)
+			continue;
+		buf_reset(&samples);
+		buf_reset(&weights);
+		for (i = 0; i < tl->nr_samples; i++) {
+			const struct tl_sample *sm = &tl->samples[i];
+			size_t depth = 0;
+			int32_t v;
+
+			if (sm->wall_us <= 0)
+				continue;
+			for (v = sm->node; v >= 0 && tl->nodes[v].parent >= 0; v = tl->nodes[v].parent)
+				stack[depth++] = v;
+			if (v != (int32_t)t)
+				continue;
+			buf_adds(&samples, any ? ",[" : "[");
+			buf_adds(&weights, any ? "," : "");
+			any = true;
+			while (depth--)
+				buf_addf(&samples, "%zu%s", tl_frame(tl, stack[depth], fr, cache), depth ? "," : "");
+			buf_addch(&samples, ']');
+			buf_add_i64(&weights, sm->wall_us);
+			total += sm->wall_us;
+		}
+		if (!any)
+			continue;
+		if (!*first)
+			buf_addch(out, ',');
+		*first = false;
+		buf_adds(out, "{\"type\":\"sampled\",\"name\":");
+		{
+			struct buf name = BUF_INIT;
+
+			buf_addf(&name, "%s, %s (timeline)", label.buf, tl_str(tl, tl->nodes[t].name));
+			export_add_json(out, name.buf);
+			buf_release(&name);
+		}
+		buf_adds(out, ",\"unit\":\"microseconds\",\"startValue\":0,\"endValue\":");
+		buf_add_i64(out, total);
+		buf_adds(out, ",\"samples\":[");
+		buf_add(out, samples.buf, samples.len);
+		buf_adds(out, "],\"weights\":[");
+		buf_add(out, weights.buf, weights.len);
+		buf_adds(out, "]}");
+	}
+	buf_release(&label);
+	buf_release(&samples);
+	buf_release(&weights);
+	free(cache);
+	free(stack);
+}
+
 int export_speedscope(const struct profile *p, const struct export_opts *o, struct buf *out,
 		      struct buf *err)
 {
@@ -138,12 +227,18 @@ int export_speedscope(const struct profile *p, const struct export_opts *o, stru
 	struct frames fr = { NULL, 0, 0, NULL, 0 };
 	struct buf profiles = BUF_INIT, name = BUF_INIT;
 	size_t i;
+	bool first = true;
 
 	if (!r)
 		return -1;
+	/* The timelines first: speedscope opens the first profile. */
+	for (i = 0; i < r->nr_procs; i++)
+		if (r->procs[i].timeline)
+			profile_timeline(&r->procs[i], i, &fr, &profiles, &first);
 	for (i = 0; i < r->nr_procs; i++) {
-		if (i)
+		if (!first)
 			buf_addch(&profiles, ',');
+		first = false;
 		profile_proc(&r->procs[i], i, &fr, &profiles);
 	}
 	if (o->title)

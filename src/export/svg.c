@@ -77,21 +77,25 @@ static struct rgb kind_colour(unsigned kind, const char *name)
 	return c;
 }
 
-/* Red for slower, blue for faster, pale grey for changes within the noise. */
+/*
+ * Solid red for a module new in this profile (flagged or not: a new subtree
+ * of small modules is still new cost), red for slower, blue for faster, pale
+ * grey for changes within the noise (docs/diff-check.md).
+ */
 static struct rgb diff_colour(const struct diff *d, const struct diff_entry *e)
 {
 	struct rgb c = { 228, 228, 228 };
 	double t;
 	int fade;
 
-	if (!e || !e->flagged)
-		return c;
-	if (e->added) {
+	if (e && e->added) {
 		c.r = 215;
 		c.g = 30;
 		c.b = 30;
 		return c;
 	}
+	if (!e || !e->flagged)
+		return c;
 	t = d->max_abs_delta_us > 0 ? (double)i64_abs(e->delta_us) / (double)d->max_abs_delta_us : 1.0;
 	if (t > 1.0)
 		t = 1.0;
@@ -222,7 +226,7 @@ static void node_tip(const struct graph *g, int32_t v, const struct export_opts 
 		const struct diff_entry *e = diff_find(o->diff, node_name(g->pr, v));
 
 		if (e && e->added) {
-			buf_adds(tip, "; new in this profile");
+			buf_adds(tip, e->flagged ? "; new in this profile (flagged)" : "; new in this profile");
 		} else if (e) {
 			buf_adds(tip, "; self change ");
 			if (e->delta_us > 0)
@@ -297,6 +301,10 @@ static void emit_legend(struct buf *out, const struct export_opts *o, double y)
 			      "<text x=\"%.0f\" y=\"%.0f\">faster</text>",
 			 x, y, x + 16, y + 10);
 		x += 80;
+		buf_addf(out, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"rgb(215,30,30)\"/>"
+			      "<text x=\"%.0f\" y=\"%.0f\">new module</text>",
+			 x, y, x + 16, y + 10);
+		x += 110;
 		buf_addf(out, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"rgb(228,228,228)\"/>"
 			      "<text x=\"%.0f\" y=\"%.0f\">within noise</text>\n",
 			 x, y, x + 16, y + 10);
@@ -334,7 +342,9 @@ int svg_render(const struct profile *p, const struct export_opts *o, bool standa
 {
 	const struct run *r = export_pick_run(p, o, err);
 	struct graph *graphs = NULL;
+	struct proc *views = NULL;
 	struct buf text = BUF_INIT;
+	bool timelines = false;
 	size_t ng, i;
 	int width = o->width > 0 ? o->width : 1200;
 	double inner, min_width = o->min_width < 0 ? 0.1 : o->min_width, height, y;
@@ -348,9 +358,14 @@ int svg_render(const struct profile *p, const struct export_opts *o, bool standa
 	inner = width - 2 * PAD;
 	ng = o->all_procs ? r->nr_procs : 1;
 	graphs = xcalloc(ng, sizeof(*graphs));
+	views = xcalloc(ng, sizeof(*views));
 	height = HEADER_H + FOOTER_H;
 	for (i = 0; i < ng; i++) {
-		graph_prepare(&graphs[i], &r->procs[i], i, inner, min_width);
+		/* A differential graph compares modules: it keeps the import tree. */
+		const struct proc *pr = o->diff ? &r->procs[i] : export_tree(&r->procs[i], &views[i]);
+
+		timelines |= pr != &r->procs[i];
+		graph_prepare(&graphs[i], pr, i, inner, min_width);
 		height += 20 + (graphs[i].maxdepth + 1) * FRAME_H + GRAPH_GAP;
 	}
 
@@ -382,8 +397,10 @@ int svg_render(const struct profile *p, const struct export_opts *o, bool standa
 		buf_adds(&text, ", wall ");
 		buf_add_duration(&text, r->wall_us);
 	}
-	buf_adds(&text, ". Width = cumulative import time; the uncovered top of a frame is its self time. "
-			"Click to zoom, Ctrl-F to search.");
+	buf_adds(&text, timelines ? ". Width = time in the function or import (sampled), callees included; "
+				    "the uncovered top of a frame is its self time. Click to zoom, Ctrl-F to search."
+				  : ". Width = cumulative import time; the uncovered top of a frame is its self time. "
+				    "Click to zoom, Ctrl-F to search.");
 	buf_adds(out, "<text class=\"cs-sub\" x=\"");
 	buf_addf(out, "%d\" y=\"44\">", width / 2);
 	export_add_xml(out, text.buf);
@@ -407,9 +424,13 @@ int svg_render(const struct profile *p, const struct export_opts *o, bool standa
 	}
 	buf_adds(out, "</svg>\n");
 
-	for (i = 0; i < ng; i++)
+	for (i = 0; i < ng; i++) {
 		graph_release(&graphs[i]);
+		if (views[i].names.alloc)
+			proc_release(&views[i]);
+	}
 	free(graphs);
+	free(views);
 	buf_release(&text);
 	return 0;
 }

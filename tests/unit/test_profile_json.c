@@ -237,6 +237,59 @@ static void test_ranges(void **state)
 	buf_release(&text);
 }
 
+/*
+ * A process's timeline is read with the same checks: ranges, nodes after
+ * their parents, samples of nodes that exist, a bounded sum of sample
+ * times, members in any order.
+ */
+static void test_timeline(void **state)
+{
+#define TL_PROC(tl) HEAD "\"runs\":[{\"processes\":[{\"nodes\":[],\"timeline\":" tl "}]}]}"
+	static const char ok[] = TL_PROC("{\"samples\":[[10,10,8,1,2],[30,20,-1,2,0]],\"end\":\"ready\","
+					 "\"nodes\":[[\"main thread\",\"thread\",-1,null,0],"
+					 "[\"app.main\",\"function\",0,\"/app/app.py\",3],"
+					 "[\"json\",\"import\",1,null,0]],\"end_us\":30,\"interval_us\":1000}");
+	struct profile p, back;
+	struct buf out = BUF_INIT, err = BUF_INIT;
+	const struct timeline *tl;
+
+	(void)state;
+	expect_ok(&p, ok);
+	tl = p.runs[0].procs[0].timeline;
+	assert_non_null(tl);
+	assert_int_equal(tl->nr_nodes, 3);
+	assert_int_equal(tl->nr_samples, 2);
+	assert_int_equal(tl->end, TL_END_READY);
+	assert_int_equal(tl->nodes[0].cum_us, 30);
+	assert_int_equal(tl->nodes[1].cum_us, 30);
+	assert_int_equal(tl->nodes[1].self_cpu_us, 8);
+	assert_string_equal(tl_str(tl, tl->nodes[1].file), "/app/app.py");
+	profile_to_json(&p, &out);
+	profile_init(&back);
+	assert_int_equal(profile_from_json(&back, out.buf, out.len, &err), 0);
+	assert_int_equal(back.runs[0].procs[0].timeline->nr_samples, 2);
+	assert_int_equal(back.runs[0].procs[0].timeline->nodes[2].cum_us, 20);
+	profile_release(&back);
+	profile_release(&p);
+
+	expect_error(TL_PROC("{\"nodes\":[[\"a\",\"thread\",-1,null,0]],\"samples\":[[1,1000000000000001,1,0,0]]}"),
+		     "run 0, process 0, timeline sample 0: 'wall_us' 1000000000000001 is out of range");
+	expect_error(TL_PROC("{\"nodes\":[[\"a\",\"thread\",-1,null,0],[\"b\",\"function\",1,null,0]],\"samples\":[]}"),
+		     "timeline node 1: 'parent' 1 is out of range (-1 to 0)");
+	expect_error(TL_PROC("{\"nodes\":[[\"a\",\"nonsense\",-1,null,0]],\"samples\":[]}"),
+		     "timeline node 0 is not [name, kind, parent < 0, file, line]");
+	expect_error(TL_PROC("{\"samples\":[[1,1,1,7,0]],\"nodes\":[[\"a\",\"thread\",-1,null,0]]}"),
+		     "timeline sample 0: node 7 of 1");
+	expect_error(TL_PROC("{\"nodes\":[[\"a\",\"thread\",-1,null,0]],\"samples\":[[1,600000000000000,1,0,0],"
+			     "[2,600000000000000,1,0,0]]}"),
+		     "timeline sample 1: the samples add up to more than 1000000000000000 us");
+	expect_error(TL_PROC("{\"nodes\":[]}"), "a timeline needs 'nodes' and 'samples' arrays");
+	expect_error(TL_PROC("[]"), "'timeline' is not an object");
+	buf_release(&out);
+	buf_release(&err);
+#undef TL_PROC
+}
+
 /* What the model holds beyond the file's ranges (importtime clamps to INT64_MAX) is written clamped. */
 static void test_writer_clamps(void **state)
 {
@@ -510,6 +563,7 @@ int main(void)
 		cmocka_unit_test(test_keys_in_any_order),
 		cmocka_unit_test(test_errors_say_where),
 		cmocka_unit_test(test_ranges),
+		cmocka_unit_test(test_timeline),
 		cmocka_unit_test(test_writer_clamps),
 		cmocka_unit_test(test_non_utf8_strings),
 		cmocka_unit_test(test_legacy_and_escapes),

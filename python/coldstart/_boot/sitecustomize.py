@@ -14,18 +14,28 @@ class _Spec(object):
         self.origin = origin
 
 
-def _load_c(here, os):
+def _load_c(here, os, name="_tracer", var="COLDSTART_TRACER_PATH"):
     import _imp
     suffix = _imp.extension_suffixes()[0]
-    dirs = [d for d in os.environ.get("COLDSTART_TRACER_PATH", "").split(os.pathsep) if d]
+    dirs = [d for d in os.environ.get(var, "").split(os.pathsep) if d]
     dirs.append(os.path.dirname(here))
     for d in dirs:
-        path = os.path.join(d, "_tracer" + suffix)
+        path = os.path.join(d, name + suffix)
         if os.path.isfile(path):
-            mod = _imp.create_dynamic(_Spec("coldstart._tracer", path))
-            sys.modules.pop("coldstart._tracer", None)
+            mod = _imp.create_dynamic(_Spec("coldstart." + name, path))
+            sys.modules.pop("coldstart." + name, None)
             return mod
     return None
+
+
+def _start_sampler(here, os, trace_dir):
+    # --timeline: the start-up sampler (docs/trace-format.md, "Samples").
+    interval = os.environ.get("COLDSTART_TIMELINE", "")
+    if not interval.isdigit() or sys.version_info < (3, 7):
+        return
+    sampler = _load_c(here, os, "_sampler", "COLDSTART_SAMPLER_PATH")
+    if sampler is not None and sampler.start(trace_dir, int(interval)):
+        os.register_at_fork(after_in_child=sampler.after_fork)
 
 
 def _load_py(here, os):
@@ -103,13 +113,14 @@ def _boot():
                     chunk = []
             if chunk:
                 tracer.note("modules", "\n".join(chunk))
+        _start_sampler(here, os, trace_dir)
     except Exception:
         # The target must run as without coldstart: no trace for this process.
         pass
 
 
 _boot()
-del _boot, _load_c, _load_py, _Spec, _hide_pythonpath
+del _boot, _load_c, _load_py, _start_sampler, _Spec, _hide_pythonpath
 
 _coldstart_self = sys.modules.pop("sitecustomize", None)
 try:
