@@ -488,3 +488,16 @@ int usage_stop(const struct usage *u, const struct opt *opts, int rc, const char
 	}
 	return usage_error(u, "%s", msg);
 }
+
+int usage_parse_one(const struct usage *u, const struct opt *opts, int argc, char **argv, const char *what,
+		    struct strvec *positional, struct buf *err)
+{
+	int rc = args_parse_all(opts, argc, argv, positional, err);
+
+	if (rc)
+		return usage_stop(u, opts, rc, err->buf);
+	if (positional->nr != 1)
+		return positional->nr ? usage_error(u, "give exactly one %s", what)
+				      : usage_error(u, "no %s given", what);
+	return -1;
+}

@@ -156,5 +156,12 @@ int usage_error(const struct usage *u, const char *fmt, ...) __attribute__((form
  * the message alone and EXIT_FAIL.
  */
 int usage_stop(const struct usage *u, const struct opt *opts, int rc, const char *msg);
+/*
+ * args_parse_all for a command of one argument (what: "profile"): returns
+ * -1 with it in positional->v[0], else the exit status after the help or
+ * the usage error ("no profile given", "give exactly one profile").
+ */
+int usage_parse_one(const struct usage *u, const struct opt *opts, int argc, char **argv, const char *what,
+		    struct strvec *positional, struct buf *err);
 
 #endif

@@ -248,6 +248,19 @@ static void text_facts(const struct elf_facts *f, struct buf *out)
 		buf_addf(out, "  warning   %s\n", f->warnings.v[i]);
 }
 
+/* After the count of the objects a library newly loads: their bytes, relocations, and those not found. */
+static void add_totals(struct buf *out, const struct elf_totals *tot)
+{
+	if (tot->objects) {
+		buf_adds(out, ": ");
+		buf_add_bytes(out, tot->file_bytes);
+		buf_addf(out, ", %zu relocs", tot->relocs);
+	}
+	if (tot->missing)
+		buf_addf(out, "; %zu NOT FOUND", tot->missing);
+	buf_addch(out, '\n');
+}
+
 static void text_tree(const struct elf_tree *t, struct buf *out)
 {
 	struct elf_totals tot;
@@ -258,14 +271,7 @@ static void text_tree(const struct elf_tree *t, struct buf *out)
 		buf_adds(out, "  needs     nothing\n");
 	} else {
 		buf_addf(out, "  needs     %zu new object%s", tot.objects, tot.objects == 1 ? "" : "s");
-		if (tot.objects) {
-			buf_adds(out, ": ");
-			buf_add_bytes(out, tot.file_bytes);
-			buf_addf(out, ", %zu relocs", tot.relocs);
-		}
-		if (tot.missing)
-			buf_addf(out, "; %zu NOT FOUND", tot.missing);
-		buf_addch(out, '\n');
+		add_totals(out, &tot);
 		elf_render_tree(t, "    ", out);
 	}
 	for (i = 0; i < t->warnings.nr; i++)
@@ -389,14 +395,7 @@ static void text_table(const struct target *t, size_t nr, struct buf *out)
 		buf_addf(out, "  %8zu  ", f->nr_relocs);
 		elf_tree_totals(&t[i].tree, false, &tot);
 		buf_addf(out, "%zu", tot.objects);
-		if (tot.objects) {
-			buf_adds(out, ": ");
-			buf_add_bytes(out, tot.file_bytes);
-			buf_addf(out, ", %zu relocs", tot.relocs);
-		}
-		if (tot.missing)
-			buf_addf(out, "; %zu NOT FOUND", tot.missing);
-		buf_addch(out, '\n');
+		add_totals(out, &tot);
 	}
 	buf_release(&cell);
 }

@@ -99,13 +99,9 @@ int cmd_parse(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	show_opts_init(&o.show);
 	profile_init(&p);
-	rc = args_parse_all(options, argc, argv, &pos, &err);
-	if (rc) {
-		ret = usage_stop(&parse_usage, options, rc, err.buf);
-		goto out;
-	}
-	if (pos.nr != 1) {
-		ret = usage_error(&parse_usage, "%s", !pos.nr ? "no log given" : "give exactly one log");
+	rc = usage_parse_one(&parse_usage, options, argc, argv, "log", &pos, &err);
+	if (rc >= 0) {
+		ret = rc;
 		goto out;
 	}
 	profile_stamp(&p, "parse");

@@ -17,12 +17,11 @@
 #include "args.h"
 #include "builtin.h"
 #include "plan_target.h"
+#include "plan_verify.h"
 #include "util.h"
 
 extern char **environ;
 
-#define PLAN_FORMAT "coldstart-plan"
-#define PLAN_VERSION 1
 #define DEFAULT_OUTPUT "coldstart-plan.json"
 #define DEFAULT_TIMEOUT_US ((int64_t)120 * 1000000)
 
@@ -75,63 +74,9 @@ static const struct usage plan_usage = {
 		  "5 it failed, 8 it timed out, 9 it never became ready.\n",
 };
 
-/*
- * The parts of a plan the command reads back.  plan_load returns -1 for a
- * file that is not a plan, -2 when the bootstrap wrote why the interpreter
- * cannot be planned.
- */
-struct plan_doc {
-	json_t *root;
-	json_t *modules;
-};
-
-static const char *mod_str(json_t *m, const char *key)
-{
-	json_t *v = json_object_get(m, key);
-
-	return json_is_string(v) ? json_string_value(v) : "";
-}
-
-static int plan_load(const char *path, struct plan_doc *d, struct buf *err)
-{
-	json_error_t jerr;
-	json_t *fmt, *ver;
-
-	d->root = json_load_file(path, 0, &jerr);
-	if (!d->root) {
-		buf_addf(err, "cannot read the plan '%s': %s (line %d)", path, jerr.text, jerr.line);
-		return -1;
-	}
-	fmt = json_object_get(d->root, "format");
-	/* The bootstrap's answer when the interpreter cannot be planned. */
-	if (json_is_string(fmt) && !strcmp(json_string_value(fmt), "coldstart-plan-error")) {
-		buf_addf(err, "%s", mod_str(d->root, "error"));
-		json_decref(d->root);
-		d->root = NULL;
-		return -2;
-	}
-	ver = json_object_get(d->root, "version");
-	d->modules = json_object_get(d->root, "modules");
-	if (!json_is_string(fmt) || strcmp(json_string_value(fmt), PLAN_FORMAT) || !json_is_integer(ver) ||
-	    json_integer_value(ver) != PLAN_VERSION || !json_is_array(d->modules)) {
-		buf_addf(err, "'%s' is not a coldstart plan of version %d", path, PLAN_VERSION);
-		json_decref(d->root);
-		d->root = NULL;
-		return -1;
-	}
-	return 0;
-}
-
-static int64_t mod_int(json_t *m, const char *key)
-{
-	json_t *v = json_object_get(m, key);
-
-	return json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
-}
-
 static int by_self_desc(const void *a, const void *b)
 {
-	int64_t x = mod_int(*(json_t *const *)a, "self_us"), y = mod_int(*(json_t *const *)b, "self_us");
+	int64_t x = plan_mod_int(*(json_t *const *)a, "self_us"), y = plan_mod_int(*(json_t *const *)b, "self_us");
 
 	return x < y ? 1 : x > y ? -1 : 0;
 }
@@ -151,11 +96,11 @@ static void print_summary(const char *path, const struct plan_doc *d)
 		size_t a;
 
 		for (a = 0; a < 3; a++)
-			if (!strcmp(mod_str(m, "action"), actions[a])) {
+			if (!strcmp(plan_mod_str(m, "action"), actions[a])) {
 				count[a]++;
-				us[a] += mod_int(m, "self_us");
+				us[a] += plan_mod_int(m, "self_us");
 			}
-		if (!strcmp(mod_str(m, "action"), "defer"))
+		if (!strcmp(plan_mod_str(m, "action"), "defer"))
 			deferred[nd++] = m;
 	}
 	qsort(deferred, nd, sizeof(*deferred), by_self_desc);
@@ -170,8 +115,8 @@ static void print_summary(const char *path, const struct plan_doc *d)
 	printf("  %5zu deferred to their first use     %s\n", count[2], b.buf);
 	for (i = 0; i < nd && i < 8; i++) {
 		buf_reset(&b);
-		buf_add_duration(&b, mod_int(deferred[i], "self_us"));
-		printf("        %-36s %s\n", mod_str(deferred[i], "name"), b.buf);
+		buf_add_duration(&b, plan_mod_int(deferred[i], "self_us"));
+		printf("        %-36s %s\n", plan_mod_str(deferred[i], "name"), b.buf);
 	}
 	lazy = json_integer_value(json_object_get(json_object_get(d->root, "summary"), "lazy_from"));
 	if (lazy > 0)
@@ -180,55 +125,6 @@ static void print_summary(const char *path, const struct plan_doc *d)
 	printf("  (times are measured under the recorder, which slows imports down)\n");
 	buf_release(&b);
 	free(deferred);
-}
-
-/*
- * Writes a copy of the plan where the first k deferred modules load
- * eagerly and the first nf modules of froms (all of them: nf == SIZE_MAX)
- * bind their from-imports eagerly.
- */
-static int write_variant(const struct plan_doc *d, const char *const *names, size_t k,
-			 const char *const *froms, size_t nf, const char *path, struct buf *err)
-{
-	json_t *copy = json_deep_copy(d->root);
-	json_t *mods = json_object_get(copy, "modules");
-	json_t *index = json_object_get(copy, "index");
-	json_t *from = json_object_get(copy, "from");
-	size_t i, j;
-	int ret = 0;
-
-	if (json_is_object(from)) {
-		if (nf == SIZE_MAX)
-			json_object_clear(from);
-		for (j = 0; nf != SIZE_MAX && j < nf; j++)
-			json_object_del(from, froms[j]);
-	}
-	for (i = 0; i < json_array_size(mods); i++) {
-		json_t *m = json_array_get(mods, i);
-
-		for (j = 0; j < k; j++)
-			if (!strcmp(mod_str(m, "name"), names[j])) {
-				json_object_set_new(m, "action", json_string("eager"));
-				break;
-			}
-	}
-	/* The applier's compact rows: [name, kind, path, size, mtime_ns, action, ...]. */
-	for (i = 0; i < json_array_size(index); i++) {
-		json_t *row = json_array_get(index, i);
-		const char *name = json_string_value(json_array_get(row, 0));
-
-		for (j = 0; name && j < k; j++)
-			if (!strcmp(name, names[j])) {
-				json_array_set_new(row, 5, json_string("eager"));
-				break;
-			}
-	}
-	if (json_dump_file(copy, path, JSON_COMPACT) < 0) {
-		buf_addf(err, "cannot write '%s': %s", path, strerror(errno));
-		ret = -1;
-	}
-	json_decref(copy);
-	return ret;
 }
 
 /*
@@ -257,278 +153,6 @@ static int finish_plan(json_t *root, const char *tmp, const char *output, const 
 		return -1;
 	}
 	return 0;
-}
-
-struct plan_run {
-	struct plan_target t;
-	struct strvec argv;
-	struct strvec env_plain; /* the target's own environment */
-	struct strvec env_record;
-	struct strvec env_apply;
-	struct buf *bodies;
-	size_t nr_bodies;
-	char host[256];
-	char path[1024];
-};
-
-static int exit_for(enum plan_status st)
-{
-	switch (st) {
-	case PLAN_RUN_OK:
-		return EXIT_OK;
-	case PLAN_RUN_NO_EXEC:
-		return EXIT_NO_PYTHON;
-	case PLAN_RUN_EXITED:
-		return EXIT_TARGET_FAILED;
-	case PLAN_RUN_NOT_READY:
-		return EXIT_NOT_READY;
-	case PLAN_RUN_TIMEOUT:
-		return EXIT_TARGET_TIMEOUT;
-	case PLAN_RUN_INTERRUPTED:
-		return 128 + plan_target_interrupted();
-	case PLAN_RUN_FAILED:
-		break;
-	}
-	return EXIT_FAIL;
-}
-
-static void report_failure(const char *what, enum plan_status st, const struct plan_outcome *o,
-			   const struct buf *err)
-{
-	error("%s: %s", what, err->buf);
-	if (st != PLAN_RUN_INTERRUPTED && o->stderr_tail.len) {
-		fprintf(stderr, "-- the target's last stderr output:\n%s%s", o->stderr_tail.buf,
-			o->stderr_tail.buf[o->stderr_tail.len - 1] == '\n' ? "" : "\n");
-	}
-}
-
-/*
- * The status a caller of the target sees in a normalised response: the
- * HTTP status, or an Fn function's Fn-Http-Status; 0 for a run-to-exit
- * target's output.
- */
-static int response_status(const struct buf *resp)
-{
-	const char *hdr_end = memmem(resp->buf, resp->len, "\r\n\r\n", 4);
-	const char *fs;
-	int status = 0;
-
-	if (!hdr_end || sscanf(resp->buf, "HTTP/1.%*d %d", &status) != 1)
-		return 0;
-	fs = strcasestr(resp->buf, "\r\nfn-http-status:");
-	if (status == 200 && fs && fs < hdr_end)
-		status = atoi(fs + 17);
-	return status;
-}
-
-/* Runs the target once with env; fills o.  Returns a plan_status. */
-static enum plan_status run_once(struct plan_run *r, const struct strvec *env, const char *record,
-				 struct plan_outcome *o, struct buf *err)
-{
-	r->t.env = env->v;
-	r->t.record_path = record;
-	plan_outcome_init(o);
-	return plan_target_run(&r->t, o, err);
-}
-
-static bool same_responses(const struct plan_outcome *a, const struct plan_outcome *b, size_t *which)
-{
-	size_t i;
-
-	for (i = 0; i < a->nr_responses && i < b->nr_responses; i++)
-		if (a->responses[i].len != b->responses[i].len ||
-		    memcmp(a->responses[i].buf, b->responses[i].buf, a->responses[i].len)) {
-			*which = i;
-			return false;
-		}
-	*which = i;
-	return a->nr_responses == b->nr_responses;
-}
-
-/* Runs with plan file path applied; 1 same responses as base, 0 differ, -1 failed. */
-static int try_plan(struct plan_run *r, const char *path, const struct plan_outcome *base, size_t *which,
-		    struct buf *err, enum plan_status *st)
-{
-	struct plan_outcome o;
-	int ret;
-
-	strvec_setenv(&r->env_apply, "COLDSTART_PLAN", path);
-	*st = run_once(r, &r->env_apply, NULL, &o, err);
-	if (*st == PLAN_RUN_INTERRUPTED) {
-		plan_outcome_release(&o);
-		return -1;
-	}
-	/* A run that fails with the plan differs from one that answered without it. */
-	ret = *st == PLAN_RUN_OK && same_responses(base, &o, which);
-	if (*st != PLAN_RUN_OK)
-		*which = o.nr_responses;
-	plan_outcome_release(&o);
-	buf_reset(err);
-	return ret;
-}
-
-static void show_diff(const struct plan_outcome *a, const char *path, size_t which, const struct plan_run *r)
-{
-	fprintf(stderr, "coldstart plan: with the plan, response %zu of %zu differs from the one without it\n",
-		which + 1, a->nr_responses);
-	(void)path;
-	(void)r;
-}
-
-/*
- * Verifies the plan in tmp against runs without it.  Returns EXIT_OK when
- * every response is the same, EXIT_FAIL (with the module to keep eager
- * named) when not, or the exit status of a run that failed.
- */
-static int verify(struct plan_run *r, const char *tmp, const char *output)
-{
-	struct plan_outcome base, again;
-	struct plan_doc d = { NULL, NULL };
-	struct buf err = BUF_INIT, variant = BUF_INIT;
-	const char **names = NULL, **froms = NULL;
-	json_t *from;
-	size_t nr = 0, nf = 0, i, which = 0, lo, hi;
-	enum plan_status st;
-	int ret = EXIT_FAIL, ok;
-
-	plan_outcome_init(&again);
-	st = run_once(r, &r->env_plain, NULL, &base, &err);
-	if (st != PLAN_RUN_OK) {
-		report_failure("verify: the run without the plan failed", st, &base, &err);
-		ret = exit_for(st);
-		goto out;
-	}
-	ok = try_plan(r, tmp, &base, &which, &err, &st);
-	if (ok < 0) {
-		ret = exit_for(st);
-		goto out;
-	}
-	if (ok) {
-		printf("coldstart plan: verified: %zu response%s identical with and without the plan\n",
-		       base.nr_responses, base.nr_responses == 1 ? "" : "s");
-		ret = EXIT_OK;
-		goto out;
-	}
-	show_diff(&base, tmp, which, r);
-	/* A target that answers differently every time cannot be verified. */
-	st = run_once(r, &r->env_plain, NULL, &again, &err);
-	if (st == PLAN_RUN_OK && !same_responses(&base, &again, &which)) {
-		error("verify: response %zu differs between two runs without the plan: the target's answers are "
-		      "not reproducible, so the plan cannot be verified; plan was not written",
-		      which + 1);
-		goto out;
-	}
-	if (plan_load(tmp, &d, &err) < 0) {
-		error("%s", err.buf);
-		goto out;
-	}
-	for (i = 0; i < json_array_size(d.modules); i++) {
-		json_t *m = json_array_get(d.modules, i);
-
-		if (!strcmp(mod_str(m, "action"), "defer")) {
-			names = xrealloc(names, st_mult(nr + 1, sizeof(*names)));
-			names[nr++] = mod_str(m, "name");
-		}
-	}
-	buf_addf(&variant, "%s.bisect", tmp);
-	/*
-	 * Find the shortest prefix of the deferred modules (in import order)
-	 * that, kept eager, gives the responses back: its last module is one
-	 * whose deferral changes them.  ok(nr) (nothing deferred) must hold.
-	 */
-	/*
-	 * First the lazy from-imports: when binding them all eagerly gives the
-	 * responses back, find the module whose from-imports do it, as below.
-	 */
-	from = json_object_get(d.root, "from");
-	for (i = 0; json_is_object(from) && i < json_array_size(d.modules); i++) {
-		const char *name = mod_str(json_array_get(d.modules, i), "name");
-
-		if (json_object_get(from, name)) {
-			froms = xrealloc(froms, st_mult(nf + 1, sizeof(*froms)));
-			froms[nf++] = name;
-		}
-	}
-	if (nf) {
-		if (write_variant(&d, names, 0, froms, SIZE_MAX, variant.buf, &err) < 0)
-			goto fail;
-		ok = try_plan(r, variant.buf, &base, &which, &err, &st);
-		if (ok < 0) {
-			ret = exit_for(st);
-			goto out;
-		}
-		if (ok) {
-			lo = 0;
-			hi = nf;
-			while (hi - lo > 1) {
-				size_t mid = lo + (hi - lo) / 2;
-
-				if (write_variant(&d, names, 0, froms, mid, variant.buf, &err) < 0)
-					goto fail;
-				ok = try_plan(r, variant.buf, &base, &which, &err, &st);
-				if (ok < 0) {
-					ret = exit_for(st);
-					goto out;
-				}
-				if (ok)
-					hi = mid;
-				else
-					lo = mid;
-			}
-			error("verify: binding the from-imports of '%s' lazily changes the responses; keep them "
-			      "eager: add --eager-from %s (plan was not written to %s)",
-			      froms[hi - 1], froms[hi - 1], output);
-			goto out;
-		}
-	}
-	/* Then the deferred modules, with every from-import bound eagerly. */
-	if (write_variant(&d, names, nr, froms, SIZE_MAX, variant.buf, &err) < 0)
-		goto fail;
-	ok = try_plan(r, variant.buf, &base, &which, &err, &st);
-	if (ok < 0) {
-		ret = exit_for(st);
-		goto out;
-	}
-	if (!ok) {
-		error("verify: the responses differ even with nothing deferred: the module index itself changes "
-		      "them (a module found elsewhere than its recorded file?); plan was not written");
-		goto out;
-	}
-	lo = 0;
-	hi = nr;
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (write_variant(&d, names, mid, froms, SIZE_MAX, variant.buf, &err) < 0)
-			goto fail;
-		ok = try_plan(r, variant.buf, &base, &which, &err, &st);
-		if (ok < 0) {
-			ret = exit_for(st);
-			goto out;
-		}
-		if (ok)
-			hi = mid;
-		else
-			lo = mid;
-	}
-	error("verify: deferring '%s' changes the responses; keep it eager: add --eager %s "
-	      "(plan was not written to %s)",
-	      names[hi - 1], names[hi - 1], output);
-	goto out;
-fail:
-	error("%s", err.buf);
-out:
-	if (variant.len)
-		unlink(variant.buf);
-	plan_outcome_release(&base);
-	plan_outcome_release(&again);
-	free(names);
-	free(froms);
-	if (d.root)
-		json_decref(d.root);
-	buf_release(&err);
-	buf_release(&variant);
-	return ret;
 }
 
 static int read_bodies(struct plan_run *r, const struct strvec *files)
@@ -607,214 +231,282 @@ static void set_pythonpath(struct strvec *env, const char *dir)
 	buf_release(&b);
 }
 
-int cmd_plan(int argc, char **argv)
-{
+/* One `coldstart plan`: the options, the target, the recorded plan and its files. */
+struct plan_cmd {
 	struct plan_opts o;
 	struct plan_run r;
-	struct plan_doc d = { NULL, NULL };
+	struct plan_doc d;
 	struct plan_outcome rec;
-	struct buf err = BUF_INIT, boot = BUF_INIT, tmp = BUF_INIT, eager = BUF_INIT, fdk = BUF_INIT;
-	struct buf code_out = BUF_INIT, code_tmp = BUF_INIT;
-	char cwd[4096];
-	const char *datadir = coldstart_datadir();
-	enum plan_status st;
-	int i = 1, rc, ret = EXIT_USAGE;
+	struct buf err;
+	struct buf tmp; /* the plan as the recorder writes it */
+	struct buf code_out; /* the code archive, an absolute path */
+	struct buf code_tmp; /* the code archive as the recorder writes it */
+};
+
+static void plan_cmd_init(struct plan_cmd *c)
+{
+	memset(c, 0, sizeof(*c));
+	strvec_init(&c->o.request_files);
+	strvec_init(&c->o.eager);
+	strvec_init(&c->o.eager_from);
+	strvec_init(&c->o.command);
+	strvec_init(&c->r.argv);
+	strvec_init(&c->r.env_plain);
+	strvec_init(&c->r.env_record);
+	strvec_init(&c->r.env_apply);
+	plan_outcome_init(&c->rec);
+	buf_init(&c->err, 0);
+	buf_init(&c->tmp, 0);
+	buf_init(&c->code_out, 0);
+	buf_init(&c->code_tmp, 0);
+	c->o.output = DEFAULT_OUTPUT;
+	c->o.timeout_us = DEFAULT_TIMEOUT_US;
+}
+
+/* Removes what the recorder left behind and frees everything. */
+static void plan_cmd_release(struct plan_cmd *c)
+{
 	size_t k;
+
+	if (c->tmp.len)
+		unlink(c->tmp.buf);
+	if (c->code_tmp.len)
+		unlink(c->code_tmp.buf);
+	if (c->d.root)
+		json_decref(c->d.root);
+	plan_outcome_release(&c->rec);
+	for (k = 0; k < c->r.nr_bodies; k++)
+		buf_release(&c->r.bodies[k]);
+	free(c->r.bodies);
+	strvec_clear(&c->o.request_files);
+	strvec_clear(&c->o.eager);
+	strvec_clear(&c->o.eager_from);
+	strvec_clear(&c->o.command);
+	strvec_clear(&c->r.argv);
+	strvec_clear(&c->r.env_plain);
+	strvec_clear(&c->r.env_record);
+	strvec_clear(&c->r.env_apply);
+	buf_release(&c->err);
+	buf_release(&c->tmp);
+	buf_release(&c->code_out);
+	buf_release(&c->code_tmp);
+}
+
+/* The command line into c->o.  Returns -1 to go on, else the exit status. */
+static int parse_options(struct plan_cmd *c, int argc, char **argv)
+{
+	struct plan_opts *o = &c->o;
+	int i = 1, rc;
 	const struct opt options[] = {
-		OPT_STRING("fn", 0, &o.fn, "FUNC", "an Fn function file (or module) served by coldstart-fdk; HANDLER may follow"),
-		OPT_STRINGS("request", 0, &o.request_files, "FILE", "a sample request body (repeat for more; sent in order)"),
-		OPT_STRING("ready", 0, &o.ready, "SPEC", "fn, http://127.0.0.1:PORT/PATH or exit (default: fn with --fn, else exit)"),
-		OPT_STRING("output", 'o', &o.output, "FILE", "where to write the plan (default " DEFAULT_OUTPUT ")"),
-		OPT_CALLBACK("eager", 0, &o.eager, check_eager, "MODULE", "keep MODULE (and its submodules) eager (repeat for more)"),
-		OPT_CALLBACK("eager-from", 0, &o.eager_from, check_eager, "MODULE",
+		OPT_STRING("fn", 0, &o->fn, "FUNC", "an Fn function file (or module) served by coldstart-fdk; HANDLER may follow"),
+		OPT_STRINGS("request", 0, &o->request_files, "FILE", "a sample request body (repeat for more; sent in order)"),
+		OPT_STRING("ready", 0, &o->ready, "SPEC",
+			   "fn, http://127.0.0.1:PORT/PATH or exit (default: fn with --fn, else exit)"),
+		OPT_STRING("output", 'o', &o->output, "FILE", "where to write the plan (default " DEFAULT_OUTPUT ")"),
+		OPT_CALLBACK("eager", 0, &o->eager, check_eager, "MODULE",
+			     "keep MODULE (and its submodules) eager (repeat for more)"),
+		OPT_CALLBACK("eager-from", 0, &o->eager_from, check_eager, "MODULE",
 			     "bind the from-imports of MODULE (and its submodules) eagerly (repeat for more)"),
-		OPT_BOOL("verify", 0, &o.verify, "replay the requests with and without the plan; refuse it if a response differs"),
-		OPT_STRING("python", 0, &o.python, "PATH", "interpreter for --fn (default: $COLDSTART_PYTHON or python3)"),
-		OPT_DURATION("timeout", 0, &o.timeout_us, "TIME", "limit for each run of the target (default 120s)"),
+		OPT_BOOL("verify", 0, &o->verify, "replay the requests with and without the plan; refuse it if a response differs"),
+		OPT_STRING("python", 0, &o->python, "PATH", "interpreter for --fn (default: $COLDSTART_PYTHON or python3)"),
+		OPT_DURATION("timeout", 0, &o->timeout_us, "TIME", "limit for each run of the target (default 120s)"),
 		OPT_HELP("help", 'h', NULL, "this text"),
 		OPT_END(),
 	};
 
-	memset(&o, 0, sizeof(o));
-	memset(&r, 0, sizeof(r));
-	strvec_init(&o.request_files);
-	strvec_init(&o.eager);
-	strvec_init(&o.eager_from);
-	strvec_init(&o.command);
-	strvec_init(&r.argv);
-	strvec_init(&r.env_plain);
-	strvec_init(&r.env_record);
-	strvec_init(&r.env_apply);
-	plan_outcome_init(&rec);
-	o.output = DEFAULT_OUTPUT;
-	o.timeout_us = DEFAULT_TIMEOUT_US;
 	for (;;) {
-		rc = args_parse(options, argc, argv, &i, NULL, &err);
-		if (rc) {
-			ret = usage_stop(&plan_usage, options, rc, err.buf);
-			goto out;
-		}
+		rc = args_parse(options, argc, argv, &i, NULL, &c->err);
+		if (rc)
+			return usage_stop(&plan_usage, options, rc, c->err.buf);
 		if (i >= argc)
 			break;
 		if (!strcmp(argv[i], "--")) {
 			i++;
 			break;
 		}
-		if (o.fn && !o.handler) {
-			o.handler = argv[i++];
+		if (o->fn && !o->handler) {
+			o->handler = argv[i++];
 			continue;
 		}
 		break;
 	}
 	for (; i < argc; i++)
-		strvec_push(&o.command, argv[i]);
-	if (o.fn && o.command.nr) {
-		ret = usage_error(&plan_usage,
-				  "--fn runs coldstart-fdk itself; give either --fn FUNC [HANDLER] or a command after --");
-		goto out;
+		strvec_push(&o->command, argv[i]);
+	if (o->fn && o->command.nr)
+		return usage_error(&plan_usage,
+				   "--fn runs coldstart-fdk itself; give either --fn FUNC [HANDLER] or a command after --");
+	if (!o->fn && !o->command.nr)
+		return usage_error(&plan_usage, "nothing to plan: give --fn FUNC [HANDLER] or a command after --");
+	if (o->timeout_us <= 0)
+		return usage_error(&plan_usage, "--timeout must be more than zero");
+	return -1;
+}
+
+/* The target's argv: coldstart-fdk serving --fn, or the command. */
+static int target_argv(struct plan_cmd *c, const char *datadir)
+{
+	const struct plan_opts *o = &c->o;
+	struct buf fdk = BUF_INIT;
+	const char *py;
+
+	if (!o->fn) {
+		strvec_pushv(&c->r.argv, o->command.v);
+		return 0;
 	}
-	if (!o.fn && !o.command.nr) {
-		ret = usage_error(&plan_usage, "nothing to plan: give --fn FUNC [HANDLER] or a command after --");
-		goto out;
-	}
-	if (o.timeout_us <= 0) {
-		ret = usage_error(&plan_usage, "--timeout must be more than zero");
-		goto out;
-	}
+	py = o->python ? o->python : getenv("COLDSTART_PYTHON") ? getenv("COLDSTART_PYTHON") : "python3";
+	if (access(o->fn, F_OK) < 0 && (strchr(o->fn, '/') || ends_with(o->fn, ".py")))
+		return error("no such function file '%s'", o->fn);
+	strvec_push(&c->r.argv, py);
+	buf_addf(&fdk, "%s/coldstart-fdk", datadir);
+	if (!access(fdk.buf, R_OK))
+		strvec_push(&c->r.argv, fdk.buf);
+	else
+		strvec_pushv(&c->r.argv, (const char *const[]){ "-m", "coldstart.fdk", NULL });
+	strvec_push(&c->r.argv, o->fn);
+	strvec_push(&c->r.argv, o->handler ? o->handler : "handler");
+	buf_release(&fdk);
+	return 0;
+}
+
+/* The target, its probe and its requests.  Returns -1 to go on, else the exit status. */
+static int prepare_target(struct plan_cmd *c, const char *datadir)
+{
+	struct plan_run *r = &c->r;
+
 	if (!datadir) {
 		error("cannot find coldstart's python directory (set COLDSTART_DATADIR)");
-		ret = EXIT_FAIL;
-		goto out;
+		return EXIT_FAIL;
 	}
-	if (parse_ready(&r, o.ready ? o.ready : o.fn ? "fn" : "exit") < 0)
-		goto out;
-	if (r.t.probe == PLAN_PROBE_FN && !o.request_files.nr) {
-		ret = usage_error(&plan_usage, "an Fn function needs at least one --request FILE to plan for");
-		goto out;
-	}
-	if (r.t.probe == PLAN_PROBE_EXIT && o.request_files.nr) {
-		ret = usage_error(&plan_usage, "--request needs a server (--fn, or --ready fn or http://...): a "
-					       "command that runs to exit takes no requests");
-		goto out;
-	}
-	if (read_bodies(&r, &o.request_files) < 0) {
-		ret = EXIT_FAIL;
-		goto out;
-	}
-	if (o.fn) {
-		const char *py = o.python ? o.python : getenv("COLDSTART_PYTHON") ? getenv("COLDSTART_PYTHON")
-										 : "python3";
+	if (parse_ready(r, c->o.ready ? c->o.ready : c->o.fn ? "fn" : "exit") < 0)
+		return EXIT_USAGE;
+	if (r->t.probe == PLAN_PROBE_FN && !c->o.request_files.nr)
+		return usage_error(&plan_usage, "an Fn function needs at least one --request FILE to plan for");
+	if (r->t.probe == PLAN_PROBE_EXIT && c->o.request_files.nr)
+		return usage_error(&plan_usage, "--request needs a server (--fn, or --ready fn or http://...): a "
+						"command that runs to exit takes no requests");
+	if (read_bodies(r, &c->o.request_files) < 0)
+		return EXIT_FAIL;
+	if (target_argv(c, datadir) < 0)
+		return EXIT_USAGE;
+	r->t.argv = r->argv.v;
+	r->t.requests = r->bodies;
+	r->t.nr_requests = r->nr_bodies;
+	r->t.timeout_us = c->o.timeout_us;
+	return -1;
+}
 
-		if (access(o.fn, F_OK) < 0 && (strchr(o.fn, '/') || ends_with(o.fn, ".py"))) {
-			error("no such function file '%s'", o.fn);
-			goto out;
-		}
-		strvec_push(&r.argv, py);
-		buf_addf(&fdk, "%s/coldstart-fdk", datadir);
-		if (!access(fdk.buf, R_OK))
-			strvec_push(&r.argv, fdk.buf);
-		else
-			strvec_pushv(&r.argv, (const char *const[]){ "-m", "coldstart.fdk", NULL });
-		strvec_push(&r.argv, o.fn);
-		strvec_push(&r.argv, o.handler ? o.handler : "handler");
-	} else {
-		strvec_pushv(&r.argv, o.command.v);
-	}
-	r.t.argv = r.argv.v;
-	r.t.requests = r.bodies;
-	r.t.nr_requests = r.nr_bodies;
-	r.t.timeout_us = o.timeout_us;
+/* A comma-separated list of modules as the environment variable name. */
+static void set_module_list(struct strvec *env, const char *name, const struct strvec *modules)
+{
+	struct buf b = BUF_INIT;
+	size_t k;
 
-	strvec_pushv(&r.env_plain, (const char *const *)environ);
-	strvec_pushv(&r.env_record, r.env_plain.v);
-	strvec_pushv(&r.env_apply, r.env_plain.v);
-	strvec_setenv(&r.env_plain, "COLDSTART_PLAN", "");
-	strvec_setenv(&r.env_apply, "COLDSTART_PLAN_RECORD", "");
+	for (k = 0; k < modules->nr; k++)
+		buf_addf(&b, "%s%s", k ? "," : "", modules->v[k]);
+	strvec_setenv(env, name, b.buf);
+	buf_release(&b);
+}
+
+/*
+ * The three environments: the target's own without any plan, recording
+ * (to c->tmp, the code archive to c->code_tmp) and applying a plan.
+ */
+static void set_environments(struct plan_cmd *c, const char *datadir)
+{
+	struct plan_run *r = &c->r;
+	struct buf boot = BUF_INIT;
+	char cwd[4096];
+
+	strvec_pushv(&r->env_plain, (const char *const *)environ);
+	strvec_pushv(&r->env_record, r->env_plain.v);
+	strvec_pushv(&r->env_apply, r->env_plain.v);
+	strvec_setenv(&r->env_plain, "COLDSTART_PLAN", "");
+	strvec_setenv(&r->env_apply, "COLDSTART_PLAN_RECORD", "");
 	buf_addf(&boot, "%s/coldstart/_boot/plan", datadir);
-	set_pythonpath(&r.env_record, boot.buf);
-	set_pythonpath(&r.env_apply, boot.buf);
-	buf_addf(&tmp, "%s.tmp-%d", o.output, (int)getpid());
+	set_pythonpath(&r->env_record, boot.buf);
+	set_pythonpath(&r->env_apply, boot.buf);
+	buf_addf(&c->tmp, "%s.tmp-%d", c->o.output, (int)getpid());
 	/* The code archive's path is written into the plan: make it absolute. */
-	if (o.output[0] != '/' && getcwd(cwd, sizeof(cwd)))
-		buf_addf(&code_out, "%s/", cwd);
-	buf_addf(&code_out, "%s.code", o.output);
-	buf_addf(&code_tmp, "%s.tmp-%d", code_out.buf, (int)getpid());
-	strvec_setenv(&r.env_record, "COLDSTART_PLAN_RECORD", tmp.buf);
-	strvec_setenv(&r.env_record, "COLDSTART_PLAN_CODE_OUT", code_tmp.buf);
-	strvec_setenv(&r.env_record, "COLDSTART_PLAN", "");
-	for (k = 0; k < o.eager.nr; k++)
-		buf_addf(&eager, "%s%s", k ? "," : "", o.eager.v[k]);
-	strvec_setenv(&r.env_record, "COLDSTART_PLAN_EAGER", eager.buf);
-	buf_reset(&eager);
-	for (k = 0; k < o.eager_from.nr; k++)
-		buf_addf(&eager, "%s%s", k ? "," : "", o.eager_from.v[k]);
-	strvec_setenv(&r.env_record, "COLDSTART_PLAN_EAGER_FROM", eager.buf);
+	if (c->o.output[0] != '/' && getcwd(cwd, sizeof(cwd)))
+		buf_addf(&c->code_out, "%s/", cwd);
+	buf_addf(&c->code_out, "%s.code", c->o.output);
+	buf_addf(&c->code_tmp, "%s.tmp-%d", c->code_out.buf, (int)getpid());
+	strvec_setenv(&r->env_record, "COLDSTART_PLAN_RECORD", c->tmp.buf);
+	strvec_setenv(&r->env_record, "COLDSTART_PLAN_CODE_OUT", c->code_tmp.buf);
+	strvec_setenv(&r->env_record, "COLDSTART_PLAN", "");
+	set_module_list(&r->env_record, "COLDSTART_PLAN_EAGER", &c->o.eager);
+	set_module_list(&r->env_record, "COLDSTART_PLAN_EAGER_FROM", &c->o.eager_from);
+	buf_release(&boot);
+}
 
-	plan_target_setup_signals();
-	unlink(tmp.buf);
-	unlink(code_tmp.buf);
-	st = run_once(&r, &r.env_record, tmp.buf, &rec, &err);
+/*
+ * The planning run: the target answers the requests while the bootstrap
+ * records, and the plan is read back into c->d.  Returns -1 to go on, else
+ * the exit status.
+ */
+static int record(struct plan_cmd *c)
+{
+	enum plan_status st;
+	size_t k;
+	int rc;
+
+	unlink(c->tmp.buf);
+	unlink(c->code_tmp.buf);
+	st = plan_run_once(&c->r, &c->r.env_record, c->tmp.buf, &c->rec, &c->err);
 	if (st != PLAN_RUN_OK) {
-		report_failure("planning run", st, &rec, &err);
-		ret = exit_for(st);
-		goto out;
+		plan_report_failure("planning run", st, &c->rec, &c->err);
+		return plan_exit_for(st);
 	}
-	for (k = 0; k < rec.nr_responses; k++) {
-		int status = response_status(&rec.responses[k]);
+	for (k = 0; k < c->rec.nr_responses; k++) {
+		int status = plan_response_status(&c->rec.responses[k]);
 
 		if (status >= 500) {
 			error("request %zu was answered %d: the target failed, and a plan made from a failing "
 			      "request would defer what the working path needs; fix the request or the target",
 			      k + 1, status);
-			if (rec.stderr_tail.len)
-				fprintf(stderr, "-- the target's last stderr output:\n%s\n", rec.stderr_tail.buf);
-			ret = EXIT_TARGET_FAILED;
-			goto out;
+			if (c->rec.stderr_tail.len)
+				fprintf(stderr, "-- the target's last stderr output:\n%s\n", c->rec.stderr_tail.buf);
+			return EXIT_TARGET_FAILED;
 		}
 	}
-	rc = plan_load(tmp.buf, &d, &err);
+	rc = plan_load(c->tmp.buf, &c->d, &c->err);
 	if (rc < 0) {
-		error("%s", err.buf);
-		ret = rc == -2 ? EXIT_NO_PYTHON : EXIT_FAIL;
-		goto out;
+		error("%s", c->err.buf);
+		return rc == -2 ? EXIT_NO_PYTHON : EXIT_FAIL;
 	}
-	if (o.verify) {
-		ret = verify(&r, tmp.buf, o.output);
+	return -1;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+	struct plan_cmd c;
+	const char *datadir = coldstart_datadir();
+	int ret;
+
+	plan_cmd_init(&c);
+	ret = parse_options(&c, argc, argv);
+	if (ret < 0)
+		ret = prepare_target(&c, datadir);
+	if (ret >= 0)
+		goto out;
+	set_environments(&c, datadir);
+	plan_target_setup_signals();
+	ret = record(&c);
+	if (ret >= 0)
+		goto out;
+	if (c.o.verify) {
+		ret = plan_verify(&c.r, c.tmp.buf, c.o.output);
 		if (ret != EXIT_OK)
 			goto out;
 	}
-	if (finish_plan(d.root, tmp.buf, o.output, code_tmp.buf, code_out.buf, &err) < 0) {
-		error("%s", err.buf);
+	if (finish_plan(c.d.root, c.tmp.buf, c.o.output, c.code_tmp.buf, c.code_out.buf, &c.err) < 0) {
+		error("%s", c.err.buf);
 		ret = EXIT_FAIL;
 		goto out;
 	}
-	print_summary(o.output, &d);
+	print_summary(c.o.output, &c.d);
 	ret = EXIT_OK;
 out:
-	if (tmp.len)
-		unlink(tmp.buf);
-	if (code_tmp.len)
-		unlink(code_tmp.buf);
-	if (d.root)
-		json_decref(d.root);
-	plan_outcome_release(&rec);
-	for (k = 0; k < r.nr_bodies; k++)
-		buf_release(&r.bodies[k]);
-	free(r.bodies);
-	strvec_clear(&o.request_files);
-	strvec_clear(&o.eager);
-	strvec_clear(&o.eager_from);
-	strvec_clear(&o.command);
-	strvec_clear(&r.argv);
-	strvec_clear(&r.env_plain);
-	strvec_clear(&r.env_record);
-	strvec_clear(&r.env_apply);
-	buf_release(&err);
-	buf_release(&boot);
-	buf_release(&tmp);
-	buf_release(&eager);
-	buf_release(&fdk);
-	buf_release(&code_out);
-	buf_release(&code_tmp);
+	plan_cmd_release(&c);
 	return ret;
 }

@@ -26,13 +26,9 @@ int cmd_report(int argc, char **argv)
 
 	show_opts_init(&o);
 	profile_init(&p);
-	rc = args_parse_all(o.options, argc, argv, &pos, &err);
-	if (rc) {
-		ret = usage_stop(&report_usage, o.options, rc, err.buf);
-		goto out;
-	}
-	if (pos.nr != 1) {
-		ret = usage_error(&report_usage, "%s", !pos.nr ? "no profile given" : "give exactly one profile");
+	rc = usage_parse_one(&report_usage, o.options, argc, argv, "profile", &pos, &err);
+	if (rc >= 0) {
+		ret = rc;
 		goto out;
 	}
 	if (profile_read_json(&p, pos.v[0], &err) < 0) {

@@ -592,17 +592,28 @@ int ends_with(const char *s, const char *suffix)
 	return ls >= lx && !strcmp(s + ls - lx, suffix);
 }
 
+/*
+ * The number that starts a size or a duration: not empty, no leading space
+ * or sign, finite and not negative.  *end is where its unit starts.
+ */
+static int parse_amount(const char *s, double *v, char **end)
+{
+	errno = 0;
+	if (!*s || isspace((unsigned char)*s) || *s == '-')
+		return -1;
+	*v = strtod(s, end);
+	if (errno || *end == s || !isfinite(*v) || *v < 0)
+		return -1;
+	return 0;
+}
+
 int parse_size(const char *s, int64_t *out)
 {
 	char *end;
 	double v;
 	double mult = 1;
 
-	errno = 0;
-	if (!*s || isspace((unsigned char)*s) || *s == '-')
-		return -1;
-	v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v) || v < 0)
+	if (parse_amount(s, &v, &end) < 0)
 		return -1;
 	switch (tolower((unsigned char)*end)) {
 	case '\0': break;
@@ -631,11 +642,7 @@ int parse_duration_us(const char *s, int64_t *out)
 	char *end;
 	double v, mult = 1000.0;
 
-	errno = 0;
-	if (!*s || isspace((unsigned char)*s) || *s == '-')
-		return -1;
-	v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v) || v < 0)
+	if (parse_amount(s, &v, &end) < 0)
 		return -1;
 	if (!*end || !strcmp(end, "ms"))
 		mult = 1000.0;

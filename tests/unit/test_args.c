@@ -280,6 +280,49 @@ static int call_error(void *data)
 	return usage_error(&demo_usage, "no %s given", (const char *)data);
 }
 
+/* usage_parse_one over argv (NULL-terminated in data): the exit status, or -1 with one argument. */
+static int call_parse_one(void *data)
+{
+	char **argv = data;
+	struct strvec pos = STRVEC_INIT;
+	struct buf err = BUF_INIT;
+	int argc = 0, rc;
+
+	while (argv[argc])
+		argc++;
+	rc = usage_parse_one(&demo_usage, demo_options, argc, argv, "log", &pos, &err);
+	if (rc < 0 && (pos.nr != 1 || strcmp(pos.v[0], "a.log")))
+		rc = 99;
+	strvec_clear(&pos);
+	buf_release(&err);
+	return rc;
+}
+
+static void test_parse_one(void **state)
+{
+	char *none[] = { "demo", NULL }, *one[] = { "demo", "a.log", NULL };
+	char *two[] = { "demo", "a.log", "b.log", NULL }, *bad[] = { "demo", "-x", "a.log", NULL };
+	char *out;
+	int rc;
+
+	out = capture(2, call_parse_one, one, &rc);
+	assert_int_equal(rc, -1);
+	assert_string_equal(out, "");
+	free(out);
+	out = capture(2, call_parse_one, none, &rc);
+	assert_int_equal(rc, EXIT_USAGE);
+	assert_string_equal(out, "coldstart: error: no log given\nTry 'coldstart demo --help'.\n");
+	free(out);
+	out = capture(2, call_parse_one, two, &rc);
+	assert_int_equal(rc, EXIT_USAGE);
+	assert_string_equal(out, "coldstart: error: give exactly one log\nTry 'coldstart demo --help'.\n");
+	free(out);
+	out = capture(2, call_parse_one, bad, &rc);
+	assert_int_equal(rc, EXIT_USAGE);
+	assert_true(strstr(out, "'-x'") != NULL);
+	free(out);
+}
+
 static void test_usage(void **state)
 {
 	char *out;
@@ -312,6 +355,7 @@ int main(void)
 		cmocka_unit_test(test_stop_at_and_positional),
 		cmocka_unit_test(test_help),
 		cmocka_unit_test(test_usage),
+		cmocka_unit_test(test_parse_one),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

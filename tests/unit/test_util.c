@@ -16,6 +16,33 @@
 
 #include "util.h"
 
+/* Sizes and durations share their number's rules: no sign, no space, finite. */
+static void test_sizes_and_durations(void **state)
+{
+	static const char *const bad[] = { "", " 1", "-1", "+", "nan", "inf", "1e999", "x", "1 ", NULL };
+	const char *const *b;
+	int64_t v;
+
+	for (b = bad; *b; b++) {
+		assert_int_equal(parse_size(*b, &v), -1);
+		assert_int_equal(parse_duration_us(*b, &v), -1);
+	}
+	assert_int_equal(parse_size("512m", &v), 0);
+	assert_int_equal(v, 512 * 1024 * 1024);
+	assert_int_equal(parse_size("1.5KiB", &v), 0);
+	assert_int_equal(v, 1536);
+	assert_int_equal(parse_size("7", &v), 0);
+	assert_int_equal(v, 7);
+	assert_int_equal(parse_size("2q", &v), -1);
+	assert_int_equal(parse_duration_us("1.5s", &v), 0);
+	assert_int_equal(v, 1500000);
+	assert_int_equal(parse_duration_us("250", &v), 0);
+	assert_int_equal(v, 250000);
+	assert_int_equal(parse_duration_us("3ns", &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(parse_duration_us("2h", &v), -1);
+}
+
 static void test_saturation(void **state)
 {
 	(void)state;
@@ -110,6 +137,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_saturation),
+		cmocka_unit_test(test_sizes_and_durations),
 		cmocka_unit_test(test_json_strings_are_utf8),
 		cmocka_unit_test(test_zfile_limit),
 	};

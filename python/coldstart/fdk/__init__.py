@@ -106,6 +106,30 @@ def check_environ(env):
     return path, phony
 
 
+def claim_environ(env):
+    """check_environ for a server about to listen: returns (socket path,
+    phony path) and marks the FDK active, or None after logging why the
+    environment cannot be served (the server then exits EXIT_USAGE)."""
+    global active
+    try:
+        paths = check_environ(env)
+    except ConfigError as e:
+        log(str(e))
+        return None
+    active = True
+    return paths
+
+
+def listen_failure(e, path):
+    """Logs why listen() or link() raised e (a ConfigError or an OSError)
+    and returns the exit status for it."""
+    if isinstance(e, ConfigError):
+        log(str(e))
+        return EXIT_USAGE
+    log("cannot listen on %r: %s" % (path, e))
+    return EXIT_FAILURE
+
+
 def _file_type(path):
     try:
         return os.lstat(path).st_mode & _S_IFMT

@@ -886,13 +886,10 @@ def serve(resolve, warm="lazy", max_body=DEFAULT_MAX_BODY, what="function",
     With warm="eager" resolve() runs before the socket is ready.
     """
     env = os.environ if environ is None else environ
-    try:
-        path, phony = _fdk.check_environ(env)
-    except ConfigError as e:
-        log(str(e))
+    paths = _fdk.claim_environ(env)
+    if paths is None:
         return EXIT_USAGE
-
-    _fdk.active = True
+    path, phony = paths
     server = Server(resolve, path, phony, max_body=max_body)
     old = {}
     try:
@@ -907,12 +904,8 @@ def serve(resolve, warm="lazy", max_body=DEFAULT_MAX_BODY, what="function",
         try:
             server.open()
             server.ready()
-        except ConfigError as e:
-            log(str(e))
-            return EXIT_USAGE
-        except OSError as e:
-            log("cannot listen on %r: %s" % (path, e))
-            return EXIT_FAILURE
+        except (ConfigError, OSError) as e:
+            return _fdk.listen_failure(e, path)
         if warm == "background":
             _warm_in_background(resolve, what)
         server.serve_forever()

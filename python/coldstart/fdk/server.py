@@ -21,8 +21,8 @@ import os
 import sys
 
 from coldstart import fdk as _fdk
-from coldstart.fdk import (DEFAULT_MAX_BODY, EXIT_FAILURE, EXIT_OK,
-                           EXIT_USAGE, ConfigError, Terminate, log)
+from coldstart.fdk import (DEFAULT_MAX_BODY, EXIT_OK, EXIT_USAGE,
+                           ConfigError, Terminate, log)
 
 try:
     import _signal as _sig
@@ -171,12 +171,10 @@ def _serve_ready_first(func, handler, warm, max_body):
     possible, then hands the socket to coldstart.fdk.loop (in lazy mode
     once the first connection is accepted)."""
     env = os.environ
-    try:
-        path, phony = _fdk.check_environ(env)
-    except ConfigError as e:
-        log(str(e))
+    paths = _fdk.claim_environ(env)
+    if paths is None:
         return EXIT_USAGE
-    _fdk.active = True
+    path, phony = paths
     lsock = None
     old = {}
     try:
@@ -190,12 +188,8 @@ def _serve_ready_first(func, handler, warm, max_body):
                 # the link appears; nothing is imported in between.
                 _dump_modules(debug)
             _fdk.link(path, phony)
-        except ConfigError as e:
-            log(str(e))
-            return EXIT_USAGE
-        except OSError as e:
-            log("cannot listen on %r: %s" % (path, e))
-            return EXIT_FAILURE
+        except (ConfigError, OSError) as e:
+            return _fdk.listen_failure(e, path)
         first = None
         if warm == "lazy":
             # Nothing else happens until Fn's agent connects: an idle

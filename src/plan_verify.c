@@ -1,0 +1,410 @@
+/*
+ * Reading a recorded plan back, the runs of the target, and --verify: the
+ * responses with the plan must be those without it; when one differs, a
+ * bisection over the lazy from-imports and then the deferred modules (in
+ * import order) finds the one to keep eager (plan_verify.h).
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "builtin.h"
+#include "plan_verify.h"
+#include "util.h"
+
+const char *plan_mod_str(json_t *m, const char *key)
+{
+	json_t *v = json_object_get(m, key);
+
+	return json_is_string(v) ? json_string_value(v) : "";
+}
+
+int64_t plan_mod_int(json_t *m, const char *key)
+{
+	json_t *v = json_object_get(m, key);
+
+	return json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
+}
+
+int plan_load(const char *path, struct plan_doc *d, struct buf *err)
+{
+	json_error_t jerr;
+	json_t *fmt, *ver;
+
+	d->root = json_load_file(path, 0, &jerr);
+	if (!d->root) {
+		buf_addf(err, "cannot read the plan '%s': %s (line %d)", path, jerr.text, jerr.line);
+		return -1;
+	}
+	fmt = json_object_get(d->root, "format");
+	/* The bootstrap's answer when the interpreter cannot be planned. */
+	if (json_is_string(fmt) && !strcmp(json_string_value(fmt), "coldstart-plan-error")) {
+		buf_addf(err, "%s", plan_mod_str(d->root, "error"));
+		json_decref(d->root);
+		d->root = NULL;
+		return -2;
+	}
+	ver = json_object_get(d->root, "version");
+	d->modules = json_object_get(d->root, "modules");
+	if (!json_is_string(fmt) || strcmp(json_string_value(fmt), PLAN_FORMAT) || !json_is_integer(ver) ||
+	    json_integer_value(ver) != PLAN_VERSION || !json_is_array(d->modules)) {
+		buf_addf(err, "'%s' is not a coldstart plan of version %d", path, PLAN_VERSION);
+		json_decref(d->root);
+		d->root = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Writes a copy of the plan where the first k deferred modules load
+ * eagerly and the first nf modules of froms (all of them: nf == SIZE_MAX)
+ * bind their from-imports eagerly.
+ */
+static int write_variant(const struct plan_doc *d, const char *const *names, size_t k,
+			 const char *const *froms, size_t nf, const char *path, struct buf *err)
+{
+	json_t *copy = json_deep_copy(d->root);
+	json_t *mods = json_object_get(copy, "modules");
+	json_t *index = json_object_get(copy, "index");
+	json_t *from = json_object_get(copy, "from");
+	size_t i, j;
+	int ret = 0;
+
+	if (json_is_object(from)) {
+		if (nf == SIZE_MAX)
+			json_object_clear(from);
+		for (j = 0; nf != SIZE_MAX && j < nf; j++)
+			json_object_del(from, froms[j]);
+	}
+	for (i = 0; i < json_array_size(mods); i++) {
+		json_t *m = json_array_get(mods, i);
+
+		for (j = 0; j < k; j++)
+			if (!strcmp(plan_mod_str(m, "name"), names[j])) {
+				json_object_set_new(m, "action", json_string("eager"));
+				break;
+			}
+	}
+	/* The applier's compact rows: [name, kind, path, size, mtime_ns, action, ...]. */
+	for (i = 0; i < json_array_size(index); i++) {
+		json_t *row = json_array_get(index, i);
+		const char *name = json_string_value(json_array_get(row, 0));
+
+		for (j = 0; name && j < k; j++)
+			if (!strcmp(name, names[j])) {
+				json_array_set_new(row, 5, json_string("eager"));
+				break;
+			}
+	}
+	if (json_dump_file(copy, path, JSON_COMPACT) < 0) {
+		buf_addf(err, "cannot write '%s': %s", path, strerror(errno));
+		ret = -1;
+	}
+	json_decref(copy);
+	return ret;
+}
+
+int plan_exit_for(enum plan_status st)
+{
+	switch (st) {
+	case PLAN_RUN_OK:
+		return EXIT_OK;
+	case PLAN_RUN_NO_EXEC:
+		return EXIT_NO_PYTHON;
+	case PLAN_RUN_EXITED:
+		return EXIT_TARGET_FAILED;
+	case PLAN_RUN_NOT_READY:
+		return EXIT_NOT_READY;
+	case PLAN_RUN_TIMEOUT:
+		return EXIT_TARGET_TIMEOUT;
+	case PLAN_RUN_INTERRUPTED:
+		return 128 + plan_target_interrupted();
+	case PLAN_RUN_FAILED:
+		break;
+	}
+	return EXIT_FAIL;
+}
+
+void plan_report_failure(const char *what, enum plan_status st, const struct plan_outcome *o,
+			 const struct buf *err)
+{
+	error("%s: %s", what, err->buf);
+	if (st != PLAN_RUN_INTERRUPTED && o->stderr_tail.len) {
+		fprintf(stderr, "-- the target's last stderr output:\n%s%s", o->stderr_tail.buf,
+			o->stderr_tail.buf[o->stderr_tail.len - 1] == '\n' ? "" : "\n");
+	}
+}
+
+int plan_response_status(const struct buf *resp)
+{
+	const char *hdr_end = memmem(resp->buf, resp->len, "\r\n\r\n", 4);
+	const char *fs;
+	int status = 0;
+
+	if (!hdr_end || sscanf(resp->buf, "HTTP/1.%*d %d", &status) != 1)
+		return 0;
+	fs = strcasestr(resp->buf, "\r\nfn-http-status:");
+	if (status == 200 && fs && fs < hdr_end)
+		status = atoi(fs + 17);
+	return status;
+}
+
+enum plan_status plan_run_once(struct plan_run *r, const struct strvec *env, const char *record,
+			       struct plan_outcome *o, struct buf *err)
+{
+	r->t.env = env->v;
+	r->t.record_path = record;
+	plan_outcome_init(o);
+	return plan_target_run(&r->t, o, err);
+}
+
+static bool same_responses(const struct plan_outcome *a, const struct plan_outcome *b, size_t *which)
+{
+	size_t i;
+
+	for (i = 0; i < a->nr_responses && i < b->nr_responses; i++)
+		if (a->responses[i].len != b->responses[i].len ||
+		    memcmp(a->responses[i].buf, b->responses[i].buf, a->responses[i].len)) {
+			*which = i;
+			return false;
+		}
+	*which = i;
+	return a->nr_responses == b->nr_responses;
+}
+
+/* Runs with plan file path applied; 1 same responses as base, 0 differ, -1 failed. */
+static int try_plan(struct plan_run *r, const char *path, const struct plan_outcome *base, size_t *which,
+		    struct buf *err, enum plan_status *st)
+{
+	struct plan_outcome o;
+	int ret;
+
+	strvec_setenv(&r->env_apply, "COLDSTART_PLAN", path);
+	*st = plan_run_once(r, &r->env_apply, NULL, &o, err);
+	if (*st == PLAN_RUN_INTERRUPTED) {
+		plan_outcome_release(&o);
+		return -1;
+	}
+	/* A run that fails with the plan differs from one that answered without it. */
+	ret = *st == PLAN_RUN_OK && same_responses(base, &o, which);
+	if (*st != PLAN_RUN_OK)
+		*which = o.nr_responses;
+	plan_outcome_release(&o);
+	buf_reset(err);
+	return ret;
+}
+
+static void show_diff(const struct plan_outcome *a, size_t which)
+{
+	fprintf(stderr, "coldstart plan: with the plan, response %zu of %zu differs from the one without it\n",
+		which + 1, a->nr_responses);
+}
+
+/* One verification: the runs, the plan read back, and the variants tried. */
+struct verify {
+	struct plan_run *r;
+	const char *output; /* the plan file, named in the refusal */
+	struct plan_outcome base; /* the responses without the plan */
+	struct plan_doc d;
+	const char **names; /* the deferred modules, in import order */
+	size_t nr;
+	const char **froms; /* the modules with lazy from-imports, in import order */
+	size_t nf;
+	struct buf variant; /* the path of the variant plan */
+	struct buf err;
+	int ret; /* the exit status once a step stops */
+};
+
+/*
+ * Runs the variant of the plan with the first k deferred modules eager and
+ * the first nf modules of froms binding eagerly (plan: write_variant).
+ * Returns 1 same responses as without the plan, 0 not, -1 stop (v->ret).
+ */
+static int try_variant(struct verify *v, size_t k, size_t nf)
+{
+	enum plan_status st;
+	size_t which = 0;
+	int ok;
+
+	if (write_variant(&v->d, v->names, k, v->froms, nf, v->variant.buf, &v->err) < 0) {
+		error("%s", v->err.buf);
+		v->ret = EXIT_FAIL;
+		return -1;
+	}
+	ok = try_plan(v->r, v->variant.buf, &v->base, &which, &v->err, &st);
+	if (ok < 0)
+		v->ret = plan_exit_for(st);
+	return ok;
+}
+
+/*
+ * The shortest prefix (of froms when from, else of the deferred modules)
+ * that, kept eager, gives the responses back, given that all n of them do
+ * and none do not: its last entry is the one whose laziness changes them.
+ * Returns 0 with *found its length, -1 stop (v->ret).
+ */
+static int bisect(struct verify *v, bool from, size_t n, size_t *found)
+{
+	size_t lo = 0, hi = n;
+
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		int ok = from ? try_variant(v, 0, mid) : try_variant(v, mid, SIZE_MAX);
+
+		if (ok < 0)
+			return -1;
+		if (ok)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	*found = hi;
+	return 0;
+}
+
+/* The deferred modules and the modules with lazy from-imports, in import order. */
+static void collect_lazy(struct verify *v)
+{
+	json_t *from = json_object_get(v->d.root, "from");
+	size_t i;
+
+	for (i = 0; i < json_array_size(v->d.modules); i++) {
+		json_t *m = json_array_get(v->d.modules, i);
+
+		if (!strcmp(plan_mod_str(m, "action"), "defer")) {
+			v->names = xrealloc(v->names, st_mult(v->nr + 1, sizeof(*v->names)));
+			v->names[v->nr++] = plan_mod_str(m, "name");
+		}
+	}
+	for (i = 0; json_is_object(from) && i < json_array_size(v->d.modules); i++) {
+		const char *name = plan_mod_str(json_array_get(v->d.modules, i), "name");
+
+		if (json_object_get(from, name)) {
+			v->froms = xrealloc(v->froms, st_mult(v->nf + 1, sizeof(*v->froms)));
+			v->froms[v->nf++] = name;
+		}
+	}
+}
+
+/*
+ * First the lazy from-imports: when binding them all eagerly gives the
+ * responses back, names the module whose from-imports do it.  Returns 1
+ * when that module was named, 0 when the from-imports are not the cause,
+ * -1 stop (v->ret).
+ */
+static int find_lazy_from(struct verify *v)
+{
+	size_t found;
+	int ok;
+
+	if (!v->nf)
+		return 0;
+	ok = try_variant(v, 0, SIZE_MAX);
+	if (ok <= 0)
+		return ok;
+	if (bisect(v, true, v->nf, &found) < 0)
+		return -1;
+	error("verify: binding the from-imports of '%s' lazily changes the responses; keep them "
+	      "eager: add --eager-from %s (plan was not written to %s)",
+	      v->froms[found - 1], v->froms[found - 1], v->output);
+	return 1;
+}
+
+/* Then the deferred modules, with every from-import bound eagerly. */
+static void find_deferred(struct verify *v)
+{
+	size_t found;
+	int ok = try_variant(v, v->nr, SIZE_MAX);
+
+	if (ok < 0)
+		return;
+	if (!ok) {
+		error("verify: the responses differ even with nothing deferred: the module index itself changes "
+		      "them (a module found elsewhere than its recorded file?); plan was not written");
+		return;
+	}
+	/* Nothing deferred, yet the plan's own copy gives the responses back. */
+	if (!v->nr) {
+		error("verify: the plan defers nothing, yet a response differed with it and not with its copy: the "
+		      "target's answers are not reproducible, so the plan cannot be verified; plan was not written");
+		return;
+	}
+	if (bisect(v, false, v->nr, &found) < 0)
+		return;
+	error("verify: deferring '%s' changes the responses; keep it eager: add --eager %s "
+	      "(plan was not written to %s)",
+	      v->names[found - 1], v->names[found - 1], v->output);
+}
+
+/* The plan changed a response: why, when the target's answers are reproducible. */
+static void find_cause(struct verify *v, const char *tmp)
+{
+	struct plan_outcome again;
+	enum plan_status st;
+	size_t which = 0;
+
+	/* A target that answers differently every time cannot be verified. */
+	st = plan_run_once(v->r, &v->r->env_plain, NULL, &again, &v->err);
+	if (st == PLAN_RUN_OK && !same_responses(&v->base, &again, &which)) {
+		error("verify: response %zu differs between two runs without the plan: the target's answers are "
+		      "not reproducible, so the plan cannot be verified; plan was not written",
+		      which + 1);
+		plan_outcome_release(&again);
+		return;
+	}
+	plan_outcome_release(&again);
+	if (plan_load(tmp, &v->d, &v->err) < 0) {
+		error("%s", v->err.buf);
+		return;
+	}
+	collect_lazy(v);
+	buf_addf(&v->variant, "%s.bisect", tmp);
+	if (find_lazy_from(v))
+		return;
+	find_deferred(v);
+}
+
+int plan_verify(struct plan_run *r, const char *tmp, const char *output)
+{
+	struct verify v = { .r = r, .output = output, .ret = EXIT_FAIL };
+	enum plan_status st;
+	size_t which = 0;
+	int ok;
+
+	buf_init(&v.variant, 0);
+	buf_init(&v.err, 0);
+	st = plan_run_once(r, &r->env_plain, NULL, &v.base, &v.err);
+	if (st != PLAN_RUN_OK) {
+		plan_report_failure("verify: the run without the plan failed", st, &v.base, &v.err);
+		v.ret = plan_exit_for(st);
+		goto out;
+	}
+	ok = try_plan(r, tmp, &v.base, &which, &v.err, &st);
+	if (ok < 0) {
+		v.ret = plan_exit_for(st);
+	} else if (ok) {
+		printf("coldstart plan: verified: %zu response%s identical with and without the plan\n",
+		       v.base.nr_responses, v.base.nr_responses == 1 ? "" : "s");
+		v.ret = EXIT_OK;
+	} else {
+		show_diff(&v.base, which);
+		find_cause(&v, tmp);
+	}
+out:
+	if (v.variant.len)
+		unlink(v.variant.buf);
+	plan_outcome_release(&v.base);
+	free(v.names);
+	free(v.froms);
+	if (v.d.root)
+		json_decref(v.d.root);
+	buf_release(&v.err);
+	buf_release(&v.variant);
+	return v.ret;
+}

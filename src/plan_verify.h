@@ -1,0 +1,76 @@
+/*
+ * What `coldstart plan` does with a recorded plan and its runs of the
+ * target: reading the plan back, the exit status and message of a run that
+ * failed, and --verify: replaying the requests with and without the plan and,
+ * when a response differs, bisecting the deferred modules (and the lazy
+ * from-imports) for the one to keep eager (docs/plan.md).
+ */
+#ifndef COLDSTART_PLAN_VERIFY_H
+#define COLDSTART_PLAN_VERIFY_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "plan_target.h"
+#include "util.h"
+
+#define PLAN_FORMAT "coldstart-plan"
+#define PLAN_VERSION 1
+
+/* The parts of a plan the command reads back. */
+struct plan_doc {
+	json_t *root;
+	json_t *modules;
+};
+
+/* The string (or "") and integer (or 0) field key of a plan's module m. */
+const char *plan_mod_str(json_t *m, const char *key);
+int64_t plan_mod_int(json_t *m, const char *key);
+
+/*
+ * Reads the plan at path into d.  Returns -1 for a file that is not a plan,
+ * -2 when the bootstrap wrote why the interpreter cannot be planned (the
+ * message in err either way).
+ */
+int plan_load(const char *path, struct plan_doc *d, struct buf *err);
+
+/* The target of `coldstart plan` and the three environments it runs in. */
+struct plan_run {
+	struct plan_target t;
+	struct strvec argv;
+	struct strvec env_plain; /* the target's own environment */
+	struct strvec env_record;
+	struct strvec env_apply;
+	struct buf *bodies;
+	size_t nr_bodies;
+	char host[256];
+	char path[1024];
+};
+
+/* The exit status for a run that ended with st. */
+int plan_exit_for(enum plan_status st);
+
+/* Prints "what: err" and, unless interrupted, the target's last stderr. */
+void plan_report_failure(const char *what, enum plan_status st, const struct plan_outcome *o,
+			 const struct buf *err);
+
+/*
+ * The status a caller of the target sees in a normalised response: the
+ * HTTP status, or an Fn function's Fn-Http-Status; 0 for a run-to-exit
+ * target's output.
+ */
+int plan_response_status(const struct buf *resp);
+
+/* Runs the target once with env (recording to record, or NULL); fills o. */
+enum plan_status plan_run_once(struct plan_run *r, const struct strvec *env, const char *record,
+			       struct plan_outcome *o, struct buf *err);
+
+/*
+ * Verifies the plan in tmp against runs without it.  Returns EXIT_OK when
+ * every response is the same, EXIT_FAIL (with the module to keep eager
+ * named; output is the plan file that was not written) when not, or the
+ * exit status of a run that failed.
+ */
+int plan_verify(struct plan_run *r, const char *tmp, const char *output);
+
+#endif
