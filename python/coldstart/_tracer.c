@@ -483,7 +483,12 @@ static int trace_open(void)
 	T.size = CHUNK;
 	T.used = 0;
 	fill_reset(&T.fill, fd);
-	return emit_header(from_fork, spawner);
+	if (emit_header(from_fork, spawner) < 0) {
+		/* Not even the header: the file is left empty, which coldstart reads as a trace stopped at its start. */
+		T.used = 0;
+		return -1;
+	}
+	return 0;
 }
 
 static void atfork_child(void)
