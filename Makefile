@@ -91,14 +91,13 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJS)
 
 # The Fn investigation in two runs: the function as fdk-python serves it
 # (everything imported before the socket is ready), then behind coldstart-fdk.
+# The story in one screen (samples/demo.sh): the Fn function the fdk-python
+# way and behind coldstart-fdk under --preset fn, side by side; the full
+# reports, profiles and flamegraphs in $(BUILD)/demo.
 demo:
 	@sh tests/install-deps.sh build
-	$(MAKE) all
-	@echo "== the Fn-style function, imported at start-up as fdk-python does"
-	PYTHONPATH=$(CURDIR)/python ./coldstart profile --python $(PYTHON) --ready fn --top 8 samples/fn-hello/func.py
-	@echo
-	@echo "== the same function behind coldstart-fdk: ready first, imported on the first call"
-	./coldstart profile --ready fn --top 8 -- $(PYTHON) python/coldstart-fdk samples/fn-hello/func.py handler
+	@$(MAKE) --no-print-directory all >/dev/null
+	@sh samples/demo.sh $(CURDIR)/coldstart $(PYTHON) $(BUILD)/demo
 
 test:
 	@sh tests/install-deps.sh test

@@ -135,88 +135,183 @@ void budget_forbid(struct budget *b, const char *module)
 	strvec_push(&b->forbid, module);
 }
 
-int budget_check(const struct profile *p, const struct budget *b, struct buf *explain)
+static struct budget_verdict *add_verdict(struct budget_verdicts *out, const char *name, bool forbid)
 {
-	size_t i, r;
-	int failed = 0;
+	struct budget_verdict *v;
 
-	if (!measured_runs(p)) {
-		buf_addf(explain, "budget: the profile holds no measured run to check\n");
-		return -1;
-	}
-	for (i = 0; i < b->nr; i++) {
-		const struct budget_item *it = &b->items[i];
-		int64_t got;
-		bool seen = true, bad;
+	ALLOC_GROW(out->v, out->nr + 1, out->alloc);
+	v = &out->v[out->nr++];
+	memset(v, 0, sizeof(*v));
+	v->name = name;
+	v->forbid = forbid;
+	v->seen = true;
+	buf_init(&v->text, 0);
+	return v;
+}
 
-		if (!strcmp(it->name, "total"))
-			got = total_median(p, true, false);
-		else if (!strcmp(it->name, "target"))
-			got = total_median(p, false, false);
-		else if (!strcmp(it->name, "startup"))
-			got = total_median(p, true, true);
-		else
-			got = module_median(p, it->name, &seen);
-		/*
-		 * A gate fails closed: a negative time (a damaged or crafted
-		 * profile; importtime has printed negative numbers) proves
-		 * nothing, and a saturated sum is as large as it says.
-		 */
-		bad = seen && (got > it->limit_us || got < 0);
-		buf_addf(explain, "budget %-4s %s: ", bad ? "FAIL" : "ok", it->name);
-		if (!seen)
-			buf_adds(explain, "not imported");
-		else
-			buf_add_duration(explain, got);
-		if (seen && got < 0) {
-			buf_adds(explain, " (negative: not a time that can pass)");
-		} else {
-			if (seen && profile_metric(p) == METRIC_CPU && strcmp(it->name, "startup"))
-				buf_adds(explain, " of CPU");
-			buf_adds(explain, bad ? " > " : " <= ");
-			buf_add_duration(explain, it->limit_us);
-		}
-		buf_addch(explain, '\n');
-		if (bad)
-			failed = 1;
-	}
-	for (i = 0; i < b->forbid.nr; i++) {
-		const char *name = b->forbid.v[i];
-		size_t len = strlen(name);
-		bool found = false;
+/* Whether module name (or a submodule: "xml" covers xml.dom) is in a tree of any measured run. */
+static bool module_anywhere(const struct profile *p, const char *name)
+{
+	size_t len = strlen(name), r, pi, k;
 
-		/* "xml" forbids xml.dom too; every process of every measured run counts. */
-		for (r = 0; r < p->nr_runs && !found; r++) {
-			const struct run *run = &p->runs[r];
-			size_t pi;
+	for (r = 0; r < p->nr_runs; r++) {
+		if (p->runs[r].warmup)
+			continue;
+		for (pi = 0; pi < p->runs[r].nr_procs; pi++) {
+			const struct proc *pr = &p->runs[r].procs[pi];
 
-			if (run->warmup)
-				continue;
-			for (pi = 0; pi < run->nr_procs && !found; pi++) {
-				const struct proc *pr = &run->procs[pi];
-				int32_t k;
+			for (k = 0; k < pr->nr_nodes; k++) {
+				const char *n = node_name(pr, (int32_t)k);
 
-				/* In import order, so the first import of it is the one named. */
-				for (k = pr->first_root; k >= 0; k = proc_preorder_next(pr, k)) {
-					const char *n = node_name(pr, k);
-
-					if (strncmp(n, name, len) || (n[len] && n[len] != '.'))
-						continue;
-					found = true;
-					buf_addf(explain, "forbid FAIL %s: %s imported via ", name, n);
-					proc_chain(pr, k, " > ", explain);
-					if (pi)
-						buf_addf(explain, " (process %zu%s)", pi + 1,
-							 pr->argv ? ", a child" : "");
-					buf_addch(explain, '\n');
-					break;
-				}
+				if (!strncmp(n, name, len) && (!n[len] || n[len] == '.'))
+					return true;
 			}
 		}
-		if (!found)
-			buf_addf(explain, "forbid ok   %s: not imported\n", name);
-		else
-			failed = 1;
 	}
-	return failed;
+	return false;
+}
+
+static void judge_budget(const struct profile *p, const struct budget_item *it, struct budget_verdict *v)
+{
+	struct buf *t = &v->text;
+	int64_t got;
+	bool seen = true, bad;
+
+	if (!strcmp(it->name, "total"))
+		got = total_median(p, true, false);
+	else if (!strcmp(it->name, "target"))
+		got = total_median(p, false, false);
+	else if (!strcmp(it->name, "startup"))
+		got = total_median(p, true, true);
+	else
+		got = module_median(p, it->name, &seen);
+	/*
+	 * A gate fails closed: a negative time (a damaged or crafted
+	 * profile; importtime has printed negative numbers) proves
+	 * nothing, and a saturated sum is as large as it says.
+	 */
+	bad = seen && (got > it->limit_us || got < 0);
+	if (!seen) {
+		buf_adds(t, "not imported (budget ");
+		buf_add_duration(t, it->limit_us);
+		buf_addch(t, ')');
+	} else {
+		buf_add_duration(t, got);
+		if (got < 0) {
+			buf_adds(t, " (negative: not a time that can pass)");
+		} else {
+			if (profile_metric(p) == METRIC_CPU && strcmp(it->name, "startup"))
+				buf_adds(t, " of CPU");
+			buf_adds(t, bad ? " > " : " <= ");
+			buf_add_duration(t, it->limit_us);
+		}
+	}
+	v->failed = bad;
+	v->seen = seen;
+	/* Not in the main process: maybe a child's, maybe a typo; either way this budget cannot fail. */
+	if (!seen)
+		v->unknown = !module_anywhere(p, it->name);
+}
+
+static void judge_forbid(const struct profile *p, const char *name, struct budget_verdict *v)
+{
+	size_t len = strlen(name), r;
+	bool found = false;
+
+	/* "xml" forbids xml.dom too; every process of every measured run counts. */
+	for (r = 0; r < p->nr_runs && !found; r++) {
+		const struct run *run = &p->runs[r];
+		size_t pi;
+
+		if (run->warmup)
+			continue;
+		for (pi = 0; pi < run->nr_procs && !found; pi++) {
+			const struct proc *pr = &run->procs[pi];
+			int32_t k;
+
+			/* In import order, so the first import of it is the one named. */
+			for (k = pr->first_root; k >= 0; k = proc_preorder_next(pr, k)) {
+				const char *n = node_name(pr, k);
+
+				if (strncmp(n, name, len) || (n[len] && n[len] != '.'))
+					continue;
+				found = true;
+				buf_addf(&v->text, "%s imported via ", n);
+				proc_chain(pr, k, " > ", &v->text);
+				if (pi)
+					buf_addf(&v->text, " (process %zu%s)", pi + 1, pr->argv ? ", a child" : "");
+				break;
+			}
+		}
+	}
+	if (!found)
+		buf_adds(&v->text, "not imported");
+	v->failed = found;
+	v->seen = found;
+}
+
+int budget_judge(const struct profile *p, const struct budget *b, struct budget_verdicts *out, struct buf *err)
+{
+	size_t i;
+
+	if (!measured_runs(p)) {
+		buf_addf(err, "budget: the profile holds no measured run to check");
+		return -1;
+	}
+	for (i = 0; i < b->nr; i++)
+		judge_budget(p, &b->items[i], add_verdict(out, b->items[i].name, false));
+	for (i = 0; i < b->forbid.nr; i++)
+		judge_forbid(p, b->forbid.v[i], add_verdict(out, b->forbid.v[i], true));
+	for (i = 0; i < out->nr; i++) {
+		out->failed += out->v[i].failed;
+		out->unknown += out->v[i].unknown;
+	}
+	return 0;
+}
+
+void budget_verdicts_release(struct budget_verdicts *vs)
+{
+	size_t i;
+
+	for (i = 0; i < vs->nr; i++)
+		buf_release(&vs->v[i].text);
+	free(vs->v);
+	memset(vs, 0, sizeof(*vs));
+}
+
+void budget_warning(const struct budget_verdict *v, struct buf *out)
+{
+	buf_addf(out, "budget '%s': no module of that name was imported in any measured run, so it cannot fail "
+		      "(a typo? a module of another process?)", v->name);
+}
+
+int budget_check(const struct profile *p, const struct budget *b, struct buf *explain)
+{
+	struct budget_verdicts vs = BUDGET_VERDICTS_INIT;
+	struct buf err = BUF_INIT;
+	size_t i;
+	int ret;
+
+	if (budget_judge(p, b, &vs, &err) < 0) {
+		buf_addf(explain, "%s\n", err.buf);
+		buf_release(&err);
+		return -1;
+	}
+	for (i = 0; i < vs.nr; i++) {
+		const struct budget_verdict *v = &vs.v[i];
+
+		buf_addf(explain, "%s %-4s %s: %s\n", v->forbid ? "forbid" : "budget", v->failed ? "FAIL" : "ok",
+			 v->name, v->text.buf);
+	}
+	for (i = 0; i < vs.nr; i++) {
+		if (!vs.v[i].unknown)
+			continue;
+		buf_adds(explain, "warning: ");
+		budget_warning(&vs.v[i], explain);
+		buf_addch(explain, '\n');
+	}
+	ret = vs.failed ? 1 : 0;
+	budget_verdicts_release(&vs);
+	buf_release(&err);
+	return ret;
 }

@@ -1,6 +1,7 @@
 /*
  * `coldstart check`: the CI gate.  Judges a saved profile against
- * --budget and --forbid rules and exits 0 when every rule holds, 1 when not.
+ * --budget and --forbid rules and exits 0 when every rule holds, 1 when not;
+ * as text, Markdown or GitHub annotations.
  */
 #include <stdio.h>
 #include <string.h>
@@ -8,12 +9,116 @@
 #include "args.h"
 #include "budget.h"
 #include "builtin.h"
+#include "ci_format.h"
 #include "profile.h"
+#include "show.h"
 
 struct check_opts {
 	struct budget b;
 	bool quiet;
+	enum ci_format format;
+	const char *markdown; /* --markdown FILE: also append the Markdown there */
 };
+
+static int set_format(const struct opt *opt, const char *v, struct buf *err)
+{
+	return ci_format_parse(v, opt->value, err);
+}
+
+static int set_markdown(const struct opt *opt, const char *v, struct buf *err)
+{
+	if (output_path_check(v, err) < 0)
+		return ARGS_FAILED;
+	*(const char **)opt->value = v;
+	return 0;
+}
+
+/* "check failed (3 of 5 rules)", "check passed (5 rules)". */
+static void add_verdict_line(struct buf *out, const struct budget_verdicts *vs)
+{
+	if (vs->failed)
+		buf_addf(out, "check failed (%zu of %zu rule%s)", vs->failed, vs->nr, vs->nr == 1 ? "" : "s");
+	else
+		buf_addf(out, "check passed (%zu rule%s)", vs->nr, vs->nr == 1 ? "" : "s");
+}
+
+static void render_text(const struct budget_verdicts *vs, bool quiet, struct buf *out)
+{
+	size_t i;
+
+	for (i = 0; i < vs->nr; i++) {
+		const struct budget_verdict *v = &vs->v[i];
+
+		if (quiet && !v->failed)
+			continue;
+		buf_addf(out, "%s %-4s %s: %s\n", v->forbid ? "forbid" : "budget", v->failed ? "FAIL" : "ok", v->name,
+			 v->text.buf);
+	}
+	for (i = 0; i < vs->nr; i++) {
+		if (!vs->v[i].unknown)
+			continue;
+		buf_adds(out, "warning: ");
+		budget_warning(&vs->v[i], out);
+		buf_addch(out, '\n');
+	}
+	add_verdict_line(out, vs);
+	buf_addch(out, '\n');
+}
+
+static void render_markdown(const struct budget_verdicts *vs, const char *profile, bool quiet, struct buf *out)
+{
+	size_t i;
+
+	buf_adds(out, "### coldstart ");
+	add_verdict_line(out, vs);
+	buf_adds(out, "\n\nProfile `");
+	ci_md_cell(out, profile);
+	buf_adds(out, "`; times are medians over the measured runs of the main process.\n\n");
+	buf_adds(out, "| rule | verdict | measured |\n|---|---|---|\n");
+	for (i = 0; i < vs->nr; i++) {
+		const struct budget_verdict *v = &vs->v[i];
+
+		if (quiet && !v->failed)
+			continue;
+		buf_addf(out, "| %s `", v->forbid ? "forbid" : "budget");
+		ci_md_cell(out, v->name);
+		buf_addf(out, "` | %s | ", v->failed ? "**FAIL**" : "ok");
+		ci_md_cell(out, v->text.buf);
+		buf_adds(out, " |\n");
+	}
+	for (i = 0; i < vs->nr; i++) {
+		if (!vs->v[i].unknown)
+			continue;
+		buf_adds(out, "\n> **Warning:** ");
+		budget_warning(&vs->v[i], out);
+		buf_addch(out, '\n');
+	}
+}
+
+static void render_github(const struct budget_verdicts *vs, const char *profile, struct buf *out)
+{
+	struct buf title = BUF_INIT, msg = BUF_INIT;
+	size_t i;
+
+	for (i = 0; i < vs->nr; i++) {
+		const struct budget_verdict *v = &vs->v[i];
+
+		if (!v->failed && !v->unknown)
+			continue;
+		buf_reset(&title);
+		buf_reset(&msg);
+		buf_addf(&title, "coldstart %s %s", v->forbid ? "forbid" : "budget", v->name);
+		if (v->failed)
+			buf_addf(&msg, "%s: %s (%s)", v->name, v->text.buf, profile);
+		else
+			budget_warning(v, &msg);
+		ci_annotation(out, v->failed ? "error" : "warning", title.buf, msg.buf);
+	}
+	add_verdict_line(out, vs);
+	buf_addch(out, '\n');
+	buf_release(&title);
+	buf_release(&msg);
+}
 
 static int add_budget(const struct opt *opt, const char *v, struct buf *err)
 {
@@ -33,7 +138,7 @@ static int add_forbid(const struct opt *opt, const char *v, struct buf *err)
 static const struct usage check_usage = {
 	.command = "check",
 	.synopsis = "usage: coldstart check PROFILE --budget total=300ms [--budget MODULE=50ms]\n"
-		    "                       [--forbid MODULE] ... [-q]\n\n"
+		    "                       [--forbid MODULE] ... [-q] [--format text|markdown|github]\n\n"
 		    "Fails (exit 1) when the profile breaks a budget, for CI.  Times are medians\n"
 		    "over the non-warm-up runs of the main process.\n\n",
 	.footer = "TIME: 300ms, 1.5s, 250us; a bare number is milliseconds.\n"
@@ -43,11 +148,12 @@ static const struct usage check_usage = {
 
 int cmd_check(int argc, char **argv)
 {
-	struct check_opts o = { .quiet = false };
+	struct check_opts o = { .quiet = false, .format = CI_TEXT };
+	struct budget_verdicts vs = BUDGET_VERDICTS_INIT;
 	struct profile p;
 	struct buf err = BUF_INIT, explain = BUF_INIT;
 	struct strvec pos = STRVEC_INIT;
-	int rc, failed, ret = EXIT_USAGE;
+	int rc, ret = EXIT_USAGE;
 
 	/* --budget is one option; the help spells out its NAMEs on four lines. */
 	const struct opt options[] = {
@@ -58,6 +164,10 @@ int cmd_check(int argc, char **argv)
 		OPT_HELP("budget", 0, "MODULE=TIME", "the module's cumulative import time"),
 		OPT_CALLBACK("forbid", 0, &o.b, add_forbid, "MODULE", "the module must not be imported by the main process"),
 		OPT_BOOL("quiet", 'q', &o.quiet, "print only the rules that fail"),
+		OPT_CALLBACK("format", 0, &o.format, set_format, "FMT",
+			     "text (default), markdown (a pull-request comment) or github (annotations)"),
+		OPT_CALLBACK("markdown", 0, &o.markdown, set_markdown, "FILE",
+			     "also append the Markdown to FILE, e.g. \"$GITHUB_STEP_SUMMARY\""),
 		OPT_HELP("help", 'h', NULL, "this text"),
 		OPT_END(),
 	};
@@ -81,29 +191,28 @@ int cmd_check(int argc, char **argv)
 		error("%s", err.buf);
 		goto out;
 	}
-	failed = budget_check(&p, &o.b, &explain);
-	if (failed < 0) {
-		fprintf(stderr, "coldstart: error: %s", explain.buf);
+	if (budget_judge(&p, &o.b, &vs, &err) < 0) {
+		error("%s", err.buf);
 		goto out;
 	}
-	if (o.quiet) {
-		const char *line = explain.buf;
-
-		while (*line) {
-			const char *nl = strchr(line, '\n');
-			size_t len = nl ? (size_t)(nl - line + 1) : strlen(line);
-
-			if (strstr(line, "FAIL") && strstr(line, "FAIL") < line + len)
-				fwrite(line, 1, len, stdout);
-			line += len;
+	if (o.format == CI_MARKDOWN)
+		render_markdown(&vs, pos.v[0], o.quiet, &explain);
+	else if (o.format == CI_GITHUB)
+		render_github(&vs, pos.v[0], &explain);
+	else
+		render_text(&vs, o.quiet, &explain);
+	fputs(explain.buf, stdout);
+	if (o.markdown) {
+		buf_reset(&explain);
+		render_markdown(&vs, pos.v[0], false, &explain);
+		if (ci_append_file(o.markdown, explain.buf, explain.len, &err) < 0) {
+			error("%s", err.buf);
+			goto out;
 		}
-	} else {
-		fputs(explain.buf, stdout);
 	}
-	printf("%s (%zu rule%s)\n", failed ? "check failed" : "check passed", o.b.nr + o.b.forbid.nr,
-	       o.b.nr + o.b.forbid.nr == 1 ? "" : "s");
-	ret = failed ? EXIT_FAIL : EXIT_OK;
+	ret = vs.failed ? EXIT_FAIL : EXIT_OK;
 out:
+	budget_verdicts_release(&vs);
 	budget_release(&o.b);
 	profile_release(&p);
 	strvec_clear(&pos);

@@ -8,9 +8,11 @@
 
 #include "args.h"
 #include "builtin.h"
+#include "ci_format.h"
 #include "diff.h"
 #include "export/export.h"
 #include "profile.h"
+#include "show.h"
 
 struct diff_opts {
 	struct export_opts exp; /* for --flamegraph */
@@ -18,7 +20,22 @@ struct diff_opts {
 	const char *output;
 	int64_t min_delta;
 	int top;
+	enum ci_format format;
+	const char *markdown; /* --markdown FILE: also append the Markdown there */
 };
+
+static int set_format(const struct opt *opt, const char *v, struct buf *err)
+{
+	return ci_format_parse(v, opt->value, err);
+}
+
+static int set_markdown(const struct opt *opt, const char *v, struct buf *err)
+{
+	if (output_path_check(v, err) < 0)
+		return ARGS_FAILED;
+	*(const char **)opt->value = v;
+	return 0;
+}
 
 static const struct usage diff_usage = {
 	.command = "diff",
@@ -38,8 +55,9 @@ int cmd_diff(int argc, char **argv)
 	struct profile a, b;
 	struct diff d = DIFF_INIT;
 	struct buf err = BUF_INIT, report = BUF_INIT;
-	struct strvec pos = STRVEC_INIT;
+	struct strvec pos = STRVEC_INIT, mismatches = STRVEC_INIT;
 	int rc, ret = EXIT_FAIL;
+	size_t i;
 
 	const struct opt options[] = {
 		OPT_DURATION("min-delta", 0, &o.min_delta, "TIME", "smallest change ever flagged (default 1ms)"),
@@ -48,6 +66,10 @@ int cmd_diff(int argc, char **argv)
 		OPT_BOOL("icicle", 0, &o.exp.icicle, "the flamegraph with its root at the top"),
 		OPT_INT("top", 0, &o.top, 0, 1000000, "N", "show at most N modules per list (default 20, 0 = all)"),
 		OPT_STRING("output", 'o', &o.output, "FILE", "write the report there instead of standard output"),
+		OPT_CALLBACK("format", 0, &o.format, set_format, "FMT",
+			     "text (default), markdown (a pull-request comment) or github (annotations)"),
+		OPT_CALLBACK("markdown", 0, &o.markdown, set_markdown, "FILE",
+			     "also append the Markdown to FILE, e.g. \"$GITHUB_STEP_SUMMARY\""),
 		OPT_HELP("help", 'h', NULL, "this text"),
 		OPT_END(),
 	};
@@ -81,10 +103,28 @@ int cmd_diff(int argc, char **argv)
 			goto out;
 		}
 	}
-	diff_report(&d, pos.v[0], pos.v[1], (size_t)o.top, &report);
+	diff_mismatches(&a, &b, &mismatches);
+	if (o.format == CI_TEXT) {
+		/* On stderr, so a report redirected to a file still shows it. */
+		for (i = 0; i < mismatches.nr; i++)
+			fprintf(stderr, "coldstart: warning: %s; the comparison is not like for like\n", mismatches.v[i]);
+		diff_report(&d, pos.v[0], pos.v[1], (size_t)o.top, &report);
+	} else if (o.format == CI_MARKDOWN) {
+		diff_report_markdown(&d, pos.v[0], pos.v[1], (size_t)o.top, &mismatches, &report);
+	} else {
+		diff_report_github(&d, pos.v[1], (size_t)o.top, &mismatches, &report);
+	}
 	if (export_write_data(o.output, report.buf, report.len, &err) < 0) {
 		error("%s", err.buf);
 		goto out;
+	}
+	if (o.markdown) {
+		buf_reset(&report);
+		diff_report_markdown(&d, pos.v[0], pos.v[1], (size_t)o.top, &mismatches, &report);
+		if (ci_append_file(o.markdown, report.buf, report.len, &err) < 0) {
+			error("%s", err.buf);
+			goto out;
+		}
 	}
 	ret = diff_regressions(&d) ? EXIT_FAIL : EXIT_OK;
 out:
@@ -92,6 +132,7 @@ out:
 	profile_release(&a);
 	profile_release(&b);
 	strvec_clear(&pos);
+	strvec_clear(&mismatches);
 	buf_release(&err);
 	buf_release(&report);
 	return ret;

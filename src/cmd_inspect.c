@@ -511,7 +511,7 @@ static int inspect_profile(const struct inspect_opts *o)
 		}
 		buf_adds(&out, "]}\n");
 	} else {
-		elf_report_section(&p, &out);
+		elf_report_section(&p, SIZE_MAX, &out);
 		if (!out.len)
 			buf_adds(&out, "\nNative extensions\n  none with a known file (a profile "
 				       "made with the tracer records them)\n");

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fit.h"
 #include "report.h"
 #include "runlimits.h"
 
@@ -328,11 +329,8 @@ static void rtrim_spaces(struct buf *out)
 /* s, then spaces up to width columns (counting UTF-8 characters, not bytes). */
 static void add_padded(struct buf *out, const char *s, int width)
 {
-	int n = 0;
-	const char *c;
+	int n = (int)fit_cols(s);
 
-	for (c = s; *c; c++)
-		n += ((unsigned char)*c & 0xc0) != 0x80;
 	buf_adds(out, s);
 	if (n < width)
 		buf_addf(out, "%*s", width - n, "");

@@ -255,8 +255,7 @@ static int cmp_delta_desc(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* Entries matching pick(), sorted by size of change; caller frees. */
-static const struct diff_entry **select_entries(const struct diff *d, int which, size_t *nr)
+const struct diff_entry **diff_select(const struct diff *d, enum diff_list which, size_t *nr)
 {
 	const struct diff_entry **v = xmalloc(st_mult(d->nr ? d->nr : 1, sizeof(*v)));
 	size_t i, n = 0;
@@ -266,10 +265,10 @@ static const struct diff_entry **select_entries(const struct diff *d, int which,
 		bool take;
 
 		switch (which) {
-		case 0: take = e->flagged && !e->added && !e->removed && e->delta_us > 0; break;
-		case 1: take = e->flagged && !e->added && !e->removed && e->delta_us < 0; break;
-		case 2: take = e->added; break;
-		case 3: take = e->removed; break;
+		case DIFF_SLOWER: take = e->flagged && !e->added && !e->removed && e->delta_us > 0; break;
+		case DIFF_FASTER: take = e->flagged && !e->added && !e->removed && e->delta_us < 0; break;
+		case DIFF_NEW: take = e->added; break;
+		case DIFF_REMOVED: take = e->removed; break;
 		default: take = !e->flagged && e->delta_us != 0 && !e->added && !e->removed;
 		}
 		if (take)
@@ -283,7 +282,7 @@ static const struct diff_entry **select_entries(const struct diff *d, int which,
 static void report_list(const struct diff *d, int which, const char *heading, size_t top, struct buf *out)
 {
 	size_t n, i;
-	const struct diff_entry **v = select_entries(d, which, &n);
+	const struct diff_entry **v = diff_select(d, (enum diff_list)which, &n);
 
 	if (!n) {
 		free(v);
@@ -413,7 +412,7 @@ void diff_report(const struct diff *d, const char *a_name, const char *b_name, s
 		 struct buf *out)
 {
 	size_t n;
-	const struct diff_entry **quiet = select_entries(d, 4, &n);
+	const struct diff_entry **quiet = diff_select(d, DIFF_QUIET, &n);
 
 	buf_addf(out, "coldstart diff: %s (%zu run%s) -> %s (%zu run%s)\n", a_name, d->a_runs,
 		 d->a_runs == 1 ? "" : "s", b_name, d->b_runs, d->b_runs == 1 ? "" : "s");
@@ -462,6 +461,50 @@ void diff_report(const struct diff *d, const char *a_name, const char *b_name, s
 		buf_addf(out, "\n%zu other module%s changed within the noise threshold\n", n, n == 1 ? "" : "s");
 	buf_addf(out, "\n%zu regression%s flagged\n", diff_regressions(d), diff_regressions(d) == 1 ? "" : "s");
 	free(quiet);
+}
+
+static void add_argv(struct buf *out, const struct strvec *v)
+{
+	size_t i;
+
+	for (i = 0; i < v->nr; i++)
+		buf_addf(out, "%s%s", i ? " " : "", v->v[i]);
+}
+
+static bool same_str(const char *x, const char *y)
+{
+	return (!x && !y) || (x && y && !strcmp(x, y));
+}
+
+void diff_mismatches(const struct profile *a, const struct profile *b, struct strvec *out)
+{
+	struct buf x = BUF_INIT, y = BUF_INIT, msg = BUF_INIT;
+
+	limits_describe(&a->limits, &x);
+	limits_describe(&b->limits, &y);
+	if (strcmp(x.buf, y.buf)) {
+		buf_addf(&msg, "the profiles ran under different limits: %s, then %s", x.buf, y.buf);
+		strvec_push(out, msg.buf);
+	}
+	if (!same_str(a->python, b->python) || !same_str(a->python_version, b->python_version)) {
+		buf_reset(&msg);
+		buf_addf(&msg, "the profiles ran different interpreters: %s (Python %s), then %s (Python %s)",
+			 a->python ? a->python : "unknown", a->python_version ? a->python_version : "?",
+			 b->python ? b->python : "unknown", b->python_version ? b->python_version : "?");
+		strvec_push(out, msg.buf);
+	}
+	buf_reset(&x);
+	buf_reset(&y);
+	add_argv(&x, &a->target);
+	add_argv(&y, &b->target);
+	if (strcmp(x.buf, y.buf)) {
+		buf_reset(&msg);
+		buf_addf(&msg, "the profiles ran different targets: '%s', then '%s'", x.buf, y.buf);
+		strvec_push(out, msg.buf);
+	}
+	buf_release(&x);
+	buf_release(&y);
+	buf_release(&msg);
 }
 
 void diff_release(struct diff *d)

@@ -82,6 +82,33 @@ void diff_report(const struct diff *d, const char *a_name, const char *b_name, s
 		 struct buf *out);
 void diff_release(struct diff *d);
 
+/* The lists of a report. */
+enum diff_list {
+	DIFF_SLOWER, /* flagged slow-downs of modules in both */
+	DIFF_FASTER, /* flagged speed-ups */
+	DIFF_NEW, /* in no run of A */
+	DIFF_REMOVED, /* in no run of B */
+	DIFF_QUIET, /* changed within the noise */
+};
+
+/* The entries of one list, largest change first; the caller frees the array. */
+const struct diff_entry **diff_select(const struct diff *d, enum diff_list which, size_t *nr);
+/*
+ * What makes the two profiles not like for like, one sentence each pushed
+ * to out: different limits, interpreter (path or version) or target argv.
+ */
+void diff_mismatches(const struct profile *a, const struct profile *b, struct strvec *out);
+/*
+ * The report as Markdown for a pull-request comment (the totals, then a
+ * table per list, at most top rows each, 0 = all; mismatches as a warning),
+ * and as GitHub annotations (one per flagged slow-down, new module and
+ * mismatch, then the verdict line): diff_ci.c.
+ */
+void diff_report_markdown(const struct diff *d, const char *a_name, const char *b_name, size_t top,
+			  const struct strvec *mismatches, struct buf *out);
+void diff_report_github(const struct diff *d, const char *b_name, size_t top, const struct strvec *mismatches,
+			struct buf *out);
+
 /* Median and median absolute deviation of v[0..n) (v is reordered). */
 int64_t diff_median(int64_t *v, size_t n);
 int64_t diff_mad(const int64_t *v, size_t n, int64_t median);

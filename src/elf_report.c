@@ -513,7 +513,7 @@ void elf_render_needs_summary(const struct elf_tree *t, size_t max, struct buf *
 		buf_addf(out, " and %zu more", more);
 }
 
-void elf_report_section(const struct profile *p, struct buf *out)
+void elf_report_section(const struct profile *p, size_t top, struct buf *out)
 {
 	const struct native_set *n = &p->native;
 	size_t *order, i;
@@ -548,7 +548,7 @@ void elf_report_section(const struct profile *p, struct buf *out)
 	}
 	buf_adds(out, "\n");
 	order = exts_by_load(n);
-	for (i = 0; i < n->nr; i++) {
+	for (i = 0; i < n->nr && i < top; i++) {
 		const struct native_ext *e = &n->exts[order[i]];
 		struct buf t = BUF_INIT;
 
@@ -578,5 +578,7 @@ void elf_report_section(const struct profile *p, struct buf *out)
 		}
 		buf_addch(out, '\n');
 	}
+	if (i < n->nr)
+		buf_addf(out, "  … and %zu more (--top %zu shows them all)\n", n->nr - i, n->nr);
 	free(order);
 }

@@ -30,8 +30,11 @@
  * Replaces what p->native held; the profile owns the facts.
  */
 void elf_annotate_profile(struct profile *p, struct buf *err);
-/* Renders the "native extensions" section; nothing when there are none. */
-void elf_report_section(const struct profile *p, struct buf *out);
+/*
+ * Renders the "native extensions" section, the top extensions by load time
+ * and how many more there are; nothing when there are none.
+ */
+void elf_report_section(const struct profile *p, size_t top, struct buf *out);
 /*
  * The rules native-heavy-load, native-unstripped and native-duplicate-library,
  * for findings_run: they find nothing in a profile that was not annotated.

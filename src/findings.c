@@ -3,6 +3,7 @@
  * findings with an id, evidence and a concrete fix (docs/findings.md).
  */
 #include "findings.h"
+#include "finding_serving.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -326,7 +327,7 @@ static void heavy_finding(struct profile *p, const struct run *r, struct heavy *
 		buf_addf(&fix, "move the work done at module scope of '%s' into functions called when it is "
 			       "needed, or compute it at build time",
 			 nm);
-	else
+	else if (!finding_serving_fix(&fix, p, nm))
 		buf_addf(&fix, "if start-up does not need it, import '%s' inside the function that uses it "
 			       "(or defer it with coldstart's lazy loader); otherwise look for a lighter "
 			       "module that does the same",

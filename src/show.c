@@ -14,6 +14,7 @@
 #include "budget.h"
 #include "builtin.h"
 #include "export/export.h"
+#include "fit.h"
 
 static int write_stdout(const char *s, size_t n)
 {
@@ -296,6 +297,7 @@ void show_opts_init(struct show_opts *so)
 	so->json_fd = -1;
 	report_opts_init(ro);
 	ro->color = report_want_color(1);
+	ro->width = fit_width(1);
 	profile_outputs_init(po);
 	{
 		const struct opt table[] = {
@@ -310,6 +312,8 @@ void show_opts_init(struct show_opts *so)
 				     "stays the target's and the report's"),
 			OPT_BOOL("no-report", 0, &so->no_report, "print no report (with -o or exports)"),
 			OPT_INT("top", 0, &ro->top, 0, 100000, "N", "rows in each top table (default 15)"),
+			OPT_BOOL("wide", 0, &ro->wide,
+				 "do not fit the report to the terminal (COLUMNS, else 100 columns when not one)"),
 			OPT_BOOL("tree", 0, &ro->tree, "print the import tree"),
 			OPT_CALLBACK("depth", 0, ro, set_depth, "N",
 				     "tree: hide imports deeper than N (implies --tree)"),

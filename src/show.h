@@ -66,7 +66,7 @@ struct show_opts {
 	 * --flamegraph, --budget, ...), for OPT_INCLUDE.  It points into the
 	 * struct, which must therefore stay where show_opts_init put it.
 	 */
-	struct opt options[18];
+	struct opt options[19];
 };
 
 void show_opts_init(struct show_opts *so);

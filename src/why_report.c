@@ -8,92 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fit.h"
+
 #define WIDTH 100
 /* Where an importer's chain starts, under its statement. */
 #define CHAIN_COL 30
 
-/* Appends s, shortened in the middle to at most width columns. */
-static void add_fit(struct buf *out, const char *s, size_t width)
-{
-	size_t len = strlen(s), head;
-
-	if (len <= width || width < 5) {
-		buf_adds(out, s);
-		return;
-	}
-	head = (width - 1) / 2;
-	buf_add(out, s, head);
-	buf_adds(out, "\xe2\x80\xa6");
-	buf_adds(out, s + len - (width - 1 - head));
-}
-
-/*
- * Appends the chain of ancestors of node i ("a > b > c"), keeping its first
- * and last links and shortening the middle to fit width columns.
- */
-static void add_chain(struct buf *out, const struct proc *pr, int32_t i, size_t width)
-{
-	int32_t path[4096];
-	size_t nr = 0, k, used, keep;
-
-	for (i = i >= 0 ? pr->nodes[i].parent : -1; i >= 0 && nr < ARRAY_SIZE(path); i = pr->nodes[i].parent)
-		path[nr++] = i;
-	if (!nr)
-		return;
-	used = strlen(node_name(pr, path[nr - 1]));
-	for (k = nr - 1; k > 0; k--)
-		used += 3 + strlen(node_name(pr, path[k - 1]));
-	if (used <= width) {
-		for (k = nr; k > 0; k--)
-			buf_addf(out, "%s%s", node_name(pr, path[k - 1]), k > 1 ? " > " : "");
-		return;
-	}
-	/* The root, an ellipsis, and as many of the last links as fit; else the last links alone. */
-	used = strlen(node_name(pr, path[nr - 1])) + 4;
-	for (keep = 0; keep + 1 < nr && used + 3 + strlen(node_name(pr, path[keep])) <= width; keep++)
-		used += 3 + strlen(node_name(pr, path[keep]));
-	if (keep) {
-		buf_addf(out, "%s > \xe2\x80\xa6", node_name(pr, path[nr - 1]));
-	} else {
-		used = 1;
-		for (keep = 0; keep < nr && used + 3 + strlen(node_name(pr, path[keep])) <= width; keep++)
-			used += 3 + strlen(node_name(pr, path[keep]));
-		if (!keep) {
-			add_fit(out, node_name(pr, path[0]), width);
-			return;
-		}
-		buf_adds(out, "\xe2\x80\xa6");
-	}
-	for (k = keep; k > 0; k--)
-		buf_addf(out, " > %s", node_name(pr, path[k - 1]));
-}
-
 /* Appends text wrapped at width with indent spaces before each line. */
 static void add_wrapped(struct buf *out, const char *text, size_t indent, size_t width)
 {
-	size_t col = 0;
-	const char *p = text;
-
-	while (*p) {
-		const char *e = strchrnul(p, ' ');
-		size_t w = (size_t)(e - p);
-
-		if (col && col + 1 + w > width) {
-			buf_addch(out, '\n');
-			col = 0;
-		}
-		if (!col) {
-			buf_addf(out, "%*s", (int)indent, "");
-			col = indent;
-		} else {
-			buf_addch(out, ' ');
-			col++;
-		}
-		buf_add(out, p, w);
-		col += w;
-		p = *e ? e + 1 : e;
-	}
-	buf_addch(out, '\n');
+	if (*text)
+		buf_addf(out, "%*s", (int)indent, "");
+	fit_add_wrapped(out, text, indent, indent, width);
 }
 
 static bool run_has_trace(const struct run *r)
@@ -270,7 +196,7 @@ static void text_importers(struct buf *out, const struct why_graph *g, const str
 		buf_addf(out, "  %9s  %-13s  ", cost.buf, status_word(im->status));
 		used = 2 + 9 + 2 + 13 + 2;
 		if (where.len > where_w) {
-			add_fit(out, where.buf, where_w);
+			fit_add(out, where.buf, where_w);
 			used += where_w;
 		} else {
 			buf_addf(out, "%-*s", (int)where_w, where.buf);
@@ -279,7 +205,7 @@ static void text_importers(struct buf *out, const struct why_graph *g, const str
 		buf_adds(out, "  ");
 		used += 2;
 		left = WIDTH > used ? WIDTH - used : 10;
-		add_fit(out, name, left);
+		fit_add(out, name, left);
 		buf_addch(out, '\n');
 		/*
 		 * On a line of its own, under the statement (chains are long): what
@@ -293,9 +219,9 @@ static void text_importers(struct buf *out, const struct why_graph *g, const str
 			buf_adds(&where, "via ");
 		if (where.len) {
 			buf_addf(out, "%*s", (int)CHAIN_COL, "");
-			add_fit(out, where.buf, WIDTH - CHAIN_COL);
+			fit_add(out, where.buf, WIDTH - CHAIN_COL);
 			if (im->node >= 0 && pr->nodes[im->node].parent >= 0 && WIDTH > CHAIN_COL + where.len + 8)
-				add_chain(out, pr, im->node, WIDTH - CHAIN_COL - where.len);
+				fit_add_chain(out, pr, im->node, WIDTH - CHAIN_COL - where.len);
 			buf_addch(out, '\n');
 		}
 		buf_release(&cost);
@@ -337,7 +263,7 @@ static void text_gone(struct buf *out, const struct why_graph *g, const struct w
 		buf_add_duration(&s, nd->self_us);
 		buf_add_duration(&c, nd->cum_us);
 		buf_addf(out, "  %9s  %9s  ", s.buf, c.buf);
-		add_fit(out, node_name(pr, a->gone[i]), WIDTH - 24);
+		fit_add(out, node_name(pr, a->gone[i]), WIDTH - 24);
 		buf_addch(out, '\n');
 		buf_release(&s);
 		buf_release(&c);
@@ -359,7 +285,7 @@ static void text_gone(struct buf *out, const struct why_graph *g, const struct w
 			buf_add_duration(&c, pr->nodes[k->node].cum_us);
 			buf_addf(out, "  %9s  ", c.buf);
 			buf_reset(&line);
-			add_fit(&line, node_name(pr, k->node), 28);
+			fit_add(&line, node_name(pr, k->node), 28);
 			buf_addf(out, "%-28s  ", line.buf);
 			if (k->how.via == WHY_VIA_STMT && !k->how.line && k->by >= 0)
 				buf_addf(&by, "%s (a submodule of it stays)", node_name(pr, k->by));
@@ -369,7 +295,7 @@ static void text_gone(struct buf *out, const struct why_graph *g, const struct w
 				add_where(&by, g, &k->how, true);
 				buf_adds(&by, ")");
 			}
-			add_fit(out, by.buf, WIDTH - 43);
+			fit_add(out, by.buf, WIDTH - 43);
 			buf_addch(out, '\n');
 			buf_release(&c);
 			buf_release(&by);
@@ -399,7 +325,7 @@ static void text_process(struct buf *out, const struct run *r, const struct why_
 		buf_addf(&line, ", started by %ld", pr->ppid);
 	if (pr->argv) {
 		buf_adds(&line, ": ");
-		add_fit(&line, pr->argv, WIDTH > line.len + 2 ? WIDTH - line.len - 2 : 10);
+		fit_add(&line, pr->argv, WIDTH > line.len + 2 ? WIDTH - line.len - 2 : 10);
 	}
 	buf_addf(out, "%s\n", line.buf);
 	buf_reset(&line);
@@ -739,7 +665,7 @@ void why_report_text(const struct why_report *w, struct buf *out)
 		buf_addf(&line, ", run %zu of %zu", w->run_index + 1, p->nr_runs);
 	if (p->python_version)
 		buf_addf(&line, " (Python %s)", p->python_version);
-	add_fit(out, line.buf, WIDTH);
+	fit_add(out, line.buf, WIDTH);
 	buf_addch(out, '\n');
 	buf_release(&line);
 	text_sources(out, w);

@@ -96,6 +96,32 @@ static int64_t median_field(const struct profile *p, size_t offset)
 	return m;
 }
 
+/*
+ * The import time of pr's outermost imports begun before and after the
+ * ready time, coldstart's bootstrap left out.
+ */
+static void ready_split(const struct proc *pr, int64_t ready_ns, int64_t *before, int64_t *after)
+{
+	int32_t i;
+	size_t k;
+
+	/* coldstart's own bootstrap (at start-up, before ready) is left out, as the text report does. */
+	*before = *after = 0;
+	for (k = 0; k < pr->nr_nodes; k++)
+		if (pr->nodes[k].kind == KIND_TOOL && pr->nodes[k].self_us > 0)
+			*before -= pr->nodes[k].self_us;
+	for (i = pr->first_root; i >= 0; i = pr->nodes[i].next_sibling) {
+		int64_t v = pr->nodes[i].cum_us;
+
+		if (v <= 0)
+			continue;
+		if (node_after_ready(pr, i, ready_ns))
+			*after += v;
+		else
+			*before += v;
+	}
+}
+
 static void summary(const struct profile *p, const struct run *r, struct buf *out)
 {
 	struct buf v = BUF_INIT;
@@ -146,14 +172,26 @@ static void summary(const struct profile *p, const struct run *r, struct buf *ou
 		add_row(out, "max RSS", v.buf);
 		buf_reset(&v);
 	}
-	if (p->limits.cpus > 0 || p->limits.memory > 0) {
-		if (p->limits.cpus > 0)
-			buf_addf(&v, "%.2f CPU ", p->limits.cpus);
-		if (p->limits.memory > 0)
-			buf_add_bytes(&v, p->limits.memory);
-		add_row(out, "limits", v.buf);
+	if (run_ready_ns(r) >= 0 && r->procs[0].timing) {
+		int64_t before, after;
+
+		ready_split(&r->procs[0], run_ready_ns(r), &before, &after);
+		buf_add_duration(&v, before);
+		buf_adds(&v, " before ready, ");
+		buf_add_duration(&v, after);
+		buf_adds(&v, " after (the target's process; the processes table has each one's)");
+		add_row(out, "imports by readiness", v.buf);
 		buf_reset(&v);
 	}
+	if ((m = median_field(p, offsetof(struct run, first_response_us))) != UNKNOWN) {
+		buf_add_duration(&v, m);
+		buf_adds(&v, " after ready (median)");
+		add_row(out, "first response", v.buf);
+		buf_reset(&v);
+	}
+	limits_describe(&p->limits, &v);
+	add_row(out, "limits", v.buf);
+	buf_reset(&v);
 	buf_adds(out, "</table>\n");
 	buf_release(&v);
 }
@@ -205,34 +243,112 @@ static void findings(const struct profile *p, struct buf *out)
 	}
 }
 
+/* One module row of the table: where it sits among the processes drawn. */
+struct mod_row {
+	const struct proc *pr;
+	int32_t node;
+	size_t proc; /* 1-based */
+};
+
+/* Largest cumulative time first (the cost), then self, then the name, so the page reads the same every time. */
+static int cmp_row_cost(const void *a, const void *b)
+{
+	const struct mod_row *x = a, *y = b;
+	const struct imp_node *m = &x->pr->nodes[x->node], *n = &y->pr->nodes[y->node];
+
+	if (m->cum_us != n->cum_us)
+		return m->cum_us > n->cum_us ? -1 : 1;
+	if (m->self_us != n->self_us)
+		return m->self_us > n->self_us ? -1 : 1;
+	return strcmp(node_name(x->pr, x->node), node_name(y->pr, y->node));
+}
+
 static void module_table(const struct run *r, const struct export_opts *o, struct buf *out)
 {
-	size_t ng = o->all_procs ? r->nr_procs : 1, i, k;
+	size_t ng = o->all_procs ? r->nr_procs : 1, i, k, nr = 0, total = 0;
+	int64_t ready_ns = run_ready_ns(r);
+	struct mod_row *rows;
 
-	buf_adds(out, "<h2>Modules</h2>\n<p class=\"muted\">Click a column to sort.</p>\n"
-		      "<div class=\"scroll\"><table id=\"cs-modules\" class=\"cs-sort\"><thead><tr>"
-		      "<th>module</th><th>kind</th><th class=\"n\">self</th><th class=\"n\">cumulative</th>"
-		      "<th class=\"n\">depth</th><th>process</th></tr></thead><tbody>\n");
+	for (i = 0; i < ng; i++)
+		total += r->procs[i].nr_nodes;
+	rows = xmalloc(st_mult(total ? total : 1, sizeof(*rows)));
 	for (i = 0; i < ng; i++) {
 		const struct proc *pr = &r->procs[i];
 		int32_t *order = xmalloc(st_mult(pr->nr_nodes ? pr->nr_nodes : 1, sizeof(*order)));
 		size_t n = export_preorder(pr, order, NULL);
 
-		for (k = 0; k < n; k++) {
-			const struct imp_node *nd = &pr->nodes[order[k]];
-
-			buf_adds(out, "<tr><td>");
-			export_add_xml(out, node_name(pr, order[k]));
-			buf_addf(out, "</td><td>%s</td>",
-				 nd->kind < KIND__COUNT ? kind_name((enum node_kind)nd->kind) : "?");
-			add_cell_dur(out, nd->self_us);
-			add_cell_dur(out, nd->cum_us);
-			buf_addf(out, "<td class=\"n\" data-v=\"%u\">%u</td><td data-v=\"%zu\">%zu</td></tr>\n",
-				 nd->depth, nd->depth, i + 1, i + 1);
-		}
+		for (k = 0; k < n; k++)
+			rows[nr++] = (struct mod_row){ .pr = pr, .node = order[k], .proc = i + 1 };
 		free(order);
 	}
+	qsort(rows, nr, sizeof(*rows), cmp_row_cost);
+	buf_adds(out, "<h2>Modules</h2>\n<p class=\"muted\">By cumulative time (the cost of importing the module and "
+		      "everything it imported); click any column to sort by it, again to reverse.</p>\n"
+		      "<div class=\"scroll\"><table id=\"cs-modules\" class=\"cs-sort\"><thead><tr>"
+		      "<th>module</th><th>kind</th><th class=\"n\">self</th>"
+		      "<th class=\"n\" data-dir=\"desc\">cumulative</th>"
+		      "<th class=\"n\">depth</th><th>process</th>");
+	if (ready_ns >= 0)
+		buf_adds(out, "<th>began</th>");
+	buf_adds(out, "</tr></thead><tbody>\n");
+	for (k = 0; k < nr; k++) {
+		const struct imp_node *nd = &rows[k].pr->nodes[rows[k].node];
+
+		buf_adds(out, "<tr><td>");
+		export_add_xml(out, node_name(rows[k].pr, rows[k].node));
+		buf_addf(out, "</td><td>%s</td>", nd->kind < KIND__COUNT ? kind_name((enum node_kind)nd->kind) : "?");
+		add_cell_dur(out, nd->self_us);
+		add_cell_dur(out, nd->cum_us);
+		buf_addf(out, "<td class=\"n\" data-v=\"%u\">%u</td><td data-v=\"%zu\">%zu</td>", nd->depth, nd->depth,
+			 rows[k].proc, rows[k].proc);
+		if (ready_ns >= 0)
+			buf_adds(out, !rows[k].pr->timing || rows[k].pr->timing[rows[k].node].start_ns < 0
+					      ? "<td>\xe2\x80\x94</td>"
+				      : node_after_ready(rows[k].pr, rows[k].node, ready_ns) ? "<td>after ready</td>"
+											      : "<td>before ready</td>");
+		buf_adds(out, "</tr>\n");
+	}
 	buf_adds(out, "</tbody></table></div>\n");
+	free(rows);
+}
+
+/* Every Python process of the run: the tree drawn is the first's (--all-procs draws them all). */
+static void process_table(const struct run *r, struct buf *out)
+{
+	size_t i, k;
+	int64_t ready_ns = run_ready_ns(r);
+
+	buf_addf(out, "<h2>Processes (%zu)</h2>\n"
+		      "<table id=\"cs-processes\" class=\"cs-sort\"><thead><tr>"
+		      "<th class=\"n\">#</th><th class=\"n\">pid</th><th class=\"n\">modules</th>"
+		      "<th class=\"n\" data-dir=\"desc\">imports</th>%s<th>command</th></tr></thead><tbody>\n",
+		 r->nr_procs,
+		 ready_ns >= 0 ? "<th class=\"n\">before ready</th><th class=\"n\">after ready</th>" : "");
+	for (i = 0; i < r->nr_procs; i++) {
+		const struct proc *pr = &r->procs[i];
+		size_t modules = 0;
+
+		for (k = 0; k < pr->nr_nodes; k++)
+			modules += !(pr->nodes[k].flags & NODE_CACHED);
+		buf_addf(out, "<tr><td class=\"n\" data-v=\"%zu\">%zu</td>", i + 1, i + 1);
+		if (pr->pid >= 0)
+			buf_addf(out, "<td class=\"n\" data-v=\"%ld\">%ld</td>", pr->pid, pr->pid);
+		else
+			buf_adds(out, "<td class=\"n\" data-v=\"-1\">\xe2\x80\x94</td>");
+		buf_addf(out, "<td class=\"n\" data-v=\"%zu\">%zu</td>", modules, modules);
+		add_cell_dur(out, proc_import_total_us(pr, true));
+		if (ready_ns >= 0) {
+			int64_t before, after;
+
+			ready_split(pr, ready_ns, &before, &after);
+			add_cell_dur(out, pr->timing ? before : UNKNOWN);
+			add_cell_dur(out, pr->timing ? after : UNKNOWN);
+		}
+		buf_adds(out, "<td>");
+		export_add_xml(out, pr->argv ? pr->argv : (i ? "" : "the target"));
+		buf_adds(out, "</td></tr>\n");
+	}
+	buf_adds(out, "</tbody></table>\n");
 }
 
 static void package_table(const struct run *r, struct buf *out)
@@ -284,6 +400,7 @@ int export_html(const struct profile *p, const struct export_opts *o, struct buf
 	buf_adds(out, "<h2>Flamegraph</h2>\n<div class=\"flame\">\n");
 	buf_add(out, svg.buf, svg.len);
 	buf_adds(out, "</div>\n");
+	process_table(r, out);
 	package_table(r, out);
 	module_table(r, o, out);
 	buf_addf(out, "<p class=\"muted\">Written by coldstart %s.</p>\n", COLDSTART_VERSION);

@@ -77,21 +77,25 @@ static struct rgb kind_colour(unsigned kind, const char *name)
 	return c;
 }
 
-/* Red for slower, blue for faster, pale grey for changes within the noise. */
+/*
+ * Solid red for a module new in this profile (flagged or not: a new subtree
+ * of small modules is still new cost), red for slower, blue for faster, pale
+ * grey for changes within the noise (docs/diff-check.md).
+ */
 static struct rgb diff_colour(const struct diff *d, const struct diff_entry *e)
 {
 	struct rgb c = { 228, 228, 228 };
 	double t;
 	int fade;
 
-	if (!e || !e->flagged)
-		return c;
-	if (e->added) {
+	if (e && e->added) {
 		c.r = 215;
 		c.g = 30;
 		c.b = 30;
 		return c;
 	}
+	if (!e || !e->flagged)
+		return c;
 	t = d->max_abs_delta_us > 0 ? (double)i64_abs(e->delta_us) / (double)d->max_abs_delta_us : 1.0;
 	if (t > 1.0)
 		t = 1.0;
@@ -222,7 +226,7 @@ static void node_tip(const struct graph *g, int32_t v, const struct export_opts 
 		const struct diff_entry *e = diff_find(o->diff, node_name(g->pr, v));
 
 		if (e && e->added) {
-			buf_adds(tip, "; new in this profile");
+			buf_adds(tip, e->flagged ? "; new in this profile (flagged)" : "; new in this profile");
 		} else if (e) {
 			buf_adds(tip, "; self change ");
 			if (e->delta_us > 0)
@@ -297,6 +301,10 @@ static void emit_legend(struct buf *out, const struct export_opts *o, double y)
 			      "<text x=\"%.0f\" y=\"%.0f\">faster</text>",
 			 x, y, x + 16, y + 10);
 		x += 80;
+		buf_addf(out, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"rgb(215,30,30)\"/>"
+			      "<text x=\"%.0f\" y=\"%.0f\">new module</text>",
+			 x, y, x + 16, y + 10);
+		x += 110;
 		buf_addf(out, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"rgb(228,228,228)\"/>"
 			      "<text x=\"%.0f\" y=\"%.0f\">within noise</text>\n",
 			 x, y, x + 16, y + 10);

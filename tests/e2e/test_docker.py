@@ -126,7 +126,7 @@ def test_plain_profile_with_tracer(cs, tmp_path):
            IMAGE, "python3", "/samples/side-effects/app.py")
     assert r.returncode == 0, r.stderr
     assert "side-effects sample: served by port" in r.stdout  # the container's stdout
-    assert "coldstart 0.1.0 — %s python3 /samples/side-effects/app.py" % IMAGE in r.stdout
+    assert "target          %s python3 /samples/side-effects/app.py" % IMAGE in r.stdout
     assert "python3 in image %s (Python 3.11" % IMAGE in r.stdout
     assert "Top modules by cumulative time" in r.stdout
     p = load(out)

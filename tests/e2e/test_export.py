@@ -461,8 +461,9 @@ def test_html_report_in_chromium(coldstart, tmp_path):
     assert res["rendered"] == res["frames"] > 50
     assert res["highlighted"] >= 2 and res["zoomed"] == "json"
     assert res["table_rows"] == len(list(ep.walk(roots)))
-    top = max(n.cum_us for n in ep.walk(roots))
-    assert res["top_rows"][0] == top and res["top_rows"] == sorted(res["top_rows"], reverse=True)
+    # The table starts by cost (cumulative, largest first); clicking that column reverses it.
+    least = min(n.cum_us for n in ep.walk(roots))
+    assert res["top_rows"][0] == least and res["top_rows"] == sorted(res["top_rows"])
 
 
 # --- real traced profiles (coldstart profile, tracer timestamps, subprocesses) ----

@@ -14,6 +14,7 @@ import pytest
 
 from conftest import DEBIAN_PYTHON
 
+# The lines read whole: --wide keeps the report from wrapping them at 100 columns (docs/report.md).
 SLOWER = re.compile(r"unconstrained   wall .* -> ([\d.]+)x slower wall, ([\d.]+)x slower imports under the limits(.*)")
 
 
@@ -37,7 +38,7 @@ def ratio(runs_a, runs_b, key):
 
 def test_as_many_unconstrained_runs_as_measured(coldstart, fake_v2, tmp_path):
     out = tmp_path / "p.json"
-    r = coldstart("profile", "-n", "3", "--warmup", "1", "--cpus", "0.5", "-o", out, "--top", "1",
+    r = coldstart("profile", "-n", "3", "--warmup", "1", "--cpus", "0.5", "-o", out, "--top", "1", "--wide",
                   "--python", DEBIAN_PYTHON, "-c", "import json, email.parser", env=fake_v2)
     assert r.returncode == 0, r.stderr
     runs = json.loads(out.read_text())["runs"]
@@ -58,7 +59,7 @@ def test_as_many_unconstrained_runs_as_measured(coldstart, fake_v2, tmp_path):
     doc["runs"] = doc["runs"][:1] + doc["runs"][3:]
     old = tmp_path / "old.json"
     old.write_text(json.dumps(doc))
-    r = coldstart("report", "--top", "1", old)
+    r = coldstart("report", "--top", "1", "--wide", old)
     assert r.returncode == 0, r.stderr
     m = SLOWER.search(r.stdout)
     assert m, r.stdout
@@ -71,7 +72,7 @@ def test_one_run_each_and_no_baseline(coldstart, fake_v2, tmp_path):
     assert r.returncode == 0, r.stderr
     runs = json.loads(r.stdout)["runs"]
     assert [x["baseline"] for x in runs] == [True, False]
-    r = coldstart("profile", "--top", "1", "--memory", "256m", "--python", DEBIAN_PYTHON, "-c", "pass", env=fake_v2)
+    r = coldstart("profile", "--top", "1", "--wide", "--memory", "256m", "--python", DEBIAN_PYTHON, "-c", "pass", env=fake_v2)
     m = SLOWER.search(r.stdout)
     assert m and m.group(3) == "", r.stdout
 

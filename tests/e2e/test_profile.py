@@ -342,7 +342,7 @@ def test_fn_sample_report(coldstart, tmp_path):
 def test_deepchain_slow_module_and_chain(coldstart, python):
     code = "import sys; sys.path.insert(0, %r); import deepchain" % os.path.join(SAMPLES, "deepchain")
     out_env = {"DEEPCHAIN_SLOW_MS": "40"}
-    r = run_coldstart("profile", "--python", python, "--no-trace", "--color", "never", "--top", "1", "-c", code,
+    r = run_coldstart("profile", "--python", python, "--no-trace", "--color", "never", "--wide", "--top", "1", "-c", code,
                       env=out_env)
     assert r.returncode == 0, r.stderr
     top_self = r.stdout.split("Top modules by self time")[1].splitlines()[2]

@@ -759,7 +759,7 @@ static void test_profile_section_and_findings(void **state)
 
 	elf_annotate_profile(&p, &err);
 	assert_string_equal(err.buf, "");
-	elf_report_section(&p, &out);
+	elf_report_section(&p, SIZE_MAX, &out);
 	assert_non_null(strstr(out.buf, "Native extensions"));
 	assert_non_null(strstr(out.buf, "Python 3.11"));
 	assert_non_null(strstr(out.buf, "libpython static"));
@@ -802,7 +802,7 @@ static void test_profile_section_and_findings(void **state)
 		native_set_to_json(&q.native, &json2);
 		/* The interpreter is read back too: the saved report shows what the live one did. */
 		assert_string_equal(json.buf, json2.buf);
-		elf_report_section(&q, &out2);
+		elf_report_section(&q, SIZE_MAX, &out2);
 		assert_string_equal(out.buf, out2.buf);
 		assert_non_null(strstr(out2.buf, "12.0 ms  _ssl: "));
 		assert_int_equal(native_set_from_json(&q.native, "{\"extensions\":[{}]}", 19, &err), -1);

@@ -510,10 +510,55 @@ static void test_diff_flags_only_real_changes(void **state)
 	buf_release(&report);
 }
 
+/*
+ * A new subtree of small modules, none flagged on its own (every self time
+ * under the threshold), is drawn solid red in the diff flamegraph, as
+ * docs/diff-check.md says; a module within the noise stays grey.
+ */
+static void test_diff_flamegraph_new_modules_red(void **state)
+{
+	struct profile a, b;
+	struct diff d = DIFF_INIT;
+	struct buf err = BUF_INIT, svg = BUF_INIT;
+	struct export_opts o = EXPORT_OPTS_INIT;
+	const char *at;
+	size_t i;
+
+	(void)state;
+	make_runs(&a, 5, 0, 800, false);
+	make_runs(&b, 5, 0, 800, false);
+	for (i = 0; i < b.nr_runs; i++) {
+		struct proc *pr = &b.runs[i].procs[0];
+		int32_t root = add(pr, -1, "newpkg", 300, 900);
+
+		add(pr, root, "newpkg.a", 300, 300);
+		add(pr, root, "newpkg.b", 300, 300);
+	}
+	assert_int_equal(diff_compute(&d, &a, &b, DIFF_MIN_DELTA_US, &err), 0);
+	assert_true(diff_find(&d, "newpkg.a")->added && !diff_find(&d, "newpkg.a")->flagged);
+	o.diff = &d;
+	assert_int_equal(export_svg(&b, &o, &svg, &err), 0);
+	at = strstr(svg.buf, "newpkg.a (");
+	assert_non_null(at);
+	/* The frame's rectangle comes after its tooltip, within its group. */
+	assert_non_null(strstr(at, "rgb(215,30,30)"));
+	assert_true(strstr(at, "rgb(215,30,30)") < strstr(at, "</g>"));
+	at = strstr(svg.buf, "steady (");
+	assert_non_null(at);
+	assert_true(!strstr(at, "rgb(215,30,30)") || strstr(at, "</g>") < strstr(at, "rgb(215,30,30)"));
+	assert_non_null(strstr(svg.buf, ">new module</text>"));
+	diff_release(&d);
+	profile_release(&a);
+	profile_release(&b);
+	buf_release(&err);
+	buf_release(&svg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_layout_nests_when_children_exceed_parent),
+		cmocka_unit_test(test_diff_flamegraph_new_modules_red),
 		cmocka_unit_test(test_layout_clamps_contradicting_timestamps),
 		cmocka_unit_test(test_layout_untimed_parent_ends_with_timed_children),
 		cmocka_unit_test(test_walk_is_the_profiles),

@@ -1,0 +1,93 @@
+/*
+ * Markdown cells, GitHub workflow commands and the appended summary file of
+ * `check` and `diff` (see ci_format.h).
+ */
+#include "ci_format.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+int ci_format_parse(const char *s, enum ci_format *out, struct buf *err)
+{
+	if (!strcmp(s, "text"))
+		*out = CI_TEXT;
+	else if (!strcmp(s, "markdown") || !strcmp(s, "md"))
+		*out = CI_MARKDOWN;
+	else if (!strcmp(s, "github"))
+		*out = CI_GITHUB;
+	else {
+		buf_addf(err, "--format takes text, markdown or github, not '%s'", s);
+		return -1;
+	}
+	return 0;
+}
+
+static void add_escaped(struct buf *out, const char *s, bool property)
+{
+	for (; *s; s++) {
+		if (*s == '%')
+			buf_adds(out, "%25");
+		else if (*s == '\r')
+			buf_adds(out, "%0D");
+		else if (*s == '\n')
+			buf_adds(out, "%0A");
+		else if (property && *s == ':')
+			buf_adds(out, "%3A");
+		else if (property && *s == ',')
+			buf_adds(out, "%2C");
+		else
+			buf_addch(out, *s);
+	}
+}
+
+void ci_annotation(struct buf *out, const char *level, const char *title, const char *message)
+{
+	buf_addf(out, "::%s title=", level);
+	add_escaped(out, title, true);
+	buf_adds(out, "::");
+	add_escaped(out, message, false);
+	buf_addch(out, '\n');
+}
+
+void ci_md_cell(struct buf *out, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '|')
+			buf_adds(out, "\\|");
+		else if (*s == '\n' || *s == '\r')
+			buf_addch(out, ' ');
+		else
+			buf_addch(out, *s);
+	}
+}
+
+int ci_append_file(const char *path, const char *data, size_t len, struct buf *err)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+
+	if (fd < 0) {
+		buf_addf(err, "cannot write '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	while (len) {
+		ssize_t w = write(fd, data, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			buf_addf(err, "cannot write '%s': %s", path, strerror(errno));
+			close(fd);
+			return -1;
+		}
+		data += w;
+		len -= (size_t)w;
+	}
+	if (close(fd) < 0) {
+		buf_addf(err, "cannot write '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
