@@ -81,7 +81,7 @@ $(BUILD)/obj/%.o: src/%.c
 
 tracer: $(if $(wildcard $(TRACER_SRC)),$(if $(PY_EXT_SUFFIX),$(TRACER_SO) $(SAMPLER_SO)))
 
-$(TRACER_SO) $(SAMPLER_SO): python/coldstart/%$(PY_EXT_SUFFIX): python/coldstart/%.c
+$(TRACER_SO) $(SAMPLER_SO): python/coldstart/%$(PY_EXT_SUFFIX): python/coldstart/%.c python/coldstart/_fill.h
 	$(CC) -shared -fPIC -O2 -g -std=c11 -Wall -Wextra $(if $(filter 1,$(DEVELOPER)),-Werror) \
 		-Wno-unused-parameter -Wno-missing-field-initializers $(PY_INCLUDES) -o $@ $<
 
@@ -138,7 +138,8 @@ install: all
 	rm -rf $(DESTDIR)$(DATADIR)/python/coldstart $(DESTDIR)$(PYDIR)/coldstart $(DESTDIR)$(PYDIR)/fdk
 	cp -R python/coldstart $(DESTDIR)$(DATADIR)/python/coldstart
 	cp -R python/coldstart python/fdk $(DESTDIR)$(PYDIR)/
-	rm -f $(DESTDIR)$(PYDIR)/coldstart/_tracer.c $(DESTDIR)$(PYDIR)/coldstart/_sampler.c
+	rm -f $(DESTDIR)$(PYDIR)/coldstart/_tracer.c $(DESTDIR)$(PYDIR)/coldstart/_sampler.c \
+		$(DESTDIR)$(PYDIR)/coldstart/_fill.h
 	sed '1s|.*|#!$(PYTHON)|' python/coldstart-fdk > $(DESTDIR)$(BINDIR)/coldstart-fdk
 	chmod 755 $(DESTDIR)$(BINDIR)/coldstart-fdk
 	find $(DESTDIR)$(DATADIR) $(DESTDIR)$(PYDIR)/coldstart $(DESTDIR)$(PYDIR)/fdk -name __pycache__ -prune -exec rm -rf {} +

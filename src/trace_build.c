@@ -15,6 +15,9 @@
 
 #include "launch.h"
 
+/* Included by both _tracer.c and _sampler.c (beside them, so found by #include "..."). */
+#define EXT_SHARED_HEADER "_fill.h"
+
 static const char query_script[] =
 	"import sys, sysconfig\n"
 	"print(sys.version.split()[0])\n"
@@ -319,6 +322,7 @@ int ext_build_ensure(const char *python, const char *datadir, const char *ext, c
 	struct py_info info;
 	struct buf src = BUF_INIT, path = BUF_INIT, dir = BUF_INIT, tmp = BUF_INIT, why = BUF_INIT;
 	struct buf hdr = BUF_INIT, out = BUF_INIT, srcpath = BUF_INIT, name = BUF_INIT, tmpname = BUF_INIT;
+	struct buf incpath = BUF_INIT;
 	char *root = NULL, *real = NULL;
 	const char *cc = getenv("CC");
 	int status = 0, ret = -1, dirfd = -1, fd;
@@ -341,13 +345,19 @@ int ext_build_ensure(const char *python, const char *datadir, const char *ext, c
 		buf_addf(err, "cannot read '%s': %s", srcpath.buf, strerror(errno));
 		goto out;
 	}
+	/* The header both extensions include: part of what is built, so of the cache's hash. */
+	buf_addf(&incpath, "%s/coldstart/%s", datadir, EXT_SHARED_HEADER);
+	if (buf_read_file(&src, incpath.buf) < 0) {
+		buf_addf(err, "cannot read '%s': %s", incpath.buf, strerror(errno));
+		goto out;
+	}
 
 	/*
 	 * The Makefile's build beside the source, when it is current: it is
 	 * as trusted as the bootstrap beside it, which every target runs.
 	 */
 	buf_addf(&path, "%s/coldstart/%s%s", datadir, ext, info.ext_suffix);
-	if (!access(path.buf, R_OK) && newer_or_same(path.buf, srcpath.buf)) {
+	if (!access(path.buf, R_OK) && newer_or_same(path.buf, srcpath.buf) && newer_or_same(path.buf, incpath.buf)) {
 		*so_path = buf_detach(&path, NULL);
 		ret = 0;
 		goto out;
@@ -444,6 +454,7 @@ out:
 	buf_release(&hdr);
 	buf_release(&out);
 	buf_release(&srcpath);
+	buf_release(&incpath);
 	return ret;
 }
 

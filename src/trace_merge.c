@@ -305,6 +305,36 @@ static void match_given(struct merge *mg, const int32_t *match)
 	}
 }
 
+/*
+ * A trace its tracer stopped (a full file system) ends with imports still
+ * open that went on to finish: importtime printed their rows after the stop.
+ * Each open trace node takes the last row of its name that no trace node
+ * has; the row's numbers stand, and the import is not open.  An open import
+ * without such a row is one the process died inside.
+ */
+static void match_open_stopped(struct merge *mg)
+{
+	size_t i;
+
+	for (i = 0; i < mg->m; i++) {
+		const char *name = node_name(mg->tr, (int32_t)i);
+		size_t k;
+
+		if (!(mg->tr->nodes[i].flags & NODE_OPEN) || mg->map[i] >= 0)
+			continue;
+		for (k = mg->n; k > 0; k--) {
+			int32_t j = (int32_t)(k - 1);
+
+			if (mg->it_match[j] < 0 && !(mg->it->nodes[j].flags & NODE_CACHED) &&
+			    !strcmp(node_name(mg->it, j), name)) {
+				mg->map[i] = j;
+				mg->it_match[j] = (int32_t)i;
+				break;
+			}
+		}
+	}
+}
+
 void trace_merge(struct proc *pr, const struct trace_proc *tp, const int32_t *match)
 {
 	const struct proc *tr = &tp->proc;
@@ -322,9 +352,23 @@ void trace_merge(struct proc *pr, const struct trace_proc *tp, const int32_t *ma
 		match_given(&mg, match);
 	else
 		match_by_name(&mg);
+	if (tp->stopped)
+		match_open_stopped(&mg);
 	proc_init(&mg.out);
 	proc_ensure_timing(&mg.out);
 	copy_nodes(&mg);
+	if (tp->stopped)
+		for (i = 0; i < mg.m; i++) {
+			int32_t k = mg.map[i];
+
+			if (!(tr->nodes[i].flags & NODE_OPEN) || k < 0 || (size_t)k >= mg.n)
+				continue;
+			/* Finished after the stop: importtime's duration, no CPU time. */
+			mg.out.nodes[k].flags &= ~NODE_OPEN;
+			mg.out.timing[k].end_ns = mg.out.timing[k].start_ns + mg.out.nodes[k].cum_us * 1000;
+			mg.out.timing[k].cpu_ns = UNKNOWN;
+			mg.out.timing[k].rss_end_kb = UNKNOWN;
+		}
 	relink(&mg);
 	fix_self_times(&mg);
 	for (i = 0; i < tr->nr_events; i++) {
@@ -338,7 +382,8 @@ void trace_merge(struct proc *pr, const struct trace_proc *tp, const int32_t *ma
 	mg.out.argv = tr->argv ? xstrdup(tr->argv) : (pr->argv ? xstrdup(pr->argv) : NULL);
 	mg.out.origin = tr->origin;
 	mg.out.start_ns = tr->start_ns;
-	mg.out.end_ns = tr->end_ns;
+	/* A stopped trace's last record is not the process's end. */
+	mg.out.end_ns = tp->stopped ? UNKNOWN : tr->end_ns;
 	mg.out.tracer_ns = tr->tracer_ns;
 	mg.out.startup_cpu_ns = tr->startup_cpu_ns;
 	mg.out.cpu_ns = tr->cpu_ns;

@@ -432,6 +432,7 @@ static int parse_record(struct trace_proc *tp, char **f, size_t nf)
 	case 'R':
 		free(tp->stopped);
 		tp->stopped = xstrdup(nf > 2 ? f[2] : "unknown error");
+		tp->stopped_ns = t - ps->base;
 		return 0;
 	default:
 		return 0; /* unknown types are for later versions */

@@ -44,6 +44,7 @@ struct trace_proc {
 	 */
 	long spawner;
 	char *stopped; /* the tracer's own error (R record), or NULL */
+	int64_t stopped_ns; /* when it stopped, from the process's start_ns */
 	struct strvec modules; /* sys.modules when the tracer started (exec'd processes) */
 	struct trace_done *done;
 	size_t nr_done, alloc_done;

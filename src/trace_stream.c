@@ -11,6 +11,8 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "importtime.h"
@@ -199,6 +201,8 @@ static void read_live(struct trace_stream *s, size_t li)
 	buf_release(&err);
 	if (!lv->bad)
 		index_done(s, li);
+	if (!lv->bad && lv->tp.stopped)
+		s->stopped = (long)li;
 }
 
 static bool known_file(const struct trace_stream *s, const char *name)
@@ -367,6 +371,16 @@ static bool take_row(struct trace_stream *s, const struct row_text *rt)
 			return true;
 		}
 	}
+	/*
+	 * After a tracer stopped recording (a full file system), the imports
+	 * its process finishes have no record: their rows are its own, as an
+	 * untraced interpreter's are, unless an interpreter is starting.
+	 */
+	if (s->stopped >= 0 && !windows_starting(s)) {
+		rowlist_add(&s->lives[s->stopped].rows, ts_add_row(s, rt));
+		s->last_live = s->stopped;
+		return true;
+	}
 	if (window_take(s, rt))
 		return true;
 	if (rt->cached && s->last_live >= 0) {
@@ -402,6 +416,7 @@ struct trace_stream *trace_stream_new(const char *dir)
 	buf_init(&s->line, 0);
 	s->last_live = -1;
 	s->untraced = -1;
+	s->stopped = -1;
 	return s;
 }
 
@@ -526,7 +541,10 @@ static void warn_about(struct profile *p, const struct trace_proc *tp)
 	long pid = tp->proc.pid;
 
 	if (tp->stopped)
-		profile_add_warning(p, 0, "trace of pid %ld: the tracer stopped itself: %s", pid, tp->stopped);
+		profile_add_warning(p, 0,
+				    "the trace of pid %ld stopped at %.1f ms: %s; the imports after it are "
+				    "importtime's alone (no phases, CPU time or side effects)",
+				    pid, (double)tp->stopped_ns / 1e6, tp->stopped);
 	if (tp->bad_records)
 		profile_add_warning(p, 0, "trace of pid %ld: %zu malformed records skipped", pid,
 				    tp->bad_records);
@@ -535,6 +553,37 @@ static void warn_about(struct profile *p, const struct trace_proc *tp)
 				    "trace of pid %ld: Python %s has no audit hooks; imports were traced, "
 				    "side effects and compilation were not",
 				    pid, tp->version_str);
+}
+
+/*
+ * A trace that is not readable.  An empty one is a tracer that could not
+ * write its first record (the C tracer writes its file ahead of the records
+ * and leaves it empty when even that fails): on a file system with no
+ * space left that is the reason, and the process's rows are importtime's.
+ */
+static void warn_unreadable(const struct trace_stream *s, struct profile *p, const struct live *lv)
+{
+	struct buf path = BUF_INIT;
+	struct statvfs vfs;
+	struct stat st;
+	char *end;
+	long pid = strtol(lv->file, &end, 10);
+
+	buf_addf(&path, "%s/%s", s->dir, lv->file);
+	if (stat(path.buf, &st) < 0 || st.st_size != 0 || end == lv->file || *end != '-') {
+		profile_add_warning(p, 0, "trace '%s': not a readable coldstart trace", lv->file);
+	} else if (!statvfs(s->dir, &vfs) && (uint64_t)vfs.f_bavail * vfs.f_frsize < 65536) {
+		profile_add_warning(p, 0,
+				    "the trace of pid %ld stopped at its start: no space left on the device of "
+				    "'%s'; its imports are importtime's alone",
+				    pid, s->dir);
+	} else {
+		profile_add_warning(p, 0,
+				    "the trace of pid %ld stopped at its start: its tracer could not write to "
+				    "'%s'; its imports are importtime's alone",
+				    pid, s->dir);
+	}
+	buf_release(&path);
 }
 
 static bool traced_pid(const struct trace_stream *s, long pid)
@@ -581,7 +630,7 @@ void trace_stream_collect(struct trace_stream *s, struct profile *p, struct run 
 		size_t k;
 
 		if (lv->bad) {
-			profile_add_warning(p, 0, "trace '%s': not a readable coldstart trace", lv->file);
+			warn_unreadable(s, p, lv);
 			continue;
 		}
 		if (lv->window >= 0 && s->wins[lv->window].dropped) {

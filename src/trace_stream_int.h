@@ -92,6 +92,7 @@ struct trace_stream {
 	size_t cap;
 	long last_live; /* where the last row went: cached rows follow it */
 	long untraced; /* the window of the last interpreter found to have no trace, -1 */
+	long stopped; /* the last live whose tracer stopped recording (R): later unmatched rows are its own, -1 */
 	unsigned long stamp; /* for per-call marks in match */
 	unsigned long *seen; /* per live */
 };

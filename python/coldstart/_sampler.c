@@ -46,18 +46,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "_fill.h"
+
 #define SAMPLES_VERSION 1
 /* The samples file is a sparse file of this size, mapped once: no growth in a signal handler. */
 #define MAP_BYTES ((size_t)64 * 1024 * 1024)
-/*
- * The file is written ahead of the records with zeros, this much at a time
- * (pwrite, async-signal-safe): a store into a page of a sparse file makes
- * the file system allocate it inside the page fault (on ext4 here 30-170 us
- * a page, some milliseconds for the first), while a page already written is
- * a plain minor fault.  A full file system then fails the pwrite (sampling
- * stops) instead of the store (SIGBUS).
- */
-#define FILL_BYTES ((size_t)256 * 1024)
 #define REC_MAX 16384
 #define NAME_MAX_BYTES 300
 #define MAX_FRAMES 256
@@ -92,8 +85,7 @@ struct sampler {
 	int fd;
 	char *map;
 	size_t used;
-	size_t filled; /* bytes of the file written (zeros ahead of the records) */
-	int fill_failed; /* a pwrite failed: no more attempts */
+	struct fill fill; /* the file written ahead of the records (_fill.h) */
 	pid_t pid;
 	pid_t main_tid;
 	long interval_us;
@@ -286,27 +278,6 @@ static void faults_install(void)
 	faults_installed = 1;
 }
 
-static const char zeros[65536];
-
-/* Writes the file with zeros up to at least end (and FILL_BYTES beyond); -1 when it cannot (a full file system). */
-static int fill_to(size_t end)
-{
-	size_t want = end + FILL_BYTES;
-
-	if (want > MAP_BYTES)
-		want = MAP_BYTES;
-	while (S.filled < want && !S.fill_failed) {
-		size_t n = want - S.filled < sizeof(zeros) ? want - S.filled : sizeof(zeros);
-		ssize_t w = pwrite(S.fd, zeros, n, (off_t)S.filled);
-
-		if (w <= 0)
-			S.fill_failed = 1;
-		else
-			S.filled += (size_t)w;
-	}
-	return S.filled >= end ? 0 : -1;
-}
-
 /* Reserves n bytes of the mapping; NULL when it is full (sampling then stops). */
 static char *map_take(size_t n)
 {
@@ -314,7 +285,7 @@ static char *map_take(size_t n)
 
 	if (S.used + n + 1 > MAP_BYTES)
 		return NULL;
-	if (S.used + n > S.filled && fill_to(S.used + n) < 0) {
+	if (S.used + n > S.fill.filled && fill_to(&S.fill, S.used + n, MAP_BYTES) < 0) {
 		S.used = MAP_BYTES;
 		return NULL;
 	}
@@ -965,8 +936,7 @@ static int file_open(const char *origin)
 	S.fd = fd;
 	S.map = p;
 	S.used = 0;
-	S.filled = 0;
-	S.fill_failed = 0;
+	fill_reset(&S.fill, fd);
 	/* Called on the thread that is the main one from now on: the start's, or the fork's. */
 	if (S.sched_fd >= 0)
 		close(S.sched_fd);

@@ -23,11 +23,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "_fill.h"
+
 #define TRACE_VERSION 2
 #define CHUNK ((size_t)256 * 1024)
 #define DETAIL_MAX 400
 #define REC_MAX 4096
 #define REC_PREFAULT 512 /* an E or F record: fields and a name of up to DETAIL_MAX */
+/* Written bytes kept free behind the records for the R record that says the file system is full. */
+#define STOP_RESERVE 128
 
 /* Calling the wrapped function the way it was called (no argument tuple). */
 #if PY_VERSION_HEX >= 0x03090000
@@ -46,6 +50,7 @@ struct tracer {
 	int fd;
 	char *map;
 	size_t size, used;
+	struct fill fill; /* the file written ahead of the records (_fill.h) */
 	long pid;
 	int audit;
 	int installed;
@@ -218,26 +223,72 @@ static void tracer_disable(void)
 	T.enabled = 0;
 }
 
+/*
+ * Makes the next n bytes of the mapping (and STOP_RESERVE behind them)
+ * mapped and written in the file; -1 when the file cannot grow or the file
+ * system cannot give it the pages (full).  The pwrite of zeros ahead of the
+ * records comes once per FILL_BYTES, not once per record.
+ */
 static int map_reserve(size_t n)
 {
-	size_t size;
+	size_t size, end = T.used + n + STOP_RESERVE;
 	void *p;
 
-	if (T.used + n + 1 <= T.size)
-		return 0;
-	size = T.size * 2;
-	if (size > T.size + 16 * CHUNK)
-		size = T.size + 16 * CHUNK;
-	while (size < T.used + n + 1)
-		size += CHUNK;
-	if (ftruncate(T.fd, (off_t)size) < 0)
+	if (end + 1 > T.size) {
+		size = T.size * 2;
+		if (size > T.size + 16 * CHUNK)
+			size = T.size + 16 * CHUNK;
+		while (size < end + 1)
+			size += CHUNK;
+		if (ftruncate(T.fd, (off_t)size) < 0)
+			return -1;
+		p = mremap(T.map, T.size, size, MREMAP_MAYMOVE);
+		if (p == MAP_FAILED)
+			return -1;
+		T.map = p;
+		T.size = size;
+	}
+	if (end > T.fill.filled && fill_to(&T.fill, end, T.size) < 0)
 		return -1;
-	p = mremap(T.map, T.size, size, MREMAP_MAYMOVE);
-	if (p == MAP_FAILED)
-		return -1;
-	T.map = p;
-	T.size = size;
 	return 0;
+}
+
+/* Unmaps the file and cuts it to the records written. */
+static void trace_close(void)
+{
+	if (T.map)
+		munmap(T.map, T.size);
+	T.map = NULL;
+	if (T.fd >= 0) {
+		if (ftruncate(T.fd, (off_t)T.used) < 0)
+			T.used = 0;
+		close(T.fd);
+	}
+	T.fd = -1;
+}
+
+/*
+ * The file system could not give the file more pages: an R record goes
+ * into the reserve kept written behind the records (when even the first
+ * records could not be written, the file is left empty), and tracing stops.
+ */
+static void trace_stop_full(void)
+{
+	struct rec r;
+
+	rec_start(&r, 'R', mono_ns());
+	rec_ch(&r, '\t');
+	if (T.fill.err == ENOSPC || T.fill.err == EDQUOT)
+		rec_strz(&r, T.fill.err == ENOSPC ? "no space left on the device" : "disk quota exceeded");
+	else
+		rec_strz(&r, "cannot write the trace file");
+	r.b[r.n++] = '\n';
+	if (T.map && T.used && r.n <= STOP_RESERVE && T.used + r.n <= T.fill.filled) {
+		memcpy(T.map + T.used, r.b, r.n);
+		T.used += r.n;
+	}
+	T.enabled = 0;
+	trace_close();
 }
 
 static int trace_open(void);
@@ -281,6 +332,7 @@ static void emit(struct rec *r)
 		return;
 	if (T.forked) {
 		T.forked = 0;
+		/* The parent's file: not cut, not written. */
 		if (T.map)
 			munmap(T.map, T.size);
 		if (T.fd >= 0)
@@ -288,12 +340,12 @@ static void emit(struct rec *r)
 		T.map = NULL;
 		T.fd = -1;
 		if (trace_open() < 0) {
-			tracer_disable();
+			trace_stop_full();
 			return;
 		}
 	}
 	if (map_append(r) < 0)
-		tracer_disable();
+		trace_stop_full();
 }
 
 /* Process start in CLOCK_MONOTONIC, from /proc/self/stat (clock-tick resolution). */
@@ -430,7 +482,13 @@ static int trace_open(void)
 	T.map = p;
 	T.size = CHUNK;
 	T.used = 0;
-	return emit_header(from_fork, spawner);
+	fill_reset(&T.fill, fd);
+	if (emit_header(from_fork, spawner) < 0) {
+		/* Not even the header: the file is left empty, which coldstart reads as a trace stopped at its start. */
+		T.used = 0;
+		return -1;
+	}
+	return 0;
 }
 
 static void atfork_child(void)
@@ -453,13 +511,8 @@ static void tracer_atexit(void)
 	rec_field_i64(&r, clock_ns(CLOCK_PROCESS_CPUTIME_ID));
 	emit(&r);
 	T.enabled = 0;
-	munmap(T.map, T.size);
-	T.map = NULL;
 	/* Cut the unused tail; readers stop at the first NUL anyway. */
-	if (ftruncate(T.fd, (off_t)T.used) < 0)
-		T.used = 0;
-	close(T.fd);
-	T.fd = -1;
+	trace_close();
 }
 
 static void rec_repr(struct rec *r, PyObject *o)
@@ -887,8 +940,10 @@ static PyObject *tracer_start(PyObject *self, PyObject *args)
 #if PY_VERSION_HEX >= 0x03080000
 	T.audit = 1;
 #endif
-	if (trace_open() < 0)
+	if (trace_open() < 0) {
+		trace_stop_full();
 		Py_RETURN_FALSE;
+	}
 	T.enabled = 1;
 	if (!T.installed) {
 		mod = PyDict_GetItemString(PyImport_GetModuleDict(), "_frozen_importlib");

@@ -697,3 +697,77 @@ def test_profile_oom_names_the_import(coldstart, python, tmp_path):
     f = [f for f in prof["findings"] if f["id"] == "oom-during-import"]
     assert len(f) == 1 and f[0]["module"] == "hog", prof["findings"]
     assert "it was importing hog" in f[0]["evidence"]
+
+
+# --- a full file system ----------------------------------------------------------------------
+
+DISK_FULL_PYTHONS = ["/usr/bin/python3", "/root/.pyenv/versions/3.12.1/bin/python3"]
+DISK_FULL_CODE = "import json, email.parser, asyncio\nprint('done')\n"
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """Mounts a 1 MiB tmpfs and returns a function that fills it up to free_kb KiB free."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        pytest.skip("cannot mount a small tmpfs (needs root): %s" % r.stderr.strip())
+
+    def fill(free_kb):
+        fd = os.open(str(mnt / "fill"), os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.fstatvfs(fd).f_bavail * os.fstatvfs(fd).f_frsize > free_kb * 1024:
+                os.write(fd, b"\0" * 4096)
+        except OSError:
+            pass
+        os.close(fd)
+        st = os.statvfs(str(mnt))
+        assert st.f_bavail * st.f_frsize == free_kb * 1024
+        return str(mnt)
+
+    yield fill
+    subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+@pytest.mark.parametrize("free_kb", [0, 16], ids=["full", "16k-free"])
+@pytest.mark.parametrize("py", DISK_FULL_PYTHONS)
+def test_full_file_system_stops_the_trace_not_the_target(coldstart, py, free_kb, small_tmpfs, tmp_path):
+    """The C tracer maps its trace file (in coldstart's directory under
+    TMPDIR): a store into a page a full file system cannot give is SIGBUS,
+    which killed the target (exit -7).  The tracer writes the file ahead of
+    its records and stops when that write fails; coldstart says where the
+    trace stopped and takes what is missing from importtime, so the tree is
+    the one of a run with space left."""
+    if not os.access(py, os.X_OK):
+        pytest.skip("no %s here" % py)
+    script = tmp_path / "imports.py"
+    script.write_text(DISK_FULL_CODE)
+    # The same run with space: the tree to get back, and the C tracer built into the cache (not on the tmpfs).
+    r, ok = profile(coldstart, py, tmp_path, str(script))
+    assert r.returncode == 0 and ok["runs"][0]["status"] == "exited", r.stderr
+    assert not any("pure-Python" in w["msg"] for w in ok["warnings"]), ok["warnings"]
+    want = sorted(n["name"] for n in nodes_of(ok["runs"][0]["processes"][0]))
+    assert {"json", "email.parser", "asyncio"} <= set(want)
+
+    r, prof = profile(coldstart, py, tmp_path, str(script), env={"TMPDIR": small_tmpfs(free_kb)})
+    assert prof is not None, r.stderr
+    run = prof["runs"][0]
+    # Killed by SIGBUS before: status "signaled", coldstart's exit status 6.
+    assert (r.returncode, run["status"], run["exit_code"], r.stdout) == (0, "exited", 0, "done\n"), \
+        (r.stderr, run["status"])
+    warnings = [w["msg"] for w in prof["warnings"]]
+    main = run["processes"][0]
+    if free_kb == 0:
+        stop = [w for w in warnings if re.match(r"the trace of pid \d+ stopped at its start: no space left on "
+                                                r"the device", w)]
+    else:
+        stop = [w for w in warnings if re.match(r"the trace of pid %d stopped at [0-9.]+ ms: no space left on "
+                                                r"the device; the imports after it are importtime's" % main["pid"], w)]
+        assert "timing" in main, "the records before the stop were not read"
+    assert len(stop) == 1, warnings
+    assert not any("not a readable" in w or "ended inside an import" in w for w in warnings), warnings
+    ns = nodes_of(main)
+    assert not [n["name"] for n in ns if n["flags"] & OPEN]
+    assert sorted(n["name"] for n in ns) == want

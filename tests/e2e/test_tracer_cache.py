@@ -61,8 +61,12 @@ def setup(tmp_path_factory):
     data = os.path.join(base, "python")
     shutil.copytree(os.path.join(ROOT, "python"), data,
                     ignore=shutil.ignore_patterns("_tracer*.so", "__pycache__"))
-    with open(os.path.join(data, "coldstart", "_tracer.c"), "rb") as f:
-        src_hash = fnv1a(f.read())
+    # The cache's hash covers the source and the header it includes, in that order.
+    src = b""
+    for name in ("_tracer.c", "_fill.h"):
+        with open(os.path.join(data, "coldstart", name), "rb") as f:
+            src += f.read()
+    src_hash = fnv1a(src)
     suffix = subprocess.run([DEBIAN_PYTHON, "-c", "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))"],
                             check=True, capture_output=True, text=True).stdout.strip()
     yield {"base": base, "data": data, "hash": src_hash, "suffix": suffix}
