@@ -399,9 +399,100 @@ static int run_rounds(struct variant *vars, size_t nr, const struct compare_opts
 	return ret;
 }
 
+/* Where option parsing stops: the target's own -m and -c. */
+static const char *const stop_at[] = { "-m", "-c", NULL };
+
+/*
+ * What is compared: with --python or --limits given two or more times, one
+ * target (argv from *ip on); otherwise every argument left is a command, and
+ * options may come among them.  Sets *nv variants and *ncmd commands; 0, or
+ * the exit status of a usage error.
+ */
+static int read_variants(const struct opt *options, int argc, char **argv, int *ip, struct compare_opts *o,
+			 struct strvec *commands, size_t *nv, size_t *ncmd, struct buf *err)
+{
+	static const char one_variant[] = "one target is one variant: give --python or --limits twice or more, "
+					  "or two or more commands";
+	size_t np = o->pythons.nr ? o->pythons.nr : 1, nl = o->limit_sets.nr ? o->limit_sets.nr : 1;
+	int rc;
+
+	if (*ip >= argc)
+		return usage_error(&compare_usage, "nothing to compare: give a TARGET with --python or --limits twice, "
+						   "or two or more commands");
+	if (np * nl >= 2) {
+		*nv = np * nl;
+		if (!strcmp(argv[*ip], "--") && o->pythons.nr)
+			return usage_error(&compare_usage, "'-- command' names its own interpreter: --python does not "
+							   "apply (give commands, or a script, -m or -c)");
+		return 0;
+	}
+	/* Commands: every argument left is one, and options may come among them (a command is one word). */
+	if (!strcmp(argv[*ip], "-m") || !strcmp(argv[*ip], "-c") || !strcmp(argv[*ip], "--"))
+		return usage_error(&compare_usage, "%s", one_variant);
+	while (*ip < argc) {
+		const char *a = argv[*ip];
+
+		if (a[0] != '-' || !strcmp(a, "-")) {
+			strvec_push(commands, a);
+			(*ip)++;
+			continue;
+		}
+		if (!strcmp(a, "--") || !strcmp(a, "-m") || !strcmp(a, "-c"))
+			return usage_error(&compare_usage, "'%s' among commands: each command is one argument, "
+							   "e.g. 'python3 -c \"import json\"'", a);
+		rc = args_parse(options, argc, argv, ip, stop_at, err);
+		if (rc)
+			return usage_stop(&compare_usage, options, rc, err->buf);
+	}
+	/* --limits among the commands multiply them as before them; --python twice cannot apply. */
+	nl = o->limit_sets.nr ? o->limit_sets.nr : 1;
+	if (o->pythons.nr > 1)
+		return usage_error(&compare_usage, "a command names its own interpreter: --python does not apply "
+						   "to commands (give one target with --python A --python B)");
+	if (commands->nr * nl < 2)
+		return usage_error(&compare_usage, "%s", one_variant);
+	*ncmd = commands->nr;
+	*nv = *ncmd * nl;
+	return 0;
+}
+
+/* The table on stdout unless stdout carries JSON or Markdown, then each file asked for; EXIT_FAIL when a write failed. */
+static int write_outputs(const struct comparison *c, const struct compare_opts *o)
+{
+	struct buf out = BUF_INIT;
+	int ret = 0;
+
+	if (!o->json_stdout && !(o->output && !strcmp(o->output, "-")) && !(o->markdown && !strcmp(o->markdown, "-"))) {
+		compare_render_table(c, &out);
+		if (write_out("-", -1, out.buf) < 0)
+			ret = EXIT_FAIL;
+	}
+	if (o->markdown) {
+		buf_reset(&out);
+		compare_render_markdown(c, &out);
+		if (write_out(o->markdown, -1, out.buf) < 0)
+			ret = EXIT_FAIL;
+	}
+	if (o->output || o->json_stdout || o->json_fd >= 0) {
+		char *json = compare_render_json(c);
+		struct buf text = BUF_INIT;
+
+		buf_addf(&text, "%s\n", json);
+		free(json);
+		if (o->output && write_out(o->output, -1, text.buf) < 0)
+			ret = EXIT_FAIL;
+		if (o->json_stdout && write_out("-", -1, text.buf) < 0)
+			ret = EXIT_FAIL;
+		if (o->json_fd >= 0 && write_out(NULL, o->json_fd, text.buf) < 0)
+			ret = EXIT_FAIL;
+		buf_release(&text);
+	}
+	buf_release(&out);
+	return ret;
+}
+
 int cmd_compare(int argc, char **argv)
 {
-	static const char *const stop_at[] = { "-m", "-c", NULL };
 	struct compare_opts o;
 	struct comparison c;
 	struct variant *vars = NULL;
@@ -444,59 +535,12 @@ int cmd_compare(int argc, char **argv)
 		ret = usage_stop(&compare_usage, options, rc, err.buf);
 		goto out;
 	}
+	ret = read_variants(options, argc, argv, &i, &o, &commands, &nv, &ncmd, &err);
+	if (ret)
+		goto out;
+	ret = EXIT_FAIL;
 	np = o.pythons.nr ? o.pythons.nr : 1;
 	nl = o.limit_sets.nr ? o.limit_sets.nr : 1;
-	if (i >= argc) {
-		ret = usage_error(&compare_usage, "nothing to compare: give a TARGET with --python or --limits twice, "
-						  "or two or more commands");
-		goto out;
-	}
-	if (np * nl < 2) {
-		/* Commands: every argument left is one, and options may come among them (a command is one word). */
-		if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "-c") || !strcmp(argv[i], "--")) {
-			ret = usage_error(&compare_usage, "one target is one variant: give --python or --limits twice "
-							  "or more, or two or more commands");
-			goto out;
-		}
-		while (i < argc) {
-			if (argv[i][0] == '-' && strcmp(argv[i], "-")) {
-				if (!strcmp(argv[i], "--") || !strcmp(argv[i], "-m") || !strcmp(argv[i], "-c")) {
-					ret = usage_error(&compare_usage, "'%s' among commands: each command is one "
-									  "argument, e.g. 'python3 -c \"import json\"'",
-							  argv[i]);
-					goto out;
-				}
-				rc = args_parse(options, argc, argv, &i, stop_at, &err);
-				if (rc) {
-					ret = usage_stop(&compare_usage, options, rc, err.buf);
-					goto out;
-				}
-				continue;
-			}
-			strvec_push(&commands, argv[i++]);
-		}
-		/* --limits among the commands multiply them as before them; --python twice cannot apply. */
-		nl = o.limit_sets.nr ? o.limit_sets.nr : 1;
-		if (o.pythons.nr > 1) {
-			ret = usage_error(&compare_usage, "a command names its own interpreter: --python does not apply "
-							  "to commands (give one target with --python A --python B)");
-			goto out;
-		}
-		if (commands.nr * nl < 2) {
-			ret = usage_error(&compare_usage, "one target is one variant: give --python or --limits twice "
-							  "or more, or two or more commands");
-			goto out;
-		}
-		ncmd = commands.nr;
-		nv = ncmd * nl;
-	} else {
-		nv = np * nl;
-		if (!strcmp(argv[i], "--") && o.pythons.nr) {
-			ret = usage_error(&compare_usage, "'-- command' names its own interpreter: --python does not "
-							  "apply (give commands, or a script, -m or -c)");
-			goto out;
-		}
-	}
 	if (measure_opts_finish(&o.m, &common, &err) < 0) {
 		ret = usage_error(&compare_usage, "%s", err.buf);
 		goto out;
@@ -550,31 +594,7 @@ int cmd_compare(int argc, char **argv)
 		c.v[j].p = &vars[j].p;
 	}
 	comparison_analyze(&c);
-	if (!o.json_stdout && !(o.output && !strcmp(o.output, "-")) && !(o.markdown && !strcmp(o.markdown, "-"))) {
-		compare_render_table(&c, &out);
-		if (write_out("-", -1, out.buf) < 0)
-			ret = EXIT_FAIL;
-	}
-	if (o.markdown) {
-		buf_reset(&out);
-		compare_render_markdown(&c, &out);
-		if (write_out(o.markdown, -1, out.buf) < 0)
-			ret = EXIT_FAIL;
-	}
-	if (o.output || o.json_stdout || o.json_fd >= 0) {
-		char *json = compare_render_json(&c);
-		struct buf text = BUF_INIT;
-
-		buf_addf(&text, "%s\n", json);
-		free(json);
-		if (o.output && write_out(o.output, -1, text.buf) < 0)
-			ret = EXIT_FAIL;
-		if (o.json_stdout && write_out("-", -1, text.buf) < 0)
-			ret = EXIT_FAIL;
-		if (o.json_fd >= 0 && write_out(NULL, o.json_fd, text.buf) < 0)
-			ret = EXIT_FAIL;
-		buf_release(&text);
-	}
+	ret = write_outputs(&c, &o);
 	/* A target's own failure is said after the comparison, as profile does. */
 	for (j = 0; j < nr_vars && !ret; j++)
 		ret = profile_exit_status(&vars[j].p, o.m.ready != NULL, o.m.passthrough_exit);
