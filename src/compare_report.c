@@ -364,6 +364,62 @@ static size_t measured_runs(const struct compare_side *v)
 	return v->metric[M_WALL].nr;
 }
 
+/* The modules whose self time differs most between variant j and A, up to --top. */
+static void table_modules(const struct comparison *c, size_t j, struct buf *out)
+{
+	const struct module_diff *d = c->diffs[j];
+	size_t shown = 0, significant = 0, i;
+
+	buf_addf(out, "\nmodules that differ most, %s against A (self time, median of the measured runs):\n",
+		 c->v[j].id);
+	buf_addf(out, "  %-38s %10s %10s %11s %9s\n", "module", "A", c->v[j].id, "difference", "p");
+	for (i = 0; i < c->nr_rows && shown < (size_t)c->top; i++) {
+		const struct module_row *row = &c->rows[d[i].row];
+		struct buf name = BUF_INIT, x = BUF_INIT;
+
+		if (!d[i].delta)
+			break;
+		significant += d[i].p_adj < ALPHA;
+		if (strlen(row->name) > 38)
+			buf_addf(&name, "…%s", row->name + strlen(row->name) - 37);
+		else
+			buf_adds(&name, row->name);
+		buf_adds(out, "  ");
+		add_padded(out, name.buf, 38);
+		buf_reset(&x);
+		if (row->present[0])
+			buf_add_duration(&x, row->median[0]);
+		else
+			buf_adds(&x, "absent");
+		buf_addf(out, " %10s", x.buf);
+		buf_reset(&x);
+		if (row->present[j])
+			buf_add_duration(&x, row->median[j]);
+		else
+			buf_adds(&x, "absent");
+		buf_addf(out, " %10s", x.buf);
+		buf_reset(&x);
+		add_signed_duration(&x, d[i].delta);
+		buf_addf(out, " %11s ", x.buf);
+		buf_reset(&x);
+		if (d[i].tested)
+			add_p(&x, d[i].p_adj);
+		buf_addf(out, "%8s%s\n", x.buf, d[i].p_adj < ALPHA ? " *" : "");
+		buf_release(&name);
+		buf_release(&x);
+		shown++;
+	}
+	if (!shown)
+		buf_adds(out, "  (no module's median differs)\n");
+	else if (significant)
+		buf_addf(out, "  * significant at 5%% after Holm's adjustment over the %zu modules compared\n",
+			 c->nr_tested[j]);
+	else
+		buf_addf(out,
+			 "  none significant at 5%% after Holm's adjustment over the %zu modules compared\n",
+			 c->nr_tested[j]);
+}
+
 void compare_render_table(const struct comparison *c, struct buf *out)
 {
 	size_t j, i, m;
@@ -443,61 +499,9 @@ void compare_render_table(const struct comparison *c, struct buf *out)
 			buf_addch(out, '\n');
 		}
 	}
-	for (j = 1; j < c->nr; j++) {
-		const struct module_diff *d = c->diffs[j];
-		size_t shown = 0, significant = 0;
-
-		if (!c->top || !c->nr_rows)
-			continue;
-		buf_addf(out, "\nmodules that differ most, %s against A (self time, median of the measured runs):\n",
-			 c->v[j].id);
-		buf_addf(out, "  %-38s %10s %10s %11s %9s\n", "module", "A", c->v[j].id, "difference", "p");
-		for (i = 0; i < c->nr_rows && shown < (size_t)c->top; i++) {
-			const struct module_row *row = &c->rows[d[i].row];
-			struct buf name = BUF_INIT, x = BUF_INIT;
-
-			if (!d[i].delta)
-				break;
-			significant += d[i].p_adj < ALPHA;
-			if (strlen(row->name) > 38)
-				buf_addf(&name, "…%s", row->name + strlen(row->name) - 37);
-			else
-				buf_adds(&name, row->name);
-			buf_adds(out, "  ");
-			add_padded(out, name.buf, 38);
-			buf_reset(&x);
-			if (row->present[0])
-				buf_add_duration(&x, row->median[0]);
-			else
-				buf_adds(&x, "absent");
-			buf_addf(out, " %10s", x.buf);
-			buf_reset(&x);
-			if (row->present[j])
-				buf_add_duration(&x, row->median[j]);
-			else
-				buf_adds(&x, "absent");
-			buf_addf(out, " %10s", x.buf);
-			buf_reset(&x);
-			add_signed_duration(&x, d[i].delta);
-			buf_addf(out, " %11s ", x.buf);
-			buf_reset(&x);
-			if (d[i].tested)
-				add_p(&x, d[i].p_adj);
-			buf_addf(out, "%8s%s\n", x.buf, d[i].p_adj < ALPHA ? " *" : "");
-			buf_release(&name);
-			buf_release(&x);
-			shown++;
-		}
-		if (!shown)
-			buf_adds(out, "  (no module's median differs)\n");
-		else if (significant)
-			buf_addf(out, "  * significant at 5%% after Holm's adjustment over the %zu modules compared\n",
-				 c->nr_tested[j]);
-		else
-			buf_addf(out,
-				 "  none significant at 5%% after Holm's adjustment over the %zu modules compared\n",
-				 c->nr_tested[j]);
-	}
+	for (j = 1; j < c->nr; j++)
+		if (c->top && c->nr_rows)
+			table_modules(c, j, out);
 	buf_addf(out, "\ntest: Mann-Whitney U, two-sided, %s; p adjusted (Holm) for the %zu comparison%s with A\n",
 		 measured_runs(&c->v[0]) * 2 <= COMPARE_EXACT_MAX ? "exact" : "normal approximation", c->nr - 1,
 		 c->nr == 2 ? "" : "s");
