@@ -316,16 +316,66 @@ char *trace_build_cache_root(void)
 	return buf_detach(&b, NULL);
 }
 
+/*
+ * Compiles the extension's source for the interpreter into a temporary name
+ * in dirfd (the directory real) and renames it to name there, writable by us
+ * alone; 0 on success.
+ */
+static int compile_into(const struct py_info *info, const char *python, const char *ext, const char *srcpath,
+			int dirfd, const char *real, const char *name, struct buf *err)
+{
+	struct buf hdr = BUF_INIT, out = BUF_INIT, tmp = BUF_INIT, tmpname = BUF_INIT;
+	const char *cc = getenv("CC");
+	int status = 0, ret = -1, fd;
+
+	buf_addf(&hdr, "%s/Python.h", info->include_dir);
+	if (access(hdr.buf, R_OK) < 0) {
+		buf_addf(err, "no '%s' for '%s' (install its development headers)", hdr.buf, python);
+		goto out;
+	}
+	buf_addf(&tmpname, "%s.tmp.%ld", name, (long)getpid());
+	buf_addf(&tmp, "%s/%s", real, tmpname.buf);
+	{
+		const char *argv[] = { cc && *cc ? cc : "cc", "-shared", "-fPIC", "-O2", "-std=c11",
+				       "-o", tmp.buf, "-I", info->include_dir, srcpath, NULL };
+
+		if (run_capture(argv, false, &out, &status, err) < 0)
+			goto out;
+		if (status != 0) {
+			buf_addf(err, "cannot build the %s for '%s' (%s exit status %d)", ext + 1, python, argv[0],
+				 status);
+			add_head(err, &out, 3);
+			unlinkat(dirfd, tmpname.buf, 0);
+			goto out;
+		}
+	}
+	/* Writable by us alone whatever the umask: check_extension refuses anything else. */
+	fd = openat(dirfd, tmpname.buf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fchmod(fd, 0755) < 0 || renameat(dirfd, tmpname.buf, dirfd, name) < 0) {
+		buf_addf(err, "cannot install '%s': %s", tmp.buf, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		unlinkat(dirfd, tmpname.buf, 0);
+		goto out;
+	}
+	close(fd);
+	ret = 0;
+out:
+	buf_release(&hdr);
+	buf_release(&out);
+	buf_release(&tmp);
+	buf_release(&tmpname);
+	return ret;
+}
+
 int ext_build_ensure(const char *python, const char *datadir, const char *ext, const char *scratch, char **so_path,
 		     struct buf *note, struct buf *err)
 {
 	struct py_info info;
-	struct buf src = BUF_INIT, path = BUF_INIT, dir = BUF_INIT, tmp = BUF_INIT, why = BUF_INIT;
-	struct buf hdr = BUF_INIT, out = BUF_INIT, srcpath = BUF_INIT, name = BUF_INIT, tmpname = BUF_INIT;
-	struct buf incpath = BUF_INIT;
+	struct buf src = BUF_INIT, path = BUF_INIT, dir = BUF_INIT, why = BUF_INIT;
+	struct buf srcpath = BUF_INIT, name = BUF_INIT, incpath = BUF_INIT;
 	char *root = NULL, *real = NULL;
-	const char *cc = getenv("CC");
-	int status = 0, ret = -1, dirfd = -1, fd;
+	int ret = -1, dirfd = -1;
 	bool have_info = false;
 
 	*so_path = NULL;
@@ -404,37 +454,8 @@ int ext_build_ensure(const char *python, const char *datadir, const char *ext, c
 		break;
 	}
 
-	buf_addf(&hdr, "%s/Python.h", info.include_dir);
-	if (access(hdr.buf, R_OK) < 0) {
-		buf_addf(err, "no '%s' for '%s' (install its development headers)", hdr.buf, python);
+	if (compile_into(&info, python, ext, srcpath.buf, dirfd, real, name.buf, err) < 0)
 		goto out;
-	}
-	buf_addf(&tmpname, "%s.tmp.%ld", name.buf, (long)getpid());
-	buf_addf(&tmp, "%s/%s", real, tmpname.buf);
-	{
-		const char *argv[] = { cc && *cc ? cc : "cc", "-shared", "-fPIC", "-O2", "-std=c11",
-				       "-o", tmp.buf, "-I", info.include_dir, srcpath.buf, NULL };
-
-		if (run_capture(argv, false, &out, &status, err) < 0)
-			goto out;
-		if (status != 0) {
-			buf_addf(err, "cannot build the %s for '%s' (%s exit status %d)", ext + 1, python, argv[0],
-				 status);
-			add_head(err, &out, 3);
-			unlinkat(dirfd, tmpname.buf, 0);
-			goto out;
-		}
-	}
-	/* Writable by us alone whatever the umask: check_extension refuses anything else. */
-	fd = openat(dirfd, tmpname.buf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || fchmod(fd, 0755) < 0 || renameat(dirfd, tmpname.buf, dirfd, name.buf) < 0) {
-		buf_addf(err, "cannot install '%s': %s", tmp.buf, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		unlinkat(dirfd, tmpname.buf, 0);
-		goto out;
-	}
-	close(fd);
 	*so_path = buf_detach(&path, NULL);
 	ret = 0;
 out:
@@ -447,12 +468,8 @@ out:
 	buf_release(&src);
 	buf_release(&path);
 	buf_release(&dir);
-	buf_release(&tmp);
-	buf_release(&tmpname);
 	buf_release(&name);
 	buf_release(&why);
-	buf_release(&hdr);
-	buf_release(&out);
 	buf_release(&srcpath);
 	buf_release(&incpath);
 	return ret;
