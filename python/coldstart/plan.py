@@ -444,23 +444,35 @@ class _Deferred(_ModuleType):
         return _ModuleType.__dir__(self)
 
 
-class _DeferringLoader(object):
+class _StandInLoader(object):
     """Stands in spec.loader while the import system creates the module;
-    exec_module puts the real loader back and leaves the body for later."""
+    the module is created by the real loader, which exec_module puts back
+    (_restore) before it does what the subclass says."""
 
-    def __init__(self, loader, rebinds=frozenset(), lazy=None):
+    def __init__(self, loader):
         self.loader = loader
-        self.rebinds = rebinds
-        self.lazy = lazy
 
     def create_module(self, spec):
         return self.loader.create_module(spec)
 
-    def exec_module(self, module):
+    def _restore(self, module):
         spec = _module_getattr(module, "__spec__")
         spec.loader = self.loader
         d = _raw_dict(module)
         d["__loader__"] = self.loader
+        return spec, d
+
+
+class _DeferringLoader(_StandInLoader):
+    """exec_module puts the real loader back and leaves the body for later."""
+
+    def __init__(self, loader, rebinds=frozenset(), lazy=None):
+        _StandInLoader.__init__(self, loader)
+        self.rebinds = rebinds
+        self.lazy = lazy
+
+    def exec_module(self, module):
+        spec, d = self._restore(module)
         _counter[0] += 1
         _pending[spec.name] = _State(spec, self.loader, _counter[0],
                                      self.rebinds, self.lazy)
@@ -830,23 +842,17 @@ def lazy_names(module):
     return sorted(t[1]) if t is not None else []
 
 
-class _BodyLoader(object):
-    """Stands in spec.loader for a planned module that loads but whose
-    body's from-imports may stay lazy; exec_module puts the real loader
-    back and runs the body with them."""
+class _BodyLoader(_StandInLoader):
+    """For a planned module that loads but whose body's from-imports may
+    stay lazy: exec_module puts the real loader back and runs the body with
+    them."""
 
     def __init__(self, loader, lazy):
-        self.loader = loader
+        _StandInLoader.__init__(self, loader)
         self.lazy = lazy
 
-    def create_module(self, spec):
-        return self.loader.create_module(spec)
-
     def exec_module(self, module):
-        spec = _module_getattr(module, "__spec__")
-        spec.loader = self.loader
-        d = _raw_dict(module)
-        d["__loader__"] = self.loader
+        spec, d = self._restore(module)
         _run_body(self.loader, module, spec.name, self.lazy)
         _mark_lazy(module, d)
 
