@@ -96,21 +96,9 @@ static int set_json(const struct opt *opt, const char *v, struct buf *err)
 static int set_json_fd(const struct opt *opt, const char *v, struct buf *err)
 {
 	struct compare_opts *o = opt->value;
-	char *end;
-	long fd;
+	int rc = output_fd_arg(v, "--json-fd", &o->json_fd, err);
 
-	errno = 0;
-	fd = strtol(v, &end, 10);
-	if (errno || end == v || *end || fd < 0 || fd > 1000000) {
-		buf_addf(err, "--json-fd needs a descriptor number, not '%s'", v);
-		return -1;
-	}
-	if (fd == 1)
-		return set_json(opt, NULL, err);
-	if (output_fd_claim((int)fd, "--json-fd", err) < 0)
-		return ARGS_FAILED;
-	o->json_fd = (int)fd;
-	return 0;
+	return rc == 1 ? set_json(opt, NULL, err) : rc;
 }
 
 static int set_markdown(const struct opt *opt, const char *v, struct buf *err)

@@ -84,21 +84,9 @@ static int set_json(const struct opt *opt, const char *v, struct buf *err)
 static int set_json_fd(const struct opt *opt, const char *v, struct buf *err)
 {
 	struct show_opts *so = opt->value;
-	char *end;
-	long fd;
+	int rc = output_fd_arg(v, "--json-fd", &so->json_fd, err);
 
-	errno = 0;
-	fd = strtol(v, &end, 10);
-	if (errno || end == v || *end || fd < 0 || fd > 1000000) {
-		buf_addf(err, "--json-fd needs a descriptor number, not '%s'", v);
-		return -1;
-	}
-	if (fd == 1)
-		return set_json(opt, NULL, err);
-	if (output_fd_claim((int)fd, "--json-fd", err) < 0)
-		return ARGS_FAILED;
-	so->json_fd = (int)fd;
-	return 0;
+	return rc == 1 ? set_json(opt, NULL, err) : rc;
 }
 
 static int add_budget(const struct opt *opt, const char *v, struct buf *err)
@@ -229,20 +217,32 @@ int output_path_check(const char *path, struct buf *err)
 	return ret;
 }
 
-int output_fd_claim(int fd, const char *option, struct buf *err)
+int output_fd_arg(const char *v, const char *option, int *fd, struct buf *err)
 {
-	int fl = fcntl(fd, F_GETFL);
+	char *end;
+	long n;
+	int fl;
 
-	if (fl < 0) {
-		buf_addf(err, "%s %d: no such open descriptor (open it in the shell: %d>FILE)", option, fd, fd);
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno || end == v || *end || n < 0 || n > 1000000) {
+		buf_addf(err, "%s needs a descriptor number, not '%s'", option, v);
 		return -1;
+	}
+	if (n == 1)
+		return 1;
+	fl = fcntl((int)n, F_GETFL);
+	if (fl < 0) {
+		buf_addf(err, "%s %ld: no such open descriptor (open it in the shell: %ld>FILE)", option, n, n);
+		return ARGS_FAILED;
 	}
 	if ((fl & O_ACCMODE) == O_RDONLY) {
-		buf_addf(err, "%s %d: the descriptor is open for reading only", option, fd);
-		return -1;
+		buf_addf(err, "%s %ld: the descriptor is open for reading only", option, n);
+		return ARGS_FAILED;
 	}
 	/* The target must not inherit the channel (it would hold it open, or write to it). */
-	fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC);
+	fcntl((int)n, F_SETFD, fcntl((int)n, F_GETFD) | FD_CLOEXEC);
+	*fd = (int)n;
 	return 0;
 }
 

@@ -42,10 +42,13 @@ void profile_outputs_forbid(struct profile_outputs *po, const char *module);
  */
 int output_path_check(const char *path, struct buf *err);
 /*
- * For --json-fd N: whether fd is open for writing (0, or -1 with a message
- * in err); it is made close-on-exec so the target never inherits it.
+ * The value v of --json-fd N: 1 when N is stdout (the caller takes it as
+ * --json); otherwise 0 with *fd set when N is open for writing, made
+ * close-on-exec so the target never inherits it.  With a message in err: -1
+ * when v is not a descriptor number, ARGS_FAILED when N is not open for
+ * writing.
  */
-int output_fd_claim(int fd, const char *option, struct buf *err);
+int output_fd_arg(const char *v, const char *option, int *fd, struct buf *err);
 /*
  * One more output asked for on stdout (*users counts them): only one may
  * have it; -1 with a message naming what in err for the second.
