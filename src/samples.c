@@ -61,19 +61,6 @@ static size_t split(char *line, char **f, size_t max)
 	return nr;
 }
 
-static int parse_i64(const char *s, int64_t *out)
-{
-	char *end;
-	long long v;
-
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || end == s || *end)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 /*
  * Names are Python strings, so UTF-8; what is not (a damaged file) becomes
  * '?', as do control bytes, so every name can be written as JSON.

@@ -86,19 +86,6 @@ static size_t split_fields(char *line, char **f, size_t max)
 	return nr;
 }
 
-static int parse_i64(const char *s, int64_t *out)
-{
-	char *end;
-	long long v;
-
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || end == s || *end)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 static struct tstack *stack_for(struct tparse *ps, long tid)
 {
 	size_t i;

@@ -687,3 +687,16 @@ void buf_add_bytes(struct buf *sb, int64_t bytes)
 	else
 		buf_addf(sb, "%.2f GiB", b / (1024.0 * 1024 * 1024));
 }
+
+int parse_i64(const char *s, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end)
+		return -1;
+	*out = v;
+	return 0;
+}

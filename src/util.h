@@ -300,6 +300,8 @@ int ends_with(const char *s, const char *suffix);
  * Returns -1 on bad input.
  */
 int parse_size(const char *s, int64_t *out);
+/* A whole decimal int64 (sign allowed, nothing after it); 0, or -1 when s is not one. */
+int parse_i64(const char *s, int64_t *out);
 /* Parses "300ms", "1.5s", "250us", "20" (ms) into microseconds. */
 int parse_duration_us(const char *s, int64_t *out);
 /* Formats microseconds for humans: "812 us", "12.3 ms", "1.25 s". */
