@@ -118,7 +118,9 @@ def star_names(mod):
 
 def lazy_rows(name, path, is_package, body_names, modules, debug=None):
     """The from-imports of module name (source at path) that may stay
-    lazy: (x, attr, bound name), or (x, "*", names) for a star import.  body_names: what the recorder saw the body read besides its
+    lazy: (x, attr, bound name), or (x, "*", names[, eager]) for a star
+    import (names: all it binds, in order; eager: those of them the body
+    reads, which bind at once).  body_names: what the recorder saw the body read besides its
     source; modules: sys.modules at the end of the planning run.  Returns
     [] when the source cannot be read or parsed."""
     try:
@@ -153,17 +155,22 @@ def lazy_rows(name, path, is_package, body_names, modules, debug=None):
         if m is None or mod == name or (mod, "*") in seen:
             continue
         names = star_names(m)
-        if any(n in used or "%s.%s" % (mod, n) in modules for n in names):
+        # The names the body reads (and submodules) bind at once; the rest
+        # may stay lazy.  A star import none of whose names may is eager.
+        eager = [n for n in names if n in used or
+                 "%s.%s" % (mod, n) in modules]
+        if len(eager) == len(names):
             continue
         seen.add((mod, "*"))
-        rows.append((mod, "*", names))
+        rows.append((mod, "*", names, eager) if eager else
+                    (mod, "*", names))
     return rows
 
 
 def table(found, actions):
     """The plan's "from" from lazy_rows() per module (found): per module,
     [x, "attr attr ..."] for its lazy from-imports of x, [x, "*",
-    "name name ..."] for a star import.  Only those that can matter are kept: from a module the
+    "name name ..."(, "eager names")] for a star import.  Only those that can matter are kept: from a module the
     plan does not load (actions), or a name that module itself binds
     lazily (re-exports, as packages do)."""
     bound = {}
@@ -171,7 +178,7 @@ def table(found, actions):
         b = bound.setdefault(a, set())
         for r in rows:
             if r[1] == "*":
-                b.update(r[2])
+                b.update(set(r[2]).difference(r[3] if len(r) > 3 else ()))
             else:
                 b.add(r[2])
     out = {}
@@ -186,7 +193,8 @@ def table(found, actions):
             mine = bound.get(mod, ())
             if r[1] == "*":
                 if act != "load" or any(n in mine for n in r[2]):
-                    kept.append([mod, "*", " ".join(r[2])])
+                    kept.append([mod, "*", " ".join(r[2])] + (
+                        [" ".join(r[3])] if len(r) > 3 else []))
             elif act != "load" or r[1] in mine:
                 attrs.setdefault(mod, []).append(r[1])
         # Names joined by spaces: a plan's biggest member reads faster so.

@@ -69,7 +69,7 @@ _AUDIT_EFFECTS = {
 class _Rec(object):
     __slots__ = ("name", "thread", "start", "end", "children_us", "reasons",
                  "parent_body", "order", "ok", "module", "origin",
-                 "body_names")
+                 "body_names", "all_")
 
     def __init__(self, name, thread, parent_body, order, module):
         self.name = name
@@ -86,6 +86,8 @@ class _Rec(object):
         # Names read from the module's namespace while its body ran, that
         # its source does not show (plan_names.py).
         self.body_names = set()
+        # Its __all__ when its body ended: (is a tuple, names), or None.
+        self.all_ = None
 
 
 class _Frame(object):
@@ -121,6 +123,7 @@ class Recorder(object):
         self.later = {}
         self.profile = None
         self.code_out = None
+        self.all_read = set()  # modules whose __all__ something read
 
     # -- what a body did ---------------------------------------------------
 
@@ -206,6 +209,7 @@ class Recorder(object):
             f = getattr(rec.module, "__file__", None)
             if isinstance(f, str):
                 self.file_mods[f] = rec.name
+            rec.all_ = _all_of(rec.module)
             self._watch(rec.module)
 
     def _watch(self, module):
@@ -290,6 +294,8 @@ class Recorder(object):
         r = self.recs.get(name)
         if r is not None and r.end is None:
             r.body_names.add(attr)
+        if attr == "__all__":
+            self.all_read.add(name)
 
         if self.ext_depth.get(tid):
             r = self.recs.get(name)
@@ -843,6 +849,40 @@ def lazy_from(rec_obj, modules):
     return table
 
 
+def _all_of(module):
+    """A module's __all__ as (is a tuple, names) when it is a list or tuple
+    of strings, else None."""
+    try:
+        v = _mod_getattr(module, "__dict__").get("__all__")
+    except (AttributeError, TypeError):
+        return None
+    if type(v) not in (list, tuple) or \
+            not all(type(x) is str for x in v):
+        return None
+    return type(v) is tuple, tuple(v)
+
+
+def recorded_all(rec_obj, modules):
+    """The plan's "all": the __all__ of each module that may be deferred
+    (not used by the requests) and whose __all__ something read, as its
+    body left it, when nothing changed it after the body ended.  A deferred module answers a read of its
+    __all__ from here without running its body (plan.py)."""
+    out = {}
+    for m in modules:
+        name = m["name"]
+        r = rec_obj.recs.get(name)
+        if m["action"] == "load" or m["kind"] not in ("source", "bytecode") \
+                or r is None or not r.ok or r.all_ is None or \
+                name not in rec_obj.all_read:
+            continue
+        mod = sys.modules.get(name)
+        if mod is None or _all_of(mod) != r.all_:
+            continue  # changed since its body ended: not answered
+        out[name] = {"tuple": list(r.all_[1])} if r.all_[0] else \
+            list(r.all_[1])
+    return out
+
+
 def _opcodes():
     from coldstart import plan_names as _plan_names
     return _plan_names.opcodes()
@@ -878,6 +918,7 @@ def write_plan(rec_obj, names):
     modules.sort(key=lambda m: (m.get("order", 1 << 30), m["name"]))
     decide(rec_obj, modules)
     lazy = lazy_from(rec_obj, modules)
+    alls = recorded_all(rec_obj, modules)
     counts = {"load": 0, "eager": 0, "defer": 0}
     us = {"load": 0, "eager": 0, "defer": 0}
     for m in modules:
@@ -901,6 +942,7 @@ def write_plan(rec_obj, names):
         "sys_path": sys_path,
         "opcodes": _opcodes(),
         "from": lazy,
+        "all": alls,
         "code": code,
         "index": index,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -470,3 +470,55 @@ def test_lazy_from_can_be_turned_off(python, workdir):
                           "lazy": lazy_names(a)}))
     """, COLDSTART_PLAN_LAZY_FROM="0")
     assert applied == {"shapes": False, "lazy": []}
+
+
+def test_a_star_import_the_body_reads_from_binds_the_rest_lazily(python,
+                                                                 workdir):
+    # a reads one name of pkg's star import: that one binds at once (and
+    # runs pkg and pkg.one), the others stay lazy, so pkg.two, which only
+    # an unread name comes from, stays deferred.
+    write(workdir, "pkg/__init__.py", """
+        from .one import *
+        from .two import *
+    """)
+    write(workdir, "pkg/one.py", """
+        __all__ = ["f1"]
+        def f1():
+            return "one"
+    """)
+    write(workdir, "pkg/two.py", """
+        __all__ = ["f2", "T2"]
+        def f2():
+            return "two"
+        class T2(object):
+            pass
+    """)
+    write(workdir, "a.py", """
+        from pkg import *
+        USE = f1()
+        def call():
+            return f2()
+    """)
+    plan = record(python, workdir, ["a"])
+    star = lazy_of(plan, "a")["pkg"]
+    assert star[0] == "*" and sorted(star[1]) == ["T2", "f1", "f2", "one",
+                                                   "two"]
+    row = [r for r in plan["from"]["a"] if r[0] == "pkg"][0]
+    assert sorted(row[3].split()) == ["f1", "one", "two"]
+    plain, applied = compare(python, workdir, """
+        import a
+        use = a.USE
+        before = [deferred("pkg"), deferred("pkg.one"), deferred("pkg.two"),
+                  lazy_names(a)]
+        r = a.call()
+        import pkg.two
+        print(json.dumps({"before": before, "use": use, "r": r,
+                          "same": [a.T2 is pkg.two.T2, a.f2 is pkg.two.f2],
+                          "names": sorted(n for n in vars(a)
+                                          if not n.startswith("_"))}))
+    """)
+    assert applied["before"] == [False, False, True, ["T2", "f2"]]
+    assert plain["before"] == [False, False, False, []]
+    for k in ("use", "r", "same", "names"):
+        assert plain[k] == applied[k], k
+    assert applied["same"] == [True, True]
