@@ -3,7 +3,8 @@
 
 A body's `from x import y` may bind y lazily when nothing reads y while
 the body runs.  Statically, from the module's source: the statement is at
-module level (not inside try, with, a function or a class), and no code of
+module level (not inside with, a function, a class, or a try with a handler
+for anything but ImportError), and no code of
 the body outside function bodies loads the bound name (class bodies,
 decorators, default values, annotations, comprehensions count), nor calls
 globals(), vars(), locals() or dir() there.  Dynamically, the recorder adds
@@ -86,6 +87,22 @@ class _Loads(ast.NodeVisitor):
         self._arguments(node.args)
 
 
+_IMPORT_ERRORS = frozenset(("ImportError", "ModuleNotFoundError"))
+
+
+def _only_import_errors(handlers):
+    """True when every handler of a try names ImportError or
+    ModuleNotFoundError only (other exceptions, which a lazy import would
+    raise later and elsewhere, are not caught there)."""
+    for h in handlers:
+        t = h.type
+        names = t.elts if isinstance(t, ast.Tuple) else [t]
+        if not names or not all(isinstance(n, ast.Name) and
+                                n.id in _IMPORT_ERRORS for n in names):
+            return False
+    return bool(handlers)
+
+
 def _candidates(body, package, out, stars, lazy_ok=True):
     """Collects the module-level from-imports of statements body."""
     for st in body:
@@ -101,6 +118,12 @@ def _candidates(body, package, out, stars, lazy_ok=True):
         elif isinstance(st, (ast.If, ast.For, ast.AsyncFor, ast.While)):
             _candidates(st.body, package, out, stars, lazy_ok)
             _candidates(st.orelse, package, out, stars, lazy_ok)
+        elif isinstance(st, ast.Try) and _only_import_errors(st.handlers):
+            # `try: from .worker import W / except ImportError: pass`: the
+            # planning run saw the import succeed, with the files the plan
+            # checks, so the handler does not run with the plan either.
+            for part in (st.body, st.orelse, st.finalbody):
+                _candidates(part, package, out, stars, lazy_ok)
         elif type(st).__name__ == "Match":
             for case in st.cases:
                 _candidates(case.body, package, out, stars, lazy_ok)

@@ -123,7 +123,10 @@ class Recorder(object):
         self.later = {}
         self.profile = None
         self.code_out = None
-        self.all_read = set()  # modules whose __all__ something read
+        # modules whose __all__ something read -> (code, offset) of the
+        # reads from module bodies (star imports among them), None once
+        # anything else read it.
+        self.all_read = {}
 
     # -- what a body did ---------------------------------------------------
 
@@ -288,14 +291,22 @@ class Recorder(object):
     def in_request(self):
         return self.recording and not self.stacks.get(_thread.get_ident())
 
+    def all_read_at(self, module, f):
+        name = _mod_getattr(module, "__dict__").get("__name__")
+        seen = self.all_read.setdefault(name, set())
+        if seen is None:
+            return
+        if f is not None and f.f_code.co_name == "<module>":
+            seen.add((f.f_code, f.f_lasti))
+        else:
+            self.all_read[name] = None
+
     def attr_read(self, module, attr):
         tid = _thread.get_ident()
         name = _mod_getattr(module, "__dict__").get("__name__")
         r = self.recs.get(name)
         if r is not None and r.end is None:
             r.body_names.add(attr)
-        if attr == "__all__":
-            self.all_read.add(name)
 
         if self.ext_depth.get(tid):
             r = self.recs.get(name)
@@ -540,6 +551,8 @@ class _Watched(_ModuleType):
             f = sys._getframe(0).f_back
             if f is None or f.f_code.co_filename not in _IMPORT_SYSTEM:
                 r.attr_read(self, attr)
+                if attr == "__all__":
+                    r.all_read_at(self, f)
         return _mod_getattr(self, attr)
 
 
@@ -862,18 +875,43 @@ def _all_of(module):
     return type(v) is tuple, tuple(v)
 
 
+def _star_opcodes():
+    from coldstart import plan_names as _plan_names
+    ops = _plan_names.opcodes()
+    return ops[1:] if ops else None
+
+
+def _all_read_as_attribute(reads):
+    """True when something read a module's __all__ otherwise than a star
+    import does (those take the names from the plan's "from"); reads is
+    what all_read_at() noted, None for a read from a function."""
+    if reads is None:
+        return True
+    star = _STAR_OPS[0] if _STAR_OPS else None
+    for code, at in reads:
+        c = code.co_code
+        if star is None or at < 0 or at >= len(c) or c[at] != star[0] or \
+                (star[1] is not None and c[at + 1] != star[1]):
+            return True
+    return False
+
+
+_STAR_OPS = []
+
+
 def recorded_all(rec_obj, modules):
     """The plan's "all": the __all__ of each module that may be deferred
     (not used by the requests) and whose __all__ something read, as its
     body left it, when nothing changed it after the body ended.  A deferred module answers a read of its
     __all__ from here without running its body (plan.py)."""
     out = {}
+    _STAR_OPS[:] = [_star_opcodes()]
     for m in modules:
         name = m["name"]
         r = rec_obj.recs.get(name)
         if m["action"] == "load" or m["kind"] not in ("source", "bytecode") \
                 or r is None or not r.ok or r.all_ is None or \
-                name not in rec_obj.all_read:
+                not _all_read_as_attribute(rec_obj.all_read.get(name, ())):
             continue
         mod = sys.modules.get(name)
         if mod is None or _all_of(mod) != r.all_:
