@@ -54,27 +54,50 @@ def _resolve(package, node):
     return base or None
 
 
+def _postponed(tree):
+    """True when the module has `from __future__ import annotations`
+    (PEP 563): its annotations are strings, not evaluated by the body."""
+    for st in tree.body:
+        if isinstance(st, ast.ImportFrom) and st.module == "__future__" and \
+                any(a.name == "annotations" for a in st.names):
+            return True
+    return False
+
+
 class _Loads(ast.NodeVisitor):
     """Names loaded or deleted by code that runs with the body: everything
-    but the bodies of functions and lambdas."""
+    but the bodies of functions and lambdas, and with postponed evaluation
+    (PEP 563) the annotations, which are strings then (what reads them at
+    import time, dataclasses, pydantic, singledispatch, evaluates them in
+    the module's namespace: the recorder sees that and adds the names)."""
 
-    def __init__(self):
+    def __init__(self, postponed=False):
         self.names = set()
+        self.postponed = postponed
 
     def visit_Name(self, node):
         if not isinstance(node.ctx, ast.Store):
             self.names.add(node.id)
 
+    def visit_AnnAssign(self, node):
+        if not self.postponed:
+            return self.generic_visit(node)
+        self.visit(node.target)
+        if node.value is not None:
+            self.visit(node.value)
+
     def _function(self, node):
         for d in node.decorator_list:
             self.visit(d)
         self._arguments(node.args)
-        if node.returns is not None:
+        if node.returns is not None and not self.postponed:
             self.visit(node.returns)
 
     def _arguments(self, a):
         for d in list(a.defaults) + [d for d in a.kw_defaults if d]:
             self.visit(d)
+        if self.postponed:
+            return
         for arg in list(getattr(a, "posonlyargs", [])) + list(a.args) + \
                 list(a.kwonlyargs) + [x for x in (a.vararg, a.kwarg) if x]:
             if arg.annotation is not None:
@@ -156,7 +179,7 @@ def lazy_rows(name, path, is_package, body_names, modules, debug=None):
     _candidates(tree.body, package, froms, stars)
     if not froms and not stars:
         return []
-    loads = _Loads()
+    loads = _Loads(_postponed(tree))
     loads.visit(tree)
     used = loads.names | set(body_names)
     if used & DYNAMIC:

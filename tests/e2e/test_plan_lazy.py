@@ -13,6 +13,7 @@ without it).
 """
 import json
 import os
+import textwrap
 
 import pytest
 
@@ -536,3 +537,39 @@ def test_a_star_import_the_body_reads_from_binds_the_rest_lazily(python,
     for k in ("use", "r", "same", "names"):
         assert plain[k] == applied[k], k
     assert applied["same"] == [True, True]
+
+
+def test_postponed_annotations_do_not_read_their_names(python, workdir):
+    # With `from __future__ import annotations` (PEP 563) an annotation is
+    # a string the body does not evaluate: a name used only there may bind
+    # lazily.  Without it the body evaluates it.  (A dataclass reads its
+    # module's namespace while the body runs, which binds every pending
+    # name: test_outside_readers_while_the_body_runs_see_real_objects.)
+    write(workdir, "shapes.py", SHAPES)
+    body = """
+        from shapes import Square, unit
+        v: Square = None
+        def area(x: Square) -> Square:
+            return x.area()
+        def make():
+            return unit()
+    """
+    write(workdir, "late.py", "from __future__ import annotations\n" +
+          textwrap.dedent(body))
+    write(workdir, "eager.py", body)
+    plan = record(python, workdir, ["late", "eager"])
+    assert lazy_of(plan, "late") == {"shapes": ["Square", "unit"]}
+    assert lazy_of(plan, "eager") == {"shapes": ["unit"]}
+    plain, applied = compare(python, workdir, """
+        import late, typing
+        make = late.make
+        before = [deferred("shapes"), lazy_names(late)]
+        hints = typing.get_type_hints(late.area)
+        print(json.dumps({"before": before, "v": late.v,
+                          "hints": sorted((k, v.__name__)
+                                          for k, v in hints.items()),
+                          "area": late.area(make())}))
+    """)
+    assert applied["before"] == [True, ["Square", "unit"]]
+    for k in ("v", "hints", "area"):
+        assert plain[k] == applied[k], k
