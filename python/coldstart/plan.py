@@ -1018,6 +1018,74 @@ def _archive_code(loader, fullname):
     return code
 
 
+# --- the regex table ---------------------------------------------------------
+#
+# The code archive ends with what the regular expression compiler handed
+# _sre.compile for each pattern compiled while planning (plan_code.py).
+# With the plan, the compiler's compile() answers those patterns with one
+# _sre.compile call: no parsing, no code generation, the same pattern.
+
+# The module whose compile(pattern, flags) re._compile calls.
+RE_COMPILER = "re._compiler" if sys.version_info >= (3, 11) else \
+    "sre_compile"
+# [offset, length] of the table in the archive, once install() found one.
+_regex_at = []
+
+
+def _regex_table():
+    try:
+        data = os.pread(_code_fd[0], _regex_at[1], _regex_at[0])
+        rows = marshal.loads(data) if len(data) == _regex_at[1] else ()
+    except (OSError, ValueError, EOFError, TypeError, IndexError):
+        rows = ()
+    table = {}
+    for r in rows:
+        if type(r) is tuple and len(r) == 8:
+            table[(r[0], r[1])] = r[2:]
+    return table
+
+
+def _hook_regex(module):
+    """Gives the compiler module a compile() that answers the planned
+    patterns from the table (read at its first call)."""
+    d = _raw_dict(module)
+    orig, sre = d.get("compile"), d.get("_sre")
+    if orig is None or sre is None or getattr(orig, "_coldstart", False):
+        return
+    state = []
+
+    def compile(p, flags=0):
+        if not state:
+            state.append(_regex_table())
+        if type(p) is str or type(p) is bytes:
+            args = state[0].get((p, flags))
+            if args is not None:
+                return sre.compile(*args)
+        return orig(p, flags)
+    compile._coldstart = True
+    compile.__wrapped__ = orig
+    d["compile"] = compile
+
+
+class _AfterExecLoader(_StandInLoader):
+    """Stands in spec.loader to call after(module) once the module's body
+    has run: at once, or after the deferred body when the loader it wraps
+    leaves it deferred."""
+
+    def __init__(self, loader, after):
+        _StandInLoader.__init__(self, loader)
+        self.after = after
+
+    def exec_module(self, module):
+        spec, d = self._restore(module)
+        self.loader.exec_module(module)
+        if type(module) is _Deferred and spec.name in _pending:
+            _after_body.setdefault(spec.name, []).append(
+                lambda: self.after(module))
+        else:
+            self.after(module)
+
+
 class _ArchiveSourceLoader(_bootstrap_external.SourceFileLoader):
     """A source loader whose code comes from the plan's code archive (the
     source's size and mtime were checked with the plan)."""
@@ -1190,6 +1258,8 @@ class PlanFinder(object):
             parent = _pending_parent(name)
             if parent is not None:
                 spec.loader = _ParentFirstLoader(loader, parent)
+        if name == RE_COMPILER and _regex_at:
+            spec.loader = _AfterExecLoader(spec.loader, _hook_regex)
         self.answered += 1
         return spec
 
@@ -1351,6 +1421,11 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
     code = _open_code(plan, len(plan["index"])) if use_code else None
     if code is not None:
         _code_fd[:] = [code[0]]
+        r = plan["code"].get("regex")
+        if isinstance(r, list) and len(r) == 3 and \
+                all(type(x) is int for x in r) and \
+                os.environ.get("COLDSTART_PLAN_REGEX") != "0":
+            _regex_at[:] = r[:2]
     native = defer and native_lazy and \
         hasattr(sys, "set_lazy_imports_filter")
     finder = PlanFinder(plan, defer and not native, strict=strict, keep=keep,
@@ -1362,6 +1437,8 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
         sys.set_lazy_imports("all")
     sys.meta_path.insert(0, finder)
     _installed[0] = finder
+    if _regex_at and RE_COMPILER in sys.modules:
+        _hook_regex(sys.modules[RE_COMPILER])
     _warm_state["mode"] = warm
     return finder
 

@@ -123,6 +123,8 @@ class Recorder(object):
         self.later = {}
         self.profile = None
         self.code_out = None
+        self.regex = {}  # (pattern, flags) -> _sre.compile's arguments
+        self.regex_hooked = False
         # modules whose __all__ something read -> (code, offset) of the
         # reads from module bodies (star imports among them), None once
         # anything else read it.
@@ -208,6 +210,8 @@ class Recorder(object):
             stack[-1].snap = after
             stack[-1].modules = now
             stack[-1].rec.children_us += (rec.end - rec.start) // 1000
+        if ok and rec.name == _plan.RE_COMPILER:
+            self.hook_regex()
         if ok:
             f = getattr(rec.module, "__file__", None)
             if isinstance(f, str):
@@ -392,8 +396,65 @@ class Recorder(object):
         except (AttributeError, TypeError):
             pass
 
+    def hook_regex(self):
+        """Records what the regular expression compiler hands _sre.compile
+        for each pattern compiled until the last response (the plan's
+        regex table, plan_code.py): applying the plan, those patterns skip
+        the parser and compiler.  A pattern whose compiling warned is left
+        out (its warning must show again)."""
+        mod = sys.modules.get(_plan.RE_COMPILER)
+        if mod is None or self.regex_hooked:
+            return
+        d = _mod_getattr(mod, "__dict__")
+        orig, sre = d.get("compile"), d.get("_sre")
+        if orig is None or sre is None:
+            return
+        self.regex_hooked = True
+        spy = _SreSpy(sre)
+        table = self.regex
+        rec = self
+
+        def compile(p, flags=0):
+            w = sys.modules.get("warnings")
+            warned = []
+            warn = getattr(w, "warn", None)
+            if warn is not None:
+                def spy_warn(*a, **k):
+                    warned.append(1)
+                    return warn(*a, **k)
+                w.warn = spy_warn
+            tid = _thread.get_ident()
+            spy.last.pop(tid, None)
+            try:
+                r = orig(p, flags)
+            finally:
+                if warn is not None and w.warn is spy_warn:
+                    w.warn = warn
+            args = spy.last.pop(tid, None)
+            if args is not None and rec.recording and not warned and \
+                    (w is not None or "warnings" not in sys.modules) and \
+                    type(p) in (str, bytes) and args[0] is p and \
+                    not int(flags) & _RE_DEBUG and len(table) < _RE_MAX:
+                # Plain ints and containers (the compiler's opcodes are an
+                # int subclass): what marshal writes.
+                try:
+                    table.setdefault((p, int(flags)), (
+                        args[0], int(args[1]), [int(c) for c in args[2]],
+                        int(args[3]), {str(k): int(v) for k, v in
+                                       args[4].items()},
+                        tuple(args[5])))
+                except (TypeError, ValueError, AttributeError):
+                    pass
+            return r
+        compile.__wrapped__ = orig
+        d["compile"] = compile
+        d["_sre"] = spy
+        self.restore.append((mod, "compile", orig))
+        self.restore.append((mod, "_sre", sre))
+
     def install(self):
         rec = self
+        self.hook_regex()
         base = _bootstrap_external._LoaderBasics
         orig_exec = base.exec_module
 
@@ -540,6 +601,28 @@ class Recorder(object):
                 sys.stderr.write("coldstart plan: cannot write the plan: "
                                  "%s: %s\n" % (type(e).__name__, e))
             self.written = True
+
+
+# SRE_FLAG_DEBUG (prints while compiling), and how many patterns a plan
+# holds at most.
+_RE_DEBUG = 128
+_RE_MAX = 20000
+
+
+class _SreSpy(object):
+    """Stands in for _sre in the compiler's namespace while planning: notes
+    the arguments of compile() per thread."""
+
+    def __init__(self, sre):
+        self.sre = sre
+        self.last = {}
+
+    def compile(self, *args):
+        self.last[_thread.get_ident()] = args
+        return self.sre.compile(*args)
+
+    def __getattr__(self, attr):
+        return getattr(self.sre, attr)
 
 
 class _Watched(_ModuleType):
@@ -967,7 +1050,8 @@ def write_plan(rec_obj, names):
     try:
         from coldstart import plan_code as _plan_code
         code = _plan_code.write(rec_obj.code_out or rec_obj.out + ".code",
-                                index)
+                                index, [k + v for k, v in
+                                        rec_obj.regex.items()])
     except OSError as e:
         sys.stderr.write("coldstart plan: cannot write the code archive: "
                          "%s; the plan loads modules from their files\n"

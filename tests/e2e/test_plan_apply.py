@@ -790,3 +790,56 @@ def test_an_all_that_changed_since_planning_warns_and_keeps_the_body_s(
     # `coldstart plan --verify` guards against); after: the body's, said.
     assert out == {"early": ["a"], "late": ["a", "b"]}
     assert "dyn's __all__ is not the one the plan recorded" in p.stderr
+
+
+def test_planned_regular_expressions_skip_the_parser(python, workdir):
+    # Patterns compiled while planning are compiled from the plan's regex
+    # table (one _sre.compile call each); the pattern objects behave the
+    # same.  A pattern whose compiling warned is not in the table: its
+    # warning shows again.
+    write(workdir, "pats.py", '''
+        import re
+        WORD = re.compile(r"(?P<word>\\w+)-(\\d+)", re.I)
+        RAW = re.compile(rb"^(ab|cd)+$")
+        KV = re.compile(r"""
+            (?P<k>[a-z]+)   # key
+            =(?P<v>.*)      # value
+        """, re.X)
+        def use(s):
+            return WORD.match(s).groupdict()
+    ''')
+    write(workdir, "warned.py", 'import re\nNESTED = re.compile("[[a]")\n')
+    plan = record(python, workdir, ["pats", "warned"])
+    assert plan["code"]["regex"][2] >= 3
+    plain, applied = compare(python, workdir, """
+        import re, warnings
+        parser = sys.modules["re._parser" if sys.version_info >= (3, 11)
+                             else "sre_parse"]
+        calls = []
+        orig = parser.parse
+        def parse(p, *a, **k):
+            calls.append(p if isinstance(p, str) else repr(p))
+            return orig(p, *a, **k)
+        parser.parse = parse
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            import pats, warned
+            got = pats.use("Ab-12")
+            nested = warned.NESTED.pattern
+        out = {"calls": calls, "got": got,
+               "warned": [x.category.__name__ for x in w],
+               "word": [pats.WORD.pattern, pats.WORD.flags, pats.WORD.groups,
+                        dict(pats.WORD.groupindex)],
+               "raw": [bool(pats.RAW.match(b"abcd")),
+                       bool(pats.RAW.match(b"abc")), pats.RAW.flags],
+               "kv": [pats.KV.match("key=val").groupdict(), pats.KV.flags],
+               "same": re.compile(r"(?P<word>\\w+)-(\\d+)", re.I) is pats.WORD,
+               "nested": nested}
+        print(json.dumps(out))
+    """)
+    assert plain["calls"] != [] and "[[a]" in plain["calls"]
+    # Only the pattern that warned goes through the parser with the plan.
+    assert applied["calls"] == ["[[a]"]
+    assert applied["warned"] == plain["warned"] == ["FutureWarning"]
+    for k in ("got", "word", "raw", "kv", "same", "nested"):
+        assert plain[k] == applied[k], k
