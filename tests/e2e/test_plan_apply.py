@@ -843,3 +843,29 @@ def test_planned_regular_expressions_skip_the_parser(python, workdir):
     assert applied["warned"] == plain["warned"] == ["FutureWarning"]
     for k in ("got", "word", "raw", "kv", "same", "nested"):
         assert plain[k] == applied[k], k
+    # The compiler already loaded when the plan is installed: hooked then.
+    write(workdir, "early.py", textwrap.dedent("""
+        import json, re, sys
+        compiler = sys.modules["re._compiler" if sys.version_info >= (3, 11)
+                               else "sre_compile"]
+        before = compiler.compile
+        from coldstart import plan
+        plan.install(sys.argv[1])
+        parser = sys.modules["re._parser" if sys.version_info >= (3, 11)
+                             else "sre_parse"]
+        calls = []
+        orig = parser.parse
+        parser.parse = lambda p, *a, **k: calls.append(p) or orig(p, *a, **k)
+        w = re.compile(r"(?P<word>\\w+)-(\\d+)", re.I)
+        print(json.dumps({"hooked": compiler.compile is not before,
+                          "calls": calls, "m": w.match("x-1").groups()}))
+    """))
+    env = _env()
+    env["PYTHONPATH"] = PYDIR
+    p = subprocess.run([python, "early.py", os.path.join(workdir,
+                                                          "plan.json")],
+                       cwd=workdir, capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == {"hooked": True, "calls": [],
+                                    "m": ["x", "1"]}
