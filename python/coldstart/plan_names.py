@@ -126,8 +126,9 @@ def _only_import_errors(handlers):
     return bool(handlers)
 
 
-def _candidates(body, package, out, stars, lazy_ok=True):
-    """Collects the module-level from-imports of statements body."""
+def _candidates(body, package, out, stars, lazy_ok=True, extended=True):
+    """Collects the module-level from-imports of statements body (with
+    extended, also those in a try for ImportError)."""
     for st in body:
         if isinstance(st, ast.ImportFrom):
             mod = _resolve(package, st)
@@ -139,17 +140,19 @@ def _candidates(body, package, out, stars, lazy_ok=True):
                 else:
                     out.append((mod, a.name, a.asname or a.name))
         elif isinstance(st, (ast.If, ast.For, ast.AsyncFor, ast.While)):
-            _candidates(st.body, package, out, stars, lazy_ok)
-            _candidates(st.orelse, package, out, stars, lazy_ok)
-        elif isinstance(st, ast.Try) and _only_import_errors(st.handlers):
+            _candidates(st.body, package, out, stars, lazy_ok, extended)
+            _candidates(st.orelse, package, out, stars, lazy_ok, extended)
+        elif extended and isinstance(st, ast.Try) and \
+                _only_import_errors(st.handlers):
             # `try: from .worker import W / except ImportError: pass`: the
             # planning run saw the import succeed, with the files the plan
             # checks, so the handler does not run with the plan either.
             for part in (st.body, st.orelse, st.finalbody):
-                _candidates(part, package, out, stars, lazy_ok)
+                _candidates(part, package, out, stars, lazy_ok, extended)
         elif type(st).__name__ == "Match":
             for case in st.cases:
-                _candidates(case.body, package, out, stars, lazy_ok)
+                _candidates(case.body, package, out, stars, lazy_ok,
+                            extended)
 
 
 def star_names(mod):
@@ -162,11 +165,17 @@ def star_names(mod):
     return [n for n in d if isinstance(n, str) and not n.startswith("_")]
 
 
-def lazy_rows(name, path, is_package, body_names, modules, debug=None):
+def lazy_rows(name, path, is_package, body_names, modules, debug=None,
+              extended=True):
     """The from-imports of module name (source at path) that may stay
     lazy: (x, attr, bound name), or (x, "*", names[, eager]) for a star
     import (names: all it binds, in order; eager: those of them the body
-    reads, which bind at once).  body_names: what the recorder saw the body read besides its
+    reads, which bind at once).  extended=False (the standard library's
+    bodies) leaves out what a module with lazy names pays for in every
+    global its functions read (its __builtins__ is then a dict subclass,
+    which the interpreter does not specialise for): from-imports in try
+    blocks, names only in postponed annotations, star imports the body
+    reads some names of.  body_names: what the recorder saw the body read besides its
     source; modules: sys.modules at the end of the planning run.  Returns
     [] when the source cannot be read or parsed."""
     try:
@@ -176,10 +185,10 @@ def lazy_rows(name, path, is_package, body_names, modules, debug=None):
         return []
     package = name if is_package else name.rpartition(".")[0]
     froms, stars = [], []
-    _candidates(tree.body, package, froms, stars)
+    _candidates(tree.body, package, froms, stars, True, extended)
     if not froms and not stars:
         return []
-    loads = _Loads(_postponed(tree))
+    loads = _Loads(extended and _postponed(tree))
     loads.visit(tree)
     used = loads.names | set(body_names)
     if used & DYNAMIC:
@@ -205,7 +214,7 @@ def lazy_rows(name, path, is_package, body_names, modules, debug=None):
         # may stay lazy.  A star import none of whose names may is eager.
         eager = [n for n in names if n in used or
                  "%s.%s" % (mod, n) in modules]
-        if len(eager) == len(names):
+        if len(eager) == len(names) or (eager and not extended):
             continue
         seen.add((mod, "*"))
         rows.append((mod, "*", names, eager) if eager else

@@ -931,7 +931,8 @@ def lazy_from(rec_obj, modules):
             continue
         why = []
         rows = _plan_names.lazy_rows(name, m["path"], m["package"],
-                                     r.body_names, sys.modules, why)
+                                     r.body_names, sys.modules, why,
+                                     extended=not _stdlib(name))
         if rows:
             found[name] = rows
         elif why:
