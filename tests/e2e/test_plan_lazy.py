@@ -573,3 +573,24 @@ def test_postponed_annotations_do_not_read_their_names(python, workdir):
     assert applied["before"] == [True, ["Square", "unit"]]
     for k in ("v", "hints", "area"):
         assert plain[k] == applied[k], k
+
+
+def test_standard_library_bodies_keep_the_plain_rules(python, workdir):
+    # The regex parser reads part of its constants' star import: outside the
+    # standard library that would be a partial star import; inside, where
+    # a module with lazy names pays in every global lookup of its hot
+    # functions, the star import stays eager.
+    write(workdir, "a.py", """
+        import re
+        WORD = re.compile(r"[a-z]+(?P<n>\\\\d*)")
+        def other():
+            return 1
+    """)
+    plan = record(python, workdir, ["a"])
+    parser = [m["name"] for m in plan["modules"]
+              if m["name"] in ("re._parser", "sre_parse")]
+    stars = {m: [r for r in rows if r[1] == "*"]
+             for m, rows in plan["from"].items()}
+    assert not any(len(r) > 3 for rows in stars.values() for r in rows), stars
+    for name in parser:
+        assert not stars.get(name), (name, plan["from"].get(name))
