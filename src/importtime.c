@@ -5,6 +5,7 @@
  * a second thread read and lex the stream (it_lexer.c).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -594,6 +595,12 @@ void it_parser_free(struct it_parser *ps)
 	free(ps->group);
 	buf_release(&ps->carry);
 	free(ps);
+}
+
+void it_cached_row(struct buf *out, uint32_t level, const char *name)
+{
+	buf_addf(out, "import time: cached    | cached     | %*s\n",
+		 level > INT_MAX / 2 ? INT_MAX : (int)(2 * level), name);
 }
 
 void it_parse_buffer(struct profile *p, struct run *run, const char *text, size_t len)
