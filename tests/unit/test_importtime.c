@@ -605,6 +605,51 @@ static void test_cached_cues(void **state)
 	result_release(&res);
 }
 
+/*
+ * A bare cached name repeated at once, of a module that has printed no row
+ * yet (still being imported): `from . import aliases` in encodings prints
+ * "encodings" at encodings' level, then importlib imports the initializing
+ * parent again inside the import of encodings.aliases, one level deeper.  A
+ * module that has printed its row is only imported twice: no step.
+ */
+static void test_cached_repeat(void **state)
+{
+	static const char log[] =
+		"import time: self [us] | cumulative | imported package\n"
+		"import time:         5 |          5 |   codecs\n"
+		"import time: cached    | cached     | encodings\n"
+		"import time: cached    | cached     | encodings\n"
+		"import time: cached    | cached     |  _io\n"
+		"import time: cached    | cached     |  _io\n"
+		"import time:        10 |         10 |   encodings.aliases\n"
+		"import time:         5 |          5 |   collections\n"
+		"import time: cached    | cached     | collections\n"
+		"import time: cached    | cached     | collections\n"
+		"import time:         3 |          3 |     y\n"
+		"import time:         4 |          7 |   x\n"
+		"import time:        20 |         57 | encodings\n";
+	struct result res;
+	struct proc *pr;
+	int32_t enc, aliases, x;
+
+	(void)state;
+	parse_text(&res, log, sizeof(log) - 1, 0, 0);
+	pr = only_proc(&res);
+	enc = (int32_t)pr->nr_nodes - 1;
+	aliases = proc_find(pr, "encodings.aliases");
+	x = proc_find(pr, "x");
+	assert_string_equal(node_name(pr, enc), "encodings");
+	assert_int_equal(pr->nodes[1].parent, enc);
+	assert_int_equal(pr->nodes[1].depth, 1);
+	assert_int_equal(pr->nodes[2].parent, aliases);
+	assert_int_equal(pr->nodes[2].depth, 2);
+	assert_int_equal(pr->nodes[7].parent, enc);
+	assert_int_equal(pr->nodes[8].parent, enc);
+	assert_int_equal(pr->nodes[8].depth, 1);
+	assert_int_equal(pr->nodes[proc_find(pr, "y")].parent, x);
+	result_release(&res);
+}
+
 /* One row of a .depths file (tests/cpython314/capture.mjs writes them). */
 struct truth_row {
 	unsigned level, lo, hi, parent; /* parent: a row number, 0 for a root */
@@ -1462,6 +1507,7 @@ int main(void)
 		cmocka_unit_test(test_glued),
 		cmocka_unit_test(test_cached_rule),
 		cmocka_unit_test(test_cached_cues),
+		cmocka_unit_test(test_cached_repeat),
 		cmocka_unit_test(test_cpython314_parents),
 		cmocka_unit_test(test_cpython314_twins),
 		cmocka_unit_test(test_two_procs),
