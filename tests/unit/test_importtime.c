@@ -1421,6 +1421,50 @@ static size_t find_pythons(char paths[][256], size_t max)
 }
 
 /*
+ * -X importtime=2 of the program of one's -X importtime run (one, parsed):
+ * before 3.14 it is the same option (a value is not read), so the same rows
+ * and no cached one; from 3.14 on, the same ordinary rows plus cached ones.
+ */
+static void cached_rows_only_from_314(const char *python, struct result *one)
+{
+	struct buf cmd = BUF_INIT, out = BUF_INIT;
+	struct result two;
+	const struct proc *a = only_proc(one), *b;
+	size_t cached = 0, k, j = 0;
+	bool v314;
+
+	buf_addf(&cmd, "%s -I -c 'import sys; sys.stderr.write(str(sys.version_info >= (3, 14)))'", python);
+	run_capture(cmd.buf, &out);
+	assert_true(!strcmp(out.buf, "True") || !strcmp(out.buf, "False"));
+	v314 = !strcmp(out.buf, "True");
+	buf_reset(&cmd);
+	buf_reset(&out);
+	buf_addf(&cmd, "%s -X importtime=2 -I -c 'import sys, json; import xml.dom.minidom'", python);
+	run_capture(cmd.buf, &out);
+	parse_text(&two, out.buf, out.len, 0, 0);
+	b = only_proc(&two);
+	for (k = 0; k < b->nr_nodes; k++) {
+		if (b->nodes[k].flags & NODE_CACHED) {
+			cached++;
+			continue;
+		}
+		if (j >= a->nr_nodes || strcmp(node_name(a, (int32_t)j), node_name(b, (int32_t)k)) ||
+		    a->nodes[j].depth != b->nodes[k].depth)
+			fail_msg("%s: -X importtime=2 row %zu '%s' is not -X importtime's row %zu", python, k + 1,
+				 node_name(b, (int32_t)k), j + 1);
+		j++;
+	}
+	assert_int_equal(j, a->nr_nodes);
+	if (v314 ? cached == 0 : cached != 0)
+		fail_msg("%s: %zu cached rows with -X importtime=2", python, cached);
+	if (!v314 && two.nr_warnings)
+		fail_msg("%s: warnings:\n%s", python, two.dump.buf);
+	result_release(&two);
+	buf_release(&cmd);
+	buf_release(&out);
+}
+
+/*
  * Live runs of every interpreter found: the target's own stderr comes back
  * through passthrough untouched, the rows make one clean tree, and a child
  * interpreter (PYTHONPROFILEIMPORTTIME is inherited) is a second process.
@@ -1461,6 +1505,7 @@ static void test_live_interpreters(void **state)
 		assert_true(proc_find(pr, "xml.dom.minidom") >= 0);
 		for (k = 0; k < (int32_t)pr->nr_nodes; k++)
 			assert_true(pr->nodes[k].cum_us >= pr->nodes[k].self_us);
+		cached_rows_only_from_314(paths[i], &res);
 		result_release(&res);
 
 		buf_reset(&cmd);
