@@ -252,6 +252,7 @@ class OpenImports {
     this.open = [];
     this.closed = null; // the timed import whose row prints next
     this.parents = []; // per row: its parent's entry, or null for a root
+    this.untimed = []; // per row: the untimed import it was printed inside of, "-" for none
     this.hooked = null; // the number of rows printed before the first mark
   }
   fail(why) {
@@ -298,6 +299,9 @@ class OpenImports {
     if (timed.length !== level)
       this.fail(`'${r.name}' printed at level ${level} with ${timed.length} timed imports open`);
     this.parents.push(level ? timed[level - 1] : null);
+    // An import importlib.import_module is running inside the parent (no row, no level of its own).
+    const inner = this.open.at(-1);
+    this.untimed.push(inner && !inner.timed ? inner.name : "-");
   }
   // Each row's parent as a row number (1-based; 0: a root).
   finish() {
@@ -399,11 +403,13 @@ try {
         "# Written by tests/cpython314/capture.mjs.  One line per importtime row, in log order:",
         "# the depth CPython printed the row at (its import_level), the lowest and highest depth",
         "# the log itself allows, the row number of the import it was printed inside of (0: none),",
-        "# then the row's kind and name.  The parents of the rows from row " +
-          `${truth.hooked + 1} on are the hook's (the imports the interpreter had open),`,
-        "# those before it the levels' (the next row printed one level up).",
+        "# the row's kind and name, and the module importlib.import_module was loading inside that",
+        "# import when the row was printed (no row, no level of its own; '-': none).  The parents of",
+        `# the rows from row ${truth.hooked + 1} on are the hook's (the imports the interpreter had open),`,
+        "# those before it the levels' (the next row printed one level up; no import_module then).",
         ...rows.map((r, i) =>
-          `${r.level} ${b[i][0]} ${b[i][1]} ${parents[i]} ${r.cached ? "cached" : "row"} ${r.name}`),
+          `${r.level} ${b[i][0]} ${b[i][1]} ${parents[i]} ${r.cached ? "cached" : "row"} ${r.name} ` +
+          truth.untimed[i]),
         "",
       ].join("\n"),
     );
