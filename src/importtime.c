@@ -42,14 +42,14 @@ struct undecided {
 enum io_run { IO_NONE, IO_IO, IO_ZLIB };
 
 /*
- * The names of a process's ordinary rows (their hashes), kept only once a
- * cached row repeats the bare name of the one before it (see attach_cached):
- * a log without such a pair never pays for it.
+ * The names of a process's ordinary rows (their hashes), read from its nodes
+ * only when a cached row repeats the bare name of the one before it (see
+ * attach_cached), up to the nodes read so far: other rows never pay for it.
  */
 struct name_set {
-	bool on;
 	uint64_t *slot; /* 0: empty */
 	size_t cap, nr;
+	size_t upto; /* the process's nodes before this one are in */
 };
 
 struct it_parser {
@@ -69,7 +69,7 @@ struct it_parser {
 	size_t nr_group, alloc_group;
 	enum io_run io_run;
 	size_t cached, ambiguous;
-	/* The previous row was a cached one printed bare: its node, else -1. */
+	/* The last cached row printed bare: its node, else -1 (the row before if it is the node before). */
 	int32_t bare_cached;
 	struct name_set done;
 	/* The start of a line whose newline has not arrived yet. */
@@ -151,7 +151,7 @@ static void name_set_put(struct name_set *ns, uint64_t key)
 	size_t i;
 
 	if (2 * (ns->nr + 1) > ns->cap) {
-		struct name_set grown = { true, NULL, ns->cap ? 2 * ns->cap : 64, 0 };
+		struct name_set grown = { NULL, ns->cap ? 2 * ns->cap : 64, 0, ns->upto };
 
 		grown.slot = xcalloc(grown.cap, sizeof(*grown.slot));
 		for (i = 0; i < ns->cap; i++)
@@ -183,13 +183,12 @@ static bool name_set_has(const struct name_set *ns, uint64_t key)
 static bool has_row(struct it_parser *ps, const char *name, size_t len)
 {
 	struct proc *pr = cur_proc(ps);
-	int32_t i;
 
-	if (!ps->done.on) {
-		ps->done.on = true;
-		for (i = 0; i < (int32_t)pr->nr_nodes; i++)
-			if (!(pr->nodes[i].flags & NODE_CACHED))
-				name_set_put(&ps->done, name_key(node_name(pr, i), strlen(node_name(pr, i))));
+	for (; ps->done.upto < pr->nr_nodes; ps->done.upto++) {
+		int32_t i = (int32_t)ps->done.upto;
+
+		if (!(pr->nodes[i].flags & NODE_CACHED))
+			name_set_put(&ps->done, name_key(node_name(pr, i), strlen(node_name(pr, i))));
 	}
 	return name_set_has(&ps->done, name_key(name, len));
 }
@@ -362,7 +361,7 @@ static void attach_cached(struct it_parser *ps, const struct it_row *r)
 	struct undecided *u;
 
 	pr->nodes[node].flags |= NODE_CACHED;
-	if (!r->indent && prev >= 0 && !strcmp(node_name(pr, prev), node_name(pr, node)) &&
+	if (!r->indent && prev >= 0 && prev == node - 1 && !strcmp(node_name(pr, prev), node_name(pr, node)) &&
 	    !has_row(ps, r->name, r->name_len))
 		step = true;
 	ps->bare_cached = r->indent ? -1 : node;
@@ -396,9 +395,6 @@ static void add_row(struct it_parser *ps, const char *name, size_t len, uint32_t
 	int32_t node = proc_add_node(pr, name, len, depth, self_us, cum_us);
 
 	pr->nodes[node].flags |= flags;
-	ps->bare_cached = -1;
-	if (ps->done.on)
-		name_set_put(&ps->done, name_key(name, len));
 	if (ps->nr_group)
 		resolve_group(ps, depth + 1);
 	adopt(ps, node, depth);
