@@ -6,11 +6,14 @@
 # column once, so drift hits every column alike.
 # Rows, each the median over the rounds, and its ratio to plain importtime
 # as the median of the rounds' own ratios (each round's columns ran side by
-# side):
+# side, each column first in turn):
 #   import cpu   CPU time of the `import PKG` statement inside the process
-#                (process_time: no interpreter start-up; what a loaded
-#                machine disturbs least) - the figure the overhead target is
-#                about;
+#                (process_time: no interpreter start-up) - the figure the
+#                overhead target is about; "its min" is the least of the
+#                rounds (ratio of the minima), the run a loaded machine
+#                disturbed least: on a busy VM CPU time grows with the
+#                contention (shared caches, steal time), by more than a few
+#                percent between identical runs;
 #   user, sys    the whole process's user and system CPU time (wait4): the
 #                kernel's share (page faults, syscalls) apart;
 #   faults       the process's minor page faults;
@@ -111,19 +114,24 @@ for pkg in pkgs:
     for m in modes:  # warm the page cache and the .pyc files
         one(m, pkg)
     res = {m: [] for m in modes}
-    for _ in range(runs):
-        for m in modes:
+    for i in range(runs):
+        for m in modes[i % len(modes):] + modes[:i % len(modes)]:  # each column leads in turn
             res[m].append(one(m, pkg))
-    for i, key in enumerate(("import cpu", "user", "sys", "faults", "import", "own total", "wall")):
+    rows = [("import cpu", "import cpu", statistics.median), ("import cpu", "  its min", min)] + [
+        (k, k, statistics.median) for k in ("user", "sys", "faults", "import", "own total", "wall")]
+    for i, (key, label, pick) in enumerate(rows):
         unit = "" if key == "faults" else " ms"
         cells = []
         for m in modes:
-            med = statistics.median(r[key] for r in res[m])
+            med = pick(r[key] for r in res[m])
             cells.append(" %8.1f%s" % (med, unit) if unit else " %11.0f" % med)
             if m != "plain":
+                if pick is min:
+                    cells.append(" %6.3f" % (med / pick(r[key] for r in res["plain"])))
+                    continue
                 rat = [r[key] / p[key] for r, p in zip(res[m], res["plain"]) if p[key] > 0]
                 cells.append(" %6.3f" % statistics.median(rat) if rat else " %6s" % "-")
-        print("%-8s %-10s%s" % (pkg if i == 0 else "", key, "".join(cells)))
+        print("%-8s %-10s%s" % (pkg if i == 0 else "", label, "".join(cells)))
     print("%-8s load average %.1f before, %.1f after" % ("", load0, os.getloadavg()[0]))
 shutil.rmtree(tmp, ignore_errors=True)
 PYEOF
