@@ -1,8 +1,17 @@
 #!/bin/sh
 # Tracer overhead in instructions: `python -X importtime -c 'import PKG'`
-# under callgrind, without and with the C tracer.  Instruction counts repeat
-# exactly run to run, so this complements tracer_bench.sh's wall medians on a
-# noisy machine (it does not count kernel time, e.g. the tracer's RSS reads).
+# under callgrind: plain, with the bootstrap alone (COLDSTART_TRACER=off),
+# with the C tracer, and with an earlier build of it when $BENCH_BEFORE names
+# the directory of its .so.  Instruction counts repeat run to run whatever
+# the load, so they show small ratios that CPU time on a busy machine blurs;
+# they count user space only: the kernel's share (page faults, syscalls) is
+# in tracer_bench.sh's sys and faults rows.  The environment is the
+# bench's own (no PYTHON* or COLDSTART* variables), as in tracer_bench.sh:
+# the bootstrap's .pyc is written once and used.
+# Rows: `import PKG` for aiohttp numpy pandas (or $BENCH_PACKAGES), then the
+# time-to-ready workloads of bench/timeline_bench.sh, each to its end with
+# the timeline off: boto3's client('s3') and Django's `manage.py check` in a
+# project made by django-admin startproject (BENCH_APPS=0 leaves them out).
 # Usage: bench/tracer_instr_bench.sh [python]  (run `make tracer` first).
 set -eu
 cd "$(dirname "$0")/.."
@@ -12,25 +21,72 @@ if ! command -v valgrind >/dev/null 2>&1; then
 	echo "tracer_instr_bench: valgrind not installed, skipped"
 	exit 0
 fi
+for v in $(env | sed -n 's/^\(PYTHON[A-Z_]*\|COLDSTART[A-Z_]*\)=.*/\1/p'); do
+	unset "$v"
+done
+root=$PWD
 out=build/bench/tracer-instr
+rm -rf "$out"
 mkdir -p "$out"
 count() {
 	valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 >/dev/null |
 		sed -n 's/.*I *refs: *//p' | tr -d ,
 }
-printf "tracer instructions, %s, callgrind (user space)\n" "$PY"
-printf "%-10s %16s %16s %8s\n" package importtime "+tracer(C)" ratio
+# $1: the .so's directory, or "off"; the rest: the command.
+traced() {
+	dir=$1
+	shift
+	rm -rf "$root/$out/trace" && mkdir -p "$root/$out/trace"
+	if [ "$dir" = off ]; then
+		PYTHONPATH="$root/python/coldstart/_boot" COLDSTART_TRACE_DIR="$root/$out/trace" COLDSTART_TRACER=off \
+			count "$@"
+		return
+	fi
+	PYTHONPATH="$root/python/coldstart/_boot" COLDSTART_TRACE_DIR="$root/$out/trace" \
+		COLDSTART_TRACER_PATH="$dir" COLDSTART_TRACER= count "$@"
+	ls "$root/$out/trace"/*.trace >/dev/null 2>&1 || { echo "tracer_instr_bench: no trace written" >&2; exit 1; }
+}
+printf "tracer instructions, %s, callgrind (user space); ratios to importtime\n" "$PY"
+[ -n "${BENCH_BEFORE:-}" ] && printf "+C(before): the C tracer built in %s\n" "$BENCH_BEFORE"
+printf "%-9s %14s %14s %6s %14s %6s" package importtime "+boot only" ratio "+tracer(C)" ratio
+[ -n "${BENCH_BEFORE:-}" ] && printf " %14s %6s" "+C(before)" ratio
+printf "\n"
+# $1: the row's name; the rest: the command (run from the current directory).
+row() {
+	name=$1
+	shift
+	traced off "$@" >/dev/null # writes the bootstrap's .pyc
+	plain=$(count "$@")
+	off=$(traced off "$@")
+	c=$(traced "$root/python/coldstart" "$@")
+	b=0
+	[ -n "${BENCH_BEFORE:-}" ] && b=$(traced "$BENCH_BEFORE" "$@")
+	awk -v p="$name" -v a="$plain" -v o="$off" -v c="$c" -v b="$b" 'BEGIN {
+		printf "%-9s %14d %14d %6.3f %14d %6.3f", p, a, o, o / a, c, c / a
+		if (b > 0)
+			printf " %14d %6.3f", b, b / a
+		printf "\n"
+	}'
+}
 for pkg in $PKGS; do
 	if ! "$PY" -c "import $pkg" 2>/dev/null; then
-		printf "%-10s not installed, skipped\n" "$pkg"
+		printf "%-9s not installed, skipped\n" "$pkg"
 		continue
 	fi
-	plain=$(unset PYTHONPATH COLDSTART_TRACE_DIR COLDSTART_TRACER COLDSTART_TRACER_PATH
-		count "$PY" -X importtime -c "import $pkg")
-	rm -rf "$out/trace" && mkdir -p "$out/trace"
-	traced=$(PYTHONPATH="$PWD/python/coldstart/_boot" COLDSTART_TRACE_DIR="$PWD/$out/trace" \
-		COLDSTART_TRACER_PATH="$PWD/python/coldstart" COLDSTART_TRACER= \
-		count "$PY" -X importtime -c "import $pkg")
-	ls "$out/trace"/*.trace >/dev/null 2>&1 || { echo "tracer_instr_bench: no trace written for $pkg" >&2; exit 1; }
-	awk -v p="$pkg" -v a="$plain" -v b="$traced" 'BEGIN { printf "%-10s %16d %16d %8.3f\n", p, a, b, b / a }'
+	row "$pkg" "$PY" -X importtime -c "import $pkg"
 done
+[ "${BENCH_APPS:-1}" = 0 ] && exit 0
+if "$PY" -c "import boto3" 2>/dev/null; then
+	printf "import boto3\nboto3.client('s3', region_name='us-east-1', aws_access_key_id='x', aws_secret_access_key='y')\n" \
+		>"$out/boto_client.py"
+	row boto3-s3 "$PY" -X importtime "$out/boto_client.py"
+else
+	printf "%-9s boto3 not installed, skipped\n" boto3-s3
+fi
+if command -v django-admin >/dev/null 2>&1 && "$PY" -c "import django" 2>/dev/null; then
+	mkdir -p "$out/proj"
+	django-admin startproject site1 "$out/proj"
+	(cd "$out/proj" && row django "$PY" -X importtime manage.py check)
+else
+	printf "%-9s Django not installed, skipped\n" django
+fi

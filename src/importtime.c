@@ -5,6 +5,7 @@
  * a second thread read and lex the stream (it_lexer.c).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -40,6 +41,17 @@ struct undecided {
 /* Where the rows before a cached one leave a run of the loader's `_io` rows. */
 enum io_run { IO_NONE, IO_IO, IO_ZLIB };
 
+/*
+ * The names of a process's ordinary rows (their hashes), read from its nodes
+ * only when a cached row repeats the bare name of the one before it (see
+ * attach_cached), up to the nodes read so far: other rows never pay for it.
+ */
+struct name_set {
+	uint64_t *slot; /* 0: empty */
+	size_t cap, nr;
+	size_t upto; /* the process's nodes before this one are in */
+};
+
 struct it_parser {
 	struct run *run;
 	/* Index of the current process in run->procs; the array may move. */
@@ -57,6 +69,9 @@ struct it_parser {
 	size_t nr_group, alloc_group;
 	enum io_run io_run;
 	size_t cached, ambiguous;
+	/* The last cached row printed bare: its node, else -1 (the row before if it is the node before). */
+	int32_t bare_cached;
+	struct name_set done;
 	/* The start of a line whose newline has not arrived yet. */
 	struct buf carry;
 	/* The line in carry has passed MAX_LINE and lost its head. */
@@ -122,6 +137,60 @@ static inline void push_pending(struct it_parser *ps, int32_t node, uint32_t dep
 	ps->stack[ps->nr_stack].node = node;
 	ps->stack[ps->nr_stack].depth = depth;
 	ps->nr_stack++;
+}
+
+static uint64_t name_key(const char *name, size_t len)
+{
+	uint64_t h = hash_bytes(name, len);
+
+	return h ? h : 1;
+}
+
+static void name_set_put(struct name_set *ns, uint64_t key)
+{
+	size_t i;
+
+	if (2 * (ns->nr + 1) > ns->cap) {
+		struct name_set grown = { NULL, ns->cap ? 2 * ns->cap : 64, 0, ns->upto };
+
+		grown.slot = xcalloc(grown.cap, sizeof(*grown.slot));
+		for (i = 0; i < ns->cap; i++)
+			if (ns->slot[i])
+				name_set_put(&grown, ns->slot[i]);
+		free(ns->slot);
+		*ns = grown;
+	}
+	for (i = key & (ns->cap - 1); ns->slot[i]; i = (i + 1) & (ns->cap - 1))
+		if (ns->slot[i] == key)
+			return;
+	ns->slot[i] = key;
+	ns->nr++;
+}
+
+static bool name_set_has(const struct name_set *ns, uint64_t key)
+{
+	size_t i;
+
+	if (!ns->cap)
+		return false;
+	for (i = key & (ns->cap - 1); ns->slot[i]; i = (i + 1) & (ns->cap - 1))
+		if (ns->slot[i] == key)
+			return true;
+	return false;
+}
+
+/* Whether the current process printed an ordinary row for name so far. */
+static bool has_row(struct it_parser *ps, const char *name, size_t len)
+{
+	struct proc *pr = cur_proc(ps);
+
+	for (; ps->done.upto < pr->nr_nodes; ps->done.upto++) {
+		int32_t i = (int32_t)ps->done.upto;
+
+		if (!(pr->nodes[i].flags & NODE_CACHED))
+			name_set_put(&ps->done, name_key(node_name(pr, i), strlen(node_name(pr, i))));
+	}
+	return name_set_has(&ps->done, name_key(name, len));
 }
 
 /* A node whose depth is known: a root at 0, else pending until its parent's row. */
@@ -203,6 +272,9 @@ static void flush_pending(struct it_parser *ps, const char *why)
 	ps->level = 0;
 	ps->io_run = IO_NONE;
 	ps->cached = ps->ambiguous = 0;
+	ps->bare_cached = -1;
+	free(ps->done.slot);
+	memset(&ps->done, 0, sizeof(ps->done));
 }
 
 static void start_proc(struct it_parser *ps)
@@ -210,6 +282,7 @@ static void start_proc(struct it_parser *ps)
 	run_add_proc(ps->run);
 	ps->proc = ps->run->nr_procs - 1;
 	ps->has_proc = true;
+	ps->bare_cached = -1;
 }
 
 /*
@@ -256,25 +329,42 @@ static void adopt(struct it_parser *ps, int32_t parent, uint32_t d)
  * log) wait for the next ordinary row and are then placed by one rule: they
  * stay at the level the rows before them left, except that the import
  * machinery's own cached rows mark where an import began.  3.14's loaders
- * read a module's file with _io.open_code, whose PyImport_GetModule prints
+ * read a module's file with _io.open_code, which imports _io and so prints
  * a cached "_io" row (zipimport: "_io" then "zlib", once or twice) inside
  * the import being loaded, before its body: the first of such a run is one
- * level deeper than the row before it.  Checked against the level CPython
- * printed each row at (tests/fixtures/importtime/py3.14*.depths): the rule
- * places three in four of the rows the log leaves open, so seven in eight
- * of all cached rows land where CPython printed them; the rest sit within
- * what the log allows, and a warning says how many rows were open.
+ * level deeper than the row before it.  And a bare name repeated at once,
+ * of a module that has printed no row yet (it is still being imported), is
+ * `from pkg import sub` or `from . import sub` inside pkg: the first is the
+ * importer's, the second importlib's import of the initializing parent
+ * inside the import of pkg.sub (_find_and_load_unlocked), one level deeper.
+ *
+ * Where an import begins is not in the log: it prints nothing, and a module
+ * not read from a file (frozen, built in, served by a finder of its own, or
+ * loaded by importlib.import_module, which import.c does not time) marks it
+ * with no "_io".  Two programs can print the same rows with a cached row
+ * one level apart (tests/fixtures/importtime/py3.14-importtime2-twin-*.log),
+ * so no rule places every row.  Checked against what CPython knew as it
+ * printed each row (py3.14*.depths: its level, read from its memory, and
+ * the import it was inside of, from a hook on its imports), the rule puts
+ * three in four of the rows the log leaves open under CPython's parent, so
+ * seven in eight of all cached rows; the rest sit within what the log
+ * allows, and a warning says how many rows were open.
  */
 static void attach_cached(struct it_parser *ps, const struct it_row *r)
 {
 	struct proc *pr = cur_proc(ps);
 	size_t width = r->indent + r->name_len;
+	int32_t prev = ps->bare_cached;
 	int32_t node = proc_add_node(pr, r->name, r->name_len, 0, 0, 0);
 	bool io = r->name_len == 3 && !memcmp(r->name, "_io", 3);
 	bool step = io && ps->io_run == IO_NONE;
 	struct undecided *u;
 
 	pr->nodes[node].flags |= NODE_CACHED;
+	if (!r->indent && prev >= 0 && prev == node - 1 && !strcmp(node_name(pr, prev), node_name(pr, node)) &&
+	    !has_row(ps, r->name, r->name_len))
+		step = true;
+	ps->bare_cached = r->indent ? -1 : node;
 	ps->cached++;
 	ps->io_run = io ? IO_IO
 		   : r->name_len == 4 && !memcmp(r->name, "zlib", 4) && ps->io_run == IO_IO ? IO_ZLIB
@@ -467,6 +557,7 @@ struct it_parser *it_parser_new(struct run *run)
 	struct it_parser *ps = xcalloc(1, sizeof(*ps));
 
 	ps->run = run;
+	ps->bare_cached = -1;
 	buf_init(&ps->carry, 0);
 	return ps;
 }
@@ -592,8 +683,15 @@ void it_parser_free(struct it_parser *ps)
 	free(ps->warnings);
 	free(ps->stack);
 	free(ps->group);
+	free(ps->done.slot);
 	buf_release(&ps->carry);
 	free(ps);
+}
+
+void it_cached_row(struct buf *out, uint32_t level, const char *name)
+{
+	buf_addf(out, "import time: cached    | cached     | %*s\n",
+		 level > INT_MAX / 2 ? INT_MAX : (int)(2 * level), name);
 }
 
 void it_parse_buffer(struct profile *p, struct run *run, const char *text, size_t len)

@@ -9,6 +9,7 @@
 #define COLDSTART_IMPORTTIME_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "it_lexer.h" /* it_read_fn */
 #include "profile.h"
@@ -61,6 +62,12 @@ size_t it_rows(const struct it_parser *ps);
 size_t it_headers(const struct it_parser *ps);
 
 void it_parser_free(struct it_parser *ps);
+
+/*
+ * Appends a cached row as CPython 3.14 prints it at import level level: the
+ * name right-justified in a field of 2 * level, so bare when it fills it.
+ */
+void it_cached_row(struct buf *out, uint32_t level, const char *name);
 
 /*
  * Convenience for whole logs (e.g. `coldstart parse`): parses text into run,

@@ -55,6 +55,9 @@ static const char *lex_column(const char *p, const char *end, int64_t *v, bool *
 /*
  * Whether text (from "import time:" to the end of the line) is importtime's
  * header or one of its rows: "import time: %9ld | %10ld | <2*depth spaces>name".
+ * A cached row (3.14 -X importtime=2) has its name right-justified in a field
+ * of 2 * level: its depth is that level when it is padded, 0 when the name
+ * fills the field (the parser bounds it then; see it_cached_row).
  */
 static bool lex_row(const char *text, const char *end, struct row_text *rt)
 {
@@ -81,7 +84,6 @@ static bool lex_row(const char *text, const char *end, struct row_text *rt)
 	p++;
 	for (q = p; q < end && *q == ' '; q++)
 		;
-	rt->depth = (uint32_t)((q - p) / 2);
 	rt->cached = cached;
 	while (end > q && (end[-1] == '\r' || end[-1] == ' '))
 		end--;
@@ -89,6 +91,7 @@ static bool lex_row(const char *text, const char *end, struct row_text *rt)
 		return false;
 	rt->name = q;
 	rt->name_len = (size_t)(end - q);
+	rt->depth = (uint32_t)(((size_t)(q - p) + (cached && q > p ? rt->name_len : 0)) / 2);
 	return true;
 }
 
@@ -508,8 +511,7 @@ static void rows_to_proc(struct trace_stream *s, struct profile *p, const size_t
 		if (depth < 0)
 			depth = 0;
 		if (r->cached)
-			buf_addf(&text, "import time: cached    | cached     | %*s%s\n", (int)(2 * depth), "",
-				 row_name(s, rows[i]));
+			it_cached_row(&text, (uint32_t)depth, row_name(s, rows[i]));
 		else
 			buf_addf(&text, "import time: %9lld | %10lld | %*s%s\n", (long long)r->self_us,
 				 (long long)r->cum_us, (int)(2 * depth), "", row_name(s, rows[i]));

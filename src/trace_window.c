@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "importtime.h"
 #include "trace_stream_int.h"
 
 static bool window_has(const struct trace_stream *s, const struct window *w, const char *name, size_t len)
@@ -449,8 +450,7 @@ static void give_back(struct trace_stream *s, struct buf *pass)
 		const struct srow *r = &s->rows[back.v[k]];
 
 		if (r->cached)
-			buf_addf(pass, "import time: cached    | cached     | %*s%s\n", (int)(2 * r->depth), "",
-				 row_name(s, back.v[k]));
+			it_cached_row(pass, r->depth, row_name(s, back.v[k]));
 		else
 			buf_addf(pass, "import time: %9lld | %10lld | %*s%s\n", (long long)r->self_us,
 				 (long long)r->cum_us, (int)(2 * r->depth), "", row_name(s, back.v[k]));

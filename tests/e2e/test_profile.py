@@ -342,12 +342,16 @@ def test_fn_sample_report(coldstart, tmp_path):
 def test_deepchain_slow_module_and_chain(coldstart, python):
     code = "import sys; sys.path.insert(0, %r); import deepchain" % os.path.join(SAMPLES, "deepchain")
     out_env = {"DEEPCHAIN_SLOW_MS": "40"}
-    r = run_coldstart("profile", "--python", python, "--no-trace", "--color", "never", "--wide", "--top", "1", "-c", code,
+    r = run_coldstart("profile", "--python", python, "--no-trace", "--color", "never", "--wide", "--top", "5", "-c", code,
                       env=out_env)
     assert r.returncode == 0, r.stderr
-    top_self = r.stdout.split("Top modules by self time")[1].splitlines()[2]
-    assert "deepchain.a.b.c.leaf" in top_self
-    assert "via deepchain > deepchain.a > deepchain.a.b > deepchain.a.b.c" in top_self
+    # The leaf burns 40 ms of CPU; ranked by wall time, a small module that
+    # waited longer for a CPU on a loaded machine may come first, so the leaf
+    # must be among the first few, with its chain, not necessarily first.
+    rows = r.stdout.split("Top modules by self time")[1].split("\n\n")[0].splitlines()[2:]
+    leaf = [row for row in rows if "deepchain.a.b.c.leaf" in row]
+    assert leaf, rows
+    assert "via deepchain > deepchain.a > deepchain.a.b > deepchain.a.b.c" in leaf[0]
 
 
 def test_flask_sample(coldstart, tmp_path):

@@ -409,6 +409,65 @@ def test_compile_detected_in_read_only_tree(python, impl, tmp_path, tracer_build
         subprocess.run(["umount", str(ro)], capture_output=True)
 
 
+OTHER_HOOKS = r"""
+import ctypes, json, sys
+seen = {"py": [], "c": []}
+def py_hook(event, args):
+    if event == "marshal.loads":
+        seen["py"].append(len(args[0]))
+sys.addaudithook(py_hook)
+if sys.argv[1] == "c-hook":
+    HOOK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p, ctypes.py_object, ctypes.c_void_p)
+    def c_hook(event, args, data):
+        if event == b"marshal.loads":
+            seen["c"].append(len(args[0]))
+        return 0
+    keep = HOOK(c_hook)
+    ctypes.pythonapi.PySys_AddAuditHook(keep, None)
+import cpkg, json.decoder, email.mime.text
+ext = sys.modules["_frozen_importlib_external"]
+print("HOOKS " + json.dumps(dict(seen, direct=ext.marshal is not sys.modules["marshal"])), flush=True)
+# A ctypes callback left on the hook list would be called after ctypes is torn down at exit.
+if sys.argv[1] == "c-hook":
+    import os
+    os._exit(0)
+"""
+
+
+@pytest.mark.parametrize("hook", ["py-hook", "c-hook"])
+def test_other_audit_hooks_see_every_marshal_loads(python, hook, tmp_path, tracer_build_dir):
+    """The C tracer reads importlib's .pyc files without building marshal.loads's argument, a copy
+    of each file, for itself alone; the app's own audit hooks, Python or C, added before or after
+    it, still get every marshal.loads with the whole file, as without the tracer."""
+    needs_audit(python)
+    write_pkg(tmp_path)
+
+    def run(traced_run):
+        tdir = tmp_path / ("t%d" % len(list(tmp_path.iterdir())))
+        tdir.mkdir()
+        if traced_run:
+            p = traced(python, "c", ["-c", OTHER_HOOKS, hook], tdir, tracer_build_dir, cwd=str(tmp_path))
+        else:
+            p = subprocess.run([python, "-c", OTHER_HOOKS, hook], capture_output=True, text=True,
+                               env=clean_env(), cwd=str(tmp_path), timeout=120)
+        assert p.returncode == 0, p.stderr
+        line = [ln for ln in p.stdout.splitlines() if ln.startswith("HOOKS ")]
+        assert line, p.stdout
+        return json.loads(line[0][6:]), tdir
+
+    run(False)  # writes cpkg's .pyc files
+    plain, _ = run(False)
+    with_tracer, tdir = run(True)
+    assert with_tracer["py"] == plain["py"]
+    assert with_tracer["c"] == plain["c"]
+    if python_version(python) >= (3, 9):
+        assert len(plain["py"]) >= 3, "no .pyc was loaded"
+        # The shortcut is in place (3.8 raises no marshal.loads: nothing to save there).
+        assert with_tracer["direct"]
+    tr = one_trace(tdir)
+    assert tr.node("cpkg.a")["parent"]["name"] == "cpkg"
+
+
 def test_side_effects_attributed(python, impl, tmp_path, tracer_build_dir):
     tdir = tmp_path / "t"
     tdir.mkdir()
