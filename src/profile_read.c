@@ -874,6 +874,21 @@ static int read_warning(struct reader *rd, void *ctx, size_t i)
 	return rd->jr.failed ? -1 : 0;
 }
 
+/* One of a finding's "pids". */
+static int read_finding_pid(struct reader *rd, void *ctx, size_t i)
+{
+	struct finding *f = ctx;
+	int64_t pid = -1;
+
+	if (read_int(rd, "pids", 0, INT32_MAX, -1, &pid) < 0 || charge(rd, sizeof(*f->pids)) < 0)
+		return -1;
+	if (pid > 0) {
+		f->pids = xrealloc(f->pids, st_mult(f->nr_pids + 1, sizeof(*f->pids)));
+		f->pids[f->nr_pids++] = (long)pid;
+	}
+	return 0;
+}
+
 static int read_finding(struct reader *rd, void *ctx, size_t i)
 {
 	struct finding f = { 0 };
@@ -884,6 +899,8 @@ static int read_finding(struct reader *rd, void *ctx, size_t i)
 		return jr_skip(&rd->jr);
 	while ((more = jr_obj_next(&rd->jr)) > 0) {
 		more = READ_FIELD(rd, finding_fields, &f);
+		if (!more && !strcmp(rd->jr.key.buf, "pids"))
+			more = read_array(rd, read_finding_pid, &f) < 0 ? -1 : 1;
 		if (!more)
 			more = jr_value(&rd->jr) == JR_ERROR ? -1 : jr_skip(&rd->jr);
 		if (more < 0)
@@ -898,6 +915,7 @@ static int read_finding(struct reader *rd, void *ctx, size_t i)
 		free(f.evidence);
 		free(f.fix);
 		free(f.module);
+		free(f.pids);
 		return -1;
 	}
 	profile_add_finding(rd->p, &f);
