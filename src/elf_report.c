@@ -628,10 +628,21 @@ void elf_render_needs_summary(const struct elf_tree *t, size_t max, struct buf *
 		buf_addf(out, " and %zu more", more);
 }
 
+/* Whether an extension listed before order[i] (by load time) is the same module, loaded by another process. */
+static bool same_module_before(const struct native_set *n, const size_t *order, size_t i)
+{
+	size_t j;
+
+	for (j = 0; j < i; j++)
+		if (!strcmp(n->exts[order[j]].module, n->exts[order[i]].module))
+			return true;
+	return false;
+}
+
 void elf_report_section(const struct profile *p, size_t top, struct buf *out)
 {
 	const struct native_set *n = &p->native;
-	size_t *order, i;
+	size_t *order, i, modules = 0, shown = 0;
 	int64_t total = 0;
 	bool any_time = false;
 
@@ -655,23 +666,39 @@ void elf_report_section(const struct profile *p, size_t top, struct buf *out)
 			total += n->exts[i].load_us;
 			any_time = true;
 		}
+	order = exts_by_load(n);
+	for (i = 0; i < n->nr; i++)
+		if (!same_module_before(n, order, i))
+			modules++;
 	buf_addf(out, "  %zu loaded", n->nr);
+	if (modules < n->nr)
+		buf_addf(out, " (%zu modules, some in several processes: each once below, at its longest load)", modules);
 	if (any_time) {
 		buf_adds(out, ", ");
 		buf_add_duration(out, total);
 		buf_adds(out, " measured load");
 	}
 	buf_adds(out, "\n");
-	order = exts_by_load(n);
-	for (i = 0; i < n->nr && i < top; i++) {
+	for (i = 0; i < n->nr && shown < top; i++) {
 		const struct native_ext *e = &n->exts[order[i]];
 		struct buf t = BUF_INIT;
+		size_t procs = 1, j;
+
+		if (same_module_before(n, order, i))
+			continue;
+		for (j = i + 1; j < n->nr; j++)
+			if (!strcmp(n->exts[order[j]].module, e->module))
+				procs++;
+		shown++;
 
 		if (e->load_us != UNKNOWN)
 			buf_add_duration(&t, e->load_us);
 		else
 			buf_adds(&t, "?");
-		buf_addf(out, "  %10s  %s: ", t.buf, e->module);
+		buf_addf(out, "  %10s  %s", t.buf, e->module);
+		if (procs > 1)
+			buf_addf(out, " (in %zu processes)", procs);
+		buf_adds(out, ": ");
 		buf_release(&t);
 		if (e->error || !e->tree.nr) {
 			buf_addf(out, "%s\n", e->error ? e->error : "no facts");
@@ -693,7 +720,7 @@ void elf_report_section(const struct profile *p, size_t top, struct buf *out)
 		}
 		buf_addch(out, '\n');
 	}
-	if (i < n->nr)
-		buf_addf(out, "  … and %zu more (--top %zu shows them all)\n", n->nr - i, n->nr);
+	if (shown < modules)
+		buf_addf(out, "  … and %zu more (--top %zu shows them all)\n", modules - shown, modules);
 	free(order);
 }
