@@ -334,7 +334,7 @@ static void text_process(struct buf *out, const struct run *r, const struct why_
 		buf_addf(&line, ", started by %ld", pr->ppid);
 	if (pr->argv) {
 		buf_adds(&line, ": ");
-		fit_add(&line, pr->argv, room(width, line.len + 2));
+		fit_add_command(&line, pr->argv, room(width, line.len + 2));
 	}
 	buf_addf(out, "%s\n", line.buf);
 	buf_reset(&line);
