@@ -32,8 +32,8 @@ struct why_cmd_opts {
 
 static const struct usage why_usage = {
 	.command = "why",
-	.synopsis = "usage: coldstart why MODULE PROFILE [--json] [--wide] [--top N] [--run N] [--functions]\n"
-		    "                     [--python PATH] [--no-source] [--no-cache]\n\n"
+	.synopsis = "usage: coldstart why MODULE PROFILE [--json] [--top N] [--run N] [--functions]\n"
+		    "                     [--wide] [--python PATH] [--no-source] [--no-cache]\n\n"
 		    "Every importer of MODULE in each process of PROFILE (not only the first one,\n"
 		    "which is all -X importtime shows), what each one's import cost, and what would\n"
 		    "go away if MODULE were never imported: the modules and time only reachable\n"
