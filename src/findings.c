@@ -180,8 +180,8 @@ static void rule_compiled(struct profile *p)
 	}
 	if (nr > k)
 		buf_addf(&ev, " and %zu more", nr - k);
-	buf_adds(&ev, " were compiled from source at import (no usable .pyc: missing, stale, or not "
-		      "writable); compiling took ");
+	buf_addf(&ev, " %s compiled from source at import (no usable .pyc: missing, stale, or not "
+		      "writable); compiling took ", nr == 1 ? "was" : "were");
 	buf_add_duration(&ev, total_ns / 1000);
 	buf_adds(&ev, all.nr > 1 ? " in all, in " : " in ");
 	findings_add_procs(&ev, r, &all);
