@@ -99,6 +99,9 @@ struct sampler {
 	char dir[PATH_MAX];
 	int signo; /* the timers' signal */
 	int sched_fd; /* the main thread's /proc/thread-self/schedstat */
+	/* The main thread's wait for a CPU as last read, and its clocks then (main_wait_ns). */
+	int64_t wait_ns, wait_t, wait_cpu;
+	pid_t writer_tid; /* the thread writing records: the handler's, or the one opening or closing the file */
 	struct sigaction old_action;
 	struct code_slot codes[CODE_SLOTS];
 	struct thread_slot threads[THREAD_SLOTS];
@@ -306,7 +309,7 @@ static int rec_append(struct rec *r)
 	p = map_take(r->n);
 	if (!p)
 		return -1;
-	write_tid = gettid_raw();
+	write_tid = S.writer_tid;
 	if (sigsetjmp(write_env, 0)) {
 		write_tid = 0;
 		S.used = MAP_BYTES;
@@ -642,16 +645,35 @@ static int64_t run_wait_ns(void)
 }
 
 /*
+ * The main thread's wait for a CPU at (t, cpu), its clocks now.  The pread
+ * of schedstat is the dearest part of a sample (about 8 us of 20 here, the
+ * kernel formatting the file each time), and a thread that ran the whole
+ * time since the last read cannot have waited: it is read again only once
+ * the thread's wall time since then exceeds its CPU time by a quarter of
+ * the interval.  So a value is at most that much behind, and the wait it
+ * has not seen yet is counted in the next sample that reads it.
+ */
+static int64_t main_wait_ns(int64_t t, int64_t cpu)
+{
+	if (S.wait_ns < 0 || t < 0 || cpu < 0 || (t - S.wait_t) - (cpu - S.wait_cpu) >= S.interval_us * 250) {
+		S.wait_ns = run_wait_ns();
+		S.wait_t = t;
+		S.wait_cpu = cpu;
+	}
+	return S.wait_ns;
+}
+
+/*
  * One sample of the calling thread.  Runs in the signal handler, so it only
  * reads memory and makes async-signal-safe system calls.  Once the
  * interpreter finalises (after atexit and the joins of non-daemon threads)
  * thread states go away: the end is recorded and sampling stops.
  */
-static void take_sample(int src)
+static void take_sample(pid_t tid)
 {
 	PyThreadState *ts;
-	pid_t tid = gettid_raw();
 	struct rec *r = &sample_rec;
+	int64_t t, cpu;
 
 	if (finalizing()) {
 		rec_start(r, 'F', clock_ns(CLOCK_MONOTONIC));
@@ -662,8 +684,9 @@ static void take_sample(int src)
 	ts = PyGILState_GetThisThreadState();
 	if (!ts)
 		return;
-	sample_frames(ts, tid, thread_no(tid), clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_THREAD_CPUTIME_ID),
-		      tid == S.main_tid ? run_wait_ns() : -1);
+	t = clock_ns(CLOCK_MONOTONIC);
+	cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	sample_frames(ts, tid, thread_no(tid), t, cpu, tid == S.main_tid ? main_wait_ns(t, cpu) : -1);
 }
 
 static void on_signal(int sig, siginfo_t *si, void *uc)
@@ -678,10 +701,16 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 		} else if (S.old_action.sa_handler != SIG_IGN && S.old_action.sa_handler != SIG_DFL) {
 			S.old_action.sa_handler(sig);
 		}
-	} else if (S.enabled && getpid() == S.pid) {
+	} else if (S.enabled) {
+		/*
+		 * Timers are not inherited by fork(), and a fork's pending signals
+		 * are cleared, so a timer signal is this process's own: no getpid()
+		 * check.  The thread id is read once, here (a system call).
+		 */
 		if (!atomic_flag_test_and_set(&busy)) {
+			S.writer_tid = gettid_raw();
 			if (S.enabled)
-				take_sample(si->si_value.sival_int);
+				take_sample(S.writer_tid);
 			atomic_flag_clear(&busy);
 		} else {
 			S.dropped++;
@@ -915,6 +944,7 @@ static int file_open(const char *origin)
 	const char *ver = Py_GetVersion();
 
 	S.pid = getpid();
+	S.writer_tid = gettid_raw();
 	for (i = 0; i < 1000; i++) {
 		snprintf(path, sizeof(path), "%s/%ld-%d.samples", S.dir, (long)S.pid, i);
 		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -969,8 +999,11 @@ static int file_open(const char *origin)
 		rec_ch(&r, *ver++);
 	rec_ch(&r, '\t');
 	rec_strz(&r, origin);
+	S.wait_t = t;
+	S.wait_cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	S.wait_ns = run_wait_ns();
 	rec_ch(&r, '\t');
-	rec_i64(&r, run_wait_ns());
+	rec_i64(&r, S.wait_ns);
 	return rec_append(&r);
 }
 
@@ -981,6 +1014,7 @@ static void file_close(const char *why)
 
 	if (!S.map)
 		return;
+	S.writer_tid = gettid_raw();
 	rec_start(&r, 'Q', clock_ns(CLOCK_MONOTONIC));
 	rec_ch(&r, '\t');
 	rec_i64(&r, clock_ns(CLOCK_PROCESS_CPUTIME_ID));

@@ -402,6 +402,44 @@ def test_under_a_cpu_limit_cpu_time_is_what_counts(coldstart, tmp_path):
     assert "work.build_patterns" in top_functions(section)[:3]
 
 
+WAITER = """\
+import sys
+def spin():
+    n = 0
+    for i in range(3000000):
+        n += i % 7
+    return n
+spin()
+with open("/proc/thread-self/schedstat") as f:
+    waited_ns = int(f.read().split()[1])
+with open(sys.argv[1], "w") as f:
+    f.write(str(waited_ns))
+"""
+
+
+@needs_cgroups
+def test_under_a_cpu_limit_the_wait_for_a_cpu_adds_up(coldstart, tmp_path):
+    # The handler reads the main thread's wait again only once it may have
+    # waited (wall time since the last read ahead of CPU time by a quarter of
+    # the interval): none of the wait may get lost.  Under a 0.2 CPU quota the
+    # thread waits most of the time, in throttled stretches of tens of ms.
+    (tmp_path / "waiter.py").write_text(WAITER)
+    out = tmp_path / "waited"
+    prof, _ = profile(coldstart, tmp_path, "--python", DEBIAN_PYTHON, "--cpus", "0.2", "--no-baseline",
+                      tmp_path / "waiter.py", out)
+    run = prof["runs"][0]
+    assert run["cgroup"]["nr_throttled"] > 0
+    tl = Timeline(run["processes"][0])
+    sampled_wait = sum(tl.wait)
+    waited_us = int(out.read_text()) / 1e3
+    print("waited for a CPU: %d us by the thread's own count, %d us in the samples, wall %d us"
+          % (waited_us, sampled_wait, tl.main_total()))
+    assert waited_us > 0.3 * tl.main_total(), "the quota made the thread wait"
+    # The samples go on to the exit, past the target's own reading: at least all of it.
+    assert sampled_wait >= 0.97 * waited_us
+    assert sampled_wait <= tl.main_total()
+
+
 @needs("django")
 def test_exports_show_one_timeline(coldstart, tmp_path):
     proj = django_project(tmp_path)
