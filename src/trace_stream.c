@@ -147,6 +147,7 @@ static void index_done(struct trace_stream *s, size_t li)
 		ALLOC_GROW(s->pend, s->nr_pend + 1, s->alloc_pend);
 		s->pend[s->nr_pend].live = (uint32_t)li;
 		s->pend[s->nr_pend].done = (uint32_t)lv->indexed;
+		s->pend[s->nr_pend].seq = s->seq;
 		s->nr_pend++;
 		if (s->nr_pend * 2 > s->cap)
 			pend_rehash(s);
@@ -454,6 +455,58 @@ int ts_cmp_seq(const void *a, const void *b, void *arg)
 	return x < y ? -1 : x > y;
 }
 
+/*
+ * While an interpreter starts, a row is taken for a trace's import only when
+ * its cumulative can be that import's duration (match_row), and nothing bounds
+ * the time between the tracer's last clock read and importtime's: the record's
+ * write, for a failed import the exception's way back, and on a loaded machine
+ * a preemption anywhere in them.  A row made longer than the slack by that
+ * went to the open start-up window, of its own process, whose trace kept the
+ * import without a row (the failed sitecustomize or usercustomize probe shown
+ * twice).  After the stream, a root import of a trace (one that started inside
+ * the start-up, after the tracer) that no row was printed for takes the first
+ * row of its name in its own window that came after its end was read and is
+ * not shorter than it.  A row printed before the tracer started cannot be it:
+ * that import ran before, and the start-up imports nothing twice but a
+ * module dropped from sys.modules (the bootstrap's own name, whose probe
+ * prints its row first).
+ */
+static void pair_late_rows(struct trace_stream *s)
+{
+	size_t i, k;
+
+	for (i = 0; i < s->nr_pend; i++) {
+		const struct pend *e = &s->pend[i];
+		struct live *lv = &s->lives[e->live];
+		const struct trace_done *d = &lv->tp.done[e->done];
+		const struct window *w;
+		const char *nm;
+		bool has_row = false;
+
+		if (lv->bad || lv->window < 0 || d->node < 0 || d->depth)
+			continue;
+		w = &s->wins[lv->window];
+		if (w->dropped || w->live != (long)e->live)
+			continue;
+		for (k = 0; k < lv->rows.nr && !has_row; k++)
+			has_row = s->rows[lv->rows.v[k]].tnode == d->node;
+		for (k = 0; k < w->rows.nr && !has_row; k++)
+			has_row = s->rows[w->rows.v[k]].tnode == d->node;
+		if (has_row)
+			continue;
+		nm = proc_str(&lv->tp.proc, d->name);
+		for (k = 0; k < w->rows.nr; k++) {
+			struct srow *r = &s->rows[w->rows.v[k]];
+
+			if (r->tnode < 0 && !r->cached && r->seq >= e->seq && r->cum_us >= d->cum_us - 2 &&
+			    !strcmp(row_name(s, w->rows.v[k]), nm)) {
+				r->tnode = d->node;
+				break;
+			}
+		}
+	}
+}
+
 void trace_stream_end(struct trace_stream *s, struct buf *pass)
 {
 	struct buf err = BUF_INIT;
@@ -475,6 +528,7 @@ void trace_stream_end(struct trace_stream *s, struct buf *pass)
 		buf_reset(&err);
 	}
 	windows_end(s, pass);
+	pair_late_rows(s);
 	buf_release(&err);
 }
 

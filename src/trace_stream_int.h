@@ -65,6 +65,7 @@ struct pend {
 	uint32_t live;
 	uint32_t done;
 	int32_t next;
+	long seq; /* the stream's line when the import's end was read: its row comes at or after it */
 };
 
 struct trace_stream {

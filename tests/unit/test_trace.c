@@ -616,6 +616,73 @@ static void test_stream_startup_windows(void **state)
 	remove_dir(dir);
 }
 
+/*
+ * A traced import's row made longer than its trace by more than the slack
+ * (the time after the tracer's last clock read is unbounded: a preemption in
+ * the record's write or the exception's way back) while the interpreter's own
+ * start-up window is open: the failed probes of sitecustomize and
+ * usercustomize once showed twice, as a start-up row and as a trace-only root.
+ */
+static void test_stream_late_row_in_startup(void **state)
+{
+	static const char tr[] = "#coldstart-trace 2\n"
+				 "H\t1000000\t100\t1\t900000\tpy\t3.12.1\taudit\texec\t5000\t0\n"
+				 "V\t1000000\tpython3\tapp.py\n"
+				 "N\t1000100\t1\tmodules\tsys\\nencodings\\nsite\\nsitecustomize\n"
+				 "S\t1100000\t1\t6000\t10\tsitecustomize\n"
+				 "F\t1150000\t1\t6100\t10\tsitecustomize\tModuleNotFoundError\n"
+				 "S\t1300000\t1\t6200\t10\tusercustomize\n"
+				 "F\t1330000\t1\t6300\t10\tusercustomize\tModuleNotFoundError\n"
+				 "S\t2000000\t1\t7000\t10\tflaskish\n"
+				 "E\t3000000\t1\t8000\t12\tflaskish\n";
+	static const char before[] = HEADER "import time:       100 |        100 | encodings\n";
+	/* The probes' rows: 400 us for a 50 us import, 300 us for a 30 us one (the slack is 50 us). */
+	static const char after[] = "import time:       400 |        400 |     sitecustomize\n"
+				    "import time:        70 |        470 |   sitecustomize\n"
+				    "import time:       300 |        300 |   usercustomize\n"
+				    "import time:       200 |        970 | site\n"
+				    "import time:      1000 |       1000 | flaskish\n";
+	static const char *const probes[] = { "usercustomize", "sitecustomize" };
+	char *dir = make_dir();
+	struct trace_stream *ts = trace_stream_new(dir);
+	struct buf pass = BUF_INIT;
+	struct profile p;
+	struct run *run;
+	const struct proc *pr;
+	size_t i, k, n;
+
+	profile_init(&p);
+	run = profile_add_run(&p);
+	trace_stream_feed(ts, before, strlen(before), &pass);
+	write_file(dir, "100-0.trace", tr);
+	trace_stream_feed(ts, after, strlen(after), &pass);
+	trace_stream_end(ts, &pass);
+	assert_int_equal(pass.len, 0);
+	trace_stream_collect(ts, &p, run);
+	assert_int_equal(run->nr_procs, 1);
+	pr = &run->procs[0];
+	for (k = 0; k < 2; k++) {
+		int32_t first = -1;
+
+		for (i = 0, n = 0; i < pr->nr_nodes; i++)
+			if (!strcmp(node_name(pr, (int32_t)i), probes[k]) && n++ == 0)
+				first = (int32_t)i;
+		/* One node for the probe (the bootstrap's sitecustomize is the other): its row and its trace. */
+		assert_int_equal(n, k ? 2 : 1);
+		assert_int_equal(pr->nodes[first].flags & (NODE_TRACE_ONLY | NODE_FAILED), NODE_FAILED);
+		assert_int_equal(pr->nodes[first].cum_us, k ? 400 : 300);
+		/* The trace's start, from the process's (900000). */
+		assert_int_equal(pr->timing[first].start_ns, k ? 200000 : 400000);
+	}
+	for (size_t w = 0; w < p.nr_warnings; w++)
+		print_message("warning: %s\n", p.warnings[w].msg);
+	assert_int_equal(p.nr_warnings, 0);
+	trace_stream_free(ts);
+	profile_release(&p);
+	buf_release(&pass);
+	remove_dir(dir);
+}
+
 /* Rows with no trace at all (python -I): one process, said to be attributed by headers alone. */
 static void test_stream_untraced_interpreter(void **state)
 {
@@ -882,6 +949,7 @@ int main(void)
 		cmocka_unit_test(test_stream_attributes_rows),
 		cmocka_unit_test(test_stream_adopted_helper),
 		cmocka_unit_test(test_stream_startup_windows),
+		cmocka_unit_test(test_stream_late_row_in_startup),
 		cmocka_unit_test(test_stream_untraced_interpreter),
 		cmocka_unit_test(test_stream_cached_rows),
 		cmocka_unit_test(test_roles),
