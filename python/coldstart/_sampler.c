@@ -69,6 +69,7 @@ struct code_slot {
 	const void *file;
 	int firstline;
 	uint32_t id;
+	int words; /* 3.11+: the size of its frames on the data stack, in words */
 	uint8_t import; /* importlib._bootstrap._find_and_load: its first local is the module name */
 };
 
@@ -432,6 +433,26 @@ static PyCodeObject *frame_code(frame_t *f)
 	return (PyCodeObject *)code;
 }
 
+/* Where code object co goes in the code cache. */
+static unsigned int code_index(const void *co)
+{
+	uintptr_t h = ((uintptr_t)co >> 4) * 0x9E3779B97F4A7C15ull;
+
+	return (unsigned int)(h >> 40) & (CODE_SLOTS - 1);
+}
+
+/* The size of a frame running co on the thread's data stack, in words (_PyFrame_PushUnchecked); 0 before 3.11. */
+static int code_words(const PyCodeObject *co)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+	return co->co_framesize;
+#elif PY_VERSION_HEX >= 0x030B0000
+	return co->co_nlocalsplus + co->co_stacksize + (int)FRAME_SPECIALS_SIZE;
+#else
+	return 0;
+#endif
+}
+
 #if PY_VERSION_HEX >= 0x030B0000
 /* Copies n bytes at p through the kernel: 0, or -1 where they are not all mapped (EFAULT, never a fault). */
 static int peek(const void *p, void *out, size_t n)
@@ -470,22 +491,7 @@ static PyObject **frame_end(const frame_t *f, frame_t *head)
 	if (peek(frame_code_ptr(head), &co, offsetof(PyCodeObject, co_code_adaptive)) < 0 ||
 	    Py_TYPE(&co) != &PyCode_Type)
 		return NULL;
-#if PY_VERSION_HEX >= 0x030C0000
-	return (PyObject **)f + co.co_framesize;
-#else
-	return (PyObject **)f + co.co_nlocalsplus + co.co_stacksize + FRAME_SPECIALS_SIZE;
-#endif
-}
-
-/* Whether f, a generator's frame, is that of a generator, coroutine or async generator that runs. */
-static int gen_running(const frame_t *f)
-{
-	PyGenObject gen;
-
-	if (peek((const char *)f - offsetof(PyGenObject, gi_iframe), &gen, offsetof(PyGenObject, gi_iframe)) < 0)
-		return 0;
-	return (Py_TYPE(&gen) == &PyGen_Type || Py_TYPE(&gen) == &PyCoro_Type || Py_TYPE(&gen) == &PyAsyncGen_Type) &&
-	       gen.gi_frame_state == FRAME_EXECUTING;
+	return (PyObject **)f + code_words(&co);
 }
 
 /* The data stack chunk of the thread's that holds p, NULL for none. */
@@ -508,6 +514,49 @@ static PyObject **frame_above(PyThreadState *ts, PyObject **p)
 		if (p == &c->previous->data[c->previous->top])
 			return c->data;
 	return p;
+}
+
+/* The frame size the code cache holds for the code object at co (no read of co itself); 0 when it holds none. */
+static int cached_words(const void *co)
+{
+	unsigned int i, idx = code_index(co);
+
+	for (i = 0; i < 64; i++) {
+		const struct code_slot *c = &S.codes[(idx + i) & (CODE_SLOTS - 1)];
+
+		if (c->code == co)
+			return c->words;
+		if (!c->code)
+			return 0;
+	}
+	return 0;
+}
+
+/*
+ * Whether the frame at f (head its copy), which the thread owns, ends where
+ * the frame at p starts: by the frame size the code cache holds for its code
+ * where that fits (no system call), else as its code object, read through
+ * the kernel, says (an address the cache holds may be another code object's
+ * now).
+ */
+static int frame_ends_at(PyThreadState *ts, const frame_t *f, frame_t *head, PyObject **p)
+{
+	int words = cached_words(frame_code_ptr(head));
+
+	if (words > 0 && frame_above(ts, (PyObject **)f + words) == p)
+		return 1;
+	return frame_above(ts, frame_end(f, head)) == p;
+}
+
+/* Whether f, a generator's frame, is that of a generator, coroutine or async generator that runs. */
+static int gen_running(const frame_t *f)
+{
+	PyGenObject gen;
+
+	if (peek((const char *)f - offsetof(PyGenObject, gi_iframe), &gen, offsetof(PyGenObject, gi_iframe)) < 0)
+		return 0;
+	return (Py_TYPE(&gen) == &PyGen_Type || Py_TYPE(&gen) == &PyCoro_Type || Py_TYPE(&gen) == &PyAsyncGen_Type) &&
+	       gen.gi_frame_state == FRAME_EXECUTING;
 }
 
 /*
@@ -568,7 +617,8 @@ static int frame_first_live(PyThreadState *ts, frame_t *f)
 	if (!ts->datastack_chunk || frame_head(ts, f, &head) < 0)
 		return 0;
 	if (head.owner == FRAME_OWNED_BY_THREAD) {
-		if (!chunk_of(ts, start) || !frames_reach_top(ts, frame_end(f, &head)))
+		if (!chunk_of(ts, start) || (!frame_ends_at(ts, f, &head, ts->datastack_top) &&
+					      !frames_reach_top(ts, frame_end(f, &head))))
 			return 0;
 	} else if (head.owner == FRAME_OWNED_BY_GENERATOR) {
 		if (!gen_running(f))
@@ -582,7 +632,7 @@ static int frame_first_live(PyThreadState *ts, frame_t *f)
 	if (frame_head(ts, head.previous, &prev) < 0)
 		return 0;
 	if (prev.owner == FRAME_OWNED_BY_THREAD)
-		return frame_above(ts, frame_end(head.previous, &prev)) == start;
+		return frame_ends_at(ts, head.previous, &prev, start);
 	if (prev.owner == FRAME_OWNED_BY_GENERATOR)
 		return gen_running(head.previous);
 #if PY_VERSION_HEX >= 0x030C0000
@@ -635,8 +685,7 @@ static struct rec sample_rec, code_rec;
 /* The cache slot of co, emitting its C record on first sight; NULL when the cache is full. */
 static struct code_slot *code_lookup(PyCodeObject *co, int64_t t)
 {
-	uintptr_t h = ((uintptr_t)co >> 4) * 0x9E3779B97F4A7C15ull;
-	unsigned int i, idx = (unsigned int)(h >> 40) & (CODE_SLOTS - 1);
+	unsigned int i, idx = code_index(co);
 	PyObject *name = code_name(co);
 	struct rec *r = &code_rec;
 
@@ -653,6 +702,7 @@ static struct code_slot *code_lookup(PyCodeObject *co, int64_t t)
 		c->name = name;
 		c->file = co->co_filename;
 		c->firstline = co->co_firstlineno;
+		c->words = code_words(co);
 		c->id = ++S.next_id;
 		c->import = str_is(co->co_name, "_find_and_load") &&
 			    str_is(co->co_filename, "<frozen importlib._bootstrap>");
