@@ -401,11 +401,7 @@ static frame_t *frame_next(frame_t *f)
 #endif
 }
 
-/*
- * The code object a frame runs, or NULL for frames that are not (yet)
- * Python functions: the C-stack shims of 3.12+, and frames still being set
- * up (_PyFrame_IsIncomplete), which sys._getframe also skips.
- */
+/* What a frame says it runs: a code object unless it is 3.13's shim or not set up yet. */
 static PyObject *frame_code_ptr(frame_t *f)
 {
 #if PY_VERSION_HEX >= 0x030D0000
@@ -415,6 +411,11 @@ static PyObject *frame_code_ptr(frame_t *f)
 #endif
 }
 
+/*
+ * The code object a frame runs, or NULL for frames that are not (yet)
+ * Python functions: the C-stack shims of 3.12+, and frames still being set
+ * up (_PyFrame_IsIncomplete), which sys._getframe also skips.
+ */
 static PyCodeObject *frame_code(frame_t *f)
 {
 	PyObject *code;
