@@ -664,8 +664,12 @@ static char *boot_cache_for(const char *python, const struct py_info *info, cons
 	real = NULL;
 	goto out;
 refused:
-	buf_addf(note, "%sthe bootstrap is compiled in every process: %s", note->len ? "; " : "",
-		 why.len ? why.buf : strerror(errno));
+	if (!why.len)
+		buf_adds(&why, strerror(errno));
+	/* The tracer's note already says why when the cache is refused. */
+	buf_addf(note, "%sthe bootstrap is compiled in every process", note->len ? "; " : "");
+	if (!note->len || !strstr(note->buf, why.buf))
+		buf_addf(note, ": %s", why.buf);
 out:
 	if (pcfd >= 0)
 		close(pcfd);
@@ -706,8 +710,8 @@ int trace_build_ensure(const char *python, const char *datadir, const char *scra
 	*boot_dir = NULL;
 	if (py_info_query(python, &info, err) < 0)
 		return -1;
-	*boot_dir = boot_cache_for(python, &info, datadir, "_boot", note);
 	ret = ext_build_for(python, &info, datadir, "_tracer", scratch, so_path, note, err);
+	*boot_dir = boot_cache_for(python, &info, datadir, "_boot", note);
 	py_info_release(&info);
 	return ret;
 }
