@@ -18,7 +18,8 @@ CPU:
   other     imports the plan does not index (stdlib before the plan, ...)
   rest      cpu - startup - imports: the server, the handler, the response
 
-usage: python3 bench/plan/phases.py [FUNC...]   (ROUNDS, PYTHON, VARIANTS)
+usage: python3 bench/plan/phases.py [FUNC...]   (ROUNDS, PYTHON, VARIANTS,
+PHASES_ENV="COLDSTART_PLAN_REGEX=0 ..." to set switches in the targets)
 Plans come from build/bench/plan (run bench/plan_bench.sh once first).
 """
 import json
@@ -40,6 +41,10 @@ def once(name, variant):
     argv, env = plan_bench.command(name, variant)
     out = tempfile.mktemp(prefix="phases-", suffix=".json", dir="/tmp")
     env = dict(env, PHASES_OUT=out)
+    # PHASES_ENV="COLDSTART_PLAN_REGEX=0 ...": switches for comparisons.
+    for kv in os.environ.get("PHASES_ENV", "").split():
+        k, _, v = kv.partition("=")
+        env[k] = v
     env["PYTHONPATH"] = os.pathsep.join(
         [PROBE] + [p for p in [env.get("PYTHONPATH")] if p])
     d = plan_bench.fn_dir(name)

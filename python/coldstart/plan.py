@@ -297,9 +297,9 @@ def check(plan):
 
 class _State(object):
     __slots__ = ("spec", "loader", "owner", "error", "order", "rebinds",
-                 "lazy")
+                 "lazy", "all", "given")
 
-    def __init__(self, spec, loader, order, rebinds, lazy):
+    def __init__(self, spec, loader, order, rebinds, lazy, all_=None):
         self.spec = spec
         self.loader = loader
         self.owner = None
@@ -309,6 +309,41 @@ class _State(object):
         self.rebinds = rebinds
         # The body's from-imports that may stay lazy (_run_body), or None.
         self.lazy = lazy
+        # The plan's record of its __all__ (the plan's "all"), or None; and
+        # the object a read of __all__ got before the body ran.
+        self.all = all_
+        self.given = None
+
+
+def _recorded_all(st):
+    """A deferred module's __all__ from the plan (the same object at every
+    read until its body runs), or _MISSING when the plan has none."""
+    if st.given is None:
+        v = st.all
+        if isinstance(v, dict) and isinstance(v.get("tuple"), list):
+            v = tuple(v["tuple"])
+        elif isinstance(v, list):
+            v = list(v)
+        else:
+            return _MISSING
+        if not all(type(x) is str for x in v):
+            return _MISSING
+        st.given = v
+    return st.given
+
+
+def _settle_all(st, d, name):
+    """After a body ran whose __all__ was read from the plan: the object
+    handed out becomes the module's __all__ (as if the body had run first
+    and the reader used its list) when the body made the same names; when
+    it made others, the plan is out of date and the body's stays."""
+    got = d.get("__all__", _MISSING)
+    want = st.all.get("tuple") if isinstance(st.all, dict) else st.all
+    if type(got) is type(st.given) and list(got) == want:
+        d["__all__"] = st.given
+    else:
+        _warn("%s's __all__ is not the one the plan recorded (read before "
+              "its body ran); run `coldstart plan` again" % name)
 
 
 # name -> _State for every module created deferred and not loaded yet.
@@ -342,6 +377,8 @@ def _load(mod):
         spec._initializing = True
         try:
             _run_body(st.loader, mod, name, st.lazy)
+            if st.given is not None:
+                _settle_all(st, d, name)
             for after in _after_body.pop(name, ()):
                 after()
         except BaseException as e:
@@ -408,6 +445,12 @@ class _Deferred(_ModuleType):
                 p = _lazy_site(f, name, attr)
                 if p is not _MISSING:
                     return p
+                if attr == "__all__" and st.all is not None:
+                    # `__all__ += sub.__all__`, extend_all(sub): the
+                    # names, as the body would make them (plan's "all").
+                    p = _recorded_all(st)
+                    if p is not _MISSING:
+                        return p
                 _load(self)
             elif not (isinstance(v, _ModuleType) and
                       sys.modules.get("%s.%s" % (name, attr)) is v):
@@ -466,16 +509,17 @@ class _StandInLoader(object):
 class _DeferringLoader(_StandInLoader):
     """exec_module puts the real loader back and leaves the body for later."""
 
-    def __init__(self, loader, rebinds=frozenset(), lazy=None):
+    def __init__(self, loader, rebinds=frozenset(), lazy=None, all_=None):
         _StandInLoader.__init__(self, loader)
         self.rebinds = rebinds
         self.lazy = lazy
+        self.all = all_
 
     def exec_module(self, module):
         spec, d = self._restore(module)
         _counter[0] += 1
         _pending[spec.name] = _State(spec, self.loader, _counter[0],
-                                     self.rebinds, self.lazy)
+                                     self.rebinds, self.lazy, self.all)
         object.__setattr__(module, "__class__", _Deferred)
 
 
@@ -497,7 +541,8 @@ class _DeferringLoader(_StandInLoader):
 # IMPORT_FROM's opcode, and the opcode (and argument, 3.12+) of a star
 # import, from the plan ("opcodes"); empty when the plan has none.
 _OPS = []
-# name -> (module dict, {x: (attrs that may stay lazy, star names)}) for
+# name -> (module dict, {x: (attrs that may stay lazy, star names, the star
+# names that bind at once or None)}) for
 # the bodies running now with lazy from-imports.
 _running = {}
 # name -> [module dict, {bound name: (x, attr)}, module] for the modules
@@ -606,7 +651,7 @@ def _lazy_site(f, mod, attr, fromlist=False):
             (_OPS[2] is None or code[i + 1] == _OPS[2]):
         if attr == "__all__":
             return list(spec[1])
-        if attr in spec[1]:
+        if attr in spec[1] and (spec[2] is None or attr not in spec[2]):
             return _Pending(g, mod, attr)
     return _MISSING
 
@@ -973,6 +1018,74 @@ def _archive_code(loader, fullname):
     return code
 
 
+# --- the regex table ---------------------------------------------------------
+#
+# The code archive ends with what the regular expression compiler handed
+# _sre.compile for each pattern compiled while planning (plan_code.py).
+# With the plan, the compiler's compile() answers those patterns with one
+# _sre.compile call: no parsing, no code generation, the same pattern.
+
+# The module whose compile(pattern, flags) re._compile calls.
+RE_COMPILER = "re._compiler" if sys.version_info >= (3, 11) else \
+    "sre_compile"
+# [offset, length] of the table in the archive, once install() found one.
+_regex_at = []
+
+
+def _regex_table():
+    try:
+        data = os.pread(_code_fd[0], _regex_at[1], _regex_at[0])
+        rows = marshal.loads(data) if len(data) == _regex_at[1] else ()
+    except (OSError, ValueError, EOFError, TypeError, IndexError):
+        rows = ()
+    table = {}
+    for r in rows:
+        if type(r) is tuple and len(r) == 8:
+            table[(r[0], r[1])] = r[2:]
+    return table
+
+
+def _hook_regex(module):
+    """Gives the compiler module a compile() that answers the planned
+    patterns from the table (read at its first call)."""
+    d = _raw_dict(module)
+    orig, sre = d.get("compile"), d.get("_sre")
+    if orig is None or sre is None or getattr(orig, "_coldstart", False):
+        return
+    state = []
+
+    def compile(p, flags=0):
+        if not state:
+            state.append(_regex_table())
+        if type(p) is str or type(p) is bytes:
+            args = state[0].get((p, flags))
+            if args is not None:
+                return sre.compile(*args)
+        return orig(p, flags)
+    compile._coldstart = True
+    compile.__wrapped__ = orig
+    d["compile"] = compile
+
+
+class _AfterExecLoader(_StandInLoader):
+    """Stands in spec.loader to call after(module) once the module's body
+    has run: at once, or after the deferred body when the loader it wraps
+    leaves it deferred."""
+
+    def __init__(self, loader, after):
+        _StandInLoader.__init__(self, loader)
+        self.after = after
+
+    def exec_module(self, module):
+        spec, d = self._restore(module)
+        self.loader.exec_module(module)
+        if type(module) is _Deferred and spec.name in _pending:
+            _after_body.setdefault(spec.name, []).append(
+                lambda: self.after(module))
+        else:
+            self.after(module)
+
+
 class _ArchiveSourceLoader(_bootstrap_external.SourceFileLoader):
     """A source loader whose code comes from the plan's code archive (the
     source's size and mtime were checked with the plan)."""
@@ -1022,6 +1135,10 @@ class PlanFinder(object):
             else {}
         if self.table:
             _OPS[:] = ops
+        alls = plan.get("all")
+        # The recorded __all__ of modules that may be deferred.
+        self.alls = alls if defer and isinstance(alls, dict) and \
+            os.environ.get("COLDSTART_PLAN_ALL") != "0" else {}
         self._entries = {}
         self._path_key = None
         self._path_set = frozenset()
@@ -1079,12 +1196,15 @@ class PlanFinder(object):
             mod = row[0]
             if not (self.action(mod) == "defer" or mod in self.table):
                 continue
-            attrs, star = lazy.get(mod, (frozenset(), None))
+            attrs, star, eager = lazy.get(mod, (frozenset(), None, None))
             if row[1] == "*":
                 star = tuple(row[2].split())
+                # The names the body reads bind at once (a 4th field).
+                eager = frozenset(row[3].split()) if len(row) > 3 and \
+                    isinstance(row[3], str) else None
             else:
                 attrs = attrs.union(row[1].split())
-            lazy[mod] = (attrs, star)
+            lazy[mod] = (attrs, star, eager)
         return lazy or None
 
     def _on_sys_path(self, entry):
@@ -1130,13 +1250,16 @@ class PlanFinder(object):
                 spec.cached = c
         lazy = m.get("lazy")
         if self.defer and m["action"] == "defer":
-            spec.loader = _DeferringLoader(loader, m["rebinds"], lazy)
+            spec.loader = _DeferringLoader(loader, m["rebinds"], lazy,
+                                           self.alls.get(name))
         elif lazy is not None:
             spec.loader = _BodyLoader(loader, lazy)
         elif m["kind"] == "extension" and _pending:
             parent = _pending_parent(name)
             if parent is not None:
                 spec.loader = _ParentFirstLoader(loader, parent)
+        if name == RE_COMPILER and _regex_at:
+            spec.loader = _AfterExecLoader(spec.loader, _hook_regex)
         self.answered += 1
         return spec
 
@@ -1298,6 +1421,11 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
     code = _open_code(plan, len(plan["index"])) if use_code else None
     if code is not None:
         _code_fd[:] = [code[0]]
+        r = plan["code"].get("regex")
+        if isinstance(r, list) and len(r) == 3 and \
+                all(type(x) is int for x in r) and \
+                os.environ.get("COLDSTART_PLAN_REGEX") != "0":
+            _regex_at[:] = r[:2]
     native = defer and native_lazy and \
         hasattr(sys, "set_lazy_imports_filter")
     finder = PlanFinder(plan, defer and not native, strict=strict, keep=keep,
@@ -1309,6 +1437,8 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
         sys.set_lazy_imports("all")
     sys.meta_path.insert(0, finder)
     _installed[0] = finder
+    if _regex_at and RE_COMPILER in sys.modules:
+        _hook_regex(sys.modules[RE_COMPILER])
     _warm_state["mode"] = warm
     return finder
 

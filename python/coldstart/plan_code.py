@@ -8,7 +8,10 @@ would stat the source, open, read and check the .pyc (or compile the
 source when there is none).  The plan's "code" member says where the
 archive is, its size and mtime (a changed archive is not used), the
 optimisation level it was compiled for, and each index row's offset and
-length.
+length.  After the code comes the regex table: for each pattern compiled
+while planning, what the regular expression compiler handed _sre.compile
+("regex": offset, length, count); applying the plan, re compiles those
+patterns with one _sre.compile call, without the parser and compiler.
 """
 
 import marshal
@@ -39,9 +42,11 @@ def _code_of(kind, name, path):
         return None
 
 
-def write(path, index):
+def write(path, index, regexes=()):
     """Writes the archive of the index rows' modules to path (through a
-    temporary file); returns the plan's "code" member."""
+    temporary file), then the regex table (regexes: tuples (pattern, flags,
+    and the 6 arguments of _sre.compile)); returns the plan's "code"
+    member."""
     at = []
     tmp = "%s.tmp%d" % (path, os.getpid())
     with open(tmp, "wb") as f:
@@ -56,8 +61,16 @@ def write(path, index):
             f.write(blob)
             at.append([off, len(blob)])
             off += len(blob)
+        regex = None
+        if regexes:
+            blob = marshal.dumps(list(regexes))
+            f.write(blob)
+            regex = [off, len(blob), len(regexes)]
     os.replace(tmp, path)
     st = os.stat(path)
-    return {"path": os.path.abspath(path), "size": st.st_size,
-            "mtime_ns": st.st_mtime_ns, "optimize": sys.flags.optimize,
-            "at": at}
+    out = {"path": os.path.abspath(path), "size": st.st_size,
+           "mtime_ns": st.st_mtime_ns, "optimize": sys.flags.optimize,
+           "at": at}
+    if regex is not None:
+        out["regex"] = regex
+    return out

@@ -69,7 +69,7 @@ _AUDIT_EFFECTS = {
 class _Rec(object):
     __slots__ = ("name", "thread", "start", "end", "children_us", "reasons",
                  "parent_body", "order", "ok", "module", "origin",
-                 "body_names")
+                 "body_names", "all_")
 
     def __init__(self, name, thread, parent_body, order, module):
         self.name = name
@@ -86,6 +86,8 @@ class _Rec(object):
         # Names read from the module's namespace while its body ran, that
         # its source does not show (plan_names.py).
         self.body_names = set()
+        # Its __all__ when its body ended: (is a tuple, names), or None.
+        self.all_ = None
 
 
 class _Frame(object):
@@ -121,6 +123,12 @@ class Recorder(object):
         self.later = {}
         self.profile = None
         self.code_out = None
+        self.regex = {}  # (pattern, flags) -> _sre.compile's arguments
+        self.regex_hooked = False
+        # modules whose __all__ something read -> (code, offset) of the
+        # reads from module bodies (star imports among them), None once
+        # anything else read it.
+        self.all_read = {}
 
     # -- what a body did ---------------------------------------------------
 
@@ -202,10 +210,13 @@ class Recorder(object):
             stack[-1].snap = after
             stack[-1].modules = now
             stack[-1].rec.children_us += (rec.end - rec.start) // 1000
+        if ok and rec.name == _plan.RE_COMPILER:
+            self.hook_regex()
         if ok:
             f = getattr(rec.module, "__file__", None)
             if isinstance(f, str):
                 self.file_mods[f] = rec.name
+            rec.all_ = _all_of(rec.module)
             self._watch(rec.module)
 
     def _watch(self, module):
@@ -283,6 +294,16 @@ class Recorder(object):
 
     def in_request(self):
         return self.recording and not self.stacks.get(_thread.get_ident())
+
+    def all_read_at(self, module, f):
+        name = _mod_getattr(module, "__dict__").get("__name__")
+        seen = self.all_read.setdefault(name, set())
+        if seen is None:
+            return
+        if f is not None and f.f_code.co_name == "<module>":
+            seen.add((f.f_code, f.f_lasti))
+        else:
+            self.all_read[name] = None
 
     def attr_read(self, module, attr):
         tid = _thread.get_ident()
@@ -375,8 +396,65 @@ class Recorder(object):
         except (AttributeError, TypeError):
             pass
 
+    def hook_regex(self):
+        """Records what the regular expression compiler hands _sre.compile
+        for each pattern compiled until the last response (the plan's
+        regex table, plan_code.py): applying the plan, those patterns skip
+        the parser and compiler.  A pattern whose compiling warned is left
+        out (its warning must show again)."""
+        mod = sys.modules.get(_plan.RE_COMPILER)
+        if mod is None or self.regex_hooked:
+            return
+        d = _mod_getattr(mod, "__dict__")
+        orig, sre = d.get("compile"), d.get("_sre")
+        if orig is None or sre is None:
+            return
+        self.regex_hooked = True
+        spy = _SreSpy(sre)
+        table = self.regex
+        rec = self
+
+        def compile(p, flags=0):
+            w = sys.modules.get("warnings")
+            warned = []
+            warn = getattr(w, "warn", None)
+            if warn is not None:
+                def spy_warn(*a, **k):
+                    warned.append(1)
+                    return warn(*a, **k)
+                w.warn = spy_warn
+            tid = _thread.get_ident()
+            spy.last.pop(tid, None)
+            try:
+                r = orig(p, flags)
+            finally:
+                if warn is not None and w.warn is spy_warn:
+                    w.warn = warn
+            args = spy.last.pop(tid, None)
+            if args is not None and rec.recording and not warned and \
+                    (w is not None or "warnings" not in sys.modules) and \
+                    type(p) in (str, bytes) and args[0] is p and \
+                    not int(flags) & _RE_DEBUG and len(table) < _RE_MAX:
+                # Plain ints and containers (the compiler's opcodes are an
+                # int subclass): what marshal writes.
+                try:
+                    table.setdefault((p, int(flags)), (
+                        args[0], int(args[1]), [int(c) for c in args[2]],
+                        int(args[3]), {str(k): int(v) for k, v in
+                                       args[4].items()},
+                        tuple(args[5])))
+                except (TypeError, ValueError, AttributeError):
+                    pass
+            return r
+        compile.__wrapped__ = orig
+        d["compile"] = compile
+        d["_sre"] = spy
+        self.restore.append((mod, "compile", orig))
+        self.restore.append((mod, "_sre", sre))
+
     def install(self):
         rec = self
+        self.hook_regex()
         base = _bootstrap_external._LoaderBasics
         orig_exec = base.exec_module
 
@@ -525,6 +603,28 @@ class Recorder(object):
             self.written = True
 
 
+# SRE_FLAG_DEBUG (prints while compiling), and how many patterns a plan
+# holds at most.
+_RE_DEBUG = 128
+_RE_MAX = 20000
+
+
+class _SreSpy(object):
+    """Stands in for _sre in the compiler's namespace while planning: notes
+    the arguments of compile() per thread."""
+
+    def __init__(self, sre):
+        self.sre = sre
+        self.last = {}
+
+    def compile(self, *args):
+        self.last[_thread.get_ident()] = args
+        return self.sre.compile(*args)
+
+    def __getattr__(self, attr):
+        return getattr(self.sre, attr)
+
+
 class _Watched(_ModuleType):
     """Planning only: a module whose attribute reads are noted."""
 
@@ -534,6 +634,8 @@ class _Watched(_ModuleType):
             f = sys._getframe(0).f_back
             if f is None or f.f_code.co_filename not in _IMPORT_SYSTEM:
                 r.attr_read(self, attr)
+                if attr == "__all__":
+                    r.all_read_at(self, f)
         return _mod_getattr(self, attr)
 
 
@@ -829,7 +931,8 @@ def lazy_from(rec_obj, modules):
             continue
         why = []
         rows = _plan_names.lazy_rows(name, m["path"], m["package"],
-                                     r.body_names, sys.modules, why)
+                                     r.body_names, sys.modules, why,
+                                     extended=not _stdlib(name))
         if rows:
             found[name] = rows
         elif why:
@@ -841,6 +944,65 @@ def lazy_from(rec_obj, modules):
         if rows:
             m["lazy_from"] = sum(len(r[-1].split()) for r in rows)
     return table
+
+
+def _all_of(module):
+    """A module's __all__ as (is a tuple, names) when it is a list or tuple
+    of strings, else None."""
+    try:
+        v = _mod_getattr(module, "__dict__").get("__all__")
+    except (AttributeError, TypeError):
+        return None
+    if type(v) not in (list, tuple) or \
+            not all(type(x) is str for x in v):
+        return None
+    return type(v) is tuple, tuple(v)
+
+
+def _star_opcodes():
+    from coldstart import plan_names as _plan_names
+    ops = _plan_names.opcodes()
+    return ops[1:] if ops else None
+
+
+def _all_read_as_attribute(reads):
+    """True when something read a module's __all__ otherwise than a star
+    import does (those take the names from the plan's "from"); reads is
+    what all_read_at() noted, None for a read from a function."""
+    if reads is None:
+        return True
+    star = _STAR_OPS[0] if _STAR_OPS else None
+    for code, at in reads:
+        c = code.co_code
+        if star is None or at < 0 or at >= len(c) or c[at] != star[0] or \
+                (star[1] is not None and c[at + 1] != star[1]):
+            return True
+    return False
+
+
+_STAR_OPS = []
+
+
+def recorded_all(rec_obj, modules):
+    """The plan's "all": the __all__ of each module that may be deferred
+    (not used by the requests) and whose __all__ something read, as its
+    body left it, when nothing changed it after the body ended.  A deferred module answers a read of its
+    __all__ from here without running its body (plan.py)."""
+    out = {}
+    _STAR_OPS[:] = [_star_opcodes()]
+    for m in modules:
+        name = m["name"]
+        r = rec_obj.recs.get(name)
+        if m["action"] == "load" or m["kind"] not in ("source", "bytecode") \
+                or r is None or not r.ok or r.all_ is None or \
+                not _all_read_as_attribute(rec_obj.all_read.get(name, ())):
+            continue
+        mod = sys.modules.get(name)
+        if mod is None or _all_of(mod) != r.all_:
+            continue  # changed since its body ended: not answered
+        out[name] = {"tuple": list(r.all_[1])} if r.all_[0] else \
+            list(r.all_[1])
+    return out
 
 
 def _opcodes():
@@ -878,6 +1040,7 @@ def write_plan(rec_obj, names):
     modules.sort(key=lambda m: (m.get("order", 1 << 30), m["name"]))
     decide(rec_obj, modules)
     lazy = lazy_from(rec_obj, modules)
+    alls = recorded_all(rec_obj, modules)
     counts = {"load": 0, "eager": 0, "defer": 0}
     us = {"load": 0, "eager": 0, "defer": 0}
     for m in modules:
@@ -888,7 +1051,8 @@ def write_plan(rec_obj, names):
     try:
         from coldstart import plan_code as _plan_code
         code = _plan_code.write(rec_obj.code_out or rec_obj.out + ".code",
-                                index)
+                                index, [k + v for k, v in
+                                        rec_obj.regex.items()])
     except OSError as e:
         sys.stderr.write("coldstart plan: cannot write the code archive: "
                          "%s; the plan loads modules from their files\n"
@@ -901,6 +1065,7 @@ def write_plan(rec_obj, names):
         "sys_path": sys_path,
         "opcodes": _opcodes(),
         "from": lazy,
+        "all": alls,
         "code": code,
         "index": index,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -712,3 +712,160 @@ def test_defer_then_runs_after_right_after_the_body(python, workdir):
                    "r": ["body", "after"], "seen": [["body"], "second"],
                    "loaded": False, "imported": False, "builtin": False,
                    "dotted": "ValueError"}
+
+
+def test_all_of_a_deferred_module_is_answered_from_the_plan(python,
+                                                           workdir):
+    # pkg's body reads its submodules' __all__ (as numpy.lib does): the
+    # plan answers those without running the submodules; the list a read
+    # got is the module's __all__ once its body runs.
+    write(workdir, "pkg/__init__.py", """
+        from . import sub, tup
+        __all__ = ["top"]
+        __all__ += sub.__all__
+        __all__ += list(tup.__all__)
+        top = 1
+    """)
+    write(workdir, "pkg/sub.py", """
+        __all__ = ["f", "g"]
+        def f():
+            return "f"
+        def g():
+            return "g"
+    """)
+    write(workdir, "pkg/tup.py", "__all__ = ('h',)\ndef h():\n    return 3\n")
+    write(workdir, "mutated.py", '__all__ = ["x"]\nx = 1\n')
+    write(workdir, "mutator.py", """
+        import mutated
+        mutated.__all__.append("y")
+        mutated.y = 2
+    """)
+    plan = record(python, workdir, ["pkg", "mutator"])
+    assert plan["all"]["pkg.sub"] == ["f", "g"]
+    assert plan["all"]["pkg.tup"] == {"tuple": ["h"]}
+    # Changed after its body ended: the plan does not answer it.
+    assert "mutated" not in plan["all"]
+    plain, applied = compare(python, workdir, """
+        import pkg, mutator, mutated
+        top = pkg.__all__
+        was = [deferred("pkg"), deferred("pkg.sub"), deferred("pkg.tup")]
+        got = pkg.sub.__all__
+        again = pkg.sub.__all__ is got
+        was.append(deferred("pkg.sub"))
+        r = pkg.sub.f()
+        m = [mutator.mutated.__name__, mutated.__all__, deferred("mutated")]
+        print(json.dumps({"top": top, "was": was, "again": again, "r": r,
+                          "same": pkg.sub.__all__ is got,
+                          "tup": [list(pkg.tup.__all__),
+                                  type(pkg.tup.__all__).__name__],
+                          "m": m}))
+    """)
+    assert applied["was"] == [False, True, True, True]
+    assert plain["was"] == [False, False, False, False]
+    for k in ("top", "again", "r", "same", "tup", "m"):
+        assert plain[k] == applied[k], k
+    assert applied["same"] is True and applied["m"][1] == ["x", "y"]
+
+
+def test_an_all_that_changed_since_planning_warns_and_keeps_the_body_s(
+        python, workdir):
+    write(workdir, "dyn.py", """
+        import os
+        __all__ = ["a"] + (["b"] if os.environ.get("DYN_B") else [])
+        a = b = 1
+    """)
+    write(workdir, "reader.py", "import dyn\nNAMES = list(dyn.__all__)\n")
+    plan = record(python, workdir, ["reader"])
+    assert plan["all"]["dyn"] == ["a"]
+    write(workdir, "use.py", textwrap.dedent(PRELUDE) + textwrap.dedent("""
+        import dyn
+        early = list(dyn.__all__)
+        dyn.a
+        print(json.dumps({"early": early, "late": dyn.__all__}))
+    """))
+    p = _run(python, workdir, "use.py", _env(
+        COLDSTART_PLAN=os.path.join(workdir, "plan.json"), DYN_B="1"))
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    # Read before the body ran: the plan's answer (a known limit, which
+    # `coldstart plan --verify` guards against); after: the body's, said.
+    assert out == {"early": ["a"], "late": ["a", "b"]}
+    assert "dyn's __all__ is not the one the plan recorded" in p.stderr
+
+
+def test_planned_regular_expressions_skip_the_parser(python, workdir):
+    # Patterns compiled while planning are compiled from the plan's regex
+    # table (one _sre.compile call each); the pattern objects behave the
+    # same.  A pattern whose compiling warned is not in the table: its
+    # warning shows again.
+    write(workdir, "pats.py", '''
+        import re
+        WORD = re.compile(r"(?P<word>\\w+)-(\\d+)", re.I)
+        RAW = re.compile(rb"^(ab|cd)+$")
+        KV = re.compile(r"""
+            (?P<k>[a-z]+)   # key
+            =(?P<v>.*)      # value
+        """, re.X)
+        def use(s):
+            return WORD.match(s).groupdict()
+    ''')
+    write(workdir, "warned.py", 'import re\nNESTED = re.compile("[[a]")\n')
+    plan = record(python, workdir, ["pats", "warned"])
+    assert plan["code"]["regex"][2] >= 3
+    plain, applied = compare(python, workdir, """
+        import re, warnings
+        parser = sys.modules["re._parser" if sys.version_info >= (3, 11)
+                             else "sre_parse"]
+        calls = []
+        orig = parser.parse
+        def parse(p, *a, **k):
+            calls.append(p if isinstance(p, str) else repr(p))
+            return orig(p, *a, **k)
+        parser.parse = parse
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            import pats, warned
+            got = pats.use("Ab-12")
+            nested = warned.NESTED.pattern
+        out = {"calls": calls, "got": got,
+               "warned": [x.category.__name__ for x in w],
+               "word": [pats.WORD.pattern, pats.WORD.flags, pats.WORD.groups,
+                        dict(pats.WORD.groupindex)],
+               "raw": [bool(pats.RAW.match(b"abcd")),
+                       bool(pats.RAW.match(b"abc")), pats.RAW.flags],
+               "kv": [pats.KV.match("key=val").groupdict(), pats.KV.flags],
+               "same": re.compile(r"(?P<word>\\w+)-(\\d+)", re.I) is pats.WORD,
+               "nested": nested}
+        print(json.dumps(out))
+    """)
+    assert plain["calls"] != [] and "[[a]" in plain["calls"]
+    # Only the pattern that warned goes through the parser with the plan.
+    assert applied["calls"] == ["[[a]"]
+    assert applied["warned"] == plain["warned"] == ["FutureWarning"]
+    for k in ("got", "word", "raw", "kv", "same", "nested"):
+        assert plain[k] == applied[k], k
+    # The compiler already loaded when the plan is installed: hooked then.
+    write(workdir, "early.py", textwrap.dedent("""
+        import json, re, sys
+        compiler = sys.modules["re._compiler" if sys.version_info >= (3, 11)
+                               else "sre_compile"]
+        before = compiler.compile
+        from coldstart import plan
+        plan.install(sys.argv[1])
+        parser = sys.modules["re._parser" if sys.version_info >= (3, 11)
+                             else "sre_parse"]
+        calls = []
+        orig = parser.parse
+        parser.parse = lambda p, *a, **k: calls.append(p) or orig(p, *a, **k)
+        w = re.compile(r"(?P<word>\\w+)-(\\d+)", re.I)
+        print(json.dumps({"hooked": compiler.compile is not before,
+                          "calls": calls, "m": w.match("x-1").groups()}))
+    """))
+    env = _env()
+    env["PYTHONPATH"] = PYDIR
+    p = subprocess.run([python, "early.py", os.path.join(workdir,
+                                                          "plan.json")],
+                       cwd=workdir, capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == {"hooked": True, "calls": [],
+                                    "m": ["x", "1"]}

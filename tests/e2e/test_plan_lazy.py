@@ -13,6 +13,7 @@ without it).
 """
 import json
 import os
+import textwrap
 
 import pytest
 
@@ -401,24 +402,38 @@ def test_a_failing_module_raises_at_the_first_use_of_its_name(python,
     assert applied["get"] == "cannot import name 'VALUE' from 'fragile'"
 
 
-def test_try_blocks_keep_their_from_imports_eager(python, workdir):
+def test_try_blocks_for_import_errors_bind_lazily_others_stay_eager(
+        python, workdir):
+    # A try whose handlers catch ImportError only: the planning run saw
+    # the import succeed, so it binds lazily (aiohttp's optional gunicorn
+    # worker).  Any other handler could catch what the body raises: eager.
     write(workdir, "opt.py", "FAST = True\n")
+    write(workdir, "other.py", "SLOW = True\n")
     write(workdir, "a.py", """
         try:
             from opt import FAST
-        except ImportError:
+        except (ImportError, ModuleNotFoundError):
             FAST = False
+        try:
+            from other import SLOW
+        except Exception:
+            SLOW = False
         def other():
             return 1
     """)
     plan = record(python, workdir, ["a"])
-    assert "a" not in plan["from"]
+    assert lazy_of(plan, "a") == {"opt": ["FAST"]}
     plain, applied = compare(python, workdir, """
         import a
         a.other()
-        print(json.dumps({"opt": deferred("opt"), "fast": a.FAST}))
+        before = [deferred("opt"), deferred("other")]
+        print(json.dumps({"before": before, "fast": a.FAST,
+                          "slow": a.SLOW}))
     """)
-    assert applied == {"opt": False, "fast": True} == plain
+    assert applied["before"] == [True, False]
+    assert plain["before"] == [False, False]
+    assert applied["fast"] is True is plain["fast"]
+    assert applied["slow"] is True is plain["slow"]
 
 
 def test_threads_bind_a_lazy_name_once(python, workdir):
@@ -470,3 +485,112 @@ def test_lazy_from_can_be_turned_off(python, workdir):
                           "lazy": lazy_names(a)}))
     """, COLDSTART_PLAN_LAZY_FROM="0")
     assert applied == {"shapes": False, "lazy": []}
+
+
+def test_a_star_import_the_body_reads_from_binds_the_rest_lazily(python,
+                                                                 workdir):
+    # a reads one name of pkg's star import: that one binds at once (and
+    # runs pkg and pkg.one), the others stay lazy, so pkg.two, which only
+    # an unread name comes from, stays deferred.
+    write(workdir, "pkg/__init__.py", """
+        from .one import *
+        from .two import *
+    """)
+    write(workdir, "pkg/one.py", """
+        __all__ = ["f1"]
+        def f1():
+            return "one"
+    """)
+    write(workdir, "pkg/two.py", """
+        __all__ = ["f2", "T2"]
+        def f2():
+            return "two"
+        class T2(object):
+            pass
+    """)
+    write(workdir, "a.py", """
+        from pkg import *
+        USE = f1()
+        def call():
+            return f2()
+    """)
+    plan = record(python, workdir, ["a"])
+    star = lazy_of(plan, "a")["pkg"]
+    assert star[0] == "*" and sorted(star[1]) == ["T2", "f1", "f2", "one",
+                                                   "two"]
+    row = [r for r in plan["from"]["a"] if r[0] == "pkg"][0]
+    assert sorted(row[3].split()) == ["f1", "one", "two"]
+    plain, applied = compare(python, workdir, """
+        import a
+        use = a.USE
+        before = [deferred("pkg"), deferred("pkg.one"), deferred("pkg.two"),
+                  lazy_names(a)]
+        r = a.call()
+        import pkg.two
+        print(json.dumps({"before": before, "use": use, "r": r,
+                          "same": [a.T2 is pkg.two.T2, a.f2 is pkg.two.f2],
+                          "names": sorted(n for n in vars(a)
+                                          if not n.startswith("_"))}))
+    """)
+    assert applied["before"] == [False, False, True, ["T2", "f2"]]
+    assert plain["before"] == [False, False, False, []]
+    for k in ("use", "r", "same", "names"):
+        assert plain[k] == applied[k], k
+    assert applied["same"] == [True, True]
+
+
+def test_postponed_annotations_do_not_read_their_names(python, workdir):
+    # With `from __future__ import annotations` (PEP 563) an annotation is
+    # a string the body does not evaluate: a name used only there may bind
+    # lazily.  Without it the body evaluates it.  (A dataclass reads its
+    # module's namespace while the body runs, which binds every pending
+    # name: test_outside_readers_while_the_body_runs_see_real_objects.)
+    write(workdir, "shapes.py", SHAPES)
+    body = """
+        from shapes import Square, unit
+        v: Square = None
+        def area(x: Square) -> Square:
+            return x.area()
+        def make():
+            return unit()
+    """
+    write(workdir, "late.py", "from __future__ import annotations\n" +
+          textwrap.dedent(body))
+    write(workdir, "eager.py", body)
+    plan = record(python, workdir, ["late", "eager"])
+    assert lazy_of(plan, "late") == {"shapes": ["Square", "unit"]}
+    assert lazy_of(plan, "eager") == {"shapes": ["unit"]}
+    plain, applied = compare(python, workdir, """
+        import late, typing
+        make = late.make
+        before = [deferred("shapes"), lazy_names(late)]
+        hints = typing.get_type_hints(late.area)
+        print(json.dumps({"before": before, "v": late.v,
+                          "hints": sorted((k, v.__name__)
+                                          for k, v in hints.items()),
+                          "area": late.area(make())}))
+    """)
+    assert applied["before"] == [True, ["Square", "unit"]]
+    for k in ("v", "hints", "area"):
+        assert plain[k] == applied[k], k
+
+
+def test_standard_library_bodies_keep_the_plain_rules(python, workdir):
+    # The regex parser reads part of its constants' star import: outside the
+    # standard library that would be a partial star import; inside, where
+    # a module with lazy names pays in every global lookup of its hot
+    # functions, the star import stays eager.
+    write(workdir, "a.py", """
+        import re
+        WORD = re.compile(r"[a-z]+(?P<n>\\\\d*)")
+        def other():
+            return 1
+    """)
+    plan = record(python, workdir, ["a"])
+    parser = [m["name"] for m in plan["modules"]
+              if m["name"] in ("re._parser", "sre_parse")]
+    stars = {m: [r for r in rows if r[1] == "*"]
+             for m, rows in plan["from"].items()}
+    assert not any(len(r) > 3 for rows in stars.values() for r in rows), stars
+    for name in parser:
+        assert not stars.get(name), (name, plan["from"].get(name))
