@@ -102,3 +102,31 @@ def test_hook_sees_the_source_bootstrap_compiled(datadir, tmp_path):
     assert [c for c in compiled if c.startswith(datadir)], compiled
     assert tool_sitecustomize(doc)
     assert any("bootstrap is compiled in every process" in w["msg"] for w in doc["warnings"]), doc["warnings"]
+
+
+PLAN_INTERPRETERS = [p for p, v in ALL_PYTHONS if v and v >= (3, 8)]
+
+
+@pytest.mark.parametrize("py", PLAN_INTERPRETERS or [pytest.param(None, marks=pytest.mark.skip(
+    reason="no Python 3.8+ found (audit hooks and plans need it)"))])
+def test_plan_bootstrap_is_not_compiled_in_the_target(py, datadir, tmp_path):
+    """`coldstart plan`'s planning run imports the plan bootstrap the same way."""
+    base = str(tmp_path / "userbase")
+    site = user_site(py, base)
+    os.makedirs(site, exist_ok=True)
+    with open(os.path.join(site, "zz_boot_audit.pth"), "w") as f:
+        f.write(HOOK)
+    log = tmp_path / "compiled.txt"
+    cache = str(tmp_path / "cache")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "COLDSTART_DATADIR": datadir,
+           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUSERBASE": base, "BOOT_COMPILE_LOG": str(log),
+           "COLDSTART_CACHE_DIR": cache}
+    plan = str(tmp_path / "plan.json")
+    r = subprocess.run([COLDSTART, "plan", "-o", plan, "--", py, "-c", "import json"], capture_output=True,
+                       text=True, env=env, timeout=300, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    with open(plan) as f:
+        assert "json" in f.read()  # the plan was recorded: the bootstrap ran
+    compiled = log.read_text().split() if log.exists() else []
+    assert not [c for c in compiled if "coldstart" in c or c.startswith(cache)], compiled
+    assert "plan bootstrap" not in r.stderr, r.stderr
