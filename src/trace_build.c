@@ -561,6 +561,41 @@ static const char compile_script[] =
 	"                   invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)\n";
 
 /*
+ * Has python compile real/file into pycache (the directory pcfd) as pyc:
+ * into a temporary name there, then renamed.  0, or -1 with the reason in why.
+ */
+static int compile_pyc(const char *python, const char *real, const char *file, int pcfd, const char *pycache,
+		       const char *pyc, struct buf *why)
+{
+	struct buf src = BUF_INIT, dst = BUF_INIT, tmp = BUF_INIT, out = BUF_INIT;
+	const char *argv[] = { python, "-S", "-E", "-c", compile_script, NULL, NULL, NULL };
+	int status = 0, ret;
+
+	buf_addf(&src, "%s/%s", real, file);
+	buf_addf(&tmp, "%s.tmp.%ld", pyc, (long)getpid());
+	buf_addf(&dst, "%s/%s", pycache, tmp.buf);
+	argv[5] = src.buf;
+	argv[6] = dst.buf;
+	ret = run_capture(argv, false, &out, &status, why);
+	if (!ret && status) {
+		buf_addf(why, "'%s' did not compile it (exit status %d)", python, status);
+		add_head(why, &out, 3);
+		ret = -1;
+	}
+	if (!ret && renameat(pcfd, tmp.buf, pcfd, pyc) < 0) {
+		buf_addf(why, "cannot install '%s/%s': %s", pycache, pyc, strerror(errno));
+		ret = -1;
+	}
+	if (ret)
+		unlinkat(pcfd, tmp.buf, 0);
+	buf_release(&src);
+	buf_release(&dst);
+	buf_release(&tmp);
+	buf_release(&out);
+	return ret;
+}
+
+/*
  * The bootstrap's cache directory for python: <root>/_boot/<source hash>/
  * with a copy of the bootstrap and its bytecode in __pycache__, compiled by
  * python once.  NULL (note says why, unless there is nothing to say) when
@@ -570,9 +605,10 @@ static char *boot_cache_for(const char *python, const struct py_info *info, cons
 			    struct buf *note)
 {
 	static const char file[] = "sitecustomize.py";
-	struct buf src = BUF_INIT, have = BUF_INIT, path = BUF_INIT, why = BUF_INIT, pyc = BUF_INIT, out = BUF_INIT;
+	struct buf src = BUF_INIT, have = BUF_INIT, path = BUF_INIT, why = BUF_INIT, pyc = BUF_INIT;
 	char *root = NULL, *real = NULL, *ret = NULL;
-	int dirfd = -1, pcfd = -1, status = 0;
+	int dirfd = -1, pcfd = -1;
+	bool said;
 	struct stat st;
 
 	/* Older interpreters have another .pyc header and only hand over. */
@@ -591,9 +627,10 @@ static char *boot_cache_for(const char *python, const struct py_info *info, cons
 	if (dirfd < 0)
 		goto refused;
 	/* The copy: ours, written by nobody else, the same bytes, or written again. */
-	if (check_extension(dirfd, file, &why) != 0 ||
-	    (buf_reset(&path), buf_addf(&path, "%s/%s", real, file), buf_read_file(&have, path.buf) < 0) ||
-	    have.len != src.len || memcmp(have.buf, src.buf, src.len)) {
+	buf_reset(&path);
+	buf_addf(&path, "%s/%s", real, file);
+	if (check_extension(dirfd, file, &why) != 0 || buf_read_file(&have, path.buf) < 0 || have.len != src.len ||
+	    memcmp(have.buf, src.buf, src.len)) {
 		buf_reset(&why);
 		if ((unlinkat(dirfd, file, 0) < 0 && errno != ENOENT) || write_private_file(dirfd, file, &src) < 0) {
 			buf_addf(&why, "cannot write '%s/%s': %s", real, file, strerror(errno));
@@ -626,39 +663,16 @@ static char *boot_cache_for(const char *python, const struct py_info *info, cons
 	case 0:
 		break;
 	case 1:
-		if (unlinkat(pcfd, pyc.buf, 0) < 0)
-			goto refused;
-		/* fall through */
-	default: {
-		struct buf s = BUF_INIT, c = BUF_INIT, tmp = BUF_INIT;
-		const char *argv[] = { python, "-S", "-E", "-c", compile_script, NULL, NULL, NULL };
-		int r;
-
-		buf_reset(&why);
-		buf_addf(&s, "%s/%s", real, file);
-		buf_addf(&tmp, "%s.tmp.%ld", pyc.buf, (long)getpid());
-		buf_addf(&c, "%s/%s", path.buf, tmp.buf);
-		argv[5] = s.buf;
-		argv[6] = c.buf;
-		r = run_capture(argv, false, &out, &status, &why);
-		if (r == 0 && status == 0)
-			r = renameat(pcfd, tmp.buf, pcfd, pyc.buf);
-		else if (r == 0)
-			r = -1;
-		if (r < 0)
-			unlinkat(pcfd, tmp.buf, 0);
-		buf_release(&s);
-		buf_release(&c);
-		buf_release(&tmp);
-		if (r < 0) {
-			buf_addf(&why, "'%s' did not compile it (exit status %d)", python, status);
-			add_head(&why, &out, 3);
+		if (unlinkat(pcfd, pyc.buf, 0) < 0) {
+			buf_addf(&why, "; cannot remove it: %s", strerror(errno));
 			goto refused;
 		}
+		/* fall through */
+	default:
 		buf_reset(&why);
-		if (check_pyc(pcfd, pyc.buf, &st, &why) != 0)
+		if (compile_pyc(python, real, file, pcfd, path.buf, pyc.buf, &why) < 0 ||
+		    check_pyc(pcfd, pyc.buf, &st, &why) != 0)
 			goto refused;
-	}
 	}
 	ret = real;
 	real = NULL;
@@ -667,8 +681,9 @@ refused:
 	if (!why.len)
 		buf_adds(&why, strerror(errno));
 	/* The tracer's note already says why when the cache is refused. */
+	said = note->len && strstr(note->buf, why.buf);
 	buf_addf(note, "%sthe bootstrap is compiled in every process", note->len ? "; " : "");
-	if (!note->len || !strstr(note->buf, why.buf))
+	if (!said)
 		buf_addf(note, ": %s", why.buf);
 out:
 	if (pcfd >= 0)
@@ -682,7 +697,6 @@ out:
 	buf_release(&path);
 	buf_release(&why);
 	buf_release(&pyc);
-	buf_release(&out);
 	return ret;
 }
 
