@@ -479,128 +479,184 @@ static int write_outputs(const struct comparison *c, const struct compare_opts *
 	return ret;
 }
 
-int cmd_compare(int argc, char **argv)
-{
+/* One `coldstart compare`: its options, the variants it runs and the comparison of them. */
+struct compare_cmd {
 	struct compare_opts o;
 	struct comparison c;
-	struct variant *vars = NULL;
-	size_t nr_vars = 0;
-	struct limits common;
-	struct buf err = BUF_INIT, out = BUF_INIT;
-	struct strvec commands = STRVEC_INIT;
-	int i = 1, rc, ret = EXIT_FAIL, devnull = -1;
-	size_t np, nl, j, nv = 0, ncmd = 0;
+	struct variant *vars;
+	size_t nr_vars; /* set up so far, released at the end */
+	struct limits common; /* the limits every variant has */
+	struct strvec commands; /* -- command per variant, when they are commands */
+	size_t nv, ncmd; /* variants, and how many are commands */
+	size_t np, nl; /* interpreters and limit sets compared */
+	int devnull;
+	struct buf err;
+};
+
+static void compare_cmd_init(struct compare_cmd *cc)
+{
+	memset(cc, 0, sizeof(*cc));
+	measure_opts_init(&cc->o.m);
+	strvec_init(&cc->o.pythons);
+	strvec_init(&cc->o.limit_sets);
+	strvec_init(&cc->o.names);
+	cc->o.m.runs = 10;
+	cc->o.m.warmup = 1;
+	cc->o.top = 10;
+	cc->o.json_fd = -1;
+	strvec_init(&cc->commands);
+	cc->devnull = -1;
+	buf_init(&cc->err, 0);
+}
+
+static void compare_cmd_release(struct compare_cmd *cc)
+{
+	size_t j;
+
+	comparison_release(&cc->c);
+	free(cc->c.v);
+	for (j = 0; j < cc->nr_vars; j++)
+		variant_release(&cc->vars[j]);
+	free(cc->vars);
+	if (cc->devnull >= 0)
+		close(cc->devnull);
+	limits_release(&cc->common);
+	measure_opts_release(&cc->o.m);
+	strvec_clear(&cc->o.pythons);
+	strvec_clear(&cc->o.limit_sets);
+	strvec_clear(&cc->o.names);
+	strvec_clear(&cc->commands);
+	buf_release(&cc->err);
+}
+
+/*
+ * The options and the variants they make, the target's index going to *i.
+ * True when the command ends here (--help, a usage error) with *ret its
+ * exit status.
+ */
+static bool parse_options(struct compare_cmd *cc, int argc, char **argv, int *i, int *ret)
+{
+	struct compare_opts *o = &cc->o;
 	const struct opt options[] = {
-		OPT_STRINGS("python", 0, &o.pythons, "PATH", "an interpreter to compare; give two or more"),
-		OPT_STRINGS("limits", 0, &o.limit_sets, "SET",
+		OPT_STRINGS("python", 0, &o->pythons, "PATH", "an interpreter to compare; give two or more"),
+		OPT_STRINGS("limits", 0, &o->limit_sets, "SET",
 			    "a limit set to compare: none, or cpus=F,memory=SIZE,..."),
-		OPT_STRINGS("name", 0, &o.names, "NAME", "the name of each variant in turn (default: what differs)"),
-		OPT_INCLUDE(o.m.options),
-		OPT_INT("top", 0, &o.top, 0, 100000, "N", "modules in each table of differences (default 10)"),
-		OPT_CALLBACK("output", 'o', &o, set_output, "FILE", "write the comparison as JSON (- for stdout)"),
-		OPT_CALLBACK("json", 0, &o, set_json, NULL, "print the JSON on stdout instead of the table"),
-		OPT_CALLBACK("json-fd", 0, &o, set_json_fd, "N", "write the JSON to descriptor N (e.g. 3>cmp.json)"),
-		OPT_CALLBACK("markdown", 0, &o, set_markdown, "FILE",
+		OPT_STRINGS("name", 0, &o->names, "NAME", "the name of each variant in turn (default: what differs)"),
+		OPT_INCLUDE(o->m.options),
+		OPT_INT("top", 0, &o->top, 0, 100000, "N", "modules in each table of differences (default 10)"),
+		OPT_CALLBACK("output", 'o', o, set_output, "FILE", "write the comparison as JSON (- for stdout)"),
+		OPT_CALLBACK("json", 0, o, set_json, NULL, "print the JSON on stdout instead of the table"),
+		OPT_CALLBACK("json-fd", 0, o, set_json_fd, "N", "write the JSON to descriptor N (e.g. 3>cmp.json)"),
+		OPT_CALLBACK("markdown", 0, o, set_markdown, "FILE",
 			     "write the comparison as Markdown, for a pull-request comment (- for stdout)"),
-		OPT_BOOL("show-output", 0, &o.show_output, "forward the targets' stdout and stderr to stderr"),
+		OPT_BOOL("show-output", 0, &o->show_output, "forward the targets' stdout and stderr to stderr"),
 		OPT_END(),
 	};
+	int rc = args_parse(options, argc, argv, i, stop_at, &cc->err);
 
-	memset(&o, 0, sizeof(o));
-	memset(&c, 0, sizeof(c));
-	memset(&common, 0, sizeof(common));
-	measure_opts_init(&o.m);
-	strvec_init(&o.pythons);
-	strvec_init(&o.limit_sets);
-	strvec_init(&o.names);
-	o.m.runs = 10;
-	o.m.warmup = 1;
-	o.top = 10;
-	o.json_fd = -1;
-
-	rc = args_parse(options, argc, argv, &i, stop_at, &err);
 	if (rc) {
-		ret = usage_stop(&compare_usage, options, rc, err.buf);
-		goto out;
+		*ret = usage_stop(&compare_usage, options, rc, cc->err.buf);
+		return true;
 	}
-	ret = read_variants(options, argc, argv, &i, &o, &commands, &nv, &ncmd, &err);
-	if (ret)
-		goto out;
-	ret = EXIT_FAIL;
-	np = o.pythons.nr ? o.pythons.nr : 1;
-	nl = o.limit_sets.nr ? o.limit_sets.nr : 1;
-	if (measure_opts_finish(&o.m, &common, &err) < 0) {
-		ret = usage_error(&compare_usage, "%s", err.buf);
-		goto out;
-	}
-	o.m.quiet = !o.show_output;
-	if (nv > MAX_VARIANTS) {
-		ret = usage_error(&compare_usage, "%zu variants: compare takes at most %d", nv, MAX_VARIANTS);
-		goto out;
-	}
-	if (o.names.nr > nv) {
-		ret = usage_error(&compare_usage, "%zu names for %zu variants", o.names.nr, nv);
-		goto out;
-	}
-	c.what = ncmd		    ? "commands"
-		 : np > 1 && nl > 1 ? "interpreters × limit sets"
-		 : np > 1	    ? "interpreters"
-				    : "limit sets";
-	if (!o.show_output && (devnull = open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0) {
-		error("cannot open /dev/null: %s", strerror(errno));
-		goto out;
-	}
-	vars = xcalloc(nv, sizeof(*vars));
-	for (j = 0; j < nv; j++) {
-		const char *py = o.pythons.nr		      ? o.pythons.v[j / nl % np]
-				 : getenv("COLDSTART_PYTHON") ? getenv("COLDSTART_PYTHON")
-							      : "python3";
-		const char *set = o.limit_sets.nr ? o.limit_sets.v[j % nl] : NULL;
+	*ret = read_variants(options, argc, argv, i, o, &cc->commands, &cc->nv, &cc->ncmd, &cc->err);
+	return *ret != 0;
+}
 
-		nr_vars = j + 1;
-		ret = variant_setup(&o, &vars[j], j, &common, set, argc, argv, i, py, ncmd ? commands.v[j / nl] : NULL);
-		if (ret)
-			goto out;
-		vars[j].s.ro.stdout_fd = o.show_output ? 2 : devnull;
+/* The options that only make sense together; what the variants differ in. */
+static int check_variants(struct compare_cmd *cc)
+{
+	struct compare_opts *o = &cc->o;
+
+	cc->np = o->pythons.nr ? o->pythons.nr : 1;
+	cc->nl = o->limit_sets.nr ? o->limit_sets.nr : 1;
+	if (measure_opts_finish(&o->m, &cc->common, &cc->err) < 0)
+		return usage_error(&compare_usage, "%s", cc->err.buf);
+	o->m.quiet = !o->show_output;
+	if (cc->nv > MAX_VARIANTS)
+		return usage_error(&compare_usage, "%zu variants: compare takes at most %d", cc->nv, MAX_VARIANTS);
+	if (o->names.nr > cc->nv)
+		return usage_error(&compare_usage, "%zu names for %zu variants", o->names.nr, cc->nv);
+	cc->c.what = cc->ncmd			? "commands"
+		     : cc->np > 1 && cc->nl > 1 ? "interpreters × limit sets"
+		     : cc->np > 1		? "interpreters"
+						: "limit sets";
+	return 0;
+}
+
+/* Each variant's interpreter (probed), limits and session; the targets' output to /dev/null unless shown. */
+static int setup_variants(struct compare_cmd *cc, int argc, char **argv, int i)
+{
+	struct compare_opts *o = &cc->o;
+	size_t j;
+	int ret;
+
+	if (!o->show_output && (cc->devnull = open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0) {
+		error("cannot open /dev/null: %s", strerror(errno));
+		return EXIT_FAIL;
 	}
-	ret = run_rounds(vars, nr_vars, &o);
+	cc->vars = xcalloc(cc->nv, sizeof(*cc->vars));
+	for (j = 0; j < cc->nv; j++) {
+		const char *py = o->pythons.nr		       ? o->pythons.v[j / cc->nl % cc->np]
+				 : getenv("COLDSTART_PYTHON") ? getenv("COLDSTART_PYTHON")
+							       : "python3";
+		const char *set = o->limit_sets.nr ? o->limit_sets.v[j % cc->nl] : NULL;
+
+		cc->nr_vars = j + 1;
+		ret = variant_setup(o, &cc->vars[j], j, &cc->common, set, argc, argv, i, py,
+				    cc->ncmd ? cc->commands.v[j / cc->nl] : NULL);
+		if (ret)
+			return ret;
+		cc->vars[j].s.ro.stdout_fd = o->show_output ? 2 : cc->devnull;
+	}
+	return 0;
+}
+
+/* The variants measured: each one's profile analysed, and the comparison of them. */
+static void compare_variants(struct compare_cmd *cc)
+{
+	struct comparison *c = &cc->c;
+	size_t j;
+
+	c->v = xcalloc(cc->nr_vars, sizeof(*c->v));
+	c->nr = cc->nr_vars;
+	c->runs = cc->o.m.runs;
+	c->warmup = measure_warmups(&cc->o.m);
+	c->top = cc->o.top;
+	c->cold = cc->o.m.cold;
+	c->ready = cc->o.m.ready != NULL;
+	for (j = 0; j < cc->nr_vars; j++) {
+		measure_analyze(&cc->vars[j].s);
+		memcpy(c->v[j].id, cc->vars[j].id, sizeof(c->v[j].id));
+		c->v[j].label = cc->vars[j].label;
+		c->v[j].p = &cc->vars[j].p;
+	}
+	comparison_analyze(c);
+}
+
+int cmd_compare(int argc, char **argv)
+{
+	struct compare_cmd cc;
+	int i = 1, ret = 0;
+	size_t j;
+
+	compare_cmd_init(&cc);
+	if (parse_options(&cc, argc, argv, &i, &ret))
+		goto out;
+	ret = check_variants(&cc);
+	if (!ret)
+		ret = setup_variants(&cc, argc, argv, i);
+	if (!ret)
+		ret = run_rounds(cc.vars, cc.nr_vars, &cc.o);
 	if (!ret)
 		ret = measure_runs_done();
 	if (ret)
 		goto out;
-	c.v = xcalloc(nr_vars, sizeof(*c.v));
-	c.nr = nr_vars;
-	c.runs = o.m.runs;
-	c.warmup = measure_warmups(&o.m);
-	c.top = o.top;
-	c.cold = o.m.cold;
-	c.ready = o.m.ready != NULL;
-	for (j = 0; j < nr_vars; j++) {
-		measure_analyze(&vars[j].s);
-		memcpy(c.v[j].id, vars[j].id, sizeof(c.v[j].id));
-		c.v[j].label = vars[j].label;
-		c.v[j].p = &vars[j].p;
-	}
-	comparison_analyze(&c);
-	ret = write_outputs(&c, &o);
+	compare_variants(&cc);
+	ret = write_outputs(&cc.c, &cc.o);
 	/* A target's own failure is said after the comparison, as profile does. */
-	for (j = 0; j < nr_vars && !ret; j++)
-		ret = profile_exit_status(&vars[j].p, o.m.ready != NULL, o.m.passthrough_exit);
+	for (j = 0; j < cc.nr_vars && !ret; j++)
+		ret = profile_exit_status(&cc.vars[j].p, cc.o.m.ready != NULL, cc.o.m.passthrough_exit);
 out:
-	comparison_release(&c);
-	free(c.v);
-	for (j = 0; j < nr_vars; j++)
-		variant_release(&vars[j]);
-	free(vars);
-	if (devnull >= 0)
-		close(devnull);
-	limits_release(&common);
-	measure_opts_release(&o.m);
-	strvec_clear(&o.pythons);
-	strvec_clear(&o.limit_sets);
-	strvec_clear(&o.names);
-	strvec_clear(&commands);
-	buf_release(&err);
-	buf_release(&out);
+	compare_cmd_release(&cc);
 	return ret;
 }

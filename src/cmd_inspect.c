@@ -506,7 +506,10 @@ static int inspect_profile(const struct inspect_opts *o)
 				buf_adds(&out, "null");
 			buf_adds(&out, ",\"cost_us\":");
 			buf_add_i64(&out, f->cost_us);
-			buf_addch(&out, '}');
+			buf_adds(&out, ",\"pids\":[");
+			for (size_t k = 0; k < f->nr_pids; k++)
+				buf_addf(&out, "%s%ld", k ? "," : "", f->pids[k]);
+			buf_adds(&out, "]}");
 		}
 		buf_adds(&out, "]}\n");
 	} else {

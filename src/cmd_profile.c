@@ -86,132 +86,184 @@ static bool same_program(const char *a, const char *b)
 	return same;
 }
 
-int cmd_profile(int argc, char **argv)
-{
-	static const char *const stop_at[] = { "-m", "-c", NULL };
+/* One `coldstart profile`: its options, the profile it fills and the target it runs. */
+struct profile_cmd {
 	struct profile_opts o;
 	struct profile p;
 	struct measure_session s;
-	struct strvec child_argv = STRVEC_INIT, env = STRVEC_INIT;
-	struct buf err = BUF_INIT, where = BUF_INIT;
-	char *shebang = NULL, cwd[PATH_MAX];
-	bool python_given;
-	const char *python;
-	int i = 1, ret = EXIT_FAIL, rc;
-	bool command_mode = false;
+	struct strvec child_argv, env;
+	bool command_mode; /* -- command: argv names its own interpreter */
+	bool python_given; /* --python on the command line */
+	char *shebang; /* a command's interpreter (#!, or itself), or NULL */
+	const char *python; /* the interpreter that runs, NULL for a command that is none */
+	struct buf err;
+};
+
+static void profile_cmd_init(struct profile_cmd *c)
+{
+	memset(c, 0, sizeof(*c));
+	show_opts_init(&c->o.show);
+	measure_opts_init(&c->o.m);
+	c->o.timeline.interval_us = SAMPLER_DEFAULT_INTERVAL_US;
+	profile_init(&c->p);
+	measure_session_init(&c->s, &c->p, "profile", &c->o.m, &c->o.show, &measure_local);
+	strvec_init(&c->child_argv);
+	strvec_init(&c->env);
+	buf_init(&c->err, 0);
+}
+
+static void profile_cmd_release(struct profile_cmd *c)
+{
+	if (c->s.ro.raw_fd >= 0)
+		close(c->s.ro.raw_fd);
+	measure_session_release(&c->s);
+	show_opts_release(&c->o.show);
+	measure_opts_release(&c->o.m);
+	profile_release(&c->p);
+	strvec_clear(&c->child_argv);
+	strvec_clear(&c->env);
+	buf_release(&c->err);
+	free(c->shebang);
+}
+
+/*
+ * The options up to the target, whose index goes to *i.  True when the
+ * command ends here (--help, a usage error) with *ret its exit status.
+ */
+static bool parse_options(struct profile_cmd *c, int argc, char **argv, int *i, int *ret)
+{
+	static const char *const stop_at[] = { "-m", "-c", NULL };
+	struct profile_opts *o = &c->o;
 	const struct opt options[] = {
-		OPT_STRING("python", 0, &o.python, "PATH", "interpreter to run (default: python3 on PATH)"),
-		OPT_INCLUDE(o.show.options),
-		OPT_INCLUDE(o.m.options),
-		OPT_BOOL("no-baseline", 0, &o.no_baseline, "with limits: skip the unconstrained reference runs"),
-		OPT_STRING("raw-log", 0, &o.raw_log, "FILE",
+		OPT_STRING("python", 0, &o->python, "PATH", "interpreter to run (default: python3 on PATH)"),
+		OPT_INCLUDE(o->show.options),
+		OPT_INCLUDE(o->m.options),
+		OPT_BOOL("no-baseline", 0, &o->no_baseline, "with limits: skip the unconstrained reference runs"),
+		OPT_STRING("raw-log", 0, &o->raw_log, "FILE",
 			   "also save the target's raw stderr (importtime rows included)"),
-		OPT_BOOL("timeline", 0, &o.timeline.on,
+		OPT_BOOL("timeline", 0, &o->timeline.on,
 			 "also sample what the Python code runs besides imports, into one timeline with them"),
-		OPT_CALLBACK("timeline-interval", 0, &o.timeline, o_timeline_interval, "MS",
+		OPT_CALLBACK("timeline-interval", 0, &o->timeline, o_timeline_interval, "MS",
 			     "timeline: sample every MS milliseconds of wall time (default 1; implies --timeline)"),
-		OPT_CALLBACK("until", 0, &o.timeline, o_until, "WHEN",
+		OPT_CALLBACK("until", 0, &o->timeline, o_until, "WHEN",
 			     "timeline: end at ready (default with --ready), first-response, or exit (implies --timeline)"),
 		OPT_END(),
 	};
+	int rc = args_parse(options, argc, argv, i, stop_at, &c->err);
 
-	memset(&o, 0, sizeof(o));
-	show_opts_init(&o.show);
-	measure_opts_init(&o.m);
-	o.timeline.interval_us = SAMPLER_DEFAULT_INTERVAL_US;
-	profile_init(&p);
-	measure_session_init(&s, &p, "profile", &o.m, &o.show, &measure_local);
-
-	rc = args_parse(options, argc, argv, &i, stop_at, &err);
 	if (rc) {
-		ret = usage_stop(&profile_usage, options, rc, err.buf);
-		goto out;
+		*ret = usage_stop(&profile_usage, options, rc, c->err.buf);
+		return true;
 	}
-	if (i >= argc) {
+	if (*i >= argc) {
 		error("no target: give a script, -m module, -c code, or -- command");
 		usage_show(&profile_usage, options, stderr);
-		ret = EXIT_USAGE;
-		goto out;
+		*ret = EXIT_USAGE;
+		return true;
 	}
-	python_given = o.python != NULL;
-	if (!o.python)
-		o.python = getenv("COLDSTART_PYTHON") ? getenv("COLDSTART_PYTHON") : "python3";
+	c->python_given = o->python != NULL;
+	if (!o->python)
+		o->python = getenv("COLDSTART_PYTHON") ? getenv("COLDSTART_PYTHON") : "python3";
+	return false;
+}
 
-	command_mode = !strcmp(argv[i], "--");
-	ret = measure_target_argv(argc, argv, command_mode ? i + 1 : i, command_mode ? NULL : o.python, &p, &child_argv, &env);
-	if (ret)
-		goto out;
-	if (command_mode)
-		shebang = measure_command_python(argv[i + 1]);
+/* The child's argv and environment for the target at argv[i], and a command's interpreter. */
+static int resolve_target(struct profile_cmd *c, int argc, char **argv, int i)
+{
+	int ret;
+
+	c->command_mode = !strcmp(argv[i], "--");
+	ret = measure_target_argv(argc, argv, c->command_mode ? i + 1 : i, c->command_mode ? NULL : c->o.python,
+				  &c->p, &c->child_argv, &c->env);
+	if (ret || !c->command_mode)
+		return ret;
+	c->shebang = measure_command_python(argv[i + 1]);
 	/* A command names its interpreter; --python is for one that does not say (a launcher, a shim). */
-	if (command_mode && python_given) {
-		if (!shebang)
-			shebang = xstrdup(o.python);
-		else if (!same_program(shebang, o.python))
-			warning("--python %s does not apply: '%s' runs %s (its #! line, or itself)", o.python,
-				argv[i + 1], shebang);
+	if (c->python_given) {
+		if (!c->shebang)
+			c->shebang = xstrdup(c->o.python);
+		else if (!same_program(c->shebang, c->o.python))
+			warning("--python %s does not apply: '%s' runs %s (its #! line, or itself)", c->o.python,
+				argv[i + 1], c->shebang);
 	}
+	return 0;
+}
 
-	if (o.timeline.on && o.m.no_trace) {
+/* The options that only make sense together, and the limits they ask for. */
+static int check_options(struct profile_cmd *c)
+{
+	if (c->o.timeline.on && c->o.m.no_trace) {
 		error("--timeline needs the tracer: drop --no-trace");
-		ret = EXIT_USAGE;
-		goto out;
+		return EXIT_USAGE;
 	}
-	if (o.timeline.until == TL_UNTIL_FIRST_RESPONSE && !o.m.ready) {
+	if (c->o.timeline.until == TL_UNTIL_FIRST_RESPONSE && !c->o.m.ready) {
 		error("--until first-response needs --ready http://... or --ready fn");
-		ret = EXIT_USAGE;
-		goto out;
+		return EXIT_USAGE;
 	}
-	if (measure_opts_finish(&o.m, &p.limits, &err) < 0) {
-		error("%s", err.buf);
-		ret = EXIT_USAGE;
-		goto out;
+	if (measure_opts_finish(&c->o.m, &c->p.limits, &c->err) < 0) {
+		error("%s", c->err.buf);
+		return EXIT_USAGE;
 	}
+	return 0;
+}
 
-	/* The interpreter that runs: a command's own (#!, or itself), else --python. */
-	python = command_mode ? shebang : o.python;
-	p.python = xstrdup(command_mode ? (shebang ? shebang : argv[i + 1]) : o.python);
+/* The interpreter that runs (a command's own, else --python), probed; the run's options. */
+static int prepare_run(struct profile_cmd *c, char **argv, int i)
+{
+	char cwd[PATH_MAX];
+	int ret;
+
+	c->python = c->command_mode ? c->shebang : c->o.python;
+	c->p.python = xstrdup(c->command_mode ? (c->shebang ? c->shebang : argv[i + 1]) : c->o.python);
 	if (getcwd(cwd, sizeof(cwd)))
-		p.cwd = xstrdup(cwd);
-	if (python) {
-		buf_addf(&where, "at '%s'", python);
-		ret = measure_probe(&s, python, where.buf);
-		if (ret)
-			goto out;
-	}
+		c->p.cwd = xstrdup(cwd);
+	if (c->python) {
+		struct buf where = BUF_INIT;
 
-	s.ro.argv = child_argv.v;
-	s.ro.env = env.v;
-	s.ro.python = python;
-	s.ro.trace = !o.m.no_trace;
-	s.ro.timeline = o.timeline.on ? &o.timeline : NULL;
-	if (o.raw_log) {
-		s.ro.raw_fd = open(o.raw_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (s.ro.raw_fd < 0) {
-			error("cannot write '%s': %s", o.raw_log, strerror(errno));
-			ret = EXIT_FAIL;
-			goto out;
+		buf_addf(&where, "at '%s'", c->python);
+		ret = measure_probe(&c->s, c->python, where.buf);
+		buf_release(&where);
+		if (ret)
+			return ret;
+	}
+	c->s.ro.argv = c->child_argv.v;
+	c->s.ro.env = c->env.v;
+	c->s.ro.python = c->python;
+	c->s.ro.trace = !c->o.m.no_trace;
+	c->s.ro.timeline = c->o.timeline.on ? &c->o.timeline : NULL;
+	if (c->o.raw_log) {
+		c->s.ro.raw_fd = open(c->o.raw_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (c->s.ro.raw_fd < 0) {
+			error("cannot write '%s': %s", c->o.raw_log, strerror(errno));
+			return EXIT_FAIL;
 		}
 	}
 	/*
 	 * With limits, as many unconstrained runs first show what the limits
 	 * cost (they warm the page cache too).
 	 */
-	s.baseline = limits_any(&p.limits) && !o.no_baseline;
-	ret = measure_run(&s);
+	c->s.baseline = limits_any(&c->p.limits) && !c->o.no_baseline;
+	return 0;
+}
+
+int cmd_profile(int argc, char **argv)
+{
+	struct profile_cmd c;
+	int i = 1, ret = 0;
+
+	profile_cmd_init(&c);
+	if (parse_options(&c, argc, argv, &i, &ret))
+		goto out;
+	ret = resolve_target(&c, argc, argv, i);
 	if (!ret)
-		ret = measure_finish(&s, &o.show);
+		ret = check_options(&c);
+	if (!ret)
+		ret = prepare_run(&c, argv, i);
+	if (!ret)
+		ret = measure_run(&c.s);
+	if (!ret)
+		ret = measure_finish(&c.s, &c.o.show);
 out:
-	if (s.ro.raw_fd >= 0)
-		close(s.ro.raw_fd);
-	measure_session_release(&s);
-	show_opts_release(&o.show);
-	measure_opts_release(&o.m);
-	profile_release(&p);
-	strvec_clear(&child_argv);
-	strvec_clear(&env);
-	buf_release(&err);
-	buf_release(&where);
-	free(shebang);
+	profile_cmd_release(&c);
 	return ret;
 }

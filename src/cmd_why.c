@@ -9,6 +9,7 @@
 
 #include "args.h"
 #include "builtin.h"
+#include "fit.h"
 #include "parallel.h"
 #include "profile.h"
 #include "stats.h"
@@ -23,6 +24,7 @@ struct why_cmd_opts {
 	bool no_source;
 	bool no_cache;
 	bool functions;
+	bool wide;
 	const char *python;
 	int top; /* rows per list, 0 = all */
 	int run; /* 1-based, 0 = the median run */
@@ -31,7 +33,7 @@ struct why_cmd_opts {
 static const struct usage why_usage = {
 	.command = "why",
 	.synopsis = "usage: coldstart why MODULE PROFILE [--json] [--top N] [--run N] [--functions]\n"
-		    "                     [--python PATH] [--no-source] [--no-cache]\n\n"
+		    "                     [--wide] [--python PATH] [--no-source] [--no-cache]\n\n"
 		    "Every importer of MODULE in each process of PROFILE (not only the first one,\n"
 		    "which is all -X importtime shows), what each one's import cost, and what would\n"
 		    "go away if MODULE were never imported: the modules and time only reachable\n"
@@ -263,6 +265,7 @@ static void why_print(const struct why_cmd *c)
 		.no_source = c->o.no_source,
 		.functions = c->o.functions,
 		.top = c->o.top,
+		.width = c->o.wide ? WHY_WIDE : fit_width(1),
 	};
 
 	if (c->o.json)
@@ -298,6 +301,8 @@ int cmd_why(int argc, char **argv)
 
 	const struct opt options[] = {
 		OPT_BOOL("json", 0, &o->json, "write the answer as JSON"),
+		OPT_BOOL("wide", 0, &o->wide,
+			 "do not fit the answer to the terminal (COLUMNS, else 100 columns when not one)"),
 		OPT_INT("top", 0, &o->top, 0, 1000000, "N", "rows in each list (default 20; 0: all)"),
 		OPT_INT("run", 0, &o->run, 1, 1000000, "N", "the run to answer for, N of the profile with warm-ups counted (default: the run the report shows)"),
 		OPT_BOOL("functions", 0, &o->functions, "imports in functions run at start-up too"),

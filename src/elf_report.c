@@ -159,28 +159,92 @@ static void add_finding(struct profile *p, const char *id, const char *severity,
 	profile_add_finding(p, &f);
 }
 
+static bool ext_heavy(const struct native_ext *e)
+{
+	struct elf_totals all;
+
+	if (e->error || !e->tree.nr)
+		return false;
+	elf_tree_totals(&e->tree, true, &all);
+	return e->load_us >= ELF_HEAVY_LOAD_US ||
+	       (e->load_us == UNKNOWN && (all.mapped_bytes >= ELF_HEAVY_BYTES || all.relocs >= ELF_HEAVY_RELOCS));
+}
+
+#define LOADS_NAMED 6 /* processes whose load time one finding lists */
+
+/*
+ * "11.2 ms load in pid 12 (worker), 2.8 ms in pid 13 (worker); " for the
+ * extensions of n from first on that load module in run; *procs gets their
+ * processes, *max_us the longest load.  Returns how many had a load time.
+ */
+static size_t add_loads(struct buf *ev, const struct native_set *n, size_t first, const struct run *run,
+			struct proc_set *procs, int64_t *max_us)
+{
+	size_t i, named = 0, more = 0;
+
+	for (i = first; i < n->nr; i++) {
+		const struct native_ext *e = &n->exts[i];
+
+		if (strcmp(e->module, n->exts[first].module) || e->run != n->exts[first].run)
+			continue;
+		proc_set_add(procs, e->proc);
+		if (e->load_us == UNKNOWN)
+			continue;
+		if (e->load_us > *max_us)
+			*max_us = e->load_us;
+		if (named == LOADS_NAMED) {
+			more++;
+			continue;
+		}
+		if (named)
+			buf_adds(ev, ", ");
+		buf_add_duration(ev, e->load_us);
+		buf_adds(ev, named++ ? " in " : " load in ");
+		if (run->procs[e->proc].pid > 0)
+			buf_addf(ev, "pid %ld (%s)", run->procs[e->proc].pid,
+				 run->procs[e->proc].role ? run->procs[e->proc].role : "process");
+		else
+			buf_adds(ev, "the target's process");
+	}
+	if (more)
+		buf_addf(ev, " and %zu more", more);
+	if (named)
+		buf_adds(ev, "; ");
+	return named + more;
+}
+
+/*
+ * native-heavy-load: one finding per extension module, however many
+ * processes loaded it (two workers importing the same app), each process
+ * named with its own load time.
+ */
 static void heavy_findings(struct profile *p, const struct native_set *n)
 {
-	size_t i;
+	size_t i, j;
 
 	for (i = 0; i < n->nr; i++) {
 		const struct native_ext *e = &n->exts[i];
+		const struct run *run = &p->runs[e->run];
 		struct buf title = BUF_INIT, ev = BUF_INIT, fix = BUF_INIT;
+		struct proc_set procs = PROC_SET_INIT;
 		struct elf_totals all;
+		int64_t max_us = UNKNOWN;
+		bool heavy = false;
+		size_t timed;
 
-		if (e->error || !e->tree.nr)
+		for (j = 0; j < i && (strcmp(n->exts[j].module, e->module) || n->exts[j].run != e->run); j++)
+			;
+		if (j < i)
+			continue; /* reported with the first */
+		for (j = i; j < n->nr; j++)
+			if (!strcmp(n->exts[j].module, e->module) && n->exts[j].run == e->run && ext_heavy(&n->exts[j]))
+				heavy = true;
+		if (!heavy || e->error || !e->tree.nr)
 			continue;
 		elf_tree_totals(&e->tree, true, &all);
-		if (!(e->load_us >= ELF_HEAVY_LOAD_US ||
-		      (e->load_us == UNKNOWN && (all.mapped_bytes >= ELF_HEAVY_BYTES ||
-						 all.relocs >= ELF_HEAVY_RELOCS))))
-			continue;
 		buf_addf(&title, "native extension '%s' is heavy to load", e->module);
 		buf_addf(&ev, "%s: ", e->module);
-		if (e->load_us != UNKNOWN) {
-			buf_add_duration(&ev, e->load_us);
-			buf_adds(&ev, " load, ");
-		}
+		timed = add_loads(&ev, n, i, run, &procs, &max_us);
 		buf_add_bytes(&ev, e->tree.libs[0].facts->file_size);
 		buf_adds(&ev, ", ");
 		add_count(&ev, e->tree.libs[0].facts->nr_relocs);
@@ -194,11 +258,16 @@ static void heavy_findings(struct profile *p, const struct native_set *n)
 			add_count(&ev, all.relocs);
 			buf_addf(&ev, " relocations in %zu objects", all.objects);
 		}
+		if (timed < procs.nr) {
+			buf_addf(&ev, "; loaded in ");
+			findings_add_procs(&ev, run, &procs);
+		}
 		buf_addf(&fix, "import %s lazily, inside the code that needs it, so start-up does not "
 			 "pay the dynamic loader; where a library dominates, a build linked against a "
 			 "smaller one (or without it) cuts the cost for everyone", e->module);
-		add_finding(p, "native-heavy-load", "warning", &title, &ev, &fix, e->module,
-			    e->load_us);
+		add_finding(p, "native-heavy-load", "warning", &title, &ev, &fix, e->module, max_us);
+		finding_set_pids(p, run, &procs);
+		proc_set_release(&procs);
 	}
 }
 
@@ -278,7 +347,38 @@ static void unstripped_findings(struct profile *p, const struct native_set *n)
 	buf_release(&fix);
 }
 
-static void dup_findings_for(struct profile *p, const struct native_set *n, size_t run, size_t proc)
+/* A native-duplicate-library finding, in each process where it holds. */
+struct dup_finding {
+	struct buf title, ev;
+	struct proc_set procs;
+};
+
+struct dup_findings {
+	struct dup_finding *v;
+	size_t nr, alloc;
+};
+
+/* Adds proc to the finding of that title and evidence, a new one when there is none; title and ev are taken. */
+static void dup_note(struct dup_findings *d, struct buf *title, struct buf *ev, size_t proc)
+{
+	size_t k;
+
+	for (k = 0; k < d->nr; k++)
+		if (!strcmp(d->v[k].title.buf, title->buf) && !strcmp(d->v[k].ev.buf, ev->buf))
+			break;
+	if (k == d->nr) {
+		ALLOC_GROW(d->v, d->nr + 1, d->alloc);
+		d->v[k].title = *title;
+		d->v[k].ev = *ev;
+		d->v[k].procs = (struct proc_set)PROC_SET_INIT;
+		d->nr++;
+		buf_init(title, 0);
+		buf_init(ev, 0);
+	}
+	proc_set_add(&d->v[k].procs, proc);
+}
+
+static void dup_findings_for(struct dup_findings *d, const struct native_set *n, size_t run, size_t proc)
 {
 	struct dup_obj *objs = NULL;
 	size_t nr = 0, alloc = 0, i, j, k;
@@ -311,7 +411,7 @@ static void dup_findings_for(struct profile *p, const struct native_set *n, size
 	if (nr > 1)
 		qsort(objs, nr, sizeof(*objs), cmp_dup);
 	for (i = 0; i < nr; i = j) {
-		struct buf title = BUF_INIT, ev = BUF_INIT, fix = BUF_INIT;
+		struct buf title = BUF_INIT, ev = BUF_INIT;
 
 		for (j = i + 1; j < nr && !strcmp(objs[j].key, objs[i].key); j++)
 			;
@@ -320,10 +420,9 @@ static void dup_findings_for(struct profile *p, const struct native_set *n, size
 		buf_addf(&title, "%s is loaded %zu times from different files", objs[i].key, j - i);
 		for (k = i; k < j; k++)
 			buf_addf(&ev, "%s%s (for %s)", k > i ? "; " : "", objs[k].path, objs[k].module);
-		buf_adds(&fix, "each copy is mapped, relocated and initialised separately; install the "
-			       "packages that bundle it from one source (all from Debian, or wheels "
-			       "built against one shared copy) so it loads once");
-		add_finding(p, "native-duplicate-library", "warning", &title, &ev, &fix, NULL, UNKNOWN);
+		dup_note(d, &title, &ev, proc);
+		buf_release(&title);
+		buf_release(&ev);
 	}
 	for (i = 0; i < nr; i++)
 		free(objs[i].key);
@@ -379,9 +478,11 @@ static void rule_unstripped(struct profile *p)
 		unstripped_findings(p, &p->native);
 }
 
+/* native-duplicate-library: once per library and files, naming the processes that load them so. */
 static void rule_duplicate(struct profile *p)
 {
 	const struct native_set *n = &p->native;
+	struct dup_findings d = { NULL, 0, 0 };
 	size_t i, j;
 
 	for (i = 0; i < n->nr; i++) {
@@ -390,8 +491,22 @@ static void rule_duplicate(struct profile *p)
 			if (n->exts[j].run == n->exts[i].run && n->exts[j].proc == n->exts[i].proc)
 				break;
 		if (j == i)
-			dup_findings_for(p, n, n->exts[i].run, n->exts[i].proc);
+			dup_findings_for(&d, n, n->exts[i].run, n->exts[i].proc);
 	}
+	for (i = 0; i < d.nr; i++) {
+		struct buf fix = BUF_INIT;
+		const struct run *run = &p->runs[n->exts[0].run];
+
+		buf_adds(&d.v[i].ev, "; in ");
+		findings_add_procs(&d.v[i].ev, run, &d.v[i].procs);
+		buf_adds(&fix, "each copy is mapped, relocated and initialised separately; install the "
+			       "packages that bundle it from one source (all from Debian, or wheels "
+			       "built against one shared copy) so it loads once");
+		add_finding(p, "native-duplicate-library", "warning", &d.v[i].title, &d.v[i].ev, &fix, NULL, UNKNOWN);
+		finding_set_pids(p, run, &d.v[i].procs);
+		proc_set_release(&d.v[i].procs);
+	}
+	free(d.v);
 }
 
 static const struct finding_rule native_rules[] = {
@@ -513,10 +628,21 @@ void elf_render_needs_summary(const struct elf_tree *t, size_t max, struct buf *
 		buf_addf(out, " and %zu more", more);
 }
 
+/* Whether an extension listed before order[i] (by load time) is the same module, loaded by another process. */
+static bool same_module_before(const struct native_set *n, const size_t *order, size_t i)
+{
+	size_t j;
+
+	for (j = 0; j < i; j++)
+		if (!strcmp(n->exts[order[j]].module, n->exts[order[i]].module))
+			return true;
+	return false;
+}
+
 void elf_report_section(const struct profile *p, size_t top, struct buf *out)
 {
 	const struct native_set *n = &p->native;
-	size_t *order, i;
+	size_t *order, i, modules = 0, shown = 0;
 	int64_t total = 0;
 	bool any_time = false;
 
@@ -540,23 +666,39 @@ void elf_report_section(const struct profile *p, size_t top, struct buf *out)
 			total += n->exts[i].load_us;
 			any_time = true;
 		}
+	order = exts_by_load(n);
+	for (i = 0; i < n->nr; i++)
+		if (!same_module_before(n, order, i))
+			modules++;
 	buf_addf(out, "  %zu loaded", n->nr);
+	if (modules < n->nr)
+		buf_addf(out, " (%zu modules, some in several processes: each once below, at its longest load)", modules);
 	if (any_time) {
 		buf_adds(out, ", ");
 		buf_add_duration(out, total);
 		buf_adds(out, " measured load");
 	}
 	buf_adds(out, "\n");
-	order = exts_by_load(n);
-	for (i = 0; i < n->nr && i < top; i++) {
+	for (i = 0; i < n->nr && shown < top; i++) {
 		const struct native_ext *e = &n->exts[order[i]];
 		struct buf t = BUF_INIT;
+		size_t procs = 1, j;
+
+		if (same_module_before(n, order, i))
+			continue;
+		for (j = i + 1; j < n->nr; j++)
+			if (!strcmp(n->exts[order[j]].module, e->module))
+				procs++;
+		shown++;
 
 		if (e->load_us != UNKNOWN)
 			buf_add_duration(&t, e->load_us);
 		else
 			buf_adds(&t, "?");
-		buf_addf(out, "  %10s  %s: ", t.buf, e->module);
+		buf_addf(out, "  %10s  %s", t.buf, e->module);
+		if (procs > 1)
+			buf_addf(out, " (in %zu processes)", procs);
+		buf_adds(out, ": ");
 		buf_release(&t);
 		if (e->error || !e->tree.nr) {
 			buf_addf(out, "%s\n", e->error ? e->error : "no facts");
@@ -578,7 +720,7 @@ void elf_report_section(const struct profile *p, size_t top, struct buf *out)
 		}
 		buf_addch(out, '\n');
 	}
-	if (i < n->nr)
-		buf_addf(out, "  … and %zu more (--top %zu shows them all)\n", n->nr - i, n->nr);
+	if (shown < modules)
+		buf_addf(out, "  … and %zu more (--top %zu shows them all)\n", modules - shown, modules);
 	free(order);
 }

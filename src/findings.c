@@ -20,6 +20,26 @@ static bool node_is_tool(const struct proc *pr, int32_t i)
 	return pr->nodes[i].kind == KIND_TOOL;
 }
 
+/* Processes whose imports are multiprocessing's own business, not the app's start-up. */
+static bool helper_process(const struct proc *pr)
+{
+	return pr->role && (!strcmp(pr->role, "resource tracker") || !strcmp(pr->role, "forkserver"));
+}
+
+static const char *role_of(const struct proc *pr)
+{
+	return pr->role ? pr->role : "process";
+}
+
+/* "pid 12 (worker)", or "the target's process" for an importtime-only one. */
+static void add_who(struct buf *b, const struct proc *pr)
+{
+	if (pr->pid > 0)
+		buf_addf(b, "pid %ld (%s)", pr->pid, role_of(pr));
+	else
+		buf_adds(b, "the target's process");
+}
+
 /* "a -> b -> c (pid 12)" */
 static void add_chain(struct buf *b, const struct proc *pr, int32_t i)
 {
@@ -70,17 +90,34 @@ static bool in_list(const struct strvec *sv, const char *s)
 	return false;
 }
 
-static void rule_compiled(struct profile *p)
+/* A module compiled at import, in each process that compiled it. */
+struct compiled {
+	const char *name;
+	int64_t ns; /* in the first process */
+	struct proc_set procs;
+};
+
+static struct compiled *compiled_entry(struct compiled **v, size_t *nr, size_t *alloc, const char *name)
 {
-	const struct run *r = findings_main_run(p);
-	struct buf ev = BUF_INIT, fix = BUF_INIT, title = BUF_INIT, t = BUF_INIT;
-	struct strvec targets = STRVEC_INIT;
-	int64_t total_ns = 0;
-	size_t nr = 0, pi, listed = 0;
+	size_t k;
+
+	for (k = 0; k < *nr; k++)
+		if (!strcmp((*v)[k].name, name))
+			return &(*v)[k];
+	ALLOC_GROW(*v, *nr + 1, *alloc);
+	(*v)[*nr] = (struct compiled){ name, -1, PROC_SET_INIT };
+	return &(*v)[(*nr)++];
+}
+
+/* The modules compiled in r's processes, each once; *targets gets what to compile, *total_ns the time. */
+static struct compiled *collect_compiled(const struct run *r, size_t *nr, struct proc_set *all,
+					 struct strvec *targets, int64_t *total_ns)
+{
+	struct compiled *v = NULL, *c;
+	struct buf t = BUF_INIT;
+	size_t alloc = 0, pi;
 	int32_t i;
 
-	if (!r)
-		return;
 	for (pi = 0; pi < r->nr_procs; pi++) {
 		const struct proc *pr = &r->procs[pi];
 
@@ -92,48 +129,81 @@ static void rule_compiled(struct profile *p)
 
 			if (!(pr->nodes[i].flags & NODE_COMPILED) || node_is_tool(pr, i))
 				continue;
-			nr++;
+			c = compiled_entry(&v, nr, &alloc, node_name(pr, i));
+			if (!c->procs.nr)
+				c->ns = tm->compile_ns;
+			proc_set_add(&c->procs, pi);
+			proc_set_add(all, pi);
 			if (tm->compile_ns > 0)
-				total_ns = i64_add(total_ns, tm->compile_ns);
-			if (listed < LIST_MAX) {
-				buf_addf(&ev, "%s'%s'", listed ? ", " : "", node_name(pr, i));
-				if (tm->compile_ns > 0) {
-					buf_adds(&ev, " (");
-					buf_add_duration(&ev, tm->compile_ns / 1000);
-					buf_adds(&ev, ")");
-				}
-				listed++;
-			}
-			if (tm->file && targets.nr < 8) {
+				*total_ns = i64_add(*total_ns, tm->compile_ns);
+			if (tm->file && targets->nr < 8) {
 				buf_reset(&t);
 				compile_target(node_name(pr, i), proc_str(pr, tm->file), &t);
-				if (!in_list(&targets, t.buf))
-					strvec_push(&targets, t.buf);
+				if (!in_list(targets, t.buf))
+					strvec_push(targets, t.buf);
 			}
 		}
 	}
+	buf_release(&t);
+	return v;
+}
+
+/*
+ * compiled-at-startup: every module once, however many processes compiled
+ * it (two workers importing the app), the processes named.
+ */
+static void rule_compiled(struct profile *p)
+{
+	const struct run *r = findings_main_run(p);
+	struct buf ev = BUF_INIT, fix = BUF_INIT, title = BUF_INIT;
+	struct strvec targets = STRVEC_INIT;
+	struct proc_set all = PROC_SET_INIT;
+	struct compiled *c;
+	int64_t total_ns = 0;
+	size_t nr = 0, k;
+
+	if (!r)
+		return;
+	c = collect_compiled(r, &nr, &all, &targets, &total_ns);
 	if (!nr)
 		goto out;
-	if (nr > listed)
-		buf_addf(&ev, " and %zu more", nr - listed);
-	buf_adds(&ev, " were compiled from source at import (no usable .pyc: missing, stale, or not "
-		      "writable); compiling took ");
+	for (k = 0; k < nr && k < LIST_MAX; k++) {
+		buf_addf(&ev, "%s'%s'", k ? ", " : "", c[k].name);
+		if (c[k].ns > 0 || c[k].procs.nr > 1) {
+			buf_adds(&ev, " (");
+			if (c[k].ns > 0)
+				buf_add_duration(&ev, c[k].ns / 1000);
+			if (c[k].procs.nr > 1)
+				buf_addf(&ev, "%sin %zu processes", c[k].ns > 0 ? ", " : "", c[k].procs.nr);
+			buf_adds(&ev, ")");
+		}
+	}
+	if (nr > k)
+		buf_addf(&ev, " and %zu more", nr - k);
+	buf_addf(&ev, " %s compiled from source at import (no usable .pyc: missing, stale, or not "
+		      "writable); compiling took ", nr == 1 ? "was" : "were");
 	buf_add_duration(&ev, total_ns / 1000);
+	buf_adds(&ev, all.nr > 1 ? " in all, in " : " in ");
+	findings_add_procs(&ev, r, &all);
 	buf_addf(&title, "%zu module%s compiled from source at start-up", nr, nr == 1 ? "" : "s");
 	buf_addf(&fix, "precompile where the code is installed, e.g. in the image build: %s -m compileall -q",
 		 python_of(p));
-	for (pi = 0; pi < targets.nr; pi++)
-		buf_addf(&fix, " %s", targets.v[pi]);
+	for (k = 0; k < targets.nr; k++)
+		buf_addf(&fix, " %s", targets.v[k]);
 	if (!targets.nr)
 		buf_adds(&fix, " <code directory>");
 	buf_adds(&fix, " (as the user and interpreter that run it; do not set PYTHONDONTWRITEBYTECODE "
 		       "there; compile before the directory is made read-only)");
-	finding_add(p, "compiled-at-startup", "warning", NULL, total_ns / 1000, title.buf, ev.buf, fix.buf);
+	finding_add_in(p, r, &all, "compiled-at-startup", "warning", NULL, total_ns / 1000, title.buf, ev.buf,
+		       fix.buf);
 out:
+	for (k = 0; k < nr; k++)
+		proc_set_release(&c[k].procs);
+	free(c);
+	proc_set_release(&all);
 	buf_release(&ev);
 	buf_release(&fix);
 	buf_release(&title);
-	buf_release(&t);
 	strvec_clear(&targets);
 }
 
@@ -183,27 +253,34 @@ static enum effect effect_of(const char *name, const char *detail)
 	return FX_NONE;
 }
 
-/* Adds the finding for the events of one (module, kind of effect), marking them done. */
-static void side_effect_finding(struct profile *p, const struct proc *pr, size_t first, bool *done)
+/* The events of one (module, kind of effect), in each process where the module had it. */
+struct side_effect {
+	const char *module;
+	enum effect fx;
+	size_t proc, event; /* the first process's first such event */
+	struct proc_set procs;
+};
+
+/* Adds the finding for one (module, kind of effect): the first process's events, every process named. */
+static void side_effect_finding(struct profile *p, const struct run *r, const struct side_effect *se)
 {
-	const struct proc_event *ev = &pr->events[first];
-	enum effect fx = effect_of(proc_str(pr, ev->name), proc_str(pr, ev->detail));
+	const struct proc *pr = &r->procs[se->proc];
+	const struct proc_event *ev = &pr->events[se->event];
 	struct buf evid = BUF_INIT, title = BUF_INIT;
 	int64_t cost = UNKNOWN;
 	size_t count = 0, k;
 
-	buf_addf(&evid, "while '%s' was being imported it ran ", node_name(pr, ev->node));
-	for (k = first; k < pr->nr_events; k++) {
+	buf_addf(&evid, "while '%s' was being imported it ran ", se->module);
+	for (k = se->event; k < pr->nr_events; k++) {
 		const struct proc_event *o = &pr->events[k];
 		const char *onm = proc_str(pr, o->name), *odet = proc_str(pr, o->detail);
 
-		if (done[k] || o->node != ev->node || effect_of(onm, odet) != fx)
+		if (o->node != ev->node || effect_of(onm, odet) != se->fx)
 			continue;
-		done[k] = true;
 		if (count < LIST_MAX)
 			buf_addf(&evid, "%s%s(%s)", count ? ", " : "", onm, starts_with(odet, "w:") ? odet + 2 : odet);
 		count++;
-		if (fx == FX_SLEEP) {
+		if (se->fx == FX_SLEEP) {
 			double secs = strtod(odet, NULL);
 
 			if (secs > 0)
@@ -214,35 +291,54 @@ static void side_effect_finding(struct profile *p, const struct proc *pr, size_t
 		buf_addf(&evid, " and %zu more", count - LIST_MAX);
 	buf_adds(&evid, "; import chain ");
 	add_chain(&evid, pr, ev->node);
-	buf_addf(&title, "'%s' has %s at import", node_name(pr, ev->node), effect_info[fx].what);
-	finding_add(p, "import-side-effect", "warning", node_name(pr, ev->node), cost, title.buf, evid.buf,
-		    effect_info[fx].fix);
+	if (se->procs.nr > 1) {
+		buf_adds(&evid, "; it did so in ");
+		findings_add_procs(&evid, r, &se->procs);
+	}
+	buf_addf(&title, "'%s' has %s at import", se->module, effect_info[se->fx].what);
+	finding_add_in(p, r, &se->procs, "import-side-effect", "warning", se->module, cost, title.buf, evid.buf,
+		       effect_info[se->fx].fix);
 	buf_release(&evid);
 	buf_release(&title);
 }
 
-/* One finding per (process, module, kind of effect). */
+/* One finding per (module, kind of effect), naming every process where the module had it. */
 static void rule_side_effects(struct profile *p)
 {
 	const struct run *r = findings_main_run(p);
-	size_t pi, e;
+	struct side_effect *v = NULL;
+	size_t nr = 0, alloc = 0, pi, e, k;
 
 	if (!r)
 		return;
 	for (pi = 0; pi < r->nr_procs; pi++) {
 		const struct proc *pr = &r->procs[pi];
-		bool *done = xcalloc(pr->nr_events + 1, sizeof(bool));
 
 		for (e = 0; e < pr->nr_events; e++) {
 			const struct proc_event *ev = &pr->events[e];
+			enum effect fx;
+			const char *nm;
 
-			if (done[e] || ev->node < 0 || node_is_tool(pr, ev->node) ||
-			    effect_of(proc_str(pr, ev->name), proc_str(pr, ev->detail)) == FX_NONE)
+			if (ev->node < 0 || node_is_tool(pr, ev->node))
 				continue;
-			side_effect_finding(p, pr, e, done);
+			fx = effect_of(proc_str(pr, ev->name), proc_str(pr, ev->detail));
+			if (fx == FX_NONE)
+				continue;
+			nm = node_name(pr, ev->node);
+			for (k = 0; k < nr && (v[k].fx != fx || strcmp(v[k].module, nm)); k++)
+				;
+			if (k == nr) {
+				ALLOC_GROW(v, nr + 1, alloc);
+				v[nr++] = (struct side_effect){ nm, fx, pi, e, PROC_SET_INIT };
+			}
+			proc_set_add(&v[k].procs, pi);
 		}
-		free(done);
 	}
+	for (k = 0; k < nr; k++) {
+		side_effect_finding(p, r, &v[k]);
+		proc_set_release(&v[k].procs);
+	}
+	free(v);
 }
 
 struct heavy {
@@ -260,68 +356,69 @@ static int cmp_heavy(const void *a, const void *b)
 	return x->us < y->us ? 1 : x->us > y->us ? -1 : 0;
 }
 
-/* Processes whose imports are multiprocessing's own business, not the app's start-up. */
-static bool helper_process(const struct proc *pr)
+/* The percentage of its process's import time h takes. */
+static int64_t heavy_pct(const struct heavy *h)
 {
-	return pr->role && (!strcmp(pr->role, "resource tracker") || !strcmp(pr->role, "forkserver"));
-}
-
-static const char *role_of(const struct proc *pr)
-{
-	return pr->role ? pr->role : "process";
-}
-
-/* "pid 12 (worker)", or "" for an importtime-only process. */
-static void add_who(struct buf *b, const struct proc *pr)
-{
-	if (pr->pid > 0)
-		buf_addf(b, "pid %ld (%s)", pr->pid, role_of(pr));
-	else
-		buf_adds(b, "the target's process");
+	return i64_mul(h->us, 100) / h->total;
 }
 
 /*
- * One finding for a module that is heavy in h[k]'s process and in the other
- * processes of the same role where it is heavy too (two workers import the
- * same app): every pid is named.
+ * One finding for a module that is heavy in h[k]'s process (the costliest)
+ * and in the other processes where it is heavy too (two workers import the
+ * same app): every pid is named, the target's first.
  */
 static void heavy_finding(struct profile *p, const struct run *r, struct heavy *h, size_t nr, size_t k,
 			  enum metric m)
 {
 	struct buf ev = BUF_INIT, title = BUF_INIT, fix = BUF_INIT, who = BUF_INIT;
+	struct proc_set procs = PROC_SET_INIT;
 	const struct proc *pr = &r->procs[h[k].proc];
-	const char *nm = node_name(pr, h[k].node);
-	int64_t pct = i64_mul(h[k].us, 100) / h[k].total;
-	bool own = pr->nodes[h[k].node].kind == KIND_APP, cpu = m == METRIC_CPU;
-	size_t j, same = 1;
+	const char *nm = node_name(pr, h[k].node), *role = role_of(pr), *cpu = m == METRIC_CPU ? "CPU " : "";
+	int64_t pct = heavy_pct(&h[k]), top = pct;
+	bool own = pr->nodes[h[k].node].kind == KIND_APP, one_role = true;
+	size_t j;
 
-	add_who(&who, pr);
+	proc_set_add(&procs, h[k].proc);
 	for (j = k + 1; j < nr; j++) {
 		const struct proc *o = &r->procs[h[j].proc];
 
-		if (h[j].done || h[j].proc == h[k].proc || strcmp(node_name(o, h[j].node), nm) ||
-		    strcmp(role_of(o), role_of(pr)))
+		if (h[j].done || strcmp(node_name(o, h[j].node), nm))
 			continue;
 		h[j].done = true;
-		same++;
-		buf_addf(&who, ", pid %ld", o->pid);
+		proc_set_add(&procs, h[j].proc);
+		if (heavy_pct(&h[j]) > top)
+			top = heavy_pct(&h[j]);
+		if (strcmp(role_of(o), role))
+			one_role = false;
 	}
-	if (r->nr_procs == 1 || pr == &r->procs[0])
-		buf_addf(&title, "'%s' takes %lld%% of the target's import %stime", nm, (long long)pct, cpu ? "CPU " : "");
-	else if (same > 1)
-		buf_addf(&title, "'%s' takes %lld%% of the import %stime of %zu %ss", nm, (long long)pct,
-			 cpu ? "CPU " : "", same, role_of(pr));
-	else
-		buf_addf(&title, "'%s' takes %lld%% of the import %stime of %s", nm, (long long)pct, cpu ? "CPU " : "",
-			 who.buf);
+	findings_add_procs(&who, r, &procs);
+	if (r->nr_procs == 1 || (procs.nr == 1 && procs.v[0] == 0))
+		buf_addf(&title, "'%s' takes %lld%% of the target's import %stime", nm, (long long)pct, cpu);
+	else if (procs.nr == 1)
+		buf_addf(&title, "'%s' takes %lld%% of the import %stime of %s", nm, (long long)pct, cpu, who.buf);
+	else {
+		buf_addf(&title, "'%s' takes %s%lld%% of the import %stime of ", nm, top > pct ? "up to " : "",
+			 (long long)top, cpu);
+		if (procs.nr == r->nr_procs && procs.nr == 2)
+			buf_adds(&title, "both ");
+		else
+			buf_addf(&title, "%s%zu ", procs.nr == r->nr_procs ? "all " : "", procs.nr);
+		buf_addf(&title, "%s%s", one_role ? role : "process", one_role && !ends_with(role, "s") ? "s" : "es");
+	}
 	buf_addf(&ev, "'%s' %s ", nm, own ? "runs its own module code for" : "costs");
 	buf_add_duration(&ev, h[k].us);
-	buf_adds(&ev, cpu ? " of CPU of the " : " of the ");
+	buf_adds(&ev, *cpu ? " of CPU of the " : " of the ");
 	buf_add_duration(&ev, h[k].total);
-	buf_adds(&ev, cpu ? " of CPU its process spent importing after interpreter start-up (under the CPU limit, "
-			    "CPU time: the wall time is the scheduler's as much as the code's)"
-			  : " its process spent importing after interpreter start-up");
-	buf_addf(&ev, "; in %s%s; import chain ", same > 1 ? "each of " : "", who.buf);
+	buf_adds(&ev, *cpu ? " of CPU its process spent importing after interpreter start-up (under the CPU limit, "
+			     "CPU time: the wall time is the scheduler's as much as the code's)"
+			   : " its process spent importing after interpreter start-up");
+	if (procs.nr > 1) {
+		buf_addf(&ev, " in pid %ld (%s), where it costs most; heavy in ", pr->pid, role);
+		buf_add(&ev, who.buf, who.len);
+		buf_adds(&ev, "; import chain ");
+	} else {
+		buf_addf(&ev, "; in %s; import chain ", who.buf);
+	}
 	proc_chain(pr, h[k].node, " -> ", &ev);
 	if (own)
 		buf_addf(&fix, "move the work done at module scope of '%s' into functions called when it is "
@@ -332,7 +429,9 @@ static void heavy_finding(struct profile *p, const struct run *r, struct heavy *
 			       "(or defer it with coldstart's lazy loader); otherwise look for a lighter "
 			       "module that does the same",
 			 nm);
-	finding_add(p, "heavy-import", pct >= 25 ? "warning" : "info", nm, h[k].us, title.buf, ev.buf, fix.buf);
+	finding_add_in(p, r, &procs, "heavy-import", top >= 25 ? "warning" : "info", nm, h[k].us, title.buf, ev.buf,
+		       fix.buf);
+	proc_set_release(&procs);
 	buf_release(&ev);
 	buf_release(&title);
 	buf_release(&fix);
@@ -459,121 +558,198 @@ static void finder_facts(const struct proc *pr, struct finder_facts *ff)
 	free(v);
 }
 
+/* What slow-finders makes of one process's finder facts. */
+struct finder_verdict {
+	struct finder_facts ff;
+	int64_t total, find_us;
+	bool share, long_path, failing, slow_each, few;
+};
+
+/* Whether finding modules is a finding in pr; v gets the facts either way. */
+static bool finder_verdict(const struct proc *pr, struct finder_verdict *v)
+{
+	struct finder_facts *ff = &v->ff;
+
+	finder_facts(pr, ff);
+	v->total = proc_import_total_us(pr, true);
+	v->find_us = ff->find_ns / 1000;
+	v->share = ff->imports >= FINDER_MIN_LOOKUPS && v->find_us >= FINDER_MIN_US && v->total > 0 &&
+		   i64_mul(v->find_us, 100) >= i64_mul(v->total, FINDER_SHARE_PCT);
+	v->long_path = ff->entries >= FINDER_PATH_ENTRIES;
+	v->failing = v->share && i64_mul(ff->failed_ns, 100) >= i64_mul(ff->find_ns, FINDER_FAILED_PCT);
+	v->slow_each = v->share && ff->median_ns / 1000 >= FINDER_SLOW_LOOKUP_US;
+	v->few = v->share && i64_mul(ff->top_ns, 100) >= i64_mul(ff->find_ns, FINDER_FEW_PCT);
+	return v->long_path || v->failing || v->slow_each || v->few;
+}
+
 /*
- * slow-finders: finding modules costs a large share of the target's import
+ * "; in pid 12 (master)", or for several processes whose figures the
+ * evidence gives for the first: "; figures of pid 12 (master); the same in
+ * all 3 processes: ...".
+ */
+static void add_held_in(struct buf *ev, const struct run *r, const struct proc_set *s)
+{
+	if (s->nr > 1) {
+		buf_adds(ev, "; figures of ");
+		add_who(ev, &r->procs[s->v[0]]);
+		buf_adds(ev, "; the same in ");
+	} else {
+		buf_adds(ev, "; in ");
+	}
+	findings_add_procs(ev, r, s);
+}
+
+/*
+ * slow-finders: finding modules costs a large share of a process's import
  * time, and for a reason the measurement shows: a long sys.path, failing
  * optional imports, lookups slow across the board, or a few very slow ones.
  * Finder time that is just the number of imports times an ordinary lookup
  * is not a finding (heavy-import is about importing less).  The find phase
  * excludes the imports made inside it (a parent package imported first, a
- * finder's own imports).  Wall time only: under a CPU limit the phases,
- * which have no CPU times of their own, would measure the scheduler.
+ * finder's own imports).  Every process where it holds is named; the
+ * figures are the first one's (the target's when it holds there).  Wall
+ * time only: under a CPU limit the phases, which have no CPU times of their
+ * own, would measure the scheduler.
  */
 static void rule_finders(struct profile *p)
 {
 	const struct run *r = findings_main_run(p);
-	const struct proc *pr;
-	struct finder_facts ff;
+	const struct proc *pr = NULL;
+	const struct finder_facts *ff;
+	struct finder_verdict v, first;
+	struct proc_set procs = PROC_SET_INIT;
 	struct buf ev = BUF_INIT, fix = BUF_INIT, title = BUF_INIT;
-	int64_t total, find_us;
-	bool share, long_path, failing, slow_each, few;
-	size_t k;
+	size_t k, pi;
 
-	if (!r || !r->nr_procs || !r->procs[0].timing || profile_metric(p) == METRIC_CPU)
+	if (!r || profile_metric(p) == METRIC_CPU)
 		return;
-	pr = &r->procs[0];
-	finder_facts(pr, &ff);
-	total = proc_import_total_us(pr, true);
-	find_us = ff.find_ns / 1000;
-	share = ff.imports >= FINDER_MIN_LOOKUPS && find_us >= FINDER_MIN_US && total > 0 &&
-		i64_mul(find_us, 100) >= i64_mul(total, FINDER_SHARE_PCT);
-	long_path = ff.entries >= FINDER_PATH_ENTRIES;
-	failing = share && i64_mul(ff.failed_ns, 100) >= i64_mul(ff.find_ns, FINDER_FAILED_PCT);
-	slow_each = share && ff.median_ns / 1000 >= FINDER_SLOW_LOOKUP_US;
-	few = share && i64_mul(ff.top_ns, 100) >= i64_mul(ff.find_ns, FINDER_FEW_PCT);
-	if (!long_path && !failing && !slow_each && !few)
-		goto out;
-	buf_adds(&ev, "finding modules took ");
-	buf_add_duration(&ev, find_us);
-	if (total > 0)
-		buf_addf(&ev, " (%lld%% of ", (long long)(i64_mul(find_us, 100) / total));
-	buf_add_duration(&ev, total);
-	buf_addf(&ev, " of imports) across %zu lookups, a median of ", ff.imports);
-	buf_add_duration(&ev, ff.median_ns / 1000);
-	buf_addf(&ev, " each; %zu failed lookups took ", ff.failed);
-	buf_add_duration(&ev, ff.failed_ns / 1000);
-	buf_adds(&ev, "; the slowest: ");
-	for (k = 0; k < ff.nr_top; k++) {
-		buf_addf(&ev, "%s'%s' ", k ? ", " : "", node_name(pr, ff.top[k]));
-		buf_add_duration(&ev, pr->timing[ff.top[k]].find_ns / 1000);
+	for (pi = 0; pi < r->nr_procs; pi++) {
+		if (!r->procs[pi].timing || helper_process(&r->procs[pi]) || !finder_verdict(&r->procs[pi], &v))
+			continue;
+		if (!pr) {
+			pr = &r->procs[pi];
+			first = v;
+		}
+		proc_set_add(&procs, pi);
 	}
-	if (ff.path)
-		buf_addf(&ev, "; sys.path has %s", ff.path);
-	if (long_path)
+	if (!pr)
+		return;
+	ff = &first.ff;
+	buf_adds(&ev, "finding modules took ");
+	buf_add_duration(&ev, first.find_us);
+	if (first.total > 0)
+		buf_addf(&ev, " (%lld%% of ", (long long)(i64_mul(first.find_us, 100) / first.total));
+	buf_add_duration(&ev, first.total);
+	buf_addf(&ev, " of imports) across %zu lookups, a median of ", ff->imports);
+	buf_add_duration(&ev, ff->median_ns / 1000);
+	buf_addf(&ev, " each; %zu failed lookups took ", ff->failed);
+	buf_add_duration(&ev, ff->failed_ns / 1000);
+	buf_adds(&ev, "; the slowest: ");
+	for (k = 0; k < ff->nr_top; k++) {
+		buf_addf(&ev, "%s'%s' ", k ? ", " : "", node_name(pr, ff->top[k]));
+		buf_add_duration(&ev, pr->timing[ff->top[k]].find_ns / 1000);
+	}
+	if (ff->path)
+		buf_addf(&ev, "; sys.path has %s", ff->path);
+	add_held_in(&ev, r, &procs);
+	if (first.long_path)
 		buf_addf(&fix, "sys.path has %zu entries and every top-level import that is not a built-in tries "
 			       "them in order: drop unused entries and .pth files, install dependencies into one "
 			       "site-packages (or one directory / zipapp), and put the directories most imports "
 			       "come from first",
-			 ff.entries);
-	if (failing)
+			 ff->entries);
+	if (first.failing)
 		buf_addf(&fix, "%s%zu imports failed and a failed lookup tries every path entry: install the "
 			       "optional dependencies, or stop probing for them at import (see failed-imports)",
-			 fix.len ? "; " : "", ff.failed);
-	if (few)
+			 fix.len ? "; " : "", ff->failed);
+	if (first.few)
 		buf_addf(&fix, "%sa few lookups take most of the time (%s'%s' first): look for a meta-path finder "
 			       "or path hook that is slow for them (an import hook, a namespace package spread over "
 			       "many sys.path entries, a network or overlay file system)",
-			 fix.len ? "; " : "", "", node_name(pr, ff.top[0]));
-	if (slow_each && !long_path)
+			 fix.len ? "; " : "", "", node_name(pr, ff->top[0]));
+	if (first.slow_each && !first.long_path)
 		buf_addf(&fix, "%severy lookup is slow (a median of %lld us): check for a slow file system under "
 			       "sys.path or an import hook on sys.meta_path that runs before the standard finders",
-			 fix.len ? "; " : "", (long long)(ff.median_ns / 1000));
-	buf_adds(&title, share ? "finders take a large share of import time" : "sys.path is long");
-	finding_add(p, "slow-finders", share && i64_mul(find_us, 100) >= i64_mul(total, FINDER_WARN_PCT) ? "warning" : "info", NULL,
-		    find_us, title.buf, ev.buf, fix.buf);
-out:
+			 fix.len ? "; " : "", (long long)(ff->median_ns / 1000));
+	buf_adds(&title, first.share ? "finders take a large share of import time" : "sys.path is long");
+	finding_add_in(p, r, &procs, "slow-finders",
+		       first.share && i64_mul(first.find_us, 100) >= i64_mul(first.total, FINDER_WARN_PCT) ? "warning"
+													   : "info",
+		       NULL, first.find_us, title.buf, ev.buf, fix.buf);
+	proc_set_release(&procs);
 	buf_release(&ev);
 	buf_release(&fix);
 	buf_release(&title);
 }
 
+/* A module whose import failed, in each process where it did. */
+struct failed {
+	const char *name;
+	size_t times;
+};
+
+/*
+ * failed-imports: the imports that raised and whose error was caught, each
+ * module once (with how often), over every process where it cost time.
+ */
 static void rule_failed(struct profile *p)
 {
 	const struct run *r = findings_main_run(p);
-	const struct proc *pr;
 	struct buf ev = BUF_INIT, title = BUF_INIT;
+	struct proc_set procs = PROC_SET_INIT;
+	struct failed *v = NULL;
 	int64_t cost = 0;
-	size_t nr = 0;
+	size_t nr = 0, alloc = 0, pi, k, times = 0;
 	int32_t i;
 
-	/* Only the tracer sees failed imports: without a trace there is nothing to find. */
-	if (!r || !r->nr_procs || !r->procs[0].timing)
+	if (!r)
 		return;
-	pr = &r->procs[0];
-	for (i = pr->first_root; i >= 0; i = proc_preorder_next(pr, i)) {
-		const struct imp_node *n = &pr->nodes[i];
-		const char *nm = node_name(pr, i);
+	for (pi = 0; pi < r->nr_procs; pi++) {
+		const struct proc *pr = &r->procs[pi];
 
-		if (!(n->flags & NODE_FAILED) || (n->flags & NODE_STARTUP) || n->kind == KIND_TOOL ||
-		    !strcmp(nm, "sitecustomize") || !strcmp(nm, "usercustomize"))
+		/* Only the tracer sees failed imports: without a trace there is nothing to find. */
+		if (!pr->timing || helper_process(pr))
 			continue;
-		if (nr < LIST_MAX)
-			buf_addf(&ev, "%s'%s'", nr ? ", " : "", nm);
-		nr++;
-		if (n->cum_us > 0)
-			cost = i64_add(cost, n->cum_us);
+		for (i = pr->first_root; i >= 0; i = proc_preorder_next(pr, i)) {
+			const struct imp_node *n = &pr->nodes[i];
+			const char *nm = node_name(pr, i);
+
+			if (!(n->flags & NODE_FAILED) || (n->flags & NODE_STARTUP) || n->kind == KIND_TOOL ||
+			    !strcmp(nm, "sitecustomize") || !strcmp(nm, "usercustomize"))
+				continue;
+			for (k = 0; k < nr && strcmp(v[k].name, nm); k++)
+				;
+			if (k == nr) {
+				ALLOC_GROW(v, nr + 1, alloc);
+				v[nr++] = (struct failed){ nm, 0 };
+			}
+			v[k].times++;
+			times++;
+			proc_set_add(&procs, pi);
+			if (n->cum_us > 0)
+				cost = i64_add(cost, n->cum_us);
+		}
 	}
 	if (!nr || cost < FAILED_MIN_US)
 		goto out;
-	if (nr > LIST_MAX)
-		buf_addf(&ev, " and %zu more", nr - LIST_MAX);
+	for (k = 0; k < nr && k < LIST_MAX; k++) {
+		buf_addf(&ev, "%s'%s'", k ? ", " : "", v[k].name);
+		if (v[k].times > 1)
+			buf_addf(&ev, " (%zu times)", v[k].times);
+	}
+	if (nr > k)
+		buf_addf(&ev, " and %zu more", nr - k);
 	buf_adds(&ev, " raised while being imported and the error was caught; together ");
 	buf_add_duration(&ev, cost);
-	buf_addf(&title, "%zu failed import%s cost time at start-up", nr, nr == 1 ? "" : "s");
-	finding_add(p, "failed-imports", "info", NULL, cost, title.buf, ev.buf,
-		    "install the optional dependency, or stop probing for it at import (decide once, "
-		    "e.g. from configuration, and import it where it is used)");
+	buf_adds(&ev, procs.nr > 1 ? " over " : " in ");
+	findings_add_procs(&ev, r, &procs);
+	buf_addf(&title, "%zu failed import%s cost time at start-up", times, times == 1 ? "" : "s");
+	finding_add_in(p, r, &procs, "failed-imports", "info", NULL, cost, title.buf, ev.buf,
+		       "install the optional dependency, or stop probing for it at import (decide once, "
+		       "e.g. from configuration, and import it where it is used)");
 out:
+	free(v);
+	proc_set_release(&procs);
 	buf_release(&ev);
 	buf_release(&title);
 }
@@ -623,6 +799,13 @@ static void rule_ex_config(struct profile *p)
 		    "the application refused its configuration before serving: its stderr names the "
 		    "setting; compare the environment variables and config files it reads with a working "
 		    "environment (coldstart passes the environment through unchanged)");
+	if (node >= 0) {
+		struct proc_set target = PROC_SET_INIT;
+
+		proc_set_add(&target, 0);
+		finding_set_pids(p, first, &target);
+		proc_set_release(&target);
+	}
 	buf_release(&ev);
 }
 
@@ -660,7 +843,8 @@ static void add_open_chains(struct buf *ev, const struct proc *pr, size_t *found
 static void rule_oom(struct profile *p)
 {
 	struct buf ev = BUF_INIT;
-	size_t ri, pi, found = 0, hits = 0;
+	struct proc_set procs = PROC_SET_INIT;
+	size_t ri, pi, found = 0, hits = 0, before;
 	const struct run *r = NULL;
 	const char *module = NULL;
 
@@ -682,14 +866,20 @@ static void rule_oom(struct profile *p)
 		buf_adds(&ev, ", memory peak ");
 		buf_add_bytes(&ev, r->cg.memory_peak);
 	}
-	for (pi = 0; pi < r->nr_procs; pi++)
+	for (pi = 0; pi < r->nr_procs; pi++) {
+		before = found;
 		add_open_chains(&ev, &r->procs[pi], &found, &module);
+		if (found > before)
+			proc_set_add(&procs, pi);
+	}
 	if (!found)
 		buf_adds(&ev, "; no trace says which import was running (run with the tracer)");
 	finding_add(p, "oom-during-import", "error", module, UNKNOWN, "out of memory during start-up", ev.buf,
 		    "raise the memory limit above what start-up needs, or stop importing the module named "
 		    "above at start-up (import it where it is used); measure again with a higher --memory "
 		    "to see the peak");
+	finding_set_pids(p, r, &procs);
+	proc_set_release(&procs);
 	buf_release(&ev);
 }
 
@@ -719,11 +909,108 @@ static void drop_findings(struct profile *p, const char *id)
 			free(f->evidence);
 			free(f->fix);
 			free(f->module);
+			free(f->pids);
 			continue;
 		}
 		p->findings[w++] = *f;
 	}
 	p->nr_findings = w;
+}
+
+void proc_set_add(struct proc_set *s, size_t pi)
+{
+	size_t k;
+
+	for (k = 0; k < s->nr && s->v[k] < pi; k++)
+		;
+	if (k < s->nr && s->v[k] == pi)
+		return;
+	ALLOC_GROW(s->v, s->nr + 1, s->alloc);
+	memmove(s->v + k + 1, s->v + k, (s->nr - k) * sizeof(*s->v));
+	s->v[k] = pi;
+	s->nr++;
+}
+
+void proc_set_release(struct proc_set *s)
+{
+	free(s->v);
+	s->v = NULL;
+	s->nr = s->alloc = 0;
+}
+
+#define PIDS_NAMED 6 /* pids of one role named before "and N more" */
+
+/* "pids 13 and 14 (workers)": the processes of s from k on that have pr's role, marking them done. */
+static void add_role_group(struct buf *b, const struct run *r, const struct proc_set *s, size_t k, bool *done)
+{
+	const char *role = role_of(&r->procs[s->v[k]]);
+	size_t j, n = 0, named = 0;
+
+	for (j = k; j < s->nr; j++)
+		if (!done[j] && !strcmp(role_of(&r->procs[s->v[j]]), role))
+			n++;
+	buf_adds(b, n == 1 ? "pid " : "pids ");
+	for (j = k; j < s->nr; j++) {
+		if (done[j] || strcmp(role_of(&r->procs[s->v[j]]), role))
+			continue;
+		done[j] = true;
+		if (named == PIDS_NAMED)
+			continue;
+		if (named)
+			buf_adds(b, named + 1 == n ? " and " : ", ");
+		buf_addf(b, "%ld", r->procs[s->v[j]].pid);
+		named++;
+	}
+	if (n > named)
+		buf_addf(b, " and %zu more", n - named);
+	buf_addf(b, " (%s%s)", role, n == 1 ? "" : ends_with(role, "s") ? "es" : "s");
+}
+
+void findings_add_procs(struct buf *b, const struct run *r, const struct proc_set *s)
+{
+	bool *done;
+	size_t k, groups = 0;
+
+	if (!s->nr)
+		return;
+	if (s->nr == 1 || r->procs[s->v[0]].pid <= 0) {
+		add_who(b, &r->procs[s->v[0]]);
+		return;
+	}
+	if (s->nr == r->nr_procs && s->nr == 2)
+		buf_adds(b, "both processes: ");
+	else if (s->nr == r->nr_procs)
+		buf_addf(b, "all %zu processes: ", s->nr);
+	done = xcalloc(s->nr, sizeof(*done));
+	for (k = 0; k < s->nr; k++) {
+		if (done[k])
+			continue;
+		if (groups++)
+			buf_adds(b, ", ");
+		add_role_group(b, r, s, k, done);
+	}
+	free(done);
+}
+
+void finding_set_pids(struct profile *p, const struct run *r, const struct proc_set *s)
+{
+	struct finding *f = &p->findings[p->nr_findings - 1];
+	size_t k;
+
+	free(f->pids);
+	f->pids = xcalloc(s->nr ? s->nr : 1, sizeof(*f->pids));
+	f->nr_pids = 0;
+	for (k = 0; k < s->nr; k++)
+		if (r->procs[s->v[k]].pid > 0)
+			f->pids[f->nr_pids++] = r->procs[s->v[k]].pid;
+}
+
+void finding_add_in(struct profile *p, const struct run *r, const struct proc_set *s, const char *id,
+		    const char *severity, const char *module, int64_t cost_us, const char *title,
+		    const char *evidence, const char *fix)
+{
+	finding_add(p, id, severity, module, cost_us, title, evidence, fix);
+	finding_set_pids(p, r, s);
 }
 
 const struct run *findings_main_run(const struct profile *p)
@@ -748,6 +1035,8 @@ void finding_add(struct profile *p, const char *id, const char *severity, const 
 	f.fix = xstrdup(fix);
 	f.module = module ? xstrdup(module) : NULL;
 	f.cost_us = cost_us;
+	f.pids = NULL;
+	f.nr_pids = 0;
 	profile_add_finding(p, &f);
 }
 

@@ -37,6 +37,35 @@ void finding_add(struct profile *p, const char *id, const char *severity, const 
 		 int64_t cost_us, const char *title, const char *evidence, const char *fix);
 
 /*
+ * Processes of a run a finding holds in, as indexes into run->procs, kept in
+ * run order: the target's process first.
+ */
+struct proc_set {
+	size_t *v;
+	size_t nr, alloc;
+};
+#define PROC_SET_INIT { NULL, 0, 0 }
+
+/* Adds pi unless s holds it already. */
+void proc_set_add(struct proc_set *s, size_t pi);
+void proc_set_release(struct proc_set *s);
+
+/*
+ * Names the processes of s (docs/findings.md): "pid 12 (master)", "pids 13
+ * and 14 (workers)", "all 3 processes: pid 12 (master), pids 13 and 14
+ * (workers)" ("both processes: ..." for two); "the target's process" for
+ * one without a pid.
+ */
+void findings_add_procs(struct buf *b, const struct run *r, const struct proc_set *s);
+
+/* As finding_add, for a finding that holds in the processes s of r: they become its pids. */
+void finding_add_in(struct profile *p, const struct run *r, const struct proc_set *s, const char *id,
+		    const char *severity, const char *module, int64_t cost_us, const char *title,
+		    const char *evidence, const char *fix);
+/* Sets the pids of p's last finding from s. */
+void finding_set_pids(struct profile *p, const struct run *r, const struct proc_set *s);
+
+/*
  * The run rules look at: the first run that is not a warm-up and has
  * processes, else the first run; NULL when there is none.
  */

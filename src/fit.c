@@ -82,6 +82,37 @@ void fit_add(struct buf *out, const char *s, size_t width)
 	buf_adds(out, t);
 }
 
+void fit_add_command(struct buf *out, const char *s, size_t width)
+{
+	size_t cols = fit_cols(s), half, most, tail = 0, c = 0;
+	const char *t, *end = NULL;
+
+	if (width == FIT_UNLIMITED || cols <= width || width < 8) {
+		fit_add(out, s, width);
+		return;
+	}
+	/* The last whole arguments within half the width; else the last one alone within two thirds. */
+	half = (width - 1) / 2;
+	most = width - 1 - (width - 1) / 3;
+	for (t = s + strlen(s); t > s; t--) {
+		/* Columns of t - 1 on: UTF-8 continuation bytes take none (a command has no colour). */
+		c += ((unsigned char)t[-1] & 0xc0) != 0x80;
+		if (c > most || (end && c > half))
+			break;
+		if (t[-1] == ' ') {
+			end = t - 1;
+			tail = c;
+		}
+	}
+	if (!end) {
+		fit_add(out, s, width);
+		return;
+	}
+	buf_add(out, s, bytes_of_cols(s, width - 1 - tail));
+	buf_adds(out, ELLIPSIS);
+	buf_adds(out, end);
+}
+
 void fit_add_chain(struct buf *out, const struct proc *pr, int32_t i, size_t width)
 {
 	int32_t path[4096];

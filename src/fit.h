@@ -30,6 +30,13 @@ size_t fit_cols(const char *s);
  */
 void fit_add(struct buf *out, const char *s, size_t width);
 /*
+ * Appends a command line as fit_add does, but the end it keeps is whole
+ * arguments ("/usr/bin/python3 /srv/ap… --workers 4 --the-last"): those
+ * within half the width, else the last one alone within two thirds; as
+ * fit_add when it does not fit either.
+ */
+void fit_add_command(struct buf *out, const char *s, size_t width);
+/*
  * Appends the chain of node i's ancestors, root first ("a > b > c"), within
  * width columns: the root, an ellipsis and as many of the last links as fit
  * ("a > … > y > z"); else the last links alone.  Nothing when i is a root.

@@ -42,6 +42,7 @@ static void rule_startup_plan(struct profile *p)
 	struct candidate *c = NULL;
 	size_t nr = 0, alloc = 0, k, count = 0;
 	struct buf title = BUF_INIT, ev = BUF_INIT, when = BUF_INIT, d = BUF_INIT;
+	struct proc_set target = PROC_SET_INIT;
 	int64_t until_ns, total = 0;
 	int32_t i;
 
@@ -75,9 +76,10 @@ static void rule_startup_plan(struct profile *p)
 		 "%s of library imports ran before the first response; `coldstart plan` would defer the ones "
 		 "it does not use",
 		 d.buf);
-	buf_addf(&ev, "%zu pure-Python stdlib and third-party modules finished importing before the first "
-		      "response (at %s after exec); the outermost, biggest first: ",
-		 count, when.buf);
+	proc_set_add(&target, 0);
+	buf_addf(&ev, "%zu pure-Python stdlib and third-party modules finished importing in ", count);
+	findings_add_procs(&ev, r, &target);
+	buf_addf(&ev, " before the first response (at %s after exec); the outermost, biggest first: ", when.buf);
 	for (k = 0; k < nr && k < PLAN_LIST_MAX; k++) {
 		buf_reset(&d);
 		buf_add_duration(&d, c[k].cum_us);
@@ -85,11 +87,12 @@ static void rule_startup_plan(struct profile *p)
 	}
 	if (nr > PLAN_LIST_MAX)
 		buf_addf(&ev, " and %zu more", nr - PLAN_LIST_MAX);
-	finding_add(p, "startup-plan", "info", NULL, total, title.buf, ev.buf,
+	finding_add_in(p, r, &target, "startup-plan", "info", NULL, total, title.buf, ev.buf,
 		    "record a start-up plan from sample requests and apply it: `coldstart plan --fn func.py handler "
 		    "--request req.json --verify`, then `coldstart-fdk --plan coldstart-plan.json func.py "
 		    "handler` (or COLDSTART_PLAN=...; docs/plan.md)");
 out:
+	proc_set_release(&target);
 	free(c);
 	buf_release(&title);
 	buf_release(&ev);

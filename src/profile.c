@@ -34,6 +34,7 @@ static void finding_release(struct finding *f)
 	free(f->evidence);
 	free(f->fix);
 	free(f->module);
+	free(f->pids);
 }
 
 int32_t proc_walk_next(const struct proc *pr, int32_t i, bool descend)

@@ -241,6 +241,9 @@ struct finding {
 	char *fix;
 	char *module; /* NULL when not about one module */
 	int64_t cost_us; /* UNKNOWN when not about time */
+	/* The processes it holds in, the target's first; none when not about a process. */
+	long *pids;
+	size_t nr_pids;
 };
 
 struct profile {

@@ -534,7 +534,7 @@ static void write_run(struct jw *w, const struct run *r)
 
 static void write_profile(struct jw *w, const struct profile *p)
 {
-	size_t i;
+	size_t i, k;
 
 	buf_addch(w->out, '{');
 	jw_kv_str(w, "format", "coldstart-profile");
@@ -583,6 +583,13 @@ static void write_profile(struct jw *w, const struct profile *p)
 		jw_kv_str(w, "fix", f->fix);
 		jw_kv_str(w, "module", f->module);
 		jw_kv_fig(w, "cost_us", f->cost_us, -1, PROFILE_MAX_US);
+		jw_key(w, "pids");
+		buf_addch(w->out, '[');
+		for (k = 0; k < f->nr_pids; k++) {
+			buf_add_i64(w->out, f->pids[k]);
+			buf_addch(w->out, ',');
+		}
+		jw_close(w, ']');
 		jw_close(w, '}');
 		buf_addch(w->out, ',');
 	}

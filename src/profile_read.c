@@ -4,7 +4,10 @@
  * follows the model, never a tree of the text.  Every number is checked
  * against the range its field can hold ("Limits"): a value out of range is an
  * error, so what the analysis adds up later cannot overflow by much, and
- * saturates where it could.  The writer is profile_json.c.
+ * saturates where it could.  The writer is profile_json.c.  This file reads
+ * the document, its runs, findings and warnings, and holds the checked reads
+ * (profile_read_int.h); a process, its imports and its timeline are read in
+ * profile_read_proc.c.
  */
 #include "profile.h"
 
@@ -16,33 +19,12 @@
 #include <string.h>
 
 #include "json_reader.h"
+#include "profile_read_int.h"
 
-#define MAX_US PROFILE_MAX_US
-#define MAX_NS PROFILE_MAX_NS
-#define MAX_KB PROFILE_MAX_KB
-#define MAX_BYTES PROFILE_MAX_BYTES
-#define MAX_COUNT PROFILE_MAX_COUNT
 #define NATIVE_MAX ((size_t)16 << 20)
 
-struct reader {
-	struct jr jr;
-	struct profile *p;
-	uint64_t limit, used; /* bytes the model may take, and has taken */
-	int64_t version; /* 0 until read */
-	bool is_profile, has_runs;
-	bool over_limit; /* charge failed */
-	int64_t escaped; /* the writer's "escaped_bytes" */
-	struct buf native;
-	bool native_cut;
-	/* Where the reader is, for messages; SIZE_MAX outside. */
-	size_t run, proc, node;
-	const char *item; /* "timeline node", "timeline sample": item_no; NULL outside */
-	size_t item_no;
-	const struct zfile *zf; /* the source when reading a file */
-};
-
 /* "run 0, process 2, node 7: " before a message about a field. */
-static void add_where(const struct reader *rd, struct buf *out)
+void rd_where(const struct reader *rd, struct buf *out)
 {
 	if (rd->run != SIZE_MAX)
 		buf_addf(out, "run %zu, ", rd->run);
@@ -58,11 +40,11 @@ static void add_where(const struct reader *rd, struct buf *out)
 		buf_adds(out, ": ");
 }
 
-static int out_of_range(struct reader *rd, const char *key, const char *value, int64_t lo, int64_t hi)
+int rd_out_of_range(struct reader *rd, const char *key, const char *value, int64_t lo, int64_t hi)
 {
 	struct buf where = BUF_INIT;
 
-	add_where(rd, &where);
+	rd_where(rd, &where);
 	jr_fail(&rd->jr, "%s'%s' %s is out of range (%lld to %lld)", where.buf, key, value, (long long)lo,
 		(long long)hi);
 	buf_release(&where);
@@ -70,7 +52,7 @@ static int out_of_range(struct reader *rd, const char *key, const char *value, i
 }
 
 /* Counts bytes the model takes, failing past the limit. */
-static int charge(struct reader *rd, uint64_t bytes)
+int rd_charge(struct reader *rd, uint64_t bytes)
 {
 	struct buf size = BUF_INIT;
 
@@ -90,7 +72,7 @@ static int charge(struct reader *rd, uint64_t bytes)
  * always taken a missing or null figure as unknown), a number out of the
  * range fails.  Reals are truncated toward zero.
  */
-static int read_int(struct reader *rd, const char *key, int64_t lo, int64_t hi, int64_t dflt, int64_t *out)
+int rd_int(struct reader *rd, const char *key, int64_t lo, int64_t hi, int64_t dflt, int64_t *out)
 {
 	char text[64];
 
@@ -100,14 +82,14 @@ static int read_int(struct reader *rd, const char *key, int64_t lo, int64_t hi, 
 	case JR_INT:
 		if (rd->jr.i < lo || rd->jr.i > hi) {
 			snprintf(text, sizeof(text), "%lld", (long long)rd->jr.i);
-			return out_of_range(rd, key, text, lo, hi);
+			return rd_out_of_range(rd, key, text, lo, hi);
 		}
 		*out = rd->jr.i;
 		return 0;
 	case JR_REAL:
 		if (!(rd->jr.d >= (double)lo && rd->jr.d <= (double)hi)) {
 			snprintf(text, sizeof(text), "%g", rd->jr.d);
-			return out_of_range(rd, key, text, lo, hi);
+			return rd_out_of_range(rd, key, text, lo, hi);
 		}
 		*out = i64_from_double(rd->jr.d);
 		return 0;
@@ -118,7 +100,7 @@ static int read_int(struct reader *rd, const char *key, int64_t lo, int64_t hi, 
 }
 
 /* A string value as a new C string (NUL bytes, which JSON may spell, become '?'); NULL for non-strings. */
-static int read_str(struct reader *rd, char **out)
+int rd_str(struct reader *rd, char **out)
 {
 	enum jr_type t = jr_value(&rd->jr);
 	size_t k;
@@ -130,7 +112,7 @@ static int read_str(struct reader *rd, char **out)
 	for (k = 0; k < rd->jr.str.len; k++)
 		if (!rd->jr.str.buf[k])
 			rd->jr.str.buf[k] = '?';
-	if (charge(rd, rd->jr.str.len + 1) < 0)
+	if (rd_charge(rd, rd->jr.str.len + 1) < 0)
 		return -1;
 	free(*out);
 	*out = xstrndup(rd->jr.str.buf, rd->jr.str.len);
@@ -138,12 +120,12 @@ static int read_str(struct reader *rd, char **out)
 }
 
 /* The string just read, charged, its NUL bytes made '?' for a NUL-separated pool; NULL past the limit. */
-static struct buf *pool_str(struct reader *rd)
+struct buf *rd_pool_str(struct reader *rd)
 {
 	struct buf *s = &rd->jr.str;
 	size_t k;
 
-	if (charge(rd, s->len + 1) < 0)
+	if (rd_charge(rd, s->len + 1) < 0)
 		return NULL;
 	for (k = 0; k < s->len; k++)
 		if (!s->buf[k])
@@ -152,30 +134,15 @@ static struct buf *pool_str(struct reader *rd)
 }
 
 /* The string just read, interned into pr's pool. */
-static int intern_str(struct reader *rd, struct proc *pr, uint32_t *off)
+int rd_intern_str(struct reader *rd, struct proc *pr, uint32_t *off)
 {
-	struct buf *s = pool_str(rd);
+	struct buf *s = rd_pool_str(rd);
 
 	if (!s)
 		return -1;
 	*off = proc_intern(pr, s->buf, s->len);
 	return 0;
 }
-
-/*
- * Scalar members of an object, described once: a key, where its value goes
- * and the range it must lie in.
- */
-enum field_type { F_I64, F_INT, F_LONG, F_BOOL, F_STR, F_REAL };
-
-struct field {
-	const char *key;
-	enum field_type type;
-	size_t off;
-	int64_t lo, hi;
-};
-
-#define I64(s, k, lo, hi) { #k, F_I64, offsetof(struct s, k), lo, hi }
 
 static const struct field run_fields[] = {
 	{ "exit_code", F_INT, offsetof(struct run, exit_code), INT_MIN, INT_MAX },
@@ -215,19 +182,6 @@ static const struct field cold_fields[] = {
 	I64(cold_figures, mapped_resident, 0, MAX_BYTES),
 };
 
-static const struct field proc_fields[] = {
-	{ "pid", F_LONG, offsetof(struct proc, pid), -1, INT32_MAX },
-	{ "ppid", F_LONG, offsetof(struct proc, ppid), -1, INT32_MAX },
-	{ "argv", F_STR, offsetof(struct proc, argv), 0, 0 },
-	{ "role", F_STR, offsetof(struct proc, role), 0, 0 },
-	{ "mixed", F_BOOL, offsetof(struct proc, mixed), 0, 0 },
-	I64(proc, start_ns, -MAX_NS, MAX_NS),
-	I64(proc, end_ns, -MAX_NS, MAX_NS),
-	I64(proc, tracer_ns, -1, MAX_NS),
-	I64(proc, startup_cpu_ns, -1, MAX_NS),
-	I64(proc, cpu_ns, -1, MAX_NS),
-};
-
 static const struct field limits_fields[] = {
 	{ "cpus", F_REAL, offsetof(struct limits, cpus), 0, 1000000 },
 	I64(limits, memory, -1, MAX_BYTES),
@@ -262,7 +216,7 @@ static const struct field profile_fields[] = {
  * of fields: returns 1, 0 when the key is not there (nothing read), -1.
  * A member that is not a number keeps the struct's default.
  */
-static int read_field(struct reader *rd, const struct field *fields, size_t nr, void *base)
+int rd_field(struct reader *rd, const struct field *fields, size_t nr, void *base)
 {
 	const char *key = rd->jr.key.buf;
 	char *at = base;
@@ -282,7 +236,7 @@ static int read_field(struct reader *rd, const struct field *fields, size_t nr, 
 			*(bool *)at = t == JR_TRUE;
 		return jr_skip(&rd->jr) < 0 ? -1 : 1;
 	case F_STR:
-		return read_str(rd, (char **)at) < 0 ? -1 : 1;
+		return rd_str(rd, (char **)at) < 0 ? -1 : 1;
 	case F_REAL:
 		t = jr_value(&rd->jr);
 		if (t == JR_INT || t == JR_REAL) {
@@ -290,7 +244,7 @@ static int read_field(struct reader *rd, const struct field *fields, size_t nr, 
 				char text[64];
 
 				snprintf(text, sizeof(text), "%g", rd->jr.d);
-				return out_of_range(rd, key, text, fields[i].lo, fields[i].hi);
+				return rd_out_of_range(rd, key, text, fields[i].lo, fields[i].hi);
 			}
 			*(double *)at = rd->jr.d;
 			return 1;
@@ -305,7 +259,7 @@ static int read_field(struct reader *rd, const struct field *fields, size_t nr, 
 		v = *(int *)at;
 	else
 		v = *(long *)at;
-	if (read_int(rd, key, fields[i].lo, fields[i].hi, v, &v) < 0)
+	if (rd_int(rd, key, fields[i].lo, fields[i].hi, v, &v) < 0)
 		return -1;
 	if (fields[i].type == F_I64)
 		*(int64_t *)at = v;
@@ -316,10 +270,9 @@ static int read_field(struct reader *rd, const struct field *fields, size_t nr, 
 	return 1;
 }
 
-#define READ_FIELD(rd, table, base) read_field(rd, table, ARRAY_SIZE(table), base)
 
 /* Expects an array and reads its elements with each(); anything else is skipped. */
-static int read_array(struct reader *rd, int (*each)(struct reader *rd, void *ctx, size_t i), void *ctx)
+int rd_array(struct reader *rd, int (*each)(struct reader *rd, void *ctx, size_t i), void *ctx)
 {
 	enum jr_type t = jr_value(&rd->jr);
 	size_t i;
@@ -333,435 +286,6 @@ static int read_array(struct reader *rd, int (*each)(struct reader *rd, void *ct
 		if (each(rd, ctx, i) < 0)
 			return -1;
 	return more;
-}
-
-/* [name, depth, parent, self_us, cum_us, flags, kind, ...]: the parent is checked once the version is known. */
-static int read_node(struct reader *rd, void *ctx, size_t i)
-{
-	static const char *const keys[] = { NULL, "depth", "parent", "self_us", "cum_us", "flags" };
-	static const int64_t lo[] = { 0, 0, -1, -MAX_US, -MAX_US, 0 };
-	static const int64_t hi[] = { 0, INT32_MAX, INT32_MAX - 1, MAX_US, MAX_US, UINT32_MAX };
-	static const int64_t dflt[] = { 0, 0, -1, UNKNOWN, UNKNOWN, 0 };
-	struct proc *pr = ctx;
-	int64_t v[ARRAY_SIZE(keys)];
-	struct imp_node *n;
-	uint32_t name = 0;
-	int32_t idx;
-	size_t k;
-	int more, kind = KIND_APP;
-
-	rd->node = i;
-	if (charge(rd, sizeof(struct imp_node)) < 0)
-		return -1;
-	if (jr_value(&rd->jr) != JR_ARR || jr_arr_next(&rd->jr) <= 0 || jr_value(&rd->jr) != JR_STR)
-		return rd->jr.failed ? -1 : jr_fail(&rd->jr, "node %zu is not [name, depth, parent, ...]", i);
-	if (intern_str(rd, pr, &name) < 0)
-		return -1;
-	memcpy(v, dflt, sizeof(v));
-	for (k = 1; (more = jr_arr_next(&rd->jr)) > 0; k++) {
-		if (k < ARRAY_SIZE(keys)) {
-			if (read_int(rd, keys[k], lo[k], hi[k], dflt[k], &v[k]) < 0)
-				return -1;
-		} else if (k == 6 && jr_value(&rd->jr) == JR_STR) {
-			int found = kind_from_name(rd->jr.str.buf);
-
-			if (found >= 0)
-				kind = found;
-		} else if (rd->jr.failed || (k != 6 && jr_value(&rd->jr) == JR_ERROR) || jr_skip(&rd->jr) < 0) {
-			return -1;
-		}
-	}
-	if (more < 0)
-		return -1;
-	idx = proc_add_node(pr, "", 0, (uint32_t)v[1], v[3], v[4]);
-	n = &pr->nodes[idx];
-	n->name = name;
-	n->parent = (int32_t)v[2]; /* checked and linked at the end of the document */
-	n->flags = (uint32_t)v[5];
-	n->kind = (uint8_t)kind;
-	rd->node = SIZE_MAX;
-	return 0;
-}
-
-/* Timing entries before they are known to match the nodes. */
-struct timing_list {
-	struct proc *pr;
-	struct imp_timing *v;
-	size_t nr, alloc;
-};
-
-static int read_timing(struct reader *rd, void *ctx, size_t i)
-{
-	static const char *const keys[] = { "start_ns", "end_ns", "find_ns", "load_ns", "exec_ns",
-					    "compile_ns", "rss_start_kb", "rss_end_kb" };
-	struct timing_list *tl = ctx;
-	struct imp_timing *tm;
-	int64_t v[ARRAY_SIZE(keys)], cpu = UNKNOWN;
-	size_t k;
-	int more;
-
-	if (charge(rd, sizeof(*tm)) < 0)
-		return -1;
-	ALLOC_GROW(tl->v, tl->nr + 1, tl->alloc);
-	tm = &tl->v[tl->nr++];
-	for (k = 0; k < ARRAY_SIZE(v); k++)
-		v[k] = UNKNOWN;
-	tm->file = 0;
-	rd->node = i;
-	if (jr_value(&rd->jr) != JR_ARR)
-		return jr_skip(&rd->jr);
-	for (k = 0; (more = jr_arr_next(&rd->jr)) > 0; k++) {
-		bool kb = k >= 6;
-
-		if (k < ARRAY_SIZE(keys)) {
-			if (read_int(rd, keys[k], kb ? -1 : -MAX_NS, kb ? MAX_KB : MAX_NS, UNKNOWN, &v[k]) < 0)
-				return -1;
-		} else if (k == 9) {
-			/* The importing thread's CPU time (trace format 2); older profiles stop at 9. */
-			if (read_int(rd, "cpu_ns", -1, MAX_NS, UNKNOWN, &cpu) < 0)
-				return -1;
-		} else if (jr_value(&rd->jr) == JR_STR && k == 8) {
-			if (intern_str(rd, tl->pr, &tm->file) < 0)
-				return -1;
-		} else if (jr_skip(&rd->jr) < 0) {
-			return -1;
-		}
-	}
-	tm->start_ns = v[0];
-	tm->end_ns = v[1];
-	tm->find_ns = v[2];
-	tm->load_ns = v[3];
-	tm->exec_ns = v[4];
-	tm->compile_ns = v[5];
-	tm->rss_start_kb = v[6];
-	tm->rss_end_kb = v[7];
-	tm->cpu_ns = cpu;
-	rd->node = SIZE_MAX;
-	return more;
-}
-
-/* [t_ns, name, detail, node]; the node is checked when the process ends. */
-static int read_event(struct reader *rd, void *ctx, size_t i)
-{
-	struct proc *pr = ctx;
-	struct proc_event *e;
-	int64_t node = -1;
-	size_t k;
-	int more;
-
-	if (charge(rd, sizeof(*e)) < 0)
-		return -1;
-	if (jr_value(&rd->jr) != JR_ARR)
-		return jr_skip(&rd->jr);
-	ALLOC_GROW(pr->events, pr->nr_events + 1, pr->alloc_events);
-	e = &pr->events[pr->nr_events++];
-	e->t_ns = UNKNOWN;
-	e->name = e->detail = 0;
-	for (k = 0; (more = jr_arr_next(&rd->jr)) > 0; k++) {
-		if (k == 0 || k == 3) {
-			if (read_int(rd, k ? "node" : "t_ns", k ? INT64_MIN : -MAX_NS, k ? INT64_MAX : MAX_NS,
-				     k ? -1 : UNKNOWN, k ? &node : &e->t_ns) < 0)
-				return -1;
-		} else if (jr_value(&rd->jr) == JR_STR && k < 3) {
-			if (intern_str(rd, pr, k == 1 ? &e->name : &e->detail) < 0)
-				return -1;
-		} else if (jr_skip(&rd->jr) < 0) {
-			return -1;
-		}
-	}
-	e->node = node >= 0 && node < INT32_MAX ? (int32_t)node : -1;
-	return more;
-}
-
-/*
- * A process's "timeline" (timeline.h).  Nodes come each after its parent;
- * a sample's node is checked once the object is read, as "samples" may come
- * first.  The samples' wall times (and CPU times) add up to at most
- * MAX_US, 31 years of thread time: so no sum the analysis makes of them can
- * overflow, and a file that claims more is damaged.
- */
-struct tl_reading {
-	struct timeline *tl;
-	int64_t wall, cpu; /* sums over the samples so far */
-};
-
-static int tl_string(struct reader *rd, struct timeline *tl, uint32_t *off)
-{
-	struct buf *s = pool_str(rd);
-
-	if (!s)
-		return -1;
-	*off = timeline_intern(tl, s->buf, s->len);
-	return 0;
-}
-
-/* [name, kind, parent, file, line] */
-static int read_tl_node(struct reader *rd, void *ctx, size_t i)
-{
-	struct tl_reading *tr = ctx;
-	struct timeline *tl = tr->tl;
-	uint32_t name = 0, file = 0;
-	int64_t parent = -2, line = 0;
-	int kind = -1, more;
-	size_t k;
-
-	rd->item = "timeline node";
-	rd->item_no = i;
-	if (charge(rd, sizeof(struct tl_node)) < 0)
-		return -1;
-	if (jr_value(&rd->jr) != JR_ARR)
-		goto bad;
-	for (k = 0; (more = jr_arr_next(&rd->jr)) > 0; k++) {
-		if (k == 2 || k == 4) {
-			if (read_int(rd, k == 2 ? "parent" : "line", k == 2 ? -1 : INT32_MIN,
-				     k == 2 ? (int64_t)i - 1 : INT32_MAX, k == 2 ? -2 : 0, k == 2 ? &parent : &line) < 0)
-				return -1;
-		} else if (jr_value(&rd->jr) == JR_STR && k < 4) {
-			if (k == 1)
-				kind = tl_kind_from_name(rd->jr.str.buf);
-			else if (tl_string(rd, tl, k ? &file : &name) < 0)
-				return -1;
-		} else if (rd->jr.failed || jr_skip(&rd->jr) < 0) {
-			return -1;
-		}
-	}
-	if (more < 0)
-		return -1;
-	if (kind < 0 || parent == -2)
-		goto bad;
-	timeline_add_node(tl, (int32_t)parent, (enum tl_kind)kind, name, file, (int32_t)line);
-	rd->item = NULL;
-	return 0;
-bad:
-	if (rd->jr.failed)
-		return -1;
-	rd->item = NULL;
-	return jr_fail(&rd->jr, "timeline node %zu is not [name, kind, parent < %zu, file, line]", i, i);
-}
-
-/* [t_us, wall_us, cpu_us, node, wait_us] */
-static int read_tl_sample(struct reader *rd, void *ctx, size_t i)
-{
-	static const char *const keys[] = { "t_us", "wall_us", "cpu_us", "node", "wait_us" };
-	static const int64_t lo[] = { -MAX_US, -MAX_US, -MAX_US, 0, 0 };
-	static const int64_t hi[] = { MAX_US, MAX_US, MAX_US, INT32_MAX - 1, MAX_US };
-	static const int64_t dflt[] = { 0, 0, UNKNOWN, -1, 0 };
-	struct tl_reading *tr = ctx;
-	struct timeline *tl = tr->tl;
-	struct tl_sample *ts;
-	int64_t v[ARRAY_SIZE(keys)];
-	size_t k;
-	int more;
-
-	rd->item = "timeline sample";
-	rd->item_no = i;
-	if (charge(rd, sizeof(*ts)) < 0)
-		return -1;
-	memcpy(v, dflt, sizeof(v));
-	if (jr_value(&rd->jr) != JR_ARR)
-		goto bad;
-	for (k = 0; (more = jr_arr_next(&rd->jr)) > 0; k++) {
-		if (k < ARRAY_SIZE(keys)) {
-			if (read_int(rd, keys[k], lo[k], hi[k], dflt[k], &v[k]) < 0)
-				return -1;
-		} else if (jr_value(&rd->jr) == JR_ERROR || jr_skip(&rd->jr) < 0) {
-			return -1;
-		}
-	}
-	if (more < 0)
-		return -1;
-	if (v[3] < 0)
-		goto bad;
-	tr->wall += i64_abs(v[1]);
-	tr->cpu += v[2] > 0 ? v[2] : 0;
-	if (tr->wall > MAX_US || tr->cpu > MAX_US)
-		return jr_fail(&rd->jr, "timeline sample %zu: the samples add up to more than %lld us",
-			       i, (long long)MAX_US);
-	ALLOC_GROW(tl->samples, tl->nr_samples + 1, tl->alloc_samples);
-	ts = &tl->samples[tl->nr_samples++];
-	ts->t_us = v[0];
-	ts->wall_us = v[1];
-	ts->cpu_us = v[2];
-	ts->node = (int32_t)v[3]; /* checked against the nodes at the end */
-	ts->wait_us = v[4] <= ts->wall_us ? v[4] : 0;
-	rd->item = NULL;
-	return 0;
-bad:
-	if (rd->jr.failed)
-		return -1;
-	rd->item = NULL;
-	return jr_fail(&rd->jr, "timeline sample %zu is not [t_us, wall_us, cpu_us, node, ...]", i);
-}
-
-static int read_tl_end(struct reader *rd, struct timeline *tl)
-{
-	enum jr_type t = jr_value(&rd->jr);
-
-	if (t == JR_STR) {
-		int e = tl_end_from_name(rd->jr.str.buf);
-
-		if (e >= 0)
-			tl->end = (enum tl_end)e;
-	}
-	return t == JR_ERROR ? -1 : jr_skip(&rd->jr);
-}
-
-static int read_timeline_object(struct reader *rd, struct timeline *tl)
-{
-	static const struct field tl_fields[] = {
-		I64(timeline, origin_ns, -MAX_NS, MAX_NS),
-		I64(timeline, start_us, -MAX_US, MAX_US),
-		I64(timeline, end_us, -MAX_US, MAX_US),
-		I64(timeline, interval_us, -1, MAX_US),
-	};
-	struct tl_reading tr = { .tl = tl };
-	bool has_nodes = false, has_samples = false;
-	int64_t count;
-	size_t i;
-	int more, got;
-
-	tl->origin_ns = tl->start_us = tl->end_us = tl->interval_us = UNKNOWN;
-	tl->end = TL_END_LAST_SAMPLE;
-	if (jr_value(&rd->jr) != JR_OBJ)
-		return rd->jr.failed ? -1 : jr_fail(&rd->jr, "'timeline' is not an object");
-	while ((more = jr_obj_next(&rd->jr)) > 0) {
-		const char *key = rd->jr.key.buf;
-
-		got = READ_FIELD(rd, tl_fields, tl);
-		if (got < 0)
-			return -1;
-		if (got)
-			continue;
-		if (!strcmp(key, "dropped") || !strcmp(key, "faults")) {
-			count = 0;
-			more = read_int(rd, key, 0, MAX_COUNT, 0, &count);
-			*(key[0] == 'd' ? &tl->dropped : &tl->faults) = (uint64_t)count;
-		} else if (!strcmp(key, "end")) {
-			more = read_tl_end(rd, tl);
-		} else if (!strcmp(key, "nodes")) {
-			has_nodes = true;
-			more = read_array(rd, read_tl_node, &tr);
-		} else if (!strcmp(key, "samples")) {
-			has_samples = true;
-			more = read_array(rd, read_tl_sample, &tr);
-		} else {
-			more = jr_value(&rd->jr) == JR_ERROR ? -1 : jr_skip(&rd->jr);
-		}
-		if (more < 0)
-			return -1;
-	}
-	if (more < 0)
-		return -1;
-	if (!has_nodes || !has_samples)
-		return jr_fail(&rd->jr, "a timeline needs 'nodes' and 'samples' arrays");
-	for (i = 0; i < tl->nr_samples; i++)
-		if ((size_t)tl->samples[i].node >= tl->nr_nodes)
-			return jr_fail(&rd->jr, "timeline sample %zu: node %d of %zu", i, tl->samples[i].node,
-				       tl->nr_nodes);
-	timeline_sum(tl);
-	return 0;
-}
-
-static int read_timeline(struct reader *rd, struct proc *pr)
-{
-	if (charge(rd, sizeof(*pr->timeline)) < 0)
-		return -1;
-	if (pr->timeline)
-		timeline_free(pr->timeline);
-	pr->timeline = xmalloc(sizeof(*pr->timeline));
-	timeline_init(pr->timeline);
-	return read_timeline_object(rd, pr->timeline);
-}
-
-static int read_proc(struct reader *rd, void *ctx, size_t i)
-{
-	struct run *r = ctx;
-	struct proc *pr;
-	struct timing_list tl = { 0 };
-	bool timed = false, has_nodes = false;
-	int more, ret = -1;
-	size_t k;
-
-	if (charge(rd, sizeof(*pr)) < 0)
-		return -1;
-	pr = run_add_proc(r);
-	rd->proc = i;
-	tl.pr = pr;
-	if (jr_value(&rd->jr) != JR_OBJ) {
-		if (!rd->jr.failed)
-			jr_fail(&rd->jr, "process %zu is not an object", i);
-		return -1;
-	}
-	while ((more = jr_obj_next(&rd->jr)) > 0) {
-		const char *key = rd->jr.key.buf;
-		int got = READ_FIELD(rd, proc_fields, pr);
-
-		if (got < 0)
-			goto out;
-		if (got)
-			continue;
-		if (!strcmp(key, "nodes")) {
-			has_nodes = true;
-			if (jr_value(&rd->jr) != JR_ARR) {
-				if (!rd->jr.failed)
-					jr_fail(&rd->jr, "run %zu, process %zu: 'nodes' is not an array", rd->run, i);
-				goto out;
-			}
-			for (k = pr->nr_nodes; (more = jr_arr_next(&rd->jr)) > 0; k++)
-				if (read_node(rd, pr, k) < 0)
-					goto out;
-			if (more < 0)
-				goto out;
-			pr->nr_linked = 0;
-			continue;
-		}
-		if (!strcmp(key, "origin")) {
-			enum jr_type t = jr_value(&rd->jr);
-
-			/* A name this version does not know is an origin it cannot tell. */
-			if (t == JR_STR) {
-				int o = proc_origin_from_name(rd->jr.str.buf);
-
-				pr->origin = o > 0 ? (enum proc_origin)o : ORIGIN_UNKNOWN;
-			}
-			more = t == JR_ERROR ? -1 : jr_skip(&rd->jr);
-		} else if (!strcmp(key, "timing")) {
-			timed = true;
-			more = read_array(rd, read_timing, &tl);
-		} else if (!strcmp(key, "events")) {
-			more = read_array(rd, read_event, pr);
-		} else if (!strcmp(key, "timeline")) {
-			more = read_timeline(rd, pr);
-		} else {
-			more = jr_value(&rd->jr) == JR_ERROR ? -1 : jr_skip(&rd->jr);
-		}
-		if (more < 0)
-			goto out;
-	}
-	if (more < 0)
-		goto out;
-	if (!has_nodes) {
-		jr_fail(&rd->jr, "run %zu, process %zu has no 'nodes' array", rd->run, i);
-		goto out;
-	}
-	if (timed) {
-		if (tl.nr != pr->nr_nodes) {
-			jr_fail(&rd->jr, "run %zu, process %zu: 'timing' has %zu entries for %zu nodes", rd->run, i,
-				tl.nr, pr->nr_nodes);
-			goto out;
-		}
-		proc_ensure_timing(pr);
-		if (tl.nr)
-			memcpy(pr->timing, tl.v, tl.nr * sizeof(*tl.v));
-	}
-	for (k = 0; k < pr->nr_events; k++)
-		if (pr->events[k].node >= (int32_t)pr->nr_nodes)
-			pr->events[k].node = -1;
-	ret = 0;
-out:
-	free(tl.v);
-	rd->proc = SIZE_MAX;
-	return ret;
 }
 
 static int read_cgroup(struct reader *rd, struct cg_figures *cg)
@@ -804,7 +328,7 @@ static int read_run(struct reader *rd, void *ctx, size_t i)
 	bool has_procs = false;
 	int more, got;
 
-	if (charge(rd, sizeof(*r)) < 0)
+	if (rd_charge(rd, sizeof(*r)) < 0)
 		return -1;
 	r = profile_add_run(rd->p);
 	rd->run = i;
@@ -860,18 +384,33 @@ static int read_warning(struct reader *rd, void *ctx, size_t i)
 		return jr_skip(&rd->jr);
 	while ((more = jr_obj_next(&rd->jr)) > 0) {
 		if (!strcmp(rd->jr.key.buf, "line"))
-			more = read_int(rd, "line", INT64_MIN, INT64_MAX, 0, &line);
+			more = rd_int(rd, "line", INT64_MIN, INT64_MAX, 0, &line);
 		else if (!strcmp(rd->jr.key.buf, "msg"))
-			more = read_str(rd, &msg);
+			more = rd_str(rd, &msg);
 		else
 			more = jr_value(&rd->jr) == JR_ERROR ? -1 : jr_skip(&rd->jr);
 		if (more < 0)
 			break;
 	}
-	if (more >= 0 && msg && charge(rd, sizeof(struct pwarn)) == 0)
+	if (more >= 0 && msg && rd_charge(rd, sizeof(struct pwarn)) == 0)
 		profile_add_warning(rd->p, (long)line, "%s", msg);
 	free(msg);
 	return rd->jr.failed ? -1 : 0;
+}
+
+/* One of a finding's "pids". */
+static int read_finding_pid(struct reader *rd, void *ctx, size_t i)
+{
+	struct finding *f = ctx;
+	int64_t pid = -1;
+
+	if (rd_int(rd, "pids", 0, INT32_MAX, -1, &pid) < 0 || rd_charge(rd, sizeof(*f->pids)) < 0)
+		return -1;
+	if (pid > 0) {
+		f->pids = xrealloc(f->pids, st_mult(f->nr_pids + 1, sizeof(*f->pids)));
+		f->pids[f->nr_pids++] = (long)pid;
+	}
+	return 0;
 }
 
 static int read_finding(struct reader *rd, void *ctx, size_t i)
@@ -884,6 +423,8 @@ static int read_finding(struct reader *rd, void *ctx, size_t i)
 		return jr_skip(&rd->jr);
 	while ((more = jr_obj_next(&rd->jr)) > 0) {
 		more = READ_FIELD(rd, finding_fields, &f);
+		if (!more && !strcmp(rd->jr.key.buf, "pids"))
+			more = rd_array(rd, read_finding_pid, &f) < 0 ? -1 : 1;
 		if (!more)
 			more = jr_value(&rd->jr) == JR_ERROR ? -1 : jr_skip(&rd->jr);
 		if (more < 0)
@@ -891,13 +432,14 @@ static int read_finding(struct reader *rd, void *ctx, size_t i)
 	}
 	if (!f.id)
 		f.id = xstrdup("unknown");
-	if (more < 0 || charge(rd, sizeof(f)) < 0) {
+	if (more < 0 || rd_charge(rd, sizeof(f)) < 0) {
 		free(f.id);
 		free(f.severity);
 		free(f.title);
 		free(f.evidence);
 		free(f.fix);
 		free(f.module);
+		free(f.pids);
 		return -1;
 	}
 	profile_add_finding(rd->p, &f);
@@ -908,7 +450,7 @@ static int read_target(struct reader *rd, void *ctx, size_t i)
 {
 	char *s = NULL;
 
-	if (read_str(rd, &s) < 0)
+	if (rd_str(rd, &s) < 0)
 		return -1;
 	if (s)
 		strvec_push(&rd->p->target, s);
@@ -947,7 +489,7 @@ static int read_member(struct reader *rd)
 		return 0;
 	}
 	if (!strcmp(key, "version")) {
-		if (read_int(rd, "version", INT64_MIN, INT64_MAX, 0, &rd->version) < 0)
+		if (rd_int(rd, "version", INT64_MIN, INT64_MAX, 0, &rd->version) < 0)
 			return -1;
 		if (rd->version < 1 || rd->version > PROFILE_FORMAT_VERSION)
 			return jr_fail(&rd->jr, "unsupported profile version %lld (this coldstart reads 1 to %d)",
@@ -955,7 +497,7 @@ static int read_member(struct reader *rd)
 		return 0;
 	}
 	if (!strcmp(key, "target"))
-		return read_array(rd, read_target, NULL);
+		return rd_array(rd, read_target, NULL);
 	if (!strcmp(key, "limits"))
 		return read_limits(rd);
 	if (!strcmp(key, "runs")) {
@@ -968,11 +510,11 @@ static int read_member(struct reader *rd)
 		return got;
 	}
 	if (!strcmp(key, "warnings"))
-		return read_array(rd, read_warning, NULL);
+		return rd_array(rd, read_warning, NULL);
 	if (!strcmp(key, "findings"))
-		return read_array(rd, read_finding, NULL);
+		return rd_array(rd, read_finding, NULL);
 	if (!strcmp(key, "escaped_bytes"))
-		return read_int(rd, "escaped_bytes", 0, INT64_MAX, 0, &rd->escaped);
+		return rd_int(rd, "escaped_bytes", 0, INT64_MAX, 0, &rd->escaped);
 	if (!strcmp(key, "native")) {
 		buf_reset(&rd->native);
 		return jr_copy_value(&rd->jr, &rd->native, NATIVE_MAX, &rd->native_cut);

@@ -352,7 +352,7 @@ void render_processes(const struct run *r, const struct view *v, const struct re
 		if (pr->mixed)
 			buf_adds(&argv, " [mixed rows]");
 		buf_adds(out, st->dim);
-		fit_add(out, argv.buf, width == FIT_UNLIMITED ? FIT_UNLIMITED : width - used);
+		fit_add_command(out, argv.buf, width == FIT_UNLIMITED ? FIT_UNLIMITED : width - used);
 		buf_addf(out, "%s\n", st->reset);
 		buf_release(&argv);
 	}

@@ -109,7 +109,7 @@ static void line_what(const struct profile *p, size_t width, const char *bold, c
 		room = width > used + fit_cols(tail.buf) ? width - used - fit_cols(tail.buf) : 0;
 		if (room < want && room < 24)
 			room = want < 24 ? want : 24;
-		fit_add(out, target.buf, room);
+		fit_add_command(out, target.buf, room);
 		used += room < want ? room : want;
 		fit_add_head(out, tail.buf, width > used ? width - used : 1);
 		buf_addch(out, '\n');

@@ -6,6 +6,8 @@
  */
 #include "timeline.h"
 
+#include <ctype.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1170,9 +1172,29 @@ void timeline_to_json(const struct timeline *tl, struct buf *out)
 	buf_adds(out, "]}");
 }
 
+/*
+ * A copy of a bootstrap in the tracer's cache: <cache root>/_boot/<16 hex
+ * digits>/sitecustomize.py (trace_build.c), wherever COLDSTART_CACHE_DIR puts
+ * the root.
+ */
+static bool is_cached_bootstrap(const char *file)
+{
+	const char *p = file;
+	size_t i;
+
+	while ((p = strstr(p, "/_boot/"))) {
+		p += strlen("/_boot/");
+		for (i = 0; i < 16 && isxdigit((unsigned char)p[i]); i++)
+			;
+		if (i == 16 && !strcmp(p + 16, "/sitecustomize.py"))
+			return true;
+	}
+	return false;
+}
+
 static uint8_t func_kind(const char *file)
 {
-	if (strstr(file, "/coldstart/_boot/") || strstr(file, "/coldstart/_pytracer"))
+	if (strstr(file, "/coldstart/_boot/") || strstr(file, "/coldstart/_pytracer") || is_cached_bootstrap(file))
 		return KIND_TOOL;
 	if (strstr(file, "-packages/"))
 		return KIND_THIRDPARTY;

@@ -1,5 +1,5 @@
 /*
- * `coldstart why`'s answer as text within 100 columns, or as JSON: one
+ * `coldstart why`'s answer as text fitted to a width, or as JSON: one
  * section per process, its importers with their chains, and what would go
  * away (docs/why.md).
  */
@@ -10,9 +10,16 @@
 
 #include "fit.h"
 
-#define WIDTH 100
+/* The importer table's columns but the statement's: "  cost  what  " and the gap after the statement. */
+#define IMPORTER_FIXED (2 + 9 + 2 + 13 + 2 + 2)
 /* Where an importer's chain starts, under its statement. */
 #define CHAIN_COL 30
+
+/* The columns left of width after used ones, at least 10 (a name still reads). */
+static size_t room(size_t width, size_t used)
+{
+	return width > used + 10 ? width - used : 10;
+}
 
 /* Appends text wrapped at width with indent spaces before each line. */
 static void add_wrapped(struct buf *out, const char *text, size_t indent, size_t width)
@@ -142,10 +149,14 @@ static const struct why_stmt *importer_stmt(const struct why_graph *g, const str
 	return &a->stmts[im->first];
 }
 
-static void text_importers(struct buf *out, const struct why_graph *g, const struct why_answer *a, int top)
+static void text_importers(struct buf *out, const struct why_graph *g, const struct why_answer *a, int top,
+			   size_t width)
 {
 	const struct proc *pr = g->pr;
-	size_t counts[WHY_STATUS__COUNT] = { 0 }, i, shown, where_w = 12;
+	/* The statement column: up to 24 wide, narrower when the width leaves the names under 16 columns. */
+	size_t where_max = width >= IMPORTER_FIXED + 24 + 16 ? 24
+			   : width > IMPORTER_FIXED + 8 + 16 ? width - IMPORTER_FIXED - 16 : 8;
+	size_t counts[WHY_STATUS__COUNT] = { 0 }, i, shown, where_w = where_max < 12 ? where_max : 12;
 	struct buf where = BUF_INIT;
 	bool first = true;
 	int s;
@@ -166,9 +177,11 @@ static void text_importers(struct buf *out, const struct why_graph *g, const str
 		buf_reset(&where);
 		add_where(&where, g, importer_stmt(g, a, &a->importers[i]), a->importers[i].status != WHY_IN_FUNCTION);
 		if (where.len > where_w)
-			where_w = where.len > 24 ? 24 : where.len;
+			where_w = where.len > where_max ? where_max : where.len;
 	}
-	buf_addf(out, "  %9s  %-13s  %-*s  %s\n", "cost", "what", (int)where_w, "where", "importer (and its chain)");
+	buf_addf(out, "  %9s  %-13s  %-*s  ", "cost", "what", (int)where_w, "where");
+	fit_add(out, "importer (and its chain)", room(width, IMPORTER_FIXED + where_w));
+	buf_addch(out, '\n');
 	for (i = 0; i < shown; i++) {
 		const struct why_importer *im = &a->importers[i];
 		const struct why_stmt *st = importer_stmt(g, a, im);
@@ -194,17 +207,13 @@ static void text_importers(struct buf *out, const struct why_graph *g, const str
 				buf_addf(&where, " +%zu", lines);
 		}
 		buf_addf(out, "  %9s  %-13s  ", cost.buf, status_word(im->status));
-		used = 2 + 9 + 2 + 13 + 2;
-		if (where.len > where_w) {
+		if (where.len > where_w)
 			fit_add(out, where.buf, where_w);
-			used += where_w;
-		} else {
+		else
 			buf_addf(out, "%-*s", (int)where_w, where.buf);
-			used += where_w;
-		}
 		buf_adds(out, "  ");
-		used += 2;
-		left = WIDTH > used ? WIDTH - used : 10;
+		used = IMPORTER_FIXED + where_w;
+		left = room(width, used);
 		fit_add(out, name, left);
 		buf_addch(out, '\n');
 		/*
@@ -219,9 +228,9 @@ static void text_importers(struct buf *out, const struct why_graph *g, const str
 			buf_adds(&where, "via ");
 		if (where.len) {
 			buf_addf(out, "%*s", (int)CHAIN_COL, "");
-			fit_add(out, where.buf, WIDTH - CHAIN_COL);
-			if (im->node >= 0 && pr->nodes[im->node].parent >= 0 && WIDTH > CHAIN_COL + where.len + 8)
-				fit_add_chain(out, pr, im->node, WIDTH - CHAIN_COL - where.len);
+			fit_add(out, where.buf, room(width, CHAIN_COL));
+			if (im->node >= 0 && pr->nodes[im->node].parent >= 0 && width > CHAIN_COL + where.len + 8)
+				fit_add_chain(out, pr, im->node, width - CHAIN_COL - where.len);
 			buf_addch(out, '\n');
 		}
 		buf_release(&cost);
@@ -232,7 +241,7 @@ static void text_importers(struct buf *out, const struct why_graph *g, const str
 }
 
 static void text_gone(struct buf *out, const struct why_graph *g, const struct why_answer *a, const char *module,
-		      int top)
+		      int top, size_t width)
 {
 	const struct proc *pr = g->pr;
 	size_t i, shown, runs = 0;
@@ -252,7 +261,7 @@ static void text_gone(struct buf *out, const struct why_graph *g, const struct w
 	buf_addf(&line, ". %zu importer%s run%s an import of it at start-up", runs, runs == 1 ? "" : "s",
 		 runs == 1 ? "s" : "");
 	buf_adds(&line, runs ? "; each would have to defer it." : ".");
-	add_wrapped(out, line.buf, 2, WIDTH);
+	add_wrapped(out, line.buf, 2, width);
 	shown = top && (size_t)top < a->nr_gone ? (size_t)top : a->nr_gone;
 	if (shown)
 		buf_addf(out, "  %9s  %9s  %s\n", "self", "cum", "module");
@@ -263,7 +272,7 @@ static void text_gone(struct buf *out, const struct why_graph *g, const struct w
 		buf_add_duration(&s, nd->self_us);
 		buf_add_duration(&c, nd->cum_us);
 		buf_addf(out, "  %9s  %9s  ", s.buf, c.buf);
-		fit_add(out, node_name(pr, a->gone[i]), WIDTH - 24);
+		fit_add(out, node_name(pr, a->gone[i]), room(width, 24));
 		buf_addch(out, '\n');
 		buf_release(&s);
 		buf_release(&c);
@@ -275,7 +284,7 @@ static void text_gone(struct buf *out, const struct why_graph *g, const struct w
 		buf_addf(&line, "%zu module%s imported beneath %s would stay, kept by other importers (their time "
 				"moves to them, it does not go away):",
 			 a->nr_kept, a->nr_kept == 1 ? "" : "s", module);
-		add_wrapped(out, line.buf, 2, WIDTH);
+		add_wrapped(out, line.buf, 2, width);
 		shown = top && (size_t)top < a->nr_kept ? (size_t)top : a->nr_kept;
 		buf_addf(out, "  %9s  %-28s  %s\n", "cum", "module", "kept by");
 		for (i = 0; i < shown; i++) {
@@ -295,7 +304,7 @@ static void text_gone(struct buf *out, const struct why_graph *g, const struct w
 				add_where(&by, g, &k->how, true);
 				buf_adds(&by, ")");
 			}
-			fit_add(out, by.buf, WIDTH - 43);
+			fit_add(out, by.buf, room(width, 43));
 			buf_addch(out, '\n');
 			buf_release(&c);
 			buf_release(&by);
@@ -307,7 +316,7 @@ static void text_gone(struct buf *out, const struct why_graph *g, const struct w
 }
 
 static void text_process(struct buf *out, const struct run *r, const struct why_graph *g,
-			 const struct why_proc_answer *pa, const char *module, int top)
+			 const struct why_proc_answer *pa, const char *module, int top, size_t width)
 {
 	const struct proc *pr = g->pr;
 	const struct why_answer *a = &pa->a;
@@ -325,7 +334,7 @@ static void text_process(struct buf *out, const struct run *r, const struct why_
 		buf_addf(&line, ", started by %ld", pr->ppid);
 	if (pr->argv) {
 		buf_adds(&line, ": ");
-		fit_add(&line, pr->argv, WIDTH > line.len + 2 ? WIDTH - line.len - 2 : 10);
+		fit_add_command(&line, pr->argv, room(width, line.len + 2));
 	}
 	buf_addf(out, "%s\n", line.buf);
 	buf_reset(&line);
@@ -366,10 +375,10 @@ static void text_process(struct buf *out, const struct run *r, const struct why_
 	} else {
 		buf_addf(&line, "%s's load is not in this process's tree; its importers below name it", module);
 	}
-	add_wrapped(out, line.buf, 2, WIDTH);
-	text_importers(out, g, a, top);
+	add_wrapped(out, line.buf, 2, width);
+	text_importers(out, g, a, top, width);
 	if (a->nr_loads || a->nr_failed)
-		text_gone(out, g, a, module, top);
+		text_gone(out, g, a, module, top, width);
 	buf_release(&line);
 }
 
@@ -410,13 +419,13 @@ static void text_sources(struct buf *out, const struct why_report *w)
 			buf_adds(&line, " The profile has no trace: module files were located by name in the "
 					"profile's directory, the current one and the interpreter's sys.path.");
 	}
-	add_wrapped(out, line.buf, 0, WIDTH);
+	add_wrapped(out, line.buf, 0, w->width);
 	buf_release(&line);
 }
 
 /* "pytz is not imported in process 12 (the target's own), 14, 15." */
 static void text_elsewhere(struct buf *out, const struct run *r, const struct why_proc_answer *pas, size_t nr,
-			   const char *module)
+			   const char *module, size_t width)
 {
 	struct buf line = BUF_INIT;
 	size_t i, k, listed = 0, left = r->nr_procs - nr;
@@ -436,7 +445,7 @@ static void text_elsewhere(struct buf *out, const struct run *r, const struct wh
 		buf_addf(&line, " and %zu more", left - listed);
 	buf_addch(&line, '.');
 	buf_addch(out, '\n');
-	add_wrapped(out, line.buf, 0, WIDTH);
+	add_wrapped(out, line.buf, 0, width);
 	buf_release(&line);
 }
 
@@ -665,16 +674,16 @@ void why_report_text(const struct why_report *w, struct buf *out)
 		buf_addf(&line, ", run %zu of %zu", w->run_index + 1, p->nr_runs);
 	if (p->python_version)
 		buf_addf(&line, " (Python %s)", p->python_version);
-	fit_add(out, line.buf, WIDTH);
+	fit_add(out, line.buf, w->width);
 	buf_addch(out, '\n');
 	buf_release(&line);
 	text_sources(out, w);
 	for (i = 0; i < w->nr_answers; i++) {
 		buf_addch(out, '\n');
-		text_process(out, w->r, &w->graphs[w->answers[i].index], &w->answers[i], w->module, w->top);
+		text_process(out, w->r, &w->graphs[w->answers[i].index], &w->answers[i], w->module, w->top, w->width);
 	}
 	if (w->nr_answers < w->r->nr_procs)
-		text_elsewhere(out, w->r, w->answers, w->nr_answers, w->module);
+		text_elsewhere(out, w->r, w->answers, w->nr_answers, w->module, w->width);
 	buf_addch(out, '\n');
-	add_wrapped(out, assumption_text(w->functions), 0, WIDTH);
+	add_wrapped(out, assumption_text(w->functions), 0, w->width);
 }

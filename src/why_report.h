@@ -1,6 +1,6 @@
 /*
- * `coldstart why`'s answer, rendered: text within 100 columns for a
- * terminal, or JSON (the format is in docs/why.md).  Writes into a buffer;
+ * `coldstart why`'s answer, rendered: text fitted to a width (the
+ * terminal's, fit.h), or JSON (the format is in docs/why.md).  Writes into a buffer;
  * never prints.
  */
 #ifndef COLDSTART_WHY_REPORT_H
@@ -36,7 +36,11 @@ struct why_report {
 	bool no_source; /* --no-source: none were asked for */
 	bool functions; /* --functions */
 	int top; /* rows per list, 0 = all */
+	size_t width; /* of the text: fit_width(), or WHY_WIDE */
 };
+
+/* The text width of `why --wide`: nothing is shortened or wrapped. */
+#define WHY_WIDE ((size_t)1 << 20)
 
 void why_report_text(const struct why_report *w, struct buf *out);
 void why_report_json(const struct why_report *w, struct buf *out);

@@ -1,9 +1,13 @@
 """Pure-Python fallback of coldstart's import tracer (3.7+), used where the C
 extension cannot be built.  It writes the same records (docs/trace-format.md)
-with one os.write per record on an O_APPEND descriptor, so a killed process
-keeps every record it wrote.  Differences from the C tracer: it costs more,
-and a failing import's traceback carries one extra frame from this file.
+with one os.pwrite per record, so a killed process keeps every record it
+wrote.  As the C tracer, it writes the file with zeros ahead of its records
+and keeps _RESERVE written bytes free behind them: when the file system is
+full, the zeros cannot be written, and the R record that says so goes into
+those bytes before the trace stops.  Differences from the C tracer: it costs
+more, and a failing import's traceback carries one extra frame from this file.
 """
+import errno
 import os
 import sys
 import _thread
@@ -12,8 +16,13 @@ FORMAT_VERSION = 2
 IMPL = "py"
 
 _DETAIL_MAX = 400
+_FILL = 256 * 1024  # zeros written ahead of the records at a time, as _fill.h's FILL_BYTES
+_RESERVE = 128  # written bytes kept free behind the records for the R record, as STOP_RESERVE
+_REC_PREFAULT = 512  # an E or F record, as REC_PREFAULT
+_ZEROS = bytes(65536)
+# used: bytes of records; filled: bytes of the file written (records, then zeros); fill_err: why filling failed.
 _st = {"enabled": False, "fd": -1, "dir": None, "busy": False, "pid": 0,
-       "fork_ns": 0, "fork_depth": 0}
+       "fork_ns": 0, "fork_depth": 0, "used": 0, "filled": 0, "fill_err": 0, "lock": _thread.RLock()}
 _depth = {}  # thread ident -> imports open on it
 _tnos = {}
 _clock = None
@@ -49,11 +58,85 @@ def _rss():
         return -1
 
 
+def _fill_to(end):
+    # Zeros up to end and _FILL beyond it; False when the file system cannot take them.
+    fd, want = _st["fd"], end + _FILL
+    while _st["filled"] < want and not _st["fill_err"]:
+        try:
+            n = os.pwrite(fd, _ZEROS[:min(len(_ZEROS), want - _st["filled"])], _st["filled"])
+        except InterruptedError:
+            continue
+        except OSError as e:
+            _st["fill_err"] = e.errno or errno.EIO
+            break
+        if n <= 0:
+            _st["fill_err"] = errno.ENOSPC
+            break
+        _st["filled"] += n
+    return _st["filled"] >= end
+
+
+def _stop_full():
+    # As the C tracer's trace_stop_full: the R record into the reserve (none when not even the
+    # first records were written: the file stays empty), the file cut to its records, tracing off.
+    err = _st["fill_err"]
+    msg = ("no space left on the device" if err == errno.ENOSPC else
+           "disk quota exceeded" if err == errno.EDQUOT else "cannot write the trace file")
+    rec = ("R\t%d\t%s\n" % (_clock(), msg)).encode()
+    _st["enabled"] = False
+    fd, used = _st["fd"], _st["used"]
+    if fd < 0:
+        return
+    try:
+        if used and len(rec) <= _RESERVE and used + len(rec) <= _st["filled"]:
+            os.pwrite(fd, rec, used)
+            used += len(rec)
+        os.ftruncate(fd, used)
+    except OSError:
+        pass
+    _st["used"] = used
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+    _st["fd"] = -1
+
+
+def _emit(data):
+    # Under the lock (threads; an import in a signal handler takes it again): the record's
+    # place, and the write, so that no other thread closes the descriptor under it.
+    with _st["lock"]:
+        if not _st["enabled"]:
+            return
+        off = _st["used"]
+        end = off + len(data)
+        if end + _RESERVE > _st["filled"] and not _fill_to(end + _RESERVE):
+            _stop_full()
+            return
+        try:
+            os.pwrite(_st["fd"], data, off)
+        except OSError as e:
+            _st["fill_err"] = e.errno or errno.EIO
+            _stop_full()
+            return
+        _st["used"] = end
+
+
+def _prefault():
+    # As the C tracer's map_prefault: zeros for the next record are written before a clock is read
+    # for it, so that writing them (a page the file system allocates) falls inside the import it
+    # belongs to, as importtime, timing the call from outside, sees it too.
+    if _st["enabled"] and _st["used"] + _REC_PREFAULT + _RESERVE > _st["filled"]:
+        with _st["lock"]:
+            if _st["enabled"] and not _fill_to(_st["used"] + _REC_PREFAULT + _RESERVE):
+                _stop_full()
+
+
 def _write(fields):
     if not _st["enabled"]:
         return
     try:
-        os.write(_st["fd"], ("\t".join(fields) + "\n").encode("utf-8", "surrogateescape"))
+        _emit(("\t".join(fields) + "\n").encode("utf-8", "surrogateescape"))
     except Exception:
         _st["enabled"] = False
 
@@ -83,28 +166,29 @@ def _open(from_fork=False):
     for i in range(1000):
         path = os.path.join(_st["dir"], "%d-%d.trace" % (pid, i))
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o644)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
             break
         except FileExistsError:
             continue
     else:
         return False
-    _st["fd"] = fd
-    _st["pid"] = pid
+    _st.update(fd=fd, pid=pid, used=0, filled=0, fill_err=0)
     try:
         with open("/proc/self/cmdline", "rb") as f:
             argv = [a for a in f.read().split(b"\0")][:-1]
     except OSError:
         argv = []
     t = _clock()
-    os.write(fd, b"#coldstart-trace 2\n")
     enabled, _st["enabled"] = _st["enabled"], True
+    _emit(b"#coldstart-trace 2\n")
     start = _st["fork_ns"] if from_fork else _start_ns()
     _write(["H", str(t), str(pid), str(os.getppid()), str(start), "py",
             sys.version.split()[0], "audit" if hasattr(sys, "addaudithook") else "noaudit",
             "fork" if from_fork else "exec", str(_cpu()), str(_st["fork_depth"] if from_fork else 0),
             str(spawner)])
     _write(["V", str(t)] + [_esc(a) for a in argv])
+    if not _st["enabled"]:
+        return False  # the file system is full: the file is left empty
     _st["enabled"] = enabled
     return True
 
@@ -112,14 +196,17 @@ def _open(from_fork=False):
 def _after_fork():
     if not _st["enabled"]:
         return
+    # Another thread may have held the lock at the fork: the child's is new.
+    _st["lock"] = _thread.RLock()
     _st["fork_ns"] = _clock()
     _st["fork_depth"] = _depth.get(_thread.get_ident(), 0)
     _depth.clear()
     _depth[_thread.get_ident()] = _st["fork_depth"]
     try:
-        os.close(_st["fd"])
+        os.close(_st["fd"])  # the parent's file: not cut, not written
     except OSError:
         pass
+    _st["fd"] = -1
     _tnos.clear()
     # Our own open of the new file must not be recorded (into the old one).
     _st["busy"] = True
@@ -232,11 +319,13 @@ def start(trace_dir):
             mod = find_and_load(name, import_)
         except BaseException as exc:
             _depth[ident] -= 1
+            _prefault()
             rss = _rss()
             cpu = _cpu()
             _imp("F", _clock(), cpu, rss, name, type(exc).__name__)
             raise
         _depth[ident] -= 1
+        _prefault()
         rss = _rss()
         cpu = _cpu()
         _imp("E", _clock(), cpu, rss, name)
@@ -290,6 +379,15 @@ def _wrap_sleep():
 def _at_exit():
     if _st["pid"] == os.getpid():
         _write(["Q", str(_clock()), str(__import__("time").process_time_ns())])
+        # Cut the zeros ahead of the records (readers stop at the first NUL anyway); what the
+        # interpreter imports while finalising is filled for again.
+        with _st["lock"]:
+            if _st["enabled"]:
+                try:
+                    os.ftruncate(_st["fd"], _st["used"])
+                    _st["filled"] = _st["used"]
+                except OSError:
+                    pass
 
 
 def note(tag, text):

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "fit.h"
 #include "stats.h"
 
 static const struct exporter exporters[] = {
@@ -464,19 +465,23 @@ const struct proc *export_tree(const struct proc *pr, struct proc *view)
 	return view;
 }
 
+void export_add_target(struct buf *out, const struct profile *p, size_t max)
+{
+	struct buf t = BUF_INIT;
+	size_t i;
+
+	for (i = 0; i < p->target.nr; i++)
+		buf_addf(&t, "%s%s", i ? " " : "", p->target.v[i]);
+	fit_add_command(out, t.buf, max);
+	buf_release(&t);
+}
+
 void export_proc_label(const struct proc *pr, size_t idx, struct buf *out)
 {
 	struct buf tmp = BUF_INIT;
 
 	if (pr->argv && *pr->argv) {
-		size_t len = strlen(pr->argv);
-
-		if (len > 80) {
-			buf_add(&tmp, pr->argv, 77);
-			buf_adds(&tmp, "...");
-		} else {
-			buf_adds(&tmp, pr->argv);
-		}
+		fit_add_command(&tmp, pr->argv, 80);
 	} else {
 		buf_addf(&tmp, "process %zu", idx + 1);
 	}

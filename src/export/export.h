@@ -136,8 +136,17 @@ const struct proc *export_tree(const struct proc *pr, struct proc *view);
 /* True when every node with a finished import has start/end timing. */
 bool export_has_timing(const struct proc *pr);
 
-/* A label for a process: "python3 app.py (pid 42)", "process 2". */
+/* The columns of the target in a flame graph's or the HTML report's title. */
+#define TITLE_TARGET_COLS 100
+
+/*
+ * A label for a process: "python3 app.py (pid 42)", "process 2"; a command
+ * longer than 80 columns is shortened in the middle (its start and its end
+ * kept: the program and the script or module).
+ */
 void export_proc_label(const struct proc *pr, size_t idx, struct buf *out);
+/* Appends p's target, its arguments joined by spaces, shortened in the middle to at most max columns. */
+void export_add_target(struct buf *out, const struct profile *p, size_t max);
 
 /* Appends s with invalid UTF-8 and control bytes replaced by '?'. */
 void export_add_clean(struct buf *out, const char *s);

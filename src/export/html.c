@@ -376,7 +376,6 @@ int export_html(const struct profile *p, const struct export_opts *o, struct buf
 {
 	const struct run *r = export_pick_run(p, o, err);
 	struct buf svg = BUF_INIT, title = BUF_INIT;
-	size_t i;
 	int ret = -1;
 
 	if (!r)
@@ -387,8 +386,10 @@ int export_html(const struct profile *p, const struct export_opts *o, struct buf
 		buf_adds(&title, o->title);
 	} else {
 		buf_adds(&title, "coldstart report");
-		for (i = 0; i < p->target.nr && title.len < 120; i++)
-			buf_addf(&title, "%s%s", i ? " " : ": ", p->target.v[i]);
+		if (p->target.nr) {
+			buf_adds(&title, ": ");
+			export_add_target(&title, p, TITLE_TARGET_COLS);
+		}
 	}
 	buf_adds(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>");
 	export_add_xml(out, title.buf);

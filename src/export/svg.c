@@ -323,8 +323,6 @@ static void emit_legend(struct buf *out, const struct export_opts *o, double y)
 
 static void add_title(const struct profile *p, const struct export_opts *o, struct buf *t)
 {
-	size_t i;
-
 	if (o->title) {
 		buf_adds(t, o->title);
 		return;
@@ -332,8 +330,7 @@ static void add_title(const struct profile *p, const struct export_opts *o, stru
 	buf_adds(t, o->diff ? "coldstart differential flamegraph" : "coldstart import flamegraph");
 	if (p->target.nr) {
 		buf_adds(t, ": ");
-		for (i = 0; i < p->target.nr && t->len < 120; i++)
-			buf_addf(t, "%s%s", i ? " " : "", p->target.v[i]);
+		export_add_target(t, p, TITLE_TARGET_COLS);
 	}
 }
 

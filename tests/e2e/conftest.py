@@ -5,10 +5,15 @@ interpreters are Debian's /usr/bin/python3 plus every pyenv version found
 under /root/.pyenv/versions (3.7 and newer; 2.7 and 3.6 are used only where a
 test wants an interpreter without -X importtime).
 """
+import fcntl
 import glob
 import os
+import pty
 import re
+import select
+import struct
 import subprocess
+import termios
 
 import pytest
 
@@ -98,3 +103,30 @@ def coldstart():
     if not os.access(COLDSTART, os.X_OK):
         pytest.fail("coldstart binary not built: %s" % COLDSTART)
     return run_coldstart
+
+
+def on_terminal(args, columns, env_extra):
+    """Runs coldstart on a pseudo-terminal of the given width; returns what it printed."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    env = dict(os.environ)
+    env.pop("COLUMNS", None)
+    env.pop("NO_COLOR", None)
+    env.update(env_extra)
+    p = subprocess.Popen([COLDSTART] + args, stdin=slave, stdout=slave, stderr=slave, env=env)
+    os.close(slave)
+    chunks = []
+    while True:
+        r, _, _ = select.select([master], [], [], 60)
+        if not r:
+            break
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    p.wait(timeout=60)
+    os.close(master)
+    return b"".join(chunks).decode().replace("\r\n", "\n")

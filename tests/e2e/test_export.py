@@ -524,3 +524,30 @@ def test_pathologically_deep_tree(coldstart, tmp_path):
     assert errors == [] and stats["slices"] == 3000
     r = coldstart("export", path, "-f", "folded", timeout=60)
     assert r.returncode == 1 and "deeper than 2048 levels" in r.stderr
+
+
+def test_long_command_shortened_in_the_middle(coldstart, tmp_path):
+    """A long command keeps its start (the interpreter, the script) and its end
+    (the last arguments) in process labels and titles: the middle goes."""
+    script = tmp_path / "a" / "very" / "deep" / "directory" / "for" / "the" / "script" / "run_the_service.py"
+    script.parent.mkdir(parents=True)
+    script.write_text("import json\n")
+    prof = tmp_path / "long.json"
+    r = coldstart("profile", "--python", DEBIAN_PYTHON, "-o", prof, "--no-report", script,
+                  "--config", "/etc/service/production.yaml", "--workers", "4", "--the-last-argument")
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "long.speedscope.json"
+    export(coldstart, prof, "speedscope", out)
+    names = [p["name"] for p in json.loads(out.read_text())["profiles"]]
+    assert names and all(n.startswith("/usr/bin/python3 ") and "\u2026" in n and
+                         re.search(r"--the-last-argument \(pid \d+\)$", n) for n in names), names
+    assert all(len(n.split(" (pid")[0]) <= 80 for n in names), names
+    svg = tmp_path / "long.svg"
+    export(coldstart, prof, "svg", svg)
+    title = re.search(r"<text[^>]*>(coldstart import flamegraph: [^<]*)</text>", svg.read_text())
+    assert title and "--the-last-argument" in title.group(1), title
+    # The summary line of the report does the same with the target at the terminal's width.
+    rep = coldstart("report", prof, env={"COLUMNS": "70"})
+    first = rep.stdout.split("\n")[0]
+    assert len(first) <= 70 and first.startswith("coldstart: /") and "\u2026" in first, first
+    assert "--the-last-argument" in first, first

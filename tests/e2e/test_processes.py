@@ -125,12 +125,20 @@ def test_gunicorn_two_workers(coldstart, tmp_path):
     assert "sqlalchemy" not in names(master) and "flask" not in names(master)
     assert "gunicorn.app.wsgiapp" in names(master)
     check_trees(prof)
-    # One finding for the workers' sqlalchemy, naming both pids.
+    # One finding for the workers' sqlalchemy, naming both pids; every finding said once, naming its pids.
     heavy = [f for f in prof["findings"] if f["id"] == "heavy-import" and f["module"] == "sqlalchemy"]
     assert len(heavy) <= 1, heavy
     for f in heavy:
-        for w in workers:
-            assert "pid %d" % w["pid"] in f["evidence"], f
+        assert set(f["pids"]) <= {w["pid"] for w in workers} and f["pids"] == sorted(f["pids"]), f
+    check_findings(prof)
+    # A native extension both workers load (_hashlib, for sqlalchemy): one finding when heavy, naming
+    # every process that loaded it with its own load time.
+    for f in prof["findings"]:
+        if f["id"] == "native-heavy-load":
+            assert f["pids"] == loaded_in(prof, f["module"]), f
+            for pid in f["pids"]:
+                assert re.search(r"[\d.]+ [mu]s(?: load)? in pid %d \((?:master|worker)\)" % pid, f["evidence"]), f
+    assert sorted(loaded_in(prof, "_hashlib")) == sorted(w["pid"] for w in workers)
     # The report's process table: the master first, each with its own totals.
     table = r.stdout[r.stdout.index("Processes ("):]
     table = table[:table.index("\n\n")]
@@ -325,3 +333,115 @@ def test_gunicorn_under_preset_fn(coldstart, tmp_path):
     # Under the CPU limit the report speaks CPU time, and says what throttling explains.
     assert "Top modules by cumulative CPU time" in r.stdout
     assert "throttled in" in r.stdout
+
+
+def pids_in_text(text):
+    """The pids a finding's text names: "pid 12", "pids 13 and 14", "pids 1, 2 and 3"."""
+    got = set()
+    for m in re.finditer(r"\bpids? ((?:\d+(?:, | and ))*\d+)", text):
+        got.update(int(x) for x in re.findall(r"\d+", m.group(1)))
+    return got
+
+
+# Findings about files on disk, or of the timeline (samples of the target's own process only).
+NOT_ABOUT_A_PROCESS = {"native-unstripped", "startup-boto-client", "startup-django-admin", "startup-regex",
+                       "startup-work"}
+
+
+def check_findings(prof):
+    """Every finding is said once per module and names the pids it holds in:
+    its "pids" are processes of the run in the run's order (the target's
+    first), each named in its text, and no other process is named."""
+    order = [p["pid"] for p in prof["runs"][0]["processes"]]
+    seen = collections.Counter((f["id"], f["module"]) for f in prof["findings"] if f["module"])
+    assert not [k for k, n in seen.items() if n > 1], seen
+    for f in prof["findings"]:
+        pids = f["pids"]
+        assert pids == sorted(pids, key=order.index), (f["id"], pids, order)
+        if len(order) > 1 and f["id"] not in NOT_ABOUT_A_PROCESS:
+            assert pids, f
+        text = f["title"] + " " + f["evidence"]
+        named = pids_in_text(text)
+        if len(pids) == len(order) > 2:
+            assert "all %d processes" % len(order) in text, f
+        assert set(pids) <= named | ({order[0]} if f["id"] == "config-rejected" else set()), f
+        assert named <= set(order), f
+
+
+def loaded_in(prof, module):
+    procs = prof["runs"][0]["processes"]
+    return [procs[e["proc"]]["pid"] for e in prof["native"]["extensions"] if e["module"] == module]
+
+
+SLOW_EXT = r"""
+#include <Python.h>
+#include <unistd.h>
+/* Loading takes 30 ms in every process: a heavy native load, whatever the machine. */
+__attribute__((constructor)) static void slow(void) { usleep(30000); }
+static struct PyModuleDef def = { PyModuleDef_HEAD_INIT, "slowload", NULL, -1, NULL };
+PyMODINIT_FUNC PyInit_slowload(void) { return PyModule_Create(&def); }
+"""
+
+FORK_SCRIPT = """
+import os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+pid = os.fork()
+import slowload, sidefx
+if pid == 0:
+    import childonly
+    os._exit(0)
+os.waitpid(pid, 0)
+"""
+
+
+def build_slow_ext(where):
+    info = subprocess.run([DEBIAN_PYTHON, "-S", "-E", "-c",
+                           "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'));"
+                           "print(sysconfig.get_paths()['include'])"],
+                          capture_output=True, text=True, check=True).stdout.split("\n")
+    src = where / "slowload.c"
+    src.write_text(SLOW_EXT)
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-I", info[1], "-o", str(where / ("slowload" + info[0])),
+                    str(src)], check=True)
+
+
+def test_fork_findings_name_their_processes(coldstart, tmp_path):
+    """After os.fork() both processes import the same modules: each finding
+    about them is said once naming both pids, the parent (the target) first;
+    what only the child did names the child alone."""
+    build_slow_ext(tmp_path)
+    (tmp_path / "sidefx.py").write_text(
+        "import os\nopen(os.path.join(os.path.dirname(__file__), 'out-%d' % os.getpid()), 'w').close()\n")
+    (tmp_path / "childonly.py").write_text("import time\ntime.sleep(0.02)\n")
+    script = tmp_path / "forker.py"
+    script.write_text(FORK_SCRIPT)
+    r, prof = profile(coldstart, tmp_path, "--python", DEBIAN_PYTHON, str(script))
+    assert r.returncode == 0, r.stderr
+    procs = prof["runs"][0]["processes"]
+    assert [p["role"] for p in procs] == ["main", "fork"], [(p["pid"], p["role"]) for p in procs]
+    parent, child = procs[0]["pid"], procs[1]["pid"]
+    check_findings(prof)
+
+    def only(fid, module=None):
+        got = [f for f in prof["findings"] if f["id"] == fid and (module is None or f["module"] == module)]
+        assert len(got) == 1, (fid, module, [(f["id"], f["module"], f["evidence"]) for f in prof["findings"]])
+        return got[0]
+
+    f = only("import-side-effect", "sidefx")
+    assert f["pids"] == [parent, child]
+    assert "both processes: pid %d (main), pid %d (fork)" % (parent, child) in f["evidence"], f
+    f = only("import-side-effect", "childonly")
+    assert f["pids"] == [child] and "(pid %d)" % child in f["evidence"] and str(parent) not in f["evidence"], f
+    f = only("compiled-at-startup")
+    assert f["evidence"].count("'sidefx'") == 1 and "'sidefx' (" in f["evidence"], f
+    assert re.search(r"'sidefx' \([^)]*in 2 processes\)", f["evidence"]), f
+    assert f["pids"] == [parent, child]
+    # The native load, 30 ms in each process: one finding, each process with its own load time.
+    assert loaded_in(prof, "slowload") == [parent, child]
+    f = only("native-heavy-load", "slowload")
+    assert f["pids"] == [parent, child]
+    assert re.search(r"slowload: [\d.]+ ms load in pid %d \(main\), [\d.]+ ms in pid %d \(fork\)" % (parent, child),
+                     f["evidence"]), f
+    assert f["cost_us"] >= 30000
+    # The report says it once too.
+    assert r.stdout.count("[native-heavy-load] native extension 'slowload'") == 1, r.stdout

@@ -1,21 +1,16 @@
 """The text report fits the terminal (docs/report.md): real profiles of pandas,
 Django (`manage.py check`) and gunicorn with two workers behind a Flask app,
 rendered at 80 and 100 columns, on a pipe and on a real pseudo-terminal."""
-import fcntl
 import os
-import pty
 import re
-import select
 import shutil
 import socket
-import struct
 import subprocess
-import termios
 import textwrap
 
 import pytest
 
-from conftest import COLDSTART, DEBIAN_PYTHON, SAMPLES, run_coldstart
+from conftest import COLDSTART, DEBIAN_PYTHON, SAMPLES, on_terminal, run_coldstart
 
 ESC = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -158,33 +153,6 @@ def test_width_without_columns_is_100_on_a_pipe(profiles):
     out = subprocess.run([COLDSTART, "report", str(path)], capture_output=True, text=True, env=env).stdout
     assert max(len(l) for l in out.split("\n")) <= 100
     assert max(len(l) for l in out.split("\n")) > 80
-
-
-def on_terminal(args, columns, env_extra):
-    """Runs coldstart on a pseudo-terminal of the given width; returns what it printed."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
-    env = dict(os.environ)
-    env.pop("COLUMNS", None)
-    env.pop("NO_COLOR", None)
-    env.update(env_extra)
-    p = subprocess.Popen([COLDSTART] + args, stdin=slave, stdout=slave, stderr=slave, env=env)
-    os.close(slave)
-    chunks = []
-    while True:
-        r, _, _ = select.select([master], [], [], 60)
-        if not r:
-            break
-        try:
-            data = os.read(master, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    p.wait(timeout=60)
-    os.close(master)
-    return b"".join(chunks).decode().replace("\r\n", "\n")
 
 
 def test_terminal_width_and_colour(profiles):

@@ -159,6 +159,8 @@ def test_boto3_client_creation(coldstart, tmp_path):
     boto = findings(prof, "startup-boto-client")
     assert len(boto) == 1 and "load_service_model" in boto[0]["evidence"]
     assert "first use" in boto[0]["fix"]
+    # A finding from the target's timeline names the target's process.
+    assert boto[0]["pids"] == [proc["pid"]] and "(pid %d)" % proc["pid"] in boto[0]["evidence"]
 
 
 def django_project(tmp_path):
@@ -205,6 +207,7 @@ def test_django_manage_py_check(coldstart, tmp_path):
                       "django.core.management.ManagementUtility.execute"), report_section(r.stdout)
     admin = findings(prof, "startup-django-admin")
     assert len(admin) == 1 and "SimpleAdminConfig" in admin[0]["fix"], [f["id"] for f in prof["findings"]]
+    assert admin[0]["pids"] == [proc["pid"]]
     assert admin[0]["cost_us"] >= 30000 - 3 * tl.tl["interval_us"], admin[0]
 
 

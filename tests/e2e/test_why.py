@@ -16,7 +16,7 @@ import textwrap
 
 import pytest
 
-from conftest import DEBIAN_PYTHON, FIXTURES, python_version
+from conftest import COLDSTART, DEBIAN_PYTHON, FIXTURES, on_terminal, python_version
 
 WIDTH = 100
 
@@ -75,8 +75,9 @@ def write_app(root):
         path.write_text(textwrap.dedent(text))
 
 
-def env_for(cache):
-    return {"COLDSTART_CACHE_DIR": str(cache)}
+def env_for(cache, columns=WIDTH):
+    """The answers below are read at the width a pipe gets without COLUMNS."""
+    return {"COLDSTART_CACHE_DIR": str(cache), "COLUMNS": str(columns)}
 
 
 def why(coldstart, *args, cache, cwd=None, ok=True):
@@ -310,6 +311,33 @@ def test_pandas_pytz(coldstart, pandas_profile, real_cache):
     assert "__init__.py:17 computed  pandas" in r.stdout or "computed  pandas" in r.stdout
 
 
+def test_fits_the_terminal(coldstart, pandas_profile, real_cache):
+    """The answer fits COLUMNS, else the terminal's width (TIOCGWINSZ), else
+    100 columns, as the report does (docs/report.md); --wide lifts it."""
+    def longest(text):
+        return max(len(l) for l in text.splitlines())
+
+    by = {}
+    for columns in (60, 80, 160):
+        r = coldstart("why", "pytz", pandas_profile, env=env_for(real_cache, columns))
+        assert r.returncode == 0, r.stderr
+        assert longest(r.stdout) <= columns, [l for l in r.stdout.splitlines() if len(l) > columns]
+        by[columns] = r.stdout
+    # Chains and argv use the room: longer lines at 160 than 100 allows, shortened at 60.
+    assert longest(by[160]) > WIDTH, by[160]
+    assert "\u2026" in by[60]
+    env = dict(os.environ)
+    env.pop("COLUMNS", None)
+    env["COLDSTART_CACHE_DIR"] = str(real_cache)
+    pipe = subprocess.run([COLDSTART, "why", "pytz", str(pandas_profile)], capture_output=True, text=True, env=env)
+    assert pipe.returncode == 0, pipe.stderr
+    assert WIDTH - 20 < longest(pipe.stdout) <= WIDTH
+    term = on_terminal(["why", "pytz", str(pandas_profile)], 72, {"COLDSTART_CACHE_DIR": str(real_cache)})
+    assert "pytz" in term and longest(term) <= 72, term
+    wide = coldstart("why", "pytz", pandas_profile, "--wide", env=env_for(real_cache, 60))
+    assert wide.returncode == 0 and longest(wide.stdout) > 60
+
+
 def test_pandas_numpy(coldstart, pandas_profile, real_cache):
     d = why_json(coldstart, "numpy", pandas_profile, cache=real_cache)
     proc = d["processes"][0]
@@ -464,7 +492,6 @@ def test_interrupted_read_leaves_nothing(pandas_profile, tmp_path, how):
     stays behind."""
     import signal
     import time
-    from conftest import COLDSTART
     cache = tmp_path / "cache"
     env = dict(os.environ, COLDSTART_CACHE_DIR=str(cache))
     p = subprocess.Popen([COLDSTART, "why", "numpy", str(pandas_profile)], env=env, start_new_session=True,

@@ -149,6 +149,65 @@ static void test_compiled(void **state)
 	profile_release(&p);
 }
 
+/*
+ * Two forked workers that import the same app: every finding about the same
+ * module is said once, naming both pids; one that holds in one process
+ * names its pid.
+ */
+static void test_workers_said_once(void **state)
+{
+	struct profile p;
+	struct run *run;
+	struct proc *m = new_proc(&p, &run), *w;
+	const struct finding *f;
+	int32_t app, db, x;
+
+	m->role = xstrdup("master");
+	x = add(m, -1, "_winapi", KIND_STDLIB, 2000, 2000);
+	m->nodes[x].flags |= NODE_FAILED;
+	for (int i = 0; i < 2; i++) {
+		w = run_add_proc(run);
+		w->pid = 5000 + i;
+		w->ppid = 4242;
+		w->origin = ORIGIN_FORK;
+		w->role = xstrdup("worker");
+		proc_ensure_timing(w);
+		app = add(w, -1, "app", KIND_APP, 100, 3000);
+		w->nodes[app].flags |= NODE_COMPILED;
+		w->timing[app].file = proc_intern(w, "/srv/app.py", 11);
+		w->timing[app].compile_ns = 1000000 + i * 500000;
+		db = add(w, app, "app.db", KIND_APP, 100, 100);
+		event(w, db, "socket.connect", "('10.0.0.1', 5432)");
+		for (int k = 0; k < 2; k++) {
+			x = add(w, app, "ujson", KIND_THIRDPARTY, 500, 500);
+			w->nodes[x].flags |= NODE_FAILED;
+		}
+	}
+	findings_run(&p, builtin);
+
+	assert_int_equal(count(&p, "compiled-at-startup"), 1);
+	f = get(&p, "compiled-at-startup", NULL);
+	assert_non_null(strstr(f->title, "1 module compiled"));
+	assert_non_null(strstr(f->evidence, "'app' (1.0 ms, in 2 processes)"));
+	assert_non_null(strstr(f->evidence, "compiling took 2.5 ms in all, in pids 5000 and 5001 (workers)"));
+	assert_int_equal(f->nr_pids, 2);
+	assert_int_equal(f->pids[0], 5000);
+
+	assert_int_equal(count(&p, "import-side-effect"), 1);
+	f = get(&p, "import-side-effect", "app.db");
+	assert_non_null(strstr(f->evidence, "app -> app.db (pid 5000); it did so in pids 5000 and 5001 (workers)"));
+	assert_int_equal(f->nr_pids, 2);
+
+	assert_int_equal(count(&p, "failed-imports"), 1);
+	f = get(&p, "failed-imports", NULL);
+	assert_non_null(strstr(f->evidence, "'_winapi', 'ujson' (4 times) raised"));
+	assert_non_null(strstr(f->evidence, "over all 3 processes: pid 4242 (master), pids 5000 and 5001 (workers)"));
+	assert_int_equal(f->nr_pids, 3);
+	assert_int_equal(f->pids[0], 4242);
+	assert_int_equal(f->cost_us, 4000);
+	profile_release(&p);
+}
+
 static void test_heavy(void **state)
 {
 	struct profile p;
@@ -283,6 +342,7 @@ static void test_heavy_per_process(void **state)
 
 	m->role = xstrdup("master");
 	add(m, -1, "gunicorn.app", KIND_THIRDPARTY, 1000, 50000);
+	add(m, -1, "shared", KIND_THIRDPARTY, 1000, 30000);
 	for (int i = 0; i < 2; i++) {
 		w = run_add_proc(run);
 		w->pid = 5000 + i;
@@ -293,18 +353,28 @@ static void test_heavy_per_process(void **state)
 		k = add(w, -1, "app", KIND_APP, 100, 300000 + i * 1000);
 		add(w, k, "sqlalchemy", KIND_THIRDPARTY, 1000, 250000 + i * 1000);
 		add(w, k, "flask", KIND_THIRDPARTY, 1000, 49900);
+		add(w, -1, "shared", KIND_THIRDPARTY, 1000, 60000);
 	}
 	m = &run->procs[0];
 	findings_run(&p, builtin);
-	assert_int_equal(count(&p, "heavy-import"), 3);
+	assert_int_equal(count(&p, "heavy-import"), 4);
 	f = get(&p, "heavy-import", "gunicorn.app");
 	assert_non_null(strstr(f->title, "of the target's import time"));
 	assert_non_null(strstr(f->evidence, "pid 4242 (master)"));
 	f = get(&p, "heavy-import", "sqlalchemy");
 	assert_int_equal(f->cost_us, 251000);
 	assert_non_null(strstr(f->title, "of 2 workers"));
-	assert_non_null(strstr(f->evidence, "pid 5001 (worker), pid 5000"));
+	assert_non_null(strstr(f->evidence, "in pid 5001 (worker), where it costs most; heavy in pids 5000 and 5001 (workers)"));
 	assert_non_null(strstr(f->evidence, "app -> sqlalchemy"));
+	assert_int_equal(f->nr_pids, 2);
+	assert_int_equal(f->pids[0], 5000);
+	assert_int_equal(f->pids[1], 5001);
+	/* Heavy in the master and in both workers: said once, the target's process first. */
+	f = get(&p, "heavy-import", "shared");
+	assert_non_null(strstr(f->title, "'shared' takes up to 37% of the import time of all 3 processes"));
+	assert_non_null(strstr(f->evidence, "all 3 processes: pid 4242 (master), pids 5000 and 5001 (workers)"));
+	assert_int_equal(f->nr_pids, 3);
+	assert_int_equal(f->pids[0], 4242);
 	profile_release(&p);
 }
 
@@ -534,6 +604,7 @@ int main(void)
 		cmocka_unit_test(test_finders_ordinary),
 		cmocka_unit_test(test_finders_few),
 		cmocka_unit_test(test_heavy_per_process),
+		cmocka_unit_test(test_workers_said_once),
 		cmocka_unit_test(test_heavy_after_ready),
 		cmocka_unit_test(test_heavy_cpu_under_limit),
 		cmocka_unit_test(test_config_rejected),

@@ -55,6 +55,40 @@ static int32_t add(struct proc *pr, int32_t parent, const char *name)
 	return i;
 }
 
+/* A command keeps its start and its last whole arguments. */
+static void test_command_keeps_its_last_arguments(void **state)
+{
+	struct buf b = BUF_INIT;
+	const char *cmd = "/usr/bin/python3 /srv/app/manage.py runserver --settings prod --noreload";
+
+	(void)state;
+	fit_add_command(&b, cmd, 40);
+	assert_string_equal(b.buf, "/usr/bin/python3 /srv/a\xe2\x80\xa6 prod --noreload");
+	assert_int_equal(fit_cols(b.buf), 40);
+	buf_reset(&b);
+	/* Half the width for the end: fewer arguments then. */
+	fit_add_command(&b, cmd, 30);
+	assert_string_equal(b.buf, "/usr/bin/python3 /\xe2\x80\xa6 --noreload");
+	assert_int_equal(fit_cols(b.buf), 30);
+	buf_reset(&b);
+	fit_add_command(&b, cmd, 60);
+	assert_string_equal(b.buf, "/usr/bin/python3 /srv/app/manage\xe2\x80\xa6 --settings prod --noreload");
+	buf_reset(&b);
+	/* No last argument fits: cut in the middle as any string. */
+	fit_add_command(&b, "/usr/bin/python3 --a-very-long-last-argument-indeed", 20);
+	assert_int_equal(fit_cols(b.buf), 20);
+	assert_non_null(strstr(b.buf, "indeed"));
+	buf_reset(&b);
+	fit_add_command(&b, cmd, FIT_UNLIMITED);
+	assert_string_equal(b.buf, cmd);
+	buf_reset(&b);
+	/* UTF-8 counts by characters. */
+	fit_add_command(&b, "/usr/bin/python3 /srv/\xc3\xa9t\xc3\xa9/app.py --caf\xc3\xa9", 28);
+	assert_int_equal(fit_cols(b.buf), 28);
+	assert_non_null(strstr(b.buf, "\xe2\x80\xa6 --caf\xc3\xa9"));
+	buf_release(&b);
+}
+
 static void test_chain(void **state)
 {
 	struct run r;
@@ -130,6 +164,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cols),
 		cmocka_unit_test(test_shorten_in_the_middle),
+		cmocka_unit_test(test_command_keeps_its_last_arguments),
 		cmocka_unit_test(test_chain),
 		cmocka_unit_test(test_wrap_with_a_hanging_indent),
 		cmocka_unit_test(test_reflow_keeps_columns),

@@ -102,7 +102,16 @@ static void test_round_trip(void **state)
 	pr->events[0].name = proc_intern(pr, "socket.connect", 14);
 	pr->events[0].node = 1;
 	profile_add_warning(&p, 7, "a warning with \"quotes\"");
+	{
+		struct finding f = { xstrdup("heavy-import"), xstrdup("info"), xstrdup("t"), xstrdup("e"),
+				     xstrdup("f"), xstrdup("app"), 800, xcalloc(2, sizeof(long)), 2 };
+
+		f.pids[0] = 42;
+		f.pids[1] = 43;
+		profile_add_finding(&p, &f);
+	}
 	profile_to_json(&p, &a);
+	assert_non_null(strstr(a.buf, "\"pids\":[42,43]"));
 
 	profile_init(&q);
 	if (profile_from_json(&q, a.buf, a.len, &err) < 0)
@@ -126,6 +135,9 @@ static void test_round_trip(void **state)
 	assert_int_equal(q.runs[0].procs[0].cpu_ns, 9000);
 	assert_int_equal(q.runs[0].procs[0].timing[0].cpu_ns, 4321);
 	assert_int_equal(q.runs[0].procs[0].timing[1].cpu_ns, UNKNOWN);
+	/* The processes a finding holds in. */
+	assert_int_equal(q.findings[0].nr_pids, 2);
+	assert_int_equal(q.findings[0].pids[1], 43);
 	profile_release(&p);
 	profile_release(&q);
 	buf_release(&a);
