@@ -124,6 +124,13 @@ struct build {
 	bool *done;
 	int64_t sampled_cpu_ns; /* CPU time of every sample, all threads */
 	int64_t last_wait; /* the main thread's time waiting for a CPU at its last sample; UNKNOWN */
+	/*
+	 * Wait read after its sample's clock: the handler reads the clocks, then
+	 * the wait, and a thread throttled in between shows a wait longer than
+	 * its interval, the next sample an interval without it.  The excess is
+	 * carried into the next samples, so the wait adds up over the run.
+	 */
+	int64_t wait_carry;
 };
 
 static int32_t root_of(const struct timeline *tl, int32_t i);
@@ -564,6 +571,9 @@ static void add_samples(struct build *b, int64_t end_ns)
 				wait = s->wait_ns - b->last_wait;
 			if (s->wait_ns >= 0)
 				b->last_wait = s->wait_ns;
+			wait += b->wait_carry;
+			b->wait_carry = wait > wall ? wait - wall : 0;
+			wait -= b->wait_carry;
 			if (b->done[1] && s->t_ns > b->last_t[1]) {
 				cpu = cpu * wall / (s->t_ns - b->last_t[1]);
 				wait = wait * wall / (s->t_ns - b->last_t[1]);

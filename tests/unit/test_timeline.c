@@ -418,10 +418,40 @@ static void test_bootstrap_frames_are_the_tool_s(void **state)
 	timeline_release(&tl);
 }
 
+/*
+ * The handler reads the clocks and then the wait: a thread throttled in
+ * between shows more wait than its interval, and the next sample an
+ * interval without it.  The excess goes on to the next sample: no wait is
+ * lost and none exceeds its interval.
+ */
+static void test_wait_read_late_is_carried(void **state)
+{
+	static const char text[] = "#coldstart-samples 1\n"
+				   "H\t1000000\t42\t41\t1000\t400000\t450000\t3.11.2\texec\n"
+				   "C\t1000000\t1\twork\t/app/main.py\t20\n"
+				   "S\t2000000\t1\t700000\t0\t1\n"
+				   "S\t3000000\t1\t800000\t5000000\t1\n"
+				   "S\t9000000\t1\t900000\t5000000\t1\n"
+				   "Q\t9500000\t1300000\t0\t0\texit\n";
+	struct timeline tl;
+	int64_t total = 0;
+	size_t i;
+
+	(void)state;
+	build(&tl, text, UNKNOWN, TL_END_EXIT);
+	for (i = 0; i < tl.nr_samples; i++) {
+		assert_true(tl.samples[i].wait_us <= tl.samples[i].wall_us);
+		total += tl.samples[i].wait_us;
+	}
+	assert_int_equal(total, 5000);
+	timeline_release(&tl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_small_tree_and_split),
+		cmocka_unit_test(test_wait_read_late_is_carried),
 		cmocka_unit_test(test_bootstrap_frames_are_the_tool_s),
 		cmocka_unit_test(test_cut_at_ready),
 		cmocka_unit_test(test_process_exits_before_the_cut),
