@@ -16,6 +16,7 @@
 
 #include "args.h"
 #include "builtin.h"
+#include "leftover.h"
 #include "measure.h"
 #include "plan_target.h"
 #include "plan_verify.h"
@@ -509,6 +510,8 @@ int cmd_plan(int argc, char **argv)
 		goto out;
 	set_environments(&c, datadir);
 	plan_target_setup_signals();
+	/* What SIGKILLed runs left in $TMPDIR, the FN_LISTENER directories of plans included. */
+	leftover_cleanup_dirs();
 	ret = record(&c);
 	if (ret >= 0)
 		goto out;
