@@ -12,7 +12,13 @@
 # time-to-ready workloads of bench/timeline_bench.sh, each to its end with
 # the timeline off: boto3's client('s3') and Django's `manage.py check` in a
 # project made by django-admin startproject (BENCH_APPS=0 leaves them out).
-# Usage: bench/tracer_instr_bench.sh [python]  (run `make tracer` first).
+# Then, with PYTHONDONTWRITEBYTECODE=1 (no .pyc can be written, as in many
+# images and for an installed datadir), the traced `import json` and `import
+# PKG` rows with the source bootstrap (compiled in every process, as without
+# a cache) and with its bytecode from coldstart's cache (docs/design.md, "The
+# tracer cache"; the cache is made by `coldstart profile` under
+# build/bench/tracer-instr/cache), BENCH_BOOT=0 leaves them out.
+# Usage: bench/tracer_instr_bench.sh [python]  (run `make` first).
 set -eu
 cd "$(dirname "$0")/.."
 PY=${1:-/usr/bin/python3}
@@ -75,6 +81,41 @@ for pkg in $PKGS; do
 	fi
 	row "$pkg" "$PY" -X importtime -c "import $pkg"
 done
+boot_rows() {
+	[ "${BENCH_BOOT:-1}" = 0 ] && return 0
+	COLDSTART_CACHE_DIR="$root/$out/cache" ./coldstart profile --no-report -o "$out/boot.json" -- \
+		"$PY" -c pass >/dev/null 2>&1 || { echo "tracer_instr_bench: coldstart profile failed" >&2; exit 1; }
+	cached=$(ls -d "$root/$out/cache/_boot"/*/ 2>/dev/null | head -1)
+	if [ -z "$cached" ] || ! ls "$cached/__pycache__"/*.pyc >/dev/null 2>&1; then
+		echo "tracer_instr_bench: no cached bootstrap bytecode in $out/cache" >&2
+		exit 1
+	fi
+	# The source bootstrap without the .pyc the rows above wrote beside it.
+	mkdir -p "$out/srcboot"
+	cp python/coldstart/_boot/sitecustomize.py "$out/srcboot/"
+	printf "\nPYTHONDONTWRITEBYTECODE=1, traced (C tracer): the bootstrap compiled from source vs its cached .pyc\n"
+	printf "%-9s %14s %14s %14s %14s %7s\n" package importtime "+C source boot" "+C cached pyc" saved "saved%"
+	for pkg in json $PKGS; do
+		"$PY" -c "import $pkg" 2>/dev/null || continue
+		plain=$(PYTHONDONTWRITEBYTECODE=1 count "$PY" -X importtime -c "import $pkg")
+		src=$(count_boot "$root/$out/srcboot" "$PY" -X importtime -c "import $pkg")
+		pyc=$(count_boot "$cached" "$PY" -X importtime -c "import $pkg")
+		awk -v p="$pkg" -v a="$plain" -v s="$src" -v c="$pyc" 'BEGIN {
+			printf "%-9s %14d %14d %14d %14d %6.2f%%\n", p, a, s, c, s - c, 100 * (s - c) / s
+		}'
+	done
+}
+# $1: the bootstrap's directory; the rest: the command, traced with the C tracer, writing no .pyc.
+count_boot() {
+	dir=$1
+	shift
+	rm -rf "$root/$out/trace" && mkdir -p "$root/$out/trace"
+	PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$dir" COLDSTART_PYDIR="$root/python/coldstart" \
+		COLDSTART_TRACE_DIR="$root/$out/trace" COLDSTART_TRACER_PATH="$root/python/coldstart" COLDSTART_TRACER= \
+		count "$@"
+	ls "$root/$out/trace"/*.trace >/dev/null 2>&1 || { echo "tracer_instr_bench: no trace written" >&2; exit 1; }
+}
+boot_rows
 [ "${BENCH_APPS:-1}" = 0 ] && exit 0
 if "$PY" -c "import boto3" 2>/dev/null; then
 	printf "import boto3\nboto3.client('s3', region_name='us-east-1', aws_access_key_id='x', aws_secret_access_key='y')\n" \

@@ -16,8 +16,11 @@
 
 #include "args.h"
 #include "builtin.h"
+#include "leftover.h"
+#include "measure.h"
 #include "plan_target.h"
 #include "plan_verify.h"
+#include "trace_build.h"
 #include "util.h"
 
 extern char **environ;
@@ -414,17 +417,33 @@ static void set_module_list(struct strvec *env, const char *name, const struct s
 static void set_environments(struct plan_cmd *c, const char *datadir)
 {
 	struct plan_run *r = &c->r;
-	struct buf boot = BUF_INIT;
-	char cwd[4096];
+	struct buf boot = BUF_INIT, note = BUF_INIT;
+	char cwd[4096], *python, *cached = NULL;
 
 	strvec_pushv(&r->env_plain, (const char *const *)environ);
 	strvec_pushv(&r->env_record, r->env_plain.v);
 	strvec_pushv(&r->env_apply, r->env_plain.v);
 	strvec_setenv(&r->env_plain, "COLDSTART_PLAN", "");
 	strvec_setenv(&r->env_apply, "COLDSTART_PLAN_RECORD", "");
-	buf_addf(&boot, "%s/coldstart/_boot/plan", datadir);
+	/* The bootstrap's bytecode from the cache, as the tracer's (trace_build.h). */
+	python = r->argv.nr ? measure_command_python(r->argv.v[0]) : NULL;
+	if (python)
+		cached = boot_cache_ensure(python, datadir, "_boot/plan", &note);
+	if (note.len)
+		warning("plan bootstrap: %s", note.buf);
+	if (cached)
+		buf_adds(&boot, cached);
+	else
+		buf_addf(&boot, "%s/coldstart/_boot/plan", datadir);
 	set_pythonpath(&r->env_record, boot.buf);
 	set_pythonpath(&r->env_apply, boot.buf);
+	buf_reset(&boot);
+	buf_addf(&boot, "%s/coldstart", datadir);
+	strvec_setenv(&r->env_record, "COLDSTART_PYDIR", boot.buf);
+	strvec_setenv(&r->env_apply, "COLDSTART_PYDIR", boot.buf);
+	free(python);
+	free(cached);
+	buf_release(&note);
 	buf_addf(&c->tmp, "%s.tmp-%d", c->o.output, (int)getpid());
 	/* The code archive's path is written into the plan: make it absolute. */
 	if (c->o.output[0] != '/' && getcwd(cwd, sizeof(cwd)))
@@ -491,6 +510,8 @@ int cmd_plan(int argc, char **argv)
 		goto out;
 	set_environments(&c, datadir);
 	plan_target_setup_signals();
+	/* What SIGKILLed runs left in $TMPDIR, the FN_LISTENER directories of plans included. */
+	leftover_cleanup_dirs();
 	ret = record(&c);
 	if (ret >= 0)
 		goto out;

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 /* The kinds of private directory that are removed once their owner is gone. */
-static const char *const stale_kinds[] = { "trace", "fn" };
+static const char *const stale_kinds[] = { "trace", "fn", "plan" };
 
 static const char *tmp_base(void)
 {

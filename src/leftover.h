@@ -41,7 +41,7 @@ struct private_dir {
 
 /*
  * Creates it under $TMPDIR (an absolute path), else /tmp.  kind is "trace",
- * "fn", ...: the kinds leftover_cleanup_dirs knows are cleaned after a
+ * "fn", "plan", ...: the kinds leftover_cleanup_dirs knows are cleaned after a
  * SIGKILL, any other kind is kept.  0, or -1 with a message in err.
  */
 int private_dir_create(struct private_dir *d, const char *kind, struct buf *err);
@@ -50,7 +50,7 @@ void private_dir_remove(struct private_dir *d);
 /* Drops the lock and forgets the path, leaving the directory where it is. */
 void private_dir_forget(struct private_dir *d);
 /*
- * Removes the stale trace and Fn directories in $TMPDIR (or /tmp) that
+ * Removes the stale trace, Fn and plan directories in $TMPDIR (or /tmp) that
  * belong to this user.
  */
 void leftover_cleanup_dirs(void);

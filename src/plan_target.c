@@ -20,13 +20,15 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
-#include <dirent.h>
 
 #include "launch.h"
+#include "leftover.h"
 
 #define TAIL_MAX 8192
 #define RESPONSE_MAX ((size_t)64 << 20)
 #define STOP_GRACE_NS ((int64_t)5000000000)
+/* The Fn agent's limit on FN_LISTENER's path: a unix socket address. */
+#define FN_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
 
 static volatile sig_atomic_t got_signal;
 
@@ -471,26 +473,6 @@ static void stop_target(struct io *io)
 	launch_reap_orphans();
 }
 
-static void remove_dir(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	struct buf p = BUF_INIT;
-
-	if (d) {
-		while ((e = readdir(d))) {
-			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-				continue;
-			buf_reset(&p);
-			buf_addf(&p, "%s/%s", dir, e->d_name);
-			unlink(p.buf);
-		}
-		closedir(d);
-	}
-	rmdir(dir);
-	buf_release(&p);
-}
-
 void plan_outcome_init(struct plan_outcome *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -520,6 +502,7 @@ void plan_target_setup_signals(void)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGQUIT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	launch_become_subreaper();
 }
@@ -533,8 +516,7 @@ enum plan_status plan_target_run(const struct plan_target *t, struct plan_outcom
 {
 	struct child c;
 	struct io io;
-	char dir[] = "/tmp/coldstart-plan-XXXXXX";
-	bool have_dir = false;
+	struct private_dir dir = { NULL, -1 };
 	struct buf sock_path = BUF_INIT;
 	int ctl[2] = { -1, -1 };
 	enum plan_status st = PLAN_RUN_FAILED;
@@ -553,12 +535,20 @@ enum plan_status plan_target_run(const struct plan_target *t, struct plan_outcom
 	strvec_pushv(&c.args, t->argv);
 	strvec_pushv(&c.env, t->env);
 	if (t->probe == PLAN_PROBE_FN) {
-		if (!mkdtemp(dir)) {
-			buf_addf(err, "cannot create a directory for FN_LISTENER: %s", strerror(errno));
+		struct buf derr = BUF_INIT;
+
+		if (private_dir_create(&dir, "plan", &derr) < 0) {
+			buf_addf(err, "cannot create a private FN_LISTENER directory: %s", derr.buf);
+			buf_release(&derr);
 			goto out;
 		}
-		have_dir = true;
-		buf_addf(&sock_path, "%s/lsnr.sock", dir);
+		buf_addf(&sock_path, "%s/lsnr.sock", dir.path);
+		/* The FDK binds phonylsnr.sock beside it and links lsnr.sock to it. */
+		if (sock_path.len + strlen("phony") > FN_PATH_MAX) {
+			buf_addf(err, "'%s/phonylsnr.sock', the FDK's socket, would be longer than the %zu bytes a socket "
+				 "path may have: set TMPDIR to a shorter directory", dir.path, FN_PATH_MAX);
+			goto out;
+		}
 		strvec_pushf(&c.env, "FN_LISTENER=unix:%s", sock_path.buf);
 		strvec_setenv(&c.env, "FN_FORMAT", "http-stream");
 	}
@@ -614,8 +604,7 @@ out:
 		close(ctl[0]);
 	if (ctl[1] >= 0)
 		close(ctl[1]);
-	if (have_dir)
-		remove_dir(dir);
+	private_dir_remove(&dir);
 	buf_release(&sock_path);
 	buf_release(&io.out);
 	return st;

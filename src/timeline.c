@@ -6,6 +6,8 @@
  */
 #include "timeline.h"
 
+#include <ctype.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,6 +124,13 @@ struct build {
 	bool *done;
 	int64_t sampled_cpu_ns; /* CPU time of every sample, all threads */
 	int64_t last_wait; /* the main thread's time waiting for a CPU at its last sample; UNKNOWN */
+	/*
+	 * Wait read after its sample's clock: the handler reads the clocks, then
+	 * the wait, and a thread throttled in between shows a wait longer than
+	 * its interval, the next sample an interval without it.  The excess is
+	 * carried into the next samples, so the wait adds up over the run.
+	 */
+	int64_t wait_carry;
 };
 
 static int32_t root_of(const struct timeline *tl, int32_t i);
@@ -562,6 +571,9 @@ static void add_samples(struct build *b, int64_t end_ns)
 				wait = s->wait_ns - b->last_wait;
 			if (s->wait_ns >= 0)
 				b->last_wait = s->wait_ns;
+			wait += b->wait_carry;
+			b->wait_carry = wait > wall ? wait - wall : 0;
+			wait -= b->wait_carry;
 			if (b->done[1] && s->t_ns > b->last_t[1]) {
 				cpu = cpu * wall / (s->t_ns - b->last_t[1]);
 				wait = wait * wall / (s->t_ns - b->last_t[1]);
@@ -1170,9 +1182,29 @@ void timeline_to_json(const struct timeline *tl, struct buf *out)
 	buf_adds(out, "]}");
 }
 
+/*
+ * A copy of a bootstrap in the tracer's cache: <cache root>/_boot/<16 hex
+ * digits>/sitecustomize.py (trace_build.c), wherever COLDSTART_CACHE_DIR puts
+ * the root.
+ */
+static bool is_cached_bootstrap(const char *file)
+{
+	const char *p = file;
+	size_t i;
+
+	while ((p = strstr(p, "/_boot/"))) {
+		p += strlen("/_boot/");
+		for (i = 0; i < 16 && isxdigit((unsigned char)p[i]); i++)
+			;
+		if (i == 16 && !strcmp(p + 16, "/sitecustomize.py"))
+			return true;
+	}
+	return false;
+}
+
 static uint8_t func_kind(const char *file)
 {
-	if (strstr(file, "/coldstart/_boot/") || strstr(file, "/coldstart/_pytracer"))
+	if (strstr(file, "/coldstart/_boot/") || strstr(file, "/coldstart/_pytracer") || is_cached_bootstrap(file))
 		return KIND_TOOL;
 	if (strstr(file, "-packages/"))
 		return KIND_THIRDPARTY;

@@ -16,6 +16,7 @@
 
 /* The target's process and its timeline, as the rules read them. */
 struct tl_ctx {
+	const struct run *r;
 	const struct proc *pr;
 	const struct timeline *tl;
 	bool by_cpu; /* under a CPU limit: CPU time is what the code costs */
@@ -32,6 +33,7 @@ static bool ctx_init(struct tl_ctx *c, const struct profile *p)
 	memset(c, 0, sizeof(*c));
 	if (!r || !r->nr_procs || !r->procs[0].timeline)
 		return false;
+	c->r = r;
 	c->pr = &r->procs[0];
 	c->tl = c->pr->timeline;
 	c->by_cpu = p->limits.cpus > 0 || r->cg.nr_throttled > 0;
@@ -55,6 +57,19 @@ static void ctx_release(struct tl_ctx *c)
 {
 	free(c->imp);
 	free(c->impc);
+}
+
+/* Adds a finding of the target's process, the one the rules read: ev, which names its pid, is the evidence. */
+static void target_finding(struct profile *p, const struct tl_ctx *c, struct buf *ev, const char *id,
+			   const char *severity, const char *module, int64_t cost_us, const char *title,
+			   const char *fix)
+{
+	size_t target = 0;
+	struct proc_set s = { &target, 1, 1 };
+
+	if (c->pr->pid > 0)
+		buf_addf(ev, " (pid %ld)", c->pr->pid);
+	finding_add_in(p, c->r, &s, id, severity, module, cost_us, title, ev->buf, fix);
 }
 
 static int64_t cum_of(const struct tl_ctx *c, int32_t i, bool with_imports)
@@ -102,9 +117,9 @@ static void add_share(struct buf *b, const struct tl_ctx *c, int64_t us)
 	if (c->by_cpu)
 		buf_adds(b, " of CPU");
 	buf_addf(b, " (%.0f%% of %s)", 100.0 * (double)us / (double)c->ready_us,
-		 c->tl->end == TL_END_EXIT		 ? "the run until finalisation"
+		 c->tl->end == TL_END_EXIT	       ? "the run until finalisation"
 		 : c->tl->end == TL_END_FIRST_RESPONSE ? "the time to the first response"
-							 : "the time to ready");
+						       : "the time to ready");
 }
 
 /*
@@ -138,12 +153,12 @@ static void rule_boto_client(struct profile *p)
 		buf_adds(&ev, "; making sessions ");
 		buf_add_duration(&ev, session);
 	}
-	finding_add(p, "startup-boto-client", create * 4 >= c.ready_us ? "warning" : "info", NULL, create,
-		    "boto3/botocore clients are created at start-up", ev.buf,
-		    "create the client on first use (a function with functools.cache that returns "
-		    "boto3.client(...)), and share one client (or one boto3.session.Session) across the process "
-		    "instead of one per call or per module: every client loads and parses its service's JSON "
-		    "model; in a serverless function, make it at module scope only if the first request needs it");
+	target_finding(p, &c, &ev, "startup-boto-client", create * 4 >= c.ready_us ? "warning" : "info", NULL, create,
+		       "boto3/botocore clients are created at start-up",
+		       "create the client on first use (a function with functools.cache that returns "
+		       "boto3.client(...)), and share one client (or one boto3.session.Session) across the process "
+		       "instead of one per call or per module: every client loads and parses its service's JSON "
+		       "model; in a serverless function, make it at module scope only if the first request needs it");
 out:
 	buf_release(&ev);
 	ctx_release(&c);
@@ -168,12 +183,12 @@ static void rule_django_admin(struct profile *p)
 	buf_adds(&ev, "django.contrib.admin's autodiscovery (AdminConfig.ready -> autodiscover) took ");
 	add_share(&ev, &c, us);
 	buf_adds(&ev, ", importing every installed app's admin module inside django.setup()");
-	finding_add(p, "startup-django-admin", "info", "django.contrib.admin", us,
-		    "Django's admin imports every app's admin module at start-up", ev.buf,
-		    "in the settings of processes that do not serve the admin (workers, management commands, API "
-		    "services), leave 'django.contrib.admin' out of INSTALLED_APPS, or list "
-		    "'django.contrib.admin.apps.SimpleAdminConfig' instead and register the ModelAdmins in the "
-		    "URLconf module that serves the admin, so only that process imports them");
+	target_finding(p, &c, &ev, "startup-django-admin", "info", "django.contrib.admin", us,
+		       "Django's admin imports every app's admin module at start-up",
+		       "in the settings of processes that do not serve the admin (workers, management commands, API "
+		       "services), leave 'django.contrib.admin' out of INSTALLED_APPS, or list "
+		       "'django.contrib.admin.apps.SimpleAdminConfig' instead and register the ModelAdmins in the "
+		       "URLconf module that serves the admin, so only that process imports them");
 out:
 	buf_release(&ev);
 	ctx_release(&c);
@@ -223,8 +238,7 @@ static void rule_regex(struct profile *p)
 		/* The module whose body compiled it: the innermost import above. */
 		for (a = n->parent; a >= 0 && c.tl->nodes[a].kind == TL_FUNC; a = c.tl->nodes[a].parent)
 			;
-		if (a < 0 || c.tl->nodes[a].kind != TL_IMPORT ||
-		    stdlib_import(c.pr, tl_str(c.tl, c.tl->nodes[a].name)))
+		if (a < 0 || c.tl->nodes[a].kind != TL_IMPORT || stdlib_import(c.pr, tl_str(c.tl, c.tl->nodes[a].name)))
 			continue;
 		for (k = 0; k < nr && m[k].name != c.tl->nodes[a].name; k++)
 			;
@@ -249,11 +263,11 @@ static void rule_regex(struct profile *p)
 	}
 	if (nr > LIST_MAX)
 		buf_addf(&ev, " and %zu more", nr - LIST_MAX);
-	finding_add(p, "startup-regex", "info", tl_str(c.tl, m[0].name), total,
-		    "regular expressions are compiled at module scope", ev.buf,
-		    "compile a pattern where it is first used: keep the pattern string at module scope and call "
-		    "re.match/re.search with it (re caches compiled patterns), or build it in a function with "
-		    "functools.cache; a pattern compiled in a loop over a table is the usual culprit");
+	target_finding(p, &c, &ev, "startup-regex", "info", tl_str(c.tl, m[0].name), total,
+		       "regular expressions are compiled at module scope",
+		       "compile a pattern where it is first used: keep the pattern string at module scope and call "
+		       "re.match/re.search with it (re caches compiled patterns), or build it in a function with "
+		       "functools.cache; a pattern compiled in a loop over a table is the usual culprit");
 out:
 	free(m);
 	buf_release(&ev);
@@ -350,15 +364,13 @@ static void rule_work(struct profile *p)
 		timeline_chain(c.tl, c.tl->nodes[f[i].node].parent, 4, &chain);
 		if (chain.len)
 			buf_addf(&ev, "; called from %s", chain.buf);
-		if (c.pr->pid > 0)
-			buf_addf(&ev, " (pid %ld)", c.pr->pid);
 		buf_addf(&title, "'%s' is a large part of the start-up outside imports", name);
-		finding_add(p, "startup-work", us * 4 >= c.ready_us ? "warning" : "info", NULL, us, title.buf,
-			    ev.buf,
-			    "if the first request does not need it, do it on first use (a cached function, a lazy "
-			    "property) instead of at start-up; if it builds the same thing every start (parsed "
-			    "configuration, schemas, routing tables), cache the result across starts or build it "
-			    "once when the image is made");
+		target_finding(p, &c, &ev, "startup-work", us * 4 >= c.ready_us ? "warning" : "info", NULL, us,
+			       title.buf,
+			       "if the first request does not need it, do it on first use (a cached function, a lazy "
+			       "property) instead of at start-up; if it builds the same thing every start (parsed "
+			       "configuration, schemas, routing tables), cache the result across starts or build it "
+			       "once when the image is made");
 		shown++;
 		buf_release(&ev);
 		buf_release(&title);

@@ -43,7 +43,7 @@ int trace_prepare(struct trace_session *ts, const char *python, struct strvec *e
 	const char *datadir = coldstart_datadir(), *old;
 	struct buf path = BUF_INIT, berr = BUF_INIT, pp = BUF_INIT, note = BUF_INIT;
 	struct private_dir pd;
-	char *so = NULL, *slash;
+	char *so = NULL, *boot = NULL, *slash;
 	int ret = -1;
 
 	memset(ts, 0, sizeof(*ts));
@@ -65,16 +65,21 @@ int trace_prepare(struct trace_session *ts, const char *python, struct strvec *e
 	buf_addf(&path, "%s/coldstart/_boot", datadir);
 	ts->boot_dir = buf_detach(&path, NULL);
 
-	if (python && trace_build_ensure(python, datadir, ts->dir, &so, &note, &berr) < 0)
+	if (python && trace_build_ensure(python, datadir, ts->dir, &so, &boot, &note, &berr) < 0)
 		write_note(ts->dir, "fallback.txt", berr.buf);
 	if (note.len)
 		write_note(ts->dir, "cache.txt", note.buf);
-	buf_addf(&pp, "%s", ts->boot_dir);
+	/* The cached copy with its bytecode, else the source bootstrap. */
+	buf_addf(&pp, "%s", boot ? boot : ts->boot_dir);
 	old = strvec_getenv(env, "PYTHONPATH");
 	if (old && *old)
 		buf_addf(&pp, ":%s", old);
 	strvec_setenv(env, "PYTHONPATH", pp.buf);
 	strvec_setenv(env, "COLDSTART_TRACE_DIR", ts->dir);
+	/* Where the bootstrap finds the rest of coldstart when it runs from the cache. */
+	buf_reset(&path);
+	buf_addf(&path, "%s/coldstart", datadir);
+	strvec_setenv(env, "COLDSTART_PYDIR", path.buf);
 	if (so) {
 		slash = strrchr(so, '/');
 		if (slash)
@@ -87,6 +92,7 @@ int trace_prepare(struct trace_session *ts, const char *python, struct strvec *e
 	ret = 0;
 out:
 	free(so);
+	free(boot);
 	buf_release(&path);
 	buf_release(&berr);
 	buf_release(&note);

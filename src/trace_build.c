@@ -22,7 +22,8 @@ static const char query_script[] =
 	"import sys, sysconfig\n"
 	"print(sys.version.split()[0])\n"
 	"print(sysconfig.get_config_var('EXT_SUFFIX') or '')\n"
-	"print(sysconfig.get_paths().get('include') or '')\n";
+	"print(sysconfig.get_paths().get('include') or '')\n"
+	"print(getattr(getattr(sys, 'implementation', None), 'cache_tag', None) or '')\n";
 
 /* Runs argv and collects stdout or stderr (the other is inherited / dropped). */
 static int run_capture(const char *const *argv, bool want_stdout, struct buf *out, int *status,
@@ -260,7 +261,7 @@ int py_info_query(const char *python, struct py_info *info, struct buf *err)
 {
 	const char *argv[] = { python, "-S", "-E", "-c", query_script, NULL };
 	struct buf out = BUF_INIT;
-	char *p, *ver, *suffix, *inc;
+	char *p, *ver, *suffix, *inc, *tag;
 	int status = 0, ret = -1;
 
 	memset(info, 0, sizeof(*info));
@@ -270,13 +271,15 @@ int py_info_query(const char *python, struct py_info *info, struct buf *err)
 	ver = next_line(&p);
 	suffix = ver ? next_line(&p) : NULL;
 	inc = suffix ? next_line(&p) : NULL;
-	if (status != 0 || !inc || sscanf(ver, "%d.%d", &info->major, &info->minor) != 2) {
+	tag = inc ? next_line(&p) : NULL;
+	if (status != 0 || !tag || sscanf(ver, "%d.%d", &info->major, &info->minor) != 2) {
 		buf_addf(err, "'%s' did not describe itself (exit status %d)", python, status);
 		goto out;
 	}
 	info->version = xstrdup(ver);
 	info->ext_suffix = xstrdup(suffix);
 	info->include_dir = xstrdup(inc);
+	info->cache_tag = xstrdup(tag);
 	ret = 0;
 out:
 	buf_release(&out);
@@ -288,6 +291,7 @@ void py_info_release(struct py_info *info)
 	free(info->version);
 	free(info->ext_suffix);
 	free(info->include_dir);
+	free(info->cache_tag);
 	memset(info, 0, sizeof(*info));
 }
 
@@ -368,20 +372,16 @@ out:
 	return ret;
 }
 
-int ext_build_ensure(const char *python, const char *datadir, const char *ext, const char *scratch, char **so_path,
-		     struct buf *note, struct buf *err)
+static int ext_build_for(const char *python, const struct py_info *ip, const char *datadir, const char *ext,
+			 const char *scratch, char **so_path, struct buf *note, struct buf *err)
 {
-	struct py_info info;
+	const struct py_info info = *ip;
 	struct buf src = BUF_INIT, path = BUF_INIT, dir = BUF_INIT, why = BUF_INIT;
 	struct buf srcpath = BUF_INIT, name = BUF_INIT, incpath = BUF_INIT;
 	char *root = NULL, *real = NULL;
 	int ret = -1, dirfd = -1;
-	bool have_info = false;
 
 	*so_path = NULL;
-	if (py_info_query(python, &info, err) < 0)
-		goto out;
-	have_info = true;
 	if (info.major < 3 || (info.major == 3 && info.minor < 7)) {
 		buf_addf(err, "'%s' is Python %s; the %s needs 3.7 or newer", python, info.version, ext + 1);
 		goto out;
@@ -459,8 +459,6 @@ int ext_build_ensure(const char *python, const char *datadir, const char *ext, c
 	*so_path = buf_detach(&path, NULL);
 	ret = 0;
 out:
-	if (have_info)
-		py_info_release(&info);
 	if (dirfd >= 0)
 		close(dirfd);
 	free(root);
@@ -475,8 +473,259 @@ out:
 	return ret;
 }
 
-int trace_build_ensure(const char *python, const char *datadir, const char *scratch, char **so_path,
-		       struct buf *note, struct buf *err)
+int ext_build_ensure(const char *python, const char *datadir, const char *ext, const char *scratch, char **so_path,
+		     struct buf *note, struct buf *err)
 {
-	return ext_build_ensure(python, datadir, "_tracer", scratch, so_path, note, err);
+	struct py_info info;
+	int ret;
+
+	*so_path = NULL;
+	if (py_info_query(python, &info, err) < 0)
+		return -1;
+	ret = ext_build_for(python, &info, datadir, ext, scratch, so_path, note, err);
+	py_info_release(&info);
+	return ret;
+}
+
+/* Reads the little-endian 32-bit word at p. */
+static uint32_t le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/*
+ * Whether the .pyc name in dir (a __pycache__) is one the interpreter will
+ * use for the source whose stat is src: a trusted file (check_extension)
+ * with a timestamp header (3.7+: magic, flags 0, mtime, size) that matches
+ * it.  The magic number is the interpreter's to check: on a mismatch it
+ * compiles the source, as without the cache.  0 yes, 1 no (why), -1 none.
+ */
+static int check_pyc(int dir, const char *name, const struct stat *src, struct buf *why)
+{
+	unsigned char h[16];
+	int fd, ret = check_extension(dir, name, why);
+
+	if (ret)
+		return ret;
+	fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || read(fd, h, sizeof(h)) != (ssize_t)sizeof(h) || le32(h + 4) != 0 ||
+	    le32(h + 8) != (uint32_t)src->st_mtime || le32(h + 12) != (uint32_t)src->st_size)
+		buf_addf(why, "'%s' is not the bytecode of the bootstrap beside it", name);
+	if (fd >= 0)
+		close(fd);
+	return why->len ? 1 : 0;
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Writes data to name in dir atomically (a temporary name, then rename), mode 0644. */
+static int write_private_file(int dir, const char *name, const struct buf *data)
+{
+	struct buf tmp = BUF_INIT;
+	int fd, ret = -1;
+
+	buf_addf(&tmp, "%s.tmp.%ld", name, (long)getpid());
+	unlinkat(dir, tmp.buf, 0);
+	fd = openat(dir, tmp.buf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		goto out;
+	if (write_all(fd, data->buf, data->len) == 0 && fchmod(fd, 0644) == 0 && close(fd) == 0) {
+		fd = -1;
+		ret = renameat(dir, tmp.buf, dir, name);
+	}
+	if (fd >= 0)
+		close(fd);
+	if (ret < 0)
+		unlinkat(dir, tmp.buf, 0);
+out:
+	buf_release(&tmp);
+	return ret;
+}
+
+static const char compile_script[] =
+	"import py_compile, sys\n"
+	"py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True,\n"
+	"                   invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)\n";
+
+/*
+ * Has python compile real/file into pycache (the directory pcfd) as pyc:
+ * into a temporary name there, then renamed.  0, or -1 with the reason in why.
+ */
+static int compile_pyc(const char *python, const char *real, const char *file, int pcfd, const char *pycache,
+		       const char *pyc, struct buf *why)
+{
+	struct buf src = BUF_INIT, dst = BUF_INIT, tmp = BUF_INIT, out = BUF_INIT;
+	const char *argv[] = { python, "-S", "-E", "-c", compile_script, NULL, NULL, NULL };
+	int status = 0, ret;
+
+	buf_addf(&src, "%s/%s", real, file);
+	buf_addf(&tmp, "%s.tmp.%ld", pyc, (long)getpid());
+	buf_addf(&dst, "%s/%s", pycache, tmp.buf);
+	argv[5] = src.buf;
+	argv[6] = dst.buf;
+	ret = run_capture(argv, false, &out, &status, why);
+	if (!ret && status) {
+		buf_addf(why, "'%s' did not compile it (exit status %d)", python, status);
+		add_head(why, &out, 3);
+		ret = -1;
+	}
+	if (!ret && renameat(pcfd, tmp.buf, pcfd, pyc) < 0) {
+		buf_addf(why, "cannot install '%s/%s': %s", pycache, pyc, strerror(errno));
+		ret = -1;
+	}
+	if (ret)
+		unlinkat(pcfd, tmp.buf, 0);
+	buf_release(&src);
+	buf_release(&dst);
+	buf_release(&tmp);
+	buf_release(&out);
+	return ret;
+}
+
+/*
+ * The bootstrap's cache directory for python: <root>/_boot/<source hash>/
+ * with a copy of the bootstrap and its bytecode in __pycache__, compiled by
+ * python once.  NULL (note says why, unless there is nothing to say) when
+ * the source bootstrap has to be used.
+ */
+static char *boot_cache_for(const char *python, const struct py_info *info, const char *datadir, const char *boot,
+			    struct buf *note)
+{
+	static const char file[] = "sitecustomize.py";
+	struct buf src = BUF_INIT, have = BUF_INIT, path = BUF_INIT, why = BUF_INIT, pyc = BUF_INIT;
+	char *root = NULL, *real = NULL, *ret = NULL;
+	int dirfd = -1, pcfd = -1;
+	bool said;
+	struct stat st;
+
+	/* Older interpreters have another .pyc header and only hand over. */
+	if (info->major < 3 || (info->major == 3 && info->minor < 7) || !*info->cache_tag ||
+	    strchr(info->cache_tag, '/'))
+		goto out;
+	buf_addf(&path, "%s/coldstart/%s/%s", datadir, boot, file);
+	if (buf_read_file(&src, path.buf) < 0)
+		goto out;
+	root = trace_build_cache_root();
+	if (!root)
+		goto out; /* the tracer's note says so */
+	buf_reset(&path);
+	buf_addf(&path, "%s/_boot/%016llx", root, (unsigned long long)hash_bytes(src.buf, src.len));
+	dirfd = open_private_dir(path.buf, 3, &real, &why);
+	if (dirfd < 0)
+		goto refused;
+	/* The copy: ours, written by nobody else, the same bytes, or written again. */
+	buf_reset(&path);
+	buf_addf(&path, "%s/%s", real, file);
+	if (check_extension(dirfd, file, &why) != 0 || buf_read_file(&have, path.buf) < 0 || have.len != src.len ||
+	    memcmp(have.buf, src.buf, src.len)) {
+		buf_reset(&why);
+		if ((unlinkat(dirfd, file, 0) < 0 && errno != ENOENT) || write_private_file(dirfd, file, &src) < 0) {
+			buf_addf(&why, "cannot write '%s/%s': %s", real, file, strerror(errno));
+			goto refused;
+		}
+	}
+	if (fstatat(dirfd, file, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		buf_addf(&why, "cannot stat '%s/%s': %s", real, file, strerror(errno));
+		goto refused;
+	}
+	if (mkdirat(dirfd, "__pycache__", 0700) < 0 && errno != EEXIST) {
+		buf_addf(&why, "cannot create '%s/__pycache__': %s", real, strerror(errno));
+		goto refused;
+	}
+	buf_reset(&path);
+	buf_addf(&path, "%s/__pycache__", real);
+	pcfd = openat(dirfd, "__pycache__", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (pcfd < 0) {
+		buf_addf(&why, "cannot open '%s': not a directory (a symbolic link?)", path.buf);
+		goto refused;
+	}
+	{
+		struct stat pst;
+
+		if (fstat(pcfd, &pst) < 0 || check_dir(path.buf, &pst, true, &why) < 0)
+			goto refused;
+	}
+	buf_addf(&pyc, "sitecustomize.%s.pyc", info->cache_tag);
+	switch (check_pyc(pcfd, pyc.buf, &st, &why)) {
+	case 0:
+		break;
+	case 1:
+		if (unlinkat(pcfd, pyc.buf, 0) < 0) {
+			buf_addf(&why, "; cannot remove it: %s", strerror(errno));
+			goto refused;
+		}
+		/* fall through */
+	default:
+		buf_reset(&why);
+		if (compile_pyc(python, real, file, pcfd, path.buf, pyc.buf, &why) < 0 ||
+		    check_pyc(pcfd, pyc.buf, &st, &why) != 0)
+			goto refused;
+	}
+	ret = real;
+	real = NULL;
+	goto out;
+refused:
+	if (!why.len)
+		buf_adds(&why, strerror(errno));
+	/* The tracer's note already says why when the cache is refused. */
+	said = note->len && strstr(note->buf, why.buf);
+	buf_addf(note, "%sthe bootstrap is compiled in every process", note->len ? "; " : "");
+	if (!said)
+		buf_addf(note, ": %s", why.buf);
+out:
+	if (pcfd >= 0)
+		close(pcfd);
+	if (dirfd >= 0)
+		close(dirfd);
+	free(root);
+	free(real);
+	buf_release(&src);
+	buf_release(&have);
+	buf_release(&path);
+	buf_release(&why);
+	buf_release(&pyc);
+	return ret;
+}
+
+char *boot_cache_ensure(const char *python, const char *datadir, const char *boot, struct buf *note)
+{
+	struct py_info info;
+	struct buf err = BUF_INIT;
+	char *dir = NULL;
+
+	if (py_info_query(python, &info, &err) == 0) {
+		dir = boot_cache_for(python, &info, datadir, boot, note);
+		py_info_release(&info);
+	}
+	buf_release(&err);
+	return dir;
+}
+
+int trace_build_ensure(const char *python, const char *datadir, const char *scratch, char **so_path,
+		       char **boot_dir, struct buf *note, struct buf *err)
+{
+	struct py_info info;
+	int ret;
+
+	*so_path = NULL;
+	*boot_dir = NULL;
+	if (py_info_query(python, &info, err) < 0)
+		return -1;
+	ret = ext_build_for(python, &info, datadir, "_tracer", scratch, so_path, note, err);
+	*boot_dir = boot_cache_for(python, &info, datadir, "_boot", note);
+	py_info_release(&info);
+	return ret;
 }

@@ -14,6 +14,7 @@ struct py_info {
 	int major, minor;
 	char *ext_suffix; /* ".cpython-311-x86_64-linux-gnu.so"; the ABI */
 	char *include_dir; /* where Python.h should be */
+	char *cache_tag; /* "cpython-311", names its .pyc files; "" when it has none */
 };
 
 /*
@@ -56,7 +57,25 @@ char *trace_build_cache_root(void);
  * included).
  */
 int trace_build_ensure(const char *python, const char *datadir, const char *scratch, char **so_path,
-		       struct buf *note, struct buf *err);
+		       char **boot_dir, struct buf *note, struct buf *err);
+/*
+ * *boot_dir above (the caller frees it; NULL when the source bootstrap is
+ * to be used, and note says why when it is not the plain reasons: no cache,
+ * Python older than 3.7): the directory to put on PYTHONPATH instead of
+ * <datadir>/coldstart/BOOT, where BOOT is "_boot" for the tracer's
+ * bootstrap.  It is <root>/_boot/<hash of the bootstrap>/ with a copy of
+ * BOOT/sitecustomize.py and, in __pycache__, its bytecode for the
+ * interpreter (sitecustomize.<cache_tag>.pyc), compiled by it once, so a
+ * process that cannot write bytecode (PYTHONDONTWRITEBYTECODE, a read-only
+ * datadir) loads the bootstrap without compiling it.  Interpreters of
+ * other versions in the process tree find the copy and compile it as they
+ * would the original.  The same trust rules as the extension's: the
+ * directories by open_private_dir, the copy and the .pyc regular files of
+ * the user's, writable by nobody else, the copy's bytes those of the
+ * source and the .pyc's timestamp header that of the copy; anything else
+ * is removed and written again.
+ */
+char *boot_cache_ensure(const char *python, const char *datadir, const char *boot, struct buf *note);
 /*
  * The same for another extension of coldstart's: <datadir>/coldstart/EXT.c
  * into EXT<EXT_SUFFIX>, cached in <root>/EXT without its "_"/<hash>/ (EXT

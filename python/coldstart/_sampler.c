@@ -69,6 +69,7 @@ struct code_slot {
 	const void *file;
 	int firstline;
 	uint32_t id;
+	int words; /* 3.11+: the size of its frames on the data stack, in words */
 	uint8_t import; /* importlib._bootstrap._find_and_load: its first local is the module name */
 };
 
@@ -94,7 +95,7 @@ struct sampler {
 	int installed;
 	uint32_t next_id;
 	int next_tno;
-	uint64_t dropped; /* samples not taken: another handler was running, or the frame was being popped */
+	uint64_t dropped; /* samples not taken: another handler was running, or a frame was being pushed or popped */
 	uint64_t faults; /* samples abandoned after a fault */
 	char dir[PATH_MAX];
 	int signo; /* the timers' signal */
@@ -400,6 +401,16 @@ static frame_t *frame_next(frame_t *f)
 #endif
 }
 
+/* What a frame says it runs: a code object unless it is 3.13's shim or not set up yet. */
+static PyObject *frame_code_ptr(frame_t *f)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+	return f->f_executable;
+#else
+	return (PyObject *)f->f_code;
+#endif
+}
+
 /*
  * The code object a frame runs, or NULL for frames that are not (yet)
  * Python functions: the C-stack shims of 3.12+, and frames still being set
@@ -413,13 +424,7 @@ static PyCodeObject *frame_code(frame_t *f)
 	if (f->owner == FRAME_OWNED_BY_CSTACK)
 		return NULL;
 #endif
-#if PY_VERSION_HEX >= 0x030D0000
-	code = f->f_executable;
-#elif PY_VERSION_HEX >= 0x030B0000
-	code = (PyObject *)f->f_code;
-#else
-	code = (PyObject *)f->f_code;
-#endif
+	code = frame_code_ptr(f);
 	if (!code || Py_TYPE(code) != &PyCode_Type)
 		return NULL;
 #if PY_VERSION_HEX >= 0x030B0000
@@ -429,46 +434,214 @@ static PyCodeObject *frame_code(frame_t *f)
 	return (PyCodeObject *)code;
 }
 
+/* Where code object co goes in the code cache. */
+static unsigned int code_index(const void *co)
+{
+	uintptr_t h = ((uintptr_t)co >> 4) * 0x9E3779B97F4A7C15ull;
+
+	return (unsigned int)(h >> 40) & (CODE_SLOTS - 1);
+}
+
+/* The size of a frame running co on the thread's data stack, in words (_PyFrame_PushUnchecked); 0 before 3.11. */
+static int code_words(const PyCodeObject *co)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+	return co->co_framesize;
+#elif PY_VERSION_HEX >= 0x030B0000
+	return co->co_nlocalsplus + co->co_stacksize + (int)FRAME_SPECIALS_SIZE;
+#else
+	return 0;
+#endif
+}
+
 #if PY_VERSION_HEX >= 0x030B0000
-static int in_chunks(PyThreadState *ts, PyObject **p)
+/* Copies n bytes at p through the kernel: 0, or -1 where they are not all mapped (EFAULT, never a fault). */
+static int peek(const void *p, void *out, size_t n)
+{
+	struct iovec local, remote;
+
+	local.iov_base = out;
+	local.iov_len = n;
+	remote.iov_base = (void *)p;
+	remote.iov_len = n;
+	return process_vm_readv(S.pid, &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
+}
+
+/*
+ * A copy of the fixed part of the frame at f: read directly when it lies
+ * below the top of the thread's live data stack chunk (mapped), through
+ * the kernel otherwise.  -1 when it is not mapped.
+ */
+static int frame_head(PyThreadState *ts, const frame_t *f, frame_t *head)
 {
 	_PyStackChunk *c = ts->datastack_chunk;
-	PyObject **top = ts->datastack_top;
+	PyObject **p = (PyObject **)f, **top = ts->datastack_top;
 
-	for (; c; c = c->previous) {
-		if (p >= c->data && p < top)
-			return 1;
-		top = c->previous ? &c->previous->data[c->previous->top] : NULL;
+	if (c && p >= c->data && p + FRAME_SPECIALS_SIZE <= top && top <= (PyObject **)((char *)c + c->size)) {
+		memcpy(head, f, offsetof(frame_t, localsplus));
+		return 0;
+	}
+	return peek(f, head, offsetof(frame_t, localsplus));
+}
+
+/* Where a frame the thread owns (head its copy) ends on the data stack; NULL when it runs no code object. */
+static PyObject **frame_end(const frame_t *f, frame_t *head)
+{
+	PyCodeObject co;
+
+	if (peek(frame_code_ptr(head), &co, offsetof(PyCodeObject, co_code_adaptive)) < 0 ||
+	    Py_TYPE(&co) != &PyCode_Type)
+		return NULL;
+	return (PyObject **)f + code_words(&co);
+}
+
+/* The data stack chunk of the thread's that holds p, NULL for none. */
+static _PyStackChunk *chunk_of(PyThreadState *ts, PyObject **p)
+{
+	_PyStackChunk *c;
+
+	for (c = ts->datastack_chunk; c; c = c->previous)
+		if (p >= c->data && p < (PyObject **)((char *)c + c->size))
+			return c;
+	return NULL;
+}
+
+/* Where the frame above one that ends at p starts: p, or the start of the next chunk. */
+static PyObject **frame_above(PyThreadState *ts, PyObject **p)
+{
+	_PyStackChunk *c;
+
+	for (c = ts->datastack_chunk; c && c->previous; c = c->previous)
+		if (p == &c->previous->data[c->previous->top])
+			return c->data;
+	return p;
+}
+
+/* The frame size the code cache holds for the code object at co (no read of co itself); 0 when it holds none. */
+static int cached_words(const void *co)
+{
+	unsigned int i, idx = code_index(co);
+
+	for (i = 0; i < 64; i++) {
+		const struct code_slot *c = &S.codes[(idx + i) & (CODE_SLOTS - 1)];
+
+		if (c->code == co)
+			return c->words;
+		if (!c->code)
+			return 0;
 	}
 	return 0;
 }
 
 /*
- * Whether the thread's current frame can be read.  3.11 returns from a frame
- * (and unwinds an exception out of it) by popping it, which can unmap its
- * stack chunk, before it stores the caller as the current frame: a signal in
- * between sees a current frame that is gone.  Popping lowers datastack_top
- * (or moves to the previous chunk) first, so a live frame of the thread's
- * own lies below the top.  A current frame elsewhere is a generator's (in
- * the generator object) or a shim on the C stack, or such a popped frame:
- * its owner byte, read through the kernel so an unmapped page gives EFAULT
- * instead of a fault, tells them apart.  Frames reached through a live
- * frame's previous link are live.
+ * Whether the frame at f (head its copy), which the thread owns, ends where
+ * the frame at p starts: by the frame size the code cache holds for its code
+ * where that fits (no system call), else as its code object, read through
+ * the kernel, says (an address the cache holds may be another code object's
+ * now).
+ */
+static int frame_ends_at(PyThreadState *ts, const frame_t *f, frame_t *head, PyObject **p)
+{
+	int words = cached_words(frame_code_ptr(head));
+
+	if (words > 0 && frame_above(ts, (PyObject **)f + words) == p)
+		return 1;
+	return frame_above(ts, frame_end(f, head)) == p;
+}
+
+/* Whether f, a generator's frame, is that of a generator, coroutine or async generator that runs. */
+static int gen_running(const frame_t *f)
+{
+	PyGenObject gen;
+
+	if (peek((const char *)f - offsetof(PyGenObject, gi_iframe), &gen, offsetof(PyGenObject, gi_iframe)) < 0)
+		return 0;
+	return (Py_TYPE(&gen) == &PyGen_Type || Py_TYPE(&gen) == &PyCoro_Type || Py_TYPE(&gen) == &PyAsyncGen_Type) &&
+	       gen.gi_frame_state == FRAME_EXECUTING;
+}
+
+/*
+ * Whether frames the thread owns, from p up, each starting where the one
+ * below ends, end exactly at the top of its data stack.  Between the
+ * current frame and the top there are only the frames of a call from C
+ * being set up or taken down (a few): more, or anything else, and p is no
+ * frame's end.
+ */
+static int frames_reach_top(PyThreadState *ts, PyObject **p)
+{
+	frame_t head;
+	int i;
+
+	for (i = 0; i < 8 && p; i++) {
+		p = frame_above(ts, p);
+		if (p == ts->datastack_top)
+			return 1;
+		if (!chunk_of(ts, p) || frame_head(ts, (frame_t *)p, &head) < 0 || head.owner != FRAME_OWNED_BY_THREAD)
+			return 0;
+		p = frame_end((frame_t *)p, &head);
+	}
+	return 0;
+}
+
+/*
+ * Whether the thread's current frame and its link to the caller can be
+ * read: the walk trusts every frame linked from there on.  A signal can
+ * land inside a push or a pop, where the interpreter has not made all its
+ * stores yet (in the order the compiler chose, not the source's):
+ *
+ * - 3.11 and 3.12 make a new evaluation loop's C frame (_PyCFrame, on the C
+ *   stack) the thread's current one a few instructions before they store
+ *   its current frame, so a signal in between reads whatever the C stack
+ *   held there: a frame of an earlier call, popped since, a pointer into
+ *   the middle of a live frame, or no frame at all.
+ * - Debian's 3.11 stores a called function's frame as the current one
+ *   before its link to the caller, so a signal in between sees a current
+ *   frame whose caller is whatever the data stack held.
+ * - 3.11.0 pops a returning frame, which may unmap its data stack chunk,
+ *   before it stores the caller.
+ *
+ * So a current frame the thread owns must be a frame of its data stack:
+ * its code's frame size, and those of the frames above it (a call from C
+ * being set up or taken down), end exactly at datastack_top.  One
+ * elsewhere must be that of a generator, coroutine or async generator that
+ * is executing.  Its caller must be one of these too, and where the thread
+ * owns the caller, the caller must end where the frame starts (for a
+ * generator's frame: where the frames the thread owns end).  Every read of
+ * memory not known to be mapped goes through the kernel (peek).  Anything
+ * else drops the sample.
  */
 static int frame_first_live(PyThreadState *ts, frame_t *f)
 {
-	struct iovec local, remote;
-	char owner;
+	frame_t head, prev;
+	PyObject **start = (PyObject **)f;
 
-	if (in_chunks(ts, (PyObject **)f))
-		return 1;
-	local.iov_base = &owner;
-	local.iov_len = 1;
-	remote.iov_base = &f->owner;
-	remote.iov_len = 1;
-	if (process_vm_readv(S.pid, &local, 1, &remote, 1, 0) != 1)
+	if (!ts->datastack_chunk || frame_head(ts, f, &head) < 0)
 		return 0;
-	return owner != FRAME_OWNED_BY_THREAD;
+	if (head.owner == FRAME_OWNED_BY_THREAD) {
+		if (!chunk_of(ts, start) || (!frame_ends_at(ts, f, &head, ts->datastack_top) &&
+					      !frames_reach_top(ts, frame_end(f, &head))))
+			return 0;
+	} else if (head.owner == FRAME_OWNED_BY_GENERATOR) {
+		if (!gen_running(f))
+			return 0;
+		start = ts->datastack_top;
+	} else {
+		return 0;
+	}
+	if (!head.previous)
+		return 1;
+	if (frame_head(ts, head.previous, &prev) < 0)
+		return 0;
+	if (prev.owner == FRAME_OWNED_BY_THREAD)
+		return frame_ends_at(ts, head.previous, &prev, start);
+	if (prev.owner == FRAME_OWNED_BY_GENERATOR)
+		return gen_running(head.previous);
+#if PY_VERSION_HEX >= 0x030C0000
+	/* The shim an evaluation loop puts below its first frame, on the C stack. */
+	return prev.owner == FRAME_OWNED_BY_CSTACK;
+#else
+	return 0;
+#endif
 }
 #else
 static int frame_first_live(PyThreadState *ts, frame_t *f)
@@ -513,8 +686,7 @@ static struct rec sample_rec, code_rec;
 /* The cache slot of co, emitting its C record on first sight; NULL when the cache is full. */
 static struct code_slot *code_lookup(PyCodeObject *co, int64_t t)
 {
-	uintptr_t h = ((uintptr_t)co >> 4) * 0x9E3779B97F4A7C15ull;
-	unsigned int i, idx = (unsigned int)(h >> 40) & (CODE_SLOTS - 1);
+	unsigned int i, idx = code_index(co);
 	PyObject *name = code_name(co);
 	struct rec *r = &code_rec;
 
@@ -531,6 +703,7 @@ static struct code_slot *code_lookup(PyCodeObject *co, int64_t t)
 		c->name = name;
 		c->file = co->co_filename;
 		c->firstline = co->co_firstlineno;
+		c->words = code_words(co);
 		c->id = ++S.next_id;
 		c->import = str_is(co->co_name, "_find_and_load") &&
 			    str_is(co->co_filename, "<frozen importlib._bootstrap>");

@@ -2,8 +2,9 @@
 
 Every run, unconstrained ones and the baseline of a constrained profile
 included, lives in a cgroup of its own, so a later run can find and kill
-what a SIGKILLed coldstart left running; its trace directory and its
-`--ready fn` directory are under $TMPDIR and are cleaned by the same rule.
+what a SIGKILLed coldstart left running; its trace directory, its
+`--ready fn` directory and `coldstart plan`'s FN_LISTENER directory are
+under $TMPDIR and are cleaned by the same rule.
 The rule never touches what belongs to a live coldstart, in this pid
 namespace or another (leftover.h).
 
@@ -13,9 +14,11 @@ same time: every check looks only at this test's own pids and directories.
 """
 import fcntl
 import os
+import pathlib
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -132,6 +135,61 @@ def test_fn_directory_honours_tmpdir(coldstart, tmp_path):
     assert line[0].startswith("FN=unix:%s/coldstart-fn-" % tmp_path), line[0]
     assert line[0].endswith("/lsnr.sock")
     assert os.listdir(tmp_path) == []
+
+
+@pytest.fixture
+def short_tmpdir():
+    made = []
+
+    def make():
+        made.append(tempfile.mkdtemp(prefix="cs-left", dir="/tmp"))
+        return pathlib.Path(made[-1])
+
+    yield make
+    for d in made:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def plan_fn(tmp_path, name, body):
+    path = tmp_path / name
+    path.write_text("import time\ndef handler(ctx, data=None):\n    %s\n    return 'ok'\n" % body)
+    (tmp_path / "req.json").write_text("{}")
+    return ["plan", "--python", DEBIAN_PYTHON, "--fn", str(path), "--request", str(tmp_path / "req.json"),
+            "-o", str(tmp_path / (name + ".plan.json"))]
+
+
+@pytest.mark.parametrize("next_run", ["plan", "profile"])
+def test_sigkilled_plans_directory_is_cleaned_by_the_next_run(tmp_path, short_tmpdir, next_run):
+    """`coldstart plan`'s FN_LISTENER directory is under $TMPDIR, kept while
+    its plan lives, and removed by the next run (a plan or a profile) once
+    the plan was SIGKILLed."""
+    # Short: the FDK's socket path in it must fit a unix socket address.
+    tmpdir = short_tmpdir()
+    env = {"TMPDIR": str(tmpdir)}
+    p = subprocess.Popen([COLDSTART] + plan_fn(tmp_path, "slowfunc.py", "time.sleep(300)"),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, **env))
+    mine = "coldstart-plan-%d-" % p.pid
+
+    def listening():
+        return [n for n in os.listdir(tmpdir) if n.startswith(mine) and (tmpdir / n / "lsnr.sock").is_symlink()]
+
+    try:
+        assert wait_for(listening), (os.listdir(tmpdir), p.poll() is not None and p.stderr.read())
+        live = sorted(os.listdir(tmpdir))
+        assert listening() == live, live
+        r = run_coldstart("profile", "--no-report", "--python", DEBIAN_PYTHON, "-c", "pass", env=env)
+        assert r.returncode == 0, r.stderr
+        assert sorted(os.listdir(tmpdir)) == live, "a live plan's directory was removed"
+    finally:
+        sigkill(p)
+    assert sorted(os.listdir(tmpdir)) == live
+    if next_run == "plan":
+        r = run_coldstart(*plan_fn(tmp_path, "fastfunc.py", "pass"), env=env)
+    else:
+        r = run_coldstart("profile", "--no-report", "--python", DEBIAN_PYTHON, "-c", "pass", env=env)
+    assert r.returncode == 0, r.stderr
+    assert os.listdir(tmpdir) == []
 
 
 def test_fn_directory_too_long_for_a_socket_says_so(coldstart, tmp_path):

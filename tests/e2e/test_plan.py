@@ -289,7 +289,11 @@ def _procs_with(marker):
     return found
 
 
-def test_ctrl_c_stops_the_target_and_cleans_up(workdir):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGQUIT], ids=["SIGINT", "SIGQUIT"])
+def test_ctrl_c_stops_the_target_and_cleans_up(workdir, sig):
+    """The FN_LISTENER directory is this run's, under its own TMPDIR (other
+    coldstart plans on the machine have theirs in /tmp), and gone after
+    Ctrl-C (SIGQUIT too: 128+N, as for profile)."""
     write(workdir, "slowfunc.py", """
         import time
         def handler(ctx, data=None):
@@ -297,31 +301,35 @@ def test_ctrl_c_stops_the_target_and_cleans_up(workdir):
             return "late"
     """)
     write(workdir, "req.json", "{}")
-    before = set(f for f in os.listdir("/tmp")
-                 if f.startswith("coldstart-plan-"))
+    tmpdir = os.path.join(workdir, "tmp")
+    os.mkdir(tmpdir)
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("COLDSTART_") and k != "PYTHONPATH"}
+    env["TMPDIR"] = tmpdir
     p = subprocess.Popen([COLDSTART, "plan", "--python", DEBIAN_PYTHON,
                           "--fn", os.path.join(workdir, "slowfunc.py"),
                           "--request", "req.json"], cwd=workdir, env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     marker = os.path.join(workdir, "slowfunc.py")
+    mine = "coldstart-plan-%d-" % p.pid
+
+    def listening():
+        return [f for f in os.listdir(tmpdir) if f.startswith(mine)
+                and os.path.lexists(os.path.join(tmpdir, f, "lsnr.sock"))]
+
     for _ in range(300):
-        if _procs_with(marker) and any(
-                f.startswith("coldstart-plan-") and f not in before
-                for f in os.listdir("/tmp")):
+        if _procs_with(marker) and listening():
             break
         time.sleep(0.05)
+    assert len(listening()) == 1 and os.listdir(tmpdir) == listening(), os.listdir(tmpdir)
     time.sleep(1.0)
-    p.send_signal(signal.SIGINT)
+    p.send_signal(sig)
     out, err = p.communicate(timeout=30)
-    assert p.returncode == 130, err
+    assert p.returncode == 128 + sig, err
     assert b"interrupted" in err
     time.sleep(0.2)
     assert [q for q in _procs_with(marker) if q != p.pid] == []
-    after = set(f for f in os.listdir("/tmp")
-                if f.startswith("coldstart-plan-"))
-    assert after - before == set()
+    assert os.listdir(tmpdir) == []
     assert [f for f in os.listdir(workdir) if "plan.json" in f] == []
 
 

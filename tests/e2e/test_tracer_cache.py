@@ -215,3 +215,108 @@ def test_fresh_cache_is_private(setup, tmp_path):
     ext = cache / "tracer" / setup["hash"] / ("_tracer" + setup["suffix"])
     assert os.stat(ext).st_mode & 0o777 == 0o755
     assert not warnings_of(out)
+
+
+def boot_cache(setup, cache):
+    """The bootstrap's cache directory: <cache>/_boot/<hash of the bootstrap>."""
+    with open(os.path.join(setup["data"], "coldstart", "_boot", "sitecustomize.py"), "rb") as f:
+        return cache / "_boot" / fnv1a(f.read())
+
+
+def planted_pyc(py, marker, copy, where, tmp_path):
+    """Bytecode that leaves a marker, with a header that matches the cached
+    copy of the bootstrap, so the interpreter would load it as its bytecode."""
+    src = tmp_path / "planted_boot.py"
+    src.write_text("open(%r, 'w').close()\n" % marker)
+    subprocess.run([py, "-c", "import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], "
+                    "doraise=True, invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)",
+                    str(src), str(where)], check=True)
+    st = os.stat(copy)
+    data = bytearray(where.read_bytes())
+    data[8:16] = (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little") + st.st_size.to_bytes(4, "little")
+    where.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("what", ["pyc", "copy"])
+@pytest.mark.parametrize("kind", ["symlink", "foreign-owner", "group-writable"])
+def test_untrusted_bootstrap_in_our_cache_is_written_again(planter, setup, tmp_path, what, kind):
+    """The bootstrap's copy and bytecode in the cache follow the extension's
+    rules: a file coldstart did not write (another owner, writable by the
+    group, a symbolic link) is replaced before the target can run it."""
+    cache = tmp_path / "cache"
+    out = str(tmp_path / "p.json")
+    env = {"COLDSTART_CACHE_DIR": str(cache), "PYTHONDONTWRITEBYTECODE": "1"}
+    assert profile(setup, env, out).returncode == 0
+    d = boot_cache(setup, cache)
+    copy = d / "sitecustomize.py"
+    tag = subprocess.run([DEBIAN_PYTHON, "-c", "import sys; print(sys.implementation.cache_tag)"],
+                         check=True, capture_output=True, text=True).stdout.strip()
+    pyc = d / "__pycache__" / ("sitecustomize.%s.pyc" % tag)
+    assert copy.is_file() and pyc.is_file(), sorted(os.listdir(d))
+    marker = str(tmp_path / "ran")
+    target = pyc if what == "pyc" else copy
+    planted = tmp_path / ("planted." + what)
+    if what == "pyc":
+        planted_pyc(DEBIAN_PYTHON, marker, copy, planted, tmp_path)
+    else:
+        planted.write_text("open(%r, 'w').close()\n" % marker)
+    target.unlink()
+    if kind == "symlink":
+        os.symlink(str(planted), str(target))  # root's own file: a link is never followed
+    else:
+        shutil.copyfile(str(planted), str(target))
+        if kind == "foreign-owner":
+            os.chown(target, planter["uid"], -1)
+            os.chmod(target, 0o644)
+        else:
+            os.chmod(target, 0o664)
+    if what == "pyc" and kind != "symlink":
+        # The planted bytecode's header matches the copy: Python would load it.
+        st = os.stat(copy)
+        assert int.from_bytes(target.read_bytes()[8:12], "little") == int(st.st_mtime) & 0xFFFFFFFF
+    r = profile(setup, env, out)
+    assert r.returncode == 0, r.stderr
+    assert not os.path.exists(marker), "the planted bootstrap ran in the target"
+    check_rewritten(copy, pyc, out)
+
+
+def check_rewritten(copy, pyc, out):
+    for p in (copy, pyc):
+        st = os.lstat(p)
+        assert st.st_uid == 0 and not (st.st_mode & 0o022) and not os.path.islink(p), (p, oct(st.st_mode))
+    assert not any("bootstrap is compiled" in m for m in warnings_of(out)), warnings_of(out)
+
+
+def test_planted_bytecode_would_run(setup, tmp_path):
+    """The planted bytecode above is real: the same file written as
+    coldstart would (root's, 0644) runs in the target, so it is the cache's
+    rules that keep the planted ones out."""
+    cache = tmp_path / "cache"
+    out = str(tmp_path / "p.json")
+    env = {"COLDSTART_CACHE_DIR": str(cache), "PYTHONDONTWRITEBYTECODE": "1"}
+    assert profile(setup, env, out).returncode == 0
+    d = boot_cache(setup, cache)
+    pyc = next((d / "__pycache__").iterdir())
+    marker = str(tmp_path / "ran")
+    planted_pyc(DEBIAN_PYTHON, marker, d / "sitecustomize.py", pyc, tmp_path)
+    os.chmod(pyc, 0o644)
+    r = profile(setup, env, out)
+    assert r.returncode == 0, r.stderr
+    assert os.path.exists(marker), "the control plant did not run: the tests above would prove nothing"
+
+
+def test_refused_cache_leaves_the_source_bootstrap(planter, setup, tmp_path):
+    """A cache of another user's is not used for the bootstrap either: the
+    target runs the source one and the profile says so."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    os.chown(cache, planter["uid"], -1)
+    out = str(tmp_path / "p.json")
+    r = profile(setup, {"COLDSTART_CACHE_DIR": str(cache)}, out)
+    assert r.returncode == 0, r.stderr
+    w = warnings_of(out)
+    assert any("the bootstrap is compiled in every process" in m for m in w), w
+    assert not (cache / "_boot").exists()
+    with open(out) as f:
+        nodes = json.load(f)["runs"][0]["processes"][0]["nodes"]
+    assert [n for n in nodes if n[0] == "sitecustomize" and n[6] == "tool"], nodes[:20]

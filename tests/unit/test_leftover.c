@@ -211,6 +211,9 @@ static void test_cleanup_dirs(void **state)
 	pid_t dead = dead_pid();
 	char *trace = make_dir("coldstart-trace-%ld-aaaaaa", dead);
 	char *fn = make_dir("coldstart-fn-%ld-bbbbbb", dead);
+	char *plan = make_dir("coldstart-plan-%ld-ffffff", dead);
+	/* coldstart plan's name before it had an owner: nothing tells whose it is. */
+	char *plan_old = make_dir("coldstart-plan-%ld", 123456);
 	char *kept = make_dir("coldstart-trace-kept-%ld-cccccc", dead);
 	char *old = make_dir("coldstart-trace-OLD%ld", 0);
 	char *other = make_dir("coldstart-cgtest-%ld-dddddd", dead);
@@ -221,10 +224,13 @@ static void test_cleanup_dirs(void **state)
 	(void)state;
 	put_file(trace, "123.trace");
 	put_file(fn, "phony.sock");
+	put_file(plan, "phonylsnr.sock");
 	assert_int_equal(private_dir_create(&mine, "trace", &err), 0);
 	leftover_cleanup_dirs();
 	assert_false(exists(trace));
 	assert_false(exists(fn));
+	assert_false(exists(plan));
+	assert_true(exists(plan_old));
 	assert_true(exists(kept));
 	assert_true(exists(old));
 	assert_true(exists(other));
@@ -233,6 +239,8 @@ static void test_cleanup_dirs(void **state)
 	private_dir_remove(&mine);
 	free(trace);
 	free(fn);
+	free(plan);
+	free(plan_old);
 	free(kept);
 	free(old);
 	free(other);

@@ -380,10 +380,79 @@ static void test_real_files(void **state)
 	check_real("work-38.samples", "sre_compile.compile");
 }
 
+/* Frames of coldstart's bootstrap are its own wherever the cache puts the copy (COLDSTART_CACHE_DIR). */
+static void test_bootstrap_frames_are_the_tool_s(void **state)
+{
+	static const char text[] = "#coldstart-samples 1\n"
+				   "H\t1000000\t42\t41\t1000\t400000\t450000\t3.11.2\texec\n"
+				   "C\t1000000\t1\tcached\t/srv/cache/_boot/0123456789abcdef/sitecustomize.py\t1\n"
+				   "C\t1000000\t2\tlookalike\t/srv/app/_boot/0123456789abcdeg/sitecustomize.py\t1\n"
+				   "C\t1000000\t3\tinstalled\t/usr/share/coldstart/coldstart/_boot/sitecustomize.py\t5\n"
+				   "S\t2000000\t1\t700000\t-1\t1\n"
+				   "S\t3000000\t1\t800000\t-1\t2\n"
+				   "S\t4000000\t1\t900000\t-1\t3\n"
+				   "Q\t5000000\t1300000\t0\t0\texit\n";
+	static const struct {
+		const char *name;
+		uint8_t kind;
+	} want[] = {
+		{ "cached", KIND_TOOL },
+		{ "lookalike", KIND_APP },
+		{ "installed", KIND_TOOL },
+	};
+	struct timeline tl;
+	struct proc pr;
+	size_t i, k, seen = 0;
+
+	(void)state;
+	build(&tl, text, UNKNOWN, TL_END_EXIT);
+	timeline_to_proc(&tl, NULL, &pr);
+	for (k = 0; k < sizeof(want) / sizeof(want[0]); k++)
+		for (i = 0; i < pr.nr_nodes; i++)
+			if (strstr(node_name(&pr, (int32_t)i), want[k].name)) {
+				assert_int_equal(pr.nodes[i].kind, want[k].kind);
+				seen++;
+			}
+	assert_int_equal(seen, 3);
+	proc_release(&pr);
+	timeline_release(&tl);
+}
+
+/*
+ * The handler reads the clocks and then the wait: a thread throttled in
+ * between shows more wait than its interval, and the next sample an
+ * interval without it.  The excess goes on to the next sample: no wait is
+ * lost and none exceeds its interval.
+ */
+static void test_wait_read_late_is_carried(void **state)
+{
+	static const char text[] = "#coldstart-samples 1\n"
+				   "H\t1000000\t42\t41\t1000\t400000\t450000\t3.11.2\texec\n"
+				   "C\t1000000\t1\twork\t/app/main.py\t20\n"
+				   "S\t2000000\t1\t700000\t0\t1\n"
+				   "S\t3000000\t1\t800000\t5000000\t1\n"
+				   "S\t9000000\t1\t900000\t5000000\t1\n"
+				   "Q\t9500000\t1300000\t0\t0\texit\n";
+	struct timeline tl;
+	int64_t total = 0;
+	size_t i;
+
+	(void)state;
+	build(&tl, text, UNKNOWN, TL_END_EXIT);
+	for (i = 0; i < tl.nr_samples; i++) {
+		assert_true(tl.samples[i].wait_us <= tl.samples[i].wall_us);
+		total += tl.samples[i].wait_us;
+	}
+	assert_int_equal(total, 5000);
+	timeline_release(&tl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_small_tree_and_split),
+		cmocka_unit_test(test_wait_read_late_is_carried),
+		cmocka_unit_test(test_bootstrap_frames_are_the_tool_s),
 		cmocka_unit_test(test_cut_at_ready),
 		cmocka_unit_test(test_process_exits_before_the_cut),
 		cmocka_unit_test(test_top_functions),

@@ -14,11 +14,11 @@ class _Spec(object):
         self.origin = origin
 
 
-def _load_c(here, os, name="_tracer", var="COLDSTART_TRACER_PATH"):
+def _load_c(home, os, name="_tracer", var="COLDSTART_TRACER_PATH"):
     import _imp
     suffix = _imp.extension_suffixes()[0]
     dirs = [d for d in os.environ.get(var, "").split(os.pathsep) if d]
-    dirs.append(os.path.dirname(here))
+    dirs.append(home)
     for d in dirs:
         path = os.path.join(d, name + suffix)
         if os.path.isfile(path):
@@ -28,18 +28,18 @@ def _load_c(here, os, name="_tracer", var="COLDSTART_TRACER_PATH"):
     return None
 
 
-def _start_sampler(here, os, trace_dir):
+def _start_sampler(home, os, trace_dir):
     # --timeline: the start-up sampler (docs/trace-format.md, "Samples").
     interval = os.environ.get("COLDSTART_TIMELINE", "")
     if not interval.isdigit() or sys.version_info < (3, 7):
         return
-    sampler = _load_c(here, os, "_sampler", "COLDSTART_SAMPLER_PATH")
+    sampler = _load_c(home, os, "_sampler", "COLDSTART_SAMPLER_PATH")
     if sampler is not None and sampler.start(trace_dir, int(interval)):
         os.register_at_fork(after_in_child=sampler.after_fork)
 
 
-def _load_py(here, os):
-    path = os.path.join(os.path.dirname(here), "_pytracer.py")
+def _load_py(home, os):
+    path = os.path.join(home, "_pytracer.py")
     mod = type(sys)("coldstart._pytracer")
     mod.__file__ = path
     with open(path, "rb") as f:
@@ -78,6 +78,10 @@ def _hide_pythonpath(os, mine):
 def _boot():
     import os
     here = os.path.dirname(os.path.abspath(__file__))
+    # coldstart's python/coldstart: this file's parent, unless it runs from
+    # the copy in coldstart's bytecode cache (docs/design.md, "The tracer
+    # cache").
+    home = os.environ.get("COLDSTART_PYDIR") or os.path.dirname(here)
 
     def mine(p):
         try:
@@ -98,9 +102,9 @@ def _boot():
     try:
         tracer = None
         if mode != "py":
-            tracer = _load_c(here, os)
+            tracer = _load_c(home, os)
         if tracer is None:
-            tracer = _load_py(here, os)
+            tracer = _load_py(home, os)
         if tracer.start(trace_dir):
             tracer.note("sys.path", "\n".join(sys.path))
             # What the interpreter imported before the tracer: its start-up
@@ -113,7 +117,7 @@ def _boot():
                     chunk = []
             if chunk:
                 tracer.note("modules", "\n".join(chunk))
-        _start_sampler(here, os, trace_dir)
+        _start_sampler(home, os, trace_dir)
     except Exception:
         # The target must run as without coldstart: no trace for this process.
         pass

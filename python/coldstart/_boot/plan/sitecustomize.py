@@ -11,7 +11,10 @@ import sys
 def _boot():
     import os
     here = os.path.dirname(os.path.abspath(__file__))
-    pydir = os.path.dirname(os.path.dirname(os.path.dirname(here)))
+    # coldstart's python directory: above this file's, unless it runs from
+    # the copy in coldstart's bytecode cache (docs/trace-format.md).
+    home = os.environ.get("COLDSTART_PYDIR")
+    pydir = os.path.dirname(home) if home else os.path.dirname(os.path.dirname(os.path.dirname(here)))
 
     def mine(p):
         try:
