@@ -330,7 +330,7 @@ def test_end_record_page_fault_inside_the_import(python, impl, tmp_path, tracer_
     the others; taken after the end, it made those imports 20 us longer in importtime than in the
     trace, and as much as the file system took under load."""
     if impl != "c":
-        pytest.skip("the fallback writes records with write(2): no mapping, no page faults")
+        pytest.skip("the fallback writes records with pwrite(2) into zeros written ahead: no mapping, no page faults")
     opened, others = [], []
     # The argv is in the trace's V record: a comment of another length each time shifts where
     # the page boundaries fall among the records.  Records are shorter where there are no audit
