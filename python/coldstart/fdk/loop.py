@@ -278,6 +278,7 @@ class Server(object):
         self.current = None
         self.term_at = None
         self.stop_status = None
+        self.stop_signal = None
         self.aloop = None
         self.calls = 0
         self.conns = {}
@@ -307,6 +308,13 @@ class Server(object):
     def on_signal(self, signum, frame):
         c = self.current
         if c is None:
+            loop = self.aloop
+            if loop is not None and loop.is_running():
+                # Raised inside the event loop's callback, asyncio would
+                # log the exception and run on: stop the loop, raise after.
+                self.stop_signal = signum
+                loop.stop()
+                return
             raise Terminate(signum)
         if self.term_at is not None and not c.returned:
             # A second signal while the handler runs: stop now.
@@ -789,6 +797,8 @@ class Server(object):
                 loop.remove_reader(fd)
             for fd in writers:
                 loop.remove_writer(fd)
+        if self.stop_signal is not None:
+            raise Terminate(self.stop_signal)
         return events
 
     def serve_forever(self, first=None):
