@@ -121,6 +121,12 @@ static inline const char *row_name(const struct trace_stream *s, size_t row)
 /* trace_stream.c: a new row taken out of the stream, its index; rows by stream order (qsort_r, arg s). */
 size_t ts_add_row(struct trace_stream *s, const struct row_text *rt);
 int ts_cmp_seq(const void *a, const void *b, void *arg);
+/*
+ * After the stream: a row a start-up window held that its interpreter cannot
+ * have printed goes to the traced import it is the late row of, if one fits
+ * (its process's rows then hold it); false if none.
+ */
+bool ts_claim_late_row(struct trace_stream *s, size_t row);
 
 /* trace_window.c */
 

@@ -680,6 +680,42 @@ bool window_take(struct trace_stream *s, const struct row_text *rt)
 	return true;
 }
 
+/*
+ * While an interpreter starts, a row is taken for a trace's import only
+ * within the slack of its duration (match_row), so a traced import's row made
+ * longer by a preemption after the tracer's last clock read went to the
+ * start-up window that was open, another interpreter's.  Such a row names no
+ * module that interpreter had imported before its tracer (a stray of its
+ * window): when it fits a traced import it is that import's row, and goes to
+ * its process.  Returns whether a crowded window gave one up.
+ */
+static bool claim_late_rows(struct trace_stream *s)
+{
+	bool crowded = false;
+	size_t i, k;
+
+	for (i = 0; i < s->nr_wins; i++) {
+		struct window *w = &s->wins[i];
+		struct rowlist strays = { NULL, 0, 0 };
+		size_t keep = 0;
+
+		if (w->live < 0)
+			continue;
+		window_strays(s, w, &strays);
+		for (k = 0; k < w->rows.nr; k++) {
+			size_t row = w->rows.v[k];
+
+			if (in_list(&strays, row) && ts_claim_late_row(s, row))
+				crowded |= w->crowded;
+			else
+				w->rows.v[keep++] = row;
+		}
+		w->rows.nr = keep;
+		free(strays.v);
+	}
+	return crowded;
+}
+
 void windows_end(struct trace_stream *s, struct buf *pass)
 {
 	size_t i;
@@ -689,6 +725,9 @@ void windows_end(struct trace_stream *s, struct buf *pass)
 		if (!s->lives[i].bad && s->lives[i].rows.nr)
 			pair_window(s, (long)i, false);
 	repair_crowded(s);
+	/* A crowded window's pairing was judged with the other process's row in its tree. */
+	if (claim_late_rows(s))
+		repair_crowded(s);
 	for (i = 0; i < s->nr_wins; i++) {
 		struct window *w = &s->wins[i];
 

@@ -439,6 +439,22 @@ static const char master_tr[] = "#coldstart-trace 2\n"
 				"S\t2000000\t1\t7000\t10\tflaskish\n"
 				"E\t3000000\t1\t8000\t12\tflaskish\n";
 
+/* A spawned interpreter's trace: its tracer started inside the start-up, and probed for the next sitecustomize. */
+static const char spawned_tr[] = "#coldstart-trace 2\n"
+				 "H\t9000000\t300\t100\t8000000\tc\t3.11.2\taudit\texec\t4000\t0\n"
+				 "V\t9000000\tpython3\t-c\tfrom multiprocessing.spawn import spawn_main\t--multiprocessing-fork\n"
+				 "N\t9000100\t1\tmodules\tsys\\nencodings\\ncodecs\\nsite\\nsitecustomize\n"
+				 "S\t9100000\t1\t6000\t10\tsitecustomize\n"
+				 "F\t9150000\t1\t6100\t10\tsitecustomize\tModuleNotFoundError\n";
+
+/* master_tr's start-up rows (before its tracer, then around it) and its first row after. */
+static const char master_start[] = HEADER
+	"import time:       100 |        100 | encodings\n"
+	"import time:        50 |         50 |     sitecustomize\n"
+	"import time:        70 |        120 |   sitecustomize\n"
+	"import time:       200 |        300 | site\n"
+	"import time:      1000 |       1000 | flaskish\n";
+
 /* Rows of a master and two forked workers in one stream, app lines among them. */
 static void test_stream_attributes_rows(void **state)
 {
@@ -545,24 +561,12 @@ static void test_stream_adopted_helper(void **state)
 /* Two interpreters start at once: their start-up rows interleave before either has a trace. */
 static void test_stream_startup_windows(void **state)
 {
-	static const char c1[] = "#coldstart-trace 2\n"
-				 "H\t9000000\t300\t100\t8000000\tc\t3.11.2\taudit\texec\t4000\t0\n"
-				 "V\t9000000\tpython3\t-c\tfrom multiprocessing.spawn import spawn_main\t--multiprocessing-fork\n"
-				 "N\t9000100\t1\tmodules\tsys\\nencodings\\ncodecs\\nsite\\nsitecustomize\n"
-				 "S\t9100000\t1\t6000\t10\tsitecustomize\n"
-				 "F\t9150000\t1\t6100\t10\tsitecustomize\tModuleNotFoundError\n";
 	static const char c2[] = "#coldstart-trace 2\n"
 				 "H\t9010000\t301\t100\t8000000\tc\t3.11.2\taudit\texec\t4000\t0\n"
 				 "V\t9010000\tpython3\t-c\tfrom multiprocessing.spawn import spawn_main\t--multiprocessing-fork\n"
 				 "N\t9010100\t1\tmodules\tsys\\nencodings\\ncodecs\\nsite\\nsitecustomize\n"
 				 "S\t9110000\t1\t6000\t10\tsitecustomize\n"
 				 "F\t9160000\t1\t6100\t10\tsitecustomize\tModuleNotFoundError\n";
-	static const char start[] = HEADER
-		"import time:       100 |        100 | encodings\n"
-		"import time:        50 |         50 |     sitecustomize\n"
-		"import time:        70 |        120 |   sitecustomize\n"
-		"import time:       200 |        300 | site\n"
-		"import time:      1000 |       1000 | flaskish\n";
 	static const char spawn[] = HEADER HEADER
 		"import time:       101 |        101 | encodings\n"
 		"import time:       102 |        102 | encodings\n"
@@ -584,11 +588,11 @@ static void test_stream_startup_windows(void **state)
 
 	profile_init(&p);
 	run = profile_add_run(&p);
-	trace_stream_feed(ts, start, 60, &pass);
+	trace_stream_feed(ts, master_start, 60, &pass);
 	write_file(dir, "100-0.trace", master_tr);
-	trace_stream_feed(ts, start + 60, strlen(start) - 60, &pass);
+	trace_stream_feed(ts, master_start + 60, strlen(master_start) - 60, &pass);
 	trace_stream_feed(ts, spawn, strlen(spawn), &pass);
-	write_file(dir, "300-0.trace", c1);
+	write_file(dir, "300-0.trace", spawned_tr);
 	trace_stream_feed(ts, spawn2, strlen(spawn2), &pass);
 	write_file(dir, "301-0.trace", c2);
 	trace_stream_feed(ts, spawn3, strlen(spawn3), &pass);
@@ -680,6 +684,80 @@ static void test_stream_late_row_in_startup(void **state)
 	trace_stream_free(ts);
 	profile_release(&p);
 	buf_release(&pass);
+	remove_dir(dir);
+}
+
+/*
+ * A running process's row made longer than its trace by more than the slack
+ * while another interpreter starts (the forkserver after the resource
+ * tracker): it went to the starting interpreter's window, and was given back
+ * to stderr as a stray, the process's import left without its row.  It is
+ * that import's row.  A line of the same name as an import without a row
+ * (import_module) but out of its thread's order is the app's.
+ */
+static void test_stream_late_row_in_other_startup(void **state)
+{
+	static const char later[] = "S\t4000000\t1\t9000\t12\tpickly\n"
+				    "S\t4100000\t1\t9100\t12\tcompatish\n"
+				    "E\t5100000\t1\t9200\t12\tcompatish\n"
+				    "S\t5150000\t1\t9300\t12\tlazyish\n"
+				    "E\t5180000\t1\t9400\t12\tlazyish\n"
+				    "S\t5200000\t1\t9500\t12\t_pickly\n"
+				    "E\t5500000\t1\t9600\t12\t_pickly\n"
+				    "E\t5700000\t1\t9700\t12\tpickly\n";
+	/* compatish's row 200 us longer than its trace's 1000 us (the slack is 50 us). */
+	static const char crowd[] = HEADER
+		"import time:        50 |         50 |   codecs\n"
+		"import time:      1200 |       1200 |   compatish\n"
+		"import time:       300 |        300 |   _pickly\n"
+		"import time:       200 |       1700 | pickly\n"
+		"import time:      5000 |       5000 |   lazyish\n"
+		"import time:       100 |        150 | encodings\n"
+		"import time:        53 |         53 |     sitecustomize\n"
+		"import time:        71 |        124 |   sitecustomize\n"
+		"import time:       201 |        325 | site\n";
+	char *dir = make_dir();
+	struct trace_stream *ts = trace_stream_new(dir);
+	struct buf pass = BUF_INIT, grown = BUF_INIT;
+	struct profile p;
+	struct run *run;
+	const struct proc *m, *c;
+	size_t at = strstr(crowd, "import time:        53") - crowd;
+	int32_t i;
+
+	profile_init(&p);
+	run = profile_add_run(&p);
+	trace_stream_feed(ts, master_start, 60, &pass);
+	write_file(dir, "100-0.trace", master_tr);
+	trace_stream_feed(ts, master_start + 60, strlen(master_start) - 60, &pass);
+	buf_adds(&grown, master_tr);
+	buf_adds(&grown, later);
+	write_file(dir, "100-0.trace", grown.buf);
+	trace_stream_feed(ts, crowd, at, &pass);
+	write_file(dir, "300-0.trace", spawned_tr);
+	trace_stream_feed(ts, crowd + at, strlen(crowd) - at, &pass);
+	trace_stream_end(ts, &pass);
+	assert_string_equal(pass.buf, "import time:      5000 |       5000 |   lazyish\n");
+	trace_stream_collect(ts, &p, run);
+	assert_int_equal(run->nr_procs, 2);
+	m = proc_by_pid(run, 100);
+	c = proc_by_pid(run, 300);
+	i = find(m, "compatish");
+	assert_int_equal(m->nodes[i].flags & NODE_TRACE_ONLY, 0);
+	assert_int_equal(m->nodes[i].cum_us, 1200);
+	assert_int_equal(m->nodes[find(m, "pickly")].cum_us, 1700);
+	assert_int_equal(m->nodes[find(m, "lazyish")].flags & NODE_TRACE_ONLY, NODE_TRACE_ONLY);
+	assert_int_equal(proc_find(c, "compatish"), -1);
+	assert_int_equal(proc_find(c, "lazyish"), -1);
+	assert_int_equal(c->nodes[find(c, "encodings")].cum_us, 150);
+	assert_int_equal(c->nodes[find(c, "site")].cum_us, 325);
+	for (size_t w = 0; w < p.nr_warnings; w++)
+		print_message("warning: %s\n", p.warnings[w].msg);
+	assert_int_equal(p.nr_warnings, 0);
+	trace_stream_free(ts);
+	profile_release(&p);
+	buf_release(&pass);
+	buf_release(&grown);
 	remove_dir(dir);
 }
 
@@ -950,6 +1028,7 @@ int main(void)
 		cmocka_unit_test(test_stream_adopted_helper),
 		cmocka_unit_test(test_stream_startup_windows),
 		cmocka_unit_test(test_stream_late_row_in_startup),
+		cmocka_unit_test(test_stream_late_row_in_other_startup),
 		cmocka_unit_test(test_stream_untraced_interpreter),
 		cmocka_unit_test(test_stream_cached_rows),
 		cmocka_unit_test(test_roles),
