@@ -283,20 +283,40 @@ static bool plausible(int64_t row_us, int64_t trace_us)
 }
 
 /*
+ * Whether taking import done's row now would retire earlier imports of its
+ * thread that have none yet (retire_before): the row would come before
+ * theirs, out of the order the thread prints its rows in.
+ */
+static bool out_of_order(const struct live *lv, size_t done)
+{
+	long tid = lv->tp.done[done].tid;
+	size_t k;
+
+	for (k = done; k > 0 && !lv->matched[k - 1]; k--)
+		if (lv->tp.done[k - 1].tid == tid)
+			return true;
+	return false;
+}
+
+/*
  * The finished import of a traced process this row was printed for: among
  * the processes whose earliest unmatched import of that name is waiting,
  * the one whose duration is closest to the row's (two forked workers import
- * the same modules at the same time; their durations differ).  While an
- * interpreter is starting, its start-up rows may carry the same names as
- * imports other processes are finishing: then only a duration that can be
- * the same import's counts.
+ * the same modules at the same time; their durations differ).  Durations
+ * within the slack of each other (plausible) do not tell two such workers
+ * apart, their order does: a thread prints its rows in the order its imports
+ * finish, so of those, one whose earlier imports all have their rows goes
+ * first; taking the other's would retire the earlier imports whose rows are
+ * still on their way, and lose them.  While an interpreter is starting, its
+ * start-up rows may carry the same names as imports other processes are
+ * finishing: then only a duration that can be the same import's counts.
  */
 static bool match_row(struct trace_stream *s, const struct row_text *rt, bool strict, long *live_out,
 		      size_t *done_out)
 {
 	uint64_t h = name_hash(rt->name, rt->name_len);
-	int64_t best_diff = INT64_MAX;
-	long best = -1;
+	int64_t best_diff = INT64_MAX, in_order_diff = INT64_MAX;
+	long best = -1, in_order = -1;
 	int32_t k;
 
 	if (!s->cap)
@@ -321,7 +341,14 @@ static bool match_row(struct trace_stream *s, const struct row_text *rt, bool st
 			best_diff = diff;
 			best = k;
 		}
+		if (d->node >= 0 && diff < in_order_diff && plausible(rt->cum_us, d->cum_us) &&
+		    !out_of_order(lv, e->done)) {
+			in_order_diff = diff;
+			in_order = k;
+		}
 	}
+	if (in_order >= 0)
+		best = in_order;
 	if (best < 0)
 		return false;
 	*live_out = (long)s->pend[best].live;

@@ -522,6 +522,74 @@ static void test_stream_attributes_rows(void **state)
 }
 
 /*
+ * Two forked workers finish the same imports at the same time, and worker
+ * 202 finished colorish before its rows of the imports before it arrived:
+ * the row of 201's colorish is as close to 202's duration as to 201's (673
+ * and 672 us for 675), and taking 202's import for it would retire 202's
+ * typingish and pkgish, whose rows were still on their way (they went to
+ * stderr, and the two colorish rows were exchanged).  Their order decides.
+ */
+static void test_stream_rows_in_thread_order(void **state)
+{
+	static const char w1[] = "#coldstart-trace 2\n"
+				 "H\t9000000\t201\t100\t9000000\tc\t3.11.2\taudit\tfork\t10\t0\n"
+				 "S\t10000000\t1\t100\t10\tpkgish\n"
+				 "S\t10100000\t1\t200\t10\ttypingish\n"
+				 "S\t10200000\t1\t300\t10\t_typingish\n"
+				 "E\t11428000\t1\t400\t10\t_typingish\n"
+				 "E\t30000000\t1\t500\t10\ttypingish\n"
+				 "E\t35400000\t1\t600\t10\tpkgish\n"
+				 "S\t36000000\t1\t700\t10\tcolorish\n"
+				 "E\t36672000\t1\t800\t10\tcolorish\n";
+	static const char w2[] = "#coldstart-trace 2\n"
+				 "H\t9000000\t202\t100\t9000000\tc\t3.11.2\taudit\tfork\t10\t0\n"
+				 "S\t10000000\t1\t100\t10\tpkgish\n"
+				 "S\t10100000\t1\t200\t10\ttypingish\n"
+				 "S\t10200000\t1\t300\t10\t_typingish\n"
+				 "E\t16527000\t1\t400\t10\t_typingish\n"
+				 "E\t29655000\t1\t500\t10\ttypingish\n"
+				 "E\t42005000\t1\t600\t10\tpkgish\n"
+				 "S\t42100000\t1\t700\t10\tcolorish\n"
+				 "E\t42773000\t1\t800\t10\tcolorish\n";
+	static const char rows[] = "import time:      1230 |       1230 |     _typingish\n"
+				   "import time:     18672 |      19902 |   typingish\n"
+				   "import time:      5500 |      25402 | pkgish\n"
+				   "import time:      6330 |       6330 |     _typingish\n"
+				   "import time:       675 |        675 | colorish\n"
+				   "import time:     13229 |      19559 |   typingish\n"
+				   "import time:     12450 |      32009 | pkgish\n"
+				   "import time:       676 |        676 | colorish\n";
+	char *dir = make_dir();
+	struct trace_stream *ts = trace_stream_new(dir);
+	struct buf pass = BUF_INIT;
+	struct profile p;
+	struct run *run;
+	const struct proc *a, *b;
+
+	profile_init(&p);
+	run = profile_add_run(&p);
+	write_file(dir, "201-0.trace", w1);
+	write_file(dir, "202-0.trace", w2);
+	trace_stream_feed(ts, rows, strlen(rows), &pass);
+	trace_stream_end(ts, &pass);
+	assert_int_equal(pass.len, 0);
+	trace_stream_collect(ts, &p, run);
+	a = proc_by_pid(run, 201);
+	b = proc_by_pid(run, 202);
+	assert_int_equal(a->nodes[find(a, "colorish")].cum_us, 675);
+	assert_int_equal(b->nodes[find(b, "colorish")].cum_us, 676);
+	assert_int_equal(a->nodes[find(a, "pkgish")].cum_us, 25402);
+	assert_int_equal(b->nodes[find(b, "pkgish")].cum_us, 32009);
+	assert_int_equal(b->nodes[find(b, "typingish")].cum_us, 19559);
+	for (size_t i = 0; i < b->nr_nodes; i++)
+		assert_int_equal(b->nodes[i].flags & NODE_TRACE_ONLY, 0);
+	trace_stream_free(ts);
+	profile_release(&p);
+	buf_release(&pass);
+	remove_dir(dir);
+}
+
+/*
  * A helper whose starter had ended before its tracer read getppid(): adopted
  * by coldstart (pid 1 here), it names the traced process it descends from.
  */
@@ -1025,6 +1093,7 @@ int main(void)
 		cmocka_unit_test(test_merge_cumulative_agrees),
 		cmocka_unit_test(test_merge_killed),
 		cmocka_unit_test(test_stream_attributes_rows),
+		cmocka_unit_test(test_stream_rows_in_thread_order),
 		cmocka_unit_test(test_stream_adopted_helper),
 		cmocka_unit_test(test_stream_startup_windows),
 		cmocka_unit_test(test_stream_late_row_in_startup),
