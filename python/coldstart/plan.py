@@ -1067,6 +1067,63 @@ def _hook_regex(module):
     d["compile"] = compile
 
 
+# --- the string table ------------------------------------------------------
+#
+# After the regex table comes the code of each compile(), exec() and eval()
+# call on a str made while planning (plan_code.py).  The C extension
+# _plancode answers those calls: it patches the builtin functions in place,
+# so no frame is added and the objects stay the same (docs/plan.md, "The
+# string table").  coldstart plan builds it for the target's interpreter
+# and the plan's code member names the file ("ext").
+
+class _ExtSpec(object):
+    # The two attributes _imp.create_dynamic reads.
+    def __init__(self, name, origin):
+        self.name = name
+        self.origin = origin
+
+
+def load_plancode(path, size=None, mtime_ns=None):
+    """The _plancode extension in path: a regular file of this user's (or
+    root's) that nobody else may write, with the size and mtime the plan
+    recorded when given.  Raises OSError or ImportError."""
+    st = os.stat(path)
+    if st.st_uid not in (0, os.geteuid()) or st.st_mode & 0o022:
+        raise OSError("%r may be written by others" % path)
+    if size is not None and (st.st_size != size or
+                             st.st_mtime_ns != mtime_ns):
+        raise OSError("%r changed since the plan was made" % path)
+    name = "coldstart._plancode"
+    had = sys.modules.get(name)
+    mod = _imp.create_dynamic(_ExtSpec(name, path))
+    if had is None:
+        sys.modules.pop(name, None)
+    return mod
+
+
+# The extension once install() gave it the plan's table: [module].
+_plancode = []
+
+
+def _apply_strings(fd, code):
+    at, ext = code.get("strings"), code.get("ext")
+    if not (isinstance(at, list) and len(at) == 3 and
+            all(type(x) is int for x in at)):
+        return
+    if not (isinstance(ext, dict) and isinstance(ext.get("path"), str)):
+        _warn("the plan has a string table but no extension to answer it; "
+              "code compiled from strings is compiled as usual")
+        return
+    try:
+        mod = load_plancode(ext["path"], ext.get("size"), ext.get("mtime_ns"))
+        mod.apply(fd, at[0], at[1])
+    except (OSError, ImportError, ValueError, RuntimeError) as e:
+        _warn("not answering code compiled from strings: %s; it is compiled "
+              "as usual" % (getattr(e, "strerror", None) or e))
+        return
+    _plancode[:] = [mod]
+
+
 class _AfterExecLoader(_StandInLoader):
     """Stands in spec.loader to call after(module) once the module's body
     has run: at once, or after the deferred body when the loader it wraps
@@ -1426,6 +1483,8 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
                 all(type(x) is int for x in r) and \
                 os.environ.get("COLDSTART_PLAN_REGEX") != "0":
             _regex_at[:] = r[:2]
+        if os.environ.get("COLDSTART_PLAN_STRINGS") != "0":
+            _apply_strings(code[0], plan["code"])
     native = defer and native_lazy and \
         hasattr(sys, "set_lazy_imports_filter")
     finder = PlanFinder(plan, defer and not native, strict=strict, keep=keep,
