@@ -36,20 +36,25 @@ def main():
                    stderr=subprocess.DEVNULL)
     print("cs-fdk+plan, CPU ms to the first response, median of %d "
           "interleaved rounds (%s)" % (rounds, plan_bench.PY))
-    print("%-11s %9s %9s %7s %8s %9s" % ("function", "table off", "table on",
-                                         "off/on", "sources", "KiB"))
+    print("%-11s %9s %9s %7s %8s %9s %15s" % (
+        "function", "table off", "table on", "off/on", "sources", "KiB",
+        "answered/missed"))
     for n in names:
         got = {"0": [], "1": []}
+        stats = None
         for i in range(rounds):
             order = ("0", "1") if i % 2 == 0 else ("1", "0")
             for s in order:
                 os.environ["PHASES_ENV"] = "COLDSTART_PLAN_STRINGS=" + s
-                r, _ = phases.once(n, "cs-fdk+plan")
+                r, data = phases.once(n, "cs-fdk+plan")
                 got[s].append(r["first_cpu_ms"])
+                if s == "1":
+                    stats = data.get("strings")
         off, on = (statistics.median(got[s]) for s in ("0", "1"))
         rows, size = table_size(n)
-        print("%-11s %9.1f %9.1f %7.3f %8d %9.1f" % (
-            n, off, on, off / on, rows, size / 1024.0))
+        print("%-11s %9.1f %9.1f %7.3f %8d %9.1f %15s" % (
+            n, off, on, off / on, rows, size / 1024.0,
+            "%d/%d" % tuple(stats) if stats else "-"))
         sys.stdout.flush()
 
 

@@ -1118,8 +1118,10 @@ def _apply_strings(fd, code):
         mod = load_plancode(ext["path"], ext.get("size"), ext.get("mtime_ns"))
         mod.apply(fd, at[0], at[1])
     except (OSError, ImportError, ValueError, RuntimeError) as e:
+        why = "%r: %s" % (e.filename, e.strerror) if \
+            isinstance(e, OSError) and e.filename and e.strerror else e
         _warn("not answering code compiled from strings: %s; it is compiled "
-              "as usual" % (getattr(e, "strerror", None) or e))
+              "as usual" % (why,))
         return
     _plancode[:] = [mod]
 
