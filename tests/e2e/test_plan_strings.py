@@ -69,6 +69,12 @@ MODULES = {
         by_exec = ns3["h"].__annotations__
     """,
     "nofut.py": """
+        import collections, dataclasses
+        Q = collections.namedtuple("Q", "a b")
+
+        @dataclasses.dataclass(frozen=True)
+        class E:
+            c: int = 3
         SRC = "def h(x: 'q' + 'r', *, y: len('ab')) -> int:\\n    return x\\n"
         ns = {}
         exec(compile(SRC, "<ann>", "exec"), ns)
@@ -88,7 +94,9 @@ MODULES = {
         sys.addaudithook(hook)
         import fut, nofut, gen
         out = {"fut": [repr(fut.inherited), repr(fut.plain), repr(fut.by_exec)],
-               "nofut": repr(nofut.evaluated)}
+               "nofut": repr(nofut.evaluated),
+               "eager": [repr(nofut.Q(1, 2)), nofut.Q.__module__,
+                         repr(nofut.E()), hash(nofut.E()) == hash(nofut.E())]}
         if sys.argv[1:] == ["use"]:
             out["P"] = [repr(gen.P(1, 2)), gen.P.__module__,
                         gen.P.__new__.__code__.co_filename]
@@ -188,6 +196,7 @@ def test_string_table_changes_nothing_observable(python, workdir):
     assert "\\d" in plain.stderr and "Warning" in plain.stderr
     out = json.loads(plain.stdout)
     assert out["changed"] == 2 and out["P"][1] == "gen"
+    assert out["eager"][1] == "nofut" and out["eager"][3] is True
     # 3.12+ inline the comprehension: its frame is g's.
     assert out["frames"][0][-2:] == ["g", "f"] or \
         out["frames"][0][-2:] == ["f", "<module>"]
