@@ -125,7 +125,7 @@ MODULES = {
                             if any(m in e[1] for m in marks)]
         print(json.dumps(out, indent=1, sort_keys=True))
         pm = sys.modules.get("coldstart.plan")
-        stats = pm._plancode[0].stats() if pm is not None and pm._plancode \\
+        stats = pm._plancode[0].stats() if getattr(pm, "_plancode", None) \\
             else None
         if stats is not None:
             with open("stats.json", "w") as f:
