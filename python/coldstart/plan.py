@@ -1583,7 +1583,9 @@ def install_from_environ(environ=None):
     """The bootstrap's entry: COLDSTART_PLAN names the plan,
     COLDSTART_PLAN_WARM is off or background, COLDSTART_PLAN_STRICT=1
     selects strict mode, COLDSTART_PLAN_LAZY_FROM=0 turns lazy
-    from-imports off, COLDSTART_PLAN_ARCHIVE=0 the code archive.  Returns the finder or None."""
+    from-imports off, COLDSTART_PLAN_ARCHIVE=0 the code archive,
+    COLDSTART_PLAN_REGEX=0 and COLDSTART_PLAN_STRINGS=0 its regex and
+    string tables.  Returns the finder or None."""
     env = os.environ if environ is None else environ
     path = env.get("COLDSTART_PLAN")
     if not path:
