@@ -1105,11 +1105,25 @@ def load_plancode(path, size=None, mtime_ns=None):
 _plancode = []
 
 
+def debug_ranges():
+    """Whether this interpreter compiles column positions into code
+    (3.11+; off with -X no_debug_ranges or PYTHONNODEBUGRANGES): part of
+    what the string table's code depends on, like the -O level."""
+    if sys.version_info < (3, 11):
+        return True
+    if "no_debug_ranges" in sys._xoptions:
+        return False
+    return sys.flags.ignore_environment or \
+        not os.environ.get("PYTHONNODEBUGRANGES")
+
+
 def _apply_strings(fd, code):
     at, ext = code.get("strings"), code.get("ext")
     if not (isinstance(at, list) and len(at) == 3 and
             all(type(x) is int for x in at)):
         return
+    if code.get("debug_ranges", True) != debug_ranges():
+        return  # compiled with other position information: compile again
     if not (isinstance(ext, dict) and isinstance(ext.get("path"), str)):
         _warn("the plan has a string table but no extension to answer it; "
               "code compiled from strings is compiled as usual")

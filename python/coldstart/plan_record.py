@@ -1063,6 +1063,7 @@ def write_plan(rec_obj, names):
                                 rec_obj.strings)
         if code is not None and "strings" in code:
             code["ext"] = rec_obj.strcode_ext
+            code["debug_ranges"] = _plan.debug_ranges()
     except OSError as e:
         sys.stderr.write("coldstart plan: cannot write the code archive: "
                          "%s; the plan loads modules from their files\n"

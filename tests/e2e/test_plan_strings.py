@@ -250,3 +250,29 @@ def test_changed_extension_is_not_loaded(workdir):
     assert "not answering code compiled from strings" in applied.stderr
     assert "changed since the plan was made" in applied.stderr
     assert not os.path.exists(os.path.join(workdir, "stats.json"))
+
+
+def test_other_position_information_compiles_again(workdir):
+    """Code compiled without column positions (-X no_debug_ranges, 3.11+)
+    differs from the table's: the table is not used then."""
+    python = "/usr/bin/python3"
+    for name, text in MODULES.items():
+        with open(os.path.join(workdir, name), "w") as f:
+            f.write(textwrap.dedent(text))
+    plan_path = os.path.join(workdir, "p.json")
+    p = subprocess.run([COLDSTART, "plan", "-o", plan_path, "--", python,
+                        "tool.py"], cwd=workdir, capture_output=True,
+                       text=True, timeout=300, env=_env())
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.load(open(plan_path))["code"]["debug_ranges"] is True
+    stats = os.path.join(workdir, "stats.json")
+    for xopt, table in ((["-X", "no_debug_ranges"], False), ([], True)):
+        if os.path.exists(stats):
+            os.unlink(stats)
+        runs = [subprocess.run([python] + xopt + ["tool.py", "use"],
+                               cwd=workdir, capture_output=True, text=True,
+                               timeout=120, env=e)
+                for e in (_env(), _env(COLDSTART_PLAN=plan_path,
+                                       PYTHONPATH=BOOT))]
+        assert runs[0].stdout == runs[1].stdout and runs[1].returncode == 0
+        assert os.path.exists(stats) is table, xopt
