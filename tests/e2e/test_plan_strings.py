@@ -42,7 +42,10 @@ MODULES = {
                "def g(a):\\n"
                "    import sys\\n"
                "    names = [sys._getframe(i).f_code.co_name for i in range(3)]\\n"
-               "    return names, sys._getframe(1).f_globals.get('__name__'), 1 / a\\n")
+               "    return names, sys._getframe(1).f_globals.get('__name__'), 1 / a\\n"
+               "def w():\\n"
+               "    import warnings\\n"
+               "    warnings.warn('from exec', UserWarning, stacklevel=2)\\n")
         ns = {"__name__": "gen_exec"}
         exec(SRC, ns)
         # Another value than the planning run's: a source the table lacks.
@@ -112,6 +115,11 @@ MODULES = {
                 exec(gen.co, {})
             except ZeroDivisionError:
                 out["tb2"] = traceback.format_exc()
+            import warnings
+            with warnings.catch_warnings(record=True) as ws:
+                warnings.simplefilter("always")
+                gen.ns["w"]()
+            out["warn"] = [ws[0].filename, ws[0].lineno, str(ws[0].message)]
             out["changed"] = gen.changed["X"]
             out["square"] = gen.square(7)
             # A module the plan defers does not run its body unless used,
@@ -201,6 +209,7 @@ def test_string_table_changes_nothing_observable(python, workdir):
     assert out["frames"][0][-2:] == ["g", "f"] or \
         out["frames"][0][-2:] == ["f", "<module>"]
     assert out["frames"][1] == "gen_exec"
+    assert out["warn"][0].endswith("tool.py") and out["warn"][2] == "from exec"
     assert 'File "<string>", line 6, in g' in out["tb"]
     assert out["fut"][0] != out["nofut"] and out["fut"][1] == out["nofut"]
     assert out["fut"][2] == out["fut"][0]
