@@ -110,9 +110,9 @@ def _fill_to(end):
 def _room(n):
     # Under the lock: the bytes of a record of n bytes at the end of the records, and the
     # reserve behind them, written and mapped; their pages touched, so that the store into
-    # them takes no page fault (a minor one, but the first store into a shared page of a
-    # file also has the file system update the file's times: tens of microseconds under
-    # load).  False when the file system is full: the trace has stopped.
+    # them, after an end's clock, takes no page fault either (a minor one, the zeros being in
+    # the page cache: a few microseconds at most here).  False when the file system is full:
+    # the trace has stopped.
     need = _st["used"] + n + _RESERVE
     if need > _st["filled"] and not _fill_to(need):
         _stop_full()
