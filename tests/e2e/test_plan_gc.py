@@ -1,0 +1,109 @@
+"""coldstart-fdk with a start-up plan holds the cyclic collector back during
+the first call (docs/plan.md, "The collector"): the first threshold is
+GC_HOLD_THRESHOLD from the first request until its response is sent, then
+what it was; a program that sets its own thresholds keeps them; without a
+plan, or with COLDSTART_PLAN_GC=0, nothing changes."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from conftest import DEBIAN_PYTHON, ROOT
+from test_plan import _fn_call, plan_cmd, write
+
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from coldstart.fdk.loop import GC_HOLD_THRESHOLD  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not os.path.exists(DEBIAN_PYTHON),
+                                reason="Debian's python3 is not installed")
+
+FUNC = """
+    import gc, json
+    from fdk import response
+
+    def handler(ctx, data=None):
+        req = json.loads(data.getvalue() or b"{}")
+        seen = list(gc.get_threshold())
+        if req.get("set"):
+            gc.set_threshold(*req["set"])
+        # 5000 new containers: several collections at the usual first
+        # threshold, none at the held one unless the count was near it.
+        runs = []
+        cb = lambda phase, info: runs.append(phase) if phase == "start" else None
+        young = gc.get_count()[0]
+        gc.callbacks.append(cb)
+        keep = [[] for i in range(5000)]
+        gc.callbacks.remove(cb)
+        return response.Response(ctx, response_data=json.dumps(
+            {"threshold": seen, "young": young, "collections": len(runs)}))
+"""
+
+
+@pytest.fixture
+def planned():
+    d = tempfile.mkdtemp(prefix="plangc", dir="/tmp")
+    write(d, "func.py", FUNC)
+    write(d, "req.json", "{}")
+    p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
+                 "req.json", "-o", os.path.join(d, "p.json"), cwd=d)
+    assert p.returncode == 0, p.stderr
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def calls(workdir, how, bodies, extra_env=()):
+    d = tempfile.mkdtemp(prefix="plangcfn", dir="/tmp")
+    sock = os.path.join(d, "lsnr.sock")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("COLDSTART_") and k != "PYTHONPATH"}
+    env.update(FN_LISTENER="unix:" + sock, FN_FORMAT="http-stream")
+    env.update(extra_env)
+    proc = subprocess.Popen([DEBIAN_PYTHON, os.path.join(ROOT, "python", "coldstart-fdk")]
+                            + how + ["func.py", "handler"], cwd=workdir, env=env,
+                            stderr=subprocess.PIPE)
+    try:
+        for _ in range(600):
+            if os.path.islink(sock):
+                break
+            time.sleep(0.01)
+        out = [json.loads(_fn_call(sock, json.dumps(b).encode(), "c%d" % i))
+               for i, b in enumerate(bodies, 1)]
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+        shutil.rmtree(d, ignore_errors=True)
+    assert b"coldstart plan:" not in err, err
+    return out
+
+
+def default_threshold():
+    return json.loads(subprocess.run(
+        [DEBIAN_PYTHON, "-c", "import gc, json; print(json.dumps(gc.get_threshold()))"],
+        capture_output=True, text=True, check=True).stdout)
+
+
+def test_held_during_the_first_call_then_as_before(planned):
+    usual = default_threshold()
+    first, second = calls(planned, ["--plan", "p.json"], [{}, {}])
+    assert first["threshold"] == [GC_HOLD_THRESHOLD] + usual[1:]
+    assert second["threshold"] == usual
+    assert first["young"] < GC_HOLD_THRESHOLD - 5000 and first["collections"] == 0, first
+    assert second["collections"] >= 5000 // usual[0], second
+
+
+def test_without_a_plan_or_turned_off_nothing_changes(planned):
+    usual = default_threshold()
+    for how, env in (([], {}), (["--plan", "p.json"], {"COLDSTART_PLAN_GC": "0"})):
+        first, second = calls(planned, how, [{}, {}], env)
+        assert first["threshold"] == second["threshold"] == usual, (how, env)
+
+
+def test_a_program_that_sets_its_own_thresholds_keeps_them(planned):
+    first, second = calls(planned, ["--plan", "p.json"], [{"set": [1234, 5, 6]}, {}])
+    assert first["threshold"][0] == GC_HOLD_THRESHOLD
+    assert second["threshold"] == [1234, 5, 6]
