@@ -294,9 +294,14 @@ def test_cumulative_agrees_with_importtime(python, impl, tmp_path, tracer_build_
     difference is the few instructions between them -- and the scheduler: on
     a loaded machine a preemption can land between importtime's timer and
     the tracer's.  Three runs are made and each module must agree in one of
-    them; a systematic error fails all three.
+    them; a systematic error fails all three.  A few instructions are a few
+    microseconds: the median over the modules of their closest run is held
+    under 12 us (measured here at a load average of 9: 2 us for the C tracer,
+    4-5.5 us for the pure-Python one on every interpreter; 14.5-24 us for the
+    latter when it wrote its end record after reading the end's clock, which
+    the per-module bound let through in most runs).
     """
-    best = {}
+    best, closest = {}, {}
     for attempt in range(3):
         tdir = tmp_path / ("t%d" % attempt)
         tdir.mkdir()
@@ -313,9 +318,11 @@ def test_cumulative_agrees_with_importtime(python, impl, tmp_path, tracer_build_
             excess = diff - max(50.0, 0.02 * it[n["name"]])
             if n["name"] not in best or excess < best[n["name"]][0]:
                 best[n["name"]] = (excess, it[n["name"]], round(trace_us, 1))
+            closest[n["name"]] = min(closest.get(n["name"], diff), diff)
     assert len(best) >= 20
     bad = [(name, v[1], v[2]) for name, v in sorted(best.items()) if v[0] > 0]
     assert not bad, bad
+    assert statistics.median(closest.values()) < 12, sorted(closest.items(), key=lambda kv: kv[1])
 
 
 # Enough imports for the trace to fill several pages on every interpreter.
