@@ -5,6 +5,7 @@ readiness splitting the imports, and the smaller truths (the app's own
 stderr, /dev/null, coldstart's bootstrap, _sysconfigdata_*)."""
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -229,5 +230,18 @@ def test_bootstrap_is_coldstarts_and_sysconfigdata_is_stdlib(coldstart, tmp_path
     assert sysdata and all(n[6] == "stdlib" for n in sysdata), sysdata
     rep = coldstart("report", tmp_path / "profile.json").stdout
     assert "coldstart       its bootstrap and tracer took" in rep
+    # The tool's node is not among the top modules: a sitecustomize listed
+    # there is the real one (under load a preemption can make it the top
+    # entry), with the real one's self time.
     hot = rep[rep.index("Top modules by self time"):rep.index("Phases")]
-    assert "sitecustomize" not in hot.split("via")[0]
+    listed = [line for line in hot.splitlines() if re.search(r"\bsitecustomize\b", line)
+              and not line.strip().startswith("via")]
+    assert len(listed) <= 1, listed
+    for line in listed:
+        self_us = in_us(re.findall(r"(\d+(?:\.\d+)?) (us|ms|s)\b", line)[1])
+        assert abs(self_us - real[0][3]) <= 50, (line, real[0][3], tool[0][3])
+
+
+def in_us(figure):
+    value, unit = figure
+    return float(value) * {"us": 1, "ms": 1e3, "s": 1e6}[unit]

@@ -323,6 +323,7 @@ class Server(object):
         self.poller = None
         self.run_in_context = None
         self.gc_held = None
+        self.first_out = False
 
     # --- the listener -------------------------------------------------
 
@@ -500,12 +501,21 @@ class Server(object):
                 else:
                     conn.out[0] = first[n:]
                     n = 0
-        if self.gc_held is not None and not conn.out:
-            # The first response is out: the collector runs as it did.
-            _release_gc(self.gc_held)
-            self.gc_held = None
+        if self.first_out and not conn.out:
+            self._first_response_sent()
         self._watch(conn)
         return True
+
+    def _first_response_sent(self):
+        # The collector runs as it did, and a start-up plan's --warm
+        # background begins (its thread would otherwise hold the GIL while
+        # the response waits to be sent).
+        self.first_out = False
+        if self.gc_held is not None:
+            _release_gc(self.gc_held)
+            self.gc_held = None
+        if "coldstart.plan" in sys.modules:
+            sys.modules["coldstart.plan"].responded()
 
     def _discard_input(self, conn):
         # Closing a unix socket with unread bytes resets the peer, which
@@ -580,12 +590,13 @@ class Server(object):
                     continue
                 self._watch(conn)
                 return True
-            if not self.calls and self.gc_held is None:
+            first = not self.calls
+            if first and self.gc_held is None:
                 self.gc_held = _hold_gc()
             self._respond(conn, req)
-            if self.calls == 1 and "coldstart.plan" in sys.modules:
-                # A start-up plan's --warm background begins now.
-                sys.modules["coldstart.plan"].responded()
+            if first and self.calls == 1:
+                # What waits for the first response begins once it is sent.
+                self.first_out = True
             conn.started = time.time() if conn.reader.pending() else None
             if self.stop_status is not None or self.term_at is not None:
                 self._finish_then_stop(conn)
