@@ -139,6 +139,7 @@ install: all
 	cp -R python/coldstart $(DESTDIR)$(DATADIR)/python/coldstart
 	cp -R python/coldstart python/fdk $(DESTDIR)$(PYDIR)/
 	rm -f $(DESTDIR)$(PYDIR)/coldstart/_tracer.c $(DESTDIR)$(PYDIR)/coldstart/_sampler.c \
+		$(DESTDIR)$(PYDIR)/coldstart/_plancode.c \
 		$(DESTDIR)$(PYDIR)/coldstart/_fill.h
 	sed '1s|.*|#!$(PYTHON)|' python/coldstart-fdk > $(DESTDIR)$(BINDIR)/coldstart-fdk
 	chmod 755 $(DESTDIR)$(BINDIR)/coldstart-fdk

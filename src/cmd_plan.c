@@ -411,6 +411,28 @@ static void set_module_list(struct strvec *env, const char *name, const struct s
 }
 
 /*
+ * The extension that records, and in applied runs answers, compile(),
+ * exec() and eval() on strings (python/coldstart/_plancode.c), built for the
+ * target's interpreter into the tracer's cache (trace_build.h); the plan
+ * names it.  Without it the plan is made without the string table.
+ */
+static void set_plancode(struct plan_run *r, const char *python, const char *datadir)
+{
+	struct buf note = BUF_INIT, err = BUF_INIT;
+	char *so = NULL;
+
+	if (ext_build_ensure(python, datadir, "_plancode", NULL, &so, &note, &err) == 0)
+		strvec_setenv(&r->env_record, "COLDSTART_PLAN_EXT", so);
+	else
+		warning("plan: code compiled from strings is compiled in every run: %s", err.buf);
+	if (note.len && so)
+		warning("plan: %s", note.buf);
+	free(so);
+	buf_release(&note);
+	buf_release(&err);
+}
+
+/*
  * The three environments: the target's own without any plan, recording
  * (to c->tmp, the code archive to c->code_tmp) and applying a plan.
  */
@@ -431,6 +453,8 @@ static void set_environments(struct plan_cmd *c, const char *datadir)
 		cached = boot_cache_ensure(python, datadir, "_boot/plan", &note);
 	if (note.len)
 		warning("plan bootstrap: %s", note.buf);
+	if (python)
+		set_plancode(r, python, datadir);
 	if (cached)
 		buf_adds(&boot, cached);
 	else

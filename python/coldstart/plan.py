@@ -1067,6 +1067,79 @@ def _hook_regex(module):
     d["compile"] = compile
 
 
+# --- the string table ------------------------------------------------------
+#
+# After the regex table comes the code of each compile(), exec() and eval()
+# call on a str made while planning (plan_code.py).  The C extension
+# _plancode answers those calls: it patches the builtin functions in place,
+# so no frame is added and the objects stay the same (docs/plan.md, "The
+# string table").  coldstart plan builds it for the target's interpreter
+# and the plan's code member names the file ("ext").
+
+class _ExtSpec(object):
+    # The two attributes _imp.create_dynamic reads.
+    def __init__(self, name, origin):
+        self.name = name
+        self.origin = origin
+
+
+def load_plancode(path, size=None, mtime_ns=None):
+    """The _plancode extension in path: a regular file of this user's (or
+    root's) that nobody else may write, with the size and mtime the plan
+    recorded when given.  Raises OSError or ImportError."""
+    st = os.stat(path)
+    if st.st_uid not in (0, os.geteuid()) or st.st_mode & 0o022:
+        raise OSError("%r may be written by others" % path)
+    if size is not None and (st.st_size != size or
+                             st.st_mtime_ns != mtime_ns):
+        raise OSError("%r changed since the plan was made" % path)
+    name = "coldstart._plancode"
+    had = sys.modules.get(name)
+    mod = _imp.create_dynamic(_ExtSpec(name, path))
+    if had is None:
+        sys.modules.pop(name, None)
+    return mod
+
+
+# The extension once install() gave it the plan's table: [module].
+_plancode = []
+
+
+def debug_ranges():
+    """Whether this interpreter compiles column positions into code
+    (3.11+; off with -X no_debug_ranges or PYTHONNODEBUGRANGES): part of
+    what the string table's code depends on, like the -O level."""
+    if sys.version_info < (3, 11):
+        return True
+    if "no_debug_ranges" in sys._xoptions:
+        return False
+    return sys.flags.ignore_environment or \
+        not os.environ.get("PYTHONNODEBUGRANGES")
+
+
+def _apply_strings(fd, code):
+    at, ext = code.get("strings"), code.get("ext")
+    if not (isinstance(at, list) and len(at) == 3 and
+            all(type(x) is int for x in at)):
+        return
+    if code.get("debug_ranges", True) != debug_ranges():
+        return  # compiled with other position information: compile again
+    if not (isinstance(ext, dict) and isinstance(ext.get("path"), str)):
+        _warn("the plan has a string table but no extension to answer it; "
+              "code compiled from strings is compiled as usual")
+        return
+    try:
+        mod = load_plancode(ext["path"], ext.get("size"), ext.get("mtime_ns"))
+        mod.apply(fd, at[0], at[1])
+    except (OSError, ImportError, ValueError, RuntimeError) as e:
+        why = "%r: %s" % (e.filename, e.strerror) if \
+            isinstance(e, OSError) and e.filename and e.strerror else e
+        _warn("not answering code compiled from strings: %s; it is compiled "
+              "as usual" % (why,))
+        return
+    _plancode[:] = [mod]
+
+
 class _AfterExecLoader(_StandInLoader):
     """Stands in spec.loader to call after(module) once the module's body
     has run: at once, or after the deferred body when the loader it wraps
@@ -1426,6 +1499,8 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
                 all(type(x) is int for x in r) and \
                 os.environ.get("COLDSTART_PLAN_REGEX") != "0":
             _regex_at[:] = r[:2]
+        if os.environ.get("COLDSTART_PLAN_STRINGS") != "0":
+            _apply_strings(code[0], plan["code"])
     native = defer and native_lazy and \
         hasattr(sys, "set_lazy_imports_filter")
     finder = PlanFinder(plan, defer and not native, strict=strict, keep=keep,
@@ -1522,7 +1597,9 @@ def install_from_environ(environ=None):
     """The bootstrap's entry: COLDSTART_PLAN names the plan,
     COLDSTART_PLAN_WARM is off or background, COLDSTART_PLAN_STRICT=1
     selects strict mode, COLDSTART_PLAN_LAZY_FROM=0 turns lazy
-    from-imports off, COLDSTART_PLAN_ARCHIVE=0 the code archive.  Returns the finder or None."""
+    from-imports off, COLDSTART_PLAN_ARCHIVE=0 the code archive,
+    COLDSTART_PLAN_REGEX=0 and COLDSTART_PLAN_STRINGS=0 its regex and
+    string tables.  Returns the finder or None."""
     env = os.environ if environ is None else environ
     path = env.get("COLDSTART_PLAN")
     if not path:

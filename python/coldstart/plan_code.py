@@ -12,6 +12,10 @@ length.  After the code comes the regex table: for each pattern compiled
 while planning, what the regular expression compiler handed _sre.compile
 ("regex": offset, length, count); applying the plan, re compiles those
 patterns with one _sre.compile call, without the parser and compiler.
+Then the string table: the code of each compile(), exec() and eval() call
+on a str made while planning ("strings": offset, length, count), which the
+C extension _plancode answers applying the plan (docs/plan.md, "The
+string table").
 """
 
 import marshal
@@ -42,11 +46,37 @@ def _code_of(kind, name, path):
         return None
 
 
-def write(path, index, regexes=()):
+def string_table(calls):
+    """The string table of the calls recorded while planning (tuples
+    (source, filename, mode, flags, optimize), flags the compiler flags in
+    effect): {source: ((filename, mode, flags, optimize, marshalled code),
+    ...)} and the number of rows.  Each is compiled again, without
+    inheriting flags (they are the ones in effect); a source that does not
+    compile, or whose compiling warns (a SyntaxWarning for an invalid escape
+    sequence: applying the plan, the warning must show again), is left out."""
+    import warnings
+    table = {}
+    n = 0
+    for src, filename, mode, flags, optimize in calls:
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
+            try:
+                code = compile(src, filename, mode, flags, True, optimize)
+            except Exception:
+                continue
+        if warned:
+            continue
+        table.setdefault(src, []).append(
+            (filename, mode, flags, optimize, marshal.dumps(code)))
+        n += 1
+    return {k: tuple(v) for k, v in table.items()}, n
+
+
+def write(path, index, regexes=(), strings=()):
     """Writes the archive of the index rows' modules to path (through a
     temporary file), then the regex table (regexes: tuples (pattern, flags,
-    and the 6 arguments of _sre.compile)); returns the plan's "code"
-    member."""
+    and the 6 arguments of _sre.compile)) and the string table (strings:
+    the calls string_table() takes); returns the plan's "code" member."""
     at = []
     tmp = "%s.tmp%d" % (path, os.getpid())
     with open(tmp, "wb") as f:
@@ -66,6 +96,13 @@ def write(path, index, regexes=()):
             blob = marshal.dumps(list(regexes))
             f.write(blob)
             regex = [off, len(blob), len(regexes)]
+            off += len(blob)
+        table, n = string_table(strings)
+        strs = None
+        if n:
+            blob = marshal.dumps(table)
+            f.write(blob)
+            strs = [off, len(blob), n]
     os.replace(tmp, path)
     st = os.stat(path)
     out = {"path": os.path.abspath(path), "size": st.st_size,
@@ -73,4 +110,6 @@ def write(path, index, regexes=()):
            "at": at}
     if regex is not None:
         out["regex"] = regex
+    if strs is not None:
+        out["strings"] = strs
     return out

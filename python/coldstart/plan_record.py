@@ -125,6 +125,11 @@ class Recorder(object):
         self.code_out = None
         self.regex = {}  # (pattern, flags) -> _sre.compile's arguments
         self.regex_hooked = False
+        # the _plancode extension recording compile/exec/eval on strings
+        # and the plan's "ext" member for it, when coldstart plan built it
+        self.strcode = None
+        self.strcode_ext = None
+        self.strings = []
         # modules whose __all__ something read -> (code, offset) of the
         # reads from module bodies (star imports among them), None once
         # anything else read it.
@@ -593,6 +598,8 @@ class Recorder(object):
             if self.written:
                 return
             self.recording = False
+            if self.strcode is not None:
+                self.strings = self.strcode.recorded()
             names = list(sys.modules)
             self._uninstall()
             try:
@@ -1052,7 +1059,11 @@ def write_plan(rec_obj, names):
         from coldstart import plan_code as _plan_code
         code = _plan_code.write(rec_obj.code_out or rec_obj.out + ".code",
                                 index, [k + v for k, v in
-                                        rec_obj.regex.items()])
+                                        rec_obj.regex.items()],
+                                rec_obj.strings)
+        if code is not None and "strings" in code:
+            code["ext"] = rec_obj.strcode_ext
+            code["debug_ranges"] = _plan.debug_ranges()
     except OSError as e:
         sys.stderr.write("coldstart plan: cannot write the code archive: "
                          "%s; the plan loads modules from their files\n"
@@ -1110,6 +1121,20 @@ def start_from_environ(environ=None):
     if env.get("COLDSTART_PLAN_CODE_OUT"):
         rec_obj.code_out = os.path.abspath(env["COLDSTART_PLAN_CODE_OUT"])
     _REC[0] = rec_obj
+    ext = env.get("COLDSTART_PLAN_EXT")
+    if ext:
+        # Code compiled from strings (plan_code.py, "the string table").
+        try:
+            mod = _plan.load_plancode(ext)
+            st = os.stat(ext)
+            mod.record()
+            rec_obj.strcode = mod
+            rec_obj.strcode_ext = {"path": os.path.abspath(ext),
+                                   "size": st.st_size,
+                                   "mtime_ns": st.st_mtime_ns}
+        except (OSError, ImportError, RuntimeError) as e:
+            sys.stderr.write("coldstart plan: code compiled from strings is "
+                             "not recorded: %s\n" % e)
     rec_obj.install()
     fd = env.get("COLDSTART_PLAN_CONTROL")
     if fd and fd.isdigit():

@@ -111,7 +111,11 @@ def _probe():
                 "end_thread_ns": clock() - _T0, "install_ns":
                 state["install_ns"], "rows": rows,
                 "pending": plan.deferred() if plan is not None else [],
-                "modules": len(sys.modules)}
+                "modules": len(sys.modules),
+                # the string table's answers and misses (plan.py)
+                "strings": list(plan._plancode[0].stats())
+                if plan is not None and getattr(plan, "_plancode", None)
+                else None}
         import json
         with open(out_path, "w") as f:
             json.dump(data, f)

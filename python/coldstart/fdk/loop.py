@@ -347,14 +347,16 @@ class Server(object):
     def on_signal(self, signum, frame):
         c = self.current
         if c is None:
+            # Raised here, the exception could land in whatever Python code
+            # the main thread runs: an asyncio callback (asyncio logs it and
+            # runs on), a weakref callback or __del__ in a collection (Python
+            # prints "Exception ignored" and the server runs on).  The loop
+            # raises it instead, woken by the wakeup pipe.
+            self.stop_signal = signum
             loop = self.aloop
             if loop is not None and loop.is_running():
-                # Raised inside the event loop's callback, asyncio would
-                # log the exception and run on: stop the loop, raise after.
-                self.stop_signal = signum
                 loop.stop()
-                return
-            raise Terminate(signum)
+            return
         if self.term_at is not None and not c.returned:
             # A second signal while the handler runs: stop now.
             self._abandon(c, 502, "the server was stopped during the call",
@@ -572,6 +574,9 @@ class Server(object):
                     return False
                 if conn.out:
                     return True
+            if self.stop_signal is not None:
+                # Stopped between calls: what was answered is sent first.
+                raise Terminate(self.stop_signal)
             if conn.closing:
                 self._discard_input(conn)
                 return False
@@ -874,6 +879,8 @@ class Server(object):
                 self._add_conn(first)
             while True:
                 events = self._wait(self._next_timeout(time.time()))
+                if self.stop_signal is not None:
+                    raise Terminate(self.stop_signal)
                 for fd, ev in events:
                     if fd == lfd:
                         self._accept()

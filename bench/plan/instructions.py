@@ -1,0 +1,78 @@
+"""Instructions from exec to the first response of the plan benchmark's
+functions, which load does not move (diagnostics; not part of make bench):
+each run is the benchmark's command under valgrind's cachegrind without
+cache simulation, the whole process (its first response, then the end the
+Fn agent gives it), summed over the processes it starts.
+
+usage: python3 bench/plan/instructions.py [FUNC...]
+  VARIANTS="fdk-python cs-fdk+plan"  (default cs-fdk+plan)
+  STRINGS="0 1"  runs cs-fdk+plan with COLDSTART_PLAN_STRINGS=0 and =1
+Plans come from build/bench/plan (run bench/plan_bench.sh once first, and
+again after changing coldstart's Python files: they are in every plan).
+"""
+import glob
+import os
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+import fnagent  # noqa: E402
+import plan_bench  # noqa: E402
+
+
+def instructions(name, variant, env_extra):
+    argv, env = plan_bench.command(name, variant)
+    env.update(env_extra)
+    out = tempfile.mkdtemp(prefix="instr-", dir="/tmp")
+    argv = ["valgrind", "--tool=cachegrind", "--cache-sim=no",
+            "--cachegrind-out-file=" + os.path.join(out, "cg.%p")] + argv
+    d = plan_bench.fn_dir(name)
+    body = open(os.path.join(d, "request.json"), "rb").read()
+    old = os.getcwd()
+    os.chdir(d)
+    try:
+        r = fnagent.run(argv, env, [body],
+                        stderr_path=os.path.join(out, "stderr"))
+    finally:
+        os.chdir(old)
+    with open(os.path.join(out, "stderr"), errors="replace") as f:
+        stale = [line for line in f if line.startswith("coldstart plan:")]
+    if stale:
+        sys.stderr.write("instructions: %s %s: plan not applied: %s"
+                         % (name, variant, stale[0]))
+    total = 0
+    for f in glob.glob(os.path.join(out, "cg.*")):
+        with open(f) as fh:
+            for line in fh:
+                if line.startswith("summary:"):
+                    total += int(line.split()[1])
+        os.unlink(f)
+    os.unlink(os.path.join(out, "stderr"))
+    os.rmdir(out)
+    return None if r["error"] or stale else total
+
+
+def main():
+    names = sys.argv[1:] or plan_bench.ALL
+    variants = os.environ.get("VARIANTS", "cs-fdk+plan").split()
+    strings = os.environ.get("STRINGS", "").split()
+    cols = []
+    for v in variants:
+        if v == "cs-fdk+plan" and strings:
+            cols += [(v, {"COLDSTART_PLAN_STRINGS": s}) for s in strings]
+        else:
+            cols.append((v, {}))
+    print("instructions to the first response, millions (%s)" % plan_bench.PY)
+    print("%-11s" % "function" + "".join(
+        "%22s" % (v + ("" if not e else " strings=" + e[
+            "COLDSTART_PLAN_STRINGS"])) for v, e in cols))
+    for n in names:
+        got = [instructions(n, v, e) for v, e in cols]
+        print("%-11s" % n + "".join(
+            "%22s" % ("%.1f" % (x / 1e6) if x else "failed") for x in got))
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,287 @@
+"""The plan's string table (python/coldstart/_plancode.c, plan_code.py,
+docs/plan.md "The string table") in real interpreters: Debian's python3 and
+every pyenv 3.8-3.13 found.
+
+`coldstart plan --verify` plans a script whose modules call compile(),
+exec() and eval() on strings while they import (namedtuple, dataclasses,
+exec'd functions, compile() under `from __future__ import annotations` and
+without it); then the script runs plainly and with the plan and everything
+it can observe must be the same: tracebacks through the exec'd code,
+sys._getframe inside it, namedtuple's module (found from the caller's
+frame), annotations (the caller's future flags), audit events, warnings.
+The applied run must also show that the table answered the calls (so the
+test fails without it) and that a changed source was compiled as usual.
+"""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import textwrap
+
+import pytest
+
+from conftest import COLDSTART, ROOT, interpreter_params
+
+BOOT = os.path.join(ROOT, "python", "coldstart", "_boot", "plan")
+WANTED = ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]
+
+MODULES = {
+    # Deferred by the plan (imported, not used while planning).
+    "gen.py": """
+        import collections, dataclasses, os, sys
+        P = collections.namedtuple("P", "x y")
+
+        @dataclasses.dataclass(order=True)
+        class D:
+            a: int
+            b: str = "b"
+
+        SRC = ("def f(a):\\n"
+               "    return g(a)\\n"
+               "def g(a):\\n"
+               "    import sys\\n"
+               "    names = [sys._getframe(i).f_code.co_name for i in range(3)]\\n"
+               "    return names, sys._getframe(1).f_globals.get('__name__'), 1 / a\\n"
+               "def w():\\n"
+               "    import warnings\\n"
+               "    warnings.warn('from exec', UserWarning, stacklevel=2)\\n")
+        ns = {"__name__": "gen_exec"}
+        exec(SRC, ns)
+        # Another value than the planning run's: a source the table lacks.
+        changed = {}
+        exec("X = %d" % int(os.environ.get("STR_N", "1")), changed)
+        # Its compiling warns: never in the table, so it warns every time.
+        warned = {}
+        exec("s = '\\\\d'", warned)
+        square = eval("lambda v: v * v", {})
+        co = compile("y = 1\\ny / 0\\n", "<gen>", "exec")
+    """,
+    # Used by the requests: they run at import with and without the plan.
+    "fut.py": """
+        from __future__ import annotations
+        SRC = "def h(x: 'q' + 'r', *, y: len('ab')) -> int:\\n    return x\\n"
+        ns = {}
+        exec(compile(SRC, "<ann>", "exec"), ns)
+        inherited = ns["h"].__annotations__
+        ns2 = {}
+        exec(compile(SRC, "<ann>", "exec", dont_inherit=True), ns2)
+        plain = ns2["h"].__annotations__
+        ns3 = {}
+        exec(SRC, ns3)
+        by_exec = ns3["h"].__annotations__
+    """,
+    "nofut.py": """
+        import collections, dataclasses
+        Q = collections.namedtuple("Q", "a b")
+
+        @dataclasses.dataclass(frozen=True)
+        class E:
+            c: int = 3
+        SRC = "def h(x: 'q' + 'r', *, y: len('ab')) -> int:\\n    return x\\n"
+        ns = {}
+        exec(compile(SRC, "<ann>", "exec"), ns)
+        evaluated = ns["h"].__annotations__
+    """,
+    "tool.py": """
+        import json, sys, traceback
+        events = []
+        MINE = ("<string>", "<ann>", "<gen>")
+
+        def hook(event, args):
+            if event == "compile" and args[1] in MINE:
+                events.append([event, repr(args[0])[:60], args[1]])
+            elif event == "exec" and args[0].co_filename in MINE:
+                events.append([event, repr(args[0].co_names)[:60],
+                               args[0].co_filename])
+        sys.addaudithook(hook)
+        import fut, nofut, gen
+        out = {"fut": [repr(fut.inherited), repr(fut.plain), repr(fut.by_exec)],
+               "nofut": repr(nofut.evaluated),
+               "eager": [repr(nofut.Q(1, 2)), nofut.Q.__module__,
+                         repr(nofut.E()), hash(nofut.E()) == hash(nofut.E())]}
+        if sys.argv[1:] == ["use"]:
+            out["P"] = [repr(gen.P(1, 2)), gen.P.__module__,
+                        gen.P.__new__.__code__.co_filename]
+            out["D"] = [repr(gen.D(1)), gen.D(1) < gen.D(2),
+                        gen.D.__init__.__code__.co_filename,
+                        gen.D.__init__.__qualname__]
+            out["frames"] = gen.ns["f"](2)[:2]
+            try:
+                gen.ns["f"](0)
+            except ZeroDivisionError:
+                out["tb"] = traceback.format_exc()
+            try:
+                exec(gen.co, {})
+            except ZeroDivisionError:
+                out["tb2"] = traceback.format_exc()
+            import warnings
+            with warnings.catch_warnings(record=True) as ws:
+                warnings.simplefilter("always")
+                gen.ns["w"]()
+            out["warn"] = [ws[0].filename, ws[0].lineno, str(ws[0].message)]
+            out["changed"] = gen.changed["X"]
+            out["square"] = gen.square(7)
+            # A module the plan defers does not run its body unless used,
+            # and runs it later (the standard library's namedtuples among
+            # them): the same events, in the same order, from the bodies of
+            # this test's modules.
+            marks = ("def f(a)", "X =", "s =", "lambda v", "y = 1",
+                     "def h(", "('f', 'g')", "('X',)", "('s',)", "('h',)",
+                     "('y',)")
+            out["order"] = [e for e in events
+                            if any(m in e[1] for m in marks)]
+        print(json.dumps(out, indent=1, sort_keys=True))
+        pm = sys.modules.get("coldstart.plan")
+        stats = pm._plancode[0].stats() if getattr(pm, "_plancode", None) \\
+            else None
+        if stats is not None:
+            with open("stats.json", "w") as f:
+                json.dump(stats, f)
+    """,
+}
+
+
+@pytest.fixture(params=interpreter_params(WANTED))
+def python(request):
+    return request.param
+
+
+@pytest.fixture
+def workdir():
+    d = tempfile.mkdtemp(prefix="planstr", dir="/tmp")
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _env(**extra):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("COLDSTART_")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.pop("PYTHONPATH", None)
+    env.update(extra)
+    return env
+
+
+def _run(python, workdir, env, *args):
+    p = subprocess.run([python, "-W", "always::SyntaxWarning",
+                        "-W", "always::DeprecationWarning", "tool.py"] +
+                       list(args), cwd=workdir, capture_output=True,
+                       text=True, timeout=120, env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p
+
+
+def test_string_table_changes_nothing_observable(python, workdir):
+    for name, text in MODULES.items():
+        with open(os.path.join(workdir, name), "w") as f:
+            f.write(textwrap.dedent(text))
+    plan_path = os.path.join(workdir, "p.json")
+    p = subprocess.run([COLDSTART, "plan", "--verify", "-o", plan_path, "--",
+                        python, "-W", "always::SyntaxWarning", "-W",
+                        "always::DeprecationWarning", "tool.py"],
+                       cwd=workdir, capture_output=True, text=True,
+                       timeout=300, env=_env())
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "verified" in p.stdout + p.stderr, p.stdout + p.stderr
+    plan = json.load(open(plan_path))
+    actions = {m["name"]: m["action"] for m in plan["modules"]}
+    assert actions["gen"] == "defer" and actions["fut"] == "load"
+    code = plan["code"]
+    assert code["strings"][2] >= 8 and os.path.isfile(code["ext"]["path"])
+
+    stats = os.path.join(workdir, "stats.json")
+    if os.path.exists(stats):
+        os.unlink(stats)  # written by --verify's run with the plan
+    plain = _run(python, workdir, _env(STR_N="2"), "use")
+    assert not os.path.exists(os.path.join(workdir, "stats.json"))
+    applied = _run(python, workdir, _env(
+        STR_N="2", COLDSTART_PLAN=plan_path, PYTHONPATH=BOOT), "use")
+    assert "coldstart plan" not in applied.stderr, applied.stderr
+    assert applied.stdout == plain.stdout
+    # The warning of the source that warns, once in each run.
+    assert applied.stderr == plain.stderr
+    assert "\\d" in plain.stderr and "Warning" in plain.stderr
+    out = json.loads(plain.stdout)
+    assert out["changed"] == 2 and out["P"][1] == "gen"
+    assert out["eager"][1] == "nofut" and out["eager"][3] is True
+    # 3.12+ inline the comprehension: its frame is g's.
+    assert out["frames"][0][-2:] == ["g", "f"] or \
+        out["frames"][0][-2:] == ["f", "<module>"]
+    assert out["frames"][1] == "gen_exec"
+    assert out["warn"][0].endswith("tool.py") and out["warn"][2] == "from exec"
+    assert 'File "<string>", line 6, in g' in out["tb"]
+    assert out["fut"][0] != out["nofut"] and out["fut"][1] == out["nofut"]
+    assert out["fut"][2] == out["fut"][0]
+    assert [e[0] for e in out["order"]].count("compile") >= 7
+    assert len(out["order"]) >= 14
+    with open(os.path.join(workdir, "stats.json")) as f:
+        hits, misses = json.load(f)
+    # namedtuple, the dataclass' methods, SRC, eval, compile() x3 and exec
+    # of fut, nofut; the changed source and the one that warns miss.
+    assert hits >= 8 and misses >= 2, (hits, misses)
+
+    # Switched off, the same output and no table.
+    os.unlink(os.path.join(workdir, "stats.json"))
+    off = _run(python, workdir, _env(
+        STR_N="2", COLDSTART_PLAN=plan_path, PYTHONPATH=BOOT,
+        COLDSTART_PLAN_STRINGS="0"), "use")
+    assert off.stdout == plain.stdout
+    assert not os.path.exists(os.path.join(workdir, "stats.json"))
+
+
+def test_changed_extension_is_not_loaded(workdir):
+    """A plan whose extension changed answers nothing from the table, with
+    one warning; the rest of the plan applies."""
+    python = "/usr/bin/python3"
+    for name, text in MODULES.items():
+        with open(os.path.join(workdir, name), "w") as f:
+            f.write(textwrap.dedent(text))
+    plan_path = os.path.join(workdir, "p.json")
+    p = subprocess.run([COLDSTART, "plan", "-o", plan_path, "--", python,
+                        "tool.py"], cwd=workdir, capture_output=True,
+                       text=True, timeout=300, env=_env())
+    assert p.returncode == 0, p.stdout + p.stderr
+    plan = json.load(open(plan_path))
+    ext = plan["code"]["ext"]
+    copy = os.path.join(workdir, "ext.so")
+    shutil.copy(ext["path"], copy)
+    plan["code"]["ext"]["path"] = copy
+    with open(plan_path, "w") as f:
+        json.dump(plan, f)
+    os.utime(copy, ns=(ext["mtime_ns"] + 10**9, ext["mtime_ns"] + 10**9))
+    stats = os.path.join(workdir, "stats.json")
+    plain = _run(python, workdir, _env(), "use")
+    assert not os.path.exists(stats)
+    applied = _run(python, workdir, _env(COLDSTART_PLAN=plan_path,
+                                         PYTHONPATH=BOOT), "use")
+    assert applied.stdout == plain.stdout
+    assert "not answering code compiled from strings" in applied.stderr
+    assert "changed since the plan was made" in applied.stderr
+    assert not os.path.exists(os.path.join(workdir, "stats.json"))
+
+
+def test_other_position_information_compiles_again(workdir):
+    """Code compiled without column positions (-X no_debug_ranges, 3.11+)
+    differs from the table's: the table is not used then."""
+    python = "/usr/bin/python3"
+    for name, text in MODULES.items():
+        with open(os.path.join(workdir, name), "w") as f:
+            f.write(textwrap.dedent(text))
+    plan_path = os.path.join(workdir, "p.json")
+    p = subprocess.run([COLDSTART, "plan", "-o", plan_path, "--", python,
+                        "tool.py"], cwd=workdir, capture_output=True,
+                       text=True, timeout=300, env=_env())
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.load(open(plan_path))["code"]["debug_ranges"] is True
+    stats = os.path.join(workdir, "stats.json")
+    for xopt, table in ((["-X", "no_debug_ranges"], False), ([], True)):
+        if os.path.exists(stats):
+            os.unlink(stats)
+        runs = [subprocess.run([python] + xopt + ["tool.py", "use"],
+                               cwd=workdir, capture_output=True, text=True,
+                               timeout=120, env=e)
+                for e in (_env(), _env(COLDSTART_PLAN=plan_path,
+                                       PYTHONPATH=BOOT))]
+        assert runs[0].stdout == runs[1].stdout and runs[1].returncode == 0
+        assert os.path.exists(stats) is table, xopt
