@@ -1,11 +1,15 @@
 """Pure-Python fallback of coldstart's import tracer (3.7+), used where the C
 extension cannot be built.  It writes the same records (docs/trace-format.md)
-with one os.pwrite per record, so a killed process keeps every record it
-wrote.  As the C tracer, it writes the file with zeros ahead of its records
-and keeps _RESERVE written bytes free behind them: when the file system is
-full, the zeros cannot be written, and the R record that says so goes into
-those bytes before the trace stops.  Differences from the C tracer: it costs
-more, and a failing import's traceback carries one extra frame from this file.
+the same way: stored into a MAP_SHARED mapping of the file, so a killed
+process keeps every record it wrote, and an import's end record costs a slice
+assignment after its clock is read (one os.pwrite per record where the mmap
+module is missing or a mapping fails).  As the C tracer, it writes the file
+with zeros ahead of its records (os.pwrite: the mapping only ever covers
+bytes the file system holds) and keeps _RESERVE written bytes free behind
+them: when the file system is full, the zeros cannot be written, and the R
+record that says so goes into those bytes before the trace stops.
+Differences from the C tracer: it costs more, and a failing import's
+traceback carries one extra frame from this file.
 """
 import errno
 import os
@@ -18,11 +22,14 @@ IMPL = "py"
 _DETAIL_MAX = 400
 _FILL = 256 * 1024  # zeros written ahead of the records at a time, as _fill.h's FILL_BYTES
 _RESERVE = 128  # written bytes kept free behind the records for the R record, as STOP_RESERVE
-_REC_PREFAULT = 512  # an E or F record, as REC_PREFAULT
+_END_FIELDS = 128  # an E or F record's bytes besides its name and exception: its kind, 4 numbers, tabs
 _ZEROS = bytes(65536)
-# used: bytes of records; filled: bytes of the file written (records, then zeros); fill_err: why filling failed.
+# used: bytes of records; filled: bytes of the file written (records, then zeros); fill_err: why filling failed;
+# map: the mapping of the first filled bytes, None where records go with os.pwrite; mapping: whether to map.
 _st = {"enabled": False, "fd": -1, "dir": None, "busy": False, "pid": 0,
-       "fork_ns": 0, "fork_depth": 0, "used": 0, "filled": 0, "fill_err": 0, "lock": _thread.RLock()}
+       "fork_ns": 0, "fork_depth": 0, "used": 0, "filled": 0, "fill_err": 0, "lock": _thread.RLock(),
+       "map": None, "mapping": False}
+_mmap = None
 _depth = {}  # thread ident -> imports open on it
 _tnos = {}
 _clock = None
@@ -58,8 +65,18 @@ def _rss():
         return -1
 
 
+def _unmap():
+    m, _st["map"] = _st["map"], None
+    if m is not None:
+        try:
+            m.close()
+        except Exception:
+            pass
+
+
 def _fill_to(end):
-    # Zeros up to end and _FILL beyond it; False when the file system cannot take them.
+    # Zeros up to end and _FILL beyond it, and the mapping over them; False when the file
+    # system cannot take them.  A mapping that cannot be made leaves os.pwrite for the records.
     fd, want = _st["fd"], end + _FILL
     while _st["filled"] < want and not _st["fill_err"]:
         try:
@@ -73,7 +90,59 @@ def _fill_to(end):
             _st["fill_err"] = errno.ENOSPC
             break
         _st["filled"] += n
-    return _st["filled"] >= end
+    if _st["filled"] < end:
+        return False
+    if _st["mapping"]:
+        # The file is filled bytes long: the mapping, made at the file's first record, grows
+        # over them (mremap; no audit event a hook of the target would see during an import).
+        # Never a store past the end of the file (SIGBUS).
+        try:
+            if _st["map"] is None:
+                _st["map"] = _mmap.mmap(fd, _st["filled"])
+            else:
+                _st["map"].resize(_st["filled"])
+        except Exception:
+            _unmap()
+            _st["mapping"] = False
+    return True
+
+
+def _room(n):
+    # Under the lock: the bytes of a record of n bytes at the end of the records, and the
+    # reserve behind them, written and mapped; their pages touched, so that the store into
+    # them, after an end's clock, takes no page fault either (a minor one, the zeros being in
+    # the page cache: a few microseconds at most here).  False when the file system is full:
+    # the trace has stopped.
+    need = _st["used"] + n + _RESERVE
+    if need > _st["filled"] and not _fill_to(need):
+        _stop_full()
+        return False
+    m = _st["map"]
+    if m is not None:
+        for off in range(_st["used"], _st["used"] + n, 4096):
+            m[off] = 0
+        m[_st["used"] + n - 1] = 0
+    return True
+
+
+def _put(data):
+    # Under the lock, after _room(len(data)) or more: the record after the others.  (Records a
+    # signal handler wrote since can have taken the room: it is made again.)
+    off = _st["used"]
+    end = off + len(data)
+    if end + _RESERVE > _st["filled"] and not _room(len(data)):
+        return
+    m = _st["map"]
+    if m is not None:
+        m[off:end] = data
+    else:
+        try:
+            os.pwrite(_st["fd"], data, off)
+        except OSError as e:
+            _st["fill_err"] = e.errno or errno.EIO
+            _stop_full()
+            return
+    _st["used"] = end
 
 
 def _stop_full():
@@ -84,6 +153,7 @@ def _stop_full():
            "disk quota exceeded" if err == errno.EDQUOT else "cannot write the trace file")
     rec = ("R\t%d\t%s\n" % (_clock(), msg)).encode()
     _st["enabled"] = False
+    _unmap()
     fd, used = _st["fd"], _st["used"]
     if fd < 0:
         return
@@ -104,32 +174,10 @@ def _stop_full():
 
 def _emit(data):
     # Under the lock (threads; an import in a signal handler takes it again): the record's
-    # place, and the write, so that no other thread closes the descriptor under it.
+    # place, and the store, so that no other thread unmaps or closes the file under it.
     with _st["lock"]:
-        if not _st["enabled"]:
-            return
-        off = _st["used"]
-        end = off + len(data)
-        if end + _RESERVE > _st["filled"] and not _fill_to(end + _RESERVE):
-            _stop_full()
-            return
-        try:
-            os.pwrite(_st["fd"], data, off)
-        except OSError as e:
-            _st["fill_err"] = e.errno or errno.EIO
-            _stop_full()
-            return
-        _st["used"] = end
-
-
-def _prefault():
-    # As the C tracer's map_prefault: zeros for the next record are written before a clock is read
-    # for it, so that writing them (a page the file system allocates) falls inside the import it
-    # belongs to, as importtime, timing the call from outside, sees it too.
-    if _st["enabled"] and _st["used"] + _REC_PREFAULT + _RESERVE > _st["filled"]:
-        with _st["lock"]:
-            if _st["enabled"] and not _fill_to(_st["used"] + _REC_PREFAULT + _RESERVE):
-                _stop_full()
+        if _st["enabled"] and _room(len(data)):
+            _put(data)
 
 
 def _write(fields):
@@ -166,13 +214,13 @@ def _open(from_fork=False):
     for i in range(1000):
         path = os.path.join(_st["dir"], "%d-%d.trace" % (pid, i))
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)  # RDWR: mmap
             break
         except FileExistsError:
             continue
     else:
         return False
-    _st.update(fd=fd, pid=pid, used=0, filled=0, fill_err=0)
+    _st.update(fd=fd, pid=pid, used=0, filled=0, fill_err=0, map=None, mapping=_mmap is not None)
     try:
         with open("/proc/self/cmdline", "rb") as f:
             argv = [a for a in f.read().split(b"\0")][:-1]
@@ -202,6 +250,7 @@ def _after_fork():
     _st["fork_depth"] = _depth.get(_thread.get_ident(), 0)
     _depth.clear()
     _depth[_thread.get_ident()] = _st["fork_depth"]
+    _unmap()  # the child's view of the parent's file, nothing written
     try:
         os.close(_st["fd"])  # the parent's file: not cut, not written
     except OSError:
@@ -217,11 +266,40 @@ def _after_fork():
         _st["busy"] = False
 
 
-def _imp(kind, t, cpu, rss, name, extra=None):
-    f = [kind, str(t), str(_tno()), str(cpu), str(rss), _esc(name)]
-    if extra is not None:
-        f.append(_esc(extra))
-    _write(f)
+def _imp(kind, t, cpu, rss, name):
+    _write([kind, str(t), str(_tno()), str(cpu), str(rss), _esc(name)])
+
+
+def _end(head, name, extra=b""):
+    # An import's E or F record (head: b"E\t%d" or b"F\t%d").  importtime reads its clock
+    # right after the wrapper returns, so everything but the store is done before the end
+    # is read here, as the C tracer does: the record's bytes but the time, the room for them
+    # in the file (zeros written ahead, the mapping grown, its pages touched), the lock
+    # taken, then the thread's memory and CPU time.  After the clock only the time's digits,
+    # bytes concatenations and the slice assignment into the mapping are left before the
+    # wrapper returns.  Nothing the garbage collector counts is allocated after the CPU
+    # time's call (bytes only, no tuple for the formatting): a collection that an allocation
+    # asks for runs at once before 3.12, and from 3.12 at the next check of the eval loop,
+    # which the call of the clock makes right after reading it.
+    if not _st["enabled"]:
+        return
+    try:
+        tno = _tno()
+        tail = b"\t" + _esc(name).encode("utf-8", "surrogateescape") + extra + b"\n"
+    except Exception:
+        _st["enabled"] = False
+        return
+    try:
+        with _st["lock"]:
+            if not _st["enabled"] or not _room(len(tail) + _END_FIELDS):
+                return
+            rss = _rss()
+            cpu = _cpu()
+            mid = b"\t%d" % tno + b"\t%d" % cpu + b"\t%d" % rss
+            t = _clock()
+            _put(head % t + mid + tail)
+    except Exception:
+        _st["enabled"] = False  # the import goes on untraced, never fails for the tracer
 
 
 _EVENTS = {
@@ -284,13 +362,17 @@ def _audit(event, args):
 
 
 def start(trace_dir):
-    global _clock, _cpu, _getrusage, _RUSAGE_THREAD
+    global _clock, _cpu, _getrusage, _RUSAGE_THREAD, _mmap
     if _st["enabled"]:
         return True
     try:
         import time
         import atexit  # before the wrappers: the tracer's own imports are not the target's
         import resource
+        try:
+            import mmap as _mmap
+        except ImportError:
+            _mmap = None  # records with os.pwrite
         _getrusage = resource.getrusage
         _RUSAGE_THREAD = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)
         _clock = time.monotonic_ns
@@ -319,18 +401,16 @@ def start(trace_dir):
             mod = find_and_load(name, import_)
         except BaseException as exc:
             _depth[ident] -= 1
-            _prefault()
-            rss = _rss()
-            cpu = _cpu()
-            _imp("F", _clock(), cpu, rss, name, type(exc).__name__)
+            try:
+                exc_name = b"\t" + _esc(type(exc).__name__).encode("utf-8", "surrogateescape")
+            except Exception:
+                exc_name = b"\t?"
+            _end(b"F\t%d", name, exc_name)
             raise
         _depth[ident] -= 1
-        _prefault()
-        rss = _rss()
-        cpu = _cpu()
-        _imp("E", _clock(), cpu, rss, name)
         if name == "time":
-            _wrap_sleep()
+            _wrap_sleep()  # before the end is read: its cost is the import's in both clocks
+        _end(b"E\t%d", name)
         return mod
 
     def _find_spec(*args, **kw):
@@ -381,8 +461,11 @@ def _at_exit():
         _write(["Q", str(_clock()), str(__import__("time").process_time_ns())])
         # Cut the zeros ahead of the records (readers stop at the first NUL anyway); what the
         # interpreter imports while finalising is filled for again.
+        # Records after it go with os.pwrite: no mapping is left past the cut end of the file.
         with _st["lock"]:
             if _st["enabled"]:
+                _unmap()
+                _st["mapping"] = False
                 try:
                     os.ftruncate(_st["fd"], _st["used"])
                     _st["filled"] = _st["used"]

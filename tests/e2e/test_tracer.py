@@ -294,9 +294,14 @@ def test_cumulative_agrees_with_importtime(python, impl, tmp_path, tracer_build_
     difference is the few instructions between them -- and the scheduler: on
     a loaded machine a preemption can land between importtime's timer and
     the tracer's.  Three runs are made and each module must agree in one of
-    them; a systematic error fails all three.
+    them; a systematic error fails all three.  A few instructions are a few
+    microseconds: the median over the modules of their closest run is held
+    under 12 us (measured here at a load average of 9: 2 us for the C tracer,
+    4-5.5 us for the pure-Python one on every interpreter; 14.5-24 us for the
+    latter when it wrote its end record after reading the end's clock, which
+    the per-module bound let through in most runs).
     """
-    best = {}
+    best, closest = {}, {}
     for attempt in range(3):
         tdir = tmp_path / ("t%d" % attempt)
         tdir.mkdir()
@@ -313,9 +318,11 @@ def test_cumulative_agrees_with_importtime(python, impl, tmp_path, tracer_build_
             excess = diff - max(50.0, 0.02 * it[n["name"]])
             if n["name"] not in best or excess < best[n["name"]][0]:
                 best[n["name"]] = (excess, it[n["name"]], round(trace_us, 1))
+            closest[n["name"]] = min(closest.get(n["name"], diff), diff)
     assert len(best) >= 20
     bad = [(name, v[1], v[2]) for name, v in sorted(best.items()) if v[0] > 0]
     assert not bad, bad
+    assert statistics.median(closest.values()) < 12, sorted(closest.items(), key=lambda kv: kv[1])
 
 
 # Enough imports for the trace to fill several pages on every interpreter.
@@ -325,22 +332,23 @@ PAGES_OF_IMPORTS = ("import json, email.parser, http.client, decimal, argparse, 
 
 def test_end_record_page_fault_inside_the_import(python, impl, tmp_path, tracer_build_dir):
     """The first write to a page of the trace file is a page fault (ext4 reserves a block: about
-    20 us here).  The C tracer takes it before reading an import's end, so importtime, timing the
-    same call from outside, sees no more for the imports whose end record opened a page than for
-    the others; taken after the end, it made those imports 20 us longer in importtime than in the
-    trace, and as much as the file system took under load."""
-    if impl != "c":
-        pytest.skip("the fallback writes records with pwrite(2) into zeros written ahead: no mapping, no page faults")
+    20 us here).  Both tracers take it before reading an import's end (the pure-Python one stores
+    into a mapping of the file too), so importtime, timing the same call from outside, sees no
+    more for the imports whose end record opened a page than for the others; taken after the
+    end, it made those imports 20 us longer in importtime than in the trace, and as much as the
+    file system took under load."""
     opened, others = [], []
-    # The argv is in the trace's V record: a comment of another length each time shifts where
-    # the page boundaries fall among the records.  Records are shorter where there are no audit
-    # hooks (3.7), so fewer imports open a page per run: collect until there are three.
+    # The argv is in the trace's V record: an argument of another length each time shifts where
+    # the page boundaries fall among the records.  The record keeps at most 400 characters of an
+    # argument (DETAIL_MAX), so the lengths are spread below that (a longer one shifted nothing).
+    # Records are shorter where there are no audit hooks (3.7), so fewer imports open a page per
+    # run: collect until there are three.
     for attempt in range(16):
         if attempt >= 6 and len(opened) >= 3:
             break
         tdir = tmp_path / ("t%d" % attempt)
         tdir.mkdir()
-        p = traced(python, impl, ["-c", PAGES_OF_IMPORTS + "  # " + "x" * (attempt * 613)],
+        p = traced(python, impl, ["-c", PAGES_OF_IMPORTS, "x" * (attempt * 613 % 397)],
                    tdir, tracer_build_dir, importtime=True)
         assert p.returncode == 0, p.stderr
         it = parse_importtime(p.stderr)
