@@ -456,7 +456,7 @@ def test_old_interpreters_are_refused_at_once(workdir, version):
     assert os.listdir(workdir) == []
 
 
-def _fdk_calls(workdir, how, bodies):
+def _fdk_calls(workdir, how, bodies, extra_env=()):
     """Runs coldstart-fdk (args how before FUNC) on func.py, sends each body
     as a call; returns (the responses, its stderr)."""
     d = tempfile.mkdtemp(prefix="planfn", dir="/tmp")
@@ -465,6 +465,7 @@ def _fdk_calls(workdir, how, bodies):
            if not k.startswith("COLDSTART_") and k not in ("PYTHONPATH",
                                                          "FDK_DEBUG")}
     env.update(FN_LISTENER="unix:" + sock, FN_FORMAT="http-stream")
+    env.update(extra_env)
     proc = subprocess.Popen([DEBIAN_PYTHON,
                              os.path.join(ROOT, "python", "coldstart-fdk")]
                             + how + ["func.py", "handler"],

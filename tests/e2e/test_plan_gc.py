@@ -15,7 +15,7 @@ import time
 import pytest
 
 from conftest import DEBIAN_PYTHON, ROOT
-from test_plan import _fn_call, plan_cmd, write
+from test_plan import _fdk_calls, _fn_call, plan_cmd, write
 
 sys.path.insert(0, os.path.join(ROOT, "python"))
 from coldstart.fdk.loop import GC_HOLD_THRESHOLD  # noqa: E402
@@ -58,27 +58,8 @@ def planned():
 
 
 def calls(workdir, how, bodies, extra_env=()):
-    d = tempfile.mkdtemp(prefix="plangcfn", dir="/tmp")
-    sock = os.path.join(d, "lsnr.sock")
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("COLDSTART_") and k != "PYTHONPATH"}
-    env.update(FN_LISTENER="unix:" + sock, FN_FORMAT="http-stream")
-    env.update(extra_env)
-    proc = subprocess.Popen([DEBIAN_PYTHON, os.path.join(ROOT, "python", "coldstart-fdk")]
-                            + how + ["func.py", "handler"], cwd=workdir, env=env,
-                            stderr=subprocess.PIPE)
-    try:
-        for _ in range(600):
-            if os.path.islink(sock):
-                break
-            time.sleep(0.01)
-        out = [json.loads(_fn_call(sock, json.dumps(b).encode(), "c%d" % i))
-               for i, b in enumerate(bodies, 1)]
-    finally:
-        proc.terminate()
-        _, err = proc.communicate(timeout=30)
-        shutil.rmtree(d, ignore_errors=True)
-    assert b"coldstart plan:" not in err, err
+    out, err = _fdk_calls(workdir, how, [json.dumps(b).encode() for b in bodies], extra_env)
+    assert "coldstart plan:" not in err, err
     return out
 
 
