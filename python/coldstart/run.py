@@ -88,6 +88,53 @@ def _warm_later(after):
     _thread.start_new_thread(run, ())
 
 
+def _is_source(target):
+    """A plain source file (not a directory, zip archive or .pyc, which
+    runpy runs as the interpreter would)."""
+    if not os.path.isfile(target) or target.endswith((".pyc", ".pyo")):
+        return False
+    with open(target, "rb") as f:
+        return f.read(4) != b"PK\x03\x04"
+
+
+def _run_source(target):
+    """Runs a source file as `python script.py` does: a fresh __main__ with
+    what the interpreter gives it (__annotations__, __builtins__, __file__
+    absolute since 3.9, __cached__ None, a SourceFileLoader), sys.argv[0]
+    as typed, and an uncaught exception's traceback from the script's own
+    frame, exit status 1 (KeyboardInterrupt: killed by SIGINT)."""
+    import builtins
+    import types
+    from importlib.machinery import SourceFileLoader
+    path = os.path.abspath(target) if sys.version_info >= (3, 9) else target
+    with open(path, "rb") as f:
+        source = f.read()
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__annotations__={}, __builtins__=builtins,
+                         __file__=path, __cached__=None,
+                         __loader__=SourceFileLoader("__main__", path))
+    sys.modules["__main__"] = main
+    try:
+        code = compile(source, path, "exec", dont_inherit=True)
+        exec(code, main.__dict__)
+    except SystemExit:
+        raise
+    except BaseException as e:
+        tb = e.__traceback__
+        # Not this file's frames: the interpreter's traceback starts at
+        # the script (or at compile(), for a SyntaxError, which has none).
+        while tb is not None and tb.tb_frame.f_code is _run_source.__code__:
+            tb = tb.tb_next
+        e.__traceback__ = tb
+        sys.excepthook(type(e), e, tb)
+        sys.stderr.flush()
+        if isinstance(e, KeyboardInterrupt):
+            import signal
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
+        sys.exit(1)
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     try:
@@ -113,7 +160,10 @@ def main(argv=None):
                 warm == "background":
             _warm_later(after)
     if kind == "path":
-        runpy.run_path(target, run_name="__main__")
+        if _is_source(target):
+            _run_source(target)
+        else:
+            runpy.run_path(target, run_name="__main__")
     else:
         sys.argv[0] = "-m"
         runpy._run_module_as_main(target, alter_argv=True)

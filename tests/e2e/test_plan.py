@@ -2,6 +2,7 @@
 with the real binary, Debian's python3 and its packages (jinja2), real
 unix and TCP sockets and real processes.
 """
+import glob
 import json
 import os
 import shutil
@@ -18,6 +19,8 @@ import pytest
 from conftest import COLDSTART, DEBIAN_PYTHON, ROOT
 
 BENCH_FNS = os.path.join(ROOT, "bench", "plan")
+PYTHONS = [DEBIAN_PYTHON] + sorted(glob.glob("/root/.pyenv/versions/3.[89].*/bin/python3") +
+                                   glob.glob("/root/.pyenv/versions/3.1[0-4].*/bin/python3"))
 
 pytestmark = pytest.mark.skipif(not os.path.exists(DEBIAN_PYTHON),
                                 reason="Debian's python3 is not installed")
@@ -174,6 +177,40 @@ def test_run_to_exit_command_and_coldstart_run(workdir):
                        text=True, timeout=60, env=env)
     assert r.returncode == 0 and r.stderr == ""
     assert json.loads(r.stdout) == {"args": ["x"], "half": "1/2"}
+
+
+SCRIPTS = {
+    "globals.py": """
+        import sys
+        print(__file__, sys.argv[0], __name__, __package__, __spec__, __cached__,
+              type(__loader__).__name__, sorted(globals()), sys.modules["__main__"] is sys.modules[__name__])
+    """,
+    "raises.py": "def f():\n    1/0\nf()\n",
+    "exits.py": "import sys\nsys.exit(3)\n",
+    "syntax.py": "def (\n",
+    "pickles.py": """
+        import pickle
+        class A: pass
+        print(len(pickle.dumps(A())), pickle.loads(pickle.dumps(A())).__class__ is A)
+    """,
+    "interrupted.py": "raise KeyboardInterrupt\n",
+}
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_coldstart_run_runs_a_script_as_python_does(workdir, python):
+    # What the script sees of itself (__file__ absolute since 3.9, argv[0] as
+    # typed, the loader, the globals), its traceback from its own frame, its
+    # exit status (1 after an exception, killed by SIGINT after
+    # KeyboardInterrupt): byte for byte those of `python script.py`.
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    for name, text in SCRIPTS.items():
+        write(workdir, name, text)
+        plain = subprocess.run([python, name], cwd=workdir, capture_output=True, text=True, timeout=60)
+        ours = subprocess.run([python, "-m", "coldstart.run", name], cwd=workdir, capture_output=True,
+                              text=True, timeout=60, env=env)
+        assert (ours.returncode, ours.stdout, ours.stderr) == \
+            (plain.returncode, plain.stdout, plain.stderr), name
 
 
 def _free_port():
