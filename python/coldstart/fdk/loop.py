@@ -347,6 +347,9 @@ class Server(object):
     def on_signal(self, signum, frame):
         c = self.current
         if c is None:
+            if self.poller is None:
+                # Not serving yet: only the start-up runs, stop it now.
+                raise Terminate(signum)
             # Raised here, the exception could land in whatever Python code
             # the main thread runs: an asyncio callback (asyncio logs it and
             # runs on), a weakref callback or __del__ in a collection (Python
@@ -878,9 +881,9 @@ class Server(object):
             if first is not None:
                 self._add_conn(first)
             while True:
-                events = self._wait(self._next_timeout(time.time()))
                 if self.stop_signal is not None:
                     raise Terminate(self.stop_signal)
+                events = self._wait(self._next_timeout(time.time()))
                 for fd, ev in events:
                     if fd == lfd:
                         self._accept()
