@@ -107,11 +107,11 @@ def _exit_status(exc):
 
 # With a start-up plan applied, the cyclic collector's first threshold is
 # raised from the first request until its response has been sent
-# (docs/plan.md, "The collector"): the imports of a first call allocate
-# hundreds of thousands of objects that live on, and the young collections
-# they trigger, each walking what the last ones kept, cost 7-10% of that
-# CPU (measured with gc.callbacks on the bench's functions) while finding
-# next to nothing.  The threshold stays finite, so garbage in cycles is
+# (docs/plan.md, "The collector during the first call"): a first call's
+# imports allocate hundreds of thousands of objects that live on, and the
+# young collections they trigger, each walking what the last ones kept,
+# cost 7-10% of that CPU (bench/plan/gc_cost.py on the bench's functions)
+# while finding next to nothing.  The threshold stays finite, so garbage in cycles is
 # still collected; COLDSTART_PLAN_GC=0 turns this off.
 GC_HOLD_THRESHOLD = 100000
 
