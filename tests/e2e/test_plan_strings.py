@@ -172,17 +172,22 @@ def _run(python, workdir, env, *args):
     return p
 
 
-def test_string_table_changes_nothing_observable(python, workdir):
+def _plan_tool(workdir, plan_args, argv):
+    """Writes MODULES into workdir and plans argv there; returns (the
+    plan's path, coldstart plan's result)."""
     for name, text in MODULES.items():
         with open(os.path.join(workdir, name), "w") as f:
             f.write(textwrap.dedent(text))
     plan_path = os.path.join(workdir, "p.json")
-    p = subprocess.run([COLDSTART, "plan", "--verify", "-o", plan_path, "--",
-                        python, "-W", "always::SyntaxWarning", "-W",
-                        "always::DeprecationWarning", "tool.py"],
-                       cwd=workdir, capture_output=True, text=True,
-                       timeout=300, env=_env())
+    p = subprocess.run([COLDSTART, "plan"] + plan_args + ["-o", plan_path, "--"] + argv,
+                       cwd=workdir, capture_output=True, text=True, timeout=300, env=_env())
     assert p.returncode == 0, p.stdout + p.stderr
+    return plan_path, p
+
+
+def test_string_table_changes_nothing_observable(python, workdir):
+    plan_path, p = _plan_tool(workdir, ["--verify"], [python, "-W", "always::SyntaxWarning", "-W",
+                                                     "always::DeprecationWarning", "tool.py"])
     assert "verified" in p.stdout + p.stderr, p.stdout + p.stderr
     plan = json.load(open(plan_path))
     actions = {m["name"]: m["action"] for m in plan["modules"]}
@@ -234,14 +239,7 @@ def test_changed_extension_is_not_loaded(workdir):
     """A plan whose extension changed answers nothing from the table, with
     one warning; the rest of the plan applies."""
     python = "/usr/bin/python3"
-    for name, text in MODULES.items():
-        with open(os.path.join(workdir, name), "w") as f:
-            f.write(textwrap.dedent(text))
-    plan_path = os.path.join(workdir, "p.json")
-    p = subprocess.run([COLDSTART, "plan", "-o", plan_path, "--", python,
-                        "tool.py"], cwd=workdir, capture_output=True,
-                       text=True, timeout=300, env=_env())
-    assert p.returncode == 0, p.stdout + p.stderr
+    plan_path, _ = _plan_tool(workdir, [], [python, "tool.py"])
     plan = json.load(open(plan_path))
     ext = plan["code"]["ext"]
     copy = os.path.join(workdir, "ext.so")
@@ -265,14 +263,7 @@ def test_other_position_information_compiles_again(workdir):
     """Code compiled without column positions (-X no_debug_ranges, 3.11+)
     differs from the table's: the table is not used then."""
     python = "/usr/bin/python3"
-    for name, text in MODULES.items():
-        with open(os.path.join(workdir, name), "w") as f:
-            f.write(textwrap.dedent(text))
-    plan_path = os.path.join(workdir, "p.json")
-    p = subprocess.run([COLDSTART, "plan", "-o", plan_path, "--", python,
-                        "tool.py"], cwd=workdir, capture_output=True,
-                       text=True, timeout=300, env=_env())
-    assert p.returncode == 0, p.stdout + p.stderr
+    plan_path, _ = _plan_tool(workdir, [], [python, "tool.py"])
     assert json.load(open(plan_path))["code"]["debug_ranges"] is True
     stats = os.path.join(workdir, "stats.json")
     for xopt, table in ((["-X", "no_debug_ranges"], False), ([], True)):
