@@ -456,6 +456,17 @@ static const char master_start[] = HEADER
 	"import time:      1000 |       1000 | flaskish\n";
 
 /* Rows of a master and two forked workers in one stream, app lines among them. */
+/* The end of a stream test that expects no warning: they are printed first if there are. */
+static void stream_done_without_warnings(struct trace_stream *ts, struct profile *p, struct buf *pass)
+{
+	for (size_t w = 0; w < p->nr_warnings; w++)
+		print_message("warning: %s\n", p->warnings[w].msg);
+	assert_int_equal(p->nr_warnings, 0);
+	trace_stream_free(ts);
+	profile_release(p);
+	buf_release(pass);
+}
+
 static void test_stream_attributes_rows(void **state)
 {
 	static const char w1[] = "#coldstart-trace 2\n"
@@ -512,12 +523,7 @@ static void test_stream_attributes_rows(void **state)
 	assert_int_equal(a->nodes[proc_find(a, "sqlish")].cum_us, 400);
 	assert_int_equal(b->nodes[proc_find(b, "sqlish")].cum_us, 900);
 	assert_int_equal(a->timing[0].cpu_ns, 200);
-	for (size_t w = 0; w < p.nr_warnings; w++)
-		print_message("warning: %s\n", p.warnings[w].msg);
-	assert_int_equal(p.nr_warnings, 0);
-	trace_stream_free(ts);
-	profile_release(&p);
-	buf_release(&pass);
+	stream_done_without_warnings(ts, &p, &pass);
 	remove_dir(dir);
 }
 
@@ -746,12 +752,7 @@ static void test_stream_late_row_in_startup(void **state)
 		/* The trace's start, from the process's (900000). */
 		assert_int_equal(pr->timing[first].start_ns, k ? 200000 : 400000);
 	}
-	for (size_t w = 0; w < p.nr_warnings; w++)
-		print_message("warning: %s\n", p.warnings[w].msg);
-	assert_int_equal(p.nr_warnings, 0);
-	trace_stream_free(ts);
-	profile_release(&p);
-	buf_release(&pass);
+	stream_done_without_warnings(ts, &p, &pass);
 	remove_dir(dir);
 }
 
@@ -819,12 +820,7 @@ static void test_stream_late_row_in_other_startup(void **state)
 	assert_int_equal(proc_find(c, "lazyish"), -1);
 	assert_int_equal(c->nodes[find(c, "encodings")].cum_us, 150);
 	assert_int_equal(c->nodes[find(c, "site")].cum_us, 325);
-	for (size_t w = 0; w < p.nr_warnings; w++)
-		print_message("warning: %s\n", p.warnings[w].msg);
-	assert_int_equal(p.nr_warnings, 0);
-	trace_stream_free(ts);
-	profile_release(&p);
-	buf_release(&pass);
+	stream_done_without_warnings(ts, &p, &pass);
 	buf_release(&grown);
 	remove_dir(dir);
 }
