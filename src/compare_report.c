@@ -84,7 +84,8 @@ static void compare_runs(struct comparison *c)
 		for (m = 0; m < M__COUNT; m++) {
 			int64_t *copy = xmalloc(st_mult(v->metric[m].nr + 1, sizeof(*copy)));
 
-			memcpy(copy, v->metric[m].v, v->metric[m].nr * sizeof(*copy));
+			if (v->metric[m].nr) /* a variant whose runs all failed has none: v is NULL */
+				memcpy(copy, v->metric[m].v, v->metric[m].nr * sizeof(*copy));
 			summarize(copy, v->metric[m].nr, &v->metric[m].s);
 			free(copy);
 		}
