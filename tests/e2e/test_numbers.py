@@ -127,8 +127,12 @@ def test_slow_finders_advice_fits_a_long_sys_path(coldstart, tmp_path):
 
 def check_finders(prof):
     """Finder time is the lookups' own (well under the imports'), and any
-    slow-finders advice names the reason the measurement shows: not
-    sys.path, which has the interpreter's 6 entries here."""
+    slow-finders advice names the reason the measurement shows: not a long
+    sys.path, which has the interpreter's 6 entries here.  Other advice may
+    come with a busy machine (one preempted lookup is "a few slow ones" in a
+    wall-time profile) and may say "sys.path" in its own sense ("a namespace
+    package spread over many sys.path entries"): only the long-path advice,
+    which begins "sys.path has N entries", is wrong here."""
     main = prof["runs"][0]["processes"][0]
     total_us = sum(n[4] for n in main["nodes"] if n[2] == -1)
     find_us = sum(t[2] for t in main["timing"] if t[2] > 0) / 1000
@@ -136,7 +140,8 @@ def check_finders(prof):
     for f in prof["findings"]:
         if f["id"] == "slow-finders":
             assert "median of" in f["evidence"]
-            assert "sys.path" not in f["fix"]
+            assert not re.search(r"sys\.path has \d+ entries", f["fix"]), f["fix"]
+            assert f["title"] != "sys.path is long", f
 
 
 @pytest.mark.skipif(not has_module("django"), reason="Debian's python3-django is not installed")
