@@ -12,14 +12,28 @@
  * writer stops recording, instead of the store.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
 #define FILL_BYTES ((size_t)256 * 1024)
 
+/*
+ * The file's descriptor is checked before every use (fill_fd): the target
+ * may close any descriptor (os.closerange(3, N) when it daemonizes) and get
+ * the number back for a file of its own, which must never be written, cut
+ * or closed here.  A descriptor that is no longer the file is forgotten and
+ * the file opened again by its name.
+ */
 struct fill {
 	int fd;
+	dev_t dev; /* the file fd was opened on */
+	ino_t ino;
+	char path[PATH_MAX + 64]; /* its name, to open it again */
 	size_t filled; /* bytes of the file written (zeros ahead of the records) */
 	int failed; /* a pwrite failed: no more attempts */
 	int err; /* its errno (ENOSPC: the file system is full) */
@@ -27,12 +41,71 @@ struct fill {
 
 static const char fill_zeros[65536];
 
-static void fill_reset(struct fill *f, int fd)
+/* Whether descriptor fd is open on the file dev, ino. */
+static int fd_is(int fd, dev_t dev, ino_t ino)
 {
-	f->fd = fd;
+	struct stat st;
+
+	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
+/* f writes the file at path, just opened as fd; -1 when fd cannot be looked at. */
+static int fill_reset(struct fill *f, int fd, const char *path)
+{
+	struct stat st;
+
+	f->fd = -1;
+	f->path[0] = '\0';
 	f->filled = 0;
 	f->failed = 0;
 	f->err = 0;
+	if (fstat(fd, &st) < 0)
+		return -1;
+	f->fd = fd;
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	snprintf(f->path, sizeof(f->path), "%s", path);
+	return 0;
+}
+
+/* A descriptor of f's file (opened again if the target closed it), or -1. */
+static int fill_fd(struct fill *f)
+{
+	int fd;
+
+	if (fd_is(f->fd, f->dev, f->ino))
+		return f->fd;
+	f->fd = -1;
+	if (!f->path[0])
+		return -1;
+	fd = open(f->path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (!fd_is(fd, f->dev, f->ino)) {
+		/* Another file has the name now: not this writer's to touch. */
+		close(fd);
+		f->path[0] = '\0';
+		return -1;
+	}
+	f->fd = fd;
+	return fd;
+}
+
+/* Sets the size of f's file (grown sparse or cut); -1 when it cannot. */
+static int fill_resize(struct fill *f, size_t len)
+{
+	int fd = fill_fd(f);
+
+	return fd < 0 ? -1 : ftruncate(fd, (off_t)len);
+}
+
+/* Closes f's descriptor when it still is the file's (a fork child's inherited one included). */
+static void fill_close(struct fill *f)
+{
+	if (fd_is(f->fd, f->dev, f->ino))
+		close(f->fd);
+	f->fd = -1;
+	f->path[0] = '\0';
 }
 
 /*
@@ -46,9 +119,15 @@ static int fill_to(struct fill *f, size_t end, size_t limit)
 
 	if (want > limit)
 		want = limit;
+	int fd = f->filled < want && !f->failed ? fill_fd(f) : f->fd;
+
+	if (fd < 0 && f->filled < want && !f->failed) {
+		f->failed = 1;
+		f->err = EBADF;
+	}
 	while (f->filled < want && !f->failed) {
 		size_t n = want - f->filled < sizeof(fill_zeros) ? want - f->filled : sizeof(fill_zeros);
-		ssize_t w = pwrite(f->fd, fill_zeros, n, (off_t)f->filled);
+		ssize_t w = pwrite(fd, fill_zeros, n, (off_t)f->filled);
 
 		if (w < 0 && errno == EINTR)
 			continue;

@@ -26,9 +26,11 @@ _END_FIELDS = 128  # an E or F record's bytes besides its name and exception: it
 _ZEROS = bytes(65536)
 # used: bytes of records; filled: bytes of the file written (records, then zeros); fill_err: why filling failed;
 # map: the mapping of the first filled bytes, None where records go with os.pwrite; mapping: whether to map.
-_st = {"enabled": False, "fd": -1, "dir": None, "busy": False, "pid": 0,
+# fd: the file's descriptor, checked before each use (_fd()) against its id (st_dev, st_ino) and
+# path: the target may close any descriptor and get the number back for a file of its own.
+_st = {"enabled": False, "fd": -1, "id": None, "path": None, "dir": None, "busy": False, "pid": 0,
        "fork_ns": 0, "fork_depth": 0, "used": 0, "filled": 0, "fill_err": 0, "lock": _thread.RLock(),
-       "map": None, "mapping": False}
+       "map": None, "map_fd": -1, "mapping": False}
 _mmap = None
 _depth = {}  # thread ident -> imports open on it
 _tnos = {}
@@ -65,19 +67,99 @@ def _rss():
         return -1
 
 
+# Mappings whose descriptor (mmap keeps a duplicate of its own before 3.13) the target closed:
+# closing or resizing one would close or cut the target's file that has the number now, so they
+# are kept, unused, for the life of the process.
+_dropped_maps = []
+
+
 def _unmap():
-    m, _st["map"] = _st["map"], None
-    if m is not None:
+    m = _st["map"]
+    if m is None:
+        return
+    ours = _map_ours(m)
+    _st["map"] = None
+    if not ours:
+        _dropped_maps.append(m)
+        return
+    try:
+        m.close()
+    except Exception:
+        pass
+
+
+def _map_ours(m):
+    # Whether the mapping's own descriptor still is the file's (mmap has no fileno(): the number
+    # is the one _new_map saw it take).
+    return m is _st["map"] and _is_ours(_st["map_fd"])
+
+
+def _new_map(fd, size):
+    # A mapping of the file, whose duplicate descriptor takes the lowest free number: the one a
+    # dup() just before it got.  When another thread took that number meanwhile, the mapping's
+    # descriptor is unknown and, still valid now, is closed with it: records go with os.pwrite.
+    probe = os.dup(fd)
+    os.close(probe)
+    m = _mmap.mmap(fd, size)
+    if not _is_ours(probe):
+        m.close()
+        raise OSError(errno.EBADF, "the mapping's descriptor is unknown")
+    _st["map_fd"] = probe
+    return m
+
+
+def _is_ours(fd):
+    try:
+        st = os.fstat(fd)
+    except (OSError, ValueError):
+        return False
+    return (st.st_dev, st.st_ino) == _st["id"]
+
+
+def _fd():
+    # The trace file's descriptor, or -1.  One the target closed (os.closerange when it
+    # daemonizes), whose number may now be a file of its own, is forgotten, never written, cut
+    # or closed: the file is opened again by its name.
+    fd = _st["fd"]
+    if fd >= 0 and _is_ours(fd):
+        return fd
+    _st["fd"] = -1
+    path, _st["path"] = _st["path"], None
+    if path is None:
+        return -1
+    # The open's audit event is the tracer's own: not recorded (it would need the room this
+    # descriptor is for).
+    busy, _st["busy"] = _st["busy"], True
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return -1
+    finally:
+        _st["busy"] = busy
+    if not _is_ours(fd):
+        os.close(fd)  # another file has the name now
+        return -1
+    _st.update(fd=fd, path=path)
+    return fd
+
+
+def _close_fd():
+    # Closes the descriptor while it still is the file's (a fork child's inherited one too).
+    fd, _st["fd"], _st["path"] = _st["fd"], -1, None
+    if fd >= 0 and _is_ours(fd):
         try:
-            m.close()
-        except Exception:
+            os.close(fd)
+        except OSError:
             pass
 
 
 def _fill_to(end):
     # Zeros up to end and _FILL beyond it, and the mapping over them; False when the file
     # system cannot take them.  A mapping that cannot be made leaves os.pwrite for the records.
-    fd, want = _st["fd"], end + _FILL
+    want = end + _FILL
+    fd = _fd()
+    if fd < 0 and not _st["fill_err"]:
+        _st["fill_err"] = errno.EBADF
     while _st["filled"] < want and not _st["fill_err"]:
         try:
             n = os.pwrite(fd, _ZEROS[:min(len(_ZEROS), want - _st["filled"])], _st["filled"])
@@ -97,8 +179,10 @@ def _fill_to(end):
         # over them (mremap; no audit event a hook of the target would see during an import).
         # Never a store past the end of the file (SIGBUS).
         try:
+            if _st["map"] is not None and not _map_ours(_st["map"]):
+                _unmap()
             if _st["map"] is None:
-                _st["map"] = _mmap.mmap(fd, _st["filled"])
+                _st["map"] = _new_map(fd, _st["filled"])
             else:
                 _st["map"].resize(_st["filled"])
         except Exception:
@@ -137,8 +221,8 @@ def _put(data):
         m[off:end] = data
     else:
         try:
-            os.pwrite(_st["fd"], data, off)
-        except OSError as e:
+            os.pwrite(_fd(), data, off)
+        except (OSError, ValueError) as e:
             _st["fill_err"] = e.errno or errno.EIO
             _stop_full()
             return
@@ -154,8 +238,9 @@ def _stop_full():
     rec = ("R\t%d\t%s\n" % (_clock(), msg)).encode()
     _st["enabled"] = False
     _unmap()
-    fd, used = _st["fd"], _st["used"]
+    fd, used = _fd(), _st["used"]
     if fd < 0:
+        _close_fd()
         return
     try:
         if used and len(rec) <= _RESERVE and used + len(rec) <= _st["filled"]:
@@ -165,11 +250,7 @@ def _stop_full():
     except OSError:
         pass
     _st["used"] = used
-    try:
-        os.close(fd)
-    except OSError:
-        pass
-    _st["fd"] = -1
+    _close_fd()
 
 
 def _emit(data):
@@ -220,7 +301,13 @@ def _open(from_fork=False):
             continue
     else:
         return False
-    _st.update(fd=fd, pid=pid, used=0, filled=0, fill_err=0, map=None, mapping=_mmap is not None)
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        return False
+    _st.update(fd=fd, id=(st.st_dev, st.st_ino), path=path, pid=pid, used=0, filled=0, fill_err=0,
+               map=None, mapping=_mmap is not None)
     try:
         with open("/proc/self/cmdline", "rb") as f:
             argv = [a for a in f.read().split(b"\0")][:-1]
@@ -251,11 +338,7 @@ def _after_fork():
     _depth.clear()
     _depth[_thread.get_ident()] = _st["fork_depth"]
     _unmap()  # the child's view of the parent's file, nothing written
-    try:
-        os.close(_st["fd"])  # the parent's file: not cut, not written
-    except OSError:
-        pass
-    _st["fd"] = -1
+    _close_fd()  # the parent's file: not cut, not written
     _tnos.clear()
     # Our own open of the new file must not be recorded (into the old one).
     _st["busy"] = True
@@ -467,9 +550,9 @@ def _at_exit():
                 _unmap()
                 _st["mapping"] = False
                 try:
-                    os.ftruncate(_st["fd"], _st["used"])
+                    os.ftruncate(_fd(), _st["used"])
                     _st["filled"] = _st["used"]
-                except OSError:
+                except (OSError, ValueError):
                     pass
 
 

@@ -83,10 +83,9 @@ struct thread_slot {
 
 struct sampler {
 	int enabled;
-	int fd;
 	char *map;
 	size_t used;
-	struct fill fill; /* the file written ahead of the records (_fill.h) */
+	struct fill fill; /* the file (its descriptor, checked before each use) written ahead of the records (_fill.h) */
 	pid_t pid;
 	pid_t main_tid;
 	long interval_us;
@@ -99,7 +98,15 @@ struct sampler {
 	uint64_t faults; /* samples abandoned after a fault */
 	char dir[PATH_MAX];
 	int signo; /* the timers' signal */
-	int sched_fd; /* the main thread's /proc/thread-self/schedstat */
+	/*
+	 * The main thread's schedstat, by its /proc/PID/task/TID name: the
+	 * descriptor is checked before each read (the target may have closed
+	 * it and got the number back for a file of its own) and opened again.
+	 */
+	int sched_fd;
+	dev_t sched_dev;
+	ino_t sched_ino;
+	char sched_path[64];
 	/* The main thread's wait for a CPU as last read, and its clocks then (main_wait_ns). */
 	int64_t wait_ns, wait_t, wait_cpu;
 	pid_t writer_tid; /* the thread writing records: the handler's, or the one opening or closing the file */
@@ -792,6 +799,36 @@ static int finalizing(void)
 #endif
 }
 
+/* Forgets the schedstat descriptor, closing it only while it is still that file's. */
+static void sched_close(void)
+{
+	if (fd_is(S.sched_fd, S.sched_dev, S.sched_ino))
+		close(S.sched_fd);
+	S.sched_fd = -1;
+}
+
+/* Opens the main thread's schedstat by its name (async-signal-safe); -1 when it cannot. */
+static int sched_open(void)
+{
+	struct stat st;
+	int fd;
+
+	S.sched_fd = -1;
+	if (!S.sched_path[0])
+		return -1;
+	fd = open(S.sched_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return -1;
+	}
+	S.sched_fd = fd;
+	S.sched_dev = st.st_dev;
+	S.sched_ino = st.st_ino;
+	return 0;
+}
+
 /*
  * The main thread's time spent runnable but not running (waiting for a CPU:
  * a busy machine, or a CPU quota's throttling), the second field of its
@@ -803,7 +840,7 @@ static int64_t run_wait_ns(void)
 	ssize_t n;
 	int64_t v = 0;
 
-	if (S.sched_fd < 0)
+	if (!fd_is(S.sched_fd, S.sched_dev, S.sched_ino) && sched_open() < 0)
 		return -1;
 	n = pread(S.sched_fd, b, sizeof(b) - 1, 0);
 	if (n <= 0)
@@ -1136,14 +1173,18 @@ static int file_open(const char *origin)
 		close(fd);
 		return -1;
 	}
-	S.fd = fd;
+	if (fill_reset(&S.fill, fd, path) < 0) {
+		munmap(p, MAP_BYTES);
+		close(fd);
+		return -1;
+	}
 	S.map = p;
 	S.used = 0;
-	fill_reset(&S.fill, fd);
 	/* Called on the thread that is the main one from now on: the start's, or the fork's. */
-	if (S.sched_fd >= 0)
-		close(S.sched_fd);
-	S.sched_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+	sched_close();
+	snprintf(S.sched_path, sizeof(S.sched_path), "/proc/%ld/task/%ld/schedstat", (long)S.pid,
+		 (long)gettid_raw());
+	sched_open();
 	/* Cleared for a second file (a fork's): the first one's tables are still the zero pages. */
 	if (S.next_id || S.next_tno) {
 		memset(S.codes, 0, sizeof(S.codes));
@@ -1200,10 +1241,9 @@ static void file_close(const char *why)
 	rec_append(&r);
 	munmap(S.map, MAP_BYTES);
 	S.map = NULL;
-	if (ftruncate(S.fd, (off_t)S.used) < 0)
+	if (fill_resize(&S.fill, S.used) < 0)
 		S.used = 0;
-	close(S.fd);
-	S.fd = -1;
+	fill_close(&S.fill);
 }
 
 /* Stops sampling in this process: timers first, then wait out a running handler. */
@@ -1301,10 +1341,8 @@ static PyObject *sampler_after_fork(PyObject *self, PyObject *unused)
 	S.have_wall = 0;
 	if (S.map)
 		munmap(S.map, MAP_BYTES);
-	if (S.fd >= 0)
-		close(S.fd);
+	fill_close(&S.fill);
 	S.map = NULL;
-	S.fd = -1;
 	atomic_flag_clear(&busy);
 	S.enabled = 0;
 	S.main_tid = gettid_raw();
@@ -1348,7 +1386,7 @@ PyMODINIT_FUNC PyInit__sampler(void)
 	PyObject *m = PyModule_Create(&sampler_module);
 
 	if (!S_ready) {
-		S.fd = -1;
+		S.fill.fd = -1;
 		S.sched_fd = -1;
 		S_ready = 1;
 	}

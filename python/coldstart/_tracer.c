@@ -50,10 +50,9 @@ struct tracer {
 	int forked; /* set in the child by pthread_atfork: reopen before writing */
 	int64_t fork_ns; /* CLOCK_MONOTONIC at the fork, in the child */
 	long fork_depth; /* imports open on the forking thread at the fork */
-	int fd;
 	char *map;
 	size_t size, used;
-	struct fill fill; /* the file written ahead of the records (_fill.h) */
+	struct fill fill; /* the file (its descriptor, checked before each use) written ahead of the records (_fill.h) */
 	long pid;
 	int audit;
 	int installed;
@@ -62,7 +61,7 @@ struct tracer {
 	char dir[PATH_MAX];
 };
 
-static struct tracer T = { .fd = -1 };
+static struct tracer T = { .fill = { .fd = -1 } };
 /*
  * Thread-locals of a dlopen()ed module go through __tls_get_addr on every
  * access; initial-exec takes glibc's surplus static TLS (a few bytes here)
@@ -243,7 +242,7 @@ static int map_reserve(size_t n)
 			size = T.size + 16 * CHUNK;
 		while (size < end + 1)
 			size += CHUNK;
-		if (ftruncate(T.fd, (off_t)size) < 0)
+		if (fill_resize(&T.fill, size) < 0)
 			return -1;
 		p = mremap(T.map, T.size, size, MREMAP_MAYMOVE);
 		if (p == MAP_FAILED)
@@ -262,12 +261,11 @@ static void trace_close(void)
 	if (T.map)
 		munmap(T.map, T.size);
 	T.map = NULL;
-	if (T.fd >= 0) {
-		if (ftruncate(T.fd, (off_t)T.used) < 0)
+	if (T.fill.fd >= 0 || T.fill.path[0]) {
+		if (fill_resize(&T.fill, T.used) < 0)
 			T.used = 0;
-		close(T.fd);
+		fill_close(&T.fill);
 	}
-	T.fd = -1;
 }
 
 /*
@@ -338,10 +336,8 @@ static void emit(struct rec *r)
 		/* The parent's file: not cut, not written. */
 		if (T.map)
 			munmap(T.map, T.size);
-		if (T.fd >= 0)
-			close(T.fd);
+		fill_close(&T.fill);
 		T.map = NULL;
-		T.fd = -1;
 		if (trace_open() < 0) {
 			trace_stop_full();
 			return;
@@ -481,11 +477,14 @@ static int trace_open(void)
 		close(fd);
 		return -1;
 	}
-	T.fd = fd;
+	if (fill_reset(&T.fill, fd, path) < 0) {
+		munmap(p, CHUNK);
+		close(fd);
+		return -1;
+	}
 	T.map = p;
 	T.size = CHUNK;
 	T.used = 0;
-	fill_reset(&T.fill, fd);
 	if (emit_header(from_fork, spawner) < 0) {
 		/* Not even the header: the file is left empty, which coldstart reads as a trace stopped at its start. */
 		T.used = 0;

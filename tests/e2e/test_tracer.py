@@ -521,6 +521,67 @@ def test_sigkilled_process_leaves_partial_trace(python, impl, tmp_path, tracer_b
         assert b"\0" in tr.raw
 
 
+CLOSER = r"""
+import os, sys
+sys.path.insert(0, sys.argv[1])
+os.closerange(3, 1024)  # as a daemonizing program does: the tracer's descriptors too
+files = [open(os.path.join(sys.argv[2], "user%d.dat" % i), "wb") for i in range(8)]
+for f in files:
+    f.write(b"U" * 100000)
+    f.flush()
+for i in range(int(sys.argv[3])):
+    __import__("m%04d" % i)
+pid = os.fork()
+if pid == 0:
+    import m_child
+    os._exit(0)
+os.waitpid(pid, 0)
+for f in files:
+    f.write(b"V" * 10)
+    f.close()
+"""
+
+
+CLOSER_IMPORTS = 3000  # about 0.6 MB of records: more than the zeros written ahead at the start
+
+
+def closer_target(tmp_path):
+    """CLOSER's arguments, with its modules written; check_closer_files() after it ran."""
+    mods = tmp_path / "mods"
+    mods.mkdir()
+    for i in range(CLOSER_IMPORTS):
+        (mods / ("m%04d.py" % i)).write_text("X = %d\n" % i)
+    (mods / "m_child.py").write_text("")
+    (tmp_path / "closer.py").write_text(CLOSER)
+    (tmp_path / "data").mkdir()
+    return [str(tmp_path / "closer.py"), str(mods), str(tmp_path / "data"), str(CLOSER_IMPORTS)]
+
+
+def check_closer_files(tmp_path):
+    for i in range(8):
+        body = (tmp_path / "data" / ("user%d.dat" % i)).read_bytes()
+        assert body == b"U" * 100000 + b"V" * 10, (i, len(body), body.count(b"\0"))
+
+
+def test_closed_descriptors_never_touch_the_targets_files(python, impl, tmp_path, tracer_build_dir):
+    """A target that closes every descriptor and opens files of its own, which get the
+    tracer's numbers: those files are never written, cut or closed by the tracer (with the
+    numbers trusted, the zeros written ahead of the records went into the first one and its
+    end cut it), and the trace goes on in the tracer's own file."""
+    tdir = tmp_path / "t"
+    tdir.mkdir()
+    p = traced(python, impl, closer_target(tmp_path), tdir, tracer_build_dir)
+    assert p.returncode == 0, p.stderr
+    check_closer_files(tmp_path)
+    n = CLOSER_IMPORTS
+    found = traces(tdir)
+    root = next(t for t in found if any(x["name"] == "m0000" for x in t.nodes))
+    assert root.clean_exit, (root.recs[-3:], p.stderr[-2000:])
+    assert root.node("m%04d" % (n - 1))["end"] is not None
+    child = [t for t in found if t is not root]
+    assert len(child) == 1 and child[0].node("m_child")["end"] is not None
+
+
 SPAWNER = r"""
 import multiprocessing, os, subprocess, sys
 
@@ -602,6 +663,18 @@ def profile(coldstart, python, tmp_path, *args, env=None):
     e.update(env or {})
     r = coldstart("profile", "-q", "--no-report", "--python", python, "-o", out, *args, env=e)
     return r, (json.load(open(str(out))) if out.exists() else None)
+
+
+def test_profile_and_timeline_of_a_target_that_closes_descriptors(coldstart, python, tmp_path):
+    """The same target through coldstart with the timeline: the sampler's file and its
+    schedstat descriptor are checked before each use too; the target's files stay its own
+    and both the trace and the timeline reach the exit."""
+    r, prof = profile(coldstart, python, tmp_path, "--timeline", *closer_target(tmp_path))
+    assert r.returncode == 0, r.stderr
+    check_closer_files(tmp_path)
+    main = prof["runs"][0]["processes"][0]
+    assert any(x[0] == "m%04d" % (CLOSER_IMPORTS - 1) for x in main["nodes"])
+    assert main["timeline"]["end"] == "exit", main["timeline"]["end"]
 
 
 def nodes_of(proc):
