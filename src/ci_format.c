@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "show.h"
+
 int ci_format_parse(const char *s, enum ci_format *out, struct buf *err)
 {
 	if (!strcmp(s, "text"))
@@ -22,6 +24,19 @@ int ci_format_parse(const char *s, enum ci_format *out, struct buf *err)
 		buf_addf(err, "--format takes text, markdown or github, not '%s'", s);
 		return -1;
 	}
+	return 0;
+}
+
+int ci_format_opt(const struct opt *opt, const char *v, struct buf *err)
+{
+	return ci_format_parse(v, opt->value, err);
+}
+
+int ci_markdown_opt(const struct opt *opt, const char *v, struct buf *err)
+{
+	if (output_path_check(v, err) < 0)
+		return ARGS_FAILED;
+	*(const char **)opt->value = v;
 	return 0;
 }
 

@@ -6,6 +6,7 @@
 #ifndef COLDSTART_CI_FORMAT_H
 #define COLDSTART_CI_FORMAT_H
 
+#include "args.h"
 #include "util.h"
 
 enum ci_format {
@@ -16,6 +17,9 @@ enum ci_format {
 
 /* "text", "markdown" (or "md"), "github"; -1 with a message in err otherwise. */
 int ci_format_parse(const char *s, enum ci_format *out, struct buf *err);
+/* The option callbacks of check and diff: --format FMT (an enum ci_format), --markdown FILE (a path checked as an output). */
+int ci_format_opt(const struct opt *opt, const char *v, struct buf *err);
+int ci_markdown_opt(const struct opt *opt, const char *v, struct buf *err);
 /*
  * One workflow command line: "::LEVEL title=TITLE::MESSAGE\n", LEVEL being
  * error, warning or notice; percent signs, CR, LF (and in the title ':' and

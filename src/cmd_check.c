@@ -20,19 +20,6 @@ struct check_opts {
 	const char *markdown; /* --markdown FILE: also append the Markdown there */
 };
 
-static int set_format(const struct opt *opt, const char *v, struct buf *err)
-{
-	return ci_format_parse(v, opt->value, err);
-}
-
-static int set_markdown(const struct opt *opt, const char *v, struct buf *err)
-{
-	if (output_path_check(v, err) < 0)
-		return ARGS_FAILED;
-	*(const char **)opt->value = v;
-	return 0;
-}
-
 /* "check failed (3 of 5 rules)", "check passed (5 rules)". */
 static void add_verdict_line(struct buf *out, const struct budget_verdicts *vs)
 {
@@ -164,9 +151,9 @@ int cmd_check(int argc, char **argv)
 		OPT_HELP("budget", 0, "MODULE=TIME", "the module's cumulative import time"),
 		OPT_CALLBACK("forbid", 0, &o.b, add_forbid, "MODULE", "the module must not be imported by the main process"),
 		OPT_BOOL("quiet", 'q', &o.quiet, "print only the rules that fail"),
-		OPT_CALLBACK("format", 0, &o.format, set_format, "FMT",
+		OPT_CALLBACK("format", 0, &o.format, ci_format_opt, "FMT",
 			     "text (default), markdown (a pull-request comment) or github (annotations)"),
-		OPT_CALLBACK("markdown", 0, &o.markdown, set_markdown, "FILE",
+		OPT_CALLBACK("markdown", 0, &o.markdown, ci_markdown_opt, "FILE",
 			     "also append the Markdown to FILE, e.g. \"$GITHUB_STEP_SUMMARY\""),
 		OPT_HELP("help", 'h', NULL, "this text"),
 		OPT_END(),

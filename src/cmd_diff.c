@@ -24,19 +24,6 @@ struct diff_opts {
 	const char *markdown; /* --markdown FILE: also append the Markdown there */
 };
 
-static int set_format(const struct opt *opt, const char *v, struct buf *err)
-{
-	return ci_format_parse(v, opt->value, err);
-}
-
-static int set_markdown(const struct opt *opt, const char *v, struct buf *err)
-{
-	if (output_path_check(v, err) < 0)
-		return ARGS_FAILED;
-	*(const char **)opt->value = v;
-	return 0;
-}
-
 static const struct usage diff_usage = {
 	.command = "diff",
 	.synopsis = "usage: coldstart diff A.json B.json [options]\n\n"
@@ -66,9 +53,9 @@ int cmd_diff(int argc, char **argv)
 		OPT_BOOL("icicle", 0, &o.exp.icicle, "the flamegraph with its root at the top"),
 		OPT_INT("top", 0, &o.top, 0, 1000000, "N", "show at most N modules per list (default 20, 0 = all)"),
 		OPT_STRING("output", 'o', &o.output, "FILE", "write the report there instead of standard output"),
-		OPT_CALLBACK("format", 0, &o.format, set_format, "FMT",
+		OPT_CALLBACK("format", 0, &o.format, ci_format_opt, "FMT",
 			     "text (default), markdown (a pull-request comment) or github (annotations)"),
-		OPT_CALLBACK("markdown", 0, &o.markdown, set_markdown, "FILE",
+		OPT_CALLBACK("markdown", 0, &o.markdown, ci_markdown_opt, "FILE",
 			     "also append the Markdown to FILE, e.g. \"$GITHUB_STEP_SUMMARY\""),
 		OPT_HELP("help", 'h', NULL, "this text"),
 		OPT_END(),
