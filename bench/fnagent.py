@@ -15,6 +15,17 @@ import time
 CG_ROOT = "/sys/fs/cgroup"
 
 
+def interrupt_on_term():
+    """SIGTERM and SIGHUP interrupt as Ctrl-C does, so that run()'s cleanup
+    (the process group, the groups, the socket directory) happens for them
+    too; the default action would leave a function process running in its
+    group."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, handler)
+
+
 class Cgroup(object):
     """cgroup v1 cpu + memory groups named coldstart-planbench-<pid>-<n>."""
     seq = 0

@@ -375,6 +375,7 @@ def _met(ok, x):
 
 
 if __name__ == "__main__":
+    fnagent.interrupt_on_term()
     try:
         main()
     except KeyboardInterrupt:

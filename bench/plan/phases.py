@@ -147,4 +147,5 @@ def main():
 
 
 if __name__ == "__main__":
+    fnagent.interrupt_on_term()
     main()
