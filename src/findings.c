@@ -507,6 +507,12 @@ static int cmp_i64_desc(const void *a, const void *b)
 /* What finding modules cost one process, from the tracer's find phases (nested imports not counted). */
 struct finder_facts {
 	int64_t find_ns, failed_ns, top_ns; /* all lookups, failed ones, the FINDER_TOP slowest */
+	/*
+	 * Of top_ns, at most how much the importing thread was off the CPU
+	 * (each slowest lookup's find phase, capped by its import's wall time
+	 * less its CPU time); UNKNOWN without CPU times.
+	 */
+	int64_t top_off_ns;
 	int64_t median_ns;
 	size_t imports, failed;
 	int32_t top[FINDER_TOP]; /* the slowest lookups */
@@ -548,8 +554,18 @@ static void finder_facts(const struct proc *pr, struct finder_facts *ff)
 		qsort(v, ff->imports, sizeof(*v), cmp_i64_desc);
 		ff->median_ns = v[ff->imports / 2];
 	}
-	for (k = 0; k < ff->nr_top; k++)
-		ff->top_ns = i64_add(ff->top_ns, pr->timing[ff->top[k]].find_ns);
+	for (k = 0; k < ff->nr_top; k++) {
+		const struct imp_timing *t = &pr->timing[ff->top[k]];
+
+		ff->top_ns = i64_add(ff->top_ns, t->find_ns);
+		if (ff->top_off_ns >= 0 && t->start_ns >= 0 && t->end_ns >= t->start_ns && t->cpu_ns >= 0) {
+			int64_t off = t->end_ns - t->start_ns - t->cpu_ns;
+
+			ff->top_off_ns = i64_add(ff->top_off_ns, off < 0 ? 0 : off < t->find_ns ? off : t->find_ns);
+		} else {
+			ff->top_off_ns = UNKNOWN;
+		}
+	}
 	for (e = 0; e < pr->nr_events; e++)
 		if (!strcmp(proc_str(pr, pr->events[e].name), "sys.path")) {
 			ff->path = proc_str(pr, pr->events[e].detail);
@@ -597,6 +613,27 @@ static void add_held_in(struct buf *ev, const struct run *r, const struct proc_s
 		buf_adds(ev, "; in ");
 	}
 	findings_add_procs(ev, r, s);
+}
+
+/*
+ * What the slowest lookups' CPU time says: a thread off the CPU for most of
+ * them was blocked (the file system) or, on a busy machine, waiting for a
+ * CPU, which one profile cannot tell from a slow finder; one on the CPU was
+ * a finder computing.
+ */
+static void add_off_cpu(struct buf *fix, const struct finder_facts *ff)
+{
+	if (ff->top_off_ns < 0 || ff->top_ns <= 0)
+		return;
+	buf_adds(fix, ". Their imports were off the CPU for up to ");
+	buf_add_duration(fix, ff->top_off_ns / 1000);
+	buf_adds(fix, " of their ");
+	buf_add_duration(fix, ff->top_ns / 1000);
+	if (i64_mul(ff->top_off_ns, 2) >= ff->top_ns)
+		buf_adds(fix, ": blocked on I/O (a slow file system) or, on a busy machine, waiting for a CPU; "
+			      "profile again to see whether the same lookups are slow");
+	else
+		buf_adds(fix, ": the lookups themselves computed (a finder or path hook in Python)");
 }
 
 /*
@@ -662,11 +699,13 @@ static void rule_finders(struct profile *p)
 		buf_addf(&fix, "%s%zu imports failed and a failed lookup tries every path entry: install the "
 			       "optional dependencies, or stop probing for them at import (see failed-imports)",
 			 fix.len ? "; " : "", ff->failed);
-	if (first.few)
+	if (first.few) {
 		buf_addf(&fix, "%sa few lookups take most of the time (%s'%s' first): look for a meta-path finder "
 			       "or path hook that is slow for them (an import hook, a namespace package spread over "
 			       "many sys.path entries, a network or overlay file system)",
 			 fix.len ? "; " : "", "", node_name(pr, ff->top[0]));
+		add_off_cpu(&fix, ff);
+	}
 	if (first.slow_each && !first.long_path)
 		buf_addf(&fix, "%severy lookup is slow (a median of %lld us): check for a slow file system under "
 			       "sys.path or an import hook on sys.meta_path that runs before the standard finders",

@@ -125,6 +125,52 @@ def test_slow_finders_advice_fits_a_long_sys_path(coldstart, tmp_path):
     assert "sys.path has 4" in f[0]["evidence"] and "sys.path has 4" in f[0]["fix"]
 
 
+SLOW_HOOK = """
+import sys, time
+class Slow(object):
+    def find_spec(self, name, path=None, target=None):
+        if name in %r:
+            time.sleep(0.03)  # blocked, as on a slow file system
+        elif name in %r:
+            t = time.thread_time() + 0.03
+            while time.thread_time() < t:  # computing
+                pass
+        return None
+sys.meta_path.insert(0, Slow())
+import json, csv, email, decimal, fractions
+import argparse, logging, http.client, urllib.request, xml.dom.minidom, asyncio, unittest, email.parser
+"""
+
+
+@pytest.mark.parametrize("blocked,computing,verdict", [
+    (("json", "csv", "email"), ("decimal", "fractions"), "blocked on I/O"),
+    (("json",), ("csv", "email", "decimal", "fractions"), "the lookups themselves computed"),
+], ids=["mostly-blocked", "mostly-computing"])
+def test_slow_finders_tell_waiting_from_computing(coldstart, tmp_path, blocked, computing, verdict):
+    """A meta-path hook slow for five modules, sleeping for some and computing for the others:
+    the few-slow-lookups advice says how much of their time the thread was off the CPU, and
+    which it mostly was."""
+    (tmp_path / "hook.py").write_text(SLOW_HOOK % (blocked, computing))
+    r, prof = profile(coldstart, tmp_path, str(tmp_path / "hook.py"))
+    assert r.returncode == 0, r.stderr
+    f = [f for f in prof["findings"] if f["id"] == "slow-finders"]
+    assert len(f) == 1, prof["findings"]
+    fix = f[0]["fix"]
+    assert "a few lookups take most of the time" in fix, fix
+    m = re.search(r"off the CPU for up to ([0-9.]+) ms of their ([0-9.]+) ms: ([^;]*)", fix)
+    assert m, fix
+    off, total = float(m.group(1)), float(m.group(2))
+    # A sleeping lookup is off the CPU for its 30 ms at least (on a busy machine the computing
+    # ones wait for a CPU too, and their imports' other phases count up to their lookups' time:
+    # "up to" bounds it from above only).
+    assert off >= 30 * len(blocked) - 2, fix
+    assert off <= total, fix
+    said = "blocked on I/O" if 2 * off >= total else "the lookups themselves computed"
+    assert m.group(3).startswith(said), fix
+    if said != verdict:
+        print("a busy machine: the computing lookups waited for a CPU (%.1f of %.1f ms off it)" % (off, total))
+
+
 def check_finders(prof):
     """Finder time is the lookups' own (well under the imports'), and any
     slow-finders advice names the reason the measurement shows: not a long

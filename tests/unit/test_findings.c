@@ -331,6 +331,42 @@ static void test_finders_few(void **state)
 	profile_release(&p);
 }
 
+/*
+ * The few slow lookups with CPU times: off the CPU for most of them (a
+ * preempted or blocked import) the advice says so and asks for another
+ * profile; on the CPU, that the lookups computed.
+ */
+static void test_finders_few_off_cpu(void **state)
+{
+	for (int on_cpu = 0; on_cpu <= 1; on_cpu++) {
+		struct profile p;
+		struct proc *pr = finders_profile(&p, 60, 50000, 0, "6 entries: /a");
+		const struct finding *f;
+		int32_t slow = proc_find(pr, "pkg.m7");
+
+		pr->timing[slow].find_ns = 30000000;
+		for (int32_t i = 0; i < (int32_t)pr->nr_nodes; i++) {
+			int64_t wall = pr->timing[i].find_ns > 0 ? pr->timing[i].find_ns + 1000000 : 1000000;
+
+			pr->timing[i].start_ns = 1000;
+			pr->timing[i].end_ns = 1000 + wall;
+			/* Off the CPU for the whole lookup, or on it but for 0.2 ms. */
+			pr->timing[i].cpu_ns = on_cpu ? wall - 200000 : 1000000;
+		}
+		findings_run(&p, builtin);
+		f = get(&p, "slow-finders", NULL);
+		assert_non_null(strstr(f->fix, "'pkg.m7' first"));
+		if (on_cpu) {
+			assert_non_null(strstr(f->fix, "off the CPU for up to 400 us of their 30.2 ms: the lookups "
+							"themselves computed"));
+		} else {
+			assert_non_null(strstr(f->fix, "off the CPU for up to 30.2 ms of their 30.2 ms: blocked on I/O"));
+			assert_non_null(strstr(f->fix, "profile again"));
+		}
+		profile_release(&p);
+	}
+}
+
 /* Two forked workers importing the same heavy app: one finding naming both pids; the master counts its own. */
 static void test_heavy_per_process(void **state)
 {
@@ -603,6 +639,7 @@ int main(void)
 		cmocka_unit_test(test_finders_failing),
 		cmocka_unit_test(test_finders_ordinary),
 		cmocka_unit_test(test_finders_few),
+		cmocka_unit_test(test_finders_few_off_cpu),
 		cmocka_unit_test(test_heavy_per_process),
 		cmocka_unit_test(test_workers_said_once),
 		cmocka_unit_test(test_heavy_after_ready),
