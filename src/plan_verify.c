@@ -62,6 +62,44 @@ int plan_load(const char *path, struct plan_doc *d, struct buf *err)
 }
 
 /*
+ * Sets the action of the deferred modules among names[0..k) to action, in
+ * the module list (marked "forced" with forced) and in the applier's
+ * index; returns how many there were.
+ */
+static size_t set_actions(json_t *root, const char *const *names, size_t k, const char *action, bool forced)
+{
+	json_t *mods = json_object_get(root, "modules");
+	json_t *index = json_object_get(root, "index");
+	size_t i, j, n = 0;
+
+	for (i = 0; i < json_array_size(mods); i++) {
+		json_t *m = json_array_get(mods, i);
+
+		for (j = 0; j < k; j++)
+			if (!strcmp(plan_mod_str(m, "action"), "defer") && !strcmp(plan_mod_str(m, "name"), names[j])) {
+				json_object_set_new(m, "action", json_string(action));
+				if (forced)
+					json_object_set_new(m, "forced", json_true());
+				n++;
+				break;
+			}
+	}
+	/* The applier's compact rows: [name, kind, path, size, mtime_ns, action, ...]. */
+	for (i = 0; i < json_array_size(index); i++) {
+		json_t *row = json_array_get(index, i);
+		const char *name = json_string_value(json_array_get(row, 0));
+		const char *was = json_string_value(json_array_get(row, 5));
+
+		for (j = 0; name && was && !strcmp(was, "defer") && j < k; j++)
+			if (!strcmp(name, names[j])) {
+				json_array_set_new(row, 5, json_string(action));
+				break;
+			}
+	}
+	return n;
+}
+
+/*
  * Writes a copy of the plan where the first k deferred modules load
  * eagerly and the first nf modules of froms (all of them: nf == SIZE_MAX)
  * bind their from-imports eagerly.
@@ -70,10 +108,8 @@ static int write_variant(const struct plan_doc *d, const char *const *names, siz
 			 const char *const *froms, size_t nf, const char *path, struct buf *err)
 {
 	json_t *copy = json_deep_copy(d->root);
-	json_t *mods = json_object_get(copy, "modules");
-	json_t *index = json_object_get(copy, "index");
 	json_t *from = json_object_get(copy, "from");
-	size_t i, j;
+	size_t j;
 	int ret = 0;
 
 	if (json_is_object(from)) {
@@ -82,26 +118,7 @@ static int write_variant(const struct plan_doc *d, const char *const *names, siz
 		for (j = 0; nf != SIZE_MAX && j < nf; j++)
 			json_object_del(from, froms[j]);
 	}
-	for (i = 0; i < json_array_size(mods); i++) {
-		json_t *m = json_array_get(mods, i);
-
-		for (j = 0; j < k; j++)
-			if (!strcmp(plan_mod_str(m, "name"), names[j])) {
-				json_object_set_new(m, "action", json_string("eager"));
-				break;
-			}
-	}
-	/* The applier's compact rows: [name, kind, path, size, mtime_ns, action, ...]. */
-	for (i = 0; i < json_array_size(index); i++) {
-		json_t *row = json_array_get(index, i);
-		const char *name = json_string_value(json_array_get(row, 0));
-
-		for (j = 0; name && j < k; j++)
-			if (!strcmp(name, names[j])) {
-				json_array_set_new(row, 5, json_string("eager"));
-				break;
-			}
-	}
+	set_actions(copy, names, k, "eager", false);
 	if (json_dump_file(copy, path, JSON_COMPACT) < 0) {
 		buf_addf(err, "cannot write '%s': %s", path, strerror(errno));
 		ret = -1;
@@ -370,7 +387,129 @@ static void find_cause(struct verify *v, const char *tmp)
 	find_deferred(v);
 }
 
-int plan_verify(struct plan_run *r, const char *tmp, const char *output)
+/* The plan's "summary" counts and self times per action, from its module list. */
+static void recount(json_t *root)
+{
+	static const char *const actions[] = { "load", "eager", "defer" };
+	json_t *mods = json_object_get(root, "modules"), *sum = json_object_get(root, "summary");
+	json_int_t count[3] = { 0, 0, 0 }, us[3] = { 0, 0, 0 };
+	size_t i, a;
+	char key[32];
+
+	if (!json_is_object(sum))
+		return;
+	for (i = 0; i < json_array_size(mods); i++) {
+		json_t *m = json_array_get(mods, i);
+
+		for (a = 0; a < 3; a++)
+			if (!strcmp(plan_mod_str(m, "action"), actions[a])) {
+				count[a]++;
+				us[a] += plan_mod_int(m, "self_us");
+			}
+	}
+	for (a = 0; a < 3; a++) {
+		json_object_set_new(sum, actions[a], json_integer(count[a]));
+		snprintf(key, sizeof(key), "%s_self_us", actions[a]);
+		json_object_set_new(sum, key, json_integer(us[a]));
+	}
+}
+
+/*
+ * The deferred modules whose bodies ran before the first response anyway
+ * (read by a body that ran, or used), as the applier in a run with the plan
+ * lists them (COLDSTART_PLAN_FORCED_OUT): n names in *names, the strings
+ * owned by *list.  -1 when the run failed or answered differently.
+ */
+static int forced_modules(struct verify *v, const char *tmp, json_t **list, const char ***names, size_t *n)
+{
+	struct strvec env = STRVEC_INIT;
+	struct plan_outcome o;
+	struct buf out = BUF_INIT;
+	enum plan_status st;
+	json_error_t jerr;
+	size_t i, which = 0;
+	int ret = -1;
+
+	*list = NULL;
+	*names = NULL;
+	*n = 0;
+	for (i = 0; i < v->r->env_apply.nr; i++)
+		strvec_push(&env, v->r->env_apply.v[i]);
+	buf_addf(&out, "%s.forced", tmp);
+	unlink(out.buf);
+	strvec_setenv(&env, "COLDSTART_PLAN", tmp);
+	strvec_setenv(&env, "COLDSTART_PLAN_FORCED_OUT", out.buf);
+	st = plan_run_once(v->r, &env, NULL, &o, &v->err);
+	if (st == PLAN_RUN_INTERRUPTED)
+		v->ret = plan_exit_for(st);
+	if (st == PLAN_RUN_OK && same_responses(&v->base, &o, &which))
+		*list = json_load_file(out.buf, 0, &jerr);
+	if (json_is_array(*list)) {
+		*names = xcalloc(json_array_size(*list) + 1, sizeof(**names));
+		for (i = 0; i < json_array_size(*list); i++)
+			if (json_is_string(json_array_get(*list, i)))
+				(*names)[(*n)++] = json_string_value(json_array_get(*list, i));
+		ret = 0;
+	}
+	unlink(out.buf);
+	buf_reset(&v->err);
+	plan_outcome_release(&o);
+	strvec_clear(&env);
+	buf_release(&out);
+	return ret;
+}
+
+/*
+ * After the plan verified: the deferred modules that a run with it forces
+ * before the first response anyway load at once instead (deferring them
+ * only cost the deferral), when that plan answers the same too; d (the
+ * plan the command writes) and tmp are updated then.  Never fails the
+ * verification: a plan that cannot be improved stays as verified.
+ */
+static void load_forced(struct verify *v, const char *tmp, struct plan_doc *d)
+{
+	json_t *list, *copy;
+	const char **names;
+	size_t n, changed, which = 0;
+	enum plan_status st;
+	int ok;
+
+	if (forced_modules(v, tmp, &list, &names, &n) < 0 || !n)
+		goto out;
+	copy = json_deep_copy(d->root);
+	changed = set_actions(copy, names, n, "load", true);
+	recount(copy);
+	buf_reset(&v->variant);
+	buf_addf(&v->variant, "%s.forced-load", tmp);
+	if (!changed || json_dump_file(copy, v->variant.buf, JSON_COMPACT) < 0) {
+		json_decref(copy);
+		goto out;
+	}
+	ok = try_plan(v->r, v->variant.buf, &v->base, &which, &v->err, &st);
+	if (ok < 0) {
+		v->ret = plan_exit_for(st);
+		json_decref(copy);
+		goto out;
+	}
+	if (ok && rename(v->variant.buf, tmp) == 0) {
+		json_decref(d->root);
+		d->root = copy;
+		d->modules = json_object_get(copy, "modules");
+		printf("coldstart plan: %zu deferred module%s ran before the first response anyway: %s at once "
+		       "(verified: the same responses)\n",
+		       changed, changed == 1 ? "" : "s", changed == 1 ? "it loads" : "they load");
+	} else {
+		json_decref(copy);
+		if (!ok)
+			printf("coldstart plan: loading at once the %zu deferred modules the first response forces "
+			       "changed response %zu: they stay deferred\n", changed, which + 1);
+	}
+out:
+	free(names);
+	json_decref(list);
+}
+
+int plan_verify(struct plan_run *r, const char *tmp, const char *output, struct plan_doc *d)
 {
 	struct verify v = { .r = r, .output = output, .ret = EXIT_FAIL };
 	enum plan_status st;
@@ -392,6 +531,7 @@ int plan_verify(struct plan_run *r, const char *tmp, const char *output)
 		printf("coldstart plan: verified: %zu response%s identical with and without the plan\n",
 		       v.base.nr_responses, v.base.nr_responses == 1 ? "" : "s");
 		v.ret = EXIT_OK;
+		load_forced(&v, tmp, d);
 	} else {
 		show_diff(&v.base, which);
 		find_cause(&v, tmp);

@@ -69,8 +69,10 @@ enum plan_status plan_run_once(struct plan_run *r, const struct strvec *env, con
  * Verifies the plan in tmp against runs without it.  Returns EXIT_OK when
  * every response is the same, EXIT_FAIL (with the module to keep eager
  * named; output is the plan file that was not written) when not, or the
- * exit status of a run that failed.
+ * exit status of a run that failed.  A verified plan then loads at once
+ * the deferred modules that a run with it forces before the first
+ * response anyway, when that plan verifies too (d and tmp updated).
  */
-int plan_verify(struct plan_run *r, const char *tmp, const char *output);
+int plan_verify(struct plan_run *r, const char *tmp, const char *output, struct plan_doc *d);
 
 #endif

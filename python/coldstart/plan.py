@@ -352,6 +352,8 @@ _pending = {}
 # normally, so it raises (or succeeds) as a plain import would.
 _failed = set()
 _counter = [0]
+# Modules created deferred whose bodies have run, in the order they ran.
+_ran = []
 # name -> what runs right after the deferred body of name (defer_then()).
 _after_body = {}
 
@@ -392,6 +394,7 @@ def _load(mod):
         finally:
             spec._initializing = False
         del _pending[name]
+        _ran.append(name)
         st.owner = None
         # The body may have given itself a class of its own: keep it.
         if type(mod) is _Deferred:
@@ -1512,6 +1515,11 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
         sys.set_lazy_imports("all")
     sys.meta_path.insert(0, finder)
     _installed[0] = finder
+    out = os.environ.get("COLDSTART_PLAN_FORCED_OUT")
+    if out:
+        _forced_out.append(out)
+        import atexit
+        atexit.register(_write_forced)
     if _regex_at and RE_COMPILER in sys.modules:
         _hook_regex(sys.modules[RE_COMPILER])
     _warm_state["mode"] = warm
@@ -1589,8 +1597,34 @@ def warm(block=False):
 def responded():
     """Tells the plan the first response went out: with warm="background"
     the deferred bodies start loading in a thread now."""
+    _write_forced()
     if _warm_state["mode"] == "background":
         warm()
+
+
+def forced():
+    """Names of the modules created deferred whose bodies have run (used,
+    or read by a body that ran), in the order they ran."""
+    return list(_ran)
+
+
+_forced_out = []
+
+
+def _write_forced():
+    """For `coldstart plan --verify` (COLDSTART_PLAN_FORCED_OUT=FILE): the
+    deferred modules whose bodies ran before the first response (or, for a
+    program that does not say when it responded, before its exit), once, as
+    a JSON list; those would be cheaper loaded at once."""
+    if not _forced_out:
+        return
+    path = _forced_out.pop()
+    try:
+        import json
+        with open(path, "w") as f:
+            json.dump(forced(), f)
+    except (OSError, ValueError) as e:
+        _warn("cannot write %r: %s" % (path, e))
 
 
 def install_from_environ(environ=None):

@@ -152,7 +152,10 @@ def test_verify_names_the_module_whose_lazy_from_imports_change_it(workdir):
     plan = json.load(open(out))
     assert "app" not in plan["from"]
     mods = {m["name"]: m for m in plan["modules"]}
-    assert mods["plugin"]["action"] == "defer"
+    # app's from-import now binds at once, which runs plugin's body before
+    # the response: the verified plan loads it at once instead of deferring it.
+    assert mods["plugin"]["used"] is False
+    assert mods["plugin"]["action"] == "load" and mods["plugin"]["forced"] is True
 
 
 def test_run_to_exit_command_and_coldstart_run(workdir):
@@ -177,6 +180,63 @@ def test_run_to_exit_command_and_coldstart_run(workdir):
                        text=True, timeout=60, env=env)
     assert r.returncode == 0 and r.stderr == ""
     assert json.loads(r.stdout) == {"args": ["x"], "half": "1/2"}
+
+
+def test_verify_loads_at_once_what_the_plan_defers_and_a_body_forces(workdir):
+    """helper is not used by the run, but shaper's body reads its CONST at
+    import: deferred, it would run at that read all the same.  --verify
+    replays with the plan, sees it forced, and the plan written loads it at
+    once (marked forced), verified; what nothing reads stays deferred."""
+    write(workdir, "helper.py", "CONST = 21\n")
+    write(workdir, "idle.py", "IDLE = 1\n")
+    write(workdir, "shaper.py", """
+        from helper import CONST
+        import idle
+        DOUBLE = CONST * 2
+    """)
+    write(workdir, "tool.py", """
+        import sys
+        sys.path.insert(0, sys.path[0])
+        import shaper
+        print(shaper.DOUBLE)
+    """)
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--verify", "-o", out, "--", DEBIAN_PYTHON, "tool.py", cwd=workdir)
+    assert p.returncode == 0, p.stderr
+    assert "ran before the first response anyway" in p.stdout, p.stdout
+    assert "read at import by what runs" in p.stdout, p.stdout
+    plan = json.load(open(out))
+    mods = {m["name"]: m for m in plan["modules"]}
+    assert mods["helper"]["used"] is False
+    assert mods["helper"]["action"] == "load" and mods["helper"]["forced"] is True
+    assert mods["idle"]["action"] == "defer" and "forced" not in mods["idle"]
+    rows = {r[0]: r for r in plan["index"]}
+    assert rows["helper"][5] == "load" and rows["idle"][5] == "defer"
+    for action in ("load", "eager", "defer"):
+        assert plan["summary"][action] == sum(m["action"] == action for m in plan["modules"])
+    # Without --verify there is no run with the plan to learn it from.
+    out2 = os.path.join(workdir, "p2.json")
+    p = plan_cmd("-o", out2, "--", DEBIAN_PYTHON, "tool.py", cwd=workdir)
+    assert p.returncode == 0, p.stderr
+    mods2 = {m["name"]: m for m in json.load(open(out2))["modules"]}
+    assert mods2["helper"]["action"] == "defer" and not any("forced" in m for m in mods2.values())
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    r = subprocess.run([DEBIAN_PYTHON, "-m", "coldstart.run", "--plan", out, "tool.py"], cwd=workdir,
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "42\n", "")
+
+
+def test_output_that_cannot_be_written_fails_at_once(workdir):
+    """-o into a missing directory, onto a directory or to -: an error before any run (the
+    recorder would only find out at the end of one, after the command's timeout)."""
+    for out, message in (("/nonexistent-coldstart-dir/p.json", "no directory"), (workdir, "is a directory"),
+                         ("-", "standard output")):
+        t0 = time.monotonic()
+        p = plan_cmd("-o", out, "--", DEBIAN_PYTHON, "-c", "pass", cwd=workdir)
+        assert p.returncode == 1, p.stderr
+        assert message in p.stderr, p.stderr
+        assert time.monotonic() - t0 < 10
+        assert not glob.glob(os.path.join(workdir, "*"))
 
 
 SCRIPTS = {
