@@ -416,57 +416,36 @@ static void recount(json_t *root)
 
 /*
  * The deferred modules whose bodies ran before the first response anyway
- * (read by a body that ran, or used), as the applier in a run with the plan
- * lists them (COLDSTART_PLAN_FORCED_OUT): n names in *names, the strings
- * owned by *list.  -1 when the run failed or answered differently.
+ * (read by a body that ran, or used), as the applier of the verified run
+ * listed them in file path (COLDSTART_PLAN_FORCED_OUT): n names in *names,
+ * the strings owned by *list; -1 when there is no list.
  */
-static int forced_modules(struct verify *v, const char *tmp, json_t **list, const char ***names, size_t *n)
+static int forced_modules(const char *path, json_t **list, const char ***names, size_t *n)
 {
-	struct strvec env = STRVEC_INIT;
-	struct plan_outcome o;
-	struct buf out = BUF_INIT;
-	enum plan_status st;
 	json_error_t jerr;
-	size_t i, which = 0;
-	int ret = -1;
+	size_t i;
 
-	*list = NULL;
 	*names = NULL;
 	*n = 0;
-	for (i = 0; i < v->r->env_apply.nr; i++)
-		strvec_push(&env, v->r->env_apply.v[i]);
-	buf_addf(&out, "%s.forced", tmp);
-	unlink(out.buf);
-	strvec_setenv(&env, "COLDSTART_PLAN", tmp);
-	strvec_setenv(&env, "COLDSTART_PLAN_FORCED_OUT", out.buf);
-	st = plan_run_once(v->r, &env, NULL, &o, &v->err);
-	if (st == PLAN_RUN_INTERRUPTED)
-		v->ret = plan_exit_for(st);
-	if (st == PLAN_RUN_OK && same_responses(&v->base, &o, &which))
-		*list = json_load_file(out.buf, 0, &jerr);
-	if (json_is_array(*list)) {
-		*names = xcalloc(json_array_size(*list) + 1, sizeof(**names));
-		for (i = 0; i < json_array_size(*list); i++)
-			if (json_is_string(json_array_get(*list, i)))
-				(*names)[(*n)++] = json_string_value(json_array_get(*list, i));
-		ret = 0;
-	}
-	unlink(out.buf);
-	buf_reset(&v->err);
-	plan_outcome_release(&o);
-	strvec_clear(&env);
-	buf_release(&out);
-	return ret;
+	*list = json_load_file(path, 0, &jerr);
+	if (!json_is_array(*list))
+		return -1;
+	*names = xcalloc(json_array_size(*list) + 1, sizeof(**names));
+	for (i = 0; i < json_array_size(*list); i++)
+		if (json_is_string(json_array_get(*list, i)))
+			(*names)[(*n)++] = json_string_value(json_array_get(*list, i));
+	return 0;
 }
 
 /*
- * After the plan verified: the deferred modules that a run with it forces
- * before the first response anyway load at once instead (deferring them
- * only cost the deferral), when that plan answers the same too; d (the
- * plan the command writes) and tmp are updated then.  Never fails the
- * verification: a plan that cannot be improved stays as verified.
+ * After the plan verified: the deferred modules that its verified run
+ * forced before the first response anyway (listed in forced_path) load at
+ * once instead (deferring them only cost the deferral), when that plan
+ * answers the same too; d (the plan the command writes) and tmp are
+ * updated then.  Never fails the verification: a plan that cannot be
+ * improved stays as verified.
  */
-static void load_forced(struct verify *v, const char *tmp, struct plan_doc *d)
+static void load_forced(struct verify *v, const char *tmp, const char *forced_path, struct plan_doc *d)
 {
 	json_t *list, *copy;
 	const char **names;
@@ -474,7 +453,7 @@ static void load_forced(struct verify *v, const char *tmp, struct plan_doc *d)
 	enum plan_status st;
 	int ok;
 
-	if (forced_modules(v, tmp, &list, &names, &n) < 0 || !n)
+	if (forced_modules(forced_path, &list, &names, &n) < 0 || !n)
 		goto out;
 	copy = json_deep_copy(d->root);
 	changed = set_actions(copy, names, n, "load", true);
@@ -512,31 +491,39 @@ out:
 int plan_verify(struct plan_run *r, const char *tmp, const char *output, struct plan_doc *d)
 {
 	struct verify v = { .r = r, .output = output, .ret = EXIT_FAIL };
+	struct buf forced = BUF_INIT;
 	enum plan_status st;
 	size_t which = 0;
 	int ok;
 
 	buf_init(&v.variant, 0);
 	buf_init(&v.err, 0);
+	buf_addf(&forced, "%s.forced", tmp);
+	unlink(forced.buf);
 	st = plan_run_once(r, &r->env_plain, NULL, &v.base, &v.err);
 	if (st != PLAN_RUN_OK) {
 		plan_report_failure("verify: the run without the plan failed", st, &v.base, &v.err);
 		v.ret = plan_exit_for(st);
 		goto out;
 	}
+	/* The run with the plan also lists what it forced (load_forced). */
+	strvec_setenv(&r->env_apply, "COLDSTART_PLAN_FORCED_OUT", forced.buf);
 	ok = try_plan(r, tmp, &v.base, &which, &v.err, &st);
+	strvec_unsetenv(&r->env_apply, "COLDSTART_PLAN_FORCED_OUT");
 	if (ok < 0) {
 		v.ret = plan_exit_for(st);
 	} else if (ok) {
 		printf("coldstart plan: verified: %zu response%s identical with and without the plan\n",
 		       v.base.nr_responses, v.base.nr_responses == 1 ? "" : "s");
 		v.ret = EXIT_OK;
-		load_forced(&v, tmp, d);
+		load_forced(&v, tmp, forced.buf, d);
 	} else {
 		show_diff(&v.base, which);
 		find_cause(&v, tmp);
 	}
 out:
+	unlink(forced.buf);
+	buf_release(&forced);
 	if (v.variant.len)
 		unlink(v.variant.buf);
 	plan_outcome_release(&v.base);

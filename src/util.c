@@ -507,13 +507,18 @@ void strvec_clear(struct strvec *sv)
 
 void strvec_setenv(struct strvec *env, const char *name, const char *value)
 {
+	strvec_unsetenv(env, name);
+	strvec_pushf(env, "%s=%s", name, value);
+}
+
+void strvec_unsetenv(struct strvec *env, const char *name)
+{
 	struct strvec out = STRVEC_INIT;
 	size_t i, len = strlen(name);
 
 	for (i = 0; i < env->nr; i++)
 		if (strncmp(env->v[i], name, len) || env->v[i][len] != '=')
 			strvec_push(&out, env->v[i]);
-	strvec_pushf(&out, "%s=%s", name, value);
 	strvec_clear(env);
 	*env = out;
 }

@@ -275,9 +275,11 @@ void strvec_pushv(struct strvec *sv, const char *const *v);
 void strvec_clear(struct strvec *sv);
 /*
  * For environment vectors ("NAME=value" entries): setenv drops every entry
- * for name and appends NAME=value; getenv returns the value or NULL.
+ * for name and appends NAME=value, unsetenv only drops them; getenv returns
+ * the value or NULL.
  */
 void strvec_setenv(struct strvec *env, const char *name, const char *value);
+void strvec_unsetenv(struct strvec *env, const char *name);
 const char *strvec_getenv(const struct strvec *env, const char *name);
 
 /*
