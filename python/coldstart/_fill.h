@@ -23,16 +23,67 @@
 #define FILL_BYTES ((size_t)256 * 1024)
 
 /*
- * The file's descriptor is checked before every use (fill_fd): the target
- * may close any descriptor (os.closerange(3, N) when it daemonizes) and get
- * the number back for a file of its own, which must never be written, cut
- * or closed here.  A descriptor that is no longer the file is forgotten and
- * the file opened again by its name.
+ * A descriptor this extension opened, and the file it was opened on.  The
+ * target may close any descriptor (os.closerange(3, N) when it daemonizes)
+ * and get the number back for a file of its own, which must never be
+ * written, cut or closed here: every use checks first (own_is).  All of it
+ * is async-signal-safe.
+ */
+struct own_fd {
+	int fd; /* -1: none */
+	dev_t dev;
+	ino_t ino;
+};
+
+/* Whether o's descriptor still is the file it was opened on. */
+static int own_is(const struct own_fd *o)
+{
+	struct stat st;
+
+	return o->fd >= 0 && fstat(o->fd, &st) == 0 && st.st_dev == o->dev && st.st_ino == o->ino;
+}
+
+/* o becomes fd, just opened; -1 (o without a descriptor) when fd cannot be looked at. */
+static int own_take(struct own_fd *o, int fd)
+{
+	struct stat st;
+
+	o->fd = -1;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return -1;
+	o->fd = fd;
+	o->dev = st.st_dev;
+	o->ino = st.st_ino;
+	return 0;
+}
+
+/* Opens path into o; -1 when it cannot. */
+static int own_open(struct own_fd *o, const char *path, int flags)
+{
+	int fd = open(path, flags | O_CLOEXEC);
+
+	if (own_take(o, fd) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return 0;
+}
+
+/* Forgets o's descriptor, closing it only while it still is o's file (a fork child's inherited one included). */
+static void own_close(struct own_fd *o)
+{
+	if (own_is(o))
+		close(o->fd);
+	o->fd = -1;
+}
+
+/*
+ * The file written ahead of its records: a descriptor no longer the file
+ * is forgotten and the file opened again by its name (fill_fd).
  */
 struct fill {
-	int fd;
-	dev_t dev; /* the file fd was opened on */
-	ino_t ino;
+	struct own_fd own;
 	char path[PATH_MAX + 64]; /* its name, to open it again */
 	size_t filled; /* bytes of the file written (zeros ahead of the records) */
 	int failed; /* a pwrite failed: no more attempts */
@@ -41,29 +92,15 @@ struct fill {
 
 static const char fill_zeros[65536];
 
-/* Whether descriptor fd is open on the file dev, ino. */
-static int fd_is(int fd, dev_t dev, ino_t ino)
-{
-	struct stat st;
-
-	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
-}
-
 /* f writes the file at path, just opened as fd; -1 when fd cannot be looked at. */
 static int fill_reset(struct fill *f, int fd, const char *path)
 {
-	struct stat st;
-
-	f->fd = -1;
 	f->path[0] = '\0';
 	f->filled = 0;
 	f->failed = 0;
 	f->err = 0;
-	if (fstat(fd, &st) < 0)
+	if (own_take(&f->own, fd) < 0)
 		return -1;
-	f->fd = fd;
-	f->dev = st.st_dev;
-	f->ino = st.st_ino;
 	snprintf(f->path, sizeof(f->path), "%s", path);
 	return 0;
 }
@@ -71,24 +108,21 @@ static int fill_reset(struct fill *f, int fd, const char *path)
 /* A descriptor of f's file (opened again if the target closed it), or -1. */
 static int fill_fd(struct fill *f)
 {
-	int fd;
+	struct own_fd again;
 
-	if (fd_is(f->fd, f->dev, f->ino))
-		return f->fd;
-	f->fd = -1;
-	if (!f->path[0])
+	if (own_is(&f->own))
+		return f->own.fd;
+	f->own.fd = -1;
+	if (!f->path[0] || own_open(&again, f->path, O_RDWR) < 0)
 		return -1;
-	fd = open(f->path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (!fd_is(fd, f->dev, f->ino)) {
+	if (again.dev != f->own.dev || again.ino != f->own.ino) {
 		/* Another file has the name now: not this writer's to touch. */
-		close(fd);
+		own_close(&again);
 		f->path[0] = '\0';
 		return -1;
 	}
-	f->fd = fd;
-	return fd;
+	f->own.fd = again.fd;
+	return again.fd;
 }
 
 /* Sets the size of f's file (grown sparse or cut); -1 when it cannot. */
@@ -99,12 +133,10 @@ static int fill_resize(struct fill *f, size_t len)
 	return fd < 0 ? -1 : ftruncate(fd, (off_t)len);
 }
 
-/* Closes f's descriptor when it still is the file's (a fork child's inherited one included). */
+/* Closes f's descriptor when it still is the file's; the file is not opened again. */
 static void fill_close(struct fill *f)
 {
-	if (fd_is(f->fd, f->dev, f->ino))
-		close(f->fd);
-	f->fd = -1;
+	own_close(&f->own);
 	f->path[0] = '\0';
 }
 
@@ -119,15 +151,13 @@ static int fill_to(struct fill *f, size_t end, size_t limit)
 
 	if (want > limit)
 		want = limit;
-	int fd = f->filled < want && !f->failed ? fill_fd(f) : f->fd;
-
-	if (fd < 0 && f->filled < want && !f->failed) {
+	if (f->filled < want && !f->failed && fill_fd(f) < 0) {
 		f->failed = 1;
 		f->err = EBADF;
 	}
 	while (f->filled < want && !f->failed) {
 		size_t n = want - f->filled < sizeof(fill_zeros) ? want - f->filled : sizeof(fill_zeros);
-		ssize_t w = pwrite(fd, fill_zeros, n, (off_t)f->filled);
+		ssize_t w = pwrite(f->own.fd, fill_zeros, n, (off_t)f->filled);
 
 		if (w < 0 && errno == EINTR)
 			continue;

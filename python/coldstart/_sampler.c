@@ -103,9 +103,7 @@ struct sampler {
 	 * descriptor is checked before each read (the target may have closed
 	 * it and got the number back for a file of its own) and opened again.
 	 */
-	int sched_fd;
-	dev_t sched_dev;
-	ino_t sched_ino;
+	struct own_fd sched;
 	char sched_path[64];
 	/* The main thread's wait for a CPU as last read, and its clocks then (main_wait_ns). */
 	int64_t wait_ns, wait_t, wait_cpu;
@@ -799,36 +797,6 @@ static int finalizing(void)
 #endif
 }
 
-/* Forgets the schedstat descriptor, closing it only while it is still that file's. */
-static void sched_close(void)
-{
-	if (fd_is(S.sched_fd, S.sched_dev, S.sched_ino))
-		close(S.sched_fd);
-	S.sched_fd = -1;
-}
-
-/* Opens the main thread's schedstat by its name (async-signal-safe); -1 when it cannot. */
-static int sched_open(void)
-{
-	struct stat st;
-	int fd;
-
-	S.sched_fd = -1;
-	if (!S.sched_path[0])
-		return -1;
-	fd = open(S.sched_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &st) < 0) {
-		close(fd);
-		return -1;
-	}
-	S.sched_fd = fd;
-	S.sched_dev = st.st_dev;
-	S.sched_ino = st.st_ino;
-	return 0;
-}
-
 /*
  * The main thread's time spent runnable but not running (waiting for a CPU:
  * a busy machine, or a CPU quota's throttling), the second field of its
@@ -840,9 +808,9 @@ static int64_t run_wait_ns(void)
 	ssize_t n;
 	int64_t v = 0;
 
-	if (!fd_is(S.sched_fd, S.sched_dev, S.sched_ino) && sched_open() < 0)
+	if (!own_is(&S.sched) && own_open(&S.sched, S.sched_path, O_RDONLY) < 0)
 		return -1;
-	n = pread(S.sched_fd, b, sizeof(b) - 1, 0);
+	n = pread(S.sched.fd, b, sizeof(b) - 1, 0);
 	if (n <= 0)
 		return -1;
 	b[n] = '\0';
@@ -1181,10 +1149,10 @@ static int file_open(const char *origin)
 	S.map = p;
 	S.used = 0;
 	/* Called on the thread that is the main one from now on: the start's, or the fork's. */
-	sched_close();
+	own_close(&S.sched);
 	snprintf(S.sched_path, sizeof(S.sched_path), "/proc/%ld/task/%ld/schedstat", (long)S.pid,
 		 (long)gettid_raw());
-	sched_open();
+	own_open(&S.sched, S.sched_path, O_RDONLY);
 	/* Cleared for a second file (a fork's): the first one's tables are still the zero pages. */
 	if (S.next_id || S.next_tno) {
 		memset(S.codes, 0, sizeof(S.codes));
@@ -1386,8 +1354,8 @@ PyMODINIT_FUNC PyInit__sampler(void)
 	PyObject *m = PyModule_Create(&sampler_module);
 
 	if (!S_ready) {
-		S.fill.fd = -1;
-		S.sched_fd = -1;
+		S.fill.own.fd = -1;
+		S.sched.fd = -1;
 		S_ready = 1;
 	}
 

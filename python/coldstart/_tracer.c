@@ -61,7 +61,7 @@ struct tracer {
 	char dir[PATH_MAX];
 };
 
-static struct tracer T = { .fill = { .fd = -1 } };
+static struct tracer T = { .fill = { .own = { .fd = -1 } } };
 /*
  * Thread-locals of a dlopen()ed module go through __tls_get_addr on every
  * access; initial-exec takes glibc's surplus static TLS (a few bytes here)
@@ -261,7 +261,7 @@ static void trace_close(void)
 	if (T.map)
 		munmap(T.map, T.size);
 	T.map = NULL;
-	if (T.fill.fd >= 0 || T.fill.path[0]) {
+	if (T.fill.own.fd >= 0 || T.fill.path[0]) {
 		if (fill_resize(&T.fill, T.used) < 0)
 			T.used = 0;
 		fill_close(&T.fill);
