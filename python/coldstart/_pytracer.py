@@ -77,7 +77,7 @@ def _unmap():
     m = _st["map"]
     if m is None:
         return
-    ours = _map_ours(m)
+    ours = _map_ours()
     _st["map"] = None
     if not ours:
         _dropped_maps.append(m)
@@ -88,10 +88,10 @@ def _unmap():
         pass
 
 
-def _map_ours(m):
+def _map_ours():
     # Whether the mapping's own descriptor still is the file's (mmap has no fileno(): the number
     # is the one _new_map saw it take).
-    return m is _st["map"] and _is_ours(_st["map_fd"])
+    return _is_ours(_st["map_fd"])
 
 
 def _new_map(fd, size):
@@ -179,7 +179,7 @@ def _fill_to(end):
         # over them (mremap; no audit event a hook of the target would see during an import).
         # Never a store past the end of the file (SIGBUS).
         try:
-            if _st["map"] is not None and not _map_ours(_st["map"]):
+            if _st["map"] is not None and not _map_ours():
                 _unmap()
             if _st["map"] is None:
                 _st["map"] = _new_map(fd, _st["filled"])
@@ -222,7 +222,7 @@ def _put(data):
     else:
         try:
             os.pwrite(_fd(), data, off)
-        except (OSError, ValueError) as e:
+        except OSError as e:
             _st["fill_err"] = e.errno or errno.EIO
             _stop_full()
             return
@@ -552,7 +552,7 @@ def _at_exit():
                 try:
                     os.ftruncate(_fd(), _st["used"])
                     _st["filled"] = _st["used"]
-                except (OSError, ValueError):
+                except OSError:
                     pass
 
 
