@@ -621,3 +621,59 @@ def test_under_a_plan_logging_is_set_up_at_its_first_use(workdir):
     assert lines == ["c2 - app - INFO - info 1", "c2 - root - WARNING - root 1",
                      "c3 - app - INFO - info 2", "c3 - root - WARNING - root 1"]
     assert [ln for ln in planned_err.splitlines() if " - " in ln] == lines
+
+
+# What coldstart-fdk itself imports for a function's first call under a plan,
+# beyond the interpreter's start-up: the server, the plan's reader and the
+# C modules they use.  Each module here costs every function's first call
+# (under Fn's 10% CPU quota, a tenth of a millisecond of CPU is a
+# millisecond of its time), so the list is pinned.
+FIRST_CALL_EXTRA = {"_socket", "select", "gc", "_json", "_contextvars",
+                    "contextvars", "atexit"}
+
+
+def test_under_a_plan_a_call_imports_only_what_the_server_needs(workdir):
+    write(workdir, "func.py", """
+        import sys
+        from fdk import response
+
+        def handler(ctx, data=None):
+            # The modules whose bodies ran (logging is created deferred).
+            plan = sys.modules["coldstart.plan"]
+            return response.Response(ctx, response_data=" ".join(sorted(
+                n for n, m in list(sys.modules.items())
+                if m is not None and not plan.is_deferred(m))))
+    """)
+    write(workdir, "req.json", "{}")
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
+                 "req.json", "-o", out, cwd=workdir)
+    assert p.returncode == 0, p.stderr
+    d = tempfile.mkdtemp(prefix="planfn", dir="/tmp")
+    sock = os.path.join(d, "lsnr.sock")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("COLDSTART_") and k not in ("PYTHONPATH",
+                                                         "FDK_DEBUG")}
+    start = subprocess.run([DEBIAN_PYTHON, "-c",
+                            "import sys; print(' '.join(sys.modules))"],
+                           env=env, capture_output=True, text=True,
+                           timeout=60).stdout.split()
+    env.update(FN_LISTENER="unix:" + sock, FN_FORMAT="http-stream")
+    proc = subprocess.Popen([DEBIAN_PYTHON,
+                             os.path.join(ROOT, "python", "coldstart-fdk"),
+                             "--plan", out, "func.py", "handler"],
+                            cwd=workdir, env=env, stderr=subprocess.PIPE)
+    try:
+        for _ in range(600):
+            if os.path.islink(sock):
+                break
+            time.sleep(0.01)
+        loaded = set(_fn_call(sock, b"{}", "c1").decode().split())
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+        shutil.rmtree(d, ignore_errors=True)
+    assert "coldstart plan:" not in err.decode(), err
+    extra = {m for m in loaded - set(start)
+             if m.split(".")[0] not in ("coldstart", "fdk", "func")}
+    assert extra <= FIRST_CALL_EXTRA, sorted(extra - FIRST_CALL_EXTRA)

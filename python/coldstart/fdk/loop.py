@@ -29,6 +29,10 @@ try:
     import _socket as _sock
 except ImportError:  # pragma: no cover - every CPython has _socket
     import socket as _sock
+# The import system's own modules, always loaded.
+_bootstrap = sys.modules["_frozen_importlib"]
+_bootstrap_external = sys.modules["_frozen_importlib_external"]
+
 try:
     import _signal as _sig
 except ImportError:  # pragma: no cover
@@ -187,6 +191,14 @@ def _wire(resp):
     return status, headers, body
 
 
+def _import_module(name):
+    # importlib.import_module(name) without importing importlib for it.
+    if name.startswith("."):
+        import importlib
+        return importlib.import_module(name)
+    return _bootstrap._gcd_import(name)
+
+
 class _Function(object):
     """The function to call: attribute attr of a file or module, loaded
     once on first use from any thread.
@@ -209,23 +221,29 @@ class _Function(object):
         self._lock = _thread.RLock()
 
     def _load_file(self):
-        import importlib.util
         path = self.target
         name = os.path.splitext(os.path.basename(path))[0]
         register = name not in sys.modules
         if register:
-            spec = importlib.util.find_spec(name)
+            # importlib.util.find_spec(name), without importing
+            # importlib.util (contextlib, functools, collections, ...)
+            # for it: the import system's own functions are loaded.
+            if "." in name:
+                import importlib.util
+                spec = importlib.util.find_spec(name)
+            else:
+                spec = _bootstrap._find_spec(name, None)
             register = spec is None or (
                 spec.origin is not None and
                 os.path.abspath(spec.origin) == os.path.abspath(path))
-        spec = importlib.util.spec_from_file_location(name, path)
+        spec = _bootstrap_external.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
             raise ImportError("cannot load %r: not a Python source file"
                               % path, name=name, path=path)
         d = os.path.dirname(os.path.abspath(path))
         if d not in sys.path:
             sys.path.append(d)
-        mod = importlib.util.module_from_spec(spec)
+        mod = _bootstrap.module_from_spec(spec)
         if register:
             sys.modules[name] = mod
         try:
@@ -254,8 +272,7 @@ class _Function(object):
                     if self.is_path:
                         self._module = self._load_file()
                     else:
-                        import importlib
-                        self._module = importlib.import_module(self.target)
+                        self._module = _import_module(self.target)
                 finally:
                     self._loading = False
             return self._module
