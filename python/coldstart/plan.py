@@ -1106,6 +1106,8 @@ def load_plancode(path, size=None, mtime_ns=None):
 
 # The extension once install() gave it the plan's table: [module].
 _plancode = []
+# The plan's extension once install() loaded it, table or not: [module].
+_ext = []
 
 
 def debug_ranges():
@@ -1120,27 +1122,38 @@ def debug_ranges():
         not os.environ.get("PYTHONNODEBUGRANGES")
 
 
-def _apply_strings(fd, code):
+def _apply_ext(fd, code):
+    """Loads the plan's extension (code.ext) when it has one: it answers the
+    string table, and keeps the interpreter's frame stack chunks (both can
+    be turned off for comparisons)."""
     at, ext = code.get("strings"), code.get("ext")
-    if not (isinstance(at, list) and len(at) == 3 and
-            all(type(x) is int for x in at)):
-        return
-    if code.get("debug_ranges", True) != debug_ranges():
-        return  # compiled with other position information: compile again
+    strings = isinstance(at, list) and len(at) == 3 and \
+        all(type(x) is int for x in at) and \
+        os.environ.get("COLDSTART_PLAN_STRINGS") != "0"
+    if strings and code.get("debug_ranges", True) != debug_ranges():
+        strings = False  # compiled with other position information
     if not (isinstance(ext, dict) and isinstance(ext.get("path"), str)):
-        _warn("the plan has a string table but no extension to answer it; "
-              "code compiled from strings is compiled as usual")
+        if strings:
+            _warn("the plan has a string table but no extension to answer "
+                  "it; code compiled from strings is compiled as usual")
         return
     try:
         mod = load_plancode(ext["path"], ext.get("size"), ext.get("mtime_ns"))
-        mod.apply(fd, at[0], at[1])
+        if strings:
+            mod.apply(fd, at[0], at[1])
     except (OSError, ImportError, ValueError, RuntimeError) as e:
         why = "%r: %s" % (e.filename, e.strerror) if \
             isinstance(e, OSError) and e.filename and e.strerror else e
-        _warn("not answering code compiled from strings: %s; it is compiled "
-              "as usual" % (why,))
+        _warn("not answering code compiled from strings: %s; it is "
+              "compiled as usual" % (why,))
         return
-    _plancode[:] = [mod]
+    _ext[:] = [mod]
+    if strings:
+        _plancode[:] = [mod]
+    # An extension built before keep_chunks() existed has none.
+    keep = getattr(mod, "keep_chunks", None)
+    if keep is not None and os.environ.get("COLDSTART_PLAN_CHUNKS") != "0":
+        keep()
 
 
 class _AfterExecLoader(_StandInLoader):
@@ -1502,8 +1515,7 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
                 all(type(x) is int for x in r) and \
                 os.environ.get("COLDSTART_PLAN_REGEX") != "0":
             _regex_at[:] = r[:2]
-        if os.environ.get("COLDSTART_PLAN_STRINGS") != "0":
-            _apply_strings(code[0], plan["code"])
+        _apply_ext(code[0], plan["code"])
     native = defer and native_lazy and \
         hasattr(sys, "set_lazy_imports_filter")
     finder = PlanFinder(plan, defer and not native, strict=strict, keep=keep,

@@ -1061,8 +1061,10 @@ def write_plan(rec_obj, names):
                                 index, [k + v for k, v in
                                         rec_obj.regex.items()],
                                 rec_obj.strings)
-        if code is not None and "strings" in code:
+        if code is not None and rec_obj.strcode_ext is not None:
+            # It also keeps the frame stack chunks, table or not.
             code["ext"] = rec_obj.strcode_ext
+        if code is not None and "strings" in code:
             code["debug_ranges"] = _plan.debug_ranges()
     except OSError as e:
         sys.stderr.write("coldstart plan: cannot write the code archive: "

@@ -276,3 +276,68 @@ def test_other_position_information_compiles_again(workdir):
                                        PYTHONPATH=BOOT))]
         assert runs[0].stdout == runs[1].stdout and runs[1].returncode == 0
         assert os.path.exists(stats) is table, xopt
+
+
+# A call chain that crosses a frame stack chunk boundary (16 KiB from 3.11
+# on) on every round: without the kept chunks each round maps and unmaps
+# one (python/coldstart/_plancode.c, keep_chunks()).
+DEEP = """
+    import sys
+    import deepmod  # a planned module: the plan has a code archive
+
+    def down(n):
+        return 0 if n == 0 else down(n - 1) + 1
+
+    rounds = int(sys.argv[1])
+    print(sum(down(400) for _ in range(rounds)))
+    pm = sys.modules.get("coldstart.plan")
+    ext = pm._ext[0] if pm is not None and pm._ext else None
+    print("kept", ext.kept() if ext is not None else None)
+"""
+
+
+def _chunk_unmaps(python, workdir, env):
+    """Runs deep.py under strace; returns (its stdout, how many 16 KiB
+    blocks it unmapped)."""
+    log = os.path.join(workdir, "strace.log")
+    p = subprocess.run(["strace", "-f", "-e", "trace=munmap", "-o", log,
+                        python, "deep.py", "500"], cwd=workdir,
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    with open(log) as f:
+        n = sum(1 for line in f if "munmap(" in line and ", 16384)" in line)
+    return p.stdout, n
+
+
+@pytest.mark.skipif(shutil.which("strace") is None,
+                    reason="strace is not installed (tests/install-deps.sh)")
+def test_frame_stack_chunks_are_kept(python, workdir):
+    with open(os.path.join(workdir, "deep.py"), "w") as f:
+        f.write(textwrap.dedent(DEEP))
+    with open(os.path.join(workdir, "deepmod.py"), "w") as f:
+        f.write("X = 1\n")
+    plan_path = os.path.join(workdir, "p.json")
+    p = subprocess.run([COLDSTART, "plan", "-o", plan_path, "--", python,
+                        "deep.py", "5"], cwd=workdir, capture_output=True,
+                       text=True, timeout=300, env=_env())
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert os.path.isfile(json.load(open(plan_path))["code"]["ext"]["path"])
+    plain_out, plain_n = _chunk_unmaps(python, workdir, _env())
+    out, n = _chunk_unmaps(python, workdir, _env(
+        COLDSTART_PLAN=plan_path, PYTHONPATH=BOOT))
+    off_out, off_n = _chunk_unmaps(python, workdir, _env(
+        COLDSTART_PLAN=plan_path, PYTHONPATH=BOOT, COLDSTART_PLAN_CHUNKS="0"))
+    assert out.splitlines()[0] == plain_out.splitlines()[0] == \
+        off_out.splitlines()[0] == str(400 * 500)
+    assert plain_out.splitlines()[1] == "kept None"
+    assert off_out.splitlines()[1] == "kept 0"
+    v = subprocess.run([python, "-c", "import sys; print(sys.version_info >= (3, 11))"],
+                       capture_output=True, text=True).stdout.strip()
+    if v == "True":
+        # 3.11+: every round unmapped a chunk, but with the plan.
+        assert plain_n >= 500 and off_n >= 500, (plain_n, off_n)
+        assert n < 10, (n, plain_n, off_n)
+        assert int(out.splitlines()[1].split()[1]) >= 1
+    else:
+        # Before 3.11 frames are objects of their own: no chunks to keep.
+        assert n < 10 and plain_n < 10, (plain_n, n)
