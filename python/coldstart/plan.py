@@ -28,6 +28,7 @@ import _thread
 # package would import warnings (and types) as well.
 _bootstrap = sys.modules["_frozen_importlib"]
 _bootstrap_external = sys.modules["_frozen_importlib_external"]
+_ModuleSpec = _bootstrap.ModuleSpec
 
 __all__ = ["install", "installed", "warm", "responded", "deferred",
            "is_deferred", "load", "lazy_names", "PlanError", "PLAN_FORMAT", "PLAN_VERSION"]
@@ -1150,10 +1151,16 @@ def _apply_ext(fd, code):
     _ext[:] = [mod]
     if strings:
         _plancode[:] = [mod]
-    # An extension built before keep_chunks() existed has none.
+    # An extension built before keep_chunks() or prefault() existed has
+    # none; the rest of the plan applies.
     keep = getattr(mod, "keep_chunks", None)
     if keep is not None and os.environ.get("COLDSTART_PLAN_CHUNKS") != "0":
         keep()
+        prefault = getattr(mod, "prefault", None)
+        if prefault is not None and \
+                os.environ.get("COLDSTART_PLAN_PREFAULT") != "0":
+            # Until the first response (responded()).
+            prefault(True)
 
 
 class _AfterExecLoader(_StandInLoader):
@@ -1197,6 +1204,15 @@ class _ArchiveSourcelessLoader(_bootstrap_external.SourcelessFileLoader):
 
 _ARCHIVE_LOADERS = {"source": _ArchiveSourceLoader,
                     "bytecode": _ArchiveSourcelessLoader}
+
+
+def _dirname(path):
+    # posixpath.dirname(), for the paths a plan records (one per planned
+    # module), without its str/bytes and separator look-ups.
+    head = path[:path.rfind("/") + 1]
+    if head and head != "/" * len(head):
+        head = head.rstrip("/")
+    return head
 
 
 class PlanFinder(object):
@@ -1264,9 +1280,9 @@ class PlanFinder(object):
              "rebinds": frozenset(row[10] or ())}
         if row[8] is not None:
             e["search"] = list(row[8])
-            e["dir"] = row[7] or os.path.dirname(os.path.dirname(path))
+            e["dir"] = row[7] or _dirname(_dirname(path))
         else:
-            e["dir"] = row[7] or os.path.dirname(path)
+            e["dir"] = row[7] or _dirname(path)
         if self.code is not None and kind in _ARCHIVE_LOADERS and \
                 isinstance(self.code[i], list):
             e["code"] = self.code[i]
@@ -1329,9 +1345,14 @@ class PlanFinder(object):
             loader._coldstart_at = at
         else:
             loader = _LOADERS[m["kind"]](name, m["path"])
-        spec = _bootstrap_external.spec_from_file_location(
-            name, m["path"], loader=loader,
-            submodule_search_locations=m.get("search"))
+        # spec_from_file_location(name, path, loader=loader,
+        # submodule_search_locations=search) for the recorded absolute
+        # path, without its checks and conversions.
+        spec = _ModuleSpec(name, loader, origin=m["path"])
+        spec._set_fileattr = True
+        search = m.get("search")
+        if search is not None:
+            spec.submodule_search_locations = list(search)
         if m["kind"] == "source":
             # What _init_module_attrs would work out for __cached__.
             c = _cached(m["path"])
@@ -1608,8 +1629,12 @@ def warm(block=False):
 
 def responded():
     """Tells the plan the first response went out: with warm="background"
-    the deferred bodies start loading in a thread now."""
+    the deferred bodies start loading in a thread now, and new object
+    arenas are no longer faulted in whole."""
     _write_forced()
+    prefault = getattr(_ext[0], "prefault", None) if _ext else None
+    if prefault is not None:
+        prefault(False)
     if _warm_state["mode"] == "background":
         warm()
 

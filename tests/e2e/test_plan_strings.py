@@ -341,3 +341,57 @@ def test_frame_stack_chunks_are_kept(python, workdir):
     else:
         # Before 3.11 frames are objects of their own: no chunks to keep.
         assert n < 10 and plain_n < 10, (plain_n, n)
+
+
+# Allocates about 12 MiB of small objects in steps of about 20 KiB and
+# counts the steps in which the resident set grew by an object arena (1 MiB
+# from 3.10, 256 KiB before) at once: each new arena while a plan
+# prefaults arenas, none otherwise (they fault a few pages at a time).
+ARENAS = """
+    import os, sys
+    import arenamod  # a planned module: the plan has a code archive
+
+    def resident():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1])
+
+    keep, jumps = [], []
+    for _ in range(600):
+        before = resident()
+        keep.append([(i, i) for i in range(300)])
+        jumps.append(resident() - before)
+    arena = (1 << 20) if sys.version_info >= (3, 10) else (256 << 10)
+    pages = arena // os.sysconf("SC_PAGE_SIZE")
+    print(sum(1 for j in jumps if j >= pages - 8))
+"""
+
+
+def test_new_object_arenas_are_faulted_in_whole(python, workdir):
+    for name, text in (("arenas.py", ARENAS), ("arenamod.py", "X = 1\n")):
+        with open(os.path.join(workdir, name), "w") as f:
+            f.write(textwrap.dedent(text))
+    plan_path = os.path.join(workdir, "p.json")
+    p = subprocess.run([COLDSTART, "plan", "-o", plan_path, "--", python,
+                        "arenas.py"], cwd=workdir, capture_output=True,
+                       text=True, timeout=300, env=_env())
+    assert p.returncode == 0, p.stdout + p.stderr
+
+    def whole(env):
+        """How many steps grew by a whole arena."""
+        r = subprocess.run([python, "arenas.py"], cwd=workdir, env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return int(r.stdout)
+    plain = whole(_env())
+    off = whole(_env(COLDSTART_PLAN=plan_path, PYTHONPATH=BOOT,
+                     COLDSTART_PLAN_PREFAULT="0"))
+    applied = whole(_env(COLDSTART_PLAN=plan_path, PYTHONPATH=BOOT))
+    # 12 MiB take 12 arenas (48 before 3.10); without prefaulting, a step
+    # grows by a few pages, and rarely more (the heap, a list's storage).
+    assert plain <= 2 and off <= 2, (plain, off)
+    kernel = tuple(int(x) for x in os.uname().release.split(".")[:2]
+                   if x.isdigit())
+    if kernel < (5, 14):
+        pytest.skip("kernel %s has no MADV_POPULATE_WRITE: arenas fault as "
+                    "they are used" % os.uname().release)
+    assert applied >= 8, (applied, plain)
