@@ -69,7 +69,7 @@ _AUDIT_EFFECTS = {
 class _Rec(object):
     __slots__ = ("name", "thread", "start", "end", "children_us", "reasons",
                  "parent_body", "order", "ok", "module", "origin",
-                 "body_names", "all_")
+                 "body_names", "all_", "spec")
 
     def __init__(self, name, thread, parent_body, order, module):
         self.name = name
@@ -83,6 +83,9 @@ class _Rec(object):
         self.ok = None
         self.module = module
         self.origin = None
+        # The spec its body ran with (a module's __spec__ can be replaced
+        # later: six.moves sets its own on the http.client it aliases).
+        self.spec = None
         # Names read from the module's namespace while its body ran, that
         # its source does not show (plan_names.py).
         self.body_names = set()
@@ -181,6 +184,7 @@ class Recorder(object):
         rec = _Rec(spec.name, tid, parent.name if parent else None,
                    self.order, module)
         rec.origin = spec.origin
+        rec.spec = spec
         self.recs[spec.name] = rec
         # Watched from the start: what others read from it while its body
         # runs decides which of its from-imports may stay lazy.
@@ -702,6 +706,17 @@ def _stat(path):
 
 def _entry(rec_obj, name, mod, sys_path_abs):
     spec = getattr(mod, "__spec__", None)
+    r = rec_obj.recs.get(name)
+    if r is not None and r.spec is not None and (
+            (mod is r.module and getattr(spec, "name", None) != name) or
+            (mod is not r.module and spec is None)):
+        # The module its body ran in was given another's spec (six.moves
+        # sets its own on the http.client it aliases), or the body put a
+        # wrapper without a spec in its place (cryptography's deprecated
+        # modules): importing the name still runs this file.  A module
+        # that put another module in its place (collections.abc) is that
+        # module's.
+        spec = r.spec
     if spec is None:
         return None
     kind = _kind(spec)
@@ -732,7 +747,6 @@ def _entry(rec_obj, name, mod, sys_path_abs):
                 "path": cached, "size": cs[0], "mtime_ns": cs[1]}
     elif isinstance(origin, str):
         m["origin"] = origin
-    r = rec_obj.recs.get(name)
     by = rec_obj.importer.get(name)
     if by:
         m["imported_by"] = by

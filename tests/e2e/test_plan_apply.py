@@ -869,3 +869,52 @@ def test_planned_regular_expressions_skip_the_parser(python, workdir):
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout) == {"hooked": True, "calls": [],
                                     "m": ["x", "1"]}
+
+
+def test_replaced_modules_and_aliased_specs_are_indexed(python, workdir):
+    # cryptography replaces a module in sys.modules by a wrapper whose
+    # __spec__ is None, six.moves gives the module it aliases a spec of its
+    # own: the plan still indexes each module's own file, as eager (a module
+    # of another class) or as planned, and the applied run answers both from
+    # the plan with the same objects.
+    write(workdir, "wrapped.py", """
+        import sys, types
+        VALUE = 7
+        class _Wrapper(types.ModuleType):
+            def __init__(self, real):
+                types.ModuleType.__init__(self, real.__name__)
+                self.__dict__["_real"] = real
+            def __getattr__(self, attr):
+                return getattr(self.__dict__["_real"], attr)
+        sys.modules[__name__] = _Wrapper(sys.modules[__name__])
+    """)
+    write(workdir, "aliased.py", "VALUE = 8\n")
+    write(workdir, "aliaser.py", """
+        import importlib.util, sys
+        import aliased
+        # What six.moves does: another name's spec on the same module.
+        alias = importlib.util.spec_from_loader("moves_aliased", None)
+        sys.modules["aliased"].__spec__ = alias
+        sys.modules["moves_aliased"] = sys.modules["aliased"]
+    """)
+    plan = record(python, workdir, ["wrapped", "aliaser"])
+    mods = {m["name"]: m for m in plan["modules"]}
+    for name in ("wrapped", "aliased"):
+        assert mods[name]["kind"] == "source", mods[name]
+        assert mods[name]["path"] == os.path.join(workdir, name + ".py")
+    assert mods["wrapped"]["action"] == "eager"
+    assert [r["code"] for r in mods["wrapped"]["reasons"]] == ["module-class"]
+    indexed = {row[0] for row in plan["index"]}
+    assert {"wrapped", "aliased"} <= indexed
+    plain, applied = compare(python, workdir, """
+        import wrapped, aliaser, aliased
+        p = sys.modules.get("coldstart.plan")
+        fin = p.installed() if p is not None else None
+        print(json.dumps({"values": [wrapped.VALUE, aliased.VALUE],
+                          "types": [type(wrapped).__name__,
+                                    type(sys.modules["wrapped"]).__name__],
+                          "answered": fin.answered if fin else 0}))
+    """)
+    assert plain["values"] == applied["values"] == [7, 8]
+    assert plain["types"] == applied["types"]
+    assert applied["answered"] >= 3 and plain["answered"] == 0
