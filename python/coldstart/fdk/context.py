@@ -186,9 +186,7 @@ class TracingContext(object):
         self.__app_id = os.environ.get("FN_APP_ID")
         self.__fn_name = os.environ.get("FN_FN_NAME")
         self.__fn_id = os.environ.get("FN_FN_ID")
-        # Made at the first zipkin_attrs(): building the namedtuple type
-        # imports collections, which most calls never need.
-        self.__zipkin_attrs = None
+        self.__zipkin_attrs = self.__make_zipkin_attrs(is_tracing_enabled)
 
     def is_tracing_enabled(self):
         return self.__is_tracing_enabled
@@ -212,14 +210,12 @@ class TracingContext(object):
         return self.__flags
 
     def zipkin_attrs(self):
-        if self.__zipkin_attrs is None:
-            self.__zipkin_attrs = self.__make_zipkin_attrs()
         return self.__zipkin_attrs
 
-    def __make_zipkin_attrs(self):
+    def __make_zipkin_attrs(self, is_tracing_enabled):
         span_id = self.__span_id
         parent_span_id = self.__parent_span_id
-        if self.__is_tracing_enabled:
+        if is_tracing_enabled:
             parent_span_id = span_id
             span_id = generate_id()
         return _zipkin_attrs_type()(self.__trace_id, span_id, parent_span_id,
