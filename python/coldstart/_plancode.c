@@ -871,7 +871,10 @@ static PyObject *find_and_load_unlocked(PyObject *modules, PyObject *name, PyObj
 	spec = find_spec(name, path);
 	if (!spec)
 		goto out;
-	if (spec == Py_None || (r = PyDict_Contains(modules, name)) != 0) {
+	if (spec == Py_None)
+		goto importlib;
+	/* Found while the finder ran: importlib's _find_spec has its way. */
+	if ((r = PyDict_Contains(modules, name)) != 0) {
 		if (r < 0)
 			goto out;
 		goto importlib;
