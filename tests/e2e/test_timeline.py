@@ -428,7 +428,10 @@ def test_gunicorn_two_workers_every_process(coldstart, tmp_path):
 
 @needs_cgroups
 def test_under_a_cpu_limit_cpu_time_is_what_counts(coldstart, tmp_path):
-    (tmp_path / "work.py").write_text(WORK)
+    # 1200 patterns, about 40 ms of CPU: more than a period's 20 ms at 0.2 CPU,
+    # so the scheduler always stops build_patterns at least once (300, about
+    # 10 ms, can run between two throttles on a fast machine).
+    (tmp_path / "work.py").write_text(WORK.replace("range(300)", "range(1200)"))
     free, _ = profile(coldstart, tmp_path, "--python", DEBIAN_PYTHON, tmp_path / "work.py", name="free.json")
     limited, r = profile(coldstart, tmp_path, "--python", DEBIAN_PYTHON, "--cpus", "0.2", "--no-baseline",
                          tmp_path / "work.py", name="limited.json")
@@ -441,9 +444,12 @@ def test_under_a_cpu_limit_cpu_time_is_what_counts(coldstart, tmp_path):
     fb = sum(b.cum_cpu[i] for i in b.find("work.build_patterns", "function"))
     wb = sum(b.cum[i] for i in b.find("work.build_patterns", "function"))
     print("build_patterns: CPU %d us free, %d us at 0.2 CPU (wall %d us)" % (fa, fb, wb))
-    # The CPU time of the work is the same under the quota; its wall time is the scheduler's.
-    assert fb == pytest.approx(fa, rel=0.5)
-    assert wb > 2 * fb
+    # The CPU time of the work is about the same under the quota (a single run's
+    # CPU time of a 40 ms function moved by up to 1.7x on this shared 2-core
+    # machine, either run); its wall time is the scheduler's: 5.4 to 7.4 times
+    # its CPU time in 12 runs here.
+    assert 0.5 * fa < fb < 2 * fa
+    assert wb > 3 * fb
     section = report_section(r.stdout)
     assert "functions outside imports, by CPU" in section
     assert "work.build_patterns" in top_functions(section)[:3]
