@@ -78,6 +78,48 @@ def test_held_during_the_first_call_then_as_before(planned):
     assert second["collections"] >= 5000 // usual[0], second
 
 
+# Loaded through PYTHONPATH: notes every collection that ran once
+# coldstart.plan was imported (the first call has begun then) and the
+# threshold it ran at; the handler reads the list.
+COUNTER = """
+    import gc, sys
+    RUNS = []
+
+    def _note(phase, info):
+        if phase == "start" and "coldstart.plan" in sys.modules:
+            RUNS.append(gc.get_threshold()[0])
+    gc.callbacks.append(_note)
+"""
+
+
+def test_held_from_the_first_connection_in_lazy_mode():
+    # The plan, the server's request loop and the function load for the
+    # first call, after the first connection: the collector waits for them
+    # too (no collection at the usual threshold before the response).
+    d = tempfile.mkdtemp(prefix="plangcfirst", dir="/tmp")
+    try:
+        write(d, "probe/sitecustomize.py", COUNTER)
+        write(d, "func.py", FUNC.replace(
+            '"collections": len(runs)}', '"collections": len(runs), "before": '
+            'getattr(__import__("sitecustomize"), "RUNS", None)}'))
+        write(d, "req.json", "{}")
+        p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
+                     "req.json", "-o", os.path.join(d, "p.json"), cwd=d)
+        assert p.returncode == 0, p.stderr
+        out, err = _fdk_calls(d, ["--plan", "p.json"], [b"{}"],
+                              {"PYTHONPATH": os.path.join(d, "probe")})
+        assert "coldstart plan:" not in err, err
+        assert out[0]["threshold"][0] == GC_HOLD_THRESHOLD
+        assert out[0]["before"] == [], out[0]
+        # Switched off: the same first call collects at the usual threshold.
+        out, err = _fdk_calls(d, ["--plan", "p.json"], [b"{}"],
+                              {"PYTHONPATH": os.path.join(d, "probe"),
+                               "COLDSTART_PLAN_GC": "0"})
+        assert out[0]["before"] and GC_HOLD_THRESHOLD not in out[0]["before"]
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def test_without_a_plan_or_turned_off_nothing_changes(planned):
     usual = default_threshold()
     for how, env in (([], {}), (["--plan", "p.json"], {"COLDSTART_PLAN_GC": "0"})):

@@ -110,38 +110,10 @@ def _exit_status(exc):
 # --- the collector during the first call ------------------------------
 
 # With a start-up plan applied, the cyclic collector's first threshold is
-# raised from the first request until its response has been sent
-# (docs/plan.md, "The collector during the first call"): a first call's
-# imports allocate hundreds of thousands of objects that live on, and the
-# young collections they trigger, each walking what the last ones kept,
-# cost 7-10% of that CPU (bench/plan/gc_cost.py on the bench's functions)
-# while finding next to nothing.  The threshold stays finite, so garbage in cycles is
-# still collected; COLDSTART_PLAN_GC=0 turns this off.
-GC_HOLD_THRESHOLD = 100000
-
-
-def _hold_gc():
-    """Raises the collector's first threshold while a plan is applied;
-    returns (the thresholds before, the thresholds set) or None."""
-    plan = sys.modules.get("coldstart.plan")
-    if plan is None or not plan.installed() or \
-            os.environ.get("COLDSTART_PLAN_GC") == "0":
-        return None
-    import gc
-    before = gc.get_threshold()
-    if not gc.isenabled() or not before[0] or before[0] >= GC_HOLD_THRESHOLD:
-        return None
-    held = (GC_HOLD_THRESHOLD,) + tuple(before[1:])
-    gc.set_threshold(*held)
-    return before, held
-
-
-def _release_gc(state):
-    """Puts the thresholds back, unless the program set its own meanwhile."""
-    import gc
-    before, held = state
-    if gc.get_threshold() == held:
-        gc.set_threshold(*before)
+# raised during the first call (coldstart.fdk.hold_gc, docs/plan.md, "The
+# collector during the first call"); the server puts it back once the first
+# response is sent.
+GC_HOLD_THRESHOLD = _fdk.GC_HOLD_THRESHOLD
 
 
 def _plain_reply(status, message, extra=()):
@@ -534,7 +506,7 @@ class Server(object):
         # the response waits to be sent).
         self.first_out = False
         if self.gc_held is not None:
-            _release_gc(self.gc_held)
+            _fdk.release_gc(self.gc_held)
             self.gc_held = None
         if "coldstart.plan" in sys.modules:
             sys.modules["coldstart.plan"].responded()
@@ -617,7 +589,7 @@ class Server(object):
                 return True
             first = not self.calls
             if first and self.gc_held is None:
-                self.gc_held = _hold_gc()
+                self.gc_held = _fdk.hold_gc()
             self._respond(conn, req)
             if first and self.calls == 1:
                 # What waits for the first response begins once it is sent.
@@ -1018,13 +990,18 @@ def run(func, handler, warm, max_body):
                  what="%s (%s)" % (func, handler))
 
 
-def adopt(lsock, path, phony, first, func, handler, warm, max_body):
+def adopt(lsock, path, phony, first, func, handler, warm, max_body,
+          gc_held=None):
     """Serves on a socket coldstart.fdk.server has made ready (bound,
     linked, blocking, SIGTERM and SIGINT raising Terminate): first is the
-    descriptor of an accepted connection or None.  Returns only through an
-    exception; the caller closes the socket and removes the links."""
+    descriptor of an accepted connection or None; gc_held what
+    coldstart.fdk.hold_gc() returned when the first call began before this
+    (the server puts the thresholds back after the first response).
+    Returns only through an exception; the caller closes the socket and
+    removes the links."""
     fn = _Function(func, handler)
     server = Server(fn.handler, path, phony, max_body=max_body)
+    server.gc_held = gc_held
     lsock.setblocking(False)
     server.lsock = lsock
     _install_signals(server)

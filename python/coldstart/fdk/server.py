@@ -64,12 +64,14 @@ plan_path = None
 
 
 def apply_plan(warm):
-    """Applies --plan / COLDSTART_PLAN before the function loads."""
+    """Applies --plan / COLDSTART_PLAN before the function loads; returns
+    whether a plan is in use."""
     path = plan_path or os.environ.get("COLDSTART_PLAN")
     if path:
         from coldstart import plan
-        plan.install(path, warm="background" if warm == "background"
-                     else "off")
+        return plan.install(path, warm="background" if warm == "background"
+                            else "off") is not None
+    return False
 
 
 def _on_term(signum, frame):
@@ -191,14 +193,22 @@ def _serve_ready_first(func, handler, warm, max_body):
         except (ConfigError, OSError) as e:
             return _fdk.listen_failure(e, path)
         first = None
+        held = None
         if warm == "lazy":
             # Nothing else happens until Fn's agent connects: an idle
             # container costs no CPU, and the rest loads on the first call.
             first = _first_connection(lsock)
-        apply_plan(warm)
+            # The first call has begun: under a plan the collector waits
+            # for its response from here on, the plan and the server it
+            # loads included.
+            if plan_path or os.environ.get("COLDSTART_PLAN"):
+                held = _fdk.hold_gc(planned=True)
+        if not apply_plan(warm) and held is not None:
+            _fdk.release_gc(held)
+            held = None
         from coldstart.fdk import loop
         return loop.adopt(lsock, path, phony, first, func, handler, warm,
-                          max_body)
+                          max_body, held)
     except Terminate as t:
         return t.status
     finally:
