@@ -15,8 +15,6 @@
 
 #include "launch.h"
 
-/* Included by both _tracer.c and _sampler.c (beside them, so found by #include "..."). */
-#define EXT_SHARED_HEADER "_fill.h"
 
 static const char query_script[] =
 	"import sys, sysconfig\n"
@@ -242,6 +240,61 @@ static bool newer_or_same(const char *a, const char *b)
 	return sa.st_mtime >= sb.st_mtime;
 }
 
+/*
+ * Reads an extension's source (srcpath, in dir) into src, followed by each
+ * header beside it that it includes with #include "NAME" (_fill.h, the
+ * _plancode parts), whose paths go to headers: the cache's hash and the
+ * Makefile build's freshness cover them all.  Headers not beside it (Python's
+ * own) are not ours.  0, or -1 with err set.
+ */
+static int read_sources(const char *dir, const char *srcpath, struct buf *src, struct strvec *headers,
+			struct buf *err)
+{
+	struct buf path = BUF_INIT;
+	const char *p, *end;
+	size_t len;
+	int ret = -1;
+
+	if (buf_read_file(src, srcpath) < 0) {
+		buf_addf(err, "cannot read '%s': %s", srcpath, strerror(errno));
+		return -1;
+	}
+	len = src->len;
+	for (p = src->buf; p < src->buf + len; p = end + 1) {
+		const char *name, *close;
+
+		end = memchr(p, '\n', src->buf + len - p);
+		if (!end)
+			end = src->buf + len;
+		if ((size_t)(end - p) <= strlen("#include \"\"") || strncmp(p, "#include \"", 10))
+			continue;
+		name = p + 10;
+		close = memchr(name, '"', end - name);
+		if (!close || close == name || memchr(name, '/', close - name))
+			continue;
+		buf_reset(&path);
+		buf_addf(&path, "%s/%.*s", dir, (int)(close - name), name);
+		if (access(path.buf, F_OK) < 0)
+			continue;
+		/* src may move as it grows: p and end are offsets from here on. */
+		{
+			size_t at = p - src->buf, stop = end - src->buf;
+
+			if (buf_read_file(src, path.buf) < 0) {
+				buf_addf(err, "cannot read '%s': %s", path.buf, strerror(errno));
+				goto out;
+			}
+			p = src->buf + at;
+			end = src->buf + stop;
+		}
+		strvec_push(headers, path.buf);
+	}
+	ret = 0;
+out:
+	buf_release(&path);
+	return ret;
+}
+
 /* Keeps the first few lines of compiler output for the error message. */
 static void add_head(struct buf *err, const struct buf *text, int lines)
 {
@@ -377,7 +430,8 @@ static int ext_build_for(const char *python, const struct py_info *ip, const cha
 {
 	const struct py_info info = *ip;
 	struct buf src = BUF_INIT, path = BUF_INIT, dir = BUF_INIT, why = BUF_INIT;
-	struct buf srcpath = BUF_INIT, name = BUF_INIT, incpath = BUF_INIT;
+	struct buf srcpath = BUF_INIT, name = BUF_INIT;
+	struct strvec headers = STRVEC_INIT;
 	char *root = NULL, *real = NULL;
 	int ret = -1, dirfd = -1;
 
@@ -390,27 +444,27 @@ static int ext_build_for(const char *python, const struct py_info *ip, const cha
 		buf_addf(err, "'%s' reports no usable EXT_SUFFIX", python);
 		goto out;
 	}
-	buf_addf(&srcpath, "%s/coldstart/%s.c", datadir, ext);
-	if (buf_read_file(&src, srcpath.buf) < 0) {
-		buf_addf(err, "cannot read '%s': %s", srcpath.buf, strerror(errno));
+	buf_addf(&dir, "%s/coldstart", datadir);
+	buf_addf(&srcpath, "%s/%s.c", dir.buf, ext);
+	if (read_sources(dir.buf, srcpath.buf, &src, &headers, err) < 0)
 		goto out;
-	}
-	/* The header both extensions include: part of what is built, so of the cache's hash. */
-	buf_addf(&incpath, "%s/coldstart/%s", datadir, EXT_SHARED_HEADER);
-	if (buf_read_file(&src, incpath.buf) < 0) {
-		buf_addf(err, "cannot read '%s': %s", incpath.buf, strerror(errno));
-		goto out;
-	}
+	buf_reset(&dir);
 
 	/*
 	 * The Makefile's build beside the source, when it is current: it is
 	 * as trusted as the bootstrap beside it, which every target runs.
 	 */
 	buf_addf(&path, "%s/coldstart/%s%s", datadir, ext, info.ext_suffix);
-	if (!access(path.buf, R_OK) && newer_or_same(path.buf, srcpath.buf) && newer_or_same(path.buf, incpath.buf)) {
-		*so_path = buf_detach(&path, NULL);
-		ret = 0;
-		goto out;
+	if (!access(path.buf, R_OK) && newer_or_same(path.buf, srcpath.buf)) {
+		bool current = true;
+
+		for (size_t i = 0; i < headers.nr; i++)
+			current = current && newer_or_same(path.buf, headers.v[i]);
+		if (current) {
+			*so_path = buf_detach(&path, NULL);
+			ret = 0;
+			goto out;
+		}
 	}
 
 	buf_addf(&name, "%s%s", ext, info.ext_suffix);
@@ -469,7 +523,7 @@ out:
 	buf_release(&name);
 	buf_release(&why);
 	buf_release(&srcpath);
-	buf_release(&incpath);
+	strvec_clear(&headers);
 	return ret;
 }
 

@@ -1,5 +1,5 @@
 """The import of planned modules under an applied plan
-(python/coldstart/_plancode.c, fast_imports(); docs/plan.md "The import of
+(python/coldstart/_plan_import.h, fast_imports(); docs/plan.md "The import of
 a planned module") in real interpreters: Debian's python3 and every pyenv
 3.8-3.13 found.
 

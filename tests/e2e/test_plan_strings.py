@@ -280,7 +280,7 @@ def test_other_position_information_compiles_again(workdir):
 
 # A call chain that crosses a frame stack chunk boundary (16 KiB from 3.11
 # on) on every round: without the kept chunks each round maps and unmaps
-# one (python/coldstart/_plancode.c, keep_chunks()).
+# one (python/coldstart/_plan_arena.h, keep_chunks()).
 DEEP = """
     import sys
     import deepmod  # a planned module: the plan has a code archive
