@@ -42,12 +42,17 @@ int plan_load(const char *path, struct plan_doc *d, struct buf *err)
 		return -1;
 	}
 	fmt = json_object_get(d->root, "format");
-	/* The bootstrap's answer when the interpreter cannot be planned. */
+	/*
+	 * Instead of a plan: the bootstrap's answer when the interpreter cannot
+	 * be planned (-2), or the recorder's when it failed ("code": "recorder").
+	 */
 	if (json_is_string(fmt) && !strcmp(json_string_value(fmt), "coldstart-plan-error")) {
+		int rc = strcmp(plan_mod_str(d->root, "code"), "recorder") ? -2 : -1;
+
 		buf_addf(err, "%s", plan_mod_str(d->root, "error"));
 		json_decref(d->root);
 		d->root = NULL;
-		return -2;
+		return rc;
 	}
 	ver = json_object_get(d->root, "version");
 	d->modules = json_object_get(d->root, "modules");

@@ -120,6 +120,9 @@ class Recorder(object):
         self.written = False
         self.order = 0
         self.lock = _thread.allocate_lock()
+        # The recorder's own first failure (guard()): no plan is written
+        # then, coldstart plan says why.
+        self.failure = None
         self.watched = []
         self.file_mods = {}    # body file -> module name, once loaded
         self.restore = []
@@ -139,6 +142,30 @@ class Recorder(object):
         self.all_read = {}
 
     # -- what a body did ---------------------------------------------------
+
+    def guard(self, fn, *args):
+        """fn(*args) for a hook in the target's own calls: the recorder's
+        failure must never become the target's.  The first one stops the
+        recording, and the plan is not written (write_plan says why)."""
+        if self.failure is not None:
+            return None
+        try:
+            return fn(*args)
+        except Exception as e:
+            self.fail(getattr(fn, "__name__", "a hook"), e)
+            return None
+
+    def fail(self, where, e):
+        if self.failure is None:
+            tb = e.__traceback__
+            while tb is not None and tb.tb_next is not None:
+                tb = tb.tb_next
+            at = ""
+            if tb is not None:
+                at = " at %s:%d" % (os.path.basename(
+                    tb.tb_frame.f_code.co_filename), tb.tb_lineno)
+            self.failure = "%s: %s: %s%s" % (where, type(e).__name__, e, at)
+        self.recording = False
 
     def _top(self):
         st = self.stacks.get(_thread.get_ident())
@@ -235,6 +262,10 @@ class Recorder(object):
                 self.watched.append(module)
             except TypeError:
                 pass
+
+    def class_built_in_body(self, cls):
+        if self._top() is not None:
+            self.class_built(cls)
 
     def class_built(self, cls):
         mine = getattr(cls, "__module__", None)
@@ -378,10 +409,13 @@ class Recorder(object):
             self.note(EFFECT, "its body raised the audit event %s" % event)
 
     def _wrap_later(self):
-        for name in [n for n in self.later if n in sys.modules]:
+        # Only modules whose bodies have ended: a body that ends inside
+        # another (threading's import of _weakrefset) must not find the
+        # outer one half made (threading without setprofile yet).
+        for name in [n for n in self.later if _initialized(n)]:
             attr, what = self.later.pop(name)
             self._wrap(sys.modules[name], attr, what)
-        if self.profile is not None and "threading" in sys.modules:
+        if self.profile is not None and _initialized("threading"):
             sys.modules["threading"].setprofile(self.profile)
             self.profile = None
 
@@ -391,11 +425,15 @@ class Recorder(object):
             return
         rec = self
 
-        def wrapper(*args, **kwargs):
-            top = rec._top() if rec.recording else None
+        def registered(args):
+            top = rec._top()
             if top is not None and not (what == "copyreg.pickle" and args and
                                         _own_class(args[0], top.name)):
                 rec.note(REGISTRATION, "its body called %s" % what)
+
+        def wrapper(*args, **kwargs):
+            if rec.recording:
+                rec.guard(registered, args)
             return orig(*args, **kwargs)
         try:
             wrapper.__wrapped__ = orig
@@ -440,7 +478,12 @@ class Recorder(object):
                 if warn is not None and w.warn is spy_warn:
                     w.warn = warn
             args = spy.last.pop(tid, None)
-            if args is not None and rec.recording and not warned and \
+            if args is not None and rec.recording:
+                rec.guard(noted, p, flags, args, warned, w)
+            return r
+
+        def noted(p, flags, args, warned, w):
+            if not warned and \
                     (w is not None or "warnings" not in sys.modules) and \
                     type(p) in (str, bytes) and args[0] is p and \
                     not int(flags) & _RE_DEBUG and len(table) < _RE_MAX:
@@ -454,7 +497,6 @@ class Recorder(object):
                         tuple(args[5])))
                 except (TypeError, ValueError, AttributeError):
                     pass
-            return r
         compile.__wrapped__ = orig
         d["compile"] = compile
         d["_sre"] = spy
@@ -469,13 +511,14 @@ class Recorder(object):
 
         def exec_module(loader, module):
             spec = _mod_getattr(module, "__spec__")
-            r = rec.body_start(module, spec)
+            r = rec.guard(rec.body_start, module, spec)
             ok = False
             try:
                 orig_exec(loader, module)
                 ok = True
             finally:
-                rec.body_end(r, ok)
+                if r is not None:
+                    rec.guard(rec.body_end, r, ok)
         base.exec_module = exec_module
         self.restore.append((base, "exec_module", orig_exec))
 
@@ -497,8 +540,8 @@ class Recorder(object):
 
         def build_class(func, name, *bases, **kw):
             cls = orig_build(func, name, *bases, **kw)
-            if rec.recording and rec._top() is not None:
-                rec.class_built(cls)
+            if rec.recording:
+                rec.guard(rec.class_built_in_body, cls)
             return cls
         builtins.__build_class__ = build_class
         self.restore.append((builtins, "__build_class__", orig_build))
@@ -520,7 +563,10 @@ class Recorder(object):
                       "signal": ("signal", "signal.signal")}
         self._wrap_later()
         if hasattr(sys, "addaudithook"):
-            sys.addaudithook(self.audit)
+            def audit(event, args):
+                if rec.recording:
+                    rec.guard(rec.audit, event, args)
+            sys.addaudithook(audit)
         self._install_use_hook()
 
     def _install_use_hook(self):
@@ -538,11 +584,8 @@ class Recorder(object):
                 DISABLE = mon.DISABLE
                 rec = self
 
-                def py_start(code, offset):
-                    if not rec.recording:
-                        return DISABLE
+                def started(code, frame):
                     if rec.stacks.get(_thread.get_ident()):
-                        frame = sys._getframe(1)
                         rec.body_code(code, frame)
                         if "register" in code.co_name and \
                                 code.co_name != "<module>":
@@ -553,24 +596,31 @@ class Recorder(object):
                     if rec.code_ran(code.co_filename):
                         return DISABLE
                     return None
+
+                def py_start(code, offset):
+                    if not rec.recording:
+                        return DISABLE
+                    r = rec.guard(started, code, sys._getframe(1))
+                    return DISABLE if not rec.recording else r
                 mon.register_callback(tool, mon.events.PY_START, py_start)
                 mon.set_events(tool, mon.events.PY_START)
                 self.tool = tool
                 return
         rec = self
 
+        def called(frame):
+            code = frame.f_code
+            if rec.stacks.get(_thread.get_ident()):
+                rec.body_code(code, frame)
+                if "register" in code.co_name and \
+                        code.co_name != "<module>":
+                    rec.called_in_body(code, frame)
+            elif code.co_name != "<module>":
+                rec.code_ran(code.co_filename)
+
         def profile(frame, event, arg):
             if event == "call" and rec.recording:
-                code = frame.f_code
-                if rec.stacks.get(_thread.get_ident()):
-                    rec.body_code(code, frame)
-                    if "register" in code.co_name and \
-                            code.co_name != "<module>":
-                        rec.called_in_body(code, frame)
-                elif code.co_name == "<module>":
-                    return
-                else:
-                    rec.code_ran(code.co_filename)
+                rec.guard(called, frame)
         self.tool = None
         sys.setprofile(profile)
         # threading too, once the target imports it (_wrap_later).
@@ -607,7 +657,10 @@ class Recorder(object):
             names = list(sys.modules)
             self._uninstall()
             try:
-                write_plan(self, names)
+                if self.failure is not None:
+                    write_failure(self)
+                else:
+                    write_plan(self, names)
             except Exception as e:
                 sys.stderr.write("coldstart plan: cannot write the plan: "
                                  "%s: %s\n" % (type(e).__name__, e))
@@ -644,9 +697,9 @@ class _Watched(_ModuleType):
         if r is not None and r.recording and attr not in _plan._EXEMPT:
             f = sys._getframe(0).f_back
             if f is None or f.f_code.co_filename not in _IMPORT_SYSTEM:
-                r.attr_read(self, attr)
+                r.guard(r.attr_read, self, attr)
                 if attr == "__all__":
-                    r.all_read_at(self, f)
+                    r.guard(r.all_read_at, self, f)
         return _mod_getattr(self, attr)
 
 
@@ -684,6 +737,15 @@ _KINDS = (
     (_bootstrap.BuiltinImporter, "builtin"),
     (_bootstrap.FrozenImporter, "frozen"),
 )
+
+
+def _initialized(name):
+    """True when module name is in sys.modules and its body has ended."""
+    mod = sys.modules.get(name)
+    if mod is None:
+        return False
+    spec = getattr(mod, "__spec__", None)
+    return not getattr(spec, "_initializing", False)
 
 
 def _kind(spec):
@@ -1111,6 +1173,20 @@ def write_plan(rec_obj, names):
     tmp = rec_obj.out + ".tmp%d" % os.getpid()
     with open(tmp, "w") as f:
         json.dump(plan, f, separators=(",", ":"))
+        f.write("\n")
+    os.replace(tmp, rec_obj.out)
+
+
+def write_failure(rec_obj):
+    """In place of the plan: why the recorder stopped (coldstart plan
+    reports it and writes no plan)."""
+    import json
+    tmp = rec_obj.out + ".tmp%d" % os.getpid()
+    with open(tmp, "w") as f:
+        json.dump({"format": "coldstart-plan-error", "code": "recorder",
+                   "error": "the recorder failed while the target ran (%s), "
+                   "so its record is incomplete and no plan was written; "
+                   "please report it" % rec_obj.failure}, f)
         f.write("\n")
     os.replace(tmp, rec_obj.out)
 

@@ -667,3 +667,70 @@ def test_under_a_plan_a_call_imports_only_what_the_server_needs(workdir):
     extra = {m for m in set(loaded) - set(start)
              if m.split(".")[0] not in ("coldstart", "fdk", "func")}
     assert extra <= FIRST_CALL_EXTRA, sorted(extra - FIRST_CALL_EXTRA)
+
+
+def test_a_script_that_imports_threading_late_is_planned_whole(workdir):
+    # subprocess imports threading, which imports _weakrefset: that body
+    # ended while threading's was half made, and the recorder asked the
+    # half-made module for setprofile, failed inside the target's import
+    # and wrote a plan of the modules imported until then (26 of Django's
+    # 583 for `manage.py check`).
+    write(workdir, "late.py", """
+        import subprocess
+        import email.message
+        print(email.message.Message().get_content_type())
+    """)
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--verify", "-o", out, "--", DEBIAN_PYTHON, "late.py",
+                 cwd=workdir)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "Traceback" not in p.stderr, p.stderr
+    with open(out) as f:
+        names = {m["name"] for m in json.load(f)["modules"]}
+    assert {"subprocess", "threading", "email.message"} <= names, sorted(names)
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/lib/python3/dist-packages/django"),
+                    reason="Debian's python3-django is not installed")
+def test_django_manage_check_is_planned(workdir):
+    subprocess.run([DEBIAN_PYTHON, "-m", "django", "startproject", "site_"],
+                   cwd=workdir, check=True, capture_output=True)
+    proj = os.path.join(workdir, "site_")
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--verify", "-o", out, "--", DEBIAN_PYTHON, "manage.py",
+                 "check", cwd=proj)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "verified" in p.stdout + p.stderr
+    with open(out) as f:
+        names = {m["name"] for m in json.load(f)["modules"]}
+    assert len(names) > 300 and "django.core.management" in names, len(names)
+
+
+def test_a_failing_recorder_writes_no_plan_and_leaves_the_target_alone(
+        workdir):
+    # A class whose metaclass hides __mro__ from attribute reads (the
+    # interpreter never reads it so) makes the recorder's look at new
+    # classes fail: the target runs on as without the recorder, and
+    # coldstart plan says what failed instead of writing an incomplete plan.
+    write(workdir, "odd.py", """
+        class Meta(type):
+            def __getattribute__(cls, name):
+                if name == "__mro__":
+                    raise RuntimeError("this class hides its __mro__")
+                return type.__getattribute__(cls, name)
+
+        class Odd(metaclass=Meta):
+            pass
+    """)
+    write(workdir, "tool.py", """
+        import odd, json
+        print(json.dumps({"odd": type(odd.Odd()).__name__}))
+    """)
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("-o", out, "--", DEBIAN_PYTHON, "tool.py", cwd=workdir)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "the recorder failed" in p.stderr and "class_built" in p.stderr, \
+        p.stderr
+    assert "this class hides its __mro__" in p.stderr
+    assert "Traceback" not in p.stderr, p.stderr
+    assert not os.path.exists(out)
