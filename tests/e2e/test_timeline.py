@@ -200,11 +200,19 @@ def test_django_manage_py_check(coldstart, tmp_path):
               any(a in setup for a in tl.ancestors(i))]
     assert any(tl.name(i) == "django.contrib.admin" or tl.name(i).startswith("django.contrib.") for i in inside)
     assert sum(tl.cum[i] for i in setup) > 0
+    # The time outside imports is the command's: the top function is one
+    # of these or called by one.  Which of them comes first depends on the
+    # few samples (about 10 ms at 1 ms here): a function with most of its
+    # own time in one callee is left out of the list as a pass-through, so
+    # with 4 of run_checks' 5 samples below Model.check, that one leads.
+    command = ("django.core.checks.registry.CheckRegistry.run_checks",
+               "django.core.management.base.BaseCommand.check",
+               "django.core.management.commands.check.Command.handle",
+               "django.core.management.ManagementUtility.execute")
     top = top_functions(report_section(r.stdout))
-    assert top[0] in ("django.core.checks.registry.CheckRegistry.run_checks",
-                      "django.core.management.base.BaseCommand.check",
-                      "django.core.management.commands.check.Command.handle",
-                      "django.core.management.ManagementUtility.execute"), report_section(r.stdout)
+    assert top[0] in command or any(
+        tl.name(a) in command for i in tl.find(top[0], "function") for a in tl.ancestors(i)), \
+        report_section(r.stdout)
     admin = findings(prof, "startup-django-admin")
     assert len(admin) == 1 and "SimpleAdminConfig" in admin[0]["fix"], [f["id"] for f in prof["findings"]]
     assert admin[0]["pids"] == [proc["pid"]]
