@@ -58,11 +58,14 @@ def _answer(plan_path, func, handler, body):
     # FLOOR_KEEP: what strict mode must keep eager for the same answer.
     keep = [m for m in os.environ.get("FLOOR_KEEP", "").split(",") if m]
     plan.install(plan_path, strict=True, keep=keep)
-    from importlib import util
+    # The import system's own functions, as coldstart-fdk loads the file:
+    # importlib.util (and contextlib, functools, ... with it) is not what
+    # the request needs.
     path = os.path.abspath(func)
     sys.path.insert(0, os.path.dirname(path))
-    spec = util.spec_from_file_location("func", path)
-    mod = util.module_from_spec(spec)
+    spec = sys.modules["_frozen_importlib_external"].spec_from_file_location(
+        "func", path)
+    mod = sys.modules["_frozen_importlib"].module_from_spec(spec)
     sys.modules["func"] = mod
     spec.loader.exec_module(mod)
     import io
