@@ -18,6 +18,7 @@
 #include "builtin.h"
 #include "leftover.h"
 #include "measure.h"
+#include "plan_pick.h"
 #include "plan_target.h"
 #include "plan_verify.h"
 #include "show.h"
@@ -506,17 +507,27 @@ static void set_environments(struct plan_cmd *c, const char *datadir)
  */
 static int record(struct plan_cmd *c)
 {
+	struct buf note = BUF_INIT, perr = BUF_INIT;
 	enum plan_status st;
 	size_t k;
-	int rc;
+	int rc = -1;
 
 	unlink(c->tmp.buf);
 	unlink(c->code_tmp.buf);
 	st = plan_run_once(&c->r, &c->r.env_record, c->tmp.buf, &c->rec, &c->err);
+	/* A target that forked while recording left a record per process. */
+	if (plan_pick_record(c->tmp.buf, c->r.t.probe != PLAN_PROBE_EXIT, &note, &perr) < 0 && st == PLAN_RUN_OK) {
+		error("%s", perr.buf);
+		rc = EXIT_FAIL;
+		goto out;
+	}
 	if (st != PLAN_RUN_OK) {
 		plan_report_failure("planning run", st, &c->rec, &c->err);
-		return plan_exit_for(st);
+		rc = plan_exit_for(st);
+		goto out;
 	}
+	if (note.len)
+		printf("coldstart plan: %s\n", note.buf);
 	for (k = 0; k < c->rec.nr_responses; k++) {
 		int status = plan_response_status(&c->rec.responses[k]);
 
@@ -526,15 +537,21 @@ static int record(struct plan_cmd *c)
 			      k + 1, status);
 			if (c->rec.stderr_tail.len)
 				fprintf(stderr, "-- the target's last stderr output:\n%s\n", c->rec.stderr_tail.buf);
-			return EXIT_TARGET_FAILED;
+			rc = EXIT_TARGET_FAILED;
+			goto out;
 		}
 	}
 	rc = plan_load(c->tmp.buf, &c->d, &c->err);
 	if (rc < 0) {
 		error("%s", c->err.buf);
-		return rc == -2 ? EXIT_NO_PYTHON : EXIT_FAIL;
+		rc = rc == -2 ? EXIT_NO_PYTHON : EXIT_FAIL;
+	} else {
+		rc = -1;
 	}
-	return -1;
+out:
+	buf_release(&note);
+	buf_release(&perr);
+	return rc;
 }
 
 int cmd_plan(int argc, char **argv)

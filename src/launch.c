@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -363,6 +364,33 @@ size_t launch_descendants(pid_t root, pid_t **out)
 	free(all);
 	*out = tree;
 	return nr;
+}
+
+bool launch_holds(pid_t pid, bool (*match)(const char *target, const void *arg), const void *arg)
+{
+	char dir[64], link[384], target[4096];
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%ld/fd", (long)pid);
+	d = opendir(dir);
+	if (!d)
+		return false;
+	while (!found && (de = readdir(d))) {
+		ssize_t n;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(link, sizeof(link), "%s/%s", dir, de->d_name);
+		n = readlink(link, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = '\0';
+		found = match(target, arg);
+	}
+	closedir(d);
+	return found;
 }
 
 int kill_tree(pid_t pid, int sig, bool include_root)

@@ -77,6 +77,11 @@ int kill_tree(pid_t pid, int sig, bool include_root);
  * children; *out (root first) is the caller's to free.  Returns how many.
  */
 size_t launch_descendants(pid_t root, pid_t **out);
+/*
+ * True when one of pid's descriptors links (/proc/PID/fd/N) to a target
+ * match(target, arg) accepts ("socket:[123]", "pipe:[456]", a path).
+ */
+bool launch_holds(pid_t pid, bool (*match)(const char *target, const void *arg), const void *arg);
 
 /*
  * Opens /dev/null on whichever of fds 0, 1 and 2 is closed, so that no

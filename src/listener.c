@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "launch.h"
 #include "util.h"
 
 /* st of a TCP socket in LISTEN (include/net/tcp_states.h). */
@@ -178,33 +179,16 @@ int listeners_has(const struct listeners *ls, uint64_t ino)
 	return 0;
 }
 
-/* True when pid holds a descriptor of one of ls's sockets. */
-static int holds(const struct listeners *ls, pid_t pid)
+static bool is_listener(const char *target, const void *arg)
 {
-	char dir[64], link[384], target[64];
-	struct dirent *de;
-	DIR *d;
-	int found = 0;
+	return starts_with(target, "socket:[") &&
+	       listeners_has((const struct listeners *)arg, strtoull(target + 8, NULL, 10));
+}
 
-	snprintf(dir, sizeof(dir), "/proc/%ld/fd", (long)pid);
-	d = opendir(dir);
-	if (!d)
-		return 0;
-	while (!found && (de = readdir(d))) {
-		ssize_t n;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(link, sizeof(link), "%s/%s", dir, de->d_name);
-		n = readlink(link, target, sizeof(target) - 1);
-		if (n <= 0)
-			continue;
-		target[n] = '\0';
-		if (starts_with(target, "socket:["))
-			found = listeners_has(ls, strtoull(target + 8, NULL, 10));
-	}
-	closedir(d);
-	return found;
+/* True when pid holds a descriptor of one of ls's sockets. */
+static bool holds(const struct listeners *ls, pid_t pid)
+{
+	return launch_holds(pid, is_listener, ls);
 }
 
 pid_t listeners_holder(const struct listeners *ls, const pid_t *pids, size_t nr)

@@ -430,6 +430,45 @@ static enum plan_status run_exit(struct io *io, int64_t deadline, struct buf *er
 	return PLAN_RUN_OK;
 }
 
+static bool is_string(const char *target, const void *arg)
+{
+	return !strcmp(target, (const char *)arg);
+}
+
+/* True when a process of ours (the target's tree, orphans included) holds the pipe ino. */
+static bool pipe_held(unsigned long long ino)
+{
+	char want[48];
+	pid_t *tree = NULL;
+	size_t nr, i;
+	bool found = false;
+
+	snprintf(want, sizeof(want), "pipe:[%llu]", ino);
+	nr = launch_descendants(getpid(), &tree);
+	for (i = 1; i < nr && !found; i++)
+		found = launch_holds(tree[i], is_string, want);
+	free(tree);
+	return found;
+}
+
+/*
+ * After EOF on the control pipe every recording process (the target and
+ * the children it forked) writes its record and closes its end: wait
+ * until none holds it, or the deadline.
+ */
+static enum plan_status wait_recorders(struct io *io, unsigned long long ino, int64_t deadline, struct buf *err)
+{
+	enum plan_status st;
+
+	while (pipe_held(ino)) {
+		pump(io, 10, -1, 0);
+		if ((st = check_going(io, deadline, PLAN_RUN_TIMEOUT, err, "the plan to be written")) &&
+		    st != PLAN_RUN_EXITED)
+			return st;
+	}
+	return PLAN_RUN_OK;
+}
+
 static enum plan_status wait_record(struct io *io, const char *path, int64_t deadline, struct buf *err)
 {
 	enum plan_status st;
@@ -519,6 +558,7 @@ enum plan_status plan_target_run(const struct plan_target *t, struct plan_outcom
 	struct private_dir dir = { NULL, -1 };
 	struct buf sock_path = BUF_INIT;
 	int ctl[2] = { -1, -1 };
+	unsigned long long ctl_ino = 0;
 	enum plan_status st = PLAN_RUN_FAILED;
 	int64_t deadline;
 
@@ -552,13 +592,21 @@ enum plan_status plan_target_run(const struct plan_target *t, struct plan_outcom
 		strvec_pushf(&c.env, "FN_LISTENER=unix:%s", sock_path.buf);
 		strvec_setenv(&c.env, "FN_FORMAT", "http-stream");
 	}
-	if (t->record_path && t->probe != PLAN_PROBE_EXIT) {
-		/* The read end stays open across exec: the bootstrap's stop signal. */
-		if (pipe(ctl) < 0 || fcntl(ctl[1], F_SETFD, FD_CLOEXEC) < 0) {
+	if (t->record_path) {
+		struct stat sb;
+
+		/*
+		 * The read end stays open across exec: its EOF is the bootstrap's
+		 * stop signal, and its inode tells the processes that record (the
+		 * target and its forks) from those it starts, which inherit only
+		 * the environment.  A script run to its end writes at exit.
+		 */
+		if (pipe(ctl) < 0 || fcntl(ctl[1], F_SETFD, FD_CLOEXEC) < 0 || fstat(ctl[0], &sb) < 0) {
 			buf_addf(err, "cannot create the control pipe: %s", strerror(errno));
 			goto out;
 		}
-		strvec_pushf(&c.env, "COLDSTART_PLAN_CONTROL=%d", ctl[0]);
+		ctl_ino = (unsigned long long)sb.st_ino;
+		strvec_pushf(&c.env, "COLDSTART_PLAN_CONTROL=%d:%llu", ctl[0], ctl_ino);
 	}
 	c.capture_stderr = true;
 	c.capture_stdout = t->probe == PLAN_PROBE_EXIT;
@@ -584,9 +632,12 @@ enum plan_status plan_target_run(const struct plan_target *t, struct plan_outcom
 		break;
 	}
 	if (st == PLAN_RUN_OK && t->record_path) {
-		if (ctl[1] >= 0 && write(ctl[1], "x", 1) < 0 && errno != EPIPE)
-			warning("cannot signal the planning bootstrap: %s", strerror(errno));
-		st = wait_record(&io, t->record_path, deadline, err);
+		close(ctl[1]);
+		ctl[1] = -1;
+		if (t->probe != PLAN_PROBE_EXIT)
+			st = wait_recorders(&io, ctl_ino, deadline, err);
+		if (st == PLAN_RUN_OK)
+			st = wait_record(&io, t->record_path, deadline, err);
 	}
 out:
 	stop_target(&io);

@@ -528,6 +528,8 @@ int plan_verify(struct plan_run *r, const char *tmp, const char *output, struct 
 	}
 out:
 	unlink(forced.buf);
+	buf_adds(&forced, ".lock");
+	unlink(forced.buf);
 	buf_release(&forced);
 	if (v.variant.len)
 		unlink(v.variant.buf);

@@ -1683,12 +1683,33 @@ def _write_forced():
     if not _forced_out:
         return
     path = _forced_out.pop()
+    # Every process applying the plan writes here (a pre-fork server's
+    # master and workers, a child it starts): the list is their union,
+    # each process adding its own under a lock, the file replaced whole.
+    lock = -1
     try:
+        import fcntl
         import json
-        with open(path, "w") as f:
-            json.dump(forced(), f)
-    except (OSError, ValueError) as e:
+        lock = os.open(path + ".lock", os.O_WRONLY | os.O_CREAT |
+                       getattr(os, "O_CLOEXEC", 0), 0o600)
+        fcntl.lockf(lock, fcntl.LOCK_EX)
+        names = []
+        try:
+            with open(path) as f:
+                names = [n for n in json.load(f) if isinstance(n, str)]
+        except (OSError, ValueError, TypeError):
+            pass
+        seen = set(names)
+        names += [n for n in forced() if n not in seen]
+        tmp = "%s.tmp%d" % (path, os.getpid())
+        with open(tmp, "w") as f:
+            json.dump(names, f)
+        os.replace(tmp, path)
+    except (OSError, ValueError, ImportError) as e:
         _warn("cannot write %r: %s" % (path, e))
+    finally:
+        if lock >= 0:
+            os.close(lock)
 
 
 def install_from_environ(environ=None):

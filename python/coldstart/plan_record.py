@@ -14,9 +14,16 @@ module imported:
     sys.meta_path, sys.path_hooks, sys hooks and streams, warnings filters
     and the root logger, modules put in sys.modules by hand, and being
     imported (or read) by a native extension's init.
-When COLDSTART_PLAN_CONTROL names a file descriptor, a byte (or EOF) on it
-ends the recording and the plan is written at once; otherwise it is written
-at exit.  Planning only: nothing here runs when a plan is applied.
+COLDSTART_PLAN_CONTROL is "FD:INODE", the read end of coldstart's control
+pipe: a byte or EOF on it ends the recording and the plan is written at
+once; else (a script run to its end) at exit.  Only the process coldstart
+started and the processes it forks record: a Python process without that
+pipe (a child started with subprocess, which closes descriptors) leaves
+the recording alone, as it inherited only the environment.  A forked child
+writes its record beside the plan, RECORD.pidN (and its code archive
+CODE.pidN): coldstart keeps the one of the process that answered
+(docs/plan.md, "Servers of several processes").  Planning only: nothing
+here runs when a plan is applied.
 """
 
 import os
@@ -129,6 +136,7 @@ class Recorder(object):
         self.later = {}
         self.profile = None
         self.code_out = None
+        self.base_out = None  # (out, code_out) of the process started
         self.regex = {}  # (pattern, flags) -> _sre.compile's arguments
         self.regex_hooked = False
         # the _plancode extension recording compile/exec/eval on strings
@@ -1197,6 +1205,47 @@ def _control_thread(rec_obj, fd):
     except OSError:
         pass
     rec_obj.stop()
+    # coldstart waits for every process holding the pipe to let it go.
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def control_fd(value):
+    """The control pipe's descriptor from COLDSTART_PLAN_CONTROL
+    ("FD:INODE"), or None when this process does not hold that pipe (a
+    process started by the target inherits the environment, not the
+    descriptor: its FD, if open, is another file)."""
+    fd, _, ino = (value or "").partition(":")
+    if not fd.isdigit() or not ino.isdigit():
+        return None
+    try:
+        st = os.fstat(int(fd))
+    except OSError:
+        return None
+    if st.st_mode & 0o170000 != 0o010000 or st.st_ino != int(ino):  # FIFO
+        return None
+    return int(fd)
+
+
+def _forked(rec_obj, fd):
+    """In a child forked while recording: its own record beside the
+    parent's, and its own control thread (threads do not survive fork)."""
+    rec_obj.lock = _thread.allocate_lock()
+    if rec_obj.written:
+        return
+    pid = os.getpid()
+    if rec_obj.base_out is None:
+        rec_obj.base_out = (rec_obj.out, rec_obj.code_out)
+    out, code = rec_obj.base_out
+    rec_obj.out = "%s.pid%d" % (out, pid)
+    rec_obj.code_out = "%s.pid%d" % (code or out + ".code", pid)
+    if fd is not None:
+        try:
+            _thread.start_new_thread(_control_thread, (rec_obj, fd))
+        except Exception as e:  # never the target's error
+            rec_obj.fail("the control thread of a forked child", e)
 
 
 def start_from_environ(environ=None):
@@ -1204,6 +1253,13 @@ def start_from_environ(environ=None):
     out = env.get("COLDSTART_PLAN_RECORD")
     if not out:
         return None
+    fd = None
+    if env.get("COLDSTART_PLAN_CONTROL"):
+        fd = control_fd(env["COLDSTART_PLAN_CONTROL"])
+        if fd is None:
+            return None  # not a process coldstart started or one it forked
+        # A program this process executes is not recorded either.
+        os.set_inheritable(fd, False)
     eager = [e for e in (env.get("COLDSTART_PLAN_EAGER") or "").split(",")
              if e]
     eager_from = [e for e in (env.get("COLDSTART_PLAN_EAGER_FROM") or "")
@@ -1228,9 +1284,10 @@ def start_from_environ(environ=None):
             sys.stderr.write("coldstart plan: code compiled from strings is "
                              "not recorded: %s\n" % e)
     rec_obj.install()
-    fd = env.get("COLDSTART_PLAN_CONTROL")
-    if fd and fd.isdigit():
-        _thread.start_new_thread(_control_thread, (rec_obj, int(fd)))
+    if fd is not None:
+        _thread.start_new_thread(_control_thread, (rec_obj, fd))
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=lambda: _forked(rec_obj, fd))
     import atexit
     atexit.register(rec_obj.stop)
     # What the recorder itself imported is not the target's.

@@ -281,29 +281,35 @@ def _free_port():
     return port
 
 
+def _stats_server(d, prologue=""):
+    """server.py: an HTTP server answering a POSTed {"xs": [...]} with its
+    mean (statistics; decimal imported and not used), after prologue."""
+    write(d, "server.py", prologue + """
+import json
+import sys
+import statistics
+import decimal
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+class H(BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        xs = json.loads(body)["xs"]
+        out = json.dumps({"mean": statistics.mean(xs)}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+    def log_message(self, *a):
+        pass
+
+HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+""")
+
+
 def test_http_server_with_requests(workdir):
     port = _free_port()
-    write(workdir, "server.py", """
-        import json
-        import sys
-        import statistics
-        import decimal
-        from http.server import BaseHTTPRequestHandler, HTTPServer
-
-        class H(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                xs = json.loads(body)["xs"]
-                out = json.dumps({"mean": statistics.mean(xs)}).encode()
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
-            def log_message(self, *a):
-                pass
-
-        HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-    """)
+    _stats_server(workdir)
     write(workdir, "r1.json", '{"xs": [1, 2, 3]}')
     write(workdir, "r2.json", '{"xs": [10, 20]}')
     out = os.path.join(workdir, "p.json")
@@ -315,6 +321,105 @@ def test_http_server_with_requests(workdir):
     mods = {m["name"]: m for m in json.load(open(out))["modules"]}
     assert mods["statistics"]["used"] is True
     assert mods["decimal"]["action"] == "defer"
+
+
+def test_a_python_child_of_the_target_does_not_write_the_plan(workdir):
+    """A server that runs a Python child (subprocess) before it is ready:
+    the child inherits the planning environment but not the control pipe,
+    so it records nothing and the plan is the server's.  Before, the child
+    wrote its plan at once (its copy of the control descriptor was another
+    file) and coldstart plan took that one: 0 modules, argv ['-c']."""
+    port = _free_port()
+    _stats_server(workdir, prologue="""
+import subprocess, sys, time
+subprocess.run([sys.executable, "-c", "import json, wave"], check=True)
+time.sleep(0.3)
+""")
+    write(workdir, "r1.json", '{"xs": [1, 2, 3]}')
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--ready", "http://127.0.0.1:%d/" % port, "--request",
+                 "r1.json", "-o", out, "--", DEBIAN_PYTHON, "server.py",
+                 str(port), cwd=workdir)
+    assert p.returncode == 0, p.stderr
+    plan = json.load(open(out))
+    assert plan["argv"] == ["server.py", str(port)]
+    mods = {m["name"]: m for m in plan["modules"]}
+    assert mods["statistics"]["used"] is True
+    assert "http.server" in mods and "wave" not in mods
+    assert "processes recorded" not in p.stdout
+    assert sorted(os.listdir(workdir)) == ["p.json", "p.json.code",
+                                           "r1.json", "server.py"]
+
+
+def test_a_prefork_server_is_planned_from_the_worker_that_answered(workdir):
+    """gunicorn with two workers (forked, not executed): the master and
+    both workers record; the plan is the one of the worker whose request
+    used the most modules, with its own code archive.  Before, each worker
+    wrote the plan and the archive at its exit over the others', so the
+    plan named an archive another process had rewritten (applying it said
+    'not using the code archive ...: changed since the plan was made')."""
+    if not os.path.exists("/usr/lib/python3/dist-packages/gunicorn"):
+        pytest.skip("Debian's gunicorn is not installed "
+                    "(tests/install-deps.sh installs it)")
+    port = _free_port()
+    write(workdir, "app.py", """
+        import json
+
+        def app(environ, start_response):
+            import fractions
+            out = json.dumps({"f": str(fractions.Fraction(1, 3))}).encode()
+            start_response("200 OK", [("Content-Length", str(len(out)))])
+            return [out]
+    """)
+    out = os.path.join(workdir, "p.json")
+    url = "http://127.0.0.1:%d/" % port
+    argv = [DEBIAN_PYTHON, "-m", "gunicorn", "-w", "2", "-b",
+            "127.0.0.1:%d" % port, "app:app"]
+    p = plan_cmd("--ready", url, "--verify", "-o", out, "--", *argv,
+                 cwd=workdir)
+    assert p.returncode == 0, p.stderr
+    # A worker gunicorn forks after the response (the first worker ready
+    # answers) no longer records: 2 or 3 processes.
+    import re
+    assert re.search(r"([23]) processes recorded \(the target and ([12]) it "
+                     r"forked\); the plan is the one of a forked child",
+                     p.stdout), p.stdout
+    assert "verified: 1 response identical" in p.stdout
+    plan = json.load(open(out))
+    mods = {m["name"]: m for m in plan["modules"]}
+    # What only the answering worker ran: the app and its request's import.
+    assert mods["app"]["used"] is True
+    assert mods["fractions"]["action"] == "load"
+    assert mods["gunicorn.workers.sync"]["used"] is True
+    code = plan["code"]
+    st = os.stat(code["path"])
+    assert code["path"] == out + ".code"
+    assert (code["size"], code["mtime_ns"]) == (st.st_size, st.st_mtime_ns)
+    # No record of another process is left behind.
+    assert sorted(os.listdir(workdir)) == ["app.py", "p.json", "p.json.code"]
+    # Applied: the archive is used (no warning) and the answer is the same.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("COLDSTART_") and k != "PYTHONPATH"}
+    env["COLDSTART_PLAN"] = out
+    env["PYTHONPATH"] = os.path.join(ROOT, "python", "coldstart", "_boot",
+                                     "plan")
+    srv = subprocess.Popen(argv, cwd=workdir, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        import urllib.request
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                body = urllib.request.urlopen(url, timeout=10).read()
+                break
+            except OSError:
+                assert srv.poll() is None and time.monotonic() < deadline
+                time.sleep(0.05)
+    finally:
+        srv.terminate()
+        err = srv.communicate(timeout=60)[1].decode()
+    assert body == b'{"f": "1/3"}'
+    assert "coldstart plan:" not in err, err
 
 
 @pytest.mark.parametrize("args,message", [
