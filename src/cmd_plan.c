@@ -74,6 +74,9 @@ static const struct usage plan_usage = {
 		    "COLDSTART_PLAN=FILE (docs/plan.md).\n\n",
 	.footer = "With --ready http://..., each --request is POSTed to the URL (none: one GET);\n"
 		  "with exit, the response is the command's stdout and exit status.\n"
+		  "A target that forks while it answers (a pre-fork server) is planned from the\n"
+		  "process whose requests used the most modules; the programs it starts\n"
+		  "(subprocess, exec) are not recorded.\n"
 		  "Exit status: 0 plan written, 1 verification refused the plan or it could not be\n"
 		  "made, 2 usage, 4 the target could not be started (or is older than Python 3.8),\n"
 		  "5 it failed, 8 it timed out, 9 it never became ready.\n",

@@ -140,7 +140,7 @@ int plan_pick_record(const char *record, bool by_use, struct buf *note, struct b
 	buf_addf(&prefix, "%s.pid", base);
 	if (!access(record, F_OK)) {
 		ALLOC_GROW(recs, nr + 1, alloc);
-		recs[nr++] = (struct rec){ xstrdup(record), 0, 0, false };
+		recs[nr++] = (struct rec){ .path = xstrdup(record), .pid = 0 };
 	}
 	d = opendir(dir.buf);
 	while (d && (de = readdir(d))) {
@@ -157,7 +157,7 @@ int plan_pick_record(const char *record, bool by_use, struct buf *note, struct b
 		buf_reset(&path);
 		buf_addf(&path, "%s/%s", dir.buf, de->d_name);
 		ALLOC_GROW(recs, nr + 1, alloc);
-		recs[nr++] = (struct rec){ xstrdup(path.buf), pid, 0, false };
+		recs[nr++] = (struct rec){ .path = xstrdup(path.buf), .pid = pid };
 	}
 	if (d)
 		closedir(d);
