@@ -102,6 +102,10 @@ def test_planted_library_in_shared_tmp_is_never_loaded(planter, setup):
     are untouched."""
     h, sfx = setup["hash"], setup["suffix"]
     planted_dir = "/tmp/.cache/coldstart/tracer/" + h
+    # The fresh /tmp hides a checkout under /tmp: run a copy of the binary
+    # from the setup's directory (/var/tmp), with the copied datadir.
+    cs = os.path.join(setup["base"], "coldstart")
+    shutil.copy2(COLDSTART, cs)
     script = r"""
 set -e
 mount --make-rprivate /
@@ -116,7 +120,7 @@ if [ -e /tmp/planted-ran ]; then echo PLANTED-RAN; fi
 ls -d /root/.cache/coldstart/tracer/{h} >/dev/null 2>&1 && echo CACHE-IN-ROOT-HOME
 cat /tmp/p.json
 """.format(uid=planter["uid"], pdir=planted_dir, sfx=sfx, base=setup["base"], data=setup["data"],
-           cs=COLDSTART, py=DEBIAN_PYTHON, h=h)
+           cs=cs, py=DEBIAN_PYTHON, h=h)
     with open(os.path.join(setup["base"], "planted.c"), "w") as f:
         f.write(PLANTED_C)
     r = subprocess.run(["unshare", "--mount", "sh", "-c", script], capture_output=True, text=True, timeout=300)
