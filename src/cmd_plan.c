@@ -531,6 +531,11 @@ static int record(struct plan_cmd *c)
 	}
 	if (note.len)
 		printf("coldstart plan: %s\n", note.buf);
+	if (c->rec.unrecorded.len)
+		warning("at the last response the target had started Python processes (not forked) that do not record:\n"
+			"%sif one of them answered the requests, this plan is of a process that did not: plan the "
+			"command that answers itself (Django's runserver: --noreload)",
+			c->rec.unrecorded.buf);
 	for (k = 0; k < c->rec.nr_responses; k++) {
 		int status = plan_response_status(&c->rec.responses[k]);
 

@@ -451,6 +451,75 @@ static bool pipe_held(unsigned long long ino)
 	return found;
 }
 
+/* True when pid runs a Python interpreter (its executable's name starts with "python"). */
+static bool runs_python(pid_t pid)
+{
+	char path[64], exe[4096];
+	const char *base;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%ld/exe", (long)pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return false;
+	exe[n] = '\0';
+	base = strrchr(exe, '/');
+	return starts_with(base ? base + 1 : exe, "python");
+}
+
+/* True when pid's environment (as it was executed) holds the entry want ("NAME=value"). */
+static bool has_env(pid_t pid, const char *want)
+{
+	char path[64];
+	struct buf env = BUF_INIT;
+	size_t at = 0;
+	bool found = false;
+
+	snprintf(path, sizeof(path), "/proc/%ld/environ", (long)pid);
+	if (buf_read_file(&env, path) < 0)
+		goto out;
+	while (at < env.len && !found) {
+		const char *e = env.buf + at;
+		size_t len = strnlen(e, env.len - at);
+
+		found = len == strlen(want) && !memcmp(e, want, len);
+		at += len + 1;
+	}
+out:
+	buf_release(&env);
+	return found;
+}
+
+/* The processes of the target's tree that the planning environment reached but the control pipe did not. */
+static void find_unrecorded(const char *record, unsigned long long ino, struct buf *out)
+{
+	char want[48];
+	struct buf var = BUF_INIT, cmd = BUF_INIT, path = BUF_INIT;
+	pid_t *tree = NULL;
+	size_t nr, i, k;
+
+	snprintf(want, sizeof(want), "pipe:[%llu]", ino);
+	buf_addf(&var, "COLDSTART_PLAN_RECORD=%s", record);
+	nr = launch_descendants(getpid(), &tree);
+	for (i = 1; i < nr; i++) {
+		if (!runs_python(tree[i]) || launch_holds(tree[i], is_string, want) || !has_env(tree[i], var.buf))
+			continue;
+		buf_reset(&path);
+		buf_reset(&cmd);
+		buf_addf(&path, "/proc/%ld/cmdline", (long)tree[i]);
+		if (buf_read_file(&cmd, path.buf) < 0)
+			continue;
+		for (k = 0; k + 1 < cmd.len; k++)
+			if (cmd.buf[k] == '\0')
+				cmd.buf[k] = ' ';
+		buf_addf(out, "%ld %.*s\n", (long)tree[i], (int)strnlen(cmd.buf, cmd.len), cmd.buf);
+	}
+	free(tree);
+	buf_release(&var);
+	buf_release(&cmd);
+	buf_release(&path);
+}
+
 /*
  * After EOF on the control pipe every recording process (the target and
  * the children it forked) writes its record and closes its end: wait
@@ -518,6 +587,7 @@ void plan_outcome_init(struct plan_outcome *o)
 	o->ready_us = o->first_us = -1;
 	o->exit_code = -1;
 	buf_init(&o->stderr_tail, 0);
+	buf_init(&o->unrecorded, 0);
 }
 
 void plan_outcome_release(struct plan_outcome *o)
@@ -528,6 +598,7 @@ void plan_outcome_release(struct plan_outcome *o)
 		buf_release(&o->responses[i]);
 	free(o->responses);
 	buf_release(&o->stderr_tail);
+	buf_release(&o->unrecorded);
 	plan_outcome_init(o);
 }
 
@@ -632,6 +703,8 @@ enum plan_status plan_target_run(const struct plan_target *t, struct plan_outcom
 		break;
 	}
 	if (st == PLAN_RUN_OK && t->record_path) {
+		if (t->probe != PLAN_PROBE_EXIT)
+			find_unrecorded(t->record_path, ctl_ino, &o->unrecorded);
 		close(ctl[1]);
 		ctl[1] = -1;
 		if (t->probe != PLAN_PROBE_EXIT)

@@ -56,6 +56,13 @@ struct plan_outcome {
 	struct buf stderr_tail; /* the target's last stderr bytes */
 	int exit_code; /* -1 unless it exited */
 	int term_signal; /* 0 unless a signal ended it before we stopped it */
+	/*
+	 * Recording a server: the Python processes the target started (not
+	 * forked) that were running with the planning environment at the last
+	 * response, one "PID COMMAND" a line.  They record nothing: when one of
+	 * them answered, the plan is of a process that did not.
+	 */
+	struct buf unrecorded;
 };
 
 void plan_outcome_init(struct plan_outcome *o);

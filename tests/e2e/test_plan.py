@@ -347,8 +347,35 @@ time.sleep(0.3)
     assert mods["statistics"]["used"] is True
     assert "http.server" in mods and "wave" not in mods
     assert "processes recorded" not in p.stdout
+    assert "do not record" not in p.stderr, p.stderr
     assert sorted(os.listdir(workdir)) == ["p.json", "p.json.code",
                                            "r1.json", "server.py"]
+
+
+def test_a_python_child_running_at_the_response_is_named(workdir):
+    """A Python process the target started (not forked) and that still runs
+    at the last response records nothing, and may be the one that answered
+    (Django's runserver under its autoreloader): coldstart plan names it.
+    One that ended before (the test above) is not named."""
+    port = _free_port()
+    _stats_server(workdir, prologue="""
+import subprocess, sys
+helper = subprocess.Popen([sys.executable, "-c",
+                           "import time; time.sleep(120)", "helper-mark"])
+""")
+    write(workdir, "r1.json", '{"xs": [1, 2, 3]}')
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--ready", "http://127.0.0.1:%d/" % port, "--request",
+                 "r1.json", "-o", out, "--", DEBIAN_PYTHON, "server.py",
+                 str(port), cwd=workdir)
+    assert p.returncode == 0, p.stderr
+    assert "started Python processes (not forked) that do not record" in \
+        p.stderr, p.stderr
+    line = [x for x in p.stderr.splitlines() if "helper-mark" in x]
+    assert len(line) == 1 and line[0].split()[0].isdigit(), p.stderr
+    assert "import time; time.sleep(120) helper-mark" in line[0]
+    assert json.load(open(out))["argv"] == ["server.py", str(port)]
+    assert not _procs_with("helper-mark"), "the helper outlived the run"
 
 
 def test_a_prefork_server_is_planned_from_the_worker_that_answered(workdir):
