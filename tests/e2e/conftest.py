@@ -80,6 +80,16 @@ def pytest_report_header(config):
         "%s (%s)" % (p, ".".join(map(str, v)) if v else "?") for p, v in ALL_PYTHONS))
 
 
+def clean_env(drop=("PYTHONPATH",)):
+    """os.environ without coldstart's own variables, which a test sets
+    itself, and without the names in drop.  COLDSTART_DATADIR stays: `make
+    check` runs a binary built outside the checkout, which finds its python
+    directory only through it."""
+    return {k: v for k, v in os.environ.items()
+            if not (k.startswith("COLDSTART_") and k != "COLDSTART_DATADIR")
+            and k not in drop}
+
+
 def run_coldstart(*args, input=None, timeout=300, env=None, cwd=None):
     """Runs the coldstart binary; returns CompletedProcess with text output."""
     full_env = dict(os.environ)

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import COLDSTART, DEBIAN_PYTHON, ROOT
+from conftest import COLDSTART, DEBIAN_PYTHON, ROOT, clean_env
 
 BENCH_FNS = os.path.join(ROOT, "bench", "plan")
 PYTHONS = [DEBIAN_PYTHON] + sorted(glob.glob("/root/.pyenv/versions/3.[89].*/bin/python3") +
@@ -42,8 +42,7 @@ def write(d, name, text):
 
 
 def plan_cmd(*args, cwd=None, timeout=300):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("COLDSTART_") and k != "PYTHONPATH"}
+    env = clean_env()
     return subprocess.run([COLDSTART, "plan"] + list(args), cwd=cwd,
                           capture_output=True, text=True, timeout=timeout,
                           env=env)
@@ -425,8 +424,7 @@ def test_a_prefork_server_is_planned_from_the_worker_that_answered(workdir):
     # No record of another process is left behind.
     assert sorted(os.listdir(workdir)) == ["app.py", "p.json", "p.json.code"]
     # Applied: the archive is used (no warning) and the answer is the same.
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("COLDSTART_") and k != "PYTHONPATH"}
+    env = clean_env()
     env["COLDSTART_PLAN"] = out
     env["PYTHONPATH"] = os.path.join(ROOT, "python", "coldstart", "_boot",
                                      "plan")
@@ -532,8 +530,7 @@ def test_ctrl_c_stops_the_target_and_cleans_up(workdir, sig):
     write(workdir, "req.json", "{}")
     tmpdir = os.path.join(workdir, "tmp")
     os.mkdir(tmpdir)
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("COLDSTART_") and k != "PYTHONPATH"}
+    env = clean_env()
     env["TMPDIR"] = tmpdir
     p = subprocess.Popen([COLDSTART, "plan", "--python", DEBIAN_PYTHON,
                           "--fn", os.path.join(workdir, "slowfunc.py"),
@@ -565,8 +562,7 @@ def test_ctrl_c_stops_the_target_and_cleans_up(workdir, sig):
 def test_profile_report_points_at_plans(workdir):
     fn = os.path.join(BENCH_FNS, "fn_numpy")
     out = os.path.join(workdir, "prof.json")
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("COLDSTART_") and k != "PYTHONPATH"}
+    env = clean_env()
     p = subprocess.run([COLDSTART, "profile", "--python", DEBIAN_PYTHON,
                         "--ready", "fn", "--no-baseline", "-o", out, "--",
                         DEBIAN_PYTHON, os.path.join(ROOT, "python",
@@ -641,8 +637,7 @@ def test_coldstart_fdk_applies_the_plan_and_warms_in_background(workdir):
                                       ("lazy", 0.5, True, True)):
         d = tempfile.mkdtemp(prefix="planfn", dir="/tmp")
         sock = os.path.join(d, "lsnr.sock")
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("COLDSTART_") and k != "PYTHONPATH"}
+        env = clean_env()
         env.update(FN_LISTENER="unix:" + sock, FN_FORMAT="http-stream")
         how = ["--plan", out]
         if by_env:
@@ -690,9 +685,7 @@ def _fdk_calls(workdir, how, bodies, extra_env=()):
     as a call; returns (the responses, its stderr)."""
     d = tempfile.mkdtemp(prefix="planfn", dir="/tmp")
     sock = os.path.join(d, "lsnr.sock")
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("COLDSTART_") and k not in ("PYTHONPATH",
-                                                         "FDK_DEBUG")}
+    env = clean_env(("PYTHONPATH", "FDK_DEBUG"))
     env.update(FN_LISTENER="unix:" + sock, FN_FORMAT="http-stream")
     env.update(extra_env)
     proc = subprocess.Popen([DEBIAN_PYTHON,
@@ -787,9 +780,7 @@ def test_under_a_plan_a_call_imports_only_what_the_server_needs(workdir):
     p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
                  "req.json", "-o", out, cwd=workdir)
     assert p.returncode == 0, p.stderr
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("COLDSTART_") and k not in ("PYTHONPATH",
-                                                         "FDK_DEBUG")}
+    env = clean_env(("PYTHONPATH", "FDK_DEBUG"))
     start = subprocess.run([DEBIAN_PYTHON, "-c",
                             "import sys; print(' '.join(sys.modules))"],
                            env=env, capture_output=True, text=True,

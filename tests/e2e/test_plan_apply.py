@@ -17,7 +17,7 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT, interpreter_params
+from conftest import ROOT, clean_env, interpreter_params
 
 PYDIR = os.path.join(ROOT, "python")
 BOOT = os.path.join(PYDIR, "coldstart", "_boot", "plan")
@@ -45,8 +45,7 @@ def write(d, name, text):
 
 
 def _env(**extra):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("COLDSTART_")}
+    env = clean_env(())
     env["PYTHONPATH"] = BOOT + os.pathsep + PYDIR
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.update(extra)

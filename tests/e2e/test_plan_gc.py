@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import DEBIAN_PYTHON, ROOT
+from conftest import DEBIAN_PYTHON, ROOT, clean_env
 from test_plan import _fdk_calls, _fn_call, plan_cmd, write
 
 sys.path.insert(0, os.path.join(ROOT, "python"))
@@ -168,8 +168,7 @@ def test_sigterm_during_the_collection_after_the_first_response_stops():
         assert p.returncode == 0, p.stderr
         for i in range(3):
             sock = os.path.join(d, "lsnr.sock")
-            env = {k: v for k, v in os.environ.items()
-                   if not k.startswith("COLDSTART_") and k != "PYTHONPATH"}
+            env = clean_env()
             env.update(FN_LISTENER="unix:" + sock, FN_FORMAT="http-stream")
             proc = subprocess.Popen([DEBIAN_PYTHON, os.path.join(ROOT, "python", "coldstart-fdk"),
                                      "--plan", "p.json", "func.py", "handler"], cwd=d, env=env,

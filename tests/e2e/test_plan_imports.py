@@ -17,7 +17,7 @@ import textwrap
 
 import pytest
 
-from conftest import COLDSTART
+from conftest import COLDSTART, clean_env
 from test_plan_apply import (_env, _run, interpreter_params, workdir,  # noqa: F401 (fixture)
                              write, WANTED)
 
@@ -32,8 +32,7 @@ def record_using(python, workdir, code):
     plan`, which builds the plan's extension; returns the plan."""
     write(workdir, "record.py", code)
     plan = os.path.join(workdir, "plan.json")
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("COLDSTART_") and k != "PYTHONPATH"}
+    env = clean_env()
     p = subprocess.run([COLDSTART, "plan", "-o", plan, "--", python,
                         "record.py"], cwd=workdir, capture_output=True,
                        text=True, timeout=300, env=env)

@@ -21,7 +21,7 @@ import textwrap
 
 import pytest
 
-from conftest import COLDSTART, ROOT, interpreter_params
+from conftest import COLDSTART, ROOT, clean_env, interpreter_params
 
 BOOT = os.path.join(ROOT, "python", "coldstart", "_boot", "plan")
 WANTED = ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]
@@ -155,10 +155,8 @@ def workdir():
 
 
 def _env(**extra):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("COLDSTART_")}
+    env = clean_env()
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env.pop("PYTHONPATH", None)
     env.update(extra)
     return env
 
