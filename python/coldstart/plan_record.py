@@ -1199,7 +1199,8 @@ def write_failure(rec_obj):
     os.replace(tmp, rec_obj.out)
 
 
-def _control_thread(rec_obj, fd):
+def _control_thread(rec_obj, fd, started):
+    started.release()
     try:
         os.read(fd, 1)
     except OSError:
@@ -1210,6 +1211,16 @@ def _control_thread(rec_obj, fd):
         os.close(fd)
     except OSError:
         pass
+
+
+def _start_control(rec_obj, fd):
+    """Starts the control thread and waits until it runs: a thread counts
+    in _thread._count() from its own start, which a module body running
+    meanwhile would take for a thread it started (the "state" reason)."""
+    started = _thread.allocate_lock()
+    started.acquire()
+    _thread.start_new_thread(_control_thread, (rec_obj, fd, started))
+    started.acquire(True, 10)
 
 
 def control_fd(value):
@@ -1243,7 +1254,7 @@ def _forked(rec_obj, fd):
     rec_obj.code_out = "%s.pid%d" % (code or out + ".code", pid)
     if fd is not None:
         try:
-            _thread.start_new_thread(_control_thread, (rec_obj, fd))
+            _start_control(rec_obj, fd)
         except Exception as e:  # never the target's error
             rec_obj.fail("the control thread of a forked child", e)
 
@@ -1285,7 +1296,7 @@ def start_from_environ(environ=None):
                              "not recorded: %s\n" % e)
     rec_obj.install()
     if fd is not None:
-        _thread.start_new_thread(_control_thread, (rec_obj, fd))
+        _start_control(rec_obj, fd)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=lambda: _forked(rec_obj, fd))
     import atexit
