@@ -18,6 +18,7 @@
 struct rec {
 	char *path;
 	long pid; /* 0: the started process's record */
+	json_t *root; /* the record as read, NULL unreadable */
 	json_int_t used; /* the summary's "load"; -1 unreadable */
 	bool failed; /* the recorder's failure, not a plan */
 };
@@ -39,70 +40,73 @@ static void split_path(const char *path, struct buf *dir, const char **base)
 
 static void read_rec(struct rec *r)
 {
-	json_t *root = json_load_file(r->path, 0, NULL);
-	json_t *load = json_object_get(json_object_get(root, "summary"), "load");
+	json_t *load, *fmt;
 
+	r->root = json_load_file(r->path, 0, NULL);
+	load = json_object_get(json_object_get(r->root, "summary"), "load");
+	fmt = json_object_get(r->root, "format");
 	r->used = json_is_integer(load) ? json_integer_value(load) : -1;
-	r->failed = json_is_string(json_object_get(root, "format")) &&
-		    !strcmp(json_string_value(json_object_get(root, "format")), "coldstart-plan-error");
-	json_decref(root);
+	r->failed = json_is_string(fmt) && !strcmp(json_string_value(fmt), "coldstart-plan-error");
 }
 
-/* The code archive a forked child's record names (CODE.pidN), or NULL. */
-static char *child_archive(json_t *root, long pid)
+/*
+ * The code archive a forked child's record r names (CODE.pidN, owned by
+ * r->root), or NULL; *stem is the length of CODE.
+ */
+static const char *child_archive(const struct rec *r, size_t *stem)
 {
-	json_t *path = json_object_get(json_object_get(root, "code"), "path");
+	json_t *path = json_object_get(json_object_get(r->root, "code"), "path");
 	char suffix[32];
 	const char *s;
 	size_t n, k;
 
-	if (!json_is_string(path))
+	if (!r->pid || !json_is_string(path))
 		return NULL;
 	s = json_string_value(path);
-	k = (size_t)snprintf(suffix, sizeof(suffix), ".pid%ld", pid);
+	k = (size_t)snprintf(suffix, sizeof(suffix), ".pid%ld", r->pid);
 	n = strlen(s);
 	if (n <= k || strcmp(s + n - k, suffix))
 		return NULL;
-	return xstrdup(s);
+	*stem = n - k;
+	return s;
 }
 
 static void remove_rec(const struct rec *r)
 {
-	json_t *root = r->pid ? json_load_file(r->path, 0, NULL) : NULL;
-	char *code = root ? child_archive(root, r->pid) : NULL;
+	size_t stem;
+	const char *code = child_archive(r, &stem);
 
 	if (code)
 		unlink(code);
 	unlink(r->path);
-	free(code);
-	json_decref(root);
 }
 
 /* Moves the forked child's record r (and its archive) to record. */
 static int keep_child(const struct rec *r, const char *record, struct buf *err)
 {
-	json_t *root = json_load_file(r->path, 0, NULL);
-	char *code = root ? child_archive(root, r->pid) : NULL;
 	struct buf tmp = BUF_INIT;
+	const char *code;
+	size_t stem;
 	int ret = -1;
 
-	if (!root) {
+	if (!r->root) {
 		buf_addf(err, "cannot read the record of process %ld", r->pid);
 		goto out;
 	}
+	code = child_archive(r, &stem);
 	if (code) {
-		char *to = xstrndup(code, strlen(code) - (size_t)snprintf(NULL, 0, ".pid%ld", r->pid));
+		char *to = xstrndup(code, stem);
 
 		if (rename(code, to) < 0) {
 			buf_addf(err, "cannot move the code archive '%s': %s", code, strerror(errno));
 			free(to);
 			goto out;
 		}
-		json_object_set_new(json_object_get(root, "code"), "path", json_string(to));
+		json_object_set_new(json_object_get(r->root, "code"), "path", json_string(to));
 		free(to);
 	}
 	buf_addf(&tmp, "%s.pick", record);
-	if (json_dump_file(root, tmp.buf, JSON_COMPACT) < 0 || rename(tmp.buf, record) < 0) {
+	if (json_dump_file(r->root, tmp.buf, JSON_COMPACT) < 0 || rename(tmp.buf, record) < 0) {
 		buf_addf(err, "cannot write '%s': %s", record, strerror(errno));
 		unlink(tmp.buf);
 		goto out;
@@ -110,9 +114,7 @@ static int keep_child(const struct rec *r, const char *record, struct buf *err)
 	unlink(r->path);
 	ret = 0;
 out:
-	free(code);
 	buf_release(&tmp);
-	json_decref(root);
 	return ret;
 }
 
@@ -181,8 +183,10 @@ int plan_pick_record(const char *record, bool by_use, struct buf *note, struct b
 			 "requests used the most modules (%lld)", nr, recs[0].pid ? "" : "the target and ",
 			 recs[0].pid ? nr : nr - 1, recs[best].pid ? "a forked child" : "the target",
 			 (long long)recs[best].used);
-	for (i = 0; i < nr; i++)
+	for (i = 0; i < nr; i++) {
 		free(recs[i].path);
+		json_decref(recs[i].root);
+	}
 	free(recs);
 	buf_release(&dir);
 	buf_release(&prefix);

@@ -435,18 +435,16 @@ static bool is_string(const char *target, const void *arg)
 	return !strcmp(target, (const char *)arg);
 }
 
-/* True when a process of ours (the target's tree, orphans included) holds the pipe ino. */
-static bool pipe_held(unsigned long long ino)
+/* True when a process of ours (the target's tree, orphans included) holds the pipe (its link, "pipe:[INO]"). */
+static bool pipe_held(const char *pipe_link)
 {
-	char want[48];
 	pid_t *tree = NULL;
 	size_t nr, i;
 	bool found = false;
 
-	snprintf(want, sizeof(want), "pipe:[%llu]", ino);
 	nr = launch_descendants(getpid(), &tree);
 	for (i = 1; i < nr && !found; i++)
-		found = launch_holds(tree[i], is_string, want);
+		found = launch_holds(tree[i], is_string, pipe_link);
 	free(tree);
 	return found;
 }
@@ -491,18 +489,16 @@ out:
 }
 
 /* The processes of the target's tree that the planning environment reached but the control pipe did not. */
-static void find_unrecorded(const char *record, unsigned long long ino, struct buf *out)
+static void find_unrecorded(const char *record, const char *pipe_link, struct buf *out)
 {
-	char want[48];
 	struct buf var = BUF_INIT, cmd = BUF_INIT, path = BUF_INIT;
 	pid_t *tree = NULL;
 	size_t nr, i, k;
 
-	snprintf(want, sizeof(want), "pipe:[%llu]", ino);
 	buf_addf(&var, "COLDSTART_PLAN_RECORD=%s", record);
 	nr = launch_descendants(getpid(), &tree);
 	for (i = 1; i < nr; i++) {
-		if (!runs_python(tree[i]) || launch_holds(tree[i], is_string, want) || !has_env(tree[i], var.buf))
+		if (!runs_python(tree[i]) || launch_holds(tree[i], is_string, pipe_link) || !has_env(tree[i], var.buf))
 			continue;
 		buf_reset(&path);
 		buf_reset(&cmd);
@@ -525,11 +521,11 @@ static void find_unrecorded(const char *record, unsigned long long ino, struct b
  * the children it forked) writes its record and closes its end: wait
  * until none holds it, or the deadline.
  */
-static enum plan_status wait_recorders(struct io *io, unsigned long long ino, int64_t deadline, struct buf *err)
+static enum plan_status wait_recorders(struct io *io, const char *pipe_link, int64_t deadline, struct buf *err)
 {
 	enum plan_status st;
 
-	while (pipe_held(ino)) {
+	while (pipe_held(pipe_link)) {
 		pump(io, 10, -1, 0);
 		if ((st = check_going(io, deadline, PLAN_RUN_TIMEOUT, err, "the plan to be written")) &&
 		    st != PLAN_RUN_EXITED)
@@ -629,7 +625,7 @@ enum plan_status plan_target_run(const struct plan_target *t, struct plan_outcom
 	struct private_dir dir = { NULL, -1 };
 	struct buf sock_path = BUF_INIT;
 	int ctl[2] = { -1, -1 };
-	unsigned long long ctl_ino = 0;
+	char ctl_link[48] = ""; /* the control pipe as /proc/PID/fd shows it */
 	enum plan_status st = PLAN_RUN_FAILED;
 	int64_t deadline;
 
@@ -676,8 +672,8 @@ enum plan_status plan_target_run(const struct plan_target *t, struct plan_outcom
 			buf_addf(err, "cannot create the control pipe: %s", strerror(errno));
 			goto out;
 		}
-		ctl_ino = (unsigned long long)sb.st_ino;
-		strvec_pushf(&c.env, "COLDSTART_PLAN_CONTROL=%d:%llu", ctl[0], ctl_ino);
+		snprintf(ctl_link, sizeof(ctl_link), "pipe:[%llu]", (unsigned long long)sb.st_ino);
+		strvec_pushf(&c.env, "COLDSTART_PLAN_CONTROL=%d:%llu", ctl[0], (unsigned long long)sb.st_ino);
 	}
 	c.capture_stderr = true;
 	c.capture_stdout = t->probe == PLAN_PROBE_EXIT;
@@ -704,11 +700,11 @@ enum plan_status plan_target_run(const struct plan_target *t, struct plan_outcom
 	}
 	if (st == PLAN_RUN_OK && t->record_path) {
 		if (t->probe != PLAN_PROBE_EXIT)
-			find_unrecorded(t->record_path, ctl_ino, &o->unrecorded);
+			find_unrecorded(t->record_path, ctl_link, &o->unrecorded);
 		close(ctl[1]);
 		ctl[1] = -1;
 		if (t->probe != PLAN_PROBE_EXIT)
-			st = wait_recorders(&io, ctl_ino, deadline, err);
+			st = wait_recorders(&io, ctl_link, deadline, err);
 		if (st == PLAN_RUN_OK)
 			st = wait_record(&io, t->record_path, deadline, err);
 	}

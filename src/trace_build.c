@@ -15,7 +15,6 @@
 
 #include "launch.h"
 
-
 static const char query_script[] =
 	"import sys, sysconfig\n"
 	"print(sys.version.split()[0])\n"

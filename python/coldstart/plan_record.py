@@ -136,7 +136,9 @@ class Recorder(object):
         self.later = {}
         self.profile = None
         self.code_out = None
-        self.base_out = None  # (out, code_out) of the process started
+        # (out, code_out) of the process coldstart started; a forked
+        # child writes beside them (_forked)
+        self.base_out = None
         self.regex = {}  # (pattern, flags) -> _sre.compile's arguments
         self.regex_hooked = False
         # the _plancode extension recording compile/exec/eval on strings
@@ -1247,8 +1249,6 @@ def _forked(rec_obj, fd):
     if rec_obj.written:
         return
     pid = os.getpid()
-    if rec_obj.base_out is None:
-        rec_obj.base_out = (rec_obj.out, rec_obj.code_out)
     out, code = rec_obj.base_out
     rec_obj.out = "%s.pid%d" % (out, pid)
     rec_obj.code_out = "%s.pid%d" % (code or out + ".code", pid)
@@ -1279,6 +1279,7 @@ def start_from_environ(environ=None):
                        eager_from=eager_from)
     if env.get("COLDSTART_PLAN_CODE_OUT"):
         rec_obj.code_out = os.path.abspath(env["COLDSTART_PLAN_CODE_OUT"])
+    rec_obj.base_out = (rec_obj.out, rec_obj.code_out)
     _REC[0] = rec_obj
     ext = env.get("COLDSTART_PLAN_EXT")
     if ext:

@@ -322,24 +322,31 @@ def test_http_server_with_requests(workdir):
     assert mods["decimal"]["action"] == "defer"
 
 
-def test_a_python_child_of_the_target_does_not_write_the_plan(workdir):
-    """A server that runs a Python child (subprocess) before it is ready:
-    the child inherits the planning environment but not the control pipe,
-    so it records nothing and the plan is the server's.  Before, the child
-    wrote its plan at once (its copy of the control descriptor was another
-    file) and coldstart plan took that one: 0 modules, argv ['-c']."""
+def _plan_stats_server(workdir, prologue):
+    """Plans _stats_server(prologue) with one request; (the run, the plan's
+    path, the port), the run having succeeded."""
     port = _free_port()
-    _stats_server(workdir, prologue="""
-import subprocess, sys, time
-subprocess.run([sys.executable, "-c", "import json, wave"], check=True)
-time.sleep(0.3)
-""")
+    _stats_server(workdir, prologue=prologue)
     write(workdir, "r1.json", '{"xs": [1, 2, 3]}')
     out = os.path.join(workdir, "p.json")
     p = plan_cmd("--ready", "http://127.0.0.1:%d/" % port, "--request",
                  "r1.json", "-o", out, "--", DEBIAN_PYTHON, "server.py",
                  str(port), cwd=workdir)
     assert p.returncode == 0, p.stderr
+    return p, out, port
+
+
+def test_a_python_child_of_the_target_does_not_write_the_plan(workdir):
+    """A server that runs a Python child (subprocess) before it is ready:
+    the child inherits the planning environment but not the control pipe,
+    so it records nothing and the plan is the server's.  Before, the child
+    wrote its plan at once (its copy of the control descriptor was another
+    file) and coldstart plan took that one: 0 modules, argv ['-c']."""
+    p, out, port = _plan_stats_server(workdir, prologue="""
+import subprocess, sys, time
+subprocess.run([sys.executable, "-c", "import json, wave"], check=True)
+time.sleep(0.3)
+""")
     plan = json.load(open(out))
     assert plan["argv"] == ["server.py", str(port)]
     mods = {m["name"]: m for m in plan["modules"]}
@@ -356,18 +363,11 @@ def test_a_python_child_running_at_the_response_is_named(workdir):
     at the last response records nothing, and may be the one that answered
     (Django's runserver under its autoreloader): coldstart plan names it.
     One that ended before (the test above) is not named."""
-    port = _free_port()
-    _stats_server(workdir, prologue="""
+    p, out, port = _plan_stats_server(workdir, prologue="""
 import subprocess, sys
 helper = subprocess.Popen([sys.executable, "-c",
                            "import time; time.sleep(120)", "helper-mark"])
 """)
-    write(workdir, "r1.json", '{"xs": [1, 2, 3]}')
-    out = os.path.join(workdir, "p.json")
-    p = plan_cmd("--ready", "http://127.0.0.1:%d/" % port, "--request",
-                 "r1.json", "-o", out, "--", DEBIAN_PYTHON, "server.py",
-                 str(port), cwd=workdir)
-    assert p.returncode == 0, p.stderr
     assert "started Python processes (not forked) that do not record" in \
         p.stderr, p.stderr
     line = [x for x in p.stderr.splitlines() if "helper-mark" in x]
