@@ -4,8 +4,10 @@
 #   make deps       install what building, the suite and the fuzzers need (Debian, as root)
 #   make demo       profile the bundled Fn-style sample
 #   make test       unit tests (cmocka) + end-to-end tests (pytest)
-#   make format     lay the C out as .clang-format says
-#   make check      the same suite on an ASan + UBSan build
+#   make format     lay out every C file of ours as .clang-format says
+#   make check      the layout rule (tests/check_layout.py), then the same suite
+#                   on an ASan + UBSan build
+#   make layout     the layout rule alone, with its counts
 #   make fuzz       libFuzzer runs of every tests/fuzz/fuzz_*.c (clang; FUZZ_SECONDS=20 each)
 #   make bench      benchmarks that print side-by-side figures
 #   make install    PREFIX=/usr/local DESTDIR= (PYDIR= for the Python packages): the binary,
@@ -37,9 +39,11 @@ endif
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -DCOLDSTART_VERSION='"$(VERSION)"' $(WARN) $(CFLAGS) -MMD -MP -Isrc
 LIBS = -ljansson -lelf -lz -lm -pthread
 
-SRCS := $(wildcard src/*.c) $(wildcard src/export/*.c)
+# Every C file under src/, in its stage folder (docs/design.md, "The map");
+# the objects mirror the folders.
+SRCS := $(sort $(shell find src -name '*.c'))
 OBJS := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS))
-LIB_OBJS := $(filter-out $(BUILD)/obj/main.o,$(OBJS))
+LIB_OBJS := $(filter-out %/main.o,$(OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
@@ -52,7 +56,7 @@ TRACER_SO := python/coldstart/_tracer$(PY_EXT_SUFFIX)
 SAMPLER_SRC := python/coldstart/_sampler.c
 SAMPLER_SO := python/coldstart/_sampler$(PY_EXT_SUFFIX)
 
-.PHONY: all deps demo test unit e2e check fuzz bench install uninstall format clean tracer
+.PHONY: all deps demo test unit e2e check layout fuzz bench install uninstall format clean tracer
 
 all: coldstart tracer $(BUILD)/coldstart.1 $(BUILD)/coldstart.bash
 
@@ -109,8 +113,15 @@ unit: $(UNIT_BINS)
 e2e: coldstart tracer
 	COLDSTART=$(CURDIR)/coldstart $(PYTHON) -m pytest -q -rs tests/e2e
 
-# The whole suite again on a sanitised build in its own directory.
-check:
+# The one rule of direction in src/ (docs/design.md, "The map"): no include
+# or call up the stage order, no module cycle.  Calls are read from the
+# objects with nm, so it builds first.
+layout: coldstart
+	$(PYTHON) tests/check_layout.py --objects $(BUILD)/obj --counts
+
+# The layout rule, then the whole suite again on a sanitised build in its own
+# directory.
+check: layout
 	@sh tests/install-deps.sh test
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 		build-asan/coldstart
@@ -153,8 +164,11 @@ uninstall:
 	rm -f $(DESTDIR)$(MANDIR)/man1/coldstart.1 $(DESTDIR)$(BASHCOMPDIR)/coldstart
 	rm -rf $(DESTDIR)$(DATADIR) $(DESTDIR)$(PYDIR)/coldstart $(DESTDIR)$(PYDIR)/fdk
 
+# Every C file of ours: the tool, its unit tests and fuzzers, the tracer and
+# sampler extensions under python/, the benchmark drivers.
+FORMAT_FILES = $(sort $(shell find src tests/unit tests/fuzz python bench -name '*.[ch]'))
 format:
-	clang-format -i src/*.c src/*.h src/export/*.c tests/unit/*.c
+	clang-format -i $(FORMAT_FILES)
 
 clean:
 	rm -rf $(BUILD) build-asan coldstart python/coldstart/_tracer*.so python/coldstart/_sampler*.so

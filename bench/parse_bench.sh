@@ -19,7 +19,7 @@ size=$(wc -c <"$log")
 
 # The driver links the whole library (everything but main.c), as the tests do.
 cc -std=c11 -D_GNU_SOURCE -DCOLDSTART_VERSION='"bench"' -O2 -Isrc -o "$dir/it_parse_driver" \
-	bench/it_parse_driver.c $(ls src/*.c src/export/*.c | grep -v '^src/main.c$') \
+	bench/it_parse_driver.c $(find src -name '*.c' ! -name main.c | sort) \
 	-ljansson -lelf -lz -lm -pthread
 
 # measure LABEL CMD...: best wall time of 5 runs (nanosecond clock), with

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "builtin.h"
+#include "exit.h"
 
 static bool takes_value(const struct opt *o)
 {

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "show.h"
+#include "output.h"
 
 int ci_format_parse(const char *s, enum ci_format *out, struct buf *err)
 {

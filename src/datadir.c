@@ -2,12 +2,13 @@
  * Where coldstart's Python side lives (bootstrap, tracer, fdk): beside the
  * binary in a source tree, or under share/ once installed.
  */
+#include "datadir.h"
+
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "builtin.h"
 #include "util.h"
 
 const char *coldstart_datadir(void)

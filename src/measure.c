@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 
 #include "analyze.h"
-#include "builtin.h"
+#include "exit.h"
 #include "cold.h"
 #include "launch.h"
 #include "ready.h"

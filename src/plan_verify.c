@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "builtin.h"
+#include "exit.h"
 #include "plan_verify.h"
 #include "util.h"
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "builtin.h"
+#include "datadir.h"
 #include "profile.h"
 #include "samples.h"
 #include "timeline.h"

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 
 #include "args.h"
+#include "output.h"
 #include "profile.h"
 #include "report.h"
 
@@ -32,28 +33,6 @@ void profile_outputs_add(struct profile_outputs *po, const char *format, const c
 /* Validates and records "--budget NAME=DUR"; -1 with err on bad syntax. */
 int profile_outputs_budget(struct profile_outputs *po, const char *spec, struct buf *err);
 void profile_outputs_forbid(struct profile_outputs *po, const char *module);
-
-/*
- * Whether path can be written: "-" (stdout), an existing file that is not
- * a directory and may be written, or a new name in a directory that exists
- * and may be written.  0, or -1 with "cannot write 'x/y.json': no directory
- * 'x'" and the like in err.  Commands check their output paths with it as
- * the options are read, so a long run never ends in an unwritable file.
- */
-int output_path_check(const char *path, struct buf *err);
-/*
- * The value v of --json-fd N: 1 when N is stdout (the caller takes it as
- * --json); otherwise 0 with *fd set when N is open for writing, made
- * close-on-exec so the target never inherits it.  With a message in err: -1
- * when v is not a descriptor number, ARGS_FAILED when N is not open for
- * writing.
- */
-int output_fd_arg(const char *v, const char *option, int *fd, struct buf *err);
-/*
- * One more output asked for on stdout (*users counts them): only one may
- * have it; -1 with a message naming what in err for the second.
- */
-int output_take_stdout(int *users, const char *what, struct buf *err);
 
 /* What a command's options say about showing its profile. */
 struct show_opts {

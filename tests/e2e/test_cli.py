@@ -69,7 +69,7 @@ def test_top_level_help_lists_every_exit_code():
     text = run_coldstart("--help").stdout
     block = text.split("exit status:\n", 1)[1]
     listed = set(re.findall(r"^  (\d+|128\+N) ", block, re.M))
-    with open(os.path.join(ROOT, "src", "builtin.h")) as f:
+    with open(os.path.join(ROOT, "src", "exit.h")) as f:
         defined = set(re.findall(r"#define EXIT_\w+ (\d+)", f.read()))
     assert defined and defined <= listed, "exit codes missing from --help: %s" % (defined - listed)
     assert "128+N" in listed

@@ -21,9 +21,8 @@ command -v "$CC" >/dev/null || { echo "fuzz: $CC not found (apt-get install clan
 mkdir -p "$out/obj" "$out/corpus" "$out/artifacts"
 
 objs=""
-for src in src/*.c src/export/*.c; do
-	[ -e "$src" ] || continue
-	[ "$src" = src/main.c ] && continue
+for src in $(find src -name '*.c' | sort); do
+	case $src in */main.c) continue ;; esac
 	obj="$out/obj/$(echo "$src" | tr / _).o"
 	if [ ! -e "$obj" ] || [ "$src" -nt "$obj" ] || [ -n "$(find src -name '*.h' -newer "$obj" | head -1)" ]; then
 		$CC $CFLAGS -fsanitize=fuzzer-no-link -c -o "$obj" "$src" ||
