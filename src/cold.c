@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "elf_resolve.h"
+#include "elf/elf_resolve.h"
 
 enum cold_class { CLASS_MODULE, CLASS_BINARY };
 

@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "elf_resolve.h"
-#include "elffile.h"
+#include "elf/elf_resolve.h"
+#include "elf/elffile.h"
 #include "findings.h"
 #include "profile.h"
 

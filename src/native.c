@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "elf_json.h"
+#include "elf/elf_json.h"
 #include "json_util.h"
 
 static void ext_release(struct native_ext *e)

@@ -12,9 +12,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "elf_python.h"
-#include "elf_resolve.h"
-#include "elffile.h"
+#include "elf/elf_python.h"
+#include "elf/elf_resolve.h"
+#include "elf/elffile.h"
 #include "util.h"
 
 /* One extension module loaded in one process of the profile. */

@@ -8,9 +8,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "elf_json.h"
-#include "elf_ldcache.h"
-#include "elffile.h"
+#include "elf/elf_json.h"
+#include "elf/elf_ldcache.h"
+#include "elf/elffile.h"
 #include "util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

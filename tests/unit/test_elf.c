@@ -17,13 +17,13 @@
 #include <unistd.h>
 
 #include "elf_report.h"
-#include "elf_json.h"
-#include "elf_ldcache.h"
-#include "elf_python.h"
-#include "elf_resolve.h"
-#include "elffile.h"
+#include "elf/elf_json.h"
+#include "elf/elf_ldcache.h"
+#include "elf/elf_python.h"
+#include "elf/elf_resolve.h"
+#include "elf/elffile.h"
 #include "profile.h"
-#include "pyversion.h"
+#include "elf/pyversion.h"
 #include "util.h"
 
 #define DEBIAN_PYTHON "/usr/bin/python3"

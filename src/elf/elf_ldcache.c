@@ -2,7 +2,7 @@
  * The /etc/ld.so.cache reader: the table of sonames and paths the dynamic
  * loader consults after RPATH, LD_LIBRARY_PATH and RUNPATH.
  */
-#include "elf_ldcache.h"
+#include "elf/elf_ldcache.h"
 
 #include <errno.h>
 #include <stdlib.h>

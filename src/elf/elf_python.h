@@ -7,8 +7,8 @@
 
 #include <stdbool.h>
 
-#include "elf_resolve.h"
-#include "elffile.h"
+#include "elf/elf_resolve.h"
+#include "elf/elffile.h"
 #include "util.h"
 
 /*

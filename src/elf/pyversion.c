@@ -2,7 +2,7 @@
  * Python versions named in an interpreter's bytes: PY_VERSION among the
  * strings of its read-only data, and major.minor in a soname.
  */
-#include "pyversion.h"
+#include "elf/pyversion.h"
 
 #include <stdlib.h>
 #include <string.h>

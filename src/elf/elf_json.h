@@ -7,9 +7,9 @@
 #ifndef COLDSTART_ELF_JSON_H
 #define COLDSTART_ELF_JSON_H
 
-#include "elf_python.h"
-#include "elf_resolve.h"
-#include "elffile.h"
+#include "elf/elf_python.h"
+#include "elf/elf_resolve.h"
+#include "elf/elffile.h"
 #include "util.h"
 
 /* Appends the facts as one JSON object. */

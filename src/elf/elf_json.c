@@ -3,7 +3,7 @@
  * `coldstart inspect --json` prints and what a profile keeps of its native
  * extensions.
  */
-#include "elf_json.h"
+#include "elf/elf_json.h"
 
 #include <jansson.h>
 #include <stdlib.h>

@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "elf_ldcache.h"
-#include "elffile.h"
+#include "elf/elf_ldcache.h"
+#include "elf/elffile.h"
 #include "util.h"
 
 /* Caps that keep hostile trees bounded; exceeding one is a warning in the tree. */

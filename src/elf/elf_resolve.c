@@ -4,7 +4,7 @@
  * /etc/ld.so.cache, the default directories) into one modelled process,
  * reading each file once.
  */
-#include "elf_resolve.h"
+#include "elf/elf_resolve.h"
 
 #include <elf.h>
 #include <errno.h>

@@ -2,7 +2,7 @@
  * Interpreter facts: the real binary behind a python3 name, whether
  * libpython is linked in or shared, and the version either one names.
  */
-#include "elf_python.h"
+#include "elf/elf_python.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pyversion.h"
+#include "elf/pyversion.h"
 
 /* The first executable called name in $PATH, as a real path; NULL with errno set. */
 static char *path_lookup(const char *name)

@@ -4,7 +4,7 @@
  * holds).  Everything a file says is bounds-checked here before it is used:
  * see elffile.h for the contract.
  */
-#include "elffile.h"
+#include "elf/elffile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "pyversion.h"
+#include "elf/pyversion.h"
 
 #ifndef NT_GNU_BUILD_ID
 #define NT_GNU_BUILD_ID 3
