@@ -5,7 +5,7 @@
 #ifndef COLDSTART_ANALYZE_H
 #define COLDSTART_ANALYZE_H
 
-#include "profile.h"
+#include "model/profile.h"
 
 /*
  * Classifies every process of every run (start-up, stdlib, third-party, app),

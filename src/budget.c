@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stats.h"
+#include "model/stats.h"
 
 /* Median across measured runs of a module's cumulative time; UNKNOWN if never imported. */
 static int64_t module_median(const struct profile *p, const char *name, bool *seen)

@@ -9,7 +9,7 @@
 #ifndef COLDSTART_BUDGET_H
 #define COLDSTART_BUDGET_H
 
-#include "profile.h"
+#include "model/profile.h"
 
 struct budget_item {
 	char *name; /* "total", "startup" (interpreter start-up) or a module name */

@@ -10,8 +10,8 @@
 
 #include <stdbool.h>
 
-#include "runlimits.h"
-#include "profile.h"
+#include "model/runlimits.h"
+#include "model/profile.h"
 
 struct cgroup;
 

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "profile.h"
+#include "model/profile.h"
 #include "util.h"
 
 enum v1_ctl { V1_CPU, V1_CPUACCT, V1_MEMORY, V1_PIDS, V1_CPUSET, V1__COUNT };

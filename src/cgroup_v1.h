@@ -5,8 +5,8 @@
 #define COLDSTART_CGROUP_V1_H
 
 #include "cgroup_fs.h"
-#include "profile.h"
-#include "runlimits.h"
+#include "model/profile.h"
+#include "model/runlimits.h"
 
 /*
  * Makes cg's directory in every hierarchy lim needs (and cpu, cpuacct,

@@ -5,8 +5,8 @@
 #define COLDSTART_CGROUP_V2_H
 
 #include "cgroup_fs.h"
-#include "profile.h"
-#include "runlimits.h"
+#include "model/profile.h"
+#include "model/runlimits.h"
 
 /* True when base offers every controller lim needs; else false with the reason in why (when not NULL). */
 bool cg_v2_usable(const char *base, const struct limits *lim, struct buf *why);

@@ -10,7 +10,7 @@
 #include "budget.h"
 #include "builtin.h"
 #include "ci_format.h"
-#include "profile.h"
+#include "model/profile.h"
 #include "show.h"
 
 struct check_opts {

@@ -16,8 +16,8 @@
 #include "builtin.h"
 #include "compare_report.h"
 #include "measure.h"
-#include "profile.h"
-#include "runlimits.h"
+#include "model/profile.h"
+#include "model/runlimits.h"
 #include "show.h"
 
 #define MAX_VARIANTS 26

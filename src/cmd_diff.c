@@ -11,7 +11,7 @@
 #include "ci_format.h"
 #include "diff.h"
 #include "export/export.h"
-#include "profile.h"
+#include "model/profile.h"
 #include "show.h"
 
 struct diff_opts {

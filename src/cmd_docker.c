@@ -16,7 +16,7 @@
 #include "builtin.h"
 #include "docker.h"
 #include "measure.h"
-#include "profile.h"
+#include "model/profile.h"
 #include "ready.h"
 #include "runner.h"
 #include "show.h"

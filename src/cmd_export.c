@@ -10,7 +10,7 @@
 #include "args.h"
 #include "builtin.h"
 #include "export/export.h"
-#include "profile.h"
+#include "model/profile.h"
 
 struct export_cmd_opts {
 	struct export_opts exp;

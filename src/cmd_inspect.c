@@ -19,8 +19,8 @@
 #include "elf/elffile.h"
 #include "findings.h"
 #include "launch.h"
-#include "native.h"
-#include "profile.h"
+#include "model/native.h"
+#include "model/profile.h"
 #include "util.h"
 
 #define PY_TIMEOUT_MS 60000

@@ -13,8 +13,8 @@
 #include "args.h"
 #include "builtin.h"
 #include "measure.h"
-#include "profile.h"
-#include "runlimits.h"
+#include "model/profile.h"
+#include "model/runlimits.h"
 #include "sampler.h"
 #include "show.h"
 

@@ -18,7 +18,7 @@
 
 #include <stdbool.h>
 
-#include "profile.h"
+#include "model/profile.h"
 #include "util.h"
 
 /* The most files one check looks at with mincore (an even sample beyond). */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stats.h"
+#include "model/stats.h"
 #include "util.h"
 
 struct ranked {

@@ -11,7 +11,7 @@
 
 #include "fit.h"
 #include "report.h"
-#include "runlimits.h"
+#include "model/runlimits.h"
 
 #define ALPHA COMPARE_ALPHA
 

@@ -13,8 +13,8 @@
 #include <stdint.h>
 
 #include "compare.h"
-#include "profile.h"
-#include "stats.h"
+#include "model/profile.h"
+#include "model/stats.h"
 #include "util.h"
 
 /* Differences are significant below this (after Holm's adjustment). */

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "profile.h"
+#include "model/profile.h"
 #include "util.h"
 
 /* Default for --min-delta: changes at or below 1 ms are never flagged. */

@@ -13,8 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "runlimits.h"
-#include "profile.h"
+#include "model/runlimits.h"
+#include "model/profile.h"
 #include "util.h"
 
 /* Where the tracer bootstrap and the trace directory appear in the container. */

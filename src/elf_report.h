@@ -13,7 +13,7 @@
 #include "elf/elf_resolve.h"
 #include "elf/elffile.h"
 #include "findings.h"
-#include "profile.h"
+#include "model/profile.h"
 
 /* Thresholds of the findings (documented in docs/inspect.md). */
 #define ELF_HEAVY_LOAD_US 5000 /* native-heavy-load: measured load time */

@@ -9,7 +9,7 @@
 
 #include <stdbool.h>
 
-#include "profile.h"
+#include "model/profile.h"
 
 /*
  * When module (a dotted name) belongs to such a package, appends the fix a

@@ -6,7 +6,7 @@
 #ifndef COLDSTART_FINDINGS_H
 #define COLDSTART_FINDINGS_H
 
-#include "profile.h"
+#include "model/profile.h"
 
 struct finding_rule {
 	const char *id; /* the id of the findings it adds */

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "profile.h"
+#include "model/profile.h"
 
 /* The width when the output is not a terminal and COLUMNS is not set. */
 #define FIT_DEFAULT_WIDTH 100

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "it_lexer.h" /* it_read_fn */
-#include "profile.h"
+#include "model/profile.h"
 
 struct it_warning {
 	long line;

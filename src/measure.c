@@ -18,7 +18,7 @@
 #include "cold.h"
 #include "launch.h"
 #include "ready.h"
-#include "runlimits.h"
+#include "model/runlimits.h"
 #include "show.h"
 
 /*

@@ -30,7 +30,7 @@
 #include <stdint.h>
 
 #include "args.h"
-#include "profile.h"
+#include "model/profile.h"
 #include "ready.h"
 #include "runner.h"
 

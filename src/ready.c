@@ -24,7 +24,7 @@
 #include "launch.h"
 #include "leftover.h"
 #include "listener.h"
-#include "profile.h"
+#include "model/profile.h"
 
 enum ready_state { ST_WAIT, ST_CONNECTING, ST_SENDING, ST_READING, ST_DONE };
 

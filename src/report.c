@@ -15,7 +15,7 @@
 #include "elf_report.h"
 #include "fit.h"
 #include "report_int.h"
-#include "stats.h"
+#include "model/stats.h"
 
 
 static const struct style plain = { "", "", "", "", "", "" };

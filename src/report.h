@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "profile.h"
+#include "model/profile.h"
 
 struct report_opts {
 	int top; /* rows in the top-N tables */

@@ -7,7 +7,7 @@
 #define COLDSTART_REPORT_INT_H
 
 #include "report.h"
-#include "stats.h"
+#include "model/stats.h"
 
 /* What every table of one report shares: the metric, readiness. */
 struct view {

@@ -9,7 +9,7 @@
 
 #include "fit.h"
 #include "report_int.h"
-#include "stats.h"
+#include "model/stats.h"
 
 void describe_status(const struct profile *p, const struct run *r, struct buf *out)
 {

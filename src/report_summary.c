@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "fit.h"
-#include "stats.h"
+#include "model/stats.h"
 
 /* How bad a finding is, for choosing the one the summary names. */
 static int severity_rank(const char *severity)

@@ -9,7 +9,7 @@
 
 #include <stdbool.h>
 
-#include "profile.h"
+#include "model/profile.h"
 
 struct ready_spec;
 struct runner_child_view;

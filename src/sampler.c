@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "datadir.h"
-#include "profile.h"
-#include "samples.h"
-#include "timeline.h"
+#include "model/profile.h"
+#include "model/samples.h"
+#include "model/timeline.h"
 #include "trace_build.h"
 
 int tl_until_from_name(const char *s)

@@ -11,7 +11,7 @@
 
 #include "args.h"
 #include "output.h"
-#include "profile.h"
+#include "model/profile.h"
 #include "report.h"
 
 struct out_request {

@@ -6,7 +6,7 @@
 
 #include <stdlib.h>
 
-#include "timeline.h"
+#include "model/timeline.h"
 
 static const char *end_phrase(enum tl_end e)
 {

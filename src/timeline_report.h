@@ -6,7 +6,7 @@
 #ifndef COLDSTART_TIMELINE_REPORT_H
 #define COLDSTART_TIMELINE_REPORT_H
 
-#include "profile.h"
+#include "model/profile.h"
 
 /*
  * Appends the section for run r of p (nothing when its processes have no

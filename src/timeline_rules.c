@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "timeline.h"
+#include "model/timeline.h"
 
 #define LIST_MAX 5
 

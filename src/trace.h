@@ -9,7 +9,7 @@
 #ifndef COLDSTART_TRACE_H
 #define COLDSTART_TRACE_H
 
-#include "profile.h"
+#include "model/profile.h"
 
 struct trace_stream;
 

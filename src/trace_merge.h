@@ -6,7 +6,7 @@
 #ifndef COLDSTART_TRACE_MERGE_H
 #define COLDSTART_TRACE_MERGE_H
 
-#include "profile.h"
+#include "model/profile.h"
 #include "trace_read.h"
 
 /*

@@ -7,7 +7,7 @@
 #ifndef COLDSTART_TRACE_READ_H
 #define COLDSTART_TRACE_READ_H
 
-#include "profile.h"
+#include "model/profile.h"
 
 /* One import that finished (E or F record), in the order they finished. */
 struct trace_done {

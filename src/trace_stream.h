@@ -13,7 +13,7 @@
 #ifndef COLDSTART_TRACE_STREAM_H
 #define COLDSTART_TRACE_STREAM_H
 
-#include "profile.h"
+#include "model/profile.h"
 
 struct trace_stream;
 

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "profile.h"
+#include "model/profile.h"
 
 /* The importer of what the process imported at top level: its __main__ or the interpreter's start-up. */
 #define WHY_TOP (-2)

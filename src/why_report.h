@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "profile.h"
+#include "model/profile.h"
 #include "why.h"
 #include "why_scan.h"
 

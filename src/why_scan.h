@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "profile.h"
+#include "model/profile.h"
 #include "why.h"
 
 struct why_scan_opts {

@@ -11,7 +11,7 @@
 #include <zlib.h>
 
 #include "fit.h"
-#include "stats.h"
+#include "model/stats.h"
 
 static const struct exporter exporters[] = {
 	{

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "profile.h"
+#include "model/profile.h"
 #include "util.h"
 
 struct diff;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile.h"
+#include "model/profile.h"
 
 /* Every node is reached exactly once from the roots, with consistent links; events point at nodes. */
 static inline void check_tree(const struct proc *pr)

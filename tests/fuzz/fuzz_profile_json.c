@@ -17,7 +17,7 @@
 #include "diff.h"
 #include "export/export.h"
 #include "fuzz_check.h"
-#include "profile.h"
+#include "model/profile.h"
 #include "report.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

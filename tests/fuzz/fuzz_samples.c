@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile.h"
-#include "samples.h"
-#include "timeline.h"
+#include "model/profile.h"
+#include "model/samples.h"
+#include "model/timeline.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "budget.h"
-#include "profile.h"
+#include "model/profile.h"
 
 static int32_t add(struct proc *pr, int32_t parent, const char *name, int64_t self, int64_t cum)
 {

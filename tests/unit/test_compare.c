@@ -16,7 +16,7 @@
 
 #include "compare.h"
 #include "compare_report.h"
-#include "profile.h"
+#include "model/profile.h"
 #include "util.h"
 
 static void test_known_values(void **state)

@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "diff.h"
-#include "profile.h"
+#include "model/profile.h"
 
 static void make(struct profile *p, size_t nodes, int64_t cum)
 {

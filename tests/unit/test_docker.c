@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "docker.h"
-#include "profile.h"
+#include "model/profile.h"
 #include "util.h"
 
 /* The argv joined with '|' so a whole vector is compared at once. */

@@ -22,7 +22,7 @@
 #include "elf/elf_python.h"
 #include "elf/elf_resolve.h"
 #include "elf/elffile.h"
-#include "profile.h"
+#include "model/profile.h"
 #include "elf/pyversion.h"
 #include "util.h"
 

@@ -16,8 +16,8 @@
 
 #include "diff.h"
 #include "export/export.h"
-#include "profile.h"
-#include "stats.h"
+#include "model/profile.h"
+#include "model/stats.h"
 
 static int32_t add(struct proc *pr, int32_t parent, const char *name, int64_t self, int64_t cum)
 {

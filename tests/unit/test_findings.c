@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "findings.h"
-#include "profile.h"
+#include "model/profile.h"
 #include "util.h"
 
 static const struct finding_rules *const builtin[] = { &findings_builtin, NULL };

@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "fit.h"
-#include "profile.h"
+#include "model/profile.h"
 
 static void test_cols(void **state)
 {

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "importtime.h"
-#include "profile.h"
+#include "model/profile.h"
 #include "util.h"
 
 static const char *fixture_dir(void)

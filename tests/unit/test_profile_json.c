@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "json_reader.h"
-#include "profile.h"
+#include "model/profile.h"
 
 #define HEAD "{\"format\":\"coldstart-profile\",\"version\":2,"
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runlimits.h"
+#include "model/runlimits.h"
 #include "util.h"
 
 static void test_presets(void **state)

@@ -14,9 +14,9 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "profile.h"
-#include "samples.h"
-#include "timeline.h"
+#include "model/profile.h"
+#include "model/samples.h"
+#include "model/timeline.h"
 #include "util.h"
 
 static void load(struct samples_file *sf, const char *name)

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "importtime.h"
-#include "profile.h"
+#include "model/profile.h"
 #include "trace_merge.h"
 #include "trace_read.h"
 #include "trace_stream.h"

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "profile.h"
+#include "model/profile.h"
 #include "util.h"
 #include "why.h"
 

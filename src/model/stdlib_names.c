@@ -3,7 +3,7 @@
  * of CPython 3.10-3.13), used to classify imports when the profiled
  * interpreter did not tell us its own list.
  */
-#include "stdlib_names.h"
+#include "model/stdlib_names.h"
 
 #include <pthread.h>
 #include <stdint.h>

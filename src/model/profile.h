@@ -10,9 +10,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "native.h"
-#include "runlimits.h"
-#include "timeline.h"
+#include "model/native.h"
+#include "model/runlimits.h"
+#include "model/timeline.h"
 #include "util.h"
 
 /* Version 2 lists a node before its parent (version 1, still read: after). */
@@ -475,6 +475,6 @@ void profile_to_json(const struct profile *p, struct buf *out);
 int profile_from_json(struct profile *p, const char *text, size_t len, struct buf *errmsg);
 
 /* Classification, the consistency check, package totals: classify.c. */
-#include "classify.h"
+#include "model/classify.h"
 
 #endif

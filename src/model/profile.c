@@ -3,7 +3,7 @@
  * (wall or CPU time) and readiness.  Classification, the consistency check
  * and package totals live in classify.c, JSON in profile_json.c.
  */
-#include "profile.h"
+#include "model/profile.h"
 
 #include <stdlib.h>
 #include <string.h>

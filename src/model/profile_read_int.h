@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "json_reader.h"
-#include "profile.h"
+#include "model/profile.h"
 
 #define MAX_US PROFILE_MAX_US
 #define MAX_NS PROFILE_MAX_NS

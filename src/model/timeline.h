@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "samples.h"
+#include "model/samples.h"
 #include "util.h"
 
 struct proc;

@@ -4,7 +4,7 @@
  * are written children first, as compact arrays; the reader is
  * profile_read.c.
  */
-#include "profile.h"
+#include "model/profile.h"
 
 #include "parallel.h"
 

@@ -2,13 +2,13 @@
  * Reads one samples file of the start-up sampler into struct samples_file
  * (samples.h; the format is docs/trace-format.md, "Samples").  Never prints.
  */
-#include "samples.h"
+#include "model/samples.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile.h"
+#include "model/profile.h"
 
 #define MAX_FIELDS 300
 

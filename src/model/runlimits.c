@@ -2,7 +2,7 @@
  * Resource limits as options give them: parsing, presets, checks and the
  * description reports print (see runlimits.h).  No system calls.
  */
-#include "runlimits.h"
+#include "model/runlimits.h"
 
 #include <ctype.h>
 #include <errno.h>

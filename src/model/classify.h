@@ -7,7 +7,7 @@
 #ifndef COLDSTART_CLASSIFY_H
 #define COLDSTART_CLASSIFY_H
 
-#include "profile.h"
+#include "model/profile.h"
 
 /*
  * Marks interpreter start-up: every root imported before the target's code

@@ -2,7 +2,7 @@
  * The native extensions of a profile: their life cycle and their JSON.  The
  * ELF facts inside are written and read by elf_json.c.
  */
-#include "native.h"
+#include "model/native.h"
 
 #include <jansson.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * Robust summaries of repeated runs.  Module lookups go through a small
  * open-addressing hash so hundreds of runs of thousands of modules stay fast.
  */
-#include "stats.h"
+#include "model/stats.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "profile.h"
+#include "model/profile.h"
 
 struct summary {
 	size_t n; /* values that were known */

@@ -9,7 +9,7 @@
  * (profile_read_int.h); a process, its imports and its timeline are read in
  * profile_read_proc.c.
  */
-#include "profile.h"
+#include "model/profile.h"
 
 #include <limits.h>
 #include <stdbool.h>
@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "json_reader.h"
-#include "profile_read_int.h"
+#include "model/profile_read_int.h"
 
 #define NATIVE_MAX ((size_t)16 << 20)
 

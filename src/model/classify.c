@@ -3,7 +3,7 @@
  * third-party, app, coldstart's bootstrap), importtime's consistency check,
  * and totals by top-level package (classify.h).
  */
-#include "classify.h"
+#include "model/classify.h"
 
 #include <dirent.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 #include "parallel.h"
-#include "stdlib_names.h"
+#include "model/stdlib_names.h"
 
 #ifdef __SSE2__
 #include <emmintrin.h>

@@ -4,14 +4,14 @@
  * cut where the profile's time to ready ends; its split and its costliest
  * functions outside imports, and its JSON.
  */
-#include "timeline.h"
+#include "model/timeline.h"
 
 #include <ctype.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile.h"
+#include "model/profile.h"
 
 static const char *const kind_names[TL__COUNT] = {
 	[TL_THREAD] = "thread", [TL_STARTUP] = "startup", [TL_IMPORT] = "import",
