@@ -14,10 +14,10 @@
 
 #include "args.h"
 #include "builtin.h"
-#include "docker.h"
+#include "sys/docker.h"
 #include "measure.h"
 #include "model/profile.h"
-#include "ready.h"
+#include "sys/ready.h"
 #include "runner.h"
 #include "show.h"
 

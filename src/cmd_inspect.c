@@ -18,7 +18,7 @@
 #include "elf/elf_resolve.h"
 #include "elf/elffile.h"
 #include "findings.h"
-#include "launch.h"
+#include "sys/launch.h"
 #include "model/native.h"
 #include "model/profile.h"
 #include "util.h"

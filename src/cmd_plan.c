@@ -16,7 +16,7 @@
 
 #include "args.h"
 #include "builtin.h"
-#include "leftover.h"
+#include "sys/leftover.h"
 #include "measure.h"
 #include "plan_pick.h"
 #include "plan_target.h"

@@ -10,7 +10,7 @@
 #include "args.h"
 #include "builtin.h"
 #include "export/export.h"
-#include "launch.h"
+#include "sys/launch.h"
 #include "util.h"
 
 struct command {

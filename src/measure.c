@@ -15,9 +15,9 @@
 
 #include "analyze.h"
 #include "exit.h"
-#include "cold.h"
-#include "launch.h"
-#include "ready.h"
+#include "sys/cold.h"
+#include "sys/launch.h"
+#include "sys/ready.h"
 #include "model/runlimits.h"
 #include "show.h"
 

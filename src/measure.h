@@ -31,7 +31,7 @@
 
 #include "args.h"
 #include "model/profile.h"
-#include "ready.h"
+#include "sys/ready.h"
 #include "runner.h"
 
 struct show_opts;

@@ -21,8 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "launch.h"
-#include "leftover.h"
+#include "sys/launch.h"
+#include "sys/leftover.h"
 
 #define TAIL_MAX 8192
 #define RESPONSE_MAX ((size_t)64 << 20)

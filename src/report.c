@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cold.h"
+#include "sys/cold.h"
 #include "elf_report.h"
 #include "fit.h"
 #include "report_int.h"

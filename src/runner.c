@@ -18,11 +18,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "sys/cgroup.h"
 #include "importtime.h"
-#include "launch.h"
-#include "leftover.h"
-#include "ready.h"
+#include "sys/launch.h"
+#include "sys/leftover.h"
+#include "sys/ready.h"
 #include "trace.h"
 
 extern char **environ;

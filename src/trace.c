@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "datadir.h"
-#include "leftover.h"
+#include "sys/leftover.h"
 #include "trace_build.h"
 #include "trace_stream.h"
 

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "launch.h"
+#include "sys/launch.h"
 
 static const char query_script[] =
 	"import sys, sysconfig\n"

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "launch.h"
+#include "sys/launch.h"
 #include "trace_build.h"
 
 /* The reader's stdout holds a few records per import statement; this is far beyond any real one. */

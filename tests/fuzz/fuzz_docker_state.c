@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "docker.h"
+#include "sys/docker.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

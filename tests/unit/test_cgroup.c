@@ -19,8 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cgroup.h"
-#include "leftover.h"
+#include "sys/cgroup.h"
+#include "sys/leftover.h"
 #include "util.h"
 
 static char tmpl[] = "/tmp/coldstart-cgtest-XXXXXX";

@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "sys/cgroup.h"
 #include "util.h"
 
 #define PYTHON "/usr/bin/python3"

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "docker.h"
+#include "sys/docker.h"
 #include "model/profile.h"
 #include "util.h"
 

@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "leftover.h"
+#include "sys/leftover.h"
 #include "util.h"
 
 static char *tmp;

@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "listener.h"
-#include "ready.h"
+#include "sys/listener.h"
+#include "sys/ready.h"
 
 static void test_specs(void **state)
 {

@@ -3,7 +3,7 @@
  * learnt from its runs, dropped with POSIX_FADV_DONTNEED and checked with
  * mincore (see cold.h).
  */
-#include "cold.h"
+#include "sys/cold.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -4,7 +4,7 @@
  * memory.max, memory.swap.max, pids.max and cpuset.cpus, and reads cpu.stat,
  * memory.peak and memory.events back (see cgroup_fs.h).
  */
-#include "cgroup_v2.h"
+#include "sys/cgroup_v2.h"
 
 #include <errno.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * in tests), small-file reads and writes, and the two ways of touching a
  * cgroup directory (see cgroup_fs.h).
  */
-#include "cgroup_fs.h"
+#include "sys/cgroup_fs.h"
 
 #include <ctype.h>
 #include <dirent.h>

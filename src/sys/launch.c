@@ -3,7 +3,7 @@
  * pipe, optional stderr/stdout pipes, joining cgroups before exec, and
  * killing whole process trees found through /proc.
  */
-#include "launch.h"
+#include "sys/launch.h"
 
 #include <dirent.h>
 #include <errno.h>

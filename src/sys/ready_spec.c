@@ -3,7 +3,7 @@
  * (see ready.h): pure, and called when the options are parsed, so a bad
  * spec is a usage error before anything runs.
  */
-#include "ready.h"
+#include "sys/ready.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

@@ -14,12 +14,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "sys/cgroup.h"
 
-#include "cgroup_fs.h"
-#include "cgroup_v1.h"
-#include "cgroup_v2.h"
-#include "leftover.h"
+#include "sys/cgroup_fs.h"
+#include "sys/cgroup_v1.h"
+#include "sys/cgroup_v2.h"
+#include "sys/leftover.h"
 
 /* How long destroy waits for processes to die and for rmdir to succeed. */
 #define KILL_WAIT_MS 3000

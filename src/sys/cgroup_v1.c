@@ -5,7 +5,7 @@
  * cpuset written, and cpuacct.usage, cpu.stat, max_usage_in_bytes and
  * oom_control read back (see cgroup_fs.h).
  */
-#include "cgroup_v1.h"
+#include "sys/cgroup_v1.h"
 
 #include <errno.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * socket's inode links the kernel's table to "socket:[INODE]" in the fd
  * directory of every process that holds it.
  */
-#include "listener.h"
+#include "sys/listener.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "launch.h"
+#include "sys/launch.h"
 #include "util.h"
 
 /* st of a TCP socket in LISTEN (include/net/tcp_states.h). */

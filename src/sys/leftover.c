@@ -2,7 +2,7 @@
  * The owner-alive rule for what runs leave behind (see leftover.h), and the
  * private temporary directories of a run that follow it.
  */
-#include "leftover.h"
+#include "sys/leftover.h"
 
 #include <ctype.h>
 #include <dirent.h>

@@ -3,7 +3,7 @@
  * and options, runs control commands with a timeout, and parses the state
  * `inspect` reports after a run.
  */
-#include "docker.h"
+#include "sys/docker.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "launch.h"
+#include "sys/launch.h"
 
 const char DOCKER_STATE_FORMAT[] =
 	"{{.State.OOMKilled}}\t{{.State.ExitCode}}\t{{.State.Status}}\t{{.State.StartedAt}}\t"

@@ -4,7 +4,7 @@
  * send one request and read its answer, never blocking for more than a poll
  * interval.  The specs are parsed in ready_spec.c.
  */
-#include "ready.h"
+#include "sys/ready.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -21,9 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "launch.h"
-#include "leftover.h"
-#include "listener.h"
+#include "sys/launch.h"
+#include "sys/leftover.h"
+#include "sys/listener.h"
 #include "model/profile.h"
 
 enum ready_state { ST_WAIT, ST_CONNECTING, ST_SENDING, ST_READING, ST_DONE };

@@ -4,7 +4,7 @@
 #ifndef COLDSTART_CGROUP_V1_H
 #define COLDSTART_CGROUP_V1_H
 
-#include "cgroup_fs.h"
+#include "sys/cgroup_fs.h"
 #include "model/profile.h"
 #include "model/runlimits.h"
 
