@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "importtime.h"
+#include "ingest/importtime.h"
 
 static long read_fd(void *ctx, char *buf, size_t len)
 {

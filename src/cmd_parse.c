@@ -12,7 +12,7 @@
 #include "analyze.h"
 #include "args.h"
 #include "builtin.h"
-#include "importtime.h"
+#include "ingest/importtime.h"
 #include "show.h"
 
 struct parse_opts {

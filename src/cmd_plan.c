@@ -22,7 +22,7 @@
 #include "plan_target.h"
 #include "plan_verify.h"
 #include "show.h"
-#include "trace_build.h"
+#include "ingest/trace_build.h"
 #include "util.h"
 
 extern char **environ;

@@ -15,7 +15,7 @@
 #include "measure.h"
 #include "model/profile.h"
 #include "model/runlimits.h"
-#include "sampler.h"
+#include "ingest/sampler.h"
 #include "show.h"
 
 struct profile_opts {

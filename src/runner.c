@@ -6,7 +6,7 @@
  * through a self-pipe so cleanup always runs in the loop, never in a handler.
  */
 #include "runner.h"
-#include "sampler.h"
+#include "ingest/sampler.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,11 +19,11 @@
 #include <unistd.h>
 
 #include "sys/cgroup.h"
-#include "importtime.h"
+#include "ingest/importtime.h"
 #include "sys/launch.h"
 #include "sys/leftover.h"
 #include "sys/ready.h"
-#include "trace.h"
+#include "ingest/trace.h"
 
 extern char **environ;
 

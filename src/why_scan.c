@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "sys/launch.h"
-#include "trace_build.h"
+#include "ingest/trace_build.h"
 
 /* The reader's stdout holds a few records per import statement; this is far beyond any real one. */
 #define OUT_LIMIT ((size_t)256 << 20)

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "fuzz_check.h"
-#include "importtime.h"
+#include "ingest/importtime.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

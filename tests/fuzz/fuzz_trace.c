@@ -20,10 +20,10 @@
 
 #include "analyze.h"
 #include "fuzz_check.h"
-#include "importtime.h"
-#include "trace_merge.h"
-#include "trace_read.h"
-#include "trace_stream.h"
+#include "ingest/importtime.h"
+#include "ingest/trace_merge.h"
+#include "ingest/trace_read.h"
+#include "ingest/trace_stream.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

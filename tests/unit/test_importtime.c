@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "importtime.h"
+#include "ingest/importtime.h"
 #include "model/profile.h"
 #include "util.h"
 

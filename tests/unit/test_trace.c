@@ -13,11 +13,11 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "importtime.h"
+#include "ingest/importtime.h"
 #include "model/profile.h"
-#include "trace_merge.h"
-#include "trace_read.h"
-#include "trace_stream.h"
+#include "ingest/trace_merge.h"
+#include "ingest/trace_read.h"
+#include "ingest/trace_stream.h"
 #include "util.h"
 
 static void fixture_path(struct buf *path, const char *name)

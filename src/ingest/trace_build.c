@@ -3,7 +3,7 @@
  * per ABI, so interpreters other than the one the Makefile built for get the
  * C tracer too (trace_build.h).
  */
-#include "trace_build.h"
+#include "ingest/trace_build.h"
 
 #include <errno.h>
 #include <fcntl.h>

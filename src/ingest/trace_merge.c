@@ -4,7 +4,7 @@
  * and the imports importtime cannot see.  Then the processes of a run are
  * ordered and named.
  */
-#include "trace_merge.h"
+#include "ingest/trace_merge.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "importtime.h"
-#include "trace_stream_int.h"
+#include "ingest/importtime.h"
+#include "ingest/trace_stream_int.h"
 
 static bool window_has(const struct trace_stream *s, const struct window *w, const char *name, size_t len)
 {

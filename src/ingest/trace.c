@@ -2,7 +2,7 @@
  * The tracer session of one run: the traced child's environment, its stderr
  * while it runs, and the trace files after it (trace.h).
  */
-#include "trace.h"
+#include "ingest/trace.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -14,8 +14,8 @@
 
 #include "datadir.h"
 #include "sys/leftover.h"
-#include "trace_build.h"
-#include "trace_stream.h"
+#include "ingest/trace_build.h"
+#include "ingest/trace_stream.h"
 
 static void write_note(const char *dir, const char *name, const char *text)
 {

@@ -7,7 +7,7 @@
 #define COLDSTART_TRACE_MERGE_H
 
 #include "model/profile.h"
-#include "trace_read.h"
+#include "ingest/trace_read.h"
 
 /*
  * Merges a trace into pr, the importtime tree of the same process (may be

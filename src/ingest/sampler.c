@@ -3,7 +3,7 @@
  * child's environment and turns its samples files into the processes'
  * timelines after the run.
  */
-#include "sampler.h"
+#include "ingest/sampler.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -14,7 +14,7 @@
 #include "model/profile.h"
 #include "model/samples.h"
 #include "model/timeline.h"
-#include "trace_build.h"
+#include "ingest/trace_build.h"
 
 int tl_until_from_name(const char *s)
 {

@@ -4,7 +4,7 @@
  * rows to the interpreter whose importtime header opened them, everything
  * else straight through (trace_stream.h).
  */
-#include "trace_stream.h"
+#include "ingest/trace_stream.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -15,9 +15,9 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "importtime.h"
-#include "trace_merge.h"
-#include "trace_stream_int.h"
+#include "ingest/importtime.h"
+#include "ingest/trace_merge.h"
+#include "ingest/trace_stream_int.h"
 
 #define ROW_MARK "import time:"
 #define READ_PAGE 4096

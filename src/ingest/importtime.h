@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "it_lexer.h" /* it_read_fn */
+#include "ingest/it_lexer.h" /* it_read_fn */
 #include "model/profile.h"
 
 struct it_warning {

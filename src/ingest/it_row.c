@@ -3,7 +3,7 @@
  * the target's own text), and the common row recognised in one pass with
  * word-wide scans.  Pure functions of the bytes they are given.
  */
-#include "it_row.h"
+#include "ingest/it_row.h"
 
 #include <string.h>
 

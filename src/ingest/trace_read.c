@@ -3,7 +3,7 @@
  * import tree, fed whole or as the process writes.  Phases are the import's
  * own: time spent in imports nested inside a phase is not counted in it.
  */
-#include "trace_read.h"
+#include "ingest/trace_read.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "importtime.h"
-#include "it_lexer.h"
-#include "it_row.h"
+#include "ingest/importtime.h"
+#include "ingest/it_lexer.h"
+#include "ingest/it_row.h"
 #include "parallel.h"
 
 /* Warnings beyond this many are only counted, so junk input stays bounded. */

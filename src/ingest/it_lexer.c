@@ -3,14 +3,14 @@
  * splits each into rows it_row_lex takes and raw bytes, in stream order,
  * while the calling thread applies the slots one after the other.
  */
-#include "it_lexer.h"
+#include "ingest/it_lexer.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "it_row.h"
+#include "ingest/it_row.h"
 #include "parallel.h"
 #include "util.h"
 

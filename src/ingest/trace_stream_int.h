@@ -7,8 +7,8 @@
 #ifndef COLDSTART_TRACE_STREAM_INT_H
 #define COLDSTART_TRACE_STREAM_INT_H
 
-#include "trace_read.h"
-#include "trace_stream.h"
+#include "ingest/trace_read.h"
+#include "ingest/trace_stream.h"
 
 struct rowlist {
 	size_t *v; /* indexes into trace_stream.rows */
