@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "plan_pick.h"
+#include "plan/plan_pick.h"
 #include "util.h"
 
 static char *tmp;

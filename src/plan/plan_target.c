@@ -3,7 +3,7 @@
  * side of http-stream, a loopback HTTP client or a wait for exit, with the
  * sample requests sent one at a time and every response kept.
  */
-#include "plan_target.h"
+#include "plan/plan_target.h"
 
 #include <errno.h>
 #include <fcntl.h>

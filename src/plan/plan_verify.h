@@ -11,7 +11,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "plan_target.h"
+#include "plan/plan_target.h"
 #include "util.h"
 
 #define PLAN_FORMAT "coldstart-plan"

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "exit.h"
-#include "plan_verify.h"
+#include "plan/plan_verify.h"
 #include "util.h"
 
 const char *plan_mod_str(json_t *m, const char *key)

@@ -2,7 +2,7 @@
  * Choosing the record of the process that answered among those a planning
  * run's processes wrote (see plan_pick.h).
  */
-#include "plan_pick.h"
+#include "plan/plan_pick.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "plan_verify.h"
+#include "plan/plan_verify.h"
 
 struct rec {
 	char *path;
