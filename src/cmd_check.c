@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "args.h"
-#include "budget.h"
+#include "analysis/budget.h"
 #include "builtin.h"
 #include "ci_format.h"
 #include "model/profile.h"

@@ -9,7 +9,7 @@
 #include "args.h"
 #include "builtin.h"
 #include "ci_format.h"
-#include "diff.h"
+#include "analysis/diff.h"
 #include "export/export.h"
 #include "model/profile.h"
 #include "show.h"

@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "analyze.h"
+#include "analysis/analyze.h"
 #include "args.h"
 #include "builtin.h"
 #include "ingest/importtime.h"

@@ -13,9 +13,9 @@
 #include "parallel.h"
 #include "model/profile.h"
 #include "model/stats.h"
-#include "why.h"
+#include "analysis/why.h"
 #include "why_report.h"
-#include "why_scan.h"
+#include "analysis/why_scan.h"
 
 #define READER_TIMEOUT_MS (600 * 1000)
 

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "compare.h"
+#include "analysis/compare.h"
 #include "model/profile.h"
 #include "model/stats.h"
 #include "util.h"

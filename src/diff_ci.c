@@ -2,7 +2,7 @@
  * `coldstart diff` for CI: the report as Markdown (a pull-request comment or
  * GitHub's job summary) and as GitHub annotations (see diff.h).
  */
-#include "diff.h"
+#include "analysis/diff.h"
 
 #include <stdlib.h>
 

@@ -13,7 +13,7 @@
 
 #include <sys/stat.h>
 
-#include "analyze.h"
+#include "analysis/analyze.h"
 #include "exit.h"
 #include "sys/cold.h"
 #include "sys/launch.h"

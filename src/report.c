@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "sys/cold.h"
-#include "elf_report.h"
+#include "analysis/elf_report.h"
 #include "fit.h"
 #include "report_int.h"
 #include "model/stats.h"

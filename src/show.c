@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "budget.h"
+#include "analysis/budget.h"
 #include "exit.h"
 #include "export/export.h"
 #include "fit.h"

@@ -10,8 +10,8 @@
 #include <stddef.h>
 
 #include "model/profile.h"
-#include "why.h"
-#include "why_scan.h"
+#include "analysis/why.h"
+#include "analysis/why_scan.h"
 
 /* One process's answer. */
 struct why_proc_answer {

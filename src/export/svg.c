@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diff.h"
+#include "analysis/diff.h"
 
 #define PAD 10
 #define FRAME_H 16

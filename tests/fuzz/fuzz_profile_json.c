@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze.h"
-#include "budget.h"
-#include "diff.h"
+#include "analysis/analyze.h"
+#include "analysis/budget.h"
+#include "analysis/diff.h"
 #include "export/export.h"
 #include "fuzz_check.h"
 #include "model/profile.h"

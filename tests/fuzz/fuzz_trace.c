@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analyze.h"
+#include "analysis/analyze.h"
 #include "fuzz_check.h"
 #include "ingest/importtime.h"
 #include "ingest/trace_merge.h"

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "budget.h"
+#include "analysis/budget.h"
 #include "model/profile.h"
 
 static int32_t add(struct proc *pr, int32_t parent, const char *name, int64_t self, int64_t cum)

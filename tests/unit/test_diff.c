@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "diff.h"
+#include "analysis/diff.h"
 #include "model/profile.h"
 
 static void make(struct profile *p, size_t nodes, int64_t cum)

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "elf_report.h"
+#include "analysis/elf_report.h"
 #include "elf/elf_json.h"
 #include "elf/elf_ldcache.h"
 #include "elf/elf_python.h"

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "diff.h"
+#include "analysis/diff.h"
 #include "export/export.h"
 #include "model/profile.h"
 #include "model/stats.h"

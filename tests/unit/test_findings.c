@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "findings.h"
+#include "analysis/findings.h"
 #include "model/profile.h"
 #include "util.h"
 

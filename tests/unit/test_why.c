@@ -14,7 +14,7 @@
 
 #include "model/profile.h"
 #include "util.h"
-#include "why.h"
+#include "analysis/why.h"
 
 static int32_t add(struct proc *pr, int32_t parent, const char *name, int64_t self_us, int64_t cum_us)
 {

@@ -6,7 +6,7 @@
 #ifndef COLDSTART_PLAN_FINDING_H
 #define COLDSTART_PLAN_FINDING_H
 
-#include "findings.h"
+#include "analysis/findings.h"
 
 /* The `startup-plan` rule, as a table for findings_run (analyze.c runs it). */
 extern const struct finding_rules plan_finding_rules;

@@ -3,7 +3,7 @@
  * a noise threshold from the runs' spread (median absolute deviation), and
  * the text report `coldstart diff` prints.
  */
-#include "diff.h"
+#include "analysis/diff.h"
 
 #include <math.h>
 #include <stdlib.h>

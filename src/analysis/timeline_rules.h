@@ -5,7 +5,7 @@
 #ifndef COLDSTART_TIMELINE_RULES_H
 #define COLDSTART_TIMELINE_RULES_H
 
-#include "findings.h"
+#include "analysis/findings.h"
 
 /* startup-work, startup-boto-client: at least this share of the time to ready, and this much. */
 #define TL_RULE_SHARE_PCT 10

@@ -5,7 +5,7 @@
  * expressions compiled at module scope, and any other function that holds a
  * large share of the time to ready.
  */
-#include "timeline_rules.h"
+#include "analysis/timeline_rules.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * heavy-import's advice for the packages that serve the requests (servers,
  * web and function frameworks): what a server can do about them.
  */
-#include "finding_serving.h"
+#include "analysis/finding_serving.h"
 
 #include <string.h>
 

@@ -2,8 +2,8 @@
  * The findings rules: a table of small functions over a profile, each adding
  * findings with an id, evidence and a concrete fix (docs/findings.md).
  */
-#include "findings.h"
-#include "finding_serving.h"
+#include "analysis/findings.h"
+#include "analysis/finding_serving.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * The statistics behind `coldstart compare`: the Mann-Whitney U test (exact
  * with ties, or normal), Holm's adjustment and outliers (see compare.h).
  */
-#include "compare.h"
+#include "analysis/compare.h"
 
 #include <math.h>
 #include <stdlib.h>

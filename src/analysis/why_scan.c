@@ -3,7 +3,7 @@
  * with the profile's interpreter and joins its records to the processes'
  * graphs (why_scan.h).
  */
-#include "why_scan.h"
+#include "analysis/why_scan.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -3,7 +3,7 @@
  * elffile, joins it with the measured load time, renders the report section
  * and the native-* findings, and carries the facts through JSON.
  */
-#include "elf_report.h"
+#include "analysis/elf_report.h"
 
 #include <stdlib.h>
 #include <string.h>

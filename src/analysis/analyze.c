@@ -1,15 +1,15 @@
 /*
  * The analysis pass shared by profile, parse, docker and report.
  */
-#include "analyze.h"
+#include "analysis/analyze.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "elf_report.h"
-#include "findings.h"
-#include "plan_finding.h"
-#include "timeline_rules.h"
+#include "analysis/elf_report.h"
+#include "analysis/findings.h"
+#include "analysis/plan_finding.h"
+#include "analysis/timeline_rules.h"
 
 /* The rules every analysis runs, in order. */
 static const struct finding_rules *const rule_tables[] = { &findings_builtin, &elf_finding_rules,

@@ -12,7 +12,7 @@
 
 #include "elf/elf_resolve.h"
 #include "elf/elffile.h"
-#include "findings.h"
+#include "analysis/findings.h"
 #include "model/profile.h"
 
 /* Thresholds of the findings (documented in docs/inspect.md). */

@@ -2,11 +2,11 @@
  * The `startup-plan` finding: what a start-up plan could take off the first
  * response, read from a traced profile with a measured first response.
  */
-#include "plan_finding.h"
+#include "analysis/plan_finding.h"
 
 #include <stdlib.h>
 
-#include "findings.h"
+#include "analysis/findings.h"
 
 #define PLAN_LIST_MAX 8
 

@@ -5,7 +5,7 @@
  * start-up budget stays wall time (importtime's rows from before the
  * tracer have no CPU time).
  */
-#include "budget.h"
+#include "analysis/budget.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * process, the statements joined to its tree, and the reachability that
  * answers "what would go away".
  */
-#include "why.h"
+#include "analysis/why.h"
 
 #include <stdlib.h>
 #include <string.h>

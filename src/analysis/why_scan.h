@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "model/profile.h"
-#include "why.h"
+#include "analysis/why.h"
 
 struct why_scan_opts {
 	const char *python; /* the interpreter to read with; NULL: the profile's */
