@@ -9,7 +9,7 @@
 #include "args.h"
 #include "analysis/budget.h"
 #include "builtin.h"
-#include "ci_format.h"
+#include "render/ci_format.h"
 #include "model/profile.h"
 #include "show.h"
 

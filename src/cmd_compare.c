@@ -14,7 +14,7 @@
 
 #include "args.h"
 #include "builtin.h"
-#include "compare_report.h"
+#include "render/compare_report.h"
 #include "measure.h"
 #include "model/profile.h"
 #include "model/runlimits.h"

@@ -8,7 +8,7 @@
 
 #include "args.h"
 #include "builtin.h"
-#include "ci_format.h"
+#include "render/ci_format.h"
 #include "analysis/diff.h"
 #include "export/export.h"
 #include "model/profile.h"

@@ -9,12 +9,12 @@
 
 #include "args.h"
 #include "builtin.h"
-#include "fit.h"
+#include "render/fit.h"
 #include "parallel.h"
 #include "model/profile.h"
 #include "model/stats.h"
 #include "analysis/why.h"
-#include "why_report.h"
+#include "render/why_report.h"
 #include "analysis/why_scan.h"
 
 #define READER_TIMEOUT_MS (600 * 1000)

@@ -12,7 +12,7 @@
 #include "args.h"
 #include "output.h"
 #include "model/profile.h"
-#include "report.h"
+#include "render/report.h"
 
 struct out_request {
 	const char *format; /* exporter name */

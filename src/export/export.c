@@ -10,7 +10,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "fit.h"
+#include "render/fit.h"
 #include "model/stats.h"
 
 static const struct exporter exporters[] = {

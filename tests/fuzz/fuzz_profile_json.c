@@ -18,7 +18,7 @@
 #include "export/export.h"
 #include "fuzz_check.h"
 #include "model/profile.h"
-#include "report.h"
+#include "render/report.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "analysis/compare.h"
-#include "compare_report.h"
+#include "render/compare_report.h"
 #include "model/profile.h"
 #include "util.h"
 

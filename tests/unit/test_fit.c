@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "fit.h"
+#include "render/fit.h"
 #include "model/profile.h"
 
 static void test_cols(void **state)

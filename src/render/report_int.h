@@ -6,7 +6,7 @@
 #ifndef COLDSTART_REPORT_INT_H
 #define COLDSTART_REPORT_INT_H
 
-#include "report.h"
+#include "render/report.h"
 #include "model/stats.h"
 
 /* What every table of one report shares: the metric, readiness. */

@@ -2,15 +2,15 @@
  * The figures of a comparison and the three ways it is shown (see
  * compare_report.h); the statistics themselves are compare.c's.
  */
-#include "compare_report.h"
+#include "render/compare_report.h"
 
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "fit.h"
-#include "report.h"
+#include "render/fit.h"
+#include "render/report.h"
 #include "model/runlimits.h"
 
 #define ALPHA COMPARE_ALPHA

@@ -2,7 +2,7 @@
  * Markdown cells, GitHub workflow commands and the appended summary file of
  * `check` and `diff` (see ci_format.h).
  */
-#include "ci_format.h"
+#include "render/ci_format.h"
 
 #include <errno.h>
 #include <stdbool.h>

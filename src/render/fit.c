@@ -2,7 +2,7 @@
  * Fitting report text to a width (see fit.h): the terminal's width, columns
  * of UTF-8 text, shortening in the middle and wrapping with a hanging indent.
  */
-#include "fit.h"
+#include "render/fit.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,8 +3,8 @@
  * modules by cumulative and by self, with their chains, packages), findings,
  * an optional pruned tree, and warnings.
  */
-#include "report.h"
-#include "timeline_report.h"
+#include "render/report.h"
+#include "render/timeline_report.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -13,8 +13,8 @@
 
 #include "sys/cold.h"
 #include "analysis/elf_report.h"
-#include "fit.h"
-#include "report_int.h"
+#include "render/fit.h"
+#include "render/report_int.h"
 #include "model/stats.h"
 
 

@@ -6,7 +6,7 @@
 
 #include <stdlib.h>
 
-#include "ci_format.h"
+#include "render/ci_format.h"
 
 static void add_signed(struct buf *out, int64_t us)
 {

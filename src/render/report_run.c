@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fit.h"
-#include "report_int.h"
+#include "render/fit.h"
+#include "render/report_int.h"
 #include "model/stats.h"
 
 void describe_status(const struct profile *p, const struct run *r, struct buf *out)

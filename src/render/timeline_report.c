@@ -2,7 +2,7 @@
  * The "Start-up beyond imports" section of the text report
  * (timeline_report.h), from the processes' timelines.
  */
-#include "timeline_report.h"
+#include "render/timeline_report.h"
 
 #include <stdlib.h>
 

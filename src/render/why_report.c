@@ -3,12 +3,12 @@
  * section per process, its importers with their chains, and what would go
  * away (docs/why.md).
  */
-#include "why_report.h"
+#include "render/why_report.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "fit.h"
+#include "render/fit.h"
 
 /* The importer table's columns but the statement's: "  cost  what  " and the gap after the statement. */
 #define IMPORTER_FIXED (2 + 9 + 2 + 13 + 2 + 2)
