@@ -11,7 +11,7 @@
 #include "builtin.h"
 #include "render/ci_format.h"
 #include "model/profile.h"
-#include "show.h"
+#include "session/show.h"
 
 struct check_opts {
 	struct budget b;

@@ -15,10 +15,10 @@
 #include "args.h"
 #include "builtin.h"
 #include "render/compare_report.h"
-#include "measure.h"
+#include "session/measure.h"
 #include "model/profile.h"
 #include "model/runlimits.h"
-#include "show.h"
+#include "session/show.h"
 
 #define MAX_VARIANTS 26
 

@@ -12,7 +12,7 @@
 #include "analysis/diff.h"
 #include "export/export.h"
 #include "model/profile.h"
-#include "show.h"
+#include "session/show.h"
 
 struct diff_opts {
 	struct export_opts exp; /* for --flamegraph */

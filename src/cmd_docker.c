@@ -15,11 +15,11 @@
 #include "args.h"
 #include "builtin.h"
 #include "sys/docker.h"
-#include "measure.h"
+#include "session/measure.h"
 #include "model/profile.h"
 #include "sys/ready.h"
-#include "runner.h"
-#include "show.h"
+#include "session/runner.h"
+#include "session/show.h"
 
 extern char **environ;
 

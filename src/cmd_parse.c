@@ -13,7 +13,7 @@
 #include "args.h"
 #include "builtin.h"
 #include "ingest/importtime.h"
-#include "show.h"
+#include "session/show.h"
 
 struct parse_opts {
 	struct show_opts show;

@@ -17,11 +17,11 @@
 #include "args.h"
 #include "builtin.h"
 #include "sys/leftover.h"
-#include "measure.h"
+#include "session/measure.h"
 #include "plan/plan_pick.h"
 #include "plan/plan_target.h"
 #include "plan/plan_verify.h"
-#include "show.h"
+#include "session/show.h"
 #include "ingest/trace_build.h"
 #include "util.h"
 

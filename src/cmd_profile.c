@@ -12,11 +12,11 @@
 
 #include "args.h"
 #include "builtin.h"
-#include "measure.h"
+#include "session/measure.h"
 #include "model/profile.h"
 #include "model/runlimits.h"
 #include "ingest/sampler.h"
-#include "show.h"
+#include "session/show.h"
 
 struct profile_opts {
 	struct show_opts show;

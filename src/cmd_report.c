@@ -7,7 +7,7 @@
 
 #include "args.h"
 #include "builtin.h"
-#include "show.h"
+#include "session/show.h"
 
 static const struct usage report_usage = {
 	.command = "report",

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "builtin.h"
-#include "measure.h"
+#include "session/measure.h"
 #include "util.h"
 
 /* What the probe hook answers: an exit status and what was printed. */

@@ -2,7 +2,7 @@
  * The measuring session of `profile` and `docker`: their shared options, the
  * interpreter probe, the run loop and the exit status (see measure.h).
  */
-#include "measure.h"
+#include "session/measure.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -19,7 +19,7 @@
 #include "sys/launch.h"
 #include "sys/ready.h"
 #include "model/runlimits.h"
-#include "show.h"
+#include "session/show.h"
 
 /*
  * What the probe asks: the version, sys.executable, the standard library's

@@ -2,7 +2,7 @@
  * Showing a profile: the report, the JSON file, exports and budget checks,
  * and the options that ask for them (see show.h).
  */
-#include "show.h"
+#include "session/show.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -32,7 +32,7 @@
 #include "args.h"
 #include "model/profile.h"
 #include "sys/ready.h"
-#include "runner.h"
+#include "session/runner.h"
 
 struct show_opts;
 

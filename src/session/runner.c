@@ -5,7 +5,7 @@
  * and its output are done, collect the figures, release.  Signals arrive
  * through a self-pipe so cleanup always runs in the loop, never in a handler.
  */
-#include "runner.h"
+#include "session/runner.h"
 #include "ingest/sampler.h"
 
 #include <errno.h>
