@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "args.h"
-#include "builtin.h"
+#include "cmd/builtin.h"
 #include "util.h"
 
 struct inner {

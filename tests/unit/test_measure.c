@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "builtin.h"
+#include "cmd/builtin.h"
 #include "session/measure.h"
 #include "util.h"
 

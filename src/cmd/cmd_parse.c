@@ -11,7 +11,7 @@
 
 #include "analysis/analyze.h"
 #include "args.h"
-#include "builtin.h"
+#include "cmd/builtin.h"
 #include "ingest/importtime.h"
 #include "session/show.h"
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "args.h"
-#include "builtin.h"
+#include "cmd/builtin.h"
 #include "analysis/elf_report.h"
 #include "elf/elf_json.h"
 #include "elf/elf_python.h"

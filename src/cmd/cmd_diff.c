@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "args.h"
-#include "builtin.h"
+#include "cmd/builtin.h"
 #include "render/ci_format.h"
 #include "analysis/diff.h"
 #include "export/export.h"

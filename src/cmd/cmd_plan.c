@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "args.h"
-#include "builtin.h"
+#include "cmd/builtin.h"
 #include "sys/leftover.h"
 #include "session/measure.h"
 #include "plan/plan_pick.h"

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "args.h"
-#include "builtin.h"
+#include "cmd/builtin.h"
 #include "render/compare_report.h"
 #include "session/measure.h"
 #include "model/profile.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "args.h"
-#include "builtin.h"
+#include "cmd/builtin.h"
 #include "render/fit.h"
 #include "parallel.h"
 #include "model/profile.h"

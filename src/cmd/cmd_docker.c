@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "args.h"
-#include "builtin.h"
+#include "cmd/builtin.h"
 #include "sys/docker.h"
 #include "session/measure.h"
 #include "model/profile.h"

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "args.h"
-#include "builtin.h"
+#include "cmd/builtin.h"
 #include "session/show.h"
 
 static const struct usage report_usage = {

@@ -8,7 +8,7 @@
 
 #include "args.h"
 #include "analysis/budget.h"
-#include "builtin.h"
+#include "cmd/builtin.h"
 #include "render/ci_format.h"
 #include "model/profile.h"
 #include "session/show.h"

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "args.h"
-#include "builtin.h"
+#include "cmd/builtin.h"
 #include "session/measure.h"
 #include "model/profile.h"
 #include "model/runlimits.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "args.h"
-#include "builtin.h"
+#include "cmd/builtin.h"
 #include "export/export.h"
 #include "model/profile.h"
 
