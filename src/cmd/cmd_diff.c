@@ -10,7 +10,7 @@
 #include "cmd/builtin.h"
 #include "render/ci_format.h"
 #include "analysis/diff.h"
-#include "export/export.h"
+#include "render/export/export.h"
 #include "model/profile.h"
 #include "session/show.h"
 

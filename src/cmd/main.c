@@ -9,7 +9,7 @@
 
 #include "args.h"
 #include "cmd/builtin.h"
-#include "export/export.h"
+#include "render/export/export.h"
 #include "sys/launch.h"
 #include "util.h"
 

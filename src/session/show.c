@@ -13,7 +13,7 @@
 
 #include "analysis/budget.h"
 #include "exit.h"
-#include "export/export.h"
+#include "render/export/export.h"
 #include "render/fit.h"
 
 static int write_stdout(const char *s, size_t n)

@@ -15,7 +15,7 @@
 #include "analysis/analyze.h"
 #include "analysis/budget.h"
 #include "analysis/diff.h"
-#include "export/export.h"
+#include "render/export/export.h"
 #include "fuzz_check.h"
 #include "model/profile.h"
 #include "render/report.h"

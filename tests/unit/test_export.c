@@ -15,7 +15,7 @@
 #include <jansson.h>
 
 #include "analysis/diff.h"
-#include "export/export.h"
+#include "render/export/export.h"
 #include "model/profile.h"
 #include "model/stats.h"
 

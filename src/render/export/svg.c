@@ -3,7 +3,7 @@
  * import time, colour is the module's kind (or its change, in a diff), and a
  * small inline script adds hover details, click-to-zoom and search.
  */
-#include "export/export.h"
+#include "render/export/export.h"
 
 #include <stdlib.h>
 #include <string.h>

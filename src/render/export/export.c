@@ -3,7 +3,7 @@
  * when the name ends in .gz), and the helpers every exporter shares: run
  * selection, a nesting-safe layout of the import tree, and text cleaning.
  */
-#include "export/export.h"
+#include "render/export/export.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * package tables and the embedded flamegraph.  Everything (styles, scripts,
  * SVG) is inline, so the file works offline and can be attached to a ticket.
  */
-#include "export/export.h"
+#include "render/export/export.h"
 
 #include <stddef.h>
 #include <stdlib.h>

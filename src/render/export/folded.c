@@ -4,7 +4,7 @@
  * flamegraph tool equals the import's cumulative time.  With a timeline the
  * paths are its functions and imports (export_tree).
  */
-#include "export/export.h"
+#include "render/export/export.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -6,7 +6,7 @@
  * process with a timeline (--timeline) also gets a sampled profile per
  * thread, listed first: its functions and imports in time order.
  */
-#include "export/export.h"
+#include "render/export/export.h"
 
 #include <stdlib.h>
 #include <string.h>
