@@ -41,6 +41,19 @@ STAGES = [
     ["cmd"],  # the commands (main.c and cmd_*.c)
 ]
 
+# Cycles known and not cut yet (issue 26, item 2): reported, not failed.
+# Each entry is the set of modules of one cycle (a cycle within it passes,
+# one that reaches past it or a new one fails).  It only ever shrinks.
+TOLERATED = [
+    {"ingest/trace_stream", "ingest/trace_stream_int", "ingest/trace_window"},
+    {"model/classify", "model/profile", "model/samples", "model/timeline"},
+    {"model/profile_read", "model/profile_read_proc"},
+    {"render/export/chrome", "render/export/export", "render/export/folded", "render/export/html",
+     "render/export/speedscope", "render/export/svg", "render/export/svg_script"},
+    {"render/report", "render/report_int", "render/report_run", "render/report_summary"},
+    {"sys/ready", "sys/ready_spec"},
+]
+
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 
 
@@ -200,9 +213,16 @@ def main():
     for x, y, kinds in upward:
         problems.append(f"upward edge: {x} -> {y} ({', '.join(sorted(kinds))}): "
                         f"'{os.path.dirname(y) or 'src'}' is not below '{os.path.dirname(x) or 'src'}'")
+    tolerated = 0
     for c in cycles:
         ties = [f"{x} -> {y}" for (x, y) in sorted(edges) if x in c and y in c]
-        problems.append(f"module cycle of {len(c)}: {', '.join(c)}  [{'; '.join(ties)}]")
+        line = f"module cycle of {len(c)}: {', '.join(c)}  [{'; '.join(ties)}]"
+        if any(set(c) <= t for t in TOLERATED):
+            tolerated += 1
+            if a.counts:
+                print("tolerated " + line)
+        else:
+            problems.append(line)
 
     if a.edges:
         for (x, y), kinds in sorted(edges.items()):
@@ -215,7 +235,7 @@ def main():
         print(f"layout: {len(files)} files, {len(modules)} modules, {len(edges)} module edges "
               f"({n_inc} by include{', %d by call' % n_call if a.objects else ''}), "
               f"{len(upward)} upward, {len(cycles)} cycles "
-              f"({sum(len(c) for c in cycles)} modules in them)")
+              f"({sum(len(c) for c in cycles)} modules in them, {tolerated} tolerated)")
     return 1 if problems else 0
 
 

@@ -3,7 +3,7 @@
  * modules, checked against a profile's main process.  With repeated runs the
  * median across measured runs is what must fit the budget.
  *
- * src/show.c (--budget/--forbid of profile, parse, report and docker) and
+ * src/session/show.c (--budget/--forbid of profile, parse, report and docker) and
  * cmd_check.c call exactly these functions.
  */
 #ifndef COLDSTART_BUDGET_H

@@ -1,4 +1,4 @@
-"""End-to-end tests of `coldstart plan` (src/cmd_plan.c, src/plan_target.c)
+"""End-to-end tests of `coldstart plan` (src/cmd/cmd_plan.c, src/plan/plan_target.c)
 with the real binary, Debian's python3 and its packages (jinja2), real
 unix and TCP sockets and real processes.
 """

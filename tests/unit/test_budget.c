@@ -1,5 +1,5 @@
 /*
- * Unit tests of the budget rules (src/budget.h) behind `coldstart check` and
+ * Unit tests of the budget rules (src/analysis/budget.h) behind `coldstart check` and
  * `profile --budget/--forbid`: parsing, medians over runs, verdicts and the
  * explanation lines CI logs show.
  */

@@ -1,5 +1,5 @@
 /*
- * Unit tests of diff_compute (src/diff.h) on the edges a profile file can
+ * Unit tests of diff_compute (src/analysis/diff.h) on the edges a profile file can
  * bring: processes without a node, and figures at the limits of their range.
  * The sanitiser build (make check) turns any overflow here into a failure.
  */

@@ -1,5 +1,5 @@
 /*
- * Unit tests of fitting text to a width (src/fit.h): columns of UTF-8 and
+ * Unit tests of fitting text to a width (src/render/fit.h): columns of UTF-8 and
  * coloured text, shortening in the middle, chains, wrapping with a hanging
  * indent, and the reflow that keeps table columns.
  */

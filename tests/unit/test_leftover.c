@@ -1,5 +1,5 @@
 /*
- * Unit tests of the owner-alive rule (src/leftover.h) on real directories,
+ * Unit tests of the owner-alive rule (src/sys/leftover.h) on real directories,
  * real processes and real flocks: a leftover is stale only when no live
  * process holds its lock and its owner pid is gone; and of the private
  * directories of a run under $TMPDIR and their cleaning.

@@ -1,6 +1,6 @@
 /*
  * Unit tests of the choice among the records of a planning run's processes
- * (src/plan_pick.h), on real files in a temporary directory: the record
+ * (src/plan/plan_pick.h), on real files in a temporary directory: the record
  * of the process whose requests used the most modules is kept with its code
  * archive moved into place, a recorder's failure is kept before any plan,
  * a script's run keeps the started process's, and no other record is left.

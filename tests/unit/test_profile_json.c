@@ -1,5 +1,5 @@
 /*
- * Unit tests of the profile's JSON reader and writer (src/profile_json.c,
+ * Unit tests of the profile's JSON reader and writer (src/model/profile_json.c,
  * src/json_reader.c): round trips, keys in any order, the range of every
  * figure, strings that are not UTF-8, and the limits that keep a hostile
  * file (a gzip bomb, deep nesting, a huge string) from costing memory.

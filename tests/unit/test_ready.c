@@ -1,7 +1,7 @@
 /*
  * Unit tests of the pure parts of readiness: --ready / --ready-status
- * parsing (src/ready.h) and the kernel's socket tables read by
- * src/listener.h (rows as Linux 6.x prints them in /proc/net/tcp, tcp6 and
+ * parsing (src/sys/ready.h) and the kernel's socket tables read by
+ * src/sys/listener.h (rows as Linux 6.x prints them in /proc/net/tcp, tcp6 and
  * unix).
  */
 #include <setjmp.h>
