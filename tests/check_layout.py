@@ -50,7 +50,6 @@ TOLERATED = [
     {"model/profile_read", "model/profile_read_proc"},
     {"render/export/chrome", "render/export/export", "render/export/folded", "render/export/html",
      "render/export/speedscope", "render/export/svg", "render/export/svg_script"},
-    {"render/report", "render/report_int", "render/report_run", "render/report_summary"},
     {"sys/ready", "sys/ready_spec"},
 ]
 

@@ -11,6 +11,7 @@
 
 #include "render/fit.h"
 #include "render/report.h"
+#include "render/report_run.h"
 #include "model/runlimits.h"
 
 #define ALPHA COMPARE_ALPHA

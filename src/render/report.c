@@ -14,34 +14,10 @@
 #include "sys/cold.h"
 #include "analysis/elf_report.h"
 #include "render/fit.h"
-#include "render/report_int.h"
+#include "render/report_run.h"
+#include "render/report_summary.h"
 #include "model/stats.h"
 
-
-static const struct style plain = { "", "", "", "", "", "" };
-static const struct style ansi = { "\033[1m", "\033[2m", "\033[31m", "\033[33m", "\033[32m", "\033[0m" };
-
-const struct style *style_of(const struct report_opts *o)
-{
-	return o->color ? &ansi : &plain;
-}
-
-void heading(struct buf *out, const struct style *st, const char *title)
-{
-	buf_addf(out, "\n%s%s%s\n", st->bold, title, st->reset);
-}
-
-void add_dur_col(struct buf *out, int64_t us, int width)
-{
-	struct buf d = BUF_INIT;
-
-	if (us == UNKNOWN)
-		buf_adds(&d, "-");
-	else
-		buf_add_duration(&d, us);
-	buf_addf(out, "%*s", width, d.buf);
-	buf_release(&d);
-}
 
 static void add_kib_col(struct buf *out, int64_t kib, int width)
 {
@@ -53,14 +29,6 @@ static void add_kib_col(struct buf *out, int64_t kib, int width)
 		buf_add_bytes(&d, i64_mul(kib, 1024));
 	buf_addf(out, "%*s", width, d.buf);
 	buf_release(&d);
-}
-
-void add_dur(struct buf *out, int64_t us)
-{
-	if (us == UNKNOWN)
-		buf_adds(out, "unknown");
-	else
-		buf_add_duration(out, us);
 }
 
 static int cmp_desc(int64_t a, int64_t b)
@@ -420,35 +388,6 @@ static void render_proc(const struct proc *pr, const struct view *v, const struc
 	render_packages(pr, v, o, out, st);
 	if (o->tree)
 		render_tree(pr, v, o, out, st);
-}
-
-void report_opts_init(struct report_opts *o)
-{
-	o->top = 15;
-	o->tree = false;
-	o->max_depth = -1;
-	o->threshold_us = 0;
-	o->all_processes = false;
-	o->color = false;
-	o->width = FIT_DEFAULT_WIDTH;
-	o->wide = false;
-}
-
-size_t report_width(const struct report_opts *o)
-{
-	return o->wide ? FIT_UNLIMITED : o->width;
-}
-
-bool report_want_color(int fd)
-{
-	const char *nc = getenv("NO_COLOR");
-	const char *term = getenv("TERM");
-
-	if (nc && *nc)
-		return false;
-	if (term && !strcmp(term, "dumb"))
-		return false;
-	return isatty(fd);
 }
 
 static void render_all(const struct profile *p, const struct report_opts *o, struct buf *out)

@@ -1,15 +1,16 @@
 /*
- * The run-level parts of the text report (see report_int.h): how the run
+ * The run-level parts of the text report (see report_run.h): how the run
  * ended, its times and imports, the processes, the spread of repeated runs,
  * what the limits cost, the findings and the warnings.
  */
+#include "render/report_run.h"
+
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "render/fit.h"
-#include "render/report_int.h"
 #include "model/stats.h"
+#include "render/fit.h"
 
 void describe_status(const struct profile *p, const struct run *r, struct buf *out)
 {

@@ -3,12 +3,13 @@
  * wall, ready and first response; the import total and the worst finding.
  * The sections below them hold the detail.
  */
-#include "render/report_int.h"
+#include "render/report_summary.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "render/fit.h"
+#include "render/report_run.h"
 #include "model/stats.h"
 
 /* How bad a finding is, for choosing the one the summary names. */

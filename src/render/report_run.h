@@ -1,33 +1,17 @@
 /*
- * What the files of the text report share (report.c, report_run.c,
- * report_summary.c): the colours, headings and duration columns, and the
- * sections one file renders for another.  Not for other modules.
+ * The run-level parts of the text report (report_run.c): how the run ended,
+ * its times and imports, the processes, the spread of repeated runs, what
+ * the limits cost, the findings and the warnings.  report.c and
+ * report_summary.c put them together.
  */
-#ifndef COLDSTART_REPORT_INT_H
-#define COLDSTART_REPORT_INT_H
+#ifndef COLDSTART_REPORT_RUN_H
+#define COLDSTART_REPORT_RUN_H
 
-#include "render/report.h"
-#include "model/stats.h"
+#include "model/profile.h"
+#include "render/report_style.h"
 
-/* What every table of one report shares: the metric, readiness. */
-struct view {
-	enum metric m;
-	int64_t ready_ns; /* UNKNOWN without --ready */
-};
-
-/* ANSI sequences, or empty strings without colour. */
-struct style {
-	const char *bold, *dim, *red, *yellow, *green, *reset;
-};
-
-const struct style *style_of(const struct report_opts *o);
-/* "\nTITLE\n", the title in bold. */
-void heading(struct buf *out, const struct style *st, const char *title);
-/* A duration right-aligned in width columns, "-" when UNKNOWN. */
-void add_dur_col(struct buf *out, int64_t us, int width);
-/* A duration, "unknown" when UNKNOWN. */
-void add_dur(struct buf *out, int64_t us);
-
+/* How run r ended, as the report's status line says it ("exited with status 1", ...). */
+void describe_status(const struct profile *p, const struct run *r, struct buf *out);
 /* "  while importing a -> b" for the import a process died in; nothing when none was open. */
 void describe_open(const struct proc *pr, struct buf *out);
 /* "  LABEL  median  (min, max, MAD)" of v[0..n), flagged when unstable; bytes: v in KiB. */
