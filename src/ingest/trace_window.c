@@ -5,11 +5,12 @@
  * and checked once the stream ends (docs/trace-format.md, "The shared
  * stderr", point 2).
  */
+#include "ingest/trace_window.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 #include "ingest/importtime.h"
-#include "ingest/trace_stream_int.h"
 
 static bool window_has(const struct trace_stream *s, const struct window *w, const char *name, size_t len)
 {

@@ -1,14 +1,13 @@
 /*
- * Inside the attribution of the shared stderr (trace_stream.h): what
- * trace_stream.c (lines, rows matched to traces, the processes made of
- * them) and trace_window.c (interpreters' start-up rows) share.  Not for
- * other modules.
+ * The rows of the shared stderr (trace_stream.h) and the state they are kept
+ * in, which the stream (trace_stream.c: lines, rows matched to traces, the
+ * processes made of them) and the start-up windows (trace_window.c:
+ * interpreters' start-up rows) both read and fill.  Only those two use it.
  */
-#ifndef COLDSTART_TRACE_STREAM_INT_H
-#define COLDSTART_TRACE_STREAM_INT_H
+#ifndef COLDSTART_TRACE_ROWS_H
+#define COLDSTART_TRACE_ROWS_H
 
 #include "ingest/trace_read.h"
-#include "ingest/trace_stream.h"
 
 struct rowlist {
 	size_t *v; /* indexes into trace_stream.rows */
@@ -118,7 +117,7 @@ static inline const char *row_name(const struct trace_stream *s, size_t row)
 	return s->names.buf + s->rows[row].name;
 }
 
-/* trace_stream.c: a new row taken out of the stream, its index; rows by stream order (qsort_r, arg s). */
+/* A new row taken out of the stream, its index; rows by stream order (qsort_r, arg s). */
 size_t ts_add_row(struct trace_stream *s, const struct row_text *rt);
 int ts_cmp_seq(const void *a, const void *b, void *arg);
 /*
@@ -127,21 +126,5 @@ int ts_cmp_seq(const void *a, const void *b, void *arg);
  * (its process's rows then hold it); false if none.
  */
 bool ts_claim_late_row(struct trace_stream *s, size_t row);
-
-/* trace_window.c */
-
-/* importtime's header line: an interpreter starts, its start-up window opens. */
-void window_open(struct trace_stream *s);
-/* Whether an interpreter is starting: some window is open. */
-bool windows_starting(const struct trace_stream *s);
-/* A start-up row (one no trace waits for): into its window, or an untraced interpreter's; false if none. */
-bool window_take(struct trace_stream *s, const struct row_text *rt);
-/* Row row was matched to trace li: pairs the trace with its window, which goes on around it. */
-void window_matched(struct trace_stream *s, long li, size_t row);
-/* The stream ended, the traces are read: windows paired again, checked, strays given back to pass. */
-void windows_end(struct trace_stream *s, struct buf *pass);
-/* Warnings about interpreters that started together. */
-void windows_warn(struct trace_stream *s, struct profile *p);
-void windows_free(struct trace_stream *s);
 
 #endif
