@@ -3,7 +3,7 @@
  * process's members, its import nodes and their timing, its events and its
  * start-up timeline, each number checked against its range.
  */
-#include "model/profile_read_int.h"
+#include "model/profile_read_proc.h"
 
 #include <limits.h>
 #include <stdio.h>

@@ -1,11 +1,11 @@
 /*
- * What the profile JSON reader's parts share (profile_read.c: the document,
- * runs and the primitives; profile_read_proc.c: a process, its imports and
- * its timeline): the reader's state, the table-driven scalar fields and the
- * checked reads every member goes through.  Not for other files.
+ * The reader of the profile's JSON, as its parts use it (profile_read.c: the
+ * document and its runs; profile_read_proc.c: a process, its imports and its
+ * timeline): the reader's state, the table-driven scalar fields and the
+ * checked reads every member goes through (profile_reader.c).
  */
-#ifndef COLDSTART_PROFILE_READ_INT_H
-#define COLDSTART_PROFILE_READ_INT_H
+#ifndef COLDSTART_PROFILE_READER_H
+#define COLDSTART_PROFILE_READER_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -78,10 +78,5 @@ int rd_intern_str(struct reader *rd, struct proc *pr, uint32_t *off);
 int rd_field(struct reader *rd, const struct field *fields, size_t nr, void *base);
 /* Expects an array and reads its elements with each(); anything else is skipped. */
 int rd_array(struct reader *rd, int (*each)(struct reader *rd, void *ctx, size_t i), void *ctx);
-
-/* One element of a run's "processes" (profile_read_proc.c). */
-int read_proc(struct reader *rd, void *ctx, size_t i);
-/* A "timeline" object into tl (profile_read_proc.c). */
-int read_timeline_object(struct reader *rd, struct timeline *tl);
 
 #endif
