@@ -10,6 +10,7 @@
 #include "analysis/findings.h"
 #include "analysis/plan_finding.h"
 #include "analysis/timeline_rules.h"
+#include "model/classify.h"
 
 /* The rules every analysis runs, in order. */
 static const struct finding_rules *const rule_tables[] = { &findings_builtin, &elf_finding_rules,

@@ -474,7 +474,4 @@ int profile_read_json(struct profile *p, const char *path, struct buf *errmsg);
 void profile_to_json(const struct profile *p, struct buf *out);
 int profile_from_json(struct profile *p, const char *text, size_t len, struct buf *errmsg);
 
-/* Classification, the consistency check, package totals: classify.c. */
-#include "model/classify.h"
-
 #endif

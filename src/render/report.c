@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "model/classify.h"
 #include "sys/cold.h"
 #include "analysis/elf_report.h"
 #include "render/fit.h"

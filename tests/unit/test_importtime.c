@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "ingest/importtime.h"
+#include "model/classify.h"
 #include "model/profile.h"
 #include "util.h"
 

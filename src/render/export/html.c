@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/classify.h"
+
 static const char sort_script[] =
 	"(function () {\n"
 	"  \"use strict\";\n"
