@@ -48,7 +48,6 @@ TOLERATED = [
     {"model/classify", "model/profile", "model/samples", "model/timeline"},
     {"render/export/chrome", "render/export/export", "render/export/folded", "render/export/html",
      "render/export/speedscope", "render/export/svg", "render/export/svg_script"},
-    {"sys/ready", "sys/ready_spec"},
 ]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)

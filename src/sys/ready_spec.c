@@ -1,9 +1,9 @@
 /*
  * Parsing of --ready SPEC and --ready-status LIST into a struct ready_spec
- * (see ready.h): pure, and called when the options are parsed, so a bad
+ * (see ready_spec.h): pure, and called when the options are parsed, so a bad
  * spec is a usage error before anything runs.
  */
-#include "sys/ready.h"
+#include "sys/ready_spec.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
