@@ -13,6 +13,9 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* A figure that was not measured: any int64_t measurement (profile.h, samples.h). */
+#define UNKNOWN (-1)
+
 #define BUG(...) bug_fl(__FILE__, __LINE__, __VA_ARGS__)
 _Noreturn void bug_fl(const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -18,9 +18,6 @@
 /* Version 2 lists a node before its parent (version 1, still read: after). */
 #define PROFILE_FORMAT_VERSION 2
 
-/* Unknown value for any int64_t measurement below. */
-#define UNKNOWN (-1)
-
 /*
  * The range of each kind of figure in a profile file: the writer clamps to
  * it and the reader refuses anything outside it (docs/profile-format.md,

@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/profile.h"
-
 #define MAX_FIELDS 300
 
 /* Unescapes \\ \t \n \r \xHH in place; returns the new length. */
