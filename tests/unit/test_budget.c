@@ -13,18 +13,7 @@
 
 #include "analysis/budget.h"
 #include "model/profile.h"
-
-static int32_t add(struct proc *pr, int32_t parent, const char *name, int64_t self, int64_t cum)
-{
-	int32_t i = proc_add_node(pr, name, strlen(name), parent < 0 ? 0 : pr->nodes[parent].depth + 1,
-				  self, cum);
-
-	if (parent < 0)
-		proc_link_root(pr, i);
-	else
-		proc_link_child(pr, parent, i);
-	return i;
-}
+#include "tree.h"
 
 /* Three runs of app -> web -> asyncio; app's self varies by run. */
 static void make_profile(struct profile *p, bool warm_outlier)

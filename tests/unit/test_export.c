@@ -17,19 +17,8 @@
 #include "analysis/diff.h"
 #include "render/export/export.h"
 #include "model/profile.h"
+#include "tree.h"
 #include "model/stats.h"
-
-static int32_t add(struct proc *pr, int32_t parent, const char *name, int64_t self, int64_t cum)
-{
-	int32_t i = proc_add_node(pr, name, strlen(name), parent < 0 ? 0 : pr->nodes[parent].depth + 1,
-				  self, cum);
-
-	if (parent < 0)
-		proc_link_root(pr, i);
-	else
-		proc_link_child(pr, parent, i);
-	return i;
-}
 
 /* a (cum 10: b 4, c 3), d 5: consistent importtime-like numbers. */
 static struct proc *simple_proc(struct profile *p)

@@ -14,6 +14,7 @@
 
 #include "render/fit.h"
 #include "model/profile.h"
+#include "tree.h"
 
 static void test_cols(void **state)
 {
@@ -42,17 +43,6 @@ static void test_shorten_in_the_middle(void **state)
 	fit_add_head(&b, "a sentence cut at its end", 10);
 	assert_string_equal(b.buf, "a sentenc\xe2\x80\xa6");
 	buf_release(&b);
-}
-
-static int32_t add(struct proc *pr, int32_t parent, const char *name)
-{
-	int32_t i = proc_add_node(pr, name, strlen(name), parent < 0 ? 0 : pr->nodes[parent].depth + 1, 1, 1);
-
-	if (parent < 0)
-		proc_link_root(pr, i);
-	else
-		proc_link_child(pr, parent, i);
-	return i;
 }
 
 /* A command keeps its start and its last whole arguments. */
@@ -99,11 +89,11 @@ static void test_chain(void **state)
 	(void)state;
 	memset(&r, 0, sizeof(r));
 	pr = run_add_proc(&r);
-	a = add(pr, -1, "pandas");
-	x = add(pr, a, "pandas.core.api");
-	y = add(pr, x, "pandas.core.groupby");
-	z = add(pr, y, "pandas.core.groupby.generic");
-	leaf = add(pr, z, "pandas.core.frame");
+	a = add(pr, -1, "pandas", 1, 1);
+	x = add(pr, a, "pandas.core.api", 1, 1);
+	y = add(pr, x, "pandas.core.groupby", 1, 1);
+	z = add(pr, y, "pandas.core.groupby.generic", 1, 1);
+	leaf = add(pr, z, "pandas.core.frame", 1, 1);
 	fit_add_chain(&b, pr, leaf, FIT_UNLIMITED);
 	assert_string_equal(b.buf, "pandas > pandas.core.api > pandas.core.groupby > pandas.core.groupby.generic");
 	buf_reset(&b);

@@ -17,6 +17,7 @@
 
 #include "json_reader.h"
 #include "model/profile.h"
+#include "tree.h"
 
 #define HEAD "{\"format\":\"coldstart-profile\",\"version\":2,"
 
@@ -49,18 +50,6 @@ static struct profile *expect_ok(struct profile *p, const char *text)
 		fail_msg("cannot read %s: %s", text, err.buf);
 	buf_release(&err);
 	return p;
-}
-
-static int32_t add(struct proc *pr, int32_t parent, const char *name, int64_t self, int64_t cum)
-{
-	int32_t i = proc_add_node(pr, name, strlen(name), parent < 0 ? 0 : pr->nodes[parent].depth + 1,
-				  self, cum);
-
-	if (parent < 0)
-		proc_link_root(pr, i);
-	else
-		proc_link_child(pr, parent, i);
-	return i;
 }
 
 static void test_round_trip(void **state)

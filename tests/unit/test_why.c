@@ -13,20 +13,9 @@
 #include <cmocka.h>
 
 #include "model/profile.h"
+#include "tree.h"
 #include "util.h"
 #include "analysis/why.h"
-
-static int32_t add(struct proc *pr, int32_t parent, const char *name, int64_t self_us, int64_t cum_us)
-{
-	int32_t i = proc_add_node(pr, name, strlen(name), parent >= 0 ? pr->nodes[parent].depth + 1 : 0, self_us,
-				  cum_us);
-
-	if (parent >= 0)
-		proc_link_child(pr, parent, i);
-	else
-		proc_link_root(pr, i);
-	return i;
-}
 
 static const struct why_importer *importer(const struct why_answer *a, int32_t node)
 {
