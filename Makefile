@@ -8,6 +8,7 @@
 #   make check      the layout rule (tests/check_layout.py), then the same suite
 #                   on an ASan + UBSan build
 #   make layout     the layout rule alone, with its counts
+#   make unit-asan  the unit tests alone on the ASan + UBSan build
 #   make fuzz       libFuzzer runs of every tests/fuzz/fuzz_*.c (clang; FUZZ_SECONDS=20 each)
 #   make bench      benchmarks that print side-by-side figures
 #   make install    PREFIX=/usr/local DESTDIR= (PYDIR= for the Python packages): the binary,
@@ -56,7 +57,7 @@ TRACER_SO := python/coldstart/_tracer$(PY_EXT_SUFFIX)
 SAMPLER_SRC := python/coldstart/_sampler.c
 SAMPLER_SO := python/coldstart/_sampler$(PY_EXT_SUFFIX)
 
-.PHONY: all deps demo test unit e2e check layout fuzz bench install uninstall format clean tracer
+.PHONY: all deps demo test unit unit-asan e2e check layout fuzz bench install uninstall format clean tracer
 
 all: coldstart tracer $(BUILD)/coldstart.1 $(BUILD)/coldstart.bash
 
@@ -121,14 +122,19 @@ layout: coldstart
 
 # The layout rule, then the whole suite again on a sanitised build in its own
 # directory.
-check: layout
+SAN_CFLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+check: layout unit-asan
 	@sh tests/install-deps.sh test
-	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-		build-asan/coldstart
-	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-		unit
+	$(MAKE) BUILD=build-asan CFLAGS="$(SAN_CFLAGS)" build-asan/coldstart
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 COLDSTART_DATADIR=$(CURDIR)/python \
 		COLDSTART=$(CURDIR)/build-asan/coldstart $(PYTHON) -m pytest -q -rs tests/e2e
+
+# The unit tests alone on the sanitised build (what .ci/run runs beside make test).
+unit-asan:
+	@sh tests/install-deps.sh test
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		$(MAKE) BUILD=build-asan CFLAGS="$(SAN_CFLAGS)" unit
 
 build-asan/coldstart: $(OBJS)
 	$(CC) $(ALL_CFLAGS) -o $@ $(OBJS) $(LIBS)

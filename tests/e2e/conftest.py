@@ -12,8 +12,11 @@ import pty
 import re
 import select
 import struct
+import shutil
 import subprocess
+import tempfile
 import termios
+import textwrap
 
 import pytest
 
@@ -140,3 +143,20 @@ def on_terminal(args, columns, env_extra):
     p.wait(timeout=60)
     os.close(master)
     return b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+@pytest.fixture
+def workdir(request):
+    """A fresh directory under /tmp named after the test module, removed afterwards."""
+    d = tempfile.mkdtemp(prefix=request.module.__name__.replace("test_", "") + "-", dir="/tmp")
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def write(d, name, text):
+    """Writes text, dedented, to d/name (making its directories); returns the path."""
+    path = os.path.join(d, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(textwrap.dedent(text))
+    return path

@@ -4,14 +4,12 @@ on PYTHONPATH, so sys.modules and import state start clean.
 """
 import json
 import os
-import shutil
 import subprocess
-import tempfile
 import textwrap
 
 import pytest
 
-from conftest import ROOT, interpreter_params
+from conftest import ROOT, interpreter_params, write  # workdir: a conftest fixture
 
 PYDIR = os.path.join(ROOT, "python")
 WANTED = ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]
@@ -24,21 +22,6 @@ def _interpreters():
 @pytest.fixture(params=_interpreters())
 def python(request):
     return request.param
-
-
-@pytest.fixture
-def workdir():
-    d = tempfile.mkdtemp(prefix="lazy", dir="/tmp")
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-
-
-def write(d, name, text):
-    path = os.path.join(d, name)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        f.write(textwrap.dedent(text))
-    return path
 
 
 def run(python, workdir, code, expect_rc=0):
