@@ -68,12 +68,12 @@ static void add_count(struct buf *out, uint64_t n)
 		buf_addf(out, "%llu", (unsigned long long)n);
 }
 
-/* Sort helper: extensions by load time, longest first. */
-static const struct native_ext *sort_base;
-static int cmp_load(const void *a, const void *b)
+/* Sort helper: indexes into the extensions (arg), by load time, longest first. */
+static int cmp_load(const void *a, const void *b, void *arg)
 {
-	const struct native_ext *x = &sort_base[*(const size_t *)a];
-	const struct native_ext *y = &sort_base[*(const size_t *)b];
+	const struct native_ext *exts = arg;
+	const struct native_ext *x = &exts[*(const size_t *)a];
+	const struct native_ext *y = &exts[*(const size_t *)b];
 
 	if (x->load_us != y->load_us)
 		return x->load_us < y->load_us ? 1 : -1;
@@ -87,8 +87,7 @@ static size_t *exts_by_load(const struct native_set *n)
 
 	for (i = 0; i < n->nr; i++)
 		order[i] = i;
-	sort_base = n->exts;
-	qsort(order, n->nr, sizeof(*order), cmp_load);
+	qsort_r(order, n->nr, sizeof(*order), cmp_load, n->exts);
 	return order;
 }
 

@@ -37,48 +37,53 @@ static int cmp_desc(int64_t a, int64_t b)
 	return a < b ? 1 : a > b ? -1 : 0;
 }
 
-static const struct proc *sort_proc;
-static enum metric sort_metric;
+/* What the node comparisons below sort by: the process and the metric (qsort_r's argument). */
+struct node_order {
+	const struct proc *pr;
+	enum metric m;
+};
 
 /*
  * Ties are broken by the other time, then the name, then the depth, so a
  * report reads the same whatever order the nodes are stored in (a profile
  * read back from JSON is in pre-order, a fresh one in importtime's order).
  */
-static int cmp_ties(int32_t a, int32_t b, bool by_self)
+static int cmp_ties(const struct node_order *o, int32_t a, int32_t b, bool by_self)
 {
-	const struct imp_node *x = &sort_proc->nodes[a];
-	const struct imp_node *y = &sort_proc->nodes[b];
-	int c = by_self ? cmp_desc(node_cum_in(sort_proc, a, sort_metric), node_cum_in(sort_proc, b, sort_metric))
-			: cmp_desc(node_self_in(sort_proc, a, sort_metric), node_self_in(sort_proc, b, sort_metric));
+	const struct imp_node *x = &o->pr->nodes[a];
+	const struct imp_node *y = &o->pr->nodes[b];
+	int c = by_self ? cmp_desc(node_cum_in(o->pr, a, o->m), node_cum_in(o->pr, b, o->m))
+			: cmp_desc(node_self_in(o->pr, a, o->m), node_self_in(o->pr, b, o->m));
 
 	if (!c)
-		c = strcmp(node_name(sort_proc, a), node_name(sort_proc, b));
+		c = strcmp(node_name(o->pr, a), node_name(o->pr, b));
 	if (!c)
 		c = x->depth < y->depth ? -1 : x->depth > y->depth;
 	return c;
 }
 
-static int cmp_cum(const void *a, const void *b)
+static int cmp_cum(const void *a, const void *b, void *arg)
 {
+	const struct node_order *o = arg;
 	int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
-	int c = cmp_desc(node_cum_in(sort_proc, i, sort_metric), node_cum_in(sort_proc, j, sort_metric));
+	int c = cmp_desc(node_cum_in(o->pr, i, o->m), node_cum_in(o->pr, j, o->m));
 
-	return c ? c : cmp_ties(i, j, false);
+	return c ? c : cmp_ties(o, i, j, false);
 }
 
-static int cmp_self(const void *a, const void *b)
+static int cmp_self(const void *a, const void *b, void *arg)
 {
+	const struct node_order *o = arg;
 	int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
-	int c = cmp_desc(node_self_in(sort_proc, i, sort_metric), node_self_in(sort_proc, j, sort_metric));
+	int c = cmp_desc(node_self_in(o->pr, i, o->m), node_self_in(o->pr, j, o->m));
 
-	return c ? c : cmp_ties(i, j, true);
+	return c ? c : cmp_ties(o, i, j, true);
 }
 
 /* Whether node a ranks below node b in the table (the heap's order). */
-static bool ranks_below(int32_t a, int32_t b, bool by_self)
+static bool ranks_below(const struct node_order *o, int32_t a, int32_t b, bool by_self)
 {
-	return (by_self ? cmp_self(&a, &b) : cmp_cum(&a, &b)) > 0;
+	return (by_self ? cmp_self(&a, &b, (void *)o) : cmp_cum(&a, &b, (void *)o)) > 0;
 }
 
 /*
@@ -88,12 +93,11 @@ static bool ranks_below(int32_t a, int32_t b, bool by_self)
 static size_t top_nodes(const struct proc *pr, enum metric m, bool by_self,
 			bool (*keep)(const struct proc *, int32_t), int32_t *out, size_t n)
 {
+	struct node_order o = { pr, m };
 	size_t have = 0, i;
 
 	if (!n)
 		return 0;
-	sort_proc = pr;
-	sort_metric = m;
 	for (i = 0; i < pr->nr_nodes; i++) {
 		int32_t x = (int32_t)i;
 		size_t k;
@@ -101,14 +105,14 @@ static size_t top_nodes(const struct proc *pr, enum metric m, bool by_self,
 		if (!keep(pr, x))
 			continue;
 		if (have == n) {
-			if (!ranks_below(out[0], x, by_self))
+			if (!ranks_below(&o, out[0], x, by_self))
 				continue;
 			out[0] = x;
 		} else {
 			/* Sift up. */
 			k = have++;
 			out[k] = x;
-			while (k && ranks_below(out[k], out[(k - 1) / 2], by_self)) {
+			while (k && ranks_below(&o, out[k], out[(k - 1) / 2], by_self)) {
 				int32_t t = out[k];
 
 				out[k] = out[(k - 1) / 2];
@@ -122,9 +126,9 @@ static size_t top_nodes(const struct proc *pr, enum metric m, bool by_self,
 			size_t l = 2 * k + 1, r = l + 1, mid = k;
 			int32_t t;
 
-			if (l < have && ranks_below(out[l], out[mid], by_self))
+			if (l < have && ranks_below(&o, out[l], out[mid], by_self))
 				mid = l;
-			if (r < have && ranks_below(out[r], out[mid], by_self))
+			if (r < have && ranks_below(&o, out[r], out[mid], by_self))
 				mid = r;
 			if (mid == k)
 				break;
@@ -134,9 +138,7 @@ static size_t top_nodes(const struct proc *pr, enum metric m, bool by_self,
 			k = mid;
 		}
 	}
-	sort_proc = pr;
-	sort_metric = m;
-	qsort(out, have, sizeof(*out), by_self ? cmp_self : cmp_cum);
+	qsort_r(out, have, sizeof(*out), by_self ? cmp_self : cmp_cum, &o);
 	return have;
 }
 
