@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "iset.h"
 #include "parallel.h"
 #include "model/stdlib_names.h"
 
@@ -213,31 +214,19 @@ struct top_table {
 	size_t *len;
 	uint64_t *head;
 	size_t n, alloc;
-	int32_t *slots; /* package number, -1 empty */
-	size_t cap;
+	struct iset set; /* package numbers */
 };
 
-static size_t top_hash(uint64_t head, size_t len, size_t cap)
+static uint64_t top_hash(uint64_t head, size_t len)
 {
-	return (size_t)(((head ^ len) * 0x9e3779b97f4a7c15ULL) >> 32) & (cap - 1);
+	return ((head ^ len) * 0x9e3779b97f4a7c15ULL) >> 32;
 }
 
-static void top_rehash(struct top_table *t)
+static uint64_t top_hash_at(const void *ctx, int32_t i)
 {
-	size_t cap = t->cap ? t->cap * 2 : 256, i;
+	const struct top_table *t = ctx;
 
-	free(t->slots);
-	t->slots = xmalloc(st_mult(cap, sizeof(*t->slots)));
-	for (i = 0; i < cap; i++)
-		t->slots[i] = -1;
-	t->cap = cap;
-	for (i = 0; i < t->n; i++) {
-		size_t k = top_hash(t->head[i], t->len[i], cap);
-
-		while (t->slots[k] >= 0)
-			k = (k + 1) & (cap - 1);
-		t->slots[k] = (int32_t)i;
-	}
+	return top_hash(t->head[i], t->len[i]);
 }
 
 /* The number of name's top-level package; a new one is added (and counted in t->n). */
@@ -246,10 +235,12 @@ static size_t top_find(struct top_table *t, const char *name)
 	size_t len = top_length(name, t->end), k;
 	uint64_t head = head_word(name, len, t->end);
 
-	if ((t->n + 1) * 2 > t->cap)
-		top_rehash(t);
-	for (k = top_hash(head, len, t->cap); t->slots[k] >= 0; k = (k + 1) & (t->cap - 1)) {
-		size_t i = (size_t)t->slots[k];
+	if (!t->set.cap)
+		iset_init(&t->set, 256);
+	else if ((t->n + 1) * 2 > t->set.cap)
+		iset_grow(&t->set, top_hash_at, t);
+	for (k = top_hash(head, len) & (t->set.cap - 1); t->set.slot[k] >= 0; k = (k + 1) & (t->set.cap - 1)) {
+		size_t i = (size_t)t->set.slot[k];
 
 		if (t->head[i] == head && t->len[i] == len &&
 		    (len <= 8 || !memcmp(t->name[i] + 8, name + 8, len - 8)))
@@ -263,7 +254,8 @@ static size_t top_find(struct top_table *t, const char *name)
 	t->name[t->n] = name;
 	t->len[t->n] = len;
 	t->head[t->n] = head;
-	t->slots[k] = (int32_t)t->n;
+	t->set.slot[k] = (int32_t)t->n;
+	t->set.used++;
 	return t->n++;
 }
 
@@ -272,7 +264,7 @@ static void top_table_release(struct top_table *t)
 	free(t->name);
 	free(t->len);
 	free(t->head);
-	free(t->slots);
+	iset_release(&t->set);
 }
 
 /*

@@ -7,10 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct slot {
-	const char *name;
-	size_t idx;
-};
+#include "iset.h"
+
+/* The hash of module i's name, for the table of profile_module_stats (ctx: the modules). */
+static uint64_t module_hash_at(const void *ctx, int32_t i)
+{
+	return hash_str(((const struct module_stats *)ctx)[i].name);
+}
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -93,15 +96,15 @@ struct module_stats *profile_module_stats(const struct profile *p, size_t *nr)
 {
 	enum metric metric = profile_metric(p);
 	struct module_stats *m = NULL;
-	struct slot *table;
-	size_t nm = 0, alloc = 0, cap = 1024, runs = 0, i, r;
+	struct iset table; /* indexes into m, by name */
+	size_t nm = 0, alloc = 0, runs = 0, i, r;
 	int64_t **cum = NULL, **self = NULL;
 	size_t *present = NULL;
 
 	for (r = 0; r < p->nr_runs; r++)
 		if (!p->runs[r].warmup)
 			runs++;
-	table = xcalloc(cap, sizeof(*table));
+	iset_init(&table, 1024);
 	for (r = 0; r < p->nr_runs; r++) {
 		const struct run *run = &p->runs[r];
 		const struct proc *pr;
@@ -116,26 +119,13 @@ struct module_stats *profile_module_stats(const struct profile *p, size_t *nr)
 
 			if (pr->nodes[i].flags & NODE_CACHED)
 				continue;
-			if (nm * 2 >= cap) {
-				struct slot *nt = xcalloc(cap * 2, sizeof(*nt));
-
-				for (k = 0; k < cap; k++)
-					if (table[k].name) {
-						size_t j = hash_str(table[k].name) & (cap * 2 - 1);
-
-						while (nt[j].name)
-							j = (j + 1) & (cap * 2 - 1);
-						nt[j] = table[k];
-					}
-				free(table);
-				table = nt;
-				cap *= 2;
-			}
+			if (table.used * 2 >= table.cap)
+				iset_grow(&table, module_hash_at, m);
 			h = hash_str(name);
-			for (k = h & (cap - 1); table[k].name; k = (k + 1) & (cap - 1))
-				if (!strcmp(table[k].name, name))
+			for (k = h & (table.cap - 1); table.slot[k] >= 0; k = (k + 1) & (table.cap - 1))
+				if (!strcmp(m[table.slot[k]].name, name))
 					break;
-			if (!table[k].name) {
+			if (table.slot[k] < 0) {
 				ALLOC_GROW(m, nm + 1, alloc);
 				cum = xrealloc(cum, st_mult(alloc, sizeof(*cum)));
 				self = xrealloc(self, st_mult(alloc, sizeof(*self)));
@@ -145,11 +135,11 @@ struct module_stats *profile_module_stats(const struct profile *p, size_t *nr)
 				cum[nm] = xmalloc(st_mult(runs ? runs : 1, sizeof(int64_t)));
 				self[nm] = xmalloc(st_mult(runs ? runs : 1, sizeof(int64_t)));
 				present[nm] = 0;
-				table[k].name = m[nm].name;
-				table[k].idx = nm;
+				table.slot[k] = (int32_t)nm;
+				table.used++;
 				nm++;
 			}
-			idx = table[k].idx;
+			idx = (size_t)table.slot[k];
 			/* A module appears once per process; keep the first. */
 			if (present[idx] < runs && (present[idx] == 0 || m[idx].present != r + 1)) {
 				cum[idx][present[idx]] = node_cum_in(pr, (int32_t)i, metric);
@@ -169,7 +159,7 @@ struct module_stats *profile_module_stats(const struct profile *p, size_t *nr)
 	free(cum);
 	free(self);
 	free(present);
-	free(table);
+	iset_release(&table);
 	if (nm)
 		qsort(m, nm, sizeof(*m), cmp_stats);
 	*nr = nm;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "iset.h"
 #include "model/profile.h"
 
 static const char *const kind_names[TL__COUNT] = {
@@ -53,53 +54,6 @@ int tl_end_from_name(const char *s)
 		if (!strcmp(end_names[i], s))
 			return i;
 	return -1;
-}
-
-/*
- * Open-addressing sets of int32 values (-1 = empty) whose hashing and
- * equality the caller supplies: the pool's strings, a node's children.
- */
-struct iset {
-	int32_t *slot;
-	size_t cap, used;
-};
-
-static void iset_release(struct iset *s)
-{
-	free(s->slot);
-	memset(s, 0, sizeof(*s));
-}
-
-static void iset_init(struct iset *s, size_t cap)
-{
-	size_t i;
-
-	s->cap = cap;
-	s->used = 0;
-	s->slot = xmalloc(st_mult(cap, sizeof(*s->slot)));
-	for (i = 0; i < cap; i++)
-		s->slot[i] = -1;
-}
-
-/* Rehashes into twice the room; hash gives a value's hash. */
-static void iset_grow(struct iset *s, uint64_t (*hash)(const void *ctx, int32_t v), const void *ctx)
-{
-	struct iset n;
-	size_t i;
-
-	iset_init(&n, s->cap * 2);
-	for (i = 0; i < s->cap; i++) {
-		size_t j;
-
-		if (s->slot[i] < 0)
-			continue;
-		for (j = hash(ctx, s->slot[i]) & (n.cap - 1); n.slot[j] >= 0; j = (j + 1) & (n.cap - 1))
-			;
-		n.slot[j] = s->slot[i];
-		n.used++;
-	}
-	free(s->slot);
-	*s = n;
 }
 
 /* Build state beside the timeline being built. */

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "iset.h"
 #include "util.h"
 
 /* Sizes and durations share their number's rules: no sign, no space, finite. */
@@ -133,10 +134,56 @@ static void test_zfile_limit(void **state)
 	buf_release(&err);
 }
 
+/* Every value of a set grown from 8 slots to hold 5000 is found again, in the one slot it has. */
+static uint64_t weak_hash(const void *ctx, int32_t v)
+{
+	return (uint64_t)v % 97; /* many collisions: the probing is what is tested */
+}
+
+static size_t iset_slot_of(const struct iset *s, int32_t v)
+{
+	size_t k;
+
+	for (k = weak_hash(NULL, v) & (s->cap - 1); s->slot[k] >= 0; k = (k + 1) & (s->cap - 1))
+		if (s->slot[k] == v)
+			return k;
+	return SIZE_MAX;
+}
+
+static void test_iset_grows_and_finds(void **state)
+{
+	struct iset s;
+	int32_t v;
+	size_t k, filled = 0;
+
+	iset_init(&s, 8);
+	for (v = 0; v < 5000; v++) {
+		if (s.used * 2 >= s.cap)
+			iset_grow(&s, weak_hash, NULL);
+		assert_int_equal(iset_slot_of(&s, v), SIZE_MAX);
+		for (k = weak_hash(NULL, v) & (s.cap - 1); s.slot[k] >= 0; k = (k + 1) & (s.cap - 1))
+			;
+		s.slot[k] = v;
+		s.used++;
+	}
+	assert_int_equal(s.used, 5000);
+	assert_true(s.cap >= 10000 && (s.cap & (s.cap - 1)) == 0);
+	for (v = 0; v < 5000; v++)
+		assert_int_not_equal(iset_slot_of(&s, v), SIZE_MAX);
+	assert_int_equal(iset_slot_of(&s, 5000), SIZE_MAX);
+	for (k = 0; k < s.cap; k++)
+		filled += s.slot[k] >= 0;
+	assert_int_equal(filled, 5000);
+	iset_release(&s);
+	assert_null(s.slot);
+	assert_int_equal(s.cap, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_saturation),
+		cmocka_unit_test(test_iset_grows_and_finds),
 		cmocka_unit_test(test_sizes_and_durations),
 		cmocka_unit_test(test_json_strings_are_utf8),
 		cmocka_unit_test(test_zfile_limit),
