@@ -159,22 +159,12 @@ void profile_analyze_with(struct profile *p, const char *const *stdlib_names, co
 
 	/* Native extensions need the tracer's file names; annotation precedes the rules. */
 	{
-		struct buf err = BUF_INIT;
-		const char *line = NULL;
-		char *nl;
+		struct strvec problems = STRVEC_INIT;
 
-		elf_annotate_profile(p, &err);
-		for (line = err.buf; *line; line = nl + 1) {
-			nl = strchr(line, '\n');
-			if (!nl) {
-				profile_add_warning(p, 0, "%s", line);
-				break;
-			}
-			*nl = '\0';
-			if (*line)
-				profile_add_warning(p, 0, "%s", line);
-		}
-		buf_release(&err);
+		elf_annotate_profile(p, &problems);
+		for (i = 0; i < problems.nr; i++)
+			profile_add_warning(p, 0, "%s", problems.v[i]);
+		strvec_clear(&problems);
 	}
 	findings_run(p, rule_tables);
 }

@@ -516,7 +516,7 @@ static const struct finding_rule native_rules[] = {
 
 const struct finding_rules elf_finding_rules = { native_rules, ARRAY_SIZE(native_rules) };
 
-void elf_annotate_profile(struct profile *p, struct buf *err)
+void elf_annotate_profile(struct profile *p, struct strvec *problems)
 {
 	struct native_set *n = &p->native;
 	struct elf_resolver resolver;
@@ -546,7 +546,7 @@ void elf_annotate_profile(struct profile *p, struct buf *err)
 			if (!elf_python_inspect(&resolver, p->python, &n->py, &perr))
 				n->has_python = true;
 			else if (!n->has_python && pi == 0)
-				buf_addf(err, "%s\n", perr.buf);
+				strvec_push(problems, perr.buf);
 			buf_release(&perr);
 		}
 		for (k = 0; k < nr; k++) {
@@ -563,7 +563,7 @@ void elf_annotate_profile(struct profile *p, struct buf *err)
 			e->load_us = node_load_in(pr, i, profile_metric(p));
 			if (elf_resolve(&resolver, e->file, &e->tree, &eerr)) {
 				e->error = buf_detach(&eerr, NULL);
-				buf_addf(err, "%s\n", e->error);
+				strvec_push(problems, e->error);
 			}
 			buf_release(&eerr);
 		}

@@ -26,10 +26,11 @@
  * process of the first measured run, reads the .so and resolves what it
  * needs, modelling the process: the interpreter (p->python) and earlier
  * extensions load first, so libraries they brought are "already loaded".
- * Unreadable files are noted in err (one line each) and kept with an error.
+ * Each file that cannot be read, and an interpreter that cannot be inspected,
+ * adds one message to problems (the extension is kept with its error).
  * Replaces what p->native held; the profile owns the facts.
  */
-void elf_annotate_profile(struct profile *p, struct buf *err);
+void elf_annotate_profile(struct profile *p, struct strvec *problems);
 /*
  * Renders the "native extensions" section, the top extensions by load time
  * and how many more there are; nothing when there are none.

@@ -455,9 +455,9 @@ static int inspect_profile(const struct inspect_opts *o)
 {
 	struct profile p;
 	struct buf err = BUF_INIT, out = BUF_INIT;
+	struct strvec problems = STRVEC_INIT;
 	size_t i, shown = 0;
 	int ret = EXIT_FAIL;
-	const char *line;
 
 	profile_init(&p);
 	if (profile_read_json(&p, o->profile, &err)) {
@@ -468,14 +468,9 @@ static int inspect_profile(const struct inspect_opts *o)
 		free(p.python);
 		p.python = xstrdup(o->python);
 	}
-	buf_reset(&err);
-	elf_annotate_profile(&p, &err);
-	for (line = err.buf; *line;) {
-		const char *eol = strchrnul(line, '\n');
-
-		warning("%.*s", (int)(eol - line), line);
-		line = *eol ? eol + 1 : eol;
-	}
+	elf_annotate_profile(&p, &problems);
+	for (i = 0; i < problems.nr; i++)
+		warning("%s", problems.v[i]);
 	/* The native rules alone, over the facts just read: they replace the saved ones. */
 	findings_run(&p, native_tables);
 	if (o->json) {
@@ -532,6 +527,7 @@ static int inspect_profile(const struct inspect_opts *o)
 	ret = fflush(stdout) ? EXIT_FAIL : EXIT_OK;
 out:
 	profile_release(&p);
+	strvec_clear(&problems);
 	buf_release(&err);
 	buf_release(&out);
 	return ret;

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analysis/analyze.h"
 #include "analysis/elf_report.h"
 #include "elf/elf_json.h"
 #include "elf/elf_ldcache.h"
@@ -736,6 +737,7 @@ static void test_profile_section_and_findings(void **state)
 	struct run *run;
 	struct proc *pr;
 	struct buf err = BUF_INIT, out = BUF_INIT, json = BUF_INIT, json2 = BUF_INIT;
+	struct strvec problems = STRVEC_INIT;
 	char *ssl = module_file(DEBIAN_PYTHON, "_ssl");
 	char *a = fixture("dup/a/ext.so"), *b = fixture("dup/b/ext.so");
 	char dir[] = "/tmp/coldstart-elftest-XXXXXX";
@@ -757,8 +759,8 @@ static void test_profile_section_and_findings(void **state)
 	/* A native node without a file is left alone. */
 	pr->nodes[proc_add_node(pr, "nofile", 6, 0, 5, 5)].flags |= NODE_NATIVE;
 
-	elf_annotate_profile(&p, &err);
-	assert_string_equal(err.buf, "");
+	elf_annotate_profile(&p, &problems);
+	assert_int_equal(problems.nr, 0);
 	elf_report_section(&p, SIZE_MAX, &out);
 	assert_non_null(strstr(out.buf, "Native extensions"));
 	assert_non_null(strstr(out.buf, "Python 3.11"));
@@ -819,8 +821,8 @@ static void test_profile_section_and_findings(void **state)
 	}
 	/* Annotating again replaces the facts, and the profile frees them. */
 	buf_reset(&err);
-	elf_annotate_profile(&p, &err);
-	assert_string_equal(err.buf, "");
+	elf_annotate_profile(&p, &problems);
+	assert_int_equal(problems.nr, 0);
 	buf_reset(&json2);
 	native_set_to_json(&p.native, &json2);
 	assert_string_equal(json.buf, json2.buf);
@@ -838,6 +840,7 @@ static void test_profile_section_and_findings(void **state)
 	free(ssl);
 	free(a);
 	free(b);
+	strvec_clear(&problems);
 	buf_release(&err);
 	buf_release(&out);
 	buf_release(&json);
@@ -850,6 +853,7 @@ static void test_unstripped_interpreter(void **state)
 	struct profile p;
 	struct proc *pr;
 	struct buf err = BUF_INIT, out = BUF_INIT, cmd = BUF_INIT;
+	struct strvec problems = STRVEC_INIT;
 	const struct finding *fd;
 	struct elf_resolver r;
 	struct elf_python py;
@@ -894,8 +898,8 @@ static void test_unstripped_interpreter(void **state)
 	pr = run_add_proc(profile_add_run(&p));
 	add_native(pr, "_ctypes", ctypes, 100, 1);
 	buf_reset(&err);
-	elf_annotate_profile(&p, &err);
-	assert_string_equal(err.buf, "");
+	elf_annotate_profile(&p, &problems);
+	assert_int_equal(problems.nr, 0);
 	findings_run(&p, native_rules);
 	fd = find_finding(&p, "native-unstripped", 0);
 	assert_non_null(fd);
@@ -907,9 +911,40 @@ out:
 	globfree(&g);
 	elf_python_release(&py);
 	elf_resolver_release(&r);
+	strvec_clear(&problems);
 	buf_release(&err);
 	buf_release(&out);
 	buf_release(&cmd);
+}
+
+/* Unreadable extensions: one problem each, whole, and one profile warning each after the analysis. */
+static void test_unreadable_extensions_are_one_problem_each(void **state)
+{
+	struct profile p;
+	struct proc *pr;
+	struct strvec problems = STRVEC_INIT;
+	size_t i, hits = 0;
+
+	profile_init(&p);
+	pr = run_add_proc(profile_add_run(&p));
+	add_native(pr, "gone_a", "/nonexistent/coldstart-test/gone_a.so", 100, 100);
+	add_native(pr, "gone_b", "/nonexistent/coldstart-test/gone_b.so", 100, 200);
+	elf_annotate_profile(&p, &problems);
+	assert_int_equal(problems.nr, 2);
+	for (i = 0; i < problems.nr; i++) {
+		assert_non_null(strstr(problems.v[i], i ? "gone_b.so" : "gone_a.so"));
+		assert_null(strchr(problems.v[i], '\n'));
+	}
+	strvec_clear(&problems);
+
+	profile_analyze(&p, NULL);
+	for (i = 0; i < p.nr_warnings; i++)
+		if (strstr(p.warnings[i].msg, "/nonexistent/coldstart-test/gone_")) {
+			assert_null(strchr(p.warnings[i].msg, '\n'));
+			hits++;
+		}
+	assert_int_equal(hits, 2);
+	profile_release(&p);
 }
 
 /* The version finders over bytes, as the linker and distributions lay them out. */
@@ -962,6 +997,7 @@ int main(void)
 		cmocka_unit_test(test_json_roundtrip),
 		cmocka_unit_test(test_profile_section_and_findings),
 		cmocka_unit_test(test_unstripped_interpreter),
+		cmocka_unit_test(test_unreadable_extensions_are_one_problem_each),
 		cmocka_unit_test(test_pyversion),
 	};
 	char *here = realpath(__FILE__, NULL);
