@@ -458,17 +458,17 @@ bool node_after_ready(const struct proc *pr, int32_t i, int64_t ready_ns);
 
 
 /*
- * JSON (written with .gz through zlib).  Both return 0 or -1 with errmsg set.
+ * JSON (written with .gz through zlib).  Both return 0 or -1 with err set.
  * The reader streams and stops with an error past PROFILE_SIZE_LIMIT bytes
  * of text, or of memory for the model (COLDSTART_MAX_PROFILE_SIZE, such as
  * "4g", sets another limit); numbers out of their field's range are errors
  * (docs/profile-format.md, "Limits").
  */
 #define PROFILE_SIZE_LIMIT ((uint64_t)1 << 30)
-int profile_write_json(const struct profile *p, const char *path, struct buf *errmsg);
-int profile_read_json(struct profile *p, const char *path, struct buf *errmsg);
+int profile_write_json(const struct profile *p, const char *path, struct buf *err);
+int profile_read_json(struct profile *p, const char *path, struct buf *err);
 /* The same into/out of memory, for tests and pipes. */
 void profile_to_json(const struct profile *p, struct buf *out);
-int profile_from_json(struct profile *p, const char *text, size_t len, struct buf *errmsg);
+int profile_from_json(struct profile *p, const char *text, size_t len, struct buf *err);
 
 #endif

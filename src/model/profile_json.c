@@ -614,7 +614,7 @@ void profile_to_json(const struct profile *p, struct buf *out)
 	write_profile(&w, p);
 }
 
-int profile_write_json(const struct profile *p, const char *path, struct buf *errmsg)
+int profile_write_json(const struct profile *p, const char *path, struct buf *err)
 {
 	struct buf out = BUF_INIT;
 	struct jw w = { .out = &out };
@@ -623,7 +623,7 @@ int profile_write_json(const struct profile *p, const char *path, struct buf *er
 	if (!strcmp(path, "-")) {
 		write_profile(&w, p);
 		if (fwrite(out.buf, 1, out.len, stdout) != out.len || fflush(stdout)) {
-			buf_addf(errmsg, "cannot write profile to stdout: %s", strerror(errno));
+			buf_addf(err, "cannot write profile to stdout: %s", strerror(errno));
 			goto out;
 		}
 		ret = 0;
@@ -631,14 +631,14 @@ int profile_write_json(const struct profile *p, const char *path, struct buf *er
 	}
 	w.gz = gzopen(path, ends_with(path, ".gz") ? "wb6" : "wT");
 	if (!w.gz) {
-		buf_addf(errmsg, "cannot write '%s': %s", path, strerror(errno ? errno : ENOMEM));
+		buf_addf(err, "cannot write '%s': %s", path, strerror(errno ? errno : ENOMEM));
 		goto out;
 	}
 	buf_grow(&out, FLUSH_AT + 4096);
 	write_profile(&w, p);
 	jw_flush(&w, 1);
 	if (gzclose(w.gz) != Z_OK || w.failed) {
-		buf_addf(errmsg, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
+		buf_addf(err, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
 		goto out;
 	}
 	ret = 0;

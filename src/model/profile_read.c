@@ -434,21 +434,21 @@ static void reader_init(struct reader *rd, struct profile *p)
 	buf_init(&rd->native, 0);
 }
 
-int profile_from_json(struct profile *p, const char *text, size_t len, struct buf *errmsg)
+int profile_from_json(struct profile *p, const char *text, size_t len, struct buf *err)
 {
 	struct reader rd;
 	int ret = -1;
 
 	reader_init(&rd, p);
 	jr_init_mem(&rd.jr, text, len);
-	if (size_limit(&rd.limit, errmsg) == 0)
-		ret = read_document(&rd, errmsg);
+	if (size_limit(&rd.limit, err) == 0)
+		ret = read_document(&rd, err);
 	jr_release(&rd.jr);
 	buf_release(&rd.native);
 	return ret;
 }
 
-int profile_read_json(struct profile *p, const char *path, struct buf *errmsg)
+int profile_read_json(struct profile *p, const char *path, struct buf *err)
 {
 	struct reader rd;
 	struct zfile zf;
@@ -456,10 +456,10 @@ int profile_read_json(struct profile *p, const char *path, struct buf *errmsg)
 	uint64_t limit;
 	int ret = -1;
 
-	if (size_limit(&limit, errmsg) < 0)
+	if (size_limit(&limit, err) < 0)
 		return -1;
 	if (zfile_open(&zf, path, limit, &inner) < 0) {
-		buf_addf(errmsg, "cannot read '%s': %s", path, inner.buf);
+		buf_addf(err, "cannot read '%s': %s", path, inner.buf);
 		buf_release(&inner);
 		return -1;
 	}
@@ -470,7 +470,7 @@ int profile_read_json(struct profile *p, const char *path, struct buf *errmsg)
 	if (read_document(&rd, &inner) == 0)
 		ret = 0;
 	else
-		buf_addf(errmsg, "cannot read '%s': %s", path, inner.buf);
+		buf_addf(err, "cannot read '%s': %s", path, inner.buf);
 	jr_release(&rd.jr);
 	zfile_close(&zf);
 	buf_release(&rd.native);
