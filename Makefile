@@ -126,6 +126,7 @@ fuzz:
 	@sh tests/fuzz/run.sh
 
 bench: all
+	@sh tests/install-deps.sh bench
 	@sh bench/run.sh
 
 install: all
