@@ -143,6 +143,7 @@ fuzz:
 	@sh tests/fuzz/run.sh
 
 bench: all
+	@sh tests/install-deps.sh bench
 	@sh bench/run.sh
 
 install: all

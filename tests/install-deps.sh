@@ -1,9 +1,11 @@
 #!/bin/sh
 # Installs what coldstart needs from Debian when run as root, or says what is
-# missing.  Usage: install-deps.sh build|test|all
+# missing.  Usage: install-deps.sh build|test|all|bench
 #   build: compiling coldstart and the tracer
 #   test:  the whole suite (cgroups, docker engine, browser and node consumers)
 #   all:   both, plus the fuzzing toolchain
+#   bench: what `make bench` runs besides the suite's packages (the plan
+#          corpus's programs: formatters, linters, doc builders, CLIs)
 set -u
 what=${1:-all}
 
@@ -13,12 +15,16 @@ python3-uvicorn python3-setuptools python3-venv python3-wheel python3-pip binuti
 gunicorn python3-django python3-pandas python3-boto3 python3-sqlalchemy python3-requests python3-httptools python3-iso8601 python3-pytest-asyncio
 strace"
 fuzz_pkgs="clang libclang-rt-14-dev"
+bench_pkgs="black flake8 pylint isort pycodestyle pyflakes3 python3-mypy python3-pygments python3-docutils
+python3-sphinx python3-markdown yamllint codespell python3-chardet httpie awscli python3-lxml python3-yaml
+python3-cryptography python3-networkx"
 
 case "$what" in
 build) pkgs="$build_pkgs" ;;
 test) pkgs="$build_pkgs $test_pkgs" ;;
 all) pkgs="$build_pkgs $test_pkgs $fuzz_pkgs" ;;
-*) echo "usage: $0 build|test|all" >&2; exit 2 ;;
+bench) pkgs="$build_pkgs $test_pkgs $bench_pkgs" ;;
+*) echo "usage: $0 build|test|all|bench" >&2; exit 2 ;;
 esac
 
 missing=""
