@@ -16,6 +16,7 @@
 #include "builtin.h"
 #include "compare_report.h"
 #include "measure.h"
+#include "outfile.h"
 #include "profile.h"
 #include "runlimits.h"
 #include "show.h"
@@ -246,35 +247,24 @@ static void variant_release(struct variant *v)
 	free(v->python);
 }
 
-/* Writes text to path ("-": stdout) or fd (>= 0). */
+/* Writes text to path ("-": stdout; a file whole or not at all) or fd (>= 0). */
 static int write_out(const char *path, int fd, const char *text)
 {
+	struct buf err = BUF_INIT;
 	size_t n = strlen(text);
-	FILE *f;
+	int ret = 0;
 
 	if (fd >= 0) {
-		while (n) {
-			ssize_t w = write(fd, text, n);
-
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w < 0) {
-				error("cannot write to descriptor %d: %s", fd, strerror(errno));
-				return -1;
-			}
-			text += w;
-			n -= (size_t)w;
-		}
-		return 0;
+		if (write_full(fd, text, n) < 0)
+			ret = error("cannot write to descriptor %d: %s", fd, strerror(errno));
+	} else if (!strcmp(path, "-")) {
+		if (fwrite(text, 1, n, stdout) != n || fflush(stdout))
+			ret = error("cannot write to stdout: %s", strerror(errno));
+	} else if (outfile_write(path, text, n, &err) < 0) {
+		ret = error("%s", err.buf);
 	}
-	f = strcmp(path, "-") ? fopen(path, "we") : stdout;
-	if (!f || fwrite(text, 1, n, f) != n || (f == stdout ? fflush(f) : fclose(f))) {
-		error("cannot write '%s': %s", path, strerror(errno));
-		if (f && f != stdout)
-			fclose(f);
-		return -1;
-	}
-	return 0;
+	buf_release(&err);
+	return ret;
 }
 
 /* The label of a variant: what makes it differ, or its --name. */

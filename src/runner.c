@@ -21,6 +21,7 @@
 #include "cgroup.h"
 #include "importtime.h"
 #include "launch.h"
+#include "outfile.h"
 #include "leftover.h"
 #include "ready.h"
 #include "trace.h"
@@ -639,6 +640,8 @@ void runner_setup_signals(void)
 
 static void exit_on_signal(int sig)
 {
+	/* An output half written stays the temporary it is: remove it. */
+	outfile_unlink_pending();
 	_exit(128 + sig);
 }
 
