@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from conftest import DEBIAN_PYTHON, run_coldstart
+from conftest import COLDSTART, DEBIAN_PYTHON, run_coldstart
 
 
 @pytest.fixture
@@ -42,3 +42,26 @@ def test_why_source_larger_than_the_bound_is_not_read(app_profile, tmp_path):
     assert r.returncode == 0, r.stderr
     bad = json.loads(r.stdout)["source"]["unreadable"]
     assert bad == [{"module": "mod", "error": "cannot read %s: larger than 32 MiB" % mod}]
+
+
+@pytest.mark.parametrize("argv", [
+    ["report", "IN"], ["check", "IN", "--budget", "total=1s"], ["export", "IN", "-o", "OUT.svg"],
+    ["why", "json", "IN"], ["diff", "IN", "IN"], ["inspect", "--profile", "IN"],
+], ids=["report", "check", "export", "why", "diff", "inspect"])
+def test_profile_named_fifo_is_refused_not_waited_on(tmp_path, argv):
+    fifo = str(tmp_path / "p.json")
+    os.mkfifo(fifo)
+    args = [a.replace("IN", fifo).replace("OUT", str(tmp_path / "out")) for a in argv]
+    r = run_coldstart(*args, timeout=30)
+    assert r.returncode == 1, r.stderr
+    assert "cannot read '%s': a named pipe (FIFO), which blocks until something writes to it" % fifo in r.stderr
+
+
+def test_profile_through_a_pipe_is_still_read(tmp_path):
+    from conftest import FIXTURES
+    prof = os.path.join(FIXTURES, "profile", "py3.12.json")
+    # /dev/stdin is a link to a pipe here, as <(zcat p.json.gz) would be.
+    r = subprocess.run(["sh", "-c", 'cat "$1" | "$0" report --no-report /dev/stdin -o "$2"', COLDSTART,
+                        prof, str(tmp_path / "copy.json")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "copy.json").read_text())["format"] == "coldstart-profile"
