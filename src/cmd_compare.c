@@ -195,48 +195,6 @@ static void limits_copy(struct limits *dst, const struct limits *src)
 	dst->backend = src->backend ? xstrdup(src->backend) : NULL;
 }
 
-/* Applies a --limits SET ("none" or "cpus=0.1,memory=128m") over lim. */
-static int apply_limit_set(struct limits *lim, const char *set, struct buf *err)
-{
-	char *copy, *item, *next;
-	int ret = 0;
-
-	if (!strcmp(set, "none")) {
-		limits_release(lim);
-		memset(lim, 0, sizeof(*lim));
-		return 0;
-	}
-	copy = xstrdup(set);
-	for (item = copy; item && !ret; item = next) {
-		char *eq;
-
-		next = strchr(item, ',');
-		if (next)
-			*next++ = '\0';
-		eq = strchr(item, '=');
-		if (!eq || eq == item) {
-			buf_addf(err,
-				 "--limits '%s': '%s' is not NAME=VALUE (cpus, memory, swap, pids, cpuset, preset)",
-				 set, item);
-			ret = -1;
-			break;
-		}
-		*eq = '\0';
-		if (strcmp(item, "cpus") && strcmp(item, "memory") && strcmp(item, "swap") && strcmp(item, "pids") &&
-		    strcmp(item, "cpuset") && strcmp(item, "preset")) {
-			buf_addf(err, "--limits '%s': no limit '%s' (cpus, memory, swap, pids, cpuset, preset)", set,
-				 item);
-			ret = -1;
-		} else if (limits_set(lim, item, eq + 1, err) < 0) {
-			ret = -1;
-		}
-	}
-	free(copy);
-	if (!ret && limits_check(lim, err) < 0)
-		ret = -1;
-	return ret;
-}
-
 static void variant_release(struct variant *v)
 {
 	measure_session_release(&v->s);
@@ -301,7 +259,7 @@ static int variant_setup(struct compare_opts *o, struct variant *v, size_t j, co
 	strvec_init(&v->env);
 	measure_session_init(&v->s, &v->p, "compare", &o->m, NULL, &measure_local);
 	limits_copy(&v->p.limits, common);
-	if (limit_set && apply_limit_set(&v->p.limits, limit_set, &err) < 0) {
+	if (limit_set && limits_apply_set(&v->p.limits, limit_set, &err) < 0) {
 		error("%s", err.buf);
 		ret = EXIT_USAGE;
 		goto out;
