@@ -232,7 +232,10 @@ def read_pyx(src):
         while stack and stack[-1][0] >= indent:
             stack.pop()
         ctx = stack[-1][1] if stack else BODY
-        word = stripped.split()[0].rstrip(":")
+        words = stripped.split()
+        if not words:  # a lone backslash continued by a blank or comment line
+            continue
+        word = words[0].rstrip(":")
         if stripped.endswith(":"):
             if word in ("def", "cpdef", "async", "lambda") or (word == "cdef" and " class " not in
                                                                  stripped and "extern" not in stripped):

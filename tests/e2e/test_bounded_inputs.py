@@ -65,3 +65,18 @@ def test_profile_through_a_pipe_is_still_read(tmp_path):
                         prof, str(tmp_path / "copy.json")], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert json.loads((tmp_path / "copy.json").read_text())["format"] == "coldstart-profile"
+
+
+def test_pyx_scanner_takes_a_lone_backslash_line():
+    # Found by tests/fuzz/fuzz_py.py imports: a line continued into a blank
+    # or comment line left nothing to split (IndexError: the whole .pyx was
+    # then read as "native").
+    import sys
+    from conftest import ROOT
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    try:
+        from coldstart import _imports
+    finally:
+        sys.path.pop(0)
+    out = _imports.read_pyx(b"\\\n# comment\nimport numpy\n")
+    assert [t[4] for t in out] == ["numpy"]
