@@ -51,11 +51,26 @@ static bool link_refused(const struct stat *link, const char *dir)
 	       link->st_uid != d.st_uid;
 }
 
-char *outfile_resolve(const char *path, struct buf *err)
+/* Whether dir lies in /proc, where links name open descriptors (/dev/stdout, /dev/fd/N). */
+static bool in_proc(const char *dir)
+{
+	char *real = realpath(dir, NULL);
+	bool yes = real && (!strcmp(real, "/proc") || starts_with(real, "/proc/"));
+
+	free(real);
+	return yes;
+}
+
+/*
+ * path with its links followed (see outfile.h); *fd_alias set when a link
+ * in /proc stands for an open descriptor, which no name can replace.
+ */
+static char *resolve(const char *path, bool *fd_alias, struct buf *err)
 {
 	char *cur = xstrdup(path);
 	int hops;
 
+	*fd_alias = false;
 	for (hops = 0;; hops++) {
 		char target[PATH_MAX], *dir;
 		struct stat st;
@@ -64,6 +79,12 @@ char *outfile_resolve(const char *path, struct buf *err)
 		if (lstat(cur, &st) < 0 || !S_ISLNK(st.st_mode))
 			return cur;
 		dir = dir_of(cur);
+		if (in_proc(dir)) {
+			/* "pipe:[123]", a deleted file: the descriptor is what gets written. */
+			*fd_alias = true;
+			free(dir);
+			return cur;
+		}
 		if (hops == 40) {
 			buf_addf(err, "cannot write '%s': too many levels of symbolic links", path);
 			goto fail;
@@ -98,6 +119,13 @@ char *outfile_resolve(const char *path, struct buf *err)
 		free(cur);
 		return NULL;
 	}
+}
+
+char *outfile_resolve(const char *path, bool *fd_alias, struct buf *err)
+{
+	bool alias;
+
+	return resolve(path, fd_alias ? fd_alias : &alias, err);
 }
 
 static mode_t new_file_mode(void)
@@ -165,13 +193,28 @@ static void outfile_release(struct outfile *of)
 static int open_common(struct outfile *of, const char *path, bool append, struct buf *err)
 {
 	struct stat st;
+	bool fd_alias;
 
 	memset(of, 0, sizeof(*of));
 	of->fd = -1;
 	of->name = xstrdup(path);
 	of->append = append;
-	if (!(of->path = outfile_resolve(path, err)))
+	if (!(of->path = resolve(path, &fd_alias, err)))
 		goto fail;
+	if (fd_alias) {
+		/*
+		 * /dev/stdout and the like: the descriptor's file, pipe or
+		 * terminal, in place.  O_APPEND: a new open of a file the shell
+		 * opened with >> (or wrote to before) starts at 0 otherwise.
+		 */
+		of->fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY);
+		if (of->fd < 0) {
+			buf_addf(err, "cannot write '%s': %s", path, strerror(errno));
+			goto fail;
+		}
+		of->append_from = -1;
+		return 0;
+	}
 	if (stat(of->path, &st) < 0) {
 		if (errno != ENOENT) {
 			buf_addf(err, "cannot write '%s': %s", path, strerror(errno));

@@ -24,7 +24,9 @@
  * world-writable directory (/tmp) owned by neither the writer nor the
  * directory's owner, which another user may have planted to point the write
  * at a file of the writer's.  The temporary is made beside the link's final
- * target, so the link stays a link.
+ * target, so the link stays a link.  A link in /proc (/dev/stdout,
+ * /dev/fd/N) stands for an open descriptor: it is written in place,
+ * appending (a file the shell opened with >> keeps what it held).
  */
 #ifndef COLDSTART_OUTFILE_H
 #define COLDSTART_OUTFILE_H
@@ -54,9 +56,10 @@ struct outfile {
  * The file a write to path would replace, its links followed under the
  * rule above; the result is the caller's to free.  NULL with "cannot write
  * 'x': ..." in err when a link is refused or a loop has no end.  A name
- * that does not exist comes back as is.
+ * that does not exist comes back as is.  *fd_alias (when not NULL) is set
+ * for a link in /proc, which names an open descriptor.
  */
-char *outfile_resolve(const char *path, struct buf *err);
+char *outfile_resolve(const char *path, bool *fd_alias, struct buf *err);
 
 /* Opens of for writing path as described above; 0, or -1 with err. */
 int outfile_open(struct outfile *of, const char *path, struct buf *err);

@@ -157,6 +157,7 @@ int output_path_check(const char *path, struct buf *err)
 	struct outfile of = OUTFILE_INIT;
 	struct stat st;
 	char *real = NULL, *dir = NULL, *slash;
+	bool fd_alias;
 	int ret = -1;
 
 	if (!strcmp(path, "-"))
@@ -165,8 +166,16 @@ int output_path_check(const char *path, struct buf *err)
 		buf_adds(err, "an empty output path");
 		return -1;
 	}
-	if (!(real = outfile_resolve(path, err)))
+	if (!(real = outfile_resolve(path, &fd_alias, err)))
 		return -1;
+	if (fd_alias) {
+		/* /dev/stdout and the like: written in place. */
+		if (access(path, W_OK) < 0)
+			buf_addf(err, "cannot write '%s': %s", path, strerror(errno));
+		else
+			ret = 0;
+		goto out;
+	}
 	if (stat(real, &st) < 0) {
 		if (errno != ENOENT) {
 			buf_addf(err, "cannot write '%s': %s", path, strerror(errno));

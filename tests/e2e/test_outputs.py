@@ -217,3 +217,21 @@ def test_nobody_cannot_redirect_roots_output_into_a_file(sticky_dir, tmp_path):
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert "symbolic link owned by uid %d" % NOBODY in r.stderr
     assert victim.read_text() == "do not touch\n"
+
+
+@pytest.mark.parametrize("name", ["/dev/stdout", "/dev/fd/1"])
+def test_dev_stdout_is_written_in_place(tmp_path, name):
+    # A link in /proc names an open descriptor: a pipe, or a file the shell
+    # opened with >> that must keep what it held.
+    log = tmp_path / "app.log"
+    log.write_text("kept\n")
+    r = subprocess.run(["sh", "-c", '"$0" export "$1" -f folded -o "$2" >> "$3"', COLDSTART, PROFILE, name,
+                        str(log)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    text = log.read_text()
+    assert text.startswith("kept\nprocess ") and text.count("kept") == 1
+    assert sorted(os.listdir(tmp_path)) == ["app.log"]
+    r = subprocess.run(["sh", "-c", '"$0" report --no-report "$1" -o "$2" | cat', COLDSTART, PROFILE, name],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["format"] == "coldstart-profile"
