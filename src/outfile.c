@@ -38,8 +38,9 @@ static const char *base_of(const char *path)
 }
 
 /*
- * fs.protected_symlinks: a link in a sticky, world-writable directory is
- * followed only by its owner or when the directory's owner owns it too.
+ * fs.protected_symlinks (and protected_regular for a file): in a sticky,
+ * world-writable directory, a link is followed, and a file replaced, only
+ * when it belongs to the writer or to the directory's owner.
  */
 static bool link_refused(const struct stat *link, const char *dir)
 {
@@ -236,6 +237,19 @@ static int open_common(struct outfile *of, const char *path, bool append, struct
 	if (S_ISDIR(st.st_mode)) {
 		buf_addf(err, "cannot write '%s': it is a directory", path);
 		goto fail;
+	}
+	if (S_ISREG(st.st_mode)) {
+		char *dir = dir_of(of->path);
+		bool foreign = link_refused(&st, dir);
+
+		if (foreign)
+			buf_addf(err,
+				 "cannot write '%s': '%s' belongs to uid %u in the shared directory '%s' (sticky, "
+				 "writable by everyone), where anyone could have put it; remove it or write elsewhere",
+				 path, of->path, (unsigned)st.st_uid, dir);
+		free(dir);
+		if (foreign)
+			goto fail;
 	}
 	if (S_ISREG(st.st_mode) && !append) {
 		/* A file its owner made read-only stays so, though the directory would allow the rename. */

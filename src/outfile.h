@@ -24,7 +24,9 @@
  * world-writable directory (/tmp) owned by neither the writer nor the
  * directory's owner, which another user may have planted to point the write
  * at a file of the writer's.  The temporary is made beside the link's final
- * target, so the link stays a link.  A link in /proc (/dev/stdout,
+ * target, so the link stays a link.  By the same rule (the kernel's
+ * protected_regular) a file there that belongs to someone else is not
+ * replaced or appended to.  A link in /proc (/dev/stdout,
  * /dev/fd/N) stands for an open descriptor: it is written in place,
  * appending (a file the shell opened with >> keeps what it held).
  */

@@ -235,3 +235,15 @@ def test_dev_stdout_is_written_in_place(tmp_path, name):
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["format"] == "coldstart-profile"
+
+
+def test_file_planted_by_another_user_in_a_sticky_dir_is_not_replaced(sticky_dir):
+    # Replaced by rename, root's output would have gone to a file nobody owns.
+    planted = os.path.join(sticky_dir, "p.json")
+    assert _as_nobody(["sh", "-c", "echo planted > %s" % planted]).returncode == 0
+    r = run_coldstart("report", "--no-report", PROFILE, "-o", planted)
+    assert r.returncode == 1, r.stderr
+    assert "'%s' belongs to uid %d in the shared directory" % (planted, NOBODY) in r.stderr
+    with open(planted) as f:
+        assert f.read() == "planted\n"
+    assert sorted(os.listdir(sticky_dir)) == ["p.json"]
