@@ -11,30 +11,14 @@
 #include <unistd.h>
 
 #include "args.h"
-
-/*
- * Creates path and removes it again: access() passes for root wherever the
- * mode bits say no, and says nothing of /proc, /sys or a read-only mount.
- */
-static int create_probe(const char *path, const char *dir, struct buf *err)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0666);
-
-	if (fd < 0 && errno == EEXIST)
-		return 0; /* made meanwhile: the write will say what is wrong with it */
-	if (fd < 0) {
-		buf_addf(err, "cannot write '%s': cannot create a file in '%s': %s", path, dir, strerror(errno));
-		return -1;
-	}
-	close(fd);
-	unlink(path);
-	return 0;
-}
+#include "outfile.h"
 
 int output_path_check(const char *path, struct buf *err)
 {
+	struct outfile of = OUTFILE_INIT;
 	struct stat st;
-	char *dir = NULL, *slash;
+	char *real = NULL, *dir = NULL, *slash;
+	bool fd_alias;
 	int ret = -1;
 
 	if (!strcmp(path, "-"))
@@ -43,20 +27,31 @@ int output_path_check(const char *path, struct buf *err)
 		buf_adds(err, "an empty output path");
 		return -1;
 	}
-	if (!stat(path, &st)) {
-		if (S_ISDIR(st.st_mode))
-			buf_addf(err, "cannot write '%s': it is a directory", path);
-		else if (access(path, W_OK) < 0)
+	if (!(real = outfile_resolve(path, &fd_alias, err)))
+		return -1;
+	if (fd_alias) {
+		/* /dev/stdout and the like: written in place. */
+		if (access(path, W_OK) < 0)
 			buf_addf(err, "cannot write '%s': %s", path, strerror(errno));
 		else
 			ret = 0;
-		return ret;
+		goto out;
 	}
-	if (errno != ENOENT) {
-		buf_addf(err, "cannot write '%s': %s", path, strerror(errno));
-		return -1;
+	if (stat(real, &st) < 0) {
+		if (errno != ENOENT) {
+			buf_addf(err, "cannot write '%s': %s", path, strerror(errno));
+			goto out;
+		}
+	} else if (!S_ISREG(st.st_mode)) {
+		if (S_ISDIR(st.st_mode))
+			buf_addf(err, "cannot write '%s': it is a directory", path);
+		else if (access(real, W_OK) < 0)
+			buf_addf(err, "cannot write '%s': %s", path, strerror(errno));
+		else
+			ret = 0; /* a device or a FIFO, written in place */
+		goto out;
 	}
-	dir = xstrdup(path);
+	dir = xstrdup(real);
 	slash = strrchr(dir, '/');
 	if (slash == dir)
 		dir[1] = '\0';
@@ -70,10 +65,17 @@ int output_path_check(const char *path, struct buf *err)
 		buf_addf(err, "cannot write '%s': no directory '%s'", path, dir);
 	else if (!S_ISDIR(st.st_mode))
 		buf_addf(err, "cannot write '%s': '%s' is not a directory", path, dir);
-	else if (access(dir, W_OK | X_OK) < 0)
-		buf_addf(err, "cannot write '%s': directory '%s': %s", path, dir, strerror(errno));
-	else
-		ret = create_probe(path, dir, err);
+	/*
+	 * The file is written as a temporary beside it: creating one (and
+	 * removing it) asks the kernel, as access() cannot for root, /proc or
+	 * a read-only mount.
+	 */
+	else if (outfile_open(&of, path, err) == 0) {
+		outfile_abort(&of);
+		ret = 0;
+	}
+out:
+	free(real);
 	free(dir);
 	return ret;
 }

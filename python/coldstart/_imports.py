@@ -34,6 +34,7 @@ Only the standard library is used; the code runs on Python 3.7 and newer.
 """
 import ast
 import os
+import stat
 import sys
 import time
 
@@ -231,7 +232,10 @@ def read_pyx(src):
         while stack and stack[-1][0] >= indent:
             stack.pop()
         ctx = stack[-1][1] if stack else BODY
-        word = stripped.split()[0].rstrip(":")
+        words = stripped.split()
+        if not words:  # a lone backslash continued by a blank or comment line
+            continue
+        word = words[0].rstrip(":")
         if stripped.endswith(":"):
             if word in ("def", "cpdef", "async", "lambda") or (word == "cdef" and " class " not in
                                                                  stripped and "extern" not in stripped):
@@ -256,6 +260,28 @@ def _pyx_of(path):
     return pyx if os.path.isfile(pyx) else None
 
 
+# A source file larger than this is not read (the largest module of the
+# standard library is under 1 MiB; generated ones reach a few).
+MAX_SOURCE = 32 << 20
+
+
+def _read_bounded(path):
+    """The bytes of the regular file at path, at most MAX_SOURCE of them.
+    A FIFO, device or directory named by a profile is refused without
+    blocking (O_NONBLOCK), a larger file without reading it."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(0, "not a regular file")
+        if st.st_size > MAX_SOURCE:
+            raise OSError(0, "larger than %d MiB" % (MAX_SOURCE >> 20))
+        data = f.read(MAX_SOURCE + 1)
+        if len(data) > MAX_SOURCE:
+            raise OSError(0, "larger than %d MiB" % (MAX_SOURCE >> 20))
+        return data
+
+
 def _read_file(path):
     """(status, imports) for one file: a module's source, or a script of any
     name (a console script); a .pyc is read through its source beside it; an
@@ -266,8 +292,7 @@ def _read_file(path):
         if not pyx:
             return "native", []
         try:
-            with open(pyx, "rb") as f:
-                return "pyx:" + pyx, read_pyx(f.read())
+            return "pyx:" + pyx, read_pyx(_read_bounded(pyx))
         except (OSError, ValueError, IndexError):
             return "native", []
     if path.endswith(".pyc"):
@@ -275,8 +300,7 @@ def _read_file(path):
         if not os.path.isfile(path):
             return "nosource", []
     try:
-        with open(path, "rb") as f:
-            src = f.read()
+        src = _read_bounded(path)
     except OSError as e:
         return "error:cannot read %s: %s" % (path, e.strerror or e), []
     try:

@@ -125,12 +125,8 @@ static void check_mixed(struct profile *p, struct run *r, size_t ri)
 				    ri + 1, r->nr_procs);
 }
 
-void profile_analyze(struct profile *p, const char *const *stdlib_names)
-{
-	profile_analyze_with(p, stdlib_names, NULL);
-}
-
-void profile_analyze_with(struct profile *p, const char *const *stdlib_names, const char *const *site_dirs)
+static void analyze(struct profile *p, const char *const *stdlib_names, const char *const *site_dirs,
+		    bool native)
 {
 	size_t r, i, bad_total = 0;
 	struct buf examples = BUF_INIT;
@@ -158,7 +154,7 @@ void profile_analyze_with(struct profile *p, const char *const *stdlib_names, co
 	buf_release(&examples);
 
 	/* Native extensions need the tracer's file names; annotation precedes the rules. */
-	{
+	if (native) {
 		struct strvec problems = STRVEC_INIT;
 
 		elf_annotate_profile(p, &problems);
@@ -167,4 +163,19 @@ void profile_analyze_with(struct profile *p, const char *const *stdlib_names, co
 		strvec_clear(&problems);
 	}
 	findings_run(p, rule_tables);
+}
+
+void profile_analyze(struct profile *p, const char *const *stdlib_names)
+{
+	analyze(p, stdlib_names, NULL, true);
+}
+
+void profile_analyze_offline(struct profile *p, const char *const *stdlib_names)
+{
+	analyze(p, stdlib_names, NULL, false);
+}
+
+void profile_analyze_with(struct profile *p, const char *const *stdlib_names, const char *const *site_dirs)
+{
+	analyze(p, stdlib_names, site_dirs, true);
 }

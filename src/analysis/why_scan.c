@@ -16,6 +16,7 @@
 
 #include "sys/launch.h"
 #include "ingest/trace_build.h"
+#include "trust.h"
 
 /* The reader's stdout holds a few records per import statement; this is far beyond any real one. */
 #define OUT_LIMIT ((size_t)256 << 20)
@@ -450,6 +451,20 @@ int why_scan(const struct profile *p, const struct run *r, const bool *forks, st
 		return -1;
 	}
 	res->python = xstrdup(python);
+	if (!(o->python && *o->python)) {
+		struct buf why = BUF_INIT;
+
+		if (trust_check_program(python, &why) < 0) {
+			buf_addf(err,
+				 "not running '%s', the interpreter the profile names: %s; --python '%s' runs it if "
+				 "you trust it, --python PATH reads the source with another one",
+				 python, why.buf, python);
+			res->refused = true;
+			buf_release(&why);
+			return -1;
+		}
+		buf_release(&why);
+	}
 	for (i = 0; i < r->nr_procs; i++)
 		total += r->procs[i].nr_nodes + 1;
 	for (l.nr_slots = 16; l.nr_slots < 2 * total; l.nr_slots *= 2)

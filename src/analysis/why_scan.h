@@ -30,6 +30,8 @@ struct why_scan_result {
 	double reader_s; /* the reader's own time, as it measured it */
 	int64_t wall_us; /* the whole scan, interpreter start included */
 	char *cache; /* "used", "off", or why the cache was refused (owned) */
+	/* The profile's interpreter was not run: it fails trust_check_program (the reason is in err). */
+	bool refused;
 };
 
 /*
@@ -41,8 +43,11 @@ struct why_scan_result {
  * parent.  graphs[i] (for r->procs[i], set up with why_graph_init) receive
  * the statements.  Files come from the trace; modules without one are
  * located by name through the interpreter's sys.path and the profile's cwd.
- * Returns 0, or -1 with the reason in err (no interpreter, the reader
- * failed or timed out): the graphs then hold only what the profile recorded.
+ * The profile's interpreter runs only when it passes trust_check_program
+ * (a profile is a file anyone may have edited); o->python always does.
+ * Returns 0, or -1 with the reason in err (no interpreter, one refused, the
+ * reader failed or timed out): the graphs then hold only what the profile
+ * recorded.
  */
 int why_scan(const struct profile *p, const struct run *r, const bool *forks, struct why_graph *graphs,
 	     const struct why_scan_opts *o, struct why_scan_result *res, struct buf *err);

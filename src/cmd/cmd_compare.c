@@ -19,6 +19,7 @@
 #include "model/profile.h"
 #include "model/runlimits.h"
 #include "session/show.h"
+#include "outfile.h"
 
 #define MAX_VARIANTS 26
 
@@ -194,48 +195,6 @@ static void limits_copy(struct limits *dst, const struct limits *src)
 	dst->backend = src->backend ? xstrdup(src->backend) : NULL;
 }
 
-/* Applies a --limits SET ("none" or "cpus=0.1,memory=128m") over lim. */
-static int apply_limit_set(struct limits *lim, const char *set, struct buf *err)
-{
-	char *copy, *item, *next;
-	int ret = 0;
-
-	if (!strcmp(set, "none")) {
-		limits_release(lim);
-		memset(lim, 0, sizeof(*lim));
-		return 0;
-	}
-	copy = xstrdup(set);
-	for (item = copy; item && !ret; item = next) {
-		char *eq;
-
-		next = strchr(item, ',');
-		if (next)
-			*next++ = '\0';
-		eq = strchr(item, '=');
-		if (!eq || eq == item) {
-			buf_addf(err,
-				 "--limits '%s': '%s' is not NAME=VALUE (cpus, memory, swap, pids, cpuset, preset)",
-				 set, item);
-			ret = -1;
-			break;
-		}
-		*eq = '\0';
-		if (strcmp(item, "cpus") && strcmp(item, "memory") && strcmp(item, "swap") && strcmp(item, "pids") &&
-		    strcmp(item, "cpuset") && strcmp(item, "preset")) {
-			buf_addf(err, "--limits '%s': no limit '%s' (cpus, memory, swap, pids, cpuset, preset)", set,
-				 item);
-			ret = -1;
-		} else if (limits_set(lim, item, eq + 1, err) < 0) {
-			ret = -1;
-		}
-	}
-	free(copy);
-	if (!ret && limits_check(lim, err) < 0)
-		ret = -1;
-	return ret;
-}
-
 static void variant_release(struct variant *v)
 {
 	measure_session_release(&v->s);
@@ -246,35 +205,24 @@ static void variant_release(struct variant *v)
 	free(v->python);
 }
 
-/* Writes text to path ("-": stdout) or fd (>= 0). */
+/* Writes text to path ("-": stdout; a file whole or not at all) or fd (>= 0). */
 static int write_out(const char *path, int fd, const char *text)
 {
+	struct buf err = BUF_INIT;
 	size_t n = strlen(text);
-	FILE *f;
+	int ret = 0;
 
 	if (fd >= 0) {
-		while (n) {
-			ssize_t w = write(fd, text, n);
-
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w < 0) {
-				error("cannot write to descriptor %d: %s", fd, strerror(errno));
-				return -1;
-			}
-			text += w;
-			n -= (size_t)w;
-		}
-		return 0;
+		if (write_full(fd, text, n) < 0)
+			ret = error("cannot write to descriptor %d: %s", fd, strerror(errno));
+	} else if (!strcmp(path, "-")) {
+		if (fwrite(text, 1, n, stdout) != n || fflush(stdout))
+			ret = error("cannot write to stdout: %s", strerror(errno));
+	} else if (outfile_write(path, text, n, &err) < 0) {
+		ret = error("%s", err.buf);
 	}
-	f = strcmp(path, "-") ? fopen(path, "we") : stdout;
-	if (!f || fwrite(text, 1, n, f) != n || (f == stdout ? fflush(f) : fclose(f))) {
-		error("cannot write '%s': %s", path, strerror(errno));
-		if (f && f != stdout)
-			fclose(f);
-		return -1;
-	}
-	return 0;
+	buf_release(&err);
+	return ret;
 }
 
 /* The label of a variant: what makes it differ, or its --name. */
@@ -311,7 +259,7 @@ static int variant_setup(struct compare_opts *o, struct variant *v, size_t j, co
 	strvec_init(&v->env);
 	measure_session_init(&v->s, &v->p, "compare", &o->m, NULL, &measure_local);
 	limits_copy(&v->p.limits, common);
-	if (limit_set && apply_limit_set(&v->p.limits, limit_set, &err) < 0) {
+	if (limit_set && limits_apply_set(&v->p.limits, limit_set, &err) < 0) {
 		error("%s", err.buf);
 		ret = EXIT_USAGE;
 		goto out;

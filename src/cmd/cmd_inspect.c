@@ -185,13 +185,17 @@ out:
 	return ret;
 }
 
-/* Turns a module's origin into a file to read, or an error for the user. */
+/*
+ * Turns a module's origin into a file to read, or an error for the user.
+ * A FILE argument is left to the ELF reader, which says what it is instead
+ * (a directory, not a regular file, not an ELF file).
+ */
 static void check_origin(struct target *t)
 {
 	char *f = t->file;
 	struct buf msg = BUF_INIT;
 
-	if (!f || t->error)
+	if (!f || t->error || !t->module)
 		return;
 	if (!strcmp(f, "built-in") || !strcmp(f, "frozen") || !strcmp(f, "None"))
 		buf_addf(&msg, "'%s' is %s the interpreter: there is no file to inspect", t->module,

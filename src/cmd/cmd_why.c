@@ -218,6 +218,9 @@ static size_t why_answer_all(struct why_cmd *c)
 		};
 
 		c->scanned = why_scan(&c->p, r, forks, c->graphs, &so, &c->res, &c->scan_err) == 0;
+		/* Said on stderr too: --json and a redirected answer would hide it. */
+		if (c->res.refused)
+			warning("%s", c->scan_err.buf);
 	}
 	free(forks);
 	c->pas = xcalloc(r->nr_procs, sizeof(*c->pas));
@@ -243,7 +246,7 @@ static void why_not_imported(const struct why_cmd *c)
 	suggest(c->r, c->module, &near);
 	error("'%s' is not imported in '%s'%s%s%s", c->module, c->profile_name,
 	      c->r->nr_procs > 1 ? " (in none of its processes)" : "", near.len ? "; close names: " : "", near.buf);
-	if (!c->scanned && !c->o.no_source)
+	if (!c->scanned && !c->o.no_source && !c->res.refused)
 		fprintf(stderr, "coldstart: note: import statements not read: %s\n", c->scan_err.buf);
 	buf_release(&near);
 }

@@ -6,6 +6,7 @@
  */
 #include "model/profile.h"
 
+#include "outfile.h"
 #include "parallel.h"
 
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <zlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -26,7 +28,7 @@
 struct jw {
 	struct buf *out;
 	gzFile gz; /* NULL: everything stays in out */
-	int failed;
+	int failed; /* the errno of the first write that failed */
 	size_t escaped; /* bytes written as \\xHH (buf_add_json_str) */
 };
 
@@ -46,8 +48,9 @@ static const char *const flag_names[] = {
 
 static void jw_write(struct jw *w, const char *text, size_t len)
 {
-	if (len && gzwrite(w->gz, text, (unsigned)len) != (int)len)
-		w->failed = 1;
+	errno = 0;
+	if (len && !w->failed && gzwrite(w->gz, text, (unsigned)len) != (int)len)
+		w->failed = errno ? errno : EIO;
 }
 
 /*
@@ -618,7 +621,8 @@ int profile_write_json(const struct profile *p, const char *path, struct buf *er
 {
 	struct buf out = BUF_INIT;
 	struct jw w = { .out = &out };
-	int ret = -1;
+	struct outfile of = OUTFILE_INIT;
+	int ret = -1, fd;
 
 	if (!strcmp(path, "-")) {
 		write_profile(&w, p);
@@ -629,18 +633,31 @@ int profile_write_json(const struct profile *p, const char *path, struct buf *er
 		ret = 0;
 		goto out;
 	}
-	w.gz = gzopen(path, ends_with(path, ".gz") ? "wb6" : "wT");
+	if (outfile_open(&of, path, err) < 0)
+		goto out;
+	errno = 0;
+	fd = dup(of.fd);
+	w.gz = fd < 0 ? NULL : gzdopen(fd, ends_with(path, ".gz") ? "wb6" : "wT");
 	if (!w.gz) {
 		buf_addf(err, "cannot write '%s': %s", path, strerror(errno ? errno : ENOMEM));
+		if (fd >= 0)
+			close(fd);
+		outfile_abort(&of);
 		goto out;
 	}
 	buf_grow(&out, FLUSH_AT + 4096);
 	write_profile(&w, p);
 	jw_flush(&w, 1);
-	if (gzclose(w.gz) != Z_OK || w.failed) {
-		buf_addf(err, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
+	errno = 0;
+	if (gzclose(w.gz) != Z_OK && !w.failed)
+		w.failed = errno ? errno : EIO;
+	if (w.failed) {
+		buf_addf(err, "cannot write '%s': %s", path, strerror(w.failed));
+		outfile_abort(&of);
 		goto out;
 	}
+	if (outfile_commit(&of, err) < 0)
+		goto out;
 	ret = 0;
 out:
 	buf_release(&out);

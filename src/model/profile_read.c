@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "json_reader.h"
 #include "model/profile_read_proc.h"
@@ -453,11 +454,24 @@ int profile_read_json(struct profile *p, const char *path, struct buf *err)
 	struct reader rd;
 	struct zfile zf;
 	struct buf inner = BUF_INIT;
+	struct stat st;
 	uint64_t limit;
 	int ret = -1;
 
 	if (size_limit(&limit, err) < 0)
 		return -1;
+	/*
+	 * A named FIFO would block until something writes to it, and often
+	 * nothing will: say so.  A pipe reached through a link (<(zcat x),
+	 * /dev/stdin) and "-" are read as streams.
+	 */
+	if (strcmp(path, "-") && !lstat(path, &st) && S_ISFIFO(st.st_mode)) {
+		buf_addf(err,
+			 "cannot read '%s': a named pipe (FIFO), which blocks until something writes to it; give "
+			 "a regular file, or - to read standard input (- < '%s')",
+			 path, path);
+		return -1;
+	}
 	if (zfile_open(&zf, path, limit, &inner) < 0) {
 		buf_addf(err, "cannot read '%s': %s", path, inner.buf);
 		buf_release(&inner);

@@ -252,3 +252,44 @@ void limits_describe(const struct limits *lim, struct buf *out)
 	if (lim->backend)
 		buf_addf(out, " via %s", lim->backend);
 }
+
+int limits_apply_set(struct limits *lim, const char *set, struct buf *err)
+{
+	char *copy, *item, *next;
+	int ret = 0;
+
+	if (!strcmp(set, "none")) {
+		limits_release(lim);
+		memset(lim, 0, sizeof(*lim));
+		return 0;
+	}
+	copy = xstrdup(set);
+	for (item = copy; item && !ret; item = next) {
+		char *eq;
+
+		next = strchr(item, ',');
+		if (next)
+			*next++ = '\0';
+		eq = strchr(item, '=');
+		if (!eq || eq == item) {
+			buf_addf(err,
+				 "--limits '%s': '%s' is not NAME=VALUE (cpus, memory, swap, pids, cpuset, preset)",
+				 set, item);
+			ret = -1;
+			break;
+		}
+		*eq = '\0';
+		if (strcmp(item, "cpus") && strcmp(item, "memory") && strcmp(item, "swap") && strcmp(item, "pids") &&
+		    strcmp(item, "cpuset") && strcmp(item, "preset")) {
+			buf_addf(err, "--limits '%s': no limit '%s' (cpus, memory, swap, pids, cpuset, preset)", set,
+				 item);
+			ret = -1;
+		} else if (limits_set(lim, item, eq + 1, err) < 0) {
+			ret = -1;
+		}
+	}
+	free(copy);
+	if (!ret && limits_check(lim, err) < 0)
+		ret = -1;
+	return ret;
+}

@@ -50,6 +50,13 @@ int limits_set_cpuset(struct limits *lim, const char *s, struct buf *err);
 int limits_set_preset(struct limits *lim, const char *s, struct buf *err);
 /* The setter of the option named option ("cpus", "memory", ... without "--"). */
 int limits_set(struct limits *lim, const char *option, const char *value, struct buf *err);
+/*
+ * Applies a compare --limits SET: "none" (clears lim), or a comma-separated
+ * list of NAME=VALUE (cpus, memory, swap, pids, cpuset, preset) on top of
+ * what lim holds, then limits_check.  0, or -1 with a message in err that
+ * quotes the set.
+ */
+int limits_apply_set(struct limits *lim, const char *set, struct buf *err);
 /* Records what applied the limits (a copy of backend). */
 void limits_set_backend(struct limits *lim, const char *backend);
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "output.h"
+#include "outfile.h"
 
 int ci_format_parse(const char *s, enum ci_format *out, struct buf *err)
 {
@@ -81,28 +82,5 @@ void ci_md_cell(struct buf *out, const char *s)
 
 int ci_append_file(const char *path, const char *data, size_t len, struct buf *err)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-
-	if (fd < 0) {
-		buf_addf(err, "cannot write '%s': %s", path, strerror(errno));
-		return -1;
-	}
-	while (len) {
-		ssize_t w = write(fd, data, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			buf_addf(err, "cannot write '%s': %s", path, strerror(errno));
-			close(fd);
-			return -1;
-		}
-		data += w;
-		len -= (size_t)w;
-	}
-	if (close(fd) < 0) {
-		buf_addf(err, "cannot write '%s': %s", path, strerror(errno));
-		return -1;
-	}
-	return 0;
+	return outfile_append(path, data, len, err);
 }

@@ -30,7 +30,8 @@ void ci_annotation(struct buf *out, const char *level, const char *title, const 
 void ci_md_cell(struct buf *out, const char *s);
 /*
  * Appends data to the file at path (created if missing), as GitHub's
- * $GITHUB_STEP_SUMMARY is written by every step in turn; -1 with err.
+ * $GITHUB_STEP_SUMMARY is written by every step in turn: all of data or,
+ * on a failed write, none of it (outfile_append); -1 with err.
  */
 int ci_append_file(const char *path, const char *data, size_t len, struct buf *err);
 

@@ -24,6 +24,7 @@
 #include "sys/leftover.h"
 #include "sys/ready.h"
 #include "ingest/trace.h"
+#include "outfile.h"
 
 extern char **environ;
 
@@ -639,6 +640,8 @@ void runner_setup_signals(void)
 
 static void exit_on_signal(int sig)
 {
+	/* An output half written stays the temporary it is: remove it. */
+	outfile_unlink_pending();
 	_exit(128 + sig);
 }
 

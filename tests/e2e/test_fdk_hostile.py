@@ -52,7 +52,8 @@ def test_idle_connections_cannot_lock_callers_out(python, fdk_factory):
     idle = [_connect(f) for _ in range(64)]
     try:
         # Every slot is taken by a connection that says nothing: the new
-        # caller gets its answer, and the oldest idle connection makes room.
+        # caller waits in the backlog until the oldest has been idle for
+        # EVICT_AFTER (1 s), then gets its answer as that one makes room.
         st, r, body = f.call(b"in", {"X-Case": "echo"})
         assert st == 200 and body == b"in", f.errors()
         assert _closed_by_server(idle[0])

@@ -220,6 +220,16 @@ def test_bad_interpreter(coldstart):
     assert r.stdout == ""
 
 
+def test_directory_and_other_files_say_what_they_are(coldstart, tmp_path):
+    # A FILE argument is not a module: the message named '(null)' before.
+    (tmp_path / "p.json").write_text("{}" * 100)
+    for arg, message in ((tmp_path, "cannot read '%s': a directory" % tmp_path),
+                         (tmp_path / "p.json", "cannot read '%s': not an ELF file" % (tmp_path / "p.json"))):
+        r = coldstart("inspect", "--python", DEBIAN_PYTHON, str(arg))
+        assert r.returncode == 1
+        assert message in r.stderr and "(null)" not in r.stderr, r.stderr
+
+
 def test_fifo_does_not_hang(coldstart, tmp_path):
     fifo = tmp_path / "pipe.so"
     os.mkfifo(fifo)

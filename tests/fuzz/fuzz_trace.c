@@ -110,7 +110,7 @@ static void check_merge(const char *text, size_t len)
 		trace_merge(&run->procs[0], &tp, NULL);
 		check_tree(&run->procs[0]);
 	}
-	profile_analyze(&p, NULL);
+	profile_analyze_offline(&p, NULL);
 	check_round_trip(&p);
 	profile_release(&p);
 	trace_proc_release(&tp);

@@ -7,6 +7,9 @@
 # with the dictionary tests/fuzz/<target>.dict when there is one.
 # New inputs go to build/fuzz/corpus/<target>, crashes to build/fuzz/artifacts;
 # the last line of each run says how many inputs it tried.
+# The readers written in Python (coldstart-fdk's HTTP reader: httpwire; why's
+# source scanner: imports) are fuzzed by tests/fuzz/fuzz_py.py, seeded from
+# tests/fixtures/http and tests/fixtures/imports, with $PYTHON (python3).
 # Usage: sh tests/fuzz/run.sh [target...]   (FUZZ_SECONDS=0 only builds)
 set -eu
 cd "$(dirname "$0")/../.."
@@ -31,11 +34,19 @@ for src in $(find src -name '*.c' | sort); do
 	objs="$objs $obj"
 done
 
+PY_TARGETS="httpwire imports"
 if [ $# -gt 0 ]; then
 	targets=""
-	for t in "$@"; do targets="$targets tests/fuzz/${t%.c}.c"; done
+	py_targets=""
+	for t in "$@"; do
+		case " $PY_TARGETS " in
+		*" $t "*) py_targets="$py_targets $t" ;;
+		*) targets="$targets tests/fuzz/${t%.c}.c" ;;
+		esac
+	done
 else
 	targets=$(ls tests/fuzz/fuzz_*.c)
+	py_targets=$PY_TARGETS
 fi
 
 status=0
@@ -62,5 +73,21 @@ for t in $targets; do
 	fi
 	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out/$name.log" | tail -1)
 	echo "$name: ${runs:-?} runs"
+done
+
+[ "$seconds" = 0 ] && exit $status
+for name in $py_targets; do
+	case $name in
+	httpwire) seed=tests/fixtures/http ;;
+	imports) seed=tests/fixtures/imports ;;
+	esac
+	echo "== $name (python) for ${seconds}s, seeds from $seed"
+	if ! ${PYTHON:-python3} tests/fuzz/fuzz_py.py "$name" "$seconds" "$seed" "$out/artifacts/$name" \
+		>"$out/$name.log" 2>&1; then
+		tail -40 "$out/$name.log" >&2
+		echo "fuzz: $name FAILED: see $out/artifacts/$name-*" >&2
+		status=1
+	fi
+	tail -1 "$out/$name.log"
 done
 exit $status

@@ -152,6 +152,11 @@ def _remove_stale(path):
         pass
 
 
+# Callers waiting for a connection slot queue in the kernel: a blocking
+# connect() waits, a non-blocking one says EAGAIN, only past this many.
+LISTEN_BACKLOG = 128
+
+
 def listen(path, phony):
     """Removes stale sockets and links, binds the phony socket with mode
     0666 and listens (blocking); returns the socket.  Raises ConfigError
@@ -171,7 +176,7 @@ def listen(path, phony):
             s.bind(phony)
         finally:
             os.umask(old)
-        s.listen(16)
+        s.listen(LISTEN_BACKLOG)
     except BaseException:
         s.close()
         raise

@@ -9,8 +9,10 @@ for --warm eager and fdk.handle().  Both build on the coldstart.fdk package
 One thread serves every connection with poll(): reads never block, and
 responses are sent without blocking, so a client that sends half a request
 or reads nothing of a large response cannot hold up the others; idle
-connections are closed after a while, and the oldest idle one makes room
-when all slots are taken.  Calls run one at a time, the function loaded on
+connections are closed after a while.  When all slots are taken the server
+stops accepting (new callers wait in the listen backlog) until a slot
+frees, or until a connection has been idle for EVICT_AFTER: that one makes
+room, unless it has sent something meanwhile, which is then answered.  Calls run one at a time, the function loaded on
 the first call (or in the background, or eagerly), under the call's
 Fn-Deadline.  Once a function uses asyncio, one event loop lives across
 calls and runs whenever the server is idle, so tasks a handler leaves
@@ -66,6 +68,11 @@ IDLE_TIMEOUT = _env_seconds("COLDSTART_FDK_IDLE_TIMEOUT",
                             float(httpwire.KEEP_ALIVE_TIMEOUT))
 REQUEST_TIMEOUT = _env_seconds("COLDSTART_FDK_REQUEST_TIMEOUT", 60.0)
 SEND_TIMEOUT = _env_seconds("COLDSTART_FDK_SEND_TIMEOUT", 60.0)
+# With every slot taken and a caller waiting, a connection idle this long
+# is closed to make room.  Closing one that is busy between two requests
+# would lose the request its client may be writing at that moment; one idle
+# for a second is as safe to close as after IDLE_TIMEOUT.
+EVICT_AFTER = _env_seconds("COLDSTART_FDK_EVICT_AFTER", 1.0)
 # A handler that swallows the deadline (a bare except) is interrupted again
 # every DEADLINE_REPEAT s; DEADLINE_GRACE s after the deadline the server
 # answers 504 and exits, since it cannot get the thread back.  SIGTERM
@@ -310,6 +317,7 @@ class Server(object):
         self.conns = {}
         self.masks = {}
         self.poller = None
+        self.lfd = None  # the listener's descriptor, in masks while accepting
         self.run_in_context = None
         self.gc_held = None
         self.first_out = False
@@ -446,6 +454,12 @@ class Server(object):
 
     def _accept(self):
         while True:
+            if len(self.conns) >= MAX_CONNECTIONS and not self._make_room():
+                # Full: the caller waits in the backlog; poll() stops
+                # reporting the listener until a slot frees or a
+                # connection has been idle for EVICT_AFTER.
+                self._pause_accept()
+                return
             try:
                 fd, _ = self.lsock._accept()
             except (BlockingIOError, InterruptedError):
@@ -455,22 +469,59 @@ class Server(object):
                 return
             self._add_conn(fd)
 
+    def _has_input(self, conn):
+        try:
+            return bool(conn.sock.recv(1, _sock.MSG_PEEK | _sock.MSG_DONTWAIT))
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            return True  # an error to read and report, not a quiet one
+
+    def _evictable(self, now):
+        """The connection idle for longest, if for EVICT_AFTER or more."""
+        best = None
+        for c in self.conns.values():
+            if c.idle() and now - c.since >= EVICT_AFTER and \
+                    (best is None or c.since < best.since):
+                best = c
+        return best
+
     def _make_room(self):
-        # All slots taken: the connection idle for longest goes; failing
-        # that, the one whose unfinished request or unread response is
-        # oldest.  Never the one just accepted.
-        conns = list(self.conns.values())
-        idle = [c for c in conns if c.idle()]
-        if idle:
-            victim = min(idle, key=lambda c: c.since)
-        else:
-            victim = min(conns, key=lambda c: c.started or c.since)
-        self._close_conn(victim)
+        """Closes a connection idle for EVICT_AFTER to make room; False
+        when there is none.  One whose client has written meanwhile is
+        served instead (its request would be lost with it)."""
+        now = time.time()
+        while True:
+            victim = self._evictable(now)
+            if victim is None:
+                return False
+            if not self._has_input(victim):
+                self._close_conn(victim)
+                return True
+            try:
+                ok = self._service(victim)
+            except OSError as e:
+                log("connection error: %s" % e)
+                ok = False
+            if not ok:
+                self._close_conn(victim)
+                return True
+
+    def _pause_accept(self):
+        if self.lfd is not None and self.lfd in self.masks:
+            self.poller.unregister(self.lfd)
+            del self.masks[self.lfd]
+
+    def _resume_accept(self, now):
+        """Listens again once a slot is free or can be made."""
+        if self.lfd is None or self.lfd in self.masks:
+            return
+        if len(self.conns) < MAX_CONNECTIONS or self._evictable(now):
+            self.poller.register(self.lfd, select.POLLIN)
+            self.masks[self.lfd] = select.POLLIN
 
     def _add_conn(self, fd):
         s = _sock.socket(_sock.AF_UNIX, _sock.SOCK_STREAM, 0, fd)
-        if len(self.conns) >= MAX_CONNECTIONS:
-            self._make_room()
         s.setblocking(False)
         conn = _Conn(s, self.max_body, time.time())
         self.conns[conn.fd] = conn
@@ -793,6 +844,9 @@ class Server(object):
                 due = (conn.started or conn.since) + REQUEST_TIMEOUT
             else:
                 due = conn.since + IDLE_TIMEOUT
+                if self.lfd is not None and self.lfd not in self.masks:
+                    # Not accepting: this one may make room sooner.
+                    due = min(due, conn.since + EVICT_AFTER)
             if t is None or due < t:
                 t = due
         return None if t is None else max(t - now, 0.0)
@@ -857,7 +911,7 @@ class Server(object):
         """Answers calls until an exception (Terminate) ends it; first is
         an already accepted connection's descriptor, or None."""
         self.poller = select.poll()
-        lfd = self.lsock.fileno()
+        lfd = self.lfd = self.lsock.fileno()
         self.poller.register(lfd, select.POLLIN)
         self.masks[lfd] = select.POLLIN
         # A signal that lands just before poll() enters the kernel would
@@ -893,7 +947,9 @@ class Server(object):
                         ok = False
                     if not ok:
                         self._close_conn(conn)
-                self._expire(time.time())
+                now = time.time()
+                self._expire(now)
+                self._resume_accept(now)
         finally:
             for conn in list(self.conns.values()):
                 self._close_conn(conn)

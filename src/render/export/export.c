@@ -8,10 +8,12 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "render/fit.h"
 #include "model/stats.h"
+#include "outfile.h"
 
 static const struct exporter exporters[] = {
 	{
@@ -86,39 +88,51 @@ static int64_t max64(int64_t a, int64_t b)
 	return a > b ? a : b;
 }
 
+/* Writes data to path, gzip when it ends in .gz, whole or not at all (outfile.h). */
 static int write_gz(const char *path, const char *data, size_t len, struct buf *err)
 {
+	struct outfile of = OUTFILE_INIT;
 	gzFile gz;
-	int saved;
+	int fd;
 
+	if (!ends_with(path, ".gz"))
+		return outfile_write(path, data, len, err);
+	if (outfile_open(&of, path, err) < 0)
+		return -1;
 	errno = 0;
-	gz = gzopen(path, ends_with(path, ".gz") ? "wb" : "wT");
+	fd = dup(of.fd);
+	gz = fd < 0 ? NULL : gzdopen(fd, "wb");
 	if (!gz) {
 		buf_addf(err, "cannot write '%s': %s", path, errno ? strerror(errno) : "zlib error");
-		return -1;
+		if (fd >= 0)
+			close(fd);
+		goto fail;
 	}
 	while (len) {
 		unsigned chunk = len > (1u << 20) ? (1u << 20) : (unsigned)len;
 		int n = gzwrite(gz, data, chunk);
 
 		if (n <= 0) {
-			int zerr;
+			int zerr, saved = errno;
 			const char *msg = gzerror(gz, &zerr);
 
-			saved = errno;
 			buf_addf(err, "cannot write '%s': %s", path,
 				 zerr == Z_ERRNO && saved ? strerror(saved) : msg);
 			gzclose(gz);
-			return -1;
+			goto fail;
 		}
 		data += n;
 		len -= (size_t)n;
 	}
+	errno = 0;
 	if (gzclose(gz) != Z_OK) {
 		buf_addf(err, "cannot write '%s': %s", path, errno ? strerror(errno) : "zlib error");
-		return -1;
+		goto fail;
 	}
-	return 0;
+	return outfile_commit(&of, err);
+fail:
+	outfile_abort(&of);
+	return -1;
 }
 
 /* Among runs with a process, the one whose main-process import total is the median. */
