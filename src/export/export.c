@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zlib.h>
 
 #include "fit.h"
@@ -43,6 +44,31 @@ static const struct exporter exporters[] = {
 		.ext = "html",
 		.summary = "single-file report: summary, findings, sortable table, flamegraph",
 		.write = export_html,
+	},
+	{
+		.name = "pprof",
+		.ext = "pb.gz",
+		.summary = "gzipped pprof profile of import self time (go tool pprof, Pyroscope, Cloud Profiler)",
+		.write = export_pprof,
+		.gzipped = true,
+	},
+	{
+		.name = "otlp",
+		.ext = "otlp.pb",
+		.summary = "OpenTelemetry trace, OTLP/protobuf ExportTraceServiceRequest (POST to /v1/traces)",
+		.write = export_otlp,
+	},
+	{
+		.name = "otlp-json",
+		.ext = "otlp.json",
+		.summary = "OpenTelemetry trace, OTLP/JSON ExportTraceServiceRequest",
+		.write = export_otlp_json,
+	},
+	{
+		.name = "prometheus",
+		.ext = "prom",
+		.summary = "Prometheus text exposition 0.0.4 gauges (Pushgateway, node_exporter's textfile)",
+		.write = export_prometheus,
 	},
 };
 
@@ -86,13 +112,13 @@ static int64_t max64(int64_t a, int64_t b)
 	return a > b ? a : b;
 }
 
-static int write_gz(const char *path, const char *data, size_t len, struct buf *err)
+static int write_gz(const char *path, const char *data, size_t len, bool compress, struct buf *err)
 {
 	gzFile gz;
 	int saved;
 
 	errno = 0;
-	gz = gzopen(path, ends_with(path, ".gz") ? "wb" : "wT");
+	gz = gzopen(path, compress ? "wb" : "wT");
 	if (!gz) {
 		buf_addf(err, "cannot write '%s': %s", path, errno ? strerror(errno) : "zlib error");
 		return -1;
@@ -213,7 +239,7 @@ int export_write_data(const char *path, const char *data, size_t len, struct buf
 		}
 		return 0;
 	}
-	return write_gz(path, data, len, err);
+	return write_gz(path, data, len, ends_with(path, ".gz"), err);
 }
 
 /*
@@ -292,7 +318,10 @@ int export_to_path(const struct profile *p, const struct exporter *e, const stru
 	}
 	if (e->write(cpu ? &view : p, cpu ? &co : o, &out, err) < 0)
 		goto out;
-	ret = export_write_data(path, out.buf, out.len, err);
+	if (e->gzipped && strcmp(path, "-"))
+		ret = write_gz(path, out.buf, out.len, false, err);
+	else
+		ret = export_write_data(path, out.buf, out.len, err);
 out:
 	if (cpu)
 		cpu_view_release(&view);
@@ -336,6 +365,33 @@ void export_walk(const struct proc *pr, bool (*visit)(const struct proc *pr, int
 		 void *data)
 {
 	preorder(pr, NULL, NULL, visit, data);
+}
+
+int64_t export_created_unix_ns(const struct profile *p)
+{
+	struct tm tm;
+	const char *end;
+	time_t t;
+
+	if (!p->created)
+		return 0;
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(p->created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (!end || *end)
+		return 0;
+	t = timegm(&tm);
+	return t > 0 ? (int64_t)t * 1000000000 : 0;
+}
+
+const char *export_node_phase(const struct run *r, const struct proc *pr, int32_t i)
+{
+	int64_t ready_ns = run_ready_ns(r);
+
+	if (pr->nodes[i].flags & NODE_STARTUP || pr->nodes[i].kind == KIND_STARTUP)
+		return "startup";
+	if (ready_ns < 0 || !pr->timing || pr->timing[i].start_ns < 0)
+		return "import";
+	return node_after_ready(pr, i, ready_ns) ? "after ready" : "before ready";
 }
 
 bool export_has_timing(const struct proc *pr)
