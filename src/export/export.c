@@ -218,7 +218,8 @@ const struct exporter *exporter_for_path(const char *path)
 		struct buf suffix = BUF_INIT;
 
 		buf_addf(&suffix, ".%s", exporters[i].ext);
-		if (ends_with(base.buf, suffix.buf))
+		/* pprof's own ending holds the ".gz". */
+		if (ends_with(base.buf, suffix.buf) || ends_with(path, suffix.buf))
 			found = &exporters[i];
 		buf_release(&suffix);
 		if (found)

@@ -231,7 +231,7 @@ static uint64_t add_proc(struct trace *t, const struct run *r, size_t idx, int64
 	int64_t base = origin, extent, pend;
 	struct span *ps;
 	uint64_t id;
-	size_t n, k;
+	size_t n, k, self;
 
 	/* Every process of a run shares CLOCK_MONOTONIC: offsets from the main process are exact. */
 	if (pr->start_ns >= 0 && main->start_ns >= 0)
@@ -244,6 +244,7 @@ static uint64_t add_proc(struct trace *t, const struct run *r, size_t idx, int64
 		pend = origin + r->wall_us * 1000;
 	export_proc_label(pr, idx, &label);
 	ps = span_add(t, parent, label.buf, base, pend);
+	self = t->nr - 1;
 	id = ps->id;
 	if (pr->pid >= 0)
 		attr_int(&ps->attrs, "process.pid", pr->pid);
@@ -271,7 +272,15 @@ static uint64_t add_proc(struct trace *t, const struct run *r, size_t idx, int64
 				ready = origin + (ready_ns - main->start_ns);
 			span_add(t, id, "until ready", origin, ready);
 			if (r->first_response_us >= 0)
-				span_add(t, id, "first response", ready, ready + r->first_response_us * 1000);
+				ready += r->first_response_us * 1000;
+			if (r->first_response_us >= 0)
+				span_add(t, id, "first response", ready - r->first_response_us * 1000, ready);
+			/*
+			 * The wall time is coldstart's clock and readiness the tracer's:
+			 * the process's span covers both.
+			 */
+			if (ready > t->spans[self].end)
+				t->spans[self].end = ready;
 		}
 	}
 
