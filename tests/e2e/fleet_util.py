@@ -89,7 +89,9 @@ class Daemon:
 def pushgateway(tmp_path):
     if not shutil.which("prometheus-pushgateway"):
         return None
-    return Daemon(lambda port: ["prometheus-pushgateway", "--web.listen-address=127.0.0.1:%d" % port],
+    # Debian's build persists to /var/lib/prometheus by default: the test's gateway keeps nothing.
+    return Daemon(lambda port: ["prometheus-pushgateway", "--web.listen-address=127.0.0.1:%d" % port,
+                                "--persistence.file="],
                   "/-/ready", tmp_path, "pushgateway")
 
 
