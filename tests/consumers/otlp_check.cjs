@@ -3,7 +3,9 @@
 // checks what the bindings cannot: every parent link resolves inside its
 // trace, and an import's span lies inside its parent's.
 //
-// usage: node otlp_check.cjs FILE protobuf|json
+// usage: node otlp_check.cjs FILE protobuf|json [REMOTE_PARENT]
+// REMOTE_PARENT: a span id (hex) of another service that a root may name as
+// its parent (a trace continued from an incoming request's context).
 // Prints one JSON object: {ok, error, traces, spans, roots, names, resource, spans_list}.
 'use strict';
 const fs = require('fs');
@@ -15,7 +17,7 @@ function fail(msg) {
 	process.exit(1);
 }
 
-const [file, form] = process.argv.slice(2);
+const [file, form, remoteParent] = process.argv.slice(2);
 const data = fs.readFileSync(file);
 let msg;
 if (form === 'protobuf') {
@@ -78,7 +80,7 @@ for (const s of spans) {
 let roots = 0;
 for (const s of spans) {
 	if (s.end < s.start) fail(`span ${s.name} ends before it starts`);
-	if (!s.parent) { roots++; continue; }
+	if (!s.parent || (remoteParent && s.parent === remoteParent)) { roots++; continue; }
 	const p = byId.get(s.trace + '/' + s.parent);
 	if (!p) fail(`parent ${s.parent} of ${s.name} not in its trace`);
 	if (s.start < p.start) fail(`span ${s.name} starts before its parent ${p.name}`);

@@ -25,9 +25,11 @@ def missing_otlp_oracle():
     return ""
 
 
-def otlp_check(path, form):
-    """Decodes and verifies path with @opentelemetry/otlp-transformer (form: protobuf | json)."""
-    r = subprocess.run(["node", os.path.join(CONSUMERS, "otlp_check.cjs"), str(path), form],
+def otlp_check(path, form, remote_parent=None):
+    """Decodes and verifies path with @opentelemetry/otlp-transformer (form: protobuf | json);
+    remote_parent: a span id of another service a root may name as its parent."""
+    r = subprocess.run(["node", os.path.join(CONSUMERS, "otlp_check.cjs"), str(path), form] +
+                       ([remote_parent] if remote_parent else []),
                        capture_output=True, text=True, timeout=120, cwd=CONSUMERS)
     out = json.loads(r.stdout.splitlines()[-1]) if r.stdout.strip() else {"ok": False, "error": r.stderr}
     return out
