@@ -393,9 +393,12 @@ int send_push_gateway(const struct profile *p, const struct export_opts *o, cons
 
 	if (url_parse(url, &u, &why) < 0)
 		goto out;
-	if (!strstr(u.path, "/metrics/job/")) {
-		buf_add(&path, u.path, strlen(u.path) - (u.path[strlen(u.path) - 1] == '/'));
-		buf_adds(&path, "/metrics/job/coldstart/target@base64/");
+	buf_add(&path, u.path, strlen(u.path) - (u.path[strlen(u.path) - 1] == '/'));
+	if (!strstr(u.path, "/metrics/job/"))
+		buf_adds(&path, "/metrics/job/coldstart");
+	/* Each target its own group, whatever other labels the URL groups by (instance). */
+	if (!strstr(u.path, "/target/") && !strstr(u.path, "/target@base64/")) {
+		buf_adds(&path, "/target@base64/");
 		/* The gauges' own target label, so the grouping key agrees with it. */
 		export_add_target(&path_label, p, TITLE_TARGET_COLS);
 		export_add_clean(&target, path_label.buf);
@@ -404,9 +407,9 @@ int send_push_gateway(const struct profile *p, const struct export_opts *o, cons
 			base64url(&path, target.buf, target.len);
 		else
 			buf_addch(&path, '=');
-		free(u.path);
-		u.path = buf_detach(&path, NULL);
 	}
+	free(u.path);
+	u.path = buf_detach(&path, NULL);
 	if (export_prometheus(p, o, &body, &why) < 0)
 		goto out_url;
 	ret = http_request("PUT", &u, "text/plain; version=0.0.4", NULL, body.buf, body.len, so->timeout_ms,

@@ -38,9 +38,11 @@ struct send_opts {
 int send_otlp(const struct profile *p, const struct export_opts *o, const char *url,
 	      const struct send_opts *so, struct buf *err);
 /*
- * PUTs p's Prometheus gauges to a Pushgateway: url as given when its path
- * holds "/metrics/job/", else url + "/metrics/job/coldstart/target@base64/"
- * and the target (each target its own group, replaced by its next push).
+ * PUTs p's Prometheus gauges to a Pushgateway: to url's path, with
+ * "/metrics/job/coldstart" added when it names no job and
+ * "/target@base64/..." when it does not group by target, so each target
+ * (of each instance the URL names) is its own group, replaced by its next
+ * push.
  */
 int send_push_gateway(const struct profile *p, const struct export_opts *o, const char *url,
 		      const struct send_opts *so, struct buf *err);
