@@ -48,10 +48,20 @@ static void sample_us(struct buf *out, const char *name, const char *labels, int
 	buf_addch(out, '\n');
 }
 
+/* A module's import time, summed over the nodes of its name (a series is one name). */
 struct module_cost {
-	int32_t node;
-	int64_t cum_us;
+	const char *name;
+	int32_t node; /* the first node of the name: a stable order for ties */
+	int64_t cum_us, self_us;
 };
+
+static int by_name(const void *a, const void *b)
+{
+	const struct module_cost *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : (x->node < y->node ? -1 : x->node > y->node);
+}
 
 static int by_cost(const void *a, const void *b)
 {
@@ -110,20 +120,33 @@ int export_prometheus(const struct profile *p, const struct export_opts *o, stru
 	buf_addf(out, "coldstart_modules{%s} %zu\n", labels.buf, pr->nr_nodes);
 
 	mods = xmalloc(st_mult(pr->nr_nodes + 1, sizeof(*mods)));
-	for (i = 0; i < pr->nr_nodes; i++)
-		if (pr->nodes[i].cum_us > 0) {
-			mods[nr].node = (int32_t)i;
-			mods[nr++].cum_us = pr->nodes[i].cum_us;
+	for (i = 0; i < pr->nr_nodes; i++) {
+		mods[i].name = node_name(pr, (int32_t)i);
+		mods[i].node = (int32_t)i;
+		mods[i].cum_us = pr->nodes[i].cum_us > 0 ? pr->nodes[i].cum_us : 0;
+		mods[i].self_us = pr->nodes[i].self_us > 0 ? pr->nodes[i].self_us : 0;
+	}
+	qsort(mods, pr->nr_nodes, sizeof(*mods), by_name);
+	for (i = 0; i < pr->nr_nodes; i++) {
+		if (nr && !strcmp(mods[nr - 1].name, mods[i].name)) {
+			mods[nr - 1].cum_us = i64_add(mods[nr - 1].cum_us, mods[i].cum_us);
+			mods[nr - 1].self_us = i64_add(mods[nr - 1].self_us, mods[i].self_us);
+		} else {
+			mods[nr++] = mods[i];
 		}
+	}
 	qsort(mods, nr, sizeof(*mods), by_cost);
+	while (nr && !mods[nr - 1].cum_us)
+		nr--;
 	if (nr > top)
 		nr = top;
 	if (nr) {
 		family(out, "coldstart_module_import_seconds",
-		       "Cumulative import time of the target's costliest modules (nested imports included).");
+		       "Cumulative import time of the target's costliest modules (nested imports included; "
+		       "a name imported twice summed).");
 		for (i = 0; i < nr; i++) {
 			buf_addf(out, "coldstart_module_import_seconds{%s,module=\"", labels.buf);
-			add_label_value(out, node_name(pr, mods[i].node));
+			add_label_value(out, mods[i].name);
 			buf_adds(out, "\"} ");
 			add_seconds(out, mods[i].cum_us);
 			buf_addch(out, '\n');
@@ -131,9 +154,9 @@ int export_prometheus(const struct profile *p, const struct export_opts *o, stru
 		family(out, "coldstart_module_self_seconds", "Own import time of the same modules (nested imports left out).");
 		for (i = 0; i < nr; i++) {
 			buf_addf(out, "coldstart_module_self_seconds{%s,module=\"", labels.buf);
-			add_label_value(out, node_name(pr, mods[i].node));
+			add_label_value(out, mods[i].name);
 			buf_adds(out, "\"} ");
-			add_seconds(out, pr->nodes[mods[i].node].self_us > 0 ? pr->nodes[mods[i].node].self_us : 0);
+			add_seconds(out, mods[i].self_us);
 			buf_addch(out, '\n');
 		}
 	}

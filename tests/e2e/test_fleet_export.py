@@ -282,7 +282,10 @@ def test_prometheus_text_pushed_to_a_real_pushgateway(coldstart, server_profile,
     assert ours[("coldstart_peak_rss_bytes", None)][1] == run["maxrss_kb"] * 1024
     main = run["processes"][0]
     assert ours[("coldstart_import_seconds", None)][1] == sum(n[4] for n in main["nodes"] if n[2] == -1) / 1e6
-    modules = sorted(((n[4], n[0]) for n in main["nodes"]), reverse=True)[:3]
+    per_name = {}
+    for n in main["nodes"]:
+        per_name[n[0]] = per_name.get(n[0], 0) + max(n[4], 0)
+    modules = sorted(((cum, name) for name, cum in per_name.items()), reverse=True)[:3]
     got = sorted(((v, l["module"]) for (name, mod), (l, v) in ours.items()
                   if name == "coldstart_module_import_seconds"), reverse=True)
     assert got == [(cum / 1e6, name) for cum, name in modules]
@@ -301,6 +304,23 @@ def test_prometheus_label_values_are_escaped(coldstart, tmp_path):
     assert samples and all(l["target"] == 'we"ird\\app.py line?break' for _, l, _ in samples)
     assert any(l.get("module") == 'mod"x' for _, l, _ in samples)
     assert "\nline" not in r.stdout
+
+
+def test_prometheus_a_module_imported_twice_is_one_series(coldstart, tmp_path):
+    """Two series with equal labels make a Pushgateway refuse the whole push: a name the tree
+    holds twice (importtime prints a row per attempt) is one series, its times summed."""
+    import export_profiles as ep
+    doc = ep.profile_json([[ep.synthetic_roots(6)]])
+    nodes = doc["runs"][0]["processes"][0]["nodes"]
+    nodes[1][0] = nodes[0][0]
+    p = tmp_path / "p.json"
+    p.write_text(json.dumps(doc))
+    r = coldstart("export", p, "-f", "prometheus", "--top", "100")
+    assert r.returncode == 0, r.stderr
+    series = [(l["module"], v) for n, l, v in fu.parse_exposition(r.stdout) if n == "coldstart_module_import_seconds"]
+    names = [m for m, _ in series]
+    assert len(names) == len(set(names))
+    assert dict(series)[nodes[0][0]] == pytest.approx((nodes[0][4] + nodes[1][4]) / 1e6)
 
 
 @pytest.mark.parametrize("fmt", ["pprof", "otlp", "otlp-json", "prometheus"])
