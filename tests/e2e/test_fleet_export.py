@@ -337,3 +337,23 @@ def test_unknown_format_lists_every_format(coldstart, app_profile):
     assert r.returncode == 2
     for fmt in ("pprof", "otlp", "otlp-json", "prometheus"):
         assert fmt in r.stderr
+
+
+@needs_otlp
+def test_pathologically_deep_tree(coldstart, tmp_path):
+    """3,000 nested imports: OTLP and Prometheus cope (the OTLP decodes, every parent resolves);
+    pprof, whose every sample repeats its whole stack, refuses clearly, as folded does."""
+    import export_profiles as ep
+    doc = ep.profile_json([[[ep.Node("m", 10)]]])
+    doc["runs"][0]["processes"][0]["nodes"] = [["m%d" % i, i, i - 1, 10, 10 * (3000 - i), 0, "app"]
+                                               for i in range(3000)]
+    path = ep.write(tmp_path / "deep.json", doc)
+    for fmt in ("otlp", "prometheus"):
+        r = coldstart("export", path, "-f", fmt, "-o", tmp_path / ("deep." + fmt), timeout=60)
+        assert r.returncode == 0, (fmt, r.stderr)
+    res = fu.otlp_check(tmp_path / "deep.otlp", "protobuf")
+    assert res["ok"], res.get("error")
+    assert res["spans"] == 3001 and res["roots"] == 1
+    r = coldstart("export", path, "-f", "pprof", "-o", tmp_path / "deep.pb.gz", timeout=60)
+    assert r.returncode == 1 and "deeper than 2048 levels" in r.stderr
+    assert not (tmp_path / "deep.pb.gz").exists()
