@@ -50,6 +50,7 @@ static const struct exporter exporters[] = {
 		.ext = "pb.gz",
 		.summary = "gzipped pprof profile of import self time (go tool pprof, Pyroscope, Cloud Profiler)",
 		.write = export_pprof,
+		.binary = true,
 		.gzipped = true,
 	},
 	{
@@ -57,6 +58,7 @@ static const struct exporter exporters[] = {
 		.ext = "otlp.pb",
 		.summary = "OpenTelemetry trace, OTLP/protobuf ExportTraceServiceRequest (POST to /v1/traces)",
 		.write = export_otlp,
+		.binary = true,
 	},
 	{
 		.name = "otlp-json",

@@ -59,6 +59,8 @@ struct exporter {
 	const char *summary;
 	int (*write)(const struct profile *p, const struct export_opts *o, struct buf *out,
 		     struct buf *err);
+	/* The document is bytes, not text (pprof, OTLP/protobuf). */
+	bool binary;
 	/* The document is binary and compressed already (pprof): written as it is, whatever the name. */
 	bool gzipped;
 };
