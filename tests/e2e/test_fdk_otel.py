@@ -130,12 +130,13 @@ def test_fdk_sends_one_trace_parented_to_the_first_call(factory, receiver, tmp_p
         assert byname[phase][0]["parent"] == root["id"], phase
     # exec -> ready -> first response.  Readiness is marked just after the link the test waits for, and
     # the response once sendmsg returned, which may be a moment after the client read it (two
-    # processes' clocks, Unix time from CLOCK_MONOTONIC): each within 50 ms of what the test saw.
+    # processes' clocks, Unix time from CLOCK_MONOTONIC): each within a second of what the test saw (a
+    # descheduled server on a busy machine), the order exact.
     ready, first = byname["until ready"][0], byname["first response"][0]
     assert int(root["start"]) == int(ready["start"]) and int(ready["end"]) == int(first["start"])
     assert int(first["end"]) == int(root["end"])
-    assert int(ready["end"]) < before_call + 50 * 10**6 and int(ready["end"]) < int(root["end"])
-    assert before_call <= int(root["end"]) < answered + 50 * 10**6
+    assert int(ready["end"]) < before_call + 10**9 and int(ready["end"]) < int(root["end"])
+    assert before_call <= int(root["end"]) < answered + 10**9
     # The function's imports, from the tracer, before the first response.
     for mod in ("decimal", "fractions"):
         s = byname["import " + mod][0]

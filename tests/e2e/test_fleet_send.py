@@ -141,7 +141,8 @@ def test_collector_that_never_answers_is_given_up_after_the_timeout(coldstart, r
     while not receiver.closed_after and time.monotonic() < deadline:
         time.sleep(0.05)
     print("the client closed %.3f s after its request" % receiver.closed_after[0])
-    assert receiver.closed_after[0] < 2.0
+    # --send-timeout 1: the client gives up after a second, not after the receiver's 30.
+    assert receiver.closed_after[0] < 3.0
 
 
 def test_refused_connection_is_exit_1(coldstart, tmp_path):
