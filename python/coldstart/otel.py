@@ -27,76 +27,31 @@ _state = {}
 _lock = [None]
 
 
-def _env(environ, name, default=None):
-    v = environ.get("OTEL_EXPORTER_OTLP_TRACES_" + name)
+def _protocol(environ):
+    v = environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
     if not v:
-        v = environ.get("OTEL_EXPORTER_OTLP_" + name)
-    return v if v else default
+        v = environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+    return (v or "http/protobuf").strip()
 
 
-def _unquote(s):
-    """Percent-decoding, as the SDKs apply to the variables' values."""
-    b = s.encode("utf-8", "surrogateescape")
-    out, i = bytearray(), 0
-    while i < len(b):
-        hexa = b[i + 1:i + 3]
-        if b[i] == 0x25 and len(hexa) == 2 and \
-                all(c in b"0123456789abcdefABCDEF" for c in hexa):
-            out.append(int(hexa, 16))
-            i += 3
-        else:
-            out.append(b[i])
-            i += 1
-    return out.decode("utf-8", "replace")
-
-
-def _pairs(text):
-    """k=v,k2=v2 (values percent-encoded), as the SDK variables give them;
-    malformed entries are skipped, as the SDKs do."""
-    out = []
-    for item in (text or "").split(","):
-        k, eq, v = item.partition("=")
-        k = k.strip()
-        if eq and k:
-            out.append((_unquote(k), _unquote(v.strip())))
-    return out
-
-
-def config(environ=None):
-    """What the OpenTelemetry SDK's variables ask for, or None when no
-    trace is to be sent (no endpoint, OTEL_SDK_DISABLED=true,
-    OTEL_TRACES_EXPORTER=none, or a protocol other than http/protobuf and
-    http/json, which is said on stderr)."""
-    env = os.environ if environ is None else environ
-    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
-        return None
-    if env.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "none":
-        return None
-    url = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-    if not url:
-        base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-        if not base:
-            return None
-        url = base.rstrip("/") + "/v1/traces"
-    proto = _env(env, "PROTOCOL", "http/protobuf").strip()
+def wanted(environ):
+    """Whether a trace is to be sent: an endpoint, and neither
+    OTEL_SDK_DISABLED=true nor OTEL_TRACES_EXPORTER=none, and a protocol
+    this sends (http/protobuf or http/json; another is said on stderr).
+    The rest of the variables are read by the sending thread."""
+    if not (environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or
+            environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")):
+        return False
+    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    if environ.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "none":
+        return False
+    proto = _protocol(environ)
     if proto not in ("http/protobuf", "http/json"):
         _say("OTEL_EXPORTER_OTLP_PROTOCOL %r is not supported (http/protobuf "
              "or http/json); no cold-start trace is sent" % proto)
-        return None
-    try:
-        timeout = float(_env(env, "TIMEOUT", "10000")) / 1000.0
-    except ValueError:
-        timeout = 10.0
-    if not timeout > 0:
-        timeout = 10.0
-    res = _pairs(env.get("OTEL_RESOURCE_ATTRIBUTES"))
-    service = env.get("OTEL_SERVICE_NAME") or dict(res).get("service.name")
-    if not service:
-        service = "unknown_service:" + os.path.basename(sys.executable or
-                                                        "python")
-    return {"url": url, "json": proto == "http/json", "timeout": timeout,
-            "headers": _pairs(_env(env, "HEADERS", "")),
-            "service": service, "resource": res}
+        return False
+    return True
 
 
 def _say(msg):
@@ -105,25 +60,6 @@ def _say(msg):
         sys.stderr.flush()
     except Exception:
         pass
-
-
-def _exec_times():
-    """The process's exec in Unix and CLOCK_MONOTONIC nanoseconds: its
-    start in /proc/self/stat (clock ticks since boot, so never later than
-    the real exec) against CLOCK_BOOTTIME, the clock of those ticks."""
-    real, mono = time.time_ns(), time.monotonic_ns()
-    try:
-        with open("/proc/self/stat", "rb") as f:
-            stat = f.read()
-        ticks = int(stat[stat.rindex(b")") + 2:].split()[19])
-        hz = os.sysconf("SC_CLK_TCK")
-        boot = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
-        age = boot - ticks * 1000000000 // hz
-        if 0 <= age < 10 ** 13:
-            return real - age, mono - age
-    except (OSError, ValueError, IndexError, AttributeError):
-        pass
-    return real, mono
 
 
 def _start_tracer(environ):
@@ -163,19 +99,21 @@ def _remove_dir(path):
 
 def begin(environ=None):
     """Starts recording this process's cold start when the variables ask
-    for a trace; returns whether they do.  Called once, early."""
+    for a trace; returns whether they do.  Called once, early.  Only what
+    must be read now is: the clock, and the tracer is started; the
+    variables are read again, and the exec time from /proc, in the sending
+    thread."""
     if _state:
-        return _state.get("cfg") is not None
+        return _state.get("on", False)
     env = os.environ if environ is None else environ
-    cfg = config(env)
-    _state["cfg"] = cfg
-    if cfg is None:
+    _state["on"] = wanted(env)
+    if not _state["on"]:
         return False
+    _state["begin"] = time.monotonic_ns()
+    _state["env"] = env
     import _thread
     _lock[0] = _thread.allocate_lock()
     _state["pid"] = os.getpid()
-    _state["exec_real"], _state["exec_mono"] = _exec_times()
-    _state["begin"] = time.monotonic_ns()
     _state["tracer"], _state["dir"] = _start_tracer(env)
     import atexit
     atexit.register(_at_exit)
@@ -184,7 +122,7 @@ def begin(environ=None):
 
 def ready():
     """The process listens (readiness)."""
-    if _state.get("cfg") is not None and "ready" not in _state and \
+    if _state.get("on") and "ready" not in _state and \
             _state.get("pid") == os.getpid():
         _state["ready"] = time.monotonic_ns()
 
@@ -193,7 +131,7 @@ def responded(headers=None):
     """The first response was written: sends the trace from a thread
     (once).  headers: the first request's, a mapping with lower-case
     names, for its trace context."""
-    if _state.get("cfg") is None or _state.get("pid") != os.getpid():
+    if not _state.get("on") or _state.get("pid") != os.getpid():
         return
     with _lock[0]:
         if "responded" in _state:
@@ -225,7 +163,7 @@ def _at_exit():
     if "responded" not in _state:
         responded()
     done = _state.get("sending")
-    if done is not None and done.acquire(True, _state["cfg"]["timeout"] + 1):
+    if done is not None and done.acquire(True, _state.get("timeout", 10.0) + 1):
         done.release()
 
 

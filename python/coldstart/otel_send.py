@@ -9,7 +9,91 @@ import os
 import sys
 import time
 
-from coldstart.otel import _remove_dir, _say
+from coldstart.otel import _protocol, _remove_dir, _say, wanted
+
+
+def _env(environ, name, default=None):
+    v = environ.get("OTEL_EXPORTER_OTLP_TRACES_" + name)
+    if not v:
+        v = environ.get("OTEL_EXPORTER_OTLP_" + name)
+    return v if v else default
+
+
+def _unquote(s):
+    """Percent-decoding, as the SDKs apply to the variables' values."""
+    b = s.encode("utf-8", "surrogateescape")
+    out, i = bytearray(), 0
+    while i < len(b):
+        hexa = b[i + 1:i + 3]
+        if b[i] == 0x25 and len(hexa) == 2 and \
+                all(c in b"0123456789abcdefABCDEF" for c in hexa):
+            out.append(int(hexa, 16))
+            i += 3
+        else:
+            out.append(b[i])
+            i += 1
+    return out.decode("utf-8", "replace")
+
+
+def _pairs(text):
+    """k=v,k2=v2 (values percent-encoded), as the SDK variables give them;
+    malformed entries are skipped, as the SDKs do."""
+    out = []
+    for item in (text or "").split(","):
+        k, eq, v = item.partition("=")
+        k = k.strip()
+        if eq and k:
+            out.append((_unquote(k), _unquote(v.strip())))
+    return out
+
+
+def config(environ=None):
+    """What the OpenTelemetry SDK's variables ask for, or None when no
+    trace is to be sent (coldstart.otel.wanted())."""
+    env = os.environ if environ is None else environ
+    if not wanted(env):
+        return None
+    url = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    if not url:
+        base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+        if not base:
+            return None
+        url = base.rstrip("/") + "/v1/traces"
+    proto = _protocol(env)
+    try:
+        timeout = float(_env(env, "TIMEOUT", "10000")) / 1000.0
+    except ValueError:
+        timeout = 10.0
+    if not timeout > 0:
+        timeout = 10.0
+    res = _pairs(env.get("OTEL_RESOURCE_ATTRIBUTES"))
+    service = env.get("OTEL_SERVICE_NAME") or dict(res).get("service.name")
+    if not service:
+        service = "unknown_service:" + os.path.basename(sys.executable or
+                                                        "python")
+    return {"url": url, "json": proto == "http/json", "timeout": timeout,
+            "headers": _pairs(_env(env, "HEADERS", "")),
+            "service": service, "resource": res}
+
+
+def _exec_times():
+    """The process's exec in Unix and CLOCK_MONOTONIC nanoseconds: its
+    start in /proc/self/stat (clock ticks since boot, so never later than
+    the real exec) against CLOCK_BOOTTIME, the clock of those ticks (read
+    now, after the response: the clocks' offsets do not move meanwhile)."""
+    real, mono = time.time_ns(), time.monotonic_ns()
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            stat = f.read()
+        ticks = int(stat[stat.rindex(b")") + 2:].split()[19])
+        hz = os.sysconf("SC_CLK_TCK")
+        boot = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+        age = boot - ticks * 1000000000 // hz
+        if 0 <= age < 10 ** 13:
+            return real - age, mono - age
+    except (OSError, ValueError, IndexError, AttributeError):
+        pass
+    return real, mono
 
 
 # --- the trace context of the first request ---------------------------------
@@ -372,6 +456,11 @@ def send(state):
     """Builds, encodes and sends the trace of the cold start state holds
     (coldstart.otel's record); removes the tracer's directory."""
     try:
+        cfg = config(state["env"])
+        if cfg is None:
+            return
+        state["cfg"], state["timeout"] = cfg, cfg["timeout"]
+        state["exec_real"], state["exec_mono"] = _exec_times()
         resource, spans = build(state)
     finally:
         if state.get("dir"):
