@@ -13,7 +13,7 @@ build_pkgs="gcc make pkg-config libjansson-dev libelf-dev zlib1g-dev python3 pyt
 test_pkgs="libcmocka-dev python3-pytest python3-aiohttp python3-flask python3-fastapi python3-numpy
 python3-uvicorn python3-setuptools python3-venv python3-wheel python3-pip binutils time docker.io debootstrap chromium
 gunicorn python3-django python3-pandas python3-boto3 python3-sqlalchemy python3-requests python3-httptools python3-iso8601 python3-pytest-asyncio
-strace"
+strace golang-go prometheus-pushgateway prometheus curl"
 fuzz_pkgs="clang libclang-rt-14-dev"
 bench_pkgs="black flake8 pylint isort pycodestyle pyflakes3 python3-mypy python3-pygments python3-docutils
 python3-sphinx python3-markdown yamllint codespell python3-chardet httpie awscli python3-lxml python3-yaml
@@ -39,8 +39,9 @@ consumers() {
 	# The real viewers the export tests load our files into (pinned in
 	# tests/consumers/package-lock.json); node_modules is not committed.
 	here=$(cd "$(dirname "$0")" && pwd)
-	if [ "$what" != build ] && command -v npm >/dev/null 2>&1 && [ ! -d "$here/consumers/node_modules" ]; then
-		echo "coldstart: npm install in tests/consumers (speedscope, playwright-core)" >&2
+	if [ "$what" != build ] && command -v npm >/dev/null 2>&1 &&
+		[ ! -e "$here/consumers/node_modules/@opentelemetry/otlp-transformer/package.json" ]; then
+		echo "coldstart: npm ci in tests/consumers (speedscope, playwright-core, @opentelemetry/otlp-transformer)" >&2
 		(cd "$here/consumers" && npm ci --no-audit --no-fund --silent >&2) ||
 			echo "coldstart: npm install failed; the viewer tests will say why they skip" >&2
 	fi

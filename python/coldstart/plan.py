@@ -1657,8 +1657,12 @@ def warm(block=False):
 def responded():
     """Tells the plan the first response went out: with warm="background"
     the deferred bodies start loading in a thread now, and new object
-    arenas are no longer faulted in whole."""
+    arenas are no longer faulted in whole.  A cold-start trace
+    (coldstart.otel) is sent then too."""
     _write_forced()
+    otel = sys.modules.get("coldstart.otel")
+    if otel is not None:
+        otel.responded()
     prefault = getattr(_ext[0], "prefault", None) if _ext else None
     if prefault is not None:
         prefault(False)

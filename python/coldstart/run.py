@@ -146,6 +146,12 @@ def main(argv=None):
         sys.stdout.write(USAGE)
         return 0
     plan_path, warm, after, (kind, target, rest) = parsed
+    import coldstart
+    if coldstart.otel_wanted(os.environ):
+        # A trace of this start: exec to coldstart.plan.responded() or the
+        # exit (docs/fdk.md, "Cold-start traces").
+        from coldstart import otel
+        otel.begin()
     import runpy
     if kind == "path":
         if not os.path.exists(target):

@@ -439,6 +439,7 @@ int cmd_docker(int argc, char **argv)
 	s.ro.before_start = before_start;
 	s.ro.before_start_data = &x;
 	ret = measure_run(&s);
+	o.show.live = true;
 	if (!ret)
 		ret = measure_finish(&s, &o.show);
 out:

@@ -54,7 +54,7 @@ static void print_formats(FILE *f)
 
 	list = exporter_list(&nr);
 	for (i = 0; i < nr; i++)
-		fprintf(f, "  %-10s %s (.%s)\n", list[i].name, list[i].summary, list[i].ext);
+		fprintf(f, "  %-11s %s (.%s)\n", list[i].name, list[i].summary, list[i].ext);
 	fprintf(f, "\nExit status: 0 written, 1 the profile could not be read or the output not\n"
 		   "written, 2 bad command line.  See docs/export.md.\n");
 }
@@ -77,8 +77,16 @@ static const struct exporter *pick_exporter(const struct export_cmd_opts *o, str
 
 	if (o->format) {
 		e = exporter_find(o->format);
-		if (!e)
-			buf_addf(err, "unknown format '%s' (svg, folded, speedscope, chrome, html)", o->format);
+		if (!e) {
+			const struct exporter *list;
+			size_t nr, i;
+
+			list = exporter_list(&nr);
+			buf_addf(err, "unknown format '%s' (", o->format);
+			for (i = 0; i < nr; i++)
+				buf_addf(err, "%s%s", i ? ", " : "", list[i].name);
+			buf_adds(err, ")");
+		}
 	} else if (strcmp(o->output, "-")) {
 		e = exporter_for_path(o->output);
 		if (!e)
@@ -111,11 +119,15 @@ int cmd_export(int argc, char **argv)
 		OPT_CALLBACK("minwidth", 0, &o.exp.min_width, set_minwidth, "PX",
 			     "SVG: leave out frames narrower than PX (default 0.1)"),
 		OPT_STRING("title", 0, &o.exp.title, "TEXT", "title of the SVG/HTML/speedscope document"),
+		OPT_STRING("service-name", 0, &o.exp.service, "NAME",
+			   "OTLP: the resource's service.name (default: $OTEL_SERVICE_NAME, else the target's script)"),
+		OPT_INT("top", 0, &o.exp.top, 1, 10000, "N", "prometheus: gauges for the N costliest modules (default 10)"),
 		OPT_HELP("help", 'h', NULL, "this text"),
 		OPT_END(),
 	};
 
 	profile_init(&p);
+	o.exp.service = getenv("OTEL_SERVICE_NAME");
 	rc = args_parse_all(options, argc, argv, &pos, &err);
 	if (rc) {
 		ret = usage_stop(&export_usage, options, rc, err.buf);

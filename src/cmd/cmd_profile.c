@@ -261,6 +261,7 @@ int cmd_profile(int argc, char **argv)
 		ret = prepare_run(&c, argv, i);
 	if (!ret)
 		ret = measure_run(&c.s);
+	c.o.show.live = true;
 	if (!ret)
 		ret = measure_finish(&c.s, &c.o.show);
 out:

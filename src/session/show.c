@@ -9,12 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "analysis/budget.h"
 #include "exit.h"
 #include "render/export/export.h"
 #include "render/fit.h"
+#include "render/export/send.h"
 
 static int write_stdout(const char *s, size_t n)
 {
@@ -59,6 +61,19 @@ static int set_output(const struct opt *opt, const char *v, struct buf *err)
 		return ARGS_FAILED;
 	}
 	so->output = v;
+	return 0;
+}
+
+static int set_send_url(const struct opt *opt, const char *v, struct buf *err)
+{
+	struct buf why = BUF_INIT;
+
+	if (send_url_check(v, &why) < 0) {
+		buf_addf(err, "--%s %s", opt->long_name, why.buf);
+		buf_release(&why);
+		return -1;
+	}
+	*(const char **)opt->value = v;
 	return 0;
 }
 
@@ -228,6 +243,13 @@ void show_opts_init(struct show_opts *so)
 			OPT_CALLBACK_DATA("chrome", 0, so, add_output, "chrome", "FILE",
 					  "also write a Chrome trace (Perfetto)"),
 			OPT_CALLBACK_DATA("folded", 0, so, add_output, "folded", "FILE", "also write folded stacks"),
+			OPT_CALLBACK("otlp", 0, &so->otlp_url, set_send_url, "URL",
+				     "also send the run as an OpenTelemetry trace to an OTLP/HTTP collector "
+				     "(http://HOST:4318; /v1/traces added to a bare URL)"),
+			OPT_CALLBACK("push-gateway", 0, &so->push_gateway, set_send_url, "URL",
+				     "also push the run's gauges to a Prometheus Pushgateway (http://HOST:9091)"),
+			OPT_INT("send-timeout", 0, &so->send_timeout_s, 1, 3600, "S",
+				"give up a --otlp or --push-gateway send after S seconds (default 10)"),
 			OPT_CALLBACK("budget", 0, po, add_budget, "NAME=DUR",
 				     "fail (exit 1) when total, startup, target or MODULE exceeds DUR; repeatable"),
 			OPT_CALLBACK("forbid", 0, po, add_forbid, "MODULE",
@@ -312,6 +334,8 @@ int show_profile(const struct profile *p, const struct show_opts *so)
 			ret = EXIT_FAIL;
 		}
 	}
+	if (show_send(p, so))
+		ret = EXIT_FAIL;
 	if (po->budgets.nr || po->forbids.nr) {
 		struct budget b;
 		struct buf explain = BUF_INIT;
@@ -331,6 +355,57 @@ int show_profile(const struct profile *p, const struct show_opts *so)
 		buf_release(&explain);
 	}
 	buf_release(&out);
+	buf_release(&err);
+	return ret;
+}
+
+/*
+ * For a run measured now, when it began in Unix time: CLOCK_MONOTONIC (the
+ * tracer's clock) against CLOCK_REALTIME read together.  0 when unknown.
+ */
+static int64_t live_origin(const struct profile *p)
+{
+	struct timespec mono, real;
+	const struct run *r = NULL;
+	size_t i;
+
+	for (i = p->nr_runs; i-- > 0 && !r;)
+		if (p->runs[i].nr_procs && p->runs[i].procs[0].start_ns >= 0)
+			r = &p->runs[i];
+	if (!r || clock_gettime(CLOCK_MONOTONIC, &mono) || clock_gettime(CLOCK_REALTIME, &real))
+		return 0;
+	return (int64_t)real.tv_sec * 1000000000 + real.tv_nsec -
+	       ((int64_t)mono.tv_sec * 1000000000 + mono.tv_nsec - r->procs[0].start_ns);
+}
+
+int show_send(const struct profile *p, const struct show_opts *so)
+{
+	struct export_opts eo = EXPORT_OPTS_INIT;
+	struct send_opts sopt = { .timeout_ms = (so->send_timeout_s > 0 ? so->send_timeout_s : 10) * 1000 };
+	struct buf err = BUF_INIT;
+	const char *proto = getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL");
+	int ret = 0;
+
+	if (!so->otlp_url && !so->push_gateway)
+		return 0;
+	if (!proto || !*proto)
+		proto = getenv("OTEL_EXPORTER_OTLP_PROTOCOL");
+	sopt.json = proto && !strcmp(proto, "http/json");
+	sopt.headers = getenv("OTEL_EXPORTER_OTLP_TRACES_HEADERS");
+	if (!sopt.headers || !*sopt.headers)
+		sopt.headers = getenv("OTEL_EXPORTER_OTLP_HEADERS");
+	eo.service = getenv("OTEL_SERVICE_NAME");
+	if (so->live)
+		eo.origin_unix_ns = live_origin(p);
+	if (so->otlp_url && send_otlp(p, &eo, so->otlp_url, &sopt, &err) < 0) {
+		error("%s", err.buf);
+		buf_reset(&err);
+		ret = EXIT_FAIL;
+	}
+	if (so->push_gateway && send_push_gateway(p, &eo, so->push_gateway, &sopt, &err) < 0) {
+		error("%s", err.buf);
+		ret = EXIT_FAIL;
+	}
 	buf_release(&err);
 	return ret;
 }

@@ -43,12 +43,20 @@ struct show_opts {
 	int json_fd; /* --json-fd N: the JSON on descriptor N; -1 for none */
 	bool no_report;
 	int stdout_users; /* outputs asked for on stdout ("-", --json): at most one */
+	const char *otlp_url; /* --otlp URL: send the run's trace to a collector; NULL */
+	const char *push_gateway; /* --push-gateway URL: push its gauges; NULL */
+	int send_timeout_s; /* for each send; 0 = 10 */
+	/*
+	 * The profile was measured now (profile, docker), so its monotonic
+	 * clock is this boot's: the trace is placed at its exact time.
+	 */
+	bool live;
 	/*
 	 * The option table that sets the fields above (-o, --json, --top,
 	 * --flamegraph, --budget, ...), for OPT_INCLUDE.  It points into the
 	 * struct, which must therefore stay where show_opts_init put it.
 	 */
-	struct opt options[19];
+	struct opt options[22];
 };
 
 void show_opts_init(struct show_opts *so);
@@ -56,11 +64,16 @@ void show_opts_release(struct show_opts *so);
 /*
  * Writes the JSON (-o FILE, stdout for --json or -o -, descriptor N for
  * --json-fd), the report on stdout unless --no-report or stdout carries
- * machine output, every export, then checks budgets.  Returns 0, or
- * EXIT_FAIL when a file could not be written or a budget failed (the
+ * machine output, every export, sends to --otlp and --push-gateway, then checks budgets.  Returns 0, or
+ * EXIT_FAIL when a file could not be written, a send failed or a budget failed (the
  * explanation is printed on stderr).
  */
 int show_profile(const struct profile *p, const struct show_opts *so);
+/*
+ * Sends the profile to --otlp and --push-gateway when given (show_profile
+ * does, after the files).  0, or EXIT_FAIL with the reason printed.
+ */
+int show_send(const struct profile *p, const struct show_opts *so);
 /*
  * Whether stdout carries machine output (--json, -o -, an export to "-"):
  * then the report is not printed and a measured target's stdout goes to

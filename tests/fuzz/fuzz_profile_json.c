@@ -55,7 +55,7 @@ static void exports(const struct profile *p)
 			if (e[i].write(p, &o, &out, &err) < 0) {
 				if (!err.len)
 					abort();
-			} else if (strcmp(e[i].name, "folded")) {
+			} else if (strcmp(e[i].name, "folded") && !e[i].binary) {
 				check_utf8(&out);
 			}
 			buf_release(&out);

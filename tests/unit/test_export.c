@@ -312,7 +312,7 @@ static void test_table_and_names(void **state)
 	const struct exporter *list = exporter_list(&nr);
 
 	(void)state;
-	assert_int_equal(nr, 5);
+	assert_int_equal(nr, 9);
 	for (i = 0; i < nr; i++) {
 		assert_ptr_equal(exporter_find(list[i].name), &list[i]);
 		assert_non_null(list[i].write);
@@ -323,6 +323,12 @@ static void test_table_and_names(void **state)
 	assert_string_equal(exporter_for_path("x.speedscope.json")->name, "speedscope");
 	assert_string_equal(exporter_for_path("x.trace.json.gz")->name, "chrome");
 	assert_string_equal(exporter_for_path("r.htm")->name, "html");
+	/* pprof's name ends in .gz: the format, not a compression to add. */
+	assert_string_equal(exporter_for_path("cpu.pb.gz")->name, "pprof");
+	assert_true(exporter_for_path("cpu.pb.gz")->gzipped);
+	assert_string_equal(exporter_for_path("t.otlp.json")->name, "otlp-json");
+	assert_string_equal(exporter_for_path("t.otlp.pb")->name, "otlp");
+	assert_string_equal(exporter_for_path("m.prom")->name, "prometheus");
 	assert_null(exporter_for_path("x.json"));
 	assert_null(exporter_for_path("svg"));
 }

@@ -321,6 +321,7 @@ class Server(object):
         self.run_in_context = None
         self.gc_held = None
         self.first_out = False
+        self.first_headers = None  # the first call's, for coldstart.otel
 
     # --- the listener -------------------------------------------------
 
@@ -559,6 +560,10 @@ class Server(object):
         if self.gc_held is not None:
             _fdk.release_gc(self.gc_held)
             self.gc_held = None
+        if "coldstart.otel" in sys.modules:
+            # Its trace is parented to the first call's B3/W3C context.
+            sys.modules["coldstart.otel"].responded(self.first_headers)
+            self.first_headers = None
         if "coldstart.plan" in sys.modules:
             sys.modules["coldstart.plan"].responded()
 
@@ -705,6 +710,8 @@ class Server(object):
             import contextvars
             self.run_in_context = contextvars.copy_context
         headers = req.headers_dict()
+        if self.calls == 1:
+            self.first_headers = headers
         self._logframe(headers)
         # Each call runs in a fresh copy of the server's context, like
         # fdk-python's per-request task: the call id set for logging stays
@@ -1024,6 +1031,8 @@ def serve(resolve, warm="lazy", max_body=DEFAULT_MAX_BODY, what="function",
         try:
             server.open()
             server.ready()
+            if "coldstart.otel" in sys.modules:
+                sys.modules["coldstart.otel"].ready()
         except (ConfigError, OSError) as e:
             return _fdk.listen_failure(e, path)
         if warm == "background":

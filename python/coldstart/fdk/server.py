@@ -192,6 +192,8 @@ def _serve_ready_first(func, handler, warm, max_body):
             _fdk.link(path, phony)
         except (ConfigError, OSError) as e:
             return _fdk.listen_failure(e, path)
+        if "coldstart.otel" in sys.modules:
+            sys.modules["coldstart.otel"].ready()
         first = None
         held = None
         if warm == "lazy":
@@ -238,6 +240,11 @@ def main(argv=None):
         sys.stdout.write("coldstart-fdk %s\n" % VERSION)
         return EXIT_OK
     func, handler, warm, max_body = parsed
+    import coldstart
+    if coldstart.otel_wanted(os.environ):
+        # A trace of this cold start, sent after the first response.
+        from coldstart import otel
+        otel.begin()
     if _is_path(func) and not os.path.isfile(os.path.abspath(func)):
         log("no such function file: %r" % func)
         return EXIT_USAGE

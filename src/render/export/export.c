@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
 #include <zlib.h>
 
 #include "render/fit.h"
@@ -45,6 +46,33 @@ static const struct exporter exporters[] = {
 		.ext = "html",
 		.summary = "single-file report: summary, findings, sortable table, flamegraph",
 		.write = export_html,
+	},
+	{
+		.name = "pprof",
+		.ext = "pb.gz",
+		.summary = "gzipped pprof profile of import self time (go tool pprof, Pyroscope, Cloud Profiler)",
+		.write = export_pprof,
+		.binary = true,
+		.gzipped = true,
+	},
+	{
+		.name = "otlp",
+		.ext = "otlp.pb",
+		.summary = "OpenTelemetry trace, OTLP/protobuf ExportTraceServiceRequest (POST to /v1/traces)",
+		.write = export_otlp,
+		.binary = true,
+	},
+	{
+		.name = "otlp-json",
+		.ext = "otlp.json",
+		.summary = "OpenTelemetry trace, OTLP/JSON ExportTraceServiceRequest",
+		.write = export_otlp_json,
+	},
+	{
+		.name = "prometheus",
+		.ext = "prom",
+		.summary = "Prometheus text exposition 0.0.4 gauges (Pushgateway, node_exporter's textfile)",
+		.write = export_prometheus,
 	},
 };
 
@@ -88,14 +116,13 @@ static int64_t max64(int64_t a, int64_t b)
 	return a > b ? a : b;
 }
 
-/* Writes data to path, gzip when it ends in .gz, whole or not at all (outfile.h). */
-static int write_gz(const char *path, const char *data, size_t len, struct buf *err)
+static int write_gz(const char *path, const char *data, size_t len, bool compress, struct buf *err)
 {
 	struct outfile of = OUTFILE_INIT;
 	gzFile gz;
 	int fd;
 
-	if (!ends_with(path, ".gz"))
+	if (!compress)
 		return outfile_write(path, data, len, err);
 	if (outfile_open(&of, path, err) < 0)
 		return -1;
@@ -206,7 +233,8 @@ const struct exporter *exporter_for_path(const char *path)
 		struct buf suffix = BUF_INIT;
 
 		buf_addf(&suffix, ".%s", exporters[i].ext);
-		if (ends_with(base.buf, suffix.buf))
+		/* pprof's own ending holds the ".gz". */
+		if (ends_with(base.buf, suffix.buf) || ends_with(path, suffix.buf))
 			found = &exporters[i];
 		buf_release(&suffix);
 		if (found)
@@ -227,7 +255,7 @@ int export_write_data(const char *path, const char *data, size_t len, struct buf
 		}
 		return 0;
 	}
-	return write_gz(path, data, len, err);
+	return write_gz(path, data, len, ends_with(path, ".gz"), err);
 }
 
 /*
@@ -306,7 +334,10 @@ int export_to_path(const struct profile *p, const struct exporter *e, const stru
 	}
 	if (e->write(cpu ? &view : p, cpu ? &co : o, &out, err) < 0)
 		goto out;
-	ret = export_write_data(path, out.buf, out.len, err);
+	if (e->gzipped && strcmp(path, "-"))
+		ret = write_gz(path, out.buf, out.len, false, err);
+	else
+		ret = export_write_data(path, out.buf, out.len, err);
 out:
 	if (cpu)
 		cpu_view_release(&view);
@@ -350,6 +381,33 @@ void export_walk(const struct proc *pr, bool (*visit)(const struct proc *pr, int
 		 void *data)
 {
 	preorder(pr, NULL, NULL, visit, data);
+}
+
+int64_t export_created_unix_ns(const struct profile *p)
+{
+	struct tm tm;
+	const char *end;
+	time_t t;
+
+	if (!p->created)
+		return 0;
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(p->created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (!end || *end)
+		return 0;
+	t = timegm(&tm);
+	return t > 0 ? (int64_t)t * 1000000000 : 0;
+}
+
+const char *export_node_phase(const struct run *r, const struct proc *pr, int32_t i)
+{
+	int64_t ready_ns = run_ready_ns(r);
+
+	if (pr->nodes[i].flags & NODE_STARTUP || pr->nodes[i].kind == KIND_STARTUP)
+		return "startup";
+	if (ready_ns < 0 || !pr->timing || pr->timing[i].start_ns < 0)
+		return "import";
+	return node_after_ready(pr, i, ready_ns) ? "after ready" : "before ready";
 }
 
 bool export_has_timing(const struct proc *pr)

@@ -36,9 +36,17 @@ struct export_opts {
 	 * against the diff's base; NULL for an ordinary flamegraph.
 	 */
 	const struct diff *diff;
+	/* OTLP: the resource's service.name; NULL = the target's script or program. */
+	const char *service;
+	/*
+	 * OTLP: when the run began, in Unix nanoseconds, for a run sent as it
+	 * ends; 0 = placed from the profile's "created" stamp (to the second).
+	 */
+	int64_t origin_unix_ns;
+	int top; /* Prometheus: modules given their own gauges; 0 = 10 */
 };
 
-#define EXPORT_OPTS_INIT { -1, false, false, 0, -1.0, NULL, NULL }
+#define EXPORT_OPTS_INIT { -1, false, false, 0, -1.0, NULL, NULL, NULL, 0, 0 }
 
 /*
  * One output format.  write() appends the whole document to out and returns
@@ -51,6 +59,10 @@ struct exporter {
 	const char *summary;
 	int (*write)(const struct profile *p, const struct export_opts *o, struct buf *out,
 		     struct buf *err);
+	/* The document is bytes, not text (pprof, OTLP/protobuf). */
+	bool binary;
+	/* The document is binary and compressed already (pprof): written as it is, whatever the name. */
+	bool gzipped;
 };
 
 /* The table, in the order --help lists it; nr set to its length. */
@@ -81,6 +93,12 @@ int export_speedscope(const struct profile *p, const struct export_opts *o, stru
 		      struct buf *err);
 int export_chrome(const struct profile *p, const struct export_opts *o, struct buf *out, struct buf *err);
 int export_html(const struct profile *p, const struct export_opts *o, struct buf *out, struct buf *err);
+int export_pprof(const struct profile *p, const struct export_opts *o, struct buf *out, struct buf *err);
+int export_otlp(const struct profile *p, const struct export_opts *o, struct buf *out, struct buf *err);
+int export_otlp_json(const struct profile *p, const struct export_opts *o, struct buf *out,
+		     struct buf *err);
+int export_prometheus(const struct profile *p, const struct export_opts *o, struct buf *out,
+		      struct buf *err);
 
 /*
  * SVG body without the XML prolog and with or without the inline script, so
@@ -132,6 +150,19 @@ void export_walk(const struct proc *pr, bool (*visit)(const struct proc *pr, int
  * caller releases it with proc_release); else pr itself (view untouched).
  */
 const struct proc *export_tree(const struct proc *pr, struct proc *view);
+
+/*
+ * The profile's "created" stamp (when it was written, to the second) in
+ * nanoseconds since the Unix epoch; 0 when absent or unreadable.
+ */
+int64_t export_created_unix_ns(const struct profile *p);
+
+/*
+ * An import's phase for labels: "startup" (interpreter start-up), "before
+ * ready" / "after ready" when the run measured readiness and the tracer
+ * timed the import, else "import".
+ */
+const char *export_node_phase(const struct run *r, const struct proc *pr, int32_t i);
 
 /* True when every node with a finished import has start/end timing. */
 bool export_has_timing(const struct proc *pr);

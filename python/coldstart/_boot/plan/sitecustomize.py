@@ -50,6 +50,12 @@ def _boot():
             from coldstart import plan_record
             plan_record.start_from_environ(env)
         else:
+            import coldstart
+            if coldstart.otel_wanted(env):
+                # A trace of this start, sent at coldstart.plan.responded()
+                # or the exit (docs/fdk.md, "Cold-start traces").
+                from coldstart import otel
+                otel.begin(env)
             from coldstart import plan
             plan.install_from_environ(env)
     except Exception as e:
