@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "export/pbuf.h"
+#include "render/export/pbuf.h"
 
 static void expect_bytes(const struct buf *b, const unsigned char *want, size_t len)
 {
