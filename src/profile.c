@@ -186,6 +186,7 @@ struct run *profile_add_run(struct profile *p)
 	r->maxrss_kb = UNKNOWN;
 	r->ready_us = UNKNOWN;
 	r->first_response_us = UNKNOWN;
+	r->listening_us = UNKNOWN;
 	r->ready_ns = UNKNOWN;
 	return r;
 }

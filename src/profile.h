@@ -218,7 +218,9 @@ struct run {
 	int64_t sys_us;
 	int64_t maxrss_kb;
 	int64_t ready_us; /* exec -> ready, UNKNOWN without --ready */
-	int64_t first_response_us; /* ready -> first response */
+	int64_t first_response_us; /* ready -> first response (0 for http://: the answer is ready) */
+	/* exec -> the first connection the target's listener accepted (tcp, http, unix); UNKNOWN. */
+	int64_t listening_us;
 	/* The moment of readiness on CLOCK_MONOTONIC, the clock of proc start_ns; UNKNOWN. */
 	int64_t ready_ns;
 	struct cg_figures cg;

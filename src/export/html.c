@@ -183,7 +183,13 @@ static void summary(const struct profile *p, const struct run *r, struct buf *ou
 		add_row(out, "imports by readiness", v.buf);
 		buf_reset(&v);
 	}
-	if ((m = median_field(p, offsetof(struct run, first_response_us))) != UNKNOWN) {
+	if ((m = median_field(p, offsetof(struct run, listening_us))) != UNKNOWN) {
+		buf_add_duration(&v, m);
+		buf_adds(&v, " (median; the first connection the target's listener accepted)");
+		add_row(out, "listening after", v.buf);
+		buf_reset(&v);
+	}
+	if ((m = median_field(p, offsetof(struct run, first_response_us))) > 0) {
 		buf_add_duration(&v, m);
 		buf_adds(&v, " after ready (median)");
 		add_row(out, "first response", v.buf);
