@@ -376,6 +376,17 @@ int64_t proc_import_total_us(const struct proc *pr, bool include_startup)
 	return total;
 }
 
+int64_t proc_tool_us(const struct proc *pr)
+{
+	int64_t total = 0;
+	size_t i;
+
+	for (i = 0; i < pr->nr_nodes; i++)
+		if (pr->nodes[i].kind == KIND_TOOL && pr->nodes[i].self_us > 0)
+			total = i64_add(total, pr->nodes[i].self_us);
+	return total;
+}
+
 bool profile_has_cpu_times(const struct profile *p)
 {
 	size_t ri, pi, i, timed = 0, with_cpu = 0;

@@ -410,6 +410,12 @@ int32_t proc_postorder_next(const struct proc *pr, int32_t i);
 /* First node with this name in pre-order, -1 if none. */
 int32_t proc_find(const struct proc *pr, const char *name);
 /* Sum of cum_us over roots that are not start-up, and over all roots. */
+/*
+ * coldstart's own bootstrap and tracer in pr (its KIND_TOOL nodes' self
+ * time): part of the interpreter start-up that every total shown to a user
+ * leaves out, as the target without coldstart would not pay it.
+ */
+int64_t proc_tool_us(const struct proc *pr);
 int64_t proc_import_total_us(const struct proc *pr, bool include_startup);
 
 /*

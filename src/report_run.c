@@ -236,17 +236,7 @@ void render_module_stats(const struct profile *p, const struct report_opts *o, s
 /* The time in coldstart's own bootstrap (KIND_TOOL) of a process: the tracer's overhead at start-up. */
 int64_t tool_us(const struct proc *pr)
 {
-	int64_t total = 0;
-	int32_t i;
-
-	for (i = pr->first_root; i >= 0;) {
-		bool tool = pr->nodes[i].kind == KIND_TOOL;
-
-		if (tool && pr->nodes[i].self_us > 0)
-			total += pr->nodes[i].self_us;
-		i = proc_walk_next(pr, i, true);
-	}
-	return total;
+	return proc_tool_us(pr);
 }
 
 /*
