@@ -39,6 +39,27 @@ static const struct opt *find(const struct opt *opts, const char *name, size_t l
 	return NULL;
 }
 
+/* The long option nearest to name (name_distance), for "did you mean"; *best carries the distance. */
+static const char *nearest(const struct opt *opts, const char *name, size_t *best, const char *found)
+{
+	size_t d;
+
+	for (; opts->type != OPT_T_END; opts++) {
+		if (opts->type == OPT_T_INCLUDE) {
+			found = nearest(opts->include, name, best, found);
+			continue;
+		}
+		if (opts->type == OPT_T_HELP || !opts->long_name)
+			continue;
+		d = name_distance(name, opts->long_name);
+		if (d < *best) {
+			*best = d;
+			found = opts->long_name;
+		}
+	}
+	return found;
+}
+
 static int parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
 {
 	char *end;
@@ -134,7 +155,17 @@ int args_parse(const struct opt *opts, int argc, char **argv, int *i, const char
 			snprintf(shown, sizeof(shown), "-%c", a[1]);
 		}
 		if (!o) {
+			size_t best = SIZE_MAX;
+			const char *near = NULL;
+			char name[64];
+
+			if (a[1] == '-') {
+				snprintf(name, sizeof(name), "%.*s", (int)strcspn(a + 2, "="), a + 2);
+				near = nearest(opts, name, &best, NULL);
+			}
 			buf_addf(err, "unknown option '%s'", a);
+			if (near)
+				buf_addf(err, "; did you mean '--%s'?", near);
 			return -1;
 		}
 		(*i)++;

@@ -705,3 +705,44 @@ int parse_i64(const char *s, int64_t *out)
 	*out = v;
 	return 0;
 }
+
+size_t name_distance(const char *name, const char *candidate)
+{
+	size_t n = strlen(name), m = strlen(candidate), i, j, d, limit;
+	size_t *base, *prev2, *prev, *cur;
+
+	if (n >= 2 && n < m && !strncmp(candidate, name, n))
+		return 0;
+	if (n > 64 || m > 64)
+		return SIZE_MAX;
+	limit = (n > m ? n : m) / 3;
+	if (!limit)
+		limit = 1;
+	base = prev2 = xcalloc(3 * (m + 1), sizeof(*prev2));
+	prev = prev2 + m + 1;
+	cur = prev + m + 1;
+	for (j = 0; j <= m; j++)
+		prev[j] = j;
+	for (i = 1; i <= n; i++) {
+		size_t *t;
+
+		cur[0] = i;
+		for (j = 1; j <= m; j++) {
+			size_t sub = prev[j - 1] + (name[i - 1] != candidate[j - 1]);
+
+			d = prev[j] + 1 < cur[j - 1] + 1 ? prev[j] + 1 : cur[j - 1] + 1;
+			d = sub < d ? sub : d;
+			if (i > 1 && j > 1 && name[i - 1] == candidate[j - 2] && name[i - 2] == candidate[j - 1] &&
+			    prev2[j - 2] + 1 < d)
+				d = prev2[j - 2] + 1;
+			cur[j] = d;
+		}
+		t = prev2;
+		prev2 = prev;
+		prev = cur;
+		cur = t;
+	}
+	d = prev[m];
+	free(base);
+	return d <= limit ? d : SIZE_MAX;
+}

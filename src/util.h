@@ -314,4 +314,12 @@ void buf_add_duration(struct buf *sb, int64_t us);
 /* Formats bytes for humans: "12.0 MiB". */
 void buf_add_bytes(struct buf *sb, int64_t bytes);
 
+/*
+ * For "did you mean": how far name is from candidate (edits, a swap of two
+ * neighbours counting as one), or 0 when candidate begins with name (a cut
+ * short option); SIZE_MAX when too far to suggest (more than a third of the
+ * longer one's letters, at least one).
+ */
+size_t name_distance(const char *name, const char *candidate);
+
 #endif

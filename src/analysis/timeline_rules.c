@@ -335,6 +335,40 @@ static bool nested(const struct timeline *tl, int32_t i, const int32_t *reported
 	return false;
 }
 
+/*
+ * The wall time node i spent waiting, off the CPU, after the target was
+ * listening (runs[].listening_us): a server's main thread in its accept or
+ * select loop while the first request is answered (Django's runserver
+ * answers in a thread of its own) serves, it does no start-up work.  A
+ * sample counts when the thread ran less than half its interval.  0 when
+ * the run has no listening moment before its readiness.
+ */
+static int64_t serving_idle_us(const struct tl_ctx *c, int32_t i)
+{
+	const struct run *r = c->r;
+	const struct timeline *tl = c->tl;
+	int64_t listening_ns, idle = 0;
+	size_t k;
+	int32_t a;
+
+	if (r->listening_us < 0 || r->ready_us < 0 || r->ready_ns < 0 || r->listening_us >= r->ready_us ||
+	    tl->origin_ns < 0)
+		return 0;
+	listening_ns = r->ready_ns - (r->ready_us - r->listening_us) * 1000;
+	for (k = 0; k < tl->nr_samples; k++) {
+		const struct tl_sample *s = &tl->samples[k];
+
+		if (s->cpu_us < 0 || tl->origin_ns + (s->t_us - s->wall_us) * 1000 < listening_ns ||
+		    s->cpu_us * 2 >= s->wall_us)
+			continue;
+		for (a = s->node; a >= 0 && a != i; a = tl->nodes[a].parent)
+			;
+		if (a == i)
+			idle += s->wall_us;
+	}
+	return idle;
+}
+
 /* Any other function outside imports with a large share of the time to ready; one per call chain. */
 static void rule_work(struct profile *p)
 {
@@ -355,6 +389,11 @@ static void rule_work(struct profile *p)
 			break;
 		if (covered(&c, f[i].node) || nested(c.tl, f[i].node, reported, shown))
 			continue;
+		if (!c.by_cpu) {
+			us -= serving_idle_us(&c, f[i].node);
+			if (us < TL_RULE_MIN_US || us * 100 < c.ready_us * TL_RULE_SHARE_PCT)
+				continue;
+		}
 		reported[shown] = f[i].node;
 		buf_addf(&ev, "'%s' ran for ", name);
 		add_share(&ev, &c, us);

@@ -704,7 +704,8 @@ int why_answer(const struct why_graph *g, const char *module, const struct why_o
 	}
 	if (a->nr_loads || a->nr_failed)
 		go_away(&w, a);
-	a->import_total_us = proc_import_total_us(g->pr, true);
+	/* coldstart's bootstrap left out, as the report's totals leave it out. */
+	a->import_total_us = proc_import_total_us(g->pr, true) - proc_tool_us(g->pr);
 	walk_release(&w);
 	return 0;
 }

@@ -60,7 +60,7 @@ static const struct usage profile_usage = {
 	.command = "profile",
 	.synopsis = "usage: coldstart profile [options] script.py [args...]\n"
 		    "       coldstart profile [options] -m module [args...]\n"
-		    "       coldstart profile [options] -c code [args...]\n"
+		    "       coldstart profile [options] -c code [options] [-- args...]\n"
 		    "       coldstart profile [options] -- command [args...]\n\n"
 		    "Runs the target with -X importtime (PYTHONPROFILEIMPORTTIME for any command)\n"
 		    "and the in-process tracer, and reports where start-up time goes.  The target's\n"
@@ -151,6 +151,25 @@ static bool parse_options(struct profile_cmd *c, int argc, char **argv, int *i, 
 	};
 	int rc = args_parse(options, argc, argv, i, stop_at, &c->err);
 
+	/*
+	 * -c CODE takes coldstart's options after the code too (a user writes
+	 * `-c 'import x' --json`); the code's own arguments come after "--" or
+	 * the first argument that is no option.  The parsed options' slots are
+	 * then taken by "-c" and the code, so the target starts at *i.
+	 */
+	if (!rc && *i + 1 < argc && !strcmp(argv[*i], "-c")) {
+		char *code = argv[*i + 1];
+		int j = *i + 2;
+
+		rc = args_parse(options, argc, argv, &j, NULL, &c->err);
+		if (!rc) {
+			if (j < argc && !strcmp(argv[j], "--"))
+				j++;
+			argv[j - 2] = (char *)"-c";
+			argv[j - 1] = code;
+			*i = j - 2;
+		}
+	}
 	if (rc) {
 		*ret = usage_stop(&profile_usage, options, rc, c->err.buf);
 		return true;

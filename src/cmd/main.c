@@ -82,6 +82,22 @@ static const struct command *find_command(const char *name)
 	return NULL;
 }
 
+/* The command nearest to name, for "did you mean"; NULL when none is near. */
+static const char *nearest_command(const char *name)
+{
+	size_t i, d, best = SIZE_MAX;
+	const char *found = NULL;
+
+	for (i = 0; i < ARRAY_SIZE(commands); i++) {
+		d = name_distance(name, commands[i].name);
+		if (d < best) {
+			best = d;
+			found = commands[i].name;
+		}
+	}
+	return found;
+}
+
 static void usage(FILE *f)
 {
 	struct buf b = BUF_INIT, out = BUF_INIT;
@@ -358,8 +374,13 @@ static int cmd_help(int argc, char **argv)
 	if (argc > 2)
 		return help_usage_error("help takes one command, not '%s' too", argv[2]);
 	c = find_command(argv[1]);
-	if (!c)
-		return help_usage_error("unknown command '%s'", argv[1]);
+	if (!c) {
+		fprintf(stderr, "coldstart: error: unknown command '%s'", argv[1]);
+		if (nearest_command(argv[1]))
+			fprintf(stderr, "; did you mean '%s'?", nearest_command(argv[1]));
+		fprintf(stderr, "\nTry 'coldstart help --help'.\n");
+		return EXIT_USAGE;
+	}
 	if (c->fn == cmd_help)
 		return cmd_help(2, (char *[]){ argv[0], (char *)"--help", NULL });
 	return command_help(c);
@@ -387,7 +408,11 @@ int main(int argc, char **argv)
 	c = find_command(argv[1]);
 	if (c)
 		return c->fn(argc - 1, argv + 1);
-	fprintf(stderr, "coldstart: error: unknown command '%s'\n", argv[1]);
+	if (nearest_command(argv[1]))
+		fprintf(stderr, "coldstart: error: unknown command '%s'; did you mean '%s'?\n", argv[1],
+			nearest_command(argv[1]));
+	else
+		fprintf(stderr, "coldstart: error: unknown command '%s'\n", argv[1]);
 	usage(stderr);
 	return EXIT_USAGE;
 }

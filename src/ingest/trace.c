@@ -16,6 +16,7 @@
 #include "sys/leftover.h"
 #include "ingest/trace_build.h"
 #include "ingest/trace_stream.h"
+#include "sys/launch.h"
 
 static void write_note(const char *dir, const char *name, const char *text)
 {
@@ -76,6 +77,8 @@ int trace_prepare(struct trace_session *ts, const char *python, struct strvec *e
 		buf_addf(&pp, ":%s", old);
 	strvec_setenv(env, "PYTHONPATH", pp.buf);
 	strvec_setenv(env, "COLDSTART_TRACE_DIR", ts->dir);
+	/* Filled by launch in the child: the target's process counts from its exec (launch.h). */
+	strvec_setenv(env, LAUNCH_EXEC_ENV, LAUNCH_EXEC_PLACEHOLDER + sizeof(LAUNCH_EXEC_ENV));
 	/* Where the bootstrap finds the rest of coldstart when it runs from the cache. */
 	buf_reset(&path);
 	buf_addf(&path, "%s/coldstart", datadir);

@@ -186,6 +186,7 @@ struct run *profile_add_run(struct profile *p)
 	r->maxrss_kb = UNKNOWN;
 	r->ready_us = UNKNOWN;
 	r->first_response_us = UNKNOWN;
+	r->listening_us = UNKNOWN;
 	r->ready_ns = UNKNOWN;
 	return r;
 }
@@ -372,6 +373,17 @@ int64_t proc_import_total_us(const struct proc *pr, bool include_startup)
 		if (n->cum_us > 0)
 			total = i64_add(total, n->cum_us);
 	}
+	return total;
+}
+
+int64_t proc_tool_us(const struct proc *pr)
+{
+	int64_t total = 0;
+	size_t i;
+
+	for (i = 0; i < pr->nr_nodes; i++)
+		if (pr->nodes[i].kind == KIND_TOOL && pr->nodes[i].self_us > 0)
+			total = i64_add(total, pr->nodes[i].self_us);
 	return total;
 }
 

@@ -215,7 +215,9 @@ struct run {
 	int64_t sys_us;
 	int64_t maxrss_kb;
 	int64_t ready_us; /* exec -> ready, UNKNOWN without --ready */
-	int64_t first_response_us; /* ready -> first response */
+	int64_t first_response_us; /* ready -> first response (0 for http://: the answer is ready) */
+	/* exec -> the first connection the target's listener accepted (tcp, http, unix); UNKNOWN. */
+	int64_t listening_us;
 	/* The moment of readiness on CLOCK_MONOTONIC, the clock of proc start_ns; UNKNOWN. */
 	int64_t ready_ns;
 	struct cg_figures cg;
@@ -405,6 +407,12 @@ int32_t proc_postorder_next(const struct proc *pr, int32_t i);
 /* First node with this name in pre-order, -1 if none. */
 int32_t proc_find(const struct proc *pr, const char *name);
 /* Sum of cum_us over roots that are not start-up, and over all roots. */
+/*
+ * coldstart's own bootstrap and tracer in pr (its KIND_TOOL nodes' self
+ * time): part of the interpreter start-up that every total shown to a user
+ * leaves out, as the target without coldstart would not pay it.
+ */
+int64_t proc_tool_us(const struct proc *pr);
 int64_t proc_import_total_us(const struct proc *pr, bool include_startup);
 
 /*

@@ -181,7 +181,9 @@ void render_runs_stats(const struct profile *p, struct buf *out, const struct st
 	summary_line(out, "max RSS", v, n, st, true);
 	COLLECT(p->runs[i].ready_us);
 	summary_line(out, "ready", v, n, st, false);
-	COLLECT(p->runs[i].first_response_us);
+	COLLECT(p->runs[i].listening_us);
+	summary_line(out, "listening", v, n, st, false);
+	COLLECT(p->runs[i].first_response_us > 0 ? p->runs[i].first_response_us : UNKNOWN);
 	summary_line(out, "first response", v, n, st, false);
 	COLLECT(p->runs[i].cg.has ? p->runs[i].cg.throttled_us : UNKNOWN);
 	summary_line(out, "throttled", v, n, st, false);
@@ -235,17 +237,7 @@ void render_module_stats(const struct profile *p, const struct report_opts *o, s
 /* The time in coldstart's own bootstrap (KIND_TOOL) of a process: the tracer's overhead at start-up. */
 int64_t tool_us(const struct proc *pr)
 {
-	int64_t total = 0;
-	int32_t i;
-
-	for (i = pr->first_root; i >= 0;) {
-		bool tool = pr->nodes[i].kind == KIND_TOOL;
-
-		if (tool && pr->nodes[i].self_us > 0)
-			total += pr->nodes[i].self_us;
-		i = proc_walk_next(pr, i, true);
-	}
-	return total;
+	return proc_tool_us(pr);
 }
 
 /*
@@ -430,9 +422,19 @@ void render_run_summary(const struct profile *p, const struct run *r, const stru
 	if (r->ready_us != UNKNOWN || r->first_response_us != UNKNOWN) {
 		buf_adds(out, "  ready           ");
 		add_dur(out, r->ready_us);
-		buf_adds(out, " after exec; first response ");
-		add_dur(out, r->first_response_us);
-		buf_adds(out, " after ready\n");
+		buf_adds(out, " after exec");
+		if (r->listening_us != UNKNOWN && r->listening_us != r->ready_us) {
+			buf_adds(out, "; listening ");
+			add_dur(out, r->listening_us);
+			buf_adds(out, " after exec");
+		}
+		/* An http:// answer is readiness itself (0): only Fn's first call comes after. */
+		if (r->first_response_us != 0) {
+			buf_adds(out, "; first response ");
+			add_dur(out, r->first_response_us);
+			buf_adds(out, " after ready");
+		}
+		buf_addch(out, '\n');
 	}
 	if (r->cg.has) {
 		buf_adds(out, "  cgroup          CPU ");

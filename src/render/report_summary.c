@@ -153,6 +153,27 @@ static void add_part(struct buf *line, const char *part, size_t width)
 }
 
 /*
+ * "listening 12 ms" where the target's listener accepted a connection at
+ * another time than it became ready (an http:// answer that came later).
+ */
+static void add_listening(const struct run *r, size_t width, struct buf *line)
+{
+	struct buf l = BUF_INIT, rd = BUF_INIT;
+
+	if (r->listening_us == UNKNOWN)
+		return;
+	buf_add_duration(&l, r->listening_us);
+	buf_add_duration(&rd, r->ready_us);
+	if (strcmp(l.buf, rd.buf)) {
+		buf_reset(&rd);
+		buf_addf(&rd, "listening %s", l.buf);
+		add_part(line, rd.buf, width);
+	}
+	buf_release(&l);
+	buf_release(&rd);
+}
+
+/*
  * Line 2: the one number that matters in bold (time to ready for a server,
  * the import total for anything else), then the other times, as many as fit.
  */
@@ -177,13 +198,14 @@ static void line_times(const struct profile *p, const struct run *r, size_t widt
 		buf_adds(&part, reset);
 		add_part(&line, part.buf, width);
 		buf_reset(&part);
-		buf_adds(&part, "first response ");
-		if (r->first_response_us != UNKNOWN)
+		add_listening(r, width, &line);
+		/* http's answer is its readiness (0); only Fn's first call comes after. */
+		if (r->first_response_us > 0) {
+			buf_adds(&part, "first response ");
 			buf_add_duration(&part, r->first_response_us);
-		else
-			buf_adds(&part, "none");
-		add_part(&line, part.buf, width);
-		buf_reset(&part);
+			add_part(&line, part.buf, width);
+			buf_reset(&part);
+		}
 		buf_adds(&part, "imports ");
 		buf_add_duration(&part, imports);
 	} else {

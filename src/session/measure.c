@@ -418,7 +418,8 @@ void measure_opts_init(struct measure_opts *m)
 				     "fn (0.1 CPU, 128 MiB) or lambda:MB (MB/1769 CPUs, MB MiB)"),
 			OPT_BOOL("no-limits", 0, &m->no_limits, "ignore limit options and presets (run unconstrained)"),
 			OPT_STRING("ready", 0, &m->ready, "SPEC",
-				   "measure readiness: fn, tcp:PORT, http://127.0.0.1:PORT/path, unix:PATH"),
+				   "measure readiness: fn, tcp:PORT, unix:PATH (a connection accepted), "
+				   "http://127.0.0.1:PORT/path (the first 2xx/3xx answer)"),
 			OPT_SECONDS("ready-timeout", 0, &m->ready_timeout_us, 86400,
 				    "give up waiting for readiness (default 60)"),
 			OPT_STRING("ready-status", 0, &m->ready_status, "LIST",

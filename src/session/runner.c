@@ -454,6 +454,7 @@ static int poll_once(struct run_state *st, struct buf *err)
 	struct pollfd pfd[4];
 	nfds_t nfd = 0;
 	int rfd = -1, probe_ms = -1;
+	short probe_events = POLLIN;
 	int64_t now, delay_before, delay_after;
 
 	if (!st->exited && st->c.pidfd >= 0)
@@ -462,9 +463,9 @@ static int poll_once(struct run_state *st, struct buf *err)
 		pfd[nfd++] = (struct pollfd){ .fd = st->c.err_fd, .events = POLLIN };
 	pfd[nfd++] = (struct pollfd){ .fd = sig_pipe[0], .events = POLLIN };
 	if (st->rd && !st->stopping && !st->exited) {
-		rfd = ready_pollfd(st->rd, &probe_ms);
+		rfd = ready_pollfd(st->rd, &probe_events, &probe_ms);
 		if (rfd >= 0)
-			pfd[nfd++] = (struct pollfd){ .fd = rfd, .events = POLLIN };
+			pfd[nfd++] = (struct pollfd){ .fd = rfd, .events = probe_events };
 	}
 	delay_before = run_delay_ns(st->schedstat_fd);
 	if (poll(pfd, nfd, poll_timeout(st, probe_ms)) < 0 && errno != EINTR) {
@@ -582,6 +583,7 @@ static void collect(struct run_state *st)
 		r->ready_us = ready_ready_us(st->rd);
 		r->first_response_us = ready_response_us(st->rd);
 		r->ready_ns = ready_ready_ns(st->rd);
+		r->listening_us = ready_listening_us(st->rd);
 	}
 	if (st->traced) {
 		struct buf terr = BUF_INIT;

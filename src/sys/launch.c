@@ -31,18 +31,53 @@ struct exec_report {
 	int64_t t_ns; /* STAGE_EXEC_AT: CLOCK_MONOTONIC just before execve */
 };
 
-static void send_report(int fd, int stage, int err)
+/* Writes v in decimal, right-aligned and zero-padded, into the n bytes at out (async-signal-safe). */
+static void put_digits(char *out, size_t n, uint64_t v)
 {
-	struct exec_report rep = { .stage = stage, .err = err };
+	while (n--) {
+		out[n] = (char)('0' + v % 10);
+		v /= 10;
+	}
+}
+
+/* Fills the COLDSTART_EXEC placeholder of env, if any, with our pid and t_ns (see launch.h). */
+static void mark_exec(struct strvec *env, int64_t t_ns)
+{
+	static const char key[] = LAUNCH_EXEC_ENV "=";
+	size_t i;
+
+	for (i = 0; i < env->nr; i++) {
+		char *e = (char *)env->v[i];
+
+		if (!strncmp(e, key, sizeof(key) - 1) && strlen(e) == sizeof(LAUNCH_EXEC_PLACEHOLDER) - 1) {
+			put_digits(e + sizeof(key) - 1, 20, (uint64_t)getpid());
+			put_digits(e + sizeof(key) - 1 + 21, 20, (uint64_t)t_ns);
+		}
+	}
+}
+
+static int64_t mono_now(void)
+{
 	struct timespec ts;
-	ssize_t w;
 
 	/* clock_gettime is async-signal-safe; now_ns() is not promised to be. */
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	rep.t_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void send_report_at(int fd, int stage, int err, int64_t t_ns)
+{
+	struct exec_report rep = { .stage = stage, .err = err, .t_ns = t_ns };
+	ssize_t w;
+
 	do
 		w = write(fd, &rep, sizeof(rep));
 	while (w < 0 && errno == EINTR);
+}
+
+static void send_report(int fd, int stage, int err)
+{
+	send_report_at(fd, stage, err, mono_now());
 }
 
 /* Only async-signal-safe calls between fork and exec. */
@@ -104,7 +139,12 @@ static void child_exec(struct child *c, int report_fd, int err_w, int out_w)
 		child_fail(report_fd, STAGE_IO);
 	if (c->dir && chdir(c->dir) < 0)
 		child_fail(report_fd, STAGE_DIR);
-	send_report(report_fd, STAGE_EXEC_AT, 0);
+	{
+		int64_t t = mono_now();
+
+		mark_exec(&c->env, t);
+		send_report_at(report_fd, STAGE_EXEC_AT, 0, t);
+	}
 	if (c->env.nr)
 		execvpe(c->args.v[0], (char *const *)c->args.v, (char *const *)c->env.v);
 	else

@@ -30,6 +30,13 @@ struct child {
 	 * NULL-terminated, may be NULL.  Failure to join is an exec failure.
 	 */
 	const char *const *join_files;
+	/*
+	 * When env holds LAUNCH_EXEC_ENV "=" (a placeholder, strvec_push'd as
+	 * LAUNCH_EXEC_PLACEHOLDER), the child writes into it, right before
+	 * execve, its pid and the exec_ns below: "COLDSTART_EXEC=PID:NS".  The
+	 * tracer takes it as the start of the process of that pid, so that the
+	 * target's times count from exec on the same clock as the wall.
+	 */
 	/* Out. */
 	pid_t pid;
 	/*
@@ -42,6 +49,10 @@ struct child {
 	int64_t start_ns; /* CLOCK_MONOTONIC just before fork */
 	int64_t exec_ns; /* CLOCK_MONOTONIC in the child just before execve */
 };
+
+#define LAUNCH_EXEC_ENV "COLDSTART_EXEC"
+/* Room for a pid and a CLOCK_MONOTONIC nanosecond count, each up to 20 digits. */
+#define LAUNCH_EXEC_PLACEHOLDER LAUNCH_EXEC_ENV "=00000000000000000000:00000000000000000000"
 
 struct child_exit {
 	int exit_code; /* valid when !signaled */

@@ -44,10 +44,12 @@ struct ready *ready_new(const struct ready_spec *spec, struct strvec *env, struc
  */
 void ready_started(struct ready *rd, pid_t tree_root, int64_t exec_ns);
 /*
- * The descriptor the run loop should poll for the probe (-1 for none) and
- * the longest it may sleep before calling ready_step again.
+ * The descriptor the run loop should poll for the probe (-1 for none), the
+ * events to poll it for (POLLOUT while a connect or the request is under
+ * way, so that its completion wakes the loop at once) and the longest it
+ * may sleep before calling ready_step again.
  */
-int ready_pollfd(struct ready *rd, int *timeout_ms);
+int ready_pollfd(struct ready *rd, short *events, int *timeout_ms);
 /*
  * Advances the probe without blocking for long: 0 still waiting, 1 when
  * ready and the first response were measured, -1 when readiness cannot
@@ -58,12 +60,21 @@ int ready_pollfd(struct ready *rd, int *timeout_ms);
 int ready_step(struct ready *rd, struct buf *err);
 /*
  * exec -> ready and ready -> first response, UNKNOWN (-1) when not reached.
- * Ready is when the target's listener accepted the connection that got the
- * accepted answer (fn: when lsnr.sock appeared, if the first call was then
- * answered 200), so what the first request imports comes after it.
+ * Ready is, for tcp: and unix:, when the target's listener first accepted a
+ * connection; for http://, when the first accepted answer came (so a server
+ * that listens at once and answers only once its app is loaded is ready
+ * when it answers, and its first response is ready itself: 0); for fn, when
+ * lsnr.sock appeared, if the first call was then answered 200, which is the
+ * first response (the Fn agent's deadline starts at the symlink).
  */
 int64_t ready_ready_us(const struct ready *rd);
 int64_t ready_response_us(const struct ready *rd);
+/*
+ * exec -> the first connection the target's listener accepted (tcp, http,
+ * unix), UNKNOWN when none was or for fn.  For http it may come long
+ * before ready: gunicorn's master listens before its workers load the app.
+ */
+int64_t ready_listening_us(const struct ready *rd);
 /* The same moment of readiness on CLOCK_MONOTONIC (the trace's clock), UNKNOWN. */
 int64_t ready_ready_ns(const struct ready *rd);
 /*

@@ -92,8 +92,9 @@ def test_html_report_renders_and_sorts(coldstart, browser, tmp_path):
 
 
 def test_html_before_and_after_ready(coldstart, tmp_path):
-    """gunicorn -w 2: the master imports before ready, the workers (forked after the master listens) after;
-    the page says so per process and per module."""
+    """gunicorn -w 2: ready is the first answer, so the master and the worker that answered imported before
+    it, though the workers were forked after the master listened; the page says so per process and per module,
+    and gives the listening moment beside ready."""
     import re
     import socket
     if not shutil.which("gunicorn") or subprocess.run([DEBIAN_PYTHON, "-c", "import flask"]).returncode:
@@ -119,8 +120,10 @@ def test_html_before_and_after_ready(coldstart, tmp_path):
     after = [int(c[5]) for c in cells]
     before = [int(c[4]) for c in cells]
     assert before[0] > 0 and after[0] == 0  # the master imported everything before it was ready
-    assert sum(1 for b, a in zip(before[1:], after[1:]) if a > 0) >= 1, cells  # a worker after
+    # The worker that answered loaded the app before its answer (the other may still be loading then).
+    assert sum(1 for b in before[1:] if b > 0) >= 1, cells
+    assert re.search(r"listening after</th><td>[\d.]+ (ms|s) \(median", page), page[:3000]
     r = coldstart("export", out, "--all-procs", "-o", tmp_path / "all.html")
     assert r.returncode == 0, r.stderr
     mods = (tmp_path / "all.html").read_text()
-    assert "<td>after ready</td>" in mods and "<td>before ready</td>" in mods
+    assert "<td>before ready</td>" in mods

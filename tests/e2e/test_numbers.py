@@ -106,8 +106,11 @@ def test_finder_time_excludes_imports_inside_it(coldstart, tmp_path):
     main = prof["runs"][0]["processes"][0]
     i, _ = node(main, "slowpkg.sub")
     find_ns = main["timing"][i][2]
-    assert 0 <= find_ns < 20e6, find_ns  # not the 80 ms of slowpkg's body
-    assert main["timing"][i][1] - main["timing"][i][0] >= 80e6
+    span = main["timing"][i][1] - main["timing"][i][0]
+    assert span >= 80e6
+    # Not the 80 ms of slowpkg's body, which ran inside the span beside the
+    # find phase (a wall bound such as 20 ms would measure the machine's load).
+    assert 0 <= find_ns and find_ns + 80e6 <= span, (find_ns, span)
 
 
 def test_slow_finders_advice_fits_a_long_sys_path(coldstart, tmp_path):

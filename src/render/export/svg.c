@@ -390,6 +390,13 @@ int svg_render(const struct profile *p, const struct export_opts *o, bool standa
 	if (p->python_version)
 		buf_addf(&text, "Python %s, ", p->python_version);
 	buf_addf(&text, "run %zu of %zu", (size_t)(r - p->runs) + 1, p->nr_runs);
+	/* What an import graph's width adds up to (coldstart's bootstrap left out, as the report does). */
+	if (!timelines && !o->diff && r->nr_procs) {
+		buf_adds(&text, ", imports ");
+		buf_add_duration(&text, proc_import_total_us(&r->procs[0], true) - proc_tool_us(&r->procs[0]));
+		if (r->nr_procs > 1)
+			buf_adds(&text, " in the target's process");
+	}
 	if (r->wall_us != UNKNOWN && r->wall_us >= 0) {
 		buf_adds(&text, ", wall ");
 		buf_add_duration(&text, r->wall_us);
@@ -406,6 +413,10 @@ int svg_render(const struct profile *p, const struct export_opts *o, bool standa
 	buf_addf(out, "<text class=\"cs-btn cs-search\" x=\"%d\" y=\"24\" text-anchor=\"end\">Search</text>\n",
 		 width - PAD);
 	emit_legend(out, o, 56);
+	if (!o->all_procs && r->nr_procs > 1)
+		buf_addf(out, "<text class=\"cs-sub\" x=\"%d\" y=\"66\" style=\"text-anchor:end\">%zu other process%s not "
+			      "drawn: coldstart export --all-procs draws every process</text>\n",
+			 width - PAD, r->nr_procs - 1, r->nr_procs == 2 ? "" : "es");
 
 	y = HEADER_H;
 	for (i = 0; i < ng; i++) {
