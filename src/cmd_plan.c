@@ -12,10 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "args.h"
 #include "builtin.h"
+#include "cgroup.h"
 #include "leftover.h"
 #include "measure.h"
 #include "plan_pick.h"
@@ -146,10 +148,98 @@ static void print_summary(const char *path, const struct plan_doc *d)
 	free(deferred);
 }
 
+/* Writes n bytes of p to fd; -1 on an error. */
+static int write_whole(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= w;
+	}
+	return 0;
+}
+
 /*
- * Moves the recorded plan (tmp) to output with its code archive: the
- * archive the recorder wrote to code_tmp becomes code_out, and the plan's
- * "code" says so.  A plan without an archive is renamed as it is.
+ * Puts the file src of the run's private directory at dst, mode 0666 less
+ * the umask (as a file the command creates): a rename on the same file
+ * system; else a copy into a new file beside dst (mkstemp: O_EXCL, a fresh
+ * name, so nothing planted there is written through), with src's mtime,
+ * renamed over dst.  dst is replaced whole or not at all.
+ */
+static int place_file(const char *src, const char *dst, struct buf *err)
+{
+	mode_t mask = umask(0);
+	struct buf tmp = BUF_INIT;
+	const char *slash = strrchr(dst, '/');
+	struct timespec times[2];
+	char chunk[65536];
+	struct stat st;
+	int in, out = -1, ret = -1;
+	ssize_t n;
+
+	umask(mask);
+	in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (in < 0 || fstat(in, &st) < 0 || fchmod(in, 0666 & ~mask) < 0) {
+		buf_addf(err, "cannot read '%s': %s", src, strerror(errno));
+		goto out;
+	}
+	if (!rename(src, dst)) {
+		ret = 0;
+		goto out;
+	}
+	if (errno != EXDEV) {
+		buf_addf(err, "cannot write '%s': %s", dst, strerror(errno));
+		goto out;
+	}
+	if (slash)
+		buf_addf(&tmp, "%.*s/.%s.XXXXXX", (int)(slash - dst), dst, slash + 1);
+	else
+		buf_addf(&tmp, ".%s.XXXXXX", dst);
+	out = mkostemp(tmp.buf, O_CLOEXEC);
+	if (out < 0) {
+		buf_addf(err, "cannot write beside '%s': %s", dst, strerror(errno));
+		buf_reset(&tmp);
+		goto out;
+	}
+	while ((n = read(in, chunk, sizeof(chunk))) > 0)
+		if (write_whole(out, chunk, n) < 0)
+			break;
+	times[0] = st.st_atim;
+	times[1] = st.st_mtim;
+	if (n != 0 || fchmod(out, 0666 & ~mask) < 0 || futimens(out, times) < 0 || fsync(out) < 0 ||
+	    close(out) < 0) {
+		buf_addf(err, "cannot write '%s': %s", tmp.buf, strerror(errno));
+		if (out >= 0)
+			close(out);
+		goto out;
+	}
+	out = -1;
+	if (rename(tmp.buf, dst) < 0) {
+		buf_addf(err, "cannot write '%s': %s", dst, strerror(errno));
+		goto out;
+	}
+	buf_reset(&tmp);
+	ret = 0;
+out:
+	if (tmp.len)
+		unlink(tmp.buf);
+	if (out >= 0)
+		close(out);
+	if (in >= 0)
+		close(in);
+	buf_release(&tmp);
+	return ret;
+}
+
+/*
+ * Puts the recorded plan (tmp, in the run's private directory) at output
+ * with its code archive: the archive the recorder wrote to code_tmp becomes
+ * code_out, and the plan's "code" says so.
  */
 static int finish_plan(json_t *root, const char *tmp, const char *output, const char *code_tmp,
 		       const char *code_out, struct buf *err)
@@ -157,21 +247,13 @@ static int finish_plan(json_t *root, const char *tmp, const char *output, const 
 	json_t *code = json_object_get(root, "code");
 
 	if (json_is_object(code) && !access(code_tmp, F_OK)) {
-		if (rename(code_tmp, code_out) < 0) {
-			buf_addf(err, "cannot write '%s': %s", code_out, strerror(errno));
+		if (place_file(code_tmp, code_out, err) < 0)
 			return -1;
-		}
 		json_object_set_new(code, "path", json_string(code_out));
-		if (json_dump_file(root, tmp, JSON_COMPACT) < 0) {
-			buf_addf(err, "cannot write '%s': %s", tmp, strerror(errno));
+		if (plan_write_json(root, tmp, err) < 0)
 			return -1;
-		}
 	}
-	if (rename(tmp, output) < 0) {
-		buf_addf(err, "cannot write '%s': %s", output, strerror(errno));
-		return -1;
-	}
-	return 0;
+	return place_file(tmp, output, err);
 }
 
 static int read_bodies(struct plan_run *r, const struct strvec *files)
@@ -257,6 +339,7 @@ struct plan_cmd {
 	struct plan_doc d;
 	struct plan_outcome rec;
 	struct buf err;
+	struct private_dir work; /* everything a run writes until the plan is done */
 	struct buf tmp; /* the plan as the recorder writes it */
 	struct buf code_out; /* the code archive, an absolute path */
 	struct buf code_tmp; /* the code archive as the recorder writes it */
@@ -278,19 +361,17 @@ static void plan_cmd_init(struct plan_cmd *c)
 	buf_init(&c->tmp, 0);
 	buf_init(&c->code_out, 0);
 	buf_init(&c->code_tmp, 0);
+	c->work.lock_fd = -1;
 	c->o.output = DEFAULT_OUTPUT;
 	c->o.timeout_us = DEFAULT_TIMEOUT_US;
 }
 
-/* Removes what the recorder left behind and frees everything. */
+/* Removes the run's private directory (what the recorder left) and frees everything. */
 static void plan_cmd_release(struct plan_cmd *c)
 {
 	size_t k;
 
-	if (c->tmp.len)
-		unlink(c->tmp.buf);
-	if (c->code_tmp.len)
-		unlink(c->code_tmp.buf);
+	private_dir_remove(&c->work);
 	if (c->d.root)
 		json_decref(c->d.root);
 	plan_outcome_release(&c->rec);
@@ -455,7 +536,8 @@ static void set_plancode(struct plan_run *r, const char *python, const char *dat
 
 /*
  * The three environments: the target's own without any plan, recording
- * (to c->tmp, the code archive to c->code_tmp) and applying a plan.
+ * (to c->tmp, the code archive to c->code_tmp, both in the run's private
+ * directory) and applying a plan.
  */
 static void set_environments(struct plan_cmd *c, const char *datadir)
 {
@@ -489,12 +571,17 @@ static void set_environments(struct plan_cmd *c, const char *datadir)
 	free(python);
 	free(cached);
 	buf_release(&note);
-	buf_addf(&c->tmp, "%s.tmp-%d", c->o.output, (int)getpid());
+	/*
+	 * Only this run writes in c->work (0700, its own): the records of its
+	 * processes, their archives, the variants --verify tries.  The plan and
+	 * its archive are moved out when done (finish_plan).
+	 */
+	buf_addf(&c->tmp, "%s/plan.json", c->work.path);
+	buf_addf(&c->code_tmp, "%s/plan.code", c->work.path);
 	/* The code archive's path is written into the plan: make it absolute. */
 	if (c->o.output[0] != '/' && getcwd(cwd, sizeof(cwd)))
 		buf_addf(&c->code_out, "%s/", cwd);
 	buf_addf(&c->code_out, "%s.code", c->o.output);
-	buf_addf(&c->code_tmp, "%s.tmp-%d", c->code_out.buf, (int)getpid());
 	strvec_setenv(&r->env_record, "COLDSTART_PLAN_RECORD", c->tmp.buf);
 	strvec_setenv(&r->env_record, "COLDSTART_PLAN_CODE_OUT", c->code_tmp.buf);
 	strvec_setenv(&r->env_record, "COLDSTART_PLAN", "");
@@ -515,8 +602,6 @@ static int record(struct plan_cmd *c)
 	size_t k;
 	int rc = -1;
 
-	unlink(c->tmp.buf);
-	unlink(c->code_tmp.buf);
 	st = plan_run_once(&c->r, &c->r.env_record, c->tmp.buf, &c->rec, &c->err);
 	/* A target that forked while recording left a record per process. */
 	if (plan_pick_record(c->tmp.buf, c->r.t.probe != PLAN_PROBE_EXIT, &note, &perr) < 0 && st == PLAN_RUN_OK) {
@@ -574,10 +659,19 @@ int cmd_plan(int argc, char **argv)
 		ret = prepare_target(&c, datadir);
 	if (ret >= 0)
 		goto out;
-	set_environments(&c, datadir);
 	plan_target_setup_signals();
-	/* What SIGKILLed runs left in $TMPDIR, the FN_LISTENER directories of plans included. */
+	/*
+	 * What SIGKILLed runs left: their cgroups (with what still ran in them)
+	 * and, in $TMPDIR, the FN_LISTENER and private directories of plans.
+	 */
+	cgroup_cleanup_stale();
 	leftover_cleanup_dirs();
+	if (private_dir_create(&c.work, "plan", &c.err) < 0) {
+		error("%s", c.err.buf);
+		ret = EXIT_FAIL;
+		goto out;
+	}
+	set_environments(&c, datadir);
 	ret = record(&c);
 	if (ret >= 0)
 		goto out;

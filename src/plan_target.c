@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "launch.h"
 #include "leftover.h"
 
@@ -39,6 +40,7 @@ static void on_signal(int sig)
 
 struct io {
 	struct child *c;
+	struct cgroup *cg; /* the run's own, NULL where none can be made */
 	struct plan_outcome *o;
 	struct buf out; /* the target's stdout (PLAN_PROBE_EXIT) */
 	bool exited;
@@ -558,13 +560,13 @@ static void stop_target(struct io *io)
 {
 	int64_t until;
 
-	if (io->exited || io->c->pid < 0)
-		return;
-	kill_tree(io->c->pid, SIGTERM, true);
-	until = now_ns() + STOP_GRACE_NS;
-	while (!io->exited && now_ns() < until)
-		pump(io, 20, -1, 0);
-	if (!io->exited) {
+	if (!io->exited && io->c->pid >= 0) {
+		kill_tree(io->c->pid, SIGTERM, true);
+		until = now_ns() + STOP_GRACE_NS;
+		while (!io->exited && now_ns() < until)
+			pump(io, 20, -1, 0);
+	}
+	if (!io->exited && io->c->pid >= 0) {
 		struct child_exit ex;
 
 		kill_tree(io->c->pid, SIGKILL, true);
@@ -572,9 +574,34 @@ static void stop_target(struct io *io)
 		io->exited = true;
 		io->c->pid = -1;
 	}
+	/* What the target left in its cgroup, wherever it went (setsid, daemons). */
+	if (io->cg)
+		cgroup_kill_all(io->cg);
 	/* Descendants the target left behind come back to us (a subreaper). */
 	kill_tree(getpid(), SIGKILL, false);
 	launch_reap_orphans();
+}
+
+/*
+ * Every run of the target lives in a cgroup of its own, as profile's do
+ * (runner.c), so that what it started is killed with it, and by the next
+ * coldstart plan or profile after a SIGKILLed one (cgroup_cleanup_stale).
+ * Where none can be made (not root, no cgroupfs) the run goes ahead
+ * without, saying so once.
+ */
+static struct cgroup *run_cgroup(void)
+{
+	static bool warned;
+	struct buf cerr = BUF_INIT;
+	struct cgroup *cg = cgroup_create_unlimited(&cerr);
+
+	if (!cg && !warned) {
+		warning("plan: the target's runs have no cgroup of their own (%s): what a run leaves running "
+			"outlives a SIGKILLed coldstart", cerr.buf);
+		warned = true;
+	}
+	buf_release(&cerr);
+	return cg;
 }
 
 void plan_outcome_init(struct plan_outcome *o)
@@ -678,6 +705,9 @@ enum plan_status plan_target_run(const struct plan_target *t, struct plan_outcom
 	c.capture_stderr = true;
 	c.capture_stdout = t->probe == PLAN_PROBE_EXIT;
 	c.null_stdin = true;
+	io.cg = run_cgroup();
+	if (io.cg)
+		c.join_files = cgroup_join_files(io.cg);
 	if (child_start(&c, err) < 0) {
 		st = PLAN_RUN_NO_EXEC;
 		goto out;
@@ -720,6 +750,7 @@ out:
 			keep_tail(&o->stderr_tail, chunk, n);
 	}
 	child_release(&c);
+	cgroup_destroy(io.cg);
 	if (ctl[0] >= 0)
 		close(ctl[0]);
 	if (ctl[1] >= 0)

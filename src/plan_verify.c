@@ -5,6 +5,7 @@
  * import order) finds the one to keep eager (plan_verify.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -61,6 +62,26 @@ int plan_load(const char *path, struct plan_doc *d, struct buf *err)
 		buf_addf(err, "'%s' is not a coldstart plan of version %d", path, PLAN_VERSION);
 		json_decref(d->root);
 		d->root = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+int plan_write_json(json_t *root, const char *path, struct buf *err)
+{
+	int fd;
+
+	if (unlink(path) < 0 && errno != ENOENT) {
+		buf_addf(err, "cannot write '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+	if (fd < 0 || json_dumpfd(root, fd, JSON_COMPACT) < 0 || close(fd) < 0) {
+		buf_addf(err, "cannot write '%s': %s", path, strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(path);
+		}
 		return -1;
 	}
 	return 0;
@@ -124,10 +145,8 @@ static int write_variant(const struct plan_doc *d, const char *const *names, siz
 			json_object_del(from, froms[j]);
 	}
 	set_actions(copy, names, k, "eager", false);
-	if (json_dump_file(copy, path, JSON_COMPACT) < 0) {
-		buf_addf(err, "cannot write '%s': %s", path, strerror(errno));
+	if (plan_write_json(copy, path, err) < 0)
 		ret = -1;
-	}
 	json_decref(copy);
 	return ret;
 }
@@ -465,7 +484,7 @@ static void load_forced(struct verify *v, const char *tmp, const char *forced_pa
 	recount(copy);
 	buf_reset(&v->variant);
 	buf_addf(&v->variant, "%s.forced-load", tmp);
-	if (!changed || json_dump_file(copy, v->variant.buf, JSON_COMPACT) < 0) {
+	if (!changed || plan_write_json(copy, v->variant.buf, &v->err) < 0) {
 		json_decref(copy);
 		goto out;
 	}

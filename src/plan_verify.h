@@ -34,6 +34,13 @@ int64_t plan_mod_int(json_t *m, const char *key);
  */
 int plan_load(const char *path, struct plan_doc *d, struct buf *err);
 
+/*
+ * Writes root to path, a new file (O_EXCL|O_NOFOLLOW: a file or link
+ * already there is removed first, never written through).  For the files
+ * of a run's private directory.  0, or -1 with a message in err.
+ */
+int plan_write_json(json_t *root, const char *path, struct buf *err);
+
 /* The target of `coldstart plan` and the three environments it runs in. */
 struct plan_run {
 	struct plan_target t;

@@ -20,8 +20,9 @@ once; else (a script run to its end) at exit.  Only the process coldstart
 started and the processes it forks record: a Python process without that
 pipe (a child started with subprocess, which closes descriptors) leaves
 the recording alone, as it inherited only the environment.  A forked child
-writes its record beside the plan, RECORD.pidN (and its code archive
-CODE.pidN): coldstart keeps the one of the process that answered
+writes its record beside the started process's, RECORD.pidN (and its code
+archive CODE.pidN), in the run's private directory (docs/plan.md, "Files
+written while planning"): coldstart keeps the one of the process that answered
 (docs/plan.md, "Servers of several processes").  Planning only: nothing
 here runs when a plan is applied.
 """
@@ -1107,6 +1108,21 @@ def _pinned(name, pins):
     return name in pins or any(name.startswith(p + ".") for p in pins)
 
 
+def new_file(path, mode):
+    """path opened for writing as a new file: whatever is at that name (a
+    leftover of a process with the same pid) is removed, and the open
+    creates the file itself (O_EXCL), never through a link (O_NOFOLLOW).
+    coldstart gives the recorder names in the run's private directory."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL |
+                 getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0),
+                 0o666)
+    return os.fdopen(fd, mode)
+
+
 def write_plan(rec_obj, names):
     import json
     sys_path = []
@@ -1181,7 +1197,7 @@ def write_plan(rec_obj, names):
         "modules": modules,
     }
     tmp = rec_obj.out + ".tmp%d" % os.getpid()
-    with open(tmp, "w") as f:
+    with new_file(tmp, "w") as f:
         json.dump(plan, f, separators=(",", ":"))
         f.write("\n")
     os.replace(tmp, rec_obj.out)
@@ -1192,7 +1208,7 @@ def write_failure(rec_obj):
     reports it and writes no plan)."""
     import json
     tmp = rec_obj.out + ".tmp%d" % os.getpid()
-    with open(tmp, "w") as f:
+    with new_file(tmp, "w") as f:
         json.dump({"format": "coldstart-plan-error", "code": "recorder",
                    "error": "the recorder failed while the target ran (%s), "
                    "so its record is incomplete and no plan was written; "

@@ -547,7 +547,9 @@ def test_ctrl_c_stops_the_target_and_cleans_up(workdir, sig):
         if _procs_with(marker) and listening():
             break
         time.sleep(0.05)
-    assert len(listening()) == 1 and os.listdir(tmpdir) == listening(), os.listdir(tmpdir)
+    # The FN_LISTENER directory and the run's private one (its records).
+    assert len(listening()) == 1, os.listdir(tmpdir)
+    assert len([f for f in os.listdir(tmpdir) if f.startswith(mine)]) == 2, os.listdir(tmpdir)
     time.sleep(1.0)
     p.send_signal(sig)
     out, err = p.communicate(timeout=30)
@@ -557,6 +559,57 @@ def test_ctrl_c_stops_the_target_and_cleans_up(workdir, sig):
     assert [q for q in _procs_with(marker) if q != p.pid] == []
     assert os.listdir(tmpdir) == []
     assert [f for f in os.listdir(workdir) if "plan.json" in f] == []
+
+
+def test_what_a_sigkilled_plan_started_is_gone_after_the_next_run(workdir):
+    """coldstart plan runs its target in a cgroup of its own, as profile
+    does: what the target started (here in a session of its own) does not
+    outlive a SIGKILLed coldstart plan past the next run, which also
+    removes the dead run's private directory.  Before, the target and its
+    child ran on, and the target wrote its record beside the output at its
+    exit."""
+    marker = "plan-sigkill-sleeper-%d" % os.getpid()
+    started = os.path.join(workdir, "started")
+    write(workdir, "tool.py", """
+        import subprocess, sys, time
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)",
+                          sys.argv[1]], start_new_session=True)
+        open(sys.argv[2], "w").close()
+        time.sleep(600)
+    """)
+    tmpdir = os.path.join(workdir, "tmp")
+    os.mkdir(tmpdir)
+    env = clean_env()
+    env["TMPDIR"] = tmpdir
+    out = os.path.join(workdir, "p.json")
+    p = subprocess.Popen([COLDSTART, "plan", "-o", out, "--", DEBIAN_PYTHON,
+                          "tool.py", marker, started], cwd=workdir, env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        for _ in range(600):
+            if os.path.exists(started) and _procs_with(marker):
+                break
+            time.sleep(0.05)
+        assert _procs_with(marker), p.stderr.read() if p.poll() is not None else ""
+        p.kill()
+        p.wait(timeout=30)
+        p.stderr.close()
+        # The next run: a short script, planned whole.
+        q = subprocess.run([COLDSTART, "plan", "-o", os.path.join(workdir, "q.json"),
+                            "--", DEBIAN_PYTHON, "-c", "import json"], cwd=workdir,
+                           env=env, capture_output=True, text=True, timeout=300)
+        assert q.returncode == 0, q.stderr
+        left = _procs_with(marker)
+        assert left == [], "the SIGKILLed plan's processes still run"
+        assert os.listdir(tmpdir) == []
+        assert sorted(f for f in os.listdir(workdir) if ".json" in f) == \
+            ["q.json", "q.json.code"]
+    finally:
+        for pid in _procs_with(marker) + _procs_with(started):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def test_profile_report_points_at_plans(workdir):
