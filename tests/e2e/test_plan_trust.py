@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import COLDSTART, DEBIAN_PYTHON, clean_env
+from conftest import COLDSTART, DEBIAN_PYTHON, ROOT, clean_env
 
 NOBODY = 65534
 
@@ -226,3 +226,44 @@ def test_a_failed_run_leaves_nothing_behind(shared, case):
     assert os.listdir(d) == []
     assert sorted(os.listdir(own)) == before
     assert os.listdir(tmp) == []
+
+
+def test_an_output_on_another_file_system_is_copied_whole(shared):
+    """TMPDIR on a tmpfs, the output on the disk: the archive and the plan
+    are copied into new files beside the output and renamed; the archive
+    keeps the mtime the plan records, and no temporary file is left."""
+    d, own, tmp = shared
+    if os.stat("/dev/shm").st_dev == os.stat(d).st_dev:
+        pytest.skip("/dev/shm is on the same file system as /tmp here: no second one")
+    shm = tempfile.mkdtemp(prefix="plantrust", dir="/dev/shm")
+    try:
+        env = clean_env()
+        env["TMPDIR"] = shm
+        out = os.path.join(d, "p.json")
+        p = subprocess.run([COLDSTART, "plan", "-o", out, "--", DEBIAN_PYTHON,
+                            "-c", "import json, fractions; print(fractions.Fraction(1, 3))"],
+                           cwd=own, env=env, capture_output=True, text=True,
+                           timeout=300)
+        assert p.returncode == 0, p.stderr
+        plan = json.load(open(out))
+        st = os.stat(out + ".code")
+        assert plan["code"]["path"] == out + ".code"
+        assert (plan["code"]["size"], plan["code"]["mtime_ns"]) == \
+            (st.st_size, st.st_mtime_ns)
+        assert sorted(os.listdir(d)) == ["p.json", "p.json.code"]
+        assert os.listdir(shm) == []
+        mask = os.umask(0)
+        os.umask(mask)
+        assert os.stat(out).st_mode & 0o777 == 0o666 & ~mask
+        # Applied, the archive is used: no warning.
+        env = clean_env()
+        env["COLDSTART_PLAN"] = out
+        env["PYTHONPATH"] = os.path.join(ROOT, "python",
+                                         "coldstart", "_boot", "plan")
+        r = subprocess.run([DEBIAN_PYTHON, "-c",
+                            "import json, fractions; print(fractions.Fraction(1, 3))"],
+                           cwd=own, env=env, capture_output=True, text=True,
+                           timeout=60)
+        assert r.stdout == "1/3\n" and r.stderr == "", r.stderr
+    finally:
+        shutil.rmtree(shm, ignore_errors=True)
