@@ -256,25 +256,33 @@ static int finish_plan(json_t *root, const char *tmp, const char *output, const 
 	return place_file(tmp, output, err);
 }
 
+/*
+ * Opens the request files: regular files only (a FIFO or a device such as
+ * /dev/zero has no size to send and may never end), sent from the file at
+ * every run, never read whole.
+ */
 static int read_bodies(struct plan_run *r, const struct strvec *files)
 {
 	size_t i;
 
 	r->bodies = xcalloc(files->nr ? files->nr : 1, sizeof(*r->bodies));
 	for (i = 0; i < files->nr; i++) {
-		int fd = open(files->v[i], O_RDONLY | O_CLOEXEC);
-		char chunk[65536];
-		ssize_t n;
+		/* O_NONBLOCK: opening a FIFO must not wait for a writer. */
+		int fd = open(files->v[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+		struct stat st;
 
-		buf_init(&r->bodies[i], 0);
+		r->bodies[i].path = files->v[i];
+		r->bodies[i].fd = fd;
 		r->nr_bodies = i + 1;
-		if (fd < 0)
+		if (fd < 0 || fstat(fd, &st) < 0)
 			return error("cannot read request '%s': %s", files->v[i], strerror(errno));
-		while ((n = read(fd, chunk, sizeof(chunk))) > 0)
-			buf_add(&r->bodies[i], chunk, n);
-		close(fd);
-		if (n < 0)
-			return error("cannot read request '%s': %s", files->v[i], strerror(errno));
+		if (!S_ISREG(st.st_mode))
+			return error("request '%s' is %s, not a regular file: --request needs a file (its size is "
+				     "the body's Content-Length)", files->v[i],
+				     S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device" :
+				     S_ISDIR(st.st_mode) ? "a directory" : S_ISSOCK(st.st_mode) ? "a socket" :
+				     "a block device");
+		r->bodies[i].size = (uint64_t)st.st_size;
 	}
 	return 0;
 }
@@ -376,7 +384,8 @@ static void plan_cmd_release(struct plan_cmd *c)
 		json_decref(c->d.root);
 	plan_outcome_release(&c->rec);
 	for (k = 0; k < c->r.nr_bodies; k++)
-		buf_release(&c->r.bodies[k]);
+		if (c->r.bodies[k].fd >= 0)
+			close(c->r.bodies[k].fd);
 	free(c->r.bodies);
 	strvec_clear(&c->o.request_files);
 	strvec_clear(&c->o.eager);
@@ -399,7 +408,7 @@ static int parse_options(struct plan_cmd *c, int argc, char **argv)
 	int i = 1, rc;
 	const struct opt options[] = {
 		OPT_STRING("fn", 0, &o->fn, "FUNC", "an Fn function file (or module) served by coldstart-fdk; HANDLER may follow"),
-		OPT_STRINGS("request", 0, &o->request_files, "FILE", "a sample request body (repeat for more; sent in order)"),
+		OPT_STRINGS("request", 0, &o->request_files, "FILE", "a sample request body, a regular file (repeat for more; sent in order)"),
 		OPT_STRING("ready", 0, &o->ready, "SPEC",
 			   "fn, http://127.0.0.1:PORT/PATH or exit (default: fn with --fn, else exit)"),
 		OPT_STRING("output", 'o', &o->output, "FILE", "where to write the plan (default " DEFAULT_OUTPUT ")"),
@@ -623,7 +632,20 @@ static int record(struct plan_cmd *c)
 			c->rec.unrecorded.buf);
 	for (k = 0; k < c->rec.nr_responses; k++) {
 		int status = plan_response_status(&c->rec.responses[k]);
+		const struct buf *resp = &c->rec.responses[k];
+		const char *eol = memchr(resp->buf, '\r', resp->len);
 
+		if (c->rec.early_request == k + 1) {
+			error("request %zu ('%s') was answered '%.*s' after %llu of its %llu bytes: the target did "
+			      "not read it whole, so no plan is made from it; send a request it accepts", k + 1,
+			      c->r.bodies[k].path, eol ? (int)(eol - resp->buf) : 0, resp->buf,
+			      (unsigned long long)c->rec.early_sent, (unsigned long long)c->r.bodies[k].size);
+			rc = EXIT_TARGET_FAILED;
+			goto out;
+		}
+		if (status >= 400 && status < 500)
+			warning("request %zu was answered %d: the plan is made from the path of that answer", k + 1,
+				status);
 		if (status >= 500) {
 			error("request %zu was answered %d: the target failed, and a plan made from a failing "
 			      "request would defer what the working path needs; fix the request or the target",

@@ -207,30 +207,74 @@ static int response_complete(const struct buf *resp, bool eof)
 	return eof ? 1 : 0;
 }
 
-/* Sends req on fd and reads one response into resp. */
-static enum plan_status exchange(struct io *io, int fd, const struct buf *req, struct buf *resp, int64_t deadline,
-				 struct buf *err)
+/*
+ * The next bytes to send of the request: the rest of head, then of body
+ * (read at *off into chunk).  0 when all went out; -1 (err) when the
+ * body's file cannot be read or came out short.
+ */
+static ssize_t next_bytes(const struct buf *head, const struct plan_body *body, uint64_t *off, char *chunk,
+			  size_t max, const char **p, struct buf *err)
 {
-	size_t off = 0;
-	char chunk[65536];
+	uint64_t b;
+	ssize_t n;
+
+	if (*off < head->len) {
+		*p = head->buf + *off;
+		return (ssize_t)(head->len - *off);
+	}
+	b = *off - head->len;
+	if (!body || b >= body->size)
+		return 0;
+	n = pread(body->fd, chunk, body->size - b < max ? (size_t)(body->size - b) : max, (off_t)b);
+	if (n <= 0) {
+		buf_addf(err, "cannot read request '%s': %s", body->path,
+			 n < 0 ? strerror(errno) : "it is shorter than when coldstart opened it");
+		return -1;
+	}
+	*p = chunk;
+	return n;
+}
+
+/*
+ * Sends head and then body (streamed from its file, NULL: none) on fd and
+ * reads one response into resp.  A server that answers before it has
+ * read the whole body (413 Payload Too Large) ends the sending: *sent
+ * says how much of the body went out.
+ */
+static enum plan_status exchange(struct io *io, int fd, const struct buf *head, const struct plan_body *body,
+				 struct buf *resp, uint64_t *sent, int64_t deadline, struct buf *err)
+{
+	uint64_t off = 0, total = head->len + (body ? body->size : 0);
+	char chunk[65536], out[65536];
 	enum plan_status st;
 
 	buf_reset(resp);
-	while (off < req->len) {
-		ssize_t n = send(fd, req->buf + off, req->len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (off < total) {
+		const char *p = NULL;
+		ssize_t want = next_bytes(head, body, &off, out, sizeof(out), &p, err), n;
+		int rev;
 
+		if (want < 0)
+			return PLAN_RUN_FAILED;
+		n = send(fd, p, want, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n > 0) {
 			off += n;
 			continue;
 		}
 		if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			/* Closed on us: an answer may be waiting (413). */
+			if (errno == EPIPE || errno == ECONNRESET)
+				break;
 			buf_addf(err, "cannot send the request: %s", strerror(errno));
 			return PLAN_RUN_FAILED;
 		}
-		pump(io, ms_left(deadline), fd, POLLOUT);
+		rev = pump(io, ms_left(deadline), fd, POLLOUT | POLLIN);
+		if (rev & (POLLIN | POLLHUP | POLLERR))
+			break; /* it answers (or hung up) before reading the rest */
 		if ((st = check_going(io, deadline, PLAN_RUN_TIMEOUT, err, "the target to read the request")))
 			return st;
 	}
+	*sent = off > head->len ? off - head->len : 0;
 	for (;;) {
 		int rev = pump(io, ms_left(deadline), fd, POLLIN);
 		ssize_t n;
@@ -238,6 +282,8 @@ static enum plan_status exchange(struct io *io, int fd, const struct buf *req, s
 
 		if (rev & (POLLIN | POLLHUP | POLLERR)) {
 			n = recv(fd, chunk, sizeof(chunk), MSG_DONTWAIT);
+			if (n < 0 && errno == ECONNRESET && resp->len)
+				n = 0; /* reset after an answer to a body it did not read */
 			if (n < 0 && errno != EAGAIN && errno != EINTR) {
 				buf_addf(err, "cannot read the response: %s", strerror(errno));
 				return PLAN_RUN_FAILED;
@@ -259,7 +305,7 @@ static enum plan_status exchange(struct io *io, int fd, const struct buf *req, s
 	}
 }
 
-static void fn_request(const struct buf *body, size_t i, struct buf *req)
+static void fn_request(const struct plan_body *body, size_t i, struct buf *req)
 {
 	char deadline[64];
 	time_t t = time(NULL) + 600;
@@ -270,12 +316,11 @@ static void fn_request(const struct buf *body, size_t i, struct buf *req)
 	buf_reset(req);
 	buf_addf(req,
 		 "POST /call HTTP/1.1\r\nHost: localhost\r\nFn-Call-Id: coldstart-plan-%zu\r\n"
-		 "Fn-Deadline: %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-		 i + 1, deadline, body->len);
-	buf_add(req, body->buf, body->len);
+		 "Fn-Deadline: %s\r\nContent-Type: application/json\r\nContent-Length: %llu\r\n\r\n",
+		 i + 1, deadline, (unsigned long long)body->size);
 }
 
-static void http_request(const struct plan_target *t, const struct buf *body, struct buf *req)
+static void http_request(const struct plan_target *t, const struct plan_body *body, struct buf *req)
 {
 	buf_reset(req);
 	if (!body) {
@@ -285,9 +330,8 @@ static void http_request(const struct plan_target *t, const struct buf *body, st
 	}
 	buf_addf(req,
 		 "POST %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\nContent-Type: application/json\r\n"
-		 "Content-Length: %zu\r\n\r\n",
-		 t->path, t->host, t->port, body->len);
-	buf_add(req, body->buf, body->len);
+		 "Content-Length: %llu\r\n\r\n",
+		 t->path, t->host, t->port, (unsigned long long)body->size);
 }
 
 static int connect_unix(const char *path)
@@ -331,6 +375,15 @@ static int connect_tcp(const char *host, int port)
 	return fd;
 }
 
+/* Notes the first request whose body the server answered before reading whole. */
+static void note_early(struct plan_outcome *o, const struct plan_body *body, size_t i, uint64_t sent)
+{
+	if (sent < body->size && !o->early_request) {
+		o->early_request = i + 1;
+		o->early_sent = sent;
+	}
+}
+
 static void add_response(struct plan_outcome *o, const struct buf *raw)
 {
 	o->responses = xrealloc(o->responses, st_mult(o->nr_responses + 1, sizeof(*o->responses)));
@@ -345,6 +398,7 @@ static enum plan_status run_fn(const struct plan_target *t, struct io *io, const
 	struct buf req = BUF_INIT, resp = BUF_INIT;
 	enum plan_status st;
 	struct stat sb;
+	uint64_t sent = 0;
 	size_t i;
 	int fd = -1;
 
@@ -363,8 +417,9 @@ static enum plan_status run_fn(const struct plan_target *t, struct io *io, const
 	}
 	for (i = 0; i < t->nr_requests; i++) {
 		fn_request(&t->requests[i], i, &req);
-		if ((st = exchange(io, fd, &req, &resp, deadline, err)))
+		if ((st = exchange(io, fd, &req, &t->requests[i], &resp, &sent, deadline, err)))
 			goto out;
+		note_early(io->o, &t->requests[i], i, sent);
 		if (!i)
 			io->o->first_us = (now_ns() - io->c->exec_ns) / 1000;
 		add_response(io->o, &resp);
@@ -383,6 +438,7 @@ static enum plan_status run_http(const struct plan_target *t, struct io *io, int
 	struct buf req = BUF_INIT, resp = BUF_INIT;
 	enum plan_status st = PLAN_RUN_OK;
 	size_t i, n = t->nr_requests ? t->nr_requests : 1;
+	uint64_t sent = 0;
 	int fd;
 
 	for (i = 0; i < n; i++) {
@@ -395,10 +451,12 @@ static enum plan_status run_http(const struct plan_target *t, struct io *io, int
 		if (!i)
 			io->o->ready_us = (now_ns() - io->c->exec_ns) / 1000;
 		http_request(t, t->nr_requests ? &t->requests[i] : NULL, &req);
-		st = exchange(io, fd, &req, &resp, deadline, err);
+		st = exchange(io, fd, &req, t->nr_requests ? &t->requests[i] : NULL, &resp, &sent, deadline, err);
 		close(fd);
 		if (st)
 			goto out;
+		if (t->nr_requests)
+			note_early(io->o, &t->requests[i], i, sent);
 		if (!i)
 			io->o->first_us = (now_ns() - io->c->exec_ns) / 1000;
 		add_response(io->o, &resp);

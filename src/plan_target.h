@@ -21,6 +21,16 @@ enum plan_probe {
 	PLAN_PROBE_HTTP, /* an HTTP server on 127.0.0.1: GET (no request) or POST per request */
 };
 
+/*
+ * A request body: a regular file, opened once (fd) and sent from it in
+ * chunks at every run (size bytes, its size when opened), never read whole.
+ */
+struct plan_body {
+	const char *path;
+	int fd;
+	uint64_t size;
+};
+
 struct plan_target {
 	const char *const *argv; /* the complete argv */
 	const char *const *env; /* the complete environment */
@@ -30,7 +40,7 @@ struct plan_target {
 	int port;
 	const char *path;
 	/* Request bodies, nr_requests of them (PLAN_PROBE_EXIT: none). */
-	const struct buf *requests;
+	const struct plan_body *requests;
 	size_t nr_requests;
 	int64_t timeout_us; /* for the whole run; > 0 */
 	/* Recording: the planning bootstrap writes this file; NULL when not recording. */
@@ -54,6 +64,13 @@ struct plan_outcome {
 	int64_t ready_us; /* exec -> ready, -1 unknown */
 	int64_t first_us; /* exec -> first response, -1 unknown */
 	struct buf stderr_tail; /* the target's last stderr bytes */
+	/*
+	 * The server answered request early_request (from 1) before it had
+	 * read all of its body (a 413): early_sent of the body's bytes went
+	 * out.  0: every body was sent whole.
+	 */
+	size_t early_request;
+	uint64_t early_sent;
 	int exit_code; /* -1 unless it exited */
 	int term_signal; /* 0 unless a signal ended it before we stopped it */
 	/*

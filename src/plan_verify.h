@@ -48,7 +48,7 @@ struct plan_run {
 	struct strvec env_plain; /* the target's own environment */
 	struct strvec env_record;
 	struct strvec env_apply;
-	struct buf *bodies;
+	struct plan_body *bodies;
 	size_t nr_bodies;
 	char host[256];
 	char path[1024];
