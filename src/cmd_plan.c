@@ -2,12 +2,12 @@
  * `coldstart plan`: runs a target with the planning bootstrap while it
  * answers sample requests, and writes the start-up plan it records
  * (docs/plan.md); with --verify, replays the requests with and without the
- * plan and refuses a plan that changes a response, naming the module to
- * keep eager.
+ * plan and keeps eager every module whose deferral changes a response.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <regex.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +41,7 @@ struct plan_opts {
 	struct strvec request_files;
 	struct strvec eager;
 	struct strvec eager_from;
+	struct strvec masks;
 	bool verify;
 	int64_t timeout_us;
 	struct strvec command;
@@ -60,6 +61,22 @@ static int check_eager(const struct opt *opt, const char *v, struct buf *err)
 		buf_addf(err, "--%s needs a module name", opt->long_name);
 		return -1;
 	}
+	strvec_push(opt->value, v);
+	return 0;
+}
+
+static int check_mask(const struct opt *opt, const char *v, struct buf *err)
+{
+	regex_t re;
+	char msg[256];
+	int rc = regcomp(&re, v, REG_EXTENDED);
+
+	if (rc) {
+		regerror(rc, &re, msg, sizeof(msg));
+		buf_addf(err, "--%s '%s': %s", opt->long_name, v, msg);
+		return -1;
+	}
+	regfree(&re);
 	strvec_push(opt->value, v);
 	return 0;
 }
@@ -359,6 +376,7 @@ static void plan_cmd_init(struct plan_cmd *c)
 	strvec_init(&c->o.request_files);
 	strvec_init(&c->o.eager);
 	strvec_init(&c->o.eager_from);
+	strvec_init(&c->o.masks);
 	strvec_init(&c->o.command);
 	strvec_init(&c->r.argv);
 	strvec_init(&c->r.env_plain);
@@ -390,6 +408,10 @@ static void plan_cmd_release(struct plan_cmd *c)
 	strvec_clear(&c->o.request_files);
 	strvec_clear(&c->o.eager);
 	strvec_clear(&c->o.eager_from);
+	strvec_clear(&c->o.masks);
+	for (k = 0; k < c->r.nr_masks; k++)
+		regfree(&c->r.masks[k]);
+	free(c->r.masks);
 	strvec_clear(&c->o.command);
 	strvec_clear(&c->r.argv);
 	strvec_clear(&c->r.env_plain);
@@ -416,7 +438,10 @@ static int parse_options(struct plan_cmd *c, int argc, char **argv)
 			     "keep MODULE (and its submodules) eager (repeat for more)"),
 		OPT_CALLBACK("eager-from", 0, &o->eager_from, check_eager, "MODULE",
 			     "bind the from-imports of MODULE (and its submodules) eagerly (repeat for more)"),
-		OPT_BOOL("verify", 0, &o->verify, "replay the requests with and without the plan; refuse it if a response differs"),
+		OPT_CALLBACK("mask", 0, &o->masks, check_mask, "REGEX",
+			     "with --verify: compare responses with each match of REGEX (POSIX extended) replaced "
+			     "(repeat for more)"),
+		OPT_BOOL("verify", 0, &o->verify, "replay the requests with and without the plan; keep eager what changes a response"),
 		OPT_STRING("python", 0, &o->python, "PATH", "interpreter for --fn (default: $COLDSTART_PYTHON or python3)"),
 		OPT_DURATION("timeout", 0, &o->timeout_us, "TIME", "limit for each run of the target (default 120s)"),
 		OPT_HELP("help", 'h', NULL, "this text"),
@@ -448,6 +473,11 @@ static int parse_options(struct plan_cmd *c, int argc, char **argv)
 		return usage_error(&plan_usage, "nothing to plan: give --fn FUNC [HANDLER] or a command after --");
 	if (o->timeout_us <= 0)
 		return usage_error(&plan_usage, "--timeout must be more than zero");
+	if (o->masks.nr && !o->verify)
+		return usage_error(&plan_usage, "--mask applies to --verify's comparison: give --verify too");
+	c->r.masks = xcalloc(o->masks.nr ? o->masks.nr : 1, sizeof(*c->r.masks));
+	for (; c->r.nr_masks < o->masks.nr; c->r.nr_masks++)
+		regcomp(&c->r.masks[c->r.nr_masks], o->masks.v[c->r.nr_masks], REG_EXTENDED);
 	return -1;
 }
 

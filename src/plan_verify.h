@@ -3,12 +3,13 @@
  * target: reading the plan back, the exit status and message of a run that
  * failed, and --verify: replaying the requests with and without the plan and,
  * when a response differs, bisecting the deferred modules (and the lazy
- * from-imports) for the one to keep eager (docs/plan.md).
+ * from-imports) for every one to keep eager (docs/plan.md).
  */
 #ifndef COLDSTART_PLAN_VERIFY_H
 #define COLDSTART_PLAN_VERIFY_H
 
 #include <jansson.h>
+#include <regex.h>
 #include <stddef.h>
 
 #include "plan_target.h"
@@ -50,6 +51,9 @@ struct plan_run {
 	struct strvec env_apply;
 	struct plan_body *bodies;
 	size_t nr_bodies;
+	/* --mask: what is replaced by "<masked>" in responses before they are compared. */
+	regex_t *masks;
+	size_t nr_masks;
 	char host[256];
 	char path[1024];
 };
@@ -74,11 +78,13 @@ enum plan_status plan_run_once(struct plan_run *r, const struct strvec *env, con
 
 /*
  * Verifies the plan in tmp against runs without it.  Returns EXIT_OK when
- * every response is the same, EXIT_FAIL (with the module to keep eager
- * named; output is the plan file that was not written) when not, or the
- * exit status of a run that failed.  A verified plan then loads at once
- * the deferred modules that a run with it forces before the first
- * response anyway, when that plan verifies too (d and tmp updated).
+ * every response is the same, or once the modules whose laziness changed
+ * one are kept eager (each named on stdout; tmp and d are that plan then);
+ * EXIT_FAIL when no such plan is found (output is the plan file that was
+ * not written), or the exit status of a run that failed.  A plan verified
+ * at once then loads at once the deferred modules that a run with it
+ * forces before the first response anyway, when that plan verifies too
+ * (d and tmp updated).
  */
 int plan_verify(struct plan_run *r, const char *tmp, const char *output, struct plan_doc *d);
 

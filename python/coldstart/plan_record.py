@@ -158,6 +158,8 @@ class Recorder(object):
         # modules whose bodies must run when imported, never behind a lazy
         # from-import (decide() fills it for lazy_from())
         self.must_import = set()
+        # dotted module -> the bodies whose import statements bound it
+        self.importers = {}
         # [class, len of its __dict__, its keys, its module] of the classes
         # built outside the standard library (_class_changes)
         self.classes = []
@@ -226,6 +228,33 @@ class Recorder(object):
                 continue
             self.note(STATE, "its body changed %s" % name, rec)
             return
+
+    def import_statement(self, name, globals, fromlist, level):
+        """Notes the body running as an importer of the dotted modules an
+        import statement binds (a.b of `import a.b.c`, a.b.x of `from a.b
+        import x`)."""
+        top = self._top()
+        if type(name) is not str:
+            return
+        # Outside bodies (a function importing at run time) as "": a run
+        # binds it too.
+        who = top.name if top is not None else ""
+        full = name
+        if level:
+            g = globals if isinstance(globals, dict) else {}
+            pkg = g.get("__package__")
+            if not isinstance(pkg, str):
+                return
+            bits = pkg.rsplit(".", level - 1)
+            if len(bits) < level:
+                return
+            full = bits[0] + ("." + name if name else "")
+        parts = full.split(".")
+        for i in range(2, len(parts) + 1):
+            self.importers.setdefault(".".join(parts[:i]), set()).add(who)
+        for x in fromlist or ():
+            if type(x) is str and full + "." + x in sys.modules:
+                self.importers.setdefault(full + "." + x, set()).add(who)
 
     def _class_changes(self, rec):
         """Names set on the classes of other modules since the last look,
@@ -667,6 +696,19 @@ class Recorder(object):
             return cls
         builtins.__build_class__ = build_class
         self.restore.append((builtins, "__build_class__", orig_build))
+
+        # Every import statement of a body, also of modules already
+        # imported: which bodies bind a submodule on its package (decide()).
+        orig_import = builtins.__import__
+
+        def import_(name, globals=None, locals=None, fromlist=(), level=0):
+            m = orig_import(name, globals, locals, fromlist, level)
+            if rec.recording:
+                rec.guard(rec.import_statement, name, globals, fromlist,
+                          level)
+            return m
+        builtins.__import__ = import_
+        self.restore.append((builtins, "__import__", orig_import))
 
         import atexit
         import codecs
@@ -1150,7 +1192,14 @@ def decide(rec_obj, modules):
     # B` whose body imports pkg.a would leave pkg without its a).
     for full in sorted(rec_obj.via_parent):
         m = by_name.get(full)
-        by = m.get("imported_by") if m is not None else None
+        if m is None:
+            continue
+        # A body that runs all the same binds it (the script's, one
+        # started before the recorder, one that loads or stays eager).
+        if any(i not in by_name or by_name[i]["action"] != "defer"
+               for i in rec_obj.importers.get(full, ())):
+            continue
+        by = m.get("imported_by")
         seen = set()
         while by and by not in seen and by in by_name:
             seen.add(by)
