@@ -92,7 +92,7 @@ static const struct usage plan_usage = {
 		    "coldstart-fdk --plan FILE, python -m coldstart.run --plan FILE, or\n"
 		    "COLDSTART_PLAN=FILE (docs/plan.md).\n\n",
 	.footer = "With --ready http://..., each --request is POSTed to the URL (none: one GET);\n"
-		  "with exit, the response is the command's stdout and exit status.\n"
+		  "with exit, the response is the command's stdout, stderr and exit status.\n"
 		  "A target that forks while it answers (a pre-fork server) is planned from the\n"
 		  "process whose requests used the most modules; the programs it starts\n"
 		  "(subprocess, exec) are not recorded.\n"

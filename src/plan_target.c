@@ -43,6 +43,8 @@ struct io {
 	struct cgroup *cg; /* the run's own, NULL where none can be made */
 	struct plan_outcome *o;
 	struct buf out; /* the target's stdout (PLAN_PROBE_EXIT) */
+	struct buf err; /* and its stderr, whole (up to RESPONSE_MAX) */
+	bool keep_err;
 	bool exited;
 };
 
@@ -109,9 +111,11 @@ static int pump(struct io *io, int timeout_ms, int fd, short events)
 			continue;
 		got = read(p[i].fd, chunk, sizeof(chunk));
 		if (got > 0) {
-			if (p[i].fd == io->c->err_fd)
+			if (p[i].fd == io->c->err_fd) {
 				keep_tail(&io->o->stderr_tail, chunk, got);
-			else if (io->out.len < RESPONSE_MAX)
+				if (io->keep_err && io->err.len < RESPONSE_MAX)
+					buf_add(&io->err, chunk, got);
+			} else if (io->out.len < RESPONSE_MAX)
 				buf_add(&io->out, chunk, got);
 		} else if (got == 0 || errno != EINTR) {
 			close(p[i].fd);
@@ -485,6 +489,9 @@ static enum plan_status run_exit(struct io *io, int64_t deadline, struct buf *er
 	else
 		buf_addf(&raw, "exit %d\n", io->o->exit_code);
 	buf_add(&raw, io->out.buf, io->out.len);
+	/* A traceback is never the same answer as a usage error with the same status. */
+	buf_adds(&raw, "\n-- stderr\n");
+	buf_add(&raw, io->err.buf, io->err.len);
 	add_response(io->o, &raw);
 	buf_release(&raw);
 	return PLAN_RUN_OK;
@@ -719,6 +726,8 @@ enum plan_status plan_target_run(const struct plan_target *t, struct plan_outcom
 	io.c = &c;
 	io.o = o;
 	buf_init(&io.out, 0);
+	buf_init(&io.err, 0);
+	io.keep_err = t->probe == PLAN_PROBE_EXIT;
 	if (got_signal) {
 		buf_addf(err, "interrupted by signal %d", (int)got_signal);
 		st = PLAN_RUN_INTERRUPTED;
@@ -816,5 +825,6 @@ out:
 	private_dir_remove(&dir);
 	buf_release(&sock_path);
 	buf_release(&io.out);
+	buf_release(&io.err);
 	return st;
 }

@@ -16,7 +16,7 @@
 #include "util.h"
 
 enum plan_probe {
-	PLAN_PROBE_EXIT, /* a script or CLI: the response is its stdout and exit status */
+	PLAN_PROBE_EXIT, /* a script or CLI: the response is its stdout, stderr and exit status */
 	PLAN_PROBE_FN, /* an Fn function: FN_LISTENER, lsnr.sock, POST /call per request */
 	PLAN_PROBE_HTTP, /* an HTTP server on 127.0.0.1: GET (no request) or POST per request */
 };

@@ -177,6 +177,35 @@ def test_verify_binds_at_once_the_from_imports_whose_laziness_changes_it(workdir
     assert mods["plugin"]["action"] == "load" and mods["plugin"]["forced"] is True
 
 
+def test_verify_compares_a_commands_stderr(workdir):
+    """Same exit status, same (empty) stdout, another stderr: with plugin
+    deferred the tool fails with a traceback instead of its usage error.
+    Before, --verify compared stdout and the status only and said
+    'verified' for the plan that deferred plugin."""
+    write(workdir, "names.py", "NAMES = []\n")
+    write(workdir, "plugin.py", """
+        import names
+        names.NAMES.append("usage: tool NAME")
+    """)
+    write(workdir, "main.py", """
+        import sys
+        import names
+        import plugin
+        try:
+            sys.stderr.write(names.NAMES[0] + "\\n")
+        except IndexError:
+            raise SystemExit(2) from None
+        sys.exit(2)
+    """)
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--verify", "-o", out, "--", DEBIAN_PYTHON, "main.py",
+                 cwd=workdir)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "deferring 'plugin' changes the responses: it stays eager" in p.stdout, p.stdout
+    mods = {m["name"]: m for m in json.load(open(out))["modules"]}
+    assert mods["plugin"]["action"] == "eager"
+
+
 def test_verify_masks_what_changes_by_itself(workdir):
     """A tool that prints its own timing answers differently every run:
     unverifiable, unless --mask says which part to ignore."""
