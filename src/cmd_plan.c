@@ -365,6 +365,7 @@ struct plan_cmd {
 	struct plan_outcome rec;
 	struct buf err;
 	struct private_dir work; /* everything a run writes until the plan is done */
+	struct plan_files *files_after; /* --verify: the working directory as the recording left it */
 	struct buf tmp; /* the plan as the recorder writes it */
 	struct buf code_out; /* the code archive, an absolute path */
 	struct buf code_tmp; /* the code archive as the recorder writes it */
@@ -397,6 +398,8 @@ static void plan_cmd_release(struct plan_cmd *c)
 {
 	size_t k;
 
+	plan_files_free(c->r.files);
+	plan_files_free(c->files_after);
 	private_dir_remove(&c->work);
 	if (c->d.root)
 		json_decref(c->d.root);
@@ -640,8 +643,24 @@ static int record(struct plan_cmd *c)
 	enum plan_status st;
 	size_t k;
 	int rc = -1;
+	char cwd[4096];
 
+	/* --verify: replays start from the working directory as the recording found it. */
+	if (c->o.verify && getcwd(cwd, sizeof(cwd))) {
+		c->r.files = plan_files_snapshot(cwd, c->work.path, "before", c->work.path, &perr);
+		if (!c->r.files)
+			warning("verify: the files under the working directory are not compared, and replays do not "
+				"start from its state: %s", perr.buf);
+		buf_reset(&perr);
+	}
 	st = plan_run_once(&c->r, &c->r.env_record, c->tmp.buf, &c->rec, &c->err);
+	if (st == PLAN_RUN_OK && c->r.files) {
+		c->files_after = plan_files_snapshot(cwd, c->work.path, "after", c->work.path, &perr);
+		if (!c->files_after)
+			warning("verify: the working directory cannot be put back as the recording left it: %s",
+				perr.buf);
+		buf_reset(&perr);
+	}
 	/* A target that forked while recording left a record per process. */
 	if (plan_pick_record(c->tmp.buf, c->r.t.probe != PLAN_PROBE_EXIT, &note, &perr) < 0 && st == PLAN_RUN_OK) {
 		error("%s", perr.buf);
@@ -729,6 +748,11 @@ int cmd_plan(int argc, char **argv)
 		goto out;
 	if (c.o.verify) {
 		ret = plan_verify(&c.r, c.tmp.buf, c.o.output, &c.d);
+		/* The working directory as the recording left it, as without --verify. */
+		if (c.files_after && plan_files_restore(c.files_after, &c.err) < 0)
+			warning("verify: cannot put the working directory back as the recording left it: %s",
+				c.err.buf);
+		buf_reset(&c.err);
 		if (ret != EXIT_OK)
 			goto out;
 	}

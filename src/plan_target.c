@@ -676,6 +676,7 @@ void plan_outcome_init(struct plan_outcome *o)
 	o->exit_code = -1;
 	buf_init(&o->stderr_tail, 0);
 	buf_init(&o->unrecorded, 0);
+	buf_init(&o->files, 0);
 }
 
 void plan_outcome_release(struct plan_outcome *o)
@@ -687,6 +688,7 @@ void plan_outcome_release(struct plan_outcome *o)
 	free(o->responses);
 	buf_release(&o->stderr_tail);
 	buf_release(&o->unrecorded);
+	buf_release(&o->files);
 	plan_outcome_init(o);
 }
 

@@ -80,6 +80,11 @@ struct plan_outcome {
 	 * them answered, the plan is of a process that did not.
 	 */
 	struct buf unrecorded;
+	/*
+	 * --verify: what the run wrote under the working directory, compared
+	 * with the state the recording started from (plan_files_diff).
+	 */
+	struct buf files;
 };
 
 void plan_outcome_init(struct plan_outcome *o);

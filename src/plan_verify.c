@@ -200,10 +200,19 @@ int plan_response_status(const struct buf *resp)
 enum plan_status plan_run_once(struct plan_run *r, const struct strvec *env, const char *record,
 			       struct plan_outcome *o, struct buf *err)
 {
+	enum plan_status st;
+
 	r->t.env = env->v;
 	r->t.record_path = record;
 	plan_outcome_init(o);
-	return plan_target_run(&r->t, o, err);
+	if (r->files && !record && plan_files_restore(r->files, err) < 0) {
+		buf_addf(err, " (putting the working directory back as the recording found it)");
+		return PLAN_RUN_FAILED;
+	}
+	st = plan_target_run(&r->t, o, err);
+	if (r->files && !record)
+		plan_files_diff(r->files, &o->files);
+	return st;
 }
 
 /* resp with every match of r's masks replaced by "<masked>" (NUL bytes and all: REG_STARTEND). */
@@ -269,7 +278,10 @@ static bool same_responses(const struct plan_run *r, const struct plan_outcome *
 			return false;
 		}
 	*which = i;
-	return a->nr_responses == b->nr_responses;
+	if (a->nr_responses != b->nr_responses)
+		return false;
+	/* Then the files written under the working directory: "response" nr + 1. */
+	return same_response(r, &a->files, &b->files);
 }
 
 /* Runs with plan file path applied; 1 same responses as base, 0 differ, -1 failed. */
@@ -296,8 +308,12 @@ static int try_plan(struct plan_run *r, const char *path, const struct plan_outc
 
 static void show_diff(const struct plan_outcome *a, size_t which)
 {
-	fprintf(stderr, "coldstart plan: with the plan, response %zu of %zu differs from the one without it\n",
-		which + 1, a->nr_responses);
+	if (which == a->nr_responses)
+		fprintf(stderr, "coldstart plan: with the plan, the files written under the working directory differ "
+			"from those without it\n");
+	else
+		fprintf(stderr, "coldstart plan: with the plan, response %zu of %zu differs from the one without it\n",
+			which + 1, a->nr_responses);
 }
 
 /* One verification: the runs, the plan read back, and the variants tried. */
@@ -487,9 +503,15 @@ static void find_causes(struct verify *v, const char *tmp, struct plan_doc *d)
 	/* A target that answers differently every time cannot be verified. */
 	st = plan_run_once(v->r, &v->r->env_plain, NULL, &again, &v->err);
 	if (st == PLAN_RUN_OK && !same_responses(v->r, &v->base, &again, &which)) {
-		error("verify: response %zu differs between two runs without the plan: the target's answers are "
-		      "not reproducible, so the plan cannot be verified; plan was not written",
-		      which + 1);
+		if (which == v->base.nr_responses)
+			error("verify: the files written under the working directory differ between two runs without "
+			      "the plan:\n%s--\n%sthe target's answers are not reproducible, so the plan cannot be "
+			      "verified (--mask cannot hide files); plan was not written", v->base.files.buf,
+			      again.files.buf);
+		else
+			error("verify: response %zu differs between two runs without the plan: the target's answers "
+			      "are not reproducible, so the plan cannot be verified; plan was not written",
+			      which + 1);
 		plan_outcome_release(&again);
 		return;
 	}

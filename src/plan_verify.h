@@ -12,6 +12,7 @@
 #include <regex.h>
 #include <stddef.h>
 
+#include "plan_files.h"
 #include "plan_target.h"
 #include "util.h"
 
@@ -54,6 +55,12 @@ struct plan_run {
 	/* --mask: what is replaced by "<masked>" in responses before they are compared. */
 	regex_t *masks;
 	size_t nr_masks;
+	/*
+	 * --verify: the working directory as the recording found it; every
+	 * run that does not record starts from it, and what it wrote there is
+	 * part of its answer.  NULL: not compared.
+	 */
+	struct plan_files *files;
 	char host[256];
 	char path[1024];
 };

@@ -206,6 +206,48 @@ def test_verify_compares_a_commands_stderr(workdir):
     assert mods["plugin"]["action"] == "eager"
 
 
+def test_verify_replays_from_the_first_state_and_compares_files_written(workdir):
+    """A formatter rewrites its input and reports nothing on stdout; the
+    rule that makes it upper-case the text is registered by plugin's body,
+    which nothing else reads.  Before, the recording run formatted the
+    file, the replays found it formatted already, and --verify said
+    'verified' for a plan deferring plugin (which formats nothing).  Now
+    every replay starts from the file as it was, the files written are
+    compared, plugin stays eager, and the file ends as one run leaves it."""
+    write(workdir, "rules.py", "RULES = []\n")
+    write(workdir, "plugin.py", """
+        import rules
+        rules.RULES.append(str.upper)
+    """)
+    write(workdir, "fmt.py", """
+        import sys
+        import rules
+        import plugin
+        path = sys.argv[1]
+        text = open(path).read()
+        for rule in rules.RULES:
+            text = rule(text)
+        with open(path + ".tmp", "w") as f:
+            f.write(text)
+        import os
+        os.replace(path + ".tmp", path)
+        if len(rules.RULES) and not os.path.exists("log"):
+            open("log", "w").write("formatted")
+    """)
+    write(workdir, "data.txt", "hello\n")
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--verify", "-o", out, "--", DEBIAN_PYTHON, "fmt.py",
+                 "data.txt", cwd=workdir)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "deferring 'plugin' changes the responses: it stays eager" in p.stdout, p.stdout
+    mods = {m["name"]: m for m in json.load(open(out))["modules"]}
+    assert mods["plugin"]["action"] == "eager"
+    assert open(os.path.join(workdir, "data.txt")).read() == "HELLO\n"
+    assert open(os.path.join(workdir, "log")).read() == "formatted"
+    assert sorted(os.listdir(workdir)) == ["data.txt", "fmt.py", "log", "p.json",
+                                           "p.json.code", "plugin.py", "rules.py"]
+
+
 def test_verify_masks_what_changes_by_itself(workdir):
     """A tool that prints its own timing answers differently every run:
     unverifiable, unless --mask says which part to ignore."""
