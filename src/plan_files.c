@@ -295,7 +295,9 @@ static int remove_entry(const char *root, const struct entry *e, struct buf *err
 
 	buf_addf(&full, "%s/%s", root, e->path);
 	rc = S_ISDIR(e->mode) ? rmdir(full.buf) : unlink(full.buf);
-	if (rc < 0 && errno != ENOENT && !err->len)
+	if (rc < 0 && errno == ENOENT)
+		rc = 0;
+	if (rc < 0 && !err->len)
 		buf_addf(err, "cannot remove '%s': %s", full.buf, strerror(errno));
 	buf_release(&full);
 	return rc;
@@ -367,7 +369,7 @@ int plan_files_restore(const struct plan_files *snap, struct buf *err)
 	}
 	/* The rest goes, children before their directories. */
 	for (j = now->nr; j-- > 0;)
-		if (!keep[j] && remove_entry(now->root, &now->e[j], err) < 0 && errno != ENOENT)
+		if (!keep[j] && remove_entry(now->root, &now->e[j], err) < 0)
 			ret = -1;
 	for (i = 0; i < snap->nr; i++)
 		if (!present[i] && make_entry(snap->root, &snap->e[i], false, err) < 0)

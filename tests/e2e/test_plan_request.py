@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(not os.path.exists(DEBIAN_PYTHON),
                                 reason="Debian's python3 is not installed")
 
 SERVER = """
-import hashlib, sys
+import hashlib, os, sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 class H(BaseHTTPRequestHandler):
@@ -42,7 +42,7 @@ class H(BaseHTTPRequestHandler):
             h.update(chunk)
             n -= len(chunk)
         out = h.hexdigest().encode()
-        with open("digests", "ab") as f:
+        with open(os.environ["DIGESTS"], "ab") as f:
             f.write(out + b"\\n")
         self.send_response(200)
         self.send_header("Content-Length", str(len(out)))
@@ -94,18 +94,25 @@ def test_a_body_is_sent_whole_from_its_file(workdir):
     data = os.urandom(3 << 20)
     with open(body, "wb") as f:
         f.write(data)
-    port = free_port()
-    v = subprocess.run([COLDSTART, "plan", "--ready", "http://127.0.0.1:%d/" % port,
-                        "--request", body, "--request", body, "--verify", "-o",
-                        os.path.join(workdir, "p.json"), "--", DEBIAN_PYTHON,
-                        "server.py", str(port)], cwd=workdir, env=clean_env(),
-                       capture_output=True, text=True, timeout=300,
-                       preexec_fn=limit_memory)
-    assert v.returncode == 0, v.stderr
-    assert "verified: 2 responses identical" in v.stdout
-    # Every run (recording, without and with the plan) sent it whole.
-    with open(os.path.join(workdir, "digests")) as f:
-        got = f.read().split()
+    # Outside the working directory, which --verify puts back before each run.
+    ddir = tempfile.mkdtemp(prefix="planreqd", dir="/tmp")
+    digests = os.path.join(ddir, "digests")
+    try:
+        port = free_port()
+        v = subprocess.run([COLDSTART, "plan", "--ready", "http://127.0.0.1:%d/" % port,
+                            "--request", body, "--request", body, "--verify", "-o",
+                            os.path.join(workdir, "p.json"), "--", DEBIAN_PYTHON,
+                            "server.py", str(port)], cwd=workdir,
+                           env=dict(clean_env(), DIGESTS=digests),
+                           capture_output=True, text=True, timeout=300,
+                           preexec_fn=limit_memory)
+        assert v.returncode == 0, v.stderr
+        assert "verified: 2 responses identical" in v.stdout
+        # Every run (recording, without and with the plan) sent it whole.
+        with open(digests) as f:
+            got = f.read().split()
+    finally:
+        shutil.rmtree(ddir, ignore_errors=True)
     assert len(got) >= 6 and set(got) == {hashlib.sha256(data).hexdigest()}
 
 

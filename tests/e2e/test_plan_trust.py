@@ -204,6 +204,8 @@ def test_a_failed_run_leaves_nothing_behind(shared, case):
                 raise RuntimeError("failing on purpose")
             if os.environ.get("CASE") == "timeout":
                 time.sleep(60)
+            if os.environ.get("CASE") == "refused":  # another answer every time
+                return response.Response(ctx, response_data=str(time.time_ns()))
             return response.Response(ctx, response_data=json.dumps(names.NAMES))
     """)
     env = clean_env()
