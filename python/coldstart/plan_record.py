@@ -31,6 +31,7 @@ import os
 import sys
 import time
 import _thread
+import _weakref
 
 # The import system's own modules, always there: importing the importlib
 # package would import warnings (and types) as well.
@@ -160,8 +161,8 @@ class Recorder(object):
         self.must_import = set()
         # dotted module -> the bodies whose import statements bound it
         self.importers = {}
-        # [class, len of its __dict__, its keys, its module] of the classes
-        # built outside the standard library (_class_changes)
+        # [weak ref to the class, len of its __dict__, its keys, its module]
+        # of the classes built outside the standard library (_class_changes)
         self.classes = []
         # module -> the warnings its body raised through warnings.warn:
         # [category, message, module warned about, line, shown]
@@ -263,7 +264,10 @@ class Recorder(object):
         set them late or never: a registration.  Dunder names (ABC and
         typing bookkeeping) and private non-callables (caches) are not."""
         for e in self.classes:
-            d = _type_dict(e[0])
+            cls = e[0]()
+            if cls is None:
+                continue
+            d = _type_dict(cls)
             if len(d) == e[1]:
                 continue
             new = [k for k in d if k not in e[2]]
@@ -280,7 +284,7 @@ class Recorder(object):
                         not hasattr(type(v), "__get__"):
                     continue
                 self.note(REGISTRATION, "its body set %s on the class %s.%s"
-                          % (k, e[3], getattr(e[0], "__qualname__", "?")),
+                          % (k, e[3], getattr(cls, "__qualname__", "?")),
                           rec)
                 break
 
@@ -361,7 +365,10 @@ class Recorder(object):
         if isinstance(cls, type) and isinstance(mine, str) and \
                 not _stdlib(mine):
             d = _type_dict(cls)
-            self.classes.append([cls, len(d), frozenset(d), mine])
+            # Weakly: a class a body drops must go as it would (a base's
+            # __subclasses__() would list it otherwise).
+            self.classes.append([_weakref.ref(cls), len(d), frozenset(d),
+                                 mine])
         # dataclasses, pydantic and typing resolve string annotations in
         # the module's namespace while its body runs.
         ann = cls.__dict__.get("__annotations__")
