@@ -79,7 +79,13 @@ def write(path, index, regexes=(), strings=()):
     the calls string_table() takes); returns the plan's "code" member."""
     at = []
     tmp = "%s.tmp%d" % (path, os.getpid())
-    with open(tmp, "wb") as f:
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL |
+                           getattr(os, "O_NOFOLLOW", 0) |
+                           getattr(os, "O_CLOEXEC", 0), 0o666), "wb") as f:
         f.write(header())
         off = len(header())
         for row in index:

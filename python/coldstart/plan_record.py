@@ -20,8 +20,9 @@ once; else (a script run to its end) at exit.  Only the process coldstart
 started and the processes it forks record: a Python process without that
 pipe (a child started with subprocess, which closes descriptors) leaves
 the recording alone, as it inherited only the environment.  A forked child
-writes its record beside the plan, RECORD.pidN (and its code archive
-CODE.pidN): coldstart keeps the one of the process that answered
+writes its record beside the started process's, RECORD.pidN (and its code
+archive CODE.pidN), in the run's private directory (docs/plan.md, "Files
+written while planning"): coldstart keeps the one of the process that answered
 (docs/plan.md, "Servers of several processes").  Planning only: nothing
 here runs when a plan is applied.
 """
@@ -30,6 +31,7 @@ import os
 import sys
 import time
 import _thread
+import _weakref
 
 # The import system's own modules, always there: importing the importlib
 # package would import warnings (and types) as well.
@@ -55,6 +57,7 @@ PARENT = "parent"
 KIND = "kind"
 FAILED = "failed"
 CLASS = "module-class"
+IMPORTS = "imports"
 
 _AUDIT_EFFECTS = {
     "socket.connect", "socket.bind", "socket.getaddrinfo",
@@ -150,6 +153,20 @@ class Recorder(object):
         # reads from module bodies (star imports among them), None once
         # anything else read it.
         self.all_read = {}
+        # submodules the requests read as an attribute of their package
+        # (pkg.a.X): their import binds them there (decide()).
+        self.via_parent = set()
+        # modules whose bodies must run when imported, never behind a lazy
+        # from-import (decide() fills it for lazy_from())
+        self.must_import = set()
+        # dotted module -> the bodies whose import statements bound it
+        self.importers = {}
+        # [weak ref to the class, len of its __dict__, its keys, its module]
+        # of the classes built outside the standard library (_class_changes)
+        self.classes = []
+        # module -> the warnings its body raised through warnings.warn:
+        # [category, message, module warned about, line, shown]
+        self.warnings = {}
 
     # -- what a body did ---------------------------------------------------
 
@@ -213,10 +230,70 @@ class Recorder(object):
             self.note(STATE, "its body changed %s" % name, rec)
             return
 
+    def import_statement(self, name, globals, fromlist, level):
+        """Notes the body running as an importer of the dotted modules an
+        import statement binds (a.b of `import a.b.c`, a.b.x of `from a.b
+        import x`)."""
+        top = self._top()
+        if type(name) is not str:
+            return
+        # Outside bodies (a function importing at run time) as "": a run
+        # binds it too.
+        who = top.name if top is not None else ""
+        full = name
+        if level:
+            g = globals if isinstance(globals, dict) else {}
+            pkg = g.get("__package__")
+            if not isinstance(pkg, str):
+                return
+            bits = pkg.rsplit(".", level - 1)
+            if len(bits) < level:
+                return
+            full = bits[0] + ("." + name if name else "")
+        parts = full.split(".")
+        for i in range(2, len(parts) + 1):
+            self.importers.setdefault(".".join(parts[:i]), set()).add(who)
+        for x in fromlist or ():
+            if type(x) is str and full + "." + x in sys.modules:
+                self.importers.setdefault(full + "." + x, set()).add(who)
+
+    def _class_changes(self, rec):
+        """Names set on the classes of other modules since the last look,
+        while rec's body ran (None: no body): a decorator of one module
+        setting methods on another module's class.  A deferred body would
+        set them late or never: a registration.  Dunder names (ABC and
+        typing bookkeeping) and private non-callables (caches) are not."""
+        for e in self.classes:
+            cls = e[0]()
+            if cls is None:
+                continue
+            d = _type_dict(cls)
+            if len(d) == e[1]:
+                continue
+            new = [k for k in d if k not in e[2]]
+            e[1], e[2] = len(d), frozenset(d)
+            if rec is None or e[3] == rec.name:
+                continue
+            for k in new:
+                if not isinstance(k, str) or \
+                        (k.startswith("__") and k.endswith("__")) or \
+                        k.startswith("_abc_"):
+                    continue
+                v = d[k]
+                if k.startswith("_") and not callable(v) and \
+                        not hasattr(type(v), "__get__"):
+                    continue
+                self.note(REGISTRATION, "its body set %s on the class %s.%s"
+                          % (k, e[3], getattr(cls, "__qualname__", "?")),
+                          rec)
+                break
+
     def body_start(self, module, spec):
         tid = _thread.get_ident()
         stack = self.stacks.setdefault(tid, [])
         parent = stack[-1].rec if stack else None
+        if self.classes:
+            self._class_changes(parent)
         self.order += 1
         rec = _Rec(spec.name, tid, parent.name if parent else None,
                    self.order, module)
@@ -240,6 +317,8 @@ class Recorder(object):
         if not stack or stack[-1].rec is not rec:
             return
         fr = stack.pop()
+        if self.classes:
+            self._class_changes(rec)
         after = self._snapshot()
         self._compare(rec, fr.snap, after)
         now = set(sys.modules)
@@ -258,6 +337,10 @@ class Recorder(object):
             stack[-1].rec.children_us += (rec.end - rec.start) // 1000
         if ok and rec.name == _plan.RE_COMPILER:
             self.hook_regex()
+        if ok and rec.name == "warnings" and \
+                self.later.pop("warnings", None) is not None:
+            # Its body has ended: the next statement may warn.
+            self._wrap_warn(rec.module)
         if ok:
             f = getattr(rec.module, "__file__", None)
             if isinstance(f, str):
@@ -279,6 +362,13 @@ class Recorder(object):
 
     def class_built(self, cls):
         mine = getattr(cls, "__module__", None)
+        if isinstance(cls, type) and isinstance(mine, str) and \
+                not _stdlib(mine):
+            d = _type_dict(cls)
+            # Weakly: a class a body drops must go as it would (a base's
+            # __subclasses__() would list it otherwise).
+            self.classes.append([_weakref.ref(cls), len(d), frozenset(d),
+                                 mine])
         # dataclasses, pydantic and typing resolve string annotations in
         # the module's namespace while its body runs.
         ann = cls.__dict__.get("__annotations__")
@@ -317,7 +407,8 @@ class Recorder(object):
             # Registering one of the module's own classes (ABC.register,
             # a type-keyed registry) is safe to defer: no instance of it,
             # and for an ABC no isinstance() against it, can happen before
-            # the module runs.
+            # the module runs.  Not under a name (register("impl", Impl),
+            # a name-keyed plugin table): a lookup by that name can.
             if code.co_name in _HARMLESS_REGISTER:
                 return
             if frame is not None and _noop_abc_register(code, frame):
@@ -326,7 +417,8 @@ class Recorder(object):
                 names = code.co_varnames[:code.co_argcount +
                                          code.co_kwonlyargcount]
                 loc = frame.f_locals
-                if any(_own_class(loc.get(n), top.name) for n in names):
+                if any(_own_class(loc.get(n), top.name) for n in names) \
+                        and not any(type(loc.get(n)) is str for n in names):
                     return
 
             what = ""
@@ -368,6 +460,8 @@ class Recorder(object):
                 self.note(NATIVE_INIT, "read by a native extension's init", r)
         elif not self.stacks.get(tid):
             self.used.add(name)
+            if type(attr) is str and name + "." + attr in sys.modules:
+                self.via_parent.add(name + "." + attr)
 
     def body_code(self, code, frame):
         """Code running while a body runs: when it runs with a module's
@@ -424,10 +518,64 @@ class Recorder(object):
         # outer one half made (threading without setprofile yet).
         for name in [n for n in self.later if _initialized(n)]:
             attr, what = self.later.pop(name)
-            self._wrap(sys.modules[name], attr, what)
+            if what == "warnings.warn":
+                self._wrap_warn(sys.modules[name])
+            else:
+                self._wrap(sys.modules[name], attr, what)
         if self.profile is not None and _initialized("threading"):
             sys.modules["threading"].setprofile(self.profile)
             self.profile = None
+
+    def warned(self, w, message, category, stacklevel):
+        """warnings.warn() called while a body ran: the warning is noted on
+        the module, and when the filters in force show it, the module
+        stays eager (deferred, its body would warn late or never)."""
+        top = self._top()
+        if top is None:
+            return
+        if isinstance(message, Warning):
+            category = type(message)
+        elif category is None:
+            category = UserWarning
+        if not (isinstance(category, type) and
+                issubclass(category, Warning)):
+            return
+        # The frame warned about, as warnings finds it: the caller's, up
+        # stacklevel - 1 frames, skipping the import system's (and the
+        # recorder's own) frames above the first.
+        try:
+            f = sys._getframe(3)
+            for _ in range(max(int(stacklevel), 1) - 1):
+                f = f.f_back
+                while f is not None and _internal_frame(f):
+                    f = f.f_back
+        except (ValueError, TypeError):
+            f = None
+        module = f.f_globals.get("__name__", "<string>") if f else "sys"
+        lineno = f.f_lineno if f else 0
+        text = str(message)
+        shown = _filters_show(w, text, category, module, lineno)
+        entry = [category.__module__ + "." + category.__qualname__,
+                 text[:200], module, lineno, shown]
+        self.warnings.setdefault(top.name, []).append(entry)
+        if shown:
+            self.note(EFFECT, "its body warned at import (%s: %s), which "
+                      "the warning filters show" % (category.__name__,
+                                                    text[:80]), top)
+
+    def _wrap_warn(self, w):
+        orig = getattr(w, "warn", None)
+        if orig is None:
+            return
+        rec = self
+
+        def warn(message, category=None, stacklevel=1, *args, **kwargs):
+            if rec.recording:
+                rec.guard(rec.warned, w, message, category, stacklevel)
+            return orig(message, category, stacklevel + 1, *args, **kwargs)
+        warn.__wrapped__ = orig
+        w.warn = warn
+        self.restore.append((w, "warn", orig))
 
     def _wrap(self, owner, attr, what):
         orig = getattr(owner, attr, None)
@@ -556,6 +704,19 @@ class Recorder(object):
         builtins.__build_class__ = build_class
         self.restore.append((builtins, "__build_class__", orig_build))
 
+        # Every import statement of a body, also of modules already
+        # imported: which bodies bind a submodule on its package (decide()).
+        orig_import = builtins.__import__
+
+        def import_(name, globals=None, locals=None, fromlist=(), level=0):
+            m = orig_import(name, globals, locals, fromlist, level)
+            if rec.recording:
+                rec.guard(rec.import_statement, name, globals, fromlist,
+                          level)
+            return m
+        builtins.__import__ = import_
+        self.restore.append((builtins, "__import__", orig_import))
+
         import atexit
         import codecs
         import _codecs
@@ -570,8 +731,22 @@ class Recorder(object):
         # Python modules are wrapped once the target imports them: what the
         # recorder imports itself is left out of the plan.
         self.later = {"copyreg": ("pickle", "copyreg.pickle"),
-                      "signal": ("signal", "signal.signal")}
+                      "signal": ("signal", "signal.signal"),
+                      "warnings": ("warn", "warnings.warn")}
         self._wrap_later()
+        # A program that ends with os._exit runs no atexit: the started
+        # process writes its record first (a forked child ending so, a
+        # multiprocessing worker, leaves the choice to the others).
+        orig_exit = os._exit
+        started_pid = os.getpid()
+
+        def _exit(*args, **kwargs):
+            if os.getpid() == started_pid and not rec.written:
+                rec.guard(rec.stop)
+            return orig_exit(*args, **kwargs)
+        _exit.__wrapped__ = orig_exit
+        os._exit = _exit
+        self.restore.append((os, "_exit", orig_exit))
         if hasattr(sys, "addaudithook"):
             def audit(event, args):
                 if rec.recording:
@@ -831,6 +1006,11 @@ def _entry(rec_obj, name, mod, sys_path_abs):
         if r.parent_body:
             m["imported_by"] = r.parent_body
     m["used"] = name in rec_obj.used
+    if name in rec_obj.warnings:
+        # What its body warned at import: a deferred body would warn at its
+        # first use instead (an applier may load it at once when the filters
+        # in force then show one of these).
+        m["warnings"] = rec_obj.warnings[name][:20]
     return m
 
 
@@ -914,6 +1094,41 @@ def _harmless_entry(name):
 _STDLIB = []
 
 
+_type_dict = type.__dict__["__dict__"].__get__
+
+
+def _internal_frame(f):
+    name = f.f_code.co_filename
+    return ("importlib" in name and "_bootstrap" in name) or \
+        name == __file__ or name.endswith("coldstart/plan_record.py")
+
+
+def _filter_matches(obj, arg):
+    """A filter's message or module field against arg, as _warnings does:
+    None matches all, a string (the default filters') only itself, else a
+    compiled pattern's match()."""
+    if obj is None:
+        return True
+    if isinstance(obj, str):
+        return obj == arg
+    return bool(obj.match(arg))
+
+
+def _filters_show(w, text, category, module, lineno):
+    """Whether the warnings filters w.filters (as warnings.warn_explicit
+    reads them) show this warning: any action but "ignore"."""
+    for f in getattr(w, "filters", ()):
+        try:
+            action, msg, cat, mod, ln = f
+            if _filter_matches(msg, text) and issubclass(category, cat) \
+                    and _filter_matches(mod, module) and \
+                    (ln == 0 or lineno == ln):
+                return action != "ignore"
+        except (TypeError, ValueError, AttributeError):
+            continue
+    return getattr(w, "defaultaction", "default") != "ignore"
+
+
 def _stdlib(modname):
     """True for builtins and modules of the interpreter's own library."""
     if not modname or modname == "builtins":
@@ -978,6 +1193,32 @@ def decide(rec_obj, modules):
             m["action"] = "eager"
         else:
             m["action"] = "defer"
+    # A submodule the requests read as an attribute of its package
+    # (pkg.a.X) is bound there by its import: the bodies that imported it,
+    # and those that imported them, must run (a deferred `from pkg.b import
+    # B` whose body imports pkg.a would leave pkg without its a).
+    for full in sorted(rec_obj.via_parent):
+        m = by_name.get(full)
+        if m is None:
+            continue
+        # A body that runs all the same binds it (the script's, one
+        # started before the recorder, one that loads or stays eager).
+        if any(i not in by_name or by_name[i]["action"] != "defer"
+               for i in rec_obj.importers.get(full, ())):
+            continue
+        by = m.get("imported_by")
+        seen = set()
+        while by and by not in seen and by in by_name:
+            seen.add(by)
+            d = by_name[by]
+            rec_obj.must_import.add(by)
+            if d["action"] == "defer":
+                d["action"] = "eager"
+                d["reasons"].append({"code": IMPORTS, "detail":
+                                     "its body imports %s, which the "
+                                     "requests read as an attribute of %s"
+                                     % (full, full.rpartition(".")[0])})
+            by = d.get("imported_by")
     # A body runs after its package's: parents of modules that load at
     # import load too (native parents are kept in strict mode as well).
     for m in sorted(modules, key=lambda m: -m["name"].count(".")):
@@ -1030,8 +1271,10 @@ def lazy_from(rec_obj, modules):
             found[name] = rows
         elif why:
             m["lazy_from_off"] = why[0]
-    table = _plan_names.table(found, {m["name"]: m["action"]
-                                      for m in modules})
+    # A from-import of a module that must run binds at once (decide()).
+    table = _plan_names.table(found, {
+        m["name"]: "load" if m["name"] in rec_obj.must_import
+        else m["action"] for m in modules})
     for m in modules:
         rows = table.get(m["name"])
         if rows:
@@ -1105,6 +1348,21 @@ def _opcodes():
 
 def _pinned(name, pins):
     return name in pins or any(name.startswith(p + ".") for p in pins)
+
+
+def new_file(path, mode):
+    """path opened for writing as a new file: whatever is at that name (a
+    leftover of a process with the same pid) is removed, and the open
+    creates the file itself (O_EXCL), never through a link (O_NOFOLLOW).
+    coldstart gives the recorder names in the run's private directory."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL |
+                 getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0),
+                 0o666)
+    return os.fdopen(fd, mode)
 
 
 def write_plan(rec_obj, names):
@@ -1181,7 +1439,7 @@ def write_plan(rec_obj, names):
         "modules": modules,
     }
     tmp = rec_obj.out + ".tmp%d" % os.getpid()
-    with open(tmp, "w") as f:
+    with new_file(tmp, "w") as f:
         json.dump(plan, f, separators=(",", ":"))
         f.write("\n")
     os.replace(tmp, rec_obj.out)
@@ -1192,7 +1450,7 @@ def write_failure(rec_obj):
     reports it and writes no plan)."""
     import json
     tmp = rec_obj.out + ".tmp%d" % os.getpid()
-    with open(tmp, "w") as f:
+    with new_file(tmp, "w") as f:
         json.dump({"format": "coldstart-plan-error", "code": "recorder",
                    "error": "the recorder failed while the target ran (%s), "
                    "so its record is incomplete and no plan was written; "

@@ -2,16 +2,17 @@
  * `coldstart plan`: runs a target with the planning bootstrap while it
  * answers sample requests, and writes the start-up plan it records
  * (docs/plan.md); with --verify, replays the requests with and without the
- * plan and refuses a plan that changes a response, naming the module to
- * keep eager.
+ * plan and keeps eager every module whose deferral changes a response.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <regex.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -23,6 +24,7 @@
 #include "plan/plan_verify.h"
 #include "session/show.h"
 #include "ingest/trace_build.h"
+#include "sys/cgroup.h"
 #include "util.h"
 
 extern char **environ;
@@ -39,6 +41,7 @@ struct plan_opts {
 	struct strvec request_files;
 	struct strvec eager;
 	struct strvec eager_from;
+	struct strvec masks;
 	bool verify;
 	int64_t timeout_us;
 	struct strvec command;
@@ -62,6 +65,22 @@ static int check_eager(const struct opt *opt, const char *v, struct buf *err)
 	return 0;
 }
 
+static int check_mask(const struct opt *opt, const char *v, struct buf *err)
+{
+	regex_t re;
+	char msg[256];
+	int rc = regcomp(&re, v, REG_EXTENDED);
+
+	if (rc) {
+		regerror(rc, &re, msg, sizeof(msg));
+		buf_addf(err, "--%s '%s': %s", opt->long_name, v, msg);
+		return -1;
+	}
+	regfree(&re);
+	strvec_push(opt->value, v);
+	return 0;
+}
+
 static const struct usage plan_usage = {
 	.command = "plan",
 	.synopsis = "usage: coldstart plan [options] --fn FUNC [HANDLER] [--request FILE]...\n"
@@ -73,7 +92,7 @@ static const struct usage plan_usage = {
 		    "coldstart-fdk --plan FILE, python -m coldstart.run --plan FILE, or\n"
 		    "COLDSTART_PLAN=FILE (docs/plan.md).\n\n",
 	.footer = "With --ready http://..., each --request is POSTed to the URL (none: one GET);\n"
-		  "with exit, the response is the command's stdout and exit status.\n"
+		  "with exit, the response is the command's stdout, stderr and exit status.\n"
 		  "A target that forks while it answers (a pre-fork server) is planned from the\n"
 		  "process whose requests used the most modules; the programs it starts\n"
 		  "(subprocess, exec) are not recorded.\n"
@@ -146,10 +165,98 @@ static void print_summary(const char *path, const struct plan_doc *d)
 	free(deferred);
 }
 
+/* Writes n bytes of p to fd; -1 on an error. */
+static int write_whole(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= w;
+	}
+	return 0;
+}
+
 /*
- * Moves the recorded plan (tmp) to output with its code archive: the
- * archive the recorder wrote to code_tmp becomes code_out, and the plan's
- * "code" says so.  A plan without an archive is renamed as it is.
+ * Puts the file src of the run's private directory at dst, mode 0666 less
+ * the umask (as a file the command creates): a rename on the same file
+ * system; else a copy into a new file beside dst (mkstemp: O_EXCL, a fresh
+ * name, so nothing planted there is written through), with src's mtime,
+ * renamed over dst.  dst is replaced whole or not at all.
+ */
+static int place_file(const char *src, const char *dst, struct buf *err)
+{
+	mode_t mask = umask(0);
+	struct buf tmp = BUF_INIT;
+	const char *slash = strrchr(dst, '/');
+	struct timespec times[2];
+	char chunk[65536];
+	struct stat st;
+	int in, out = -1, ret = -1;
+	ssize_t n;
+
+	umask(mask);
+	in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (in < 0 || fstat(in, &st) < 0 || fchmod(in, 0666 & ~mask) < 0) {
+		buf_addf(err, "cannot read '%s': %s", src, strerror(errno));
+		goto out;
+	}
+	if (!rename(src, dst)) {
+		ret = 0;
+		goto out;
+	}
+	if (errno != EXDEV) {
+		buf_addf(err, "cannot write '%s': %s", dst, strerror(errno));
+		goto out;
+	}
+	if (slash)
+		buf_addf(&tmp, "%.*s/.%s.XXXXXX", (int)(slash - dst), dst, slash + 1);
+	else
+		buf_addf(&tmp, ".%s.XXXXXX", dst);
+	out = mkostemp(tmp.buf, O_CLOEXEC);
+	if (out < 0) {
+		buf_addf(err, "cannot write beside '%s': %s", dst, strerror(errno));
+		buf_reset(&tmp);
+		goto out;
+	}
+	while ((n = read(in, chunk, sizeof(chunk))) > 0)
+		if (write_whole(out, chunk, n) < 0)
+			break;
+	times[0] = st.st_atim;
+	times[1] = st.st_mtim;
+	if (n != 0 || fchmod(out, 0666 & ~mask) < 0 || futimens(out, times) < 0 || fsync(out) < 0 ||
+	    close(out) < 0) {
+		buf_addf(err, "cannot write '%s': %s", tmp.buf, strerror(errno));
+		if (out >= 0)
+			close(out);
+		goto out;
+	}
+	out = -1;
+	if (rename(tmp.buf, dst) < 0) {
+		buf_addf(err, "cannot write '%s': %s", dst, strerror(errno));
+		goto out;
+	}
+	buf_reset(&tmp);
+	ret = 0;
+out:
+	if (tmp.len)
+		unlink(tmp.buf);
+	if (out >= 0)
+		close(out);
+	if (in >= 0)
+		close(in);
+	buf_release(&tmp);
+	return ret;
+}
+
+/*
+ * Puts the recorded plan (tmp, in the run's private directory) at output
+ * with its code archive: the archive the recorder wrote to code_tmp becomes
+ * code_out, and the plan's "code" says so.
  */
 static int finish_plan(json_t *root, const char *tmp, const char *output, const char *code_tmp,
 		       const char *code_out, struct buf *err)
@@ -157,42 +264,42 @@ static int finish_plan(json_t *root, const char *tmp, const char *output, const 
 	json_t *code = json_object_get(root, "code");
 
 	if (json_is_object(code) && !access(code_tmp, F_OK)) {
-		if (rename(code_tmp, code_out) < 0) {
-			buf_addf(err, "cannot write '%s': %s", code_out, strerror(errno));
+		if (place_file(code_tmp, code_out, err) < 0)
 			return -1;
-		}
 		json_object_set_new(code, "path", json_string(code_out));
-		if (json_dump_file(root, tmp, JSON_COMPACT) < 0) {
-			buf_addf(err, "cannot write '%s': %s", tmp, strerror(errno));
+		if (plan_write_json(root, tmp, err) < 0)
 			return -1;
-		}
 	}
-	if (rename(tmp, output) < 0) {
-		buf_addf(err, "cannot write '%s': %s", output, strerror(errno));
-		return -1;
-	}
-	return 0;
+	return place_file(tmp, output, err);
 }
 
+/*
+ * Opens the request files: regular files only (a FIFO or a device such as
+ * /dev/zero has no size to send and may never end), sent from the file at
+ * every run, never read whole.
+ */
 static int read_bodies(struct plan_run *r, const struct strvec *files)
 {
 	size_t i;
 
 	r->bodies = xcalloc(files->nr ? files->nr : 1, sizeof(*r->bodies));
 	for (i = 0; i < files->nr; i++) {
-		int fd = open(files->v[i], O_RDONLY | O_CLOEXEC);
-		char chunk[65536];
-		ssize_t n;
+		/* O_NONBLOCK: opening a FIFO must not wait for a writer. */
+		int fd = open(files->v[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+		struct stat st;
 
-		buf_init(&r->bodies[i], 0);
+		r->bodies[i].path = files->v[i];
+		r->bodies[i].fd = fd;
 		r->nr_bodies = i + 1;
-		if (fd < 0)
+		if (fd < 0 || fstat(fd, &st) < 0)
 			return error("cannot read request '%s': %s", files->v[i], strerror(errno));
-		while ((n = read(fd, chunk, sizeof(chunk))) > 0)
-			buf_add(&r->bodies[i], chunk, n);
-		close(fd);
-		if (n < 0)
-			return error("cannot read request '%s': %s", files->v[i], strerror(errno));
+		if (!S_ISREG(st.st_mode))
+			return error("request '%s' is %s, not a regular file: --request needs a file (its size is "
+				     "the body's Content-Length)", files->v[i],
+				     S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device" :
+				     S_ISDIR(st.st_mode) ? "a directory" : S_ISSOCK(st.st_mode) ? "a socket" :
+				     "a block device");
+		r->bodies[i].size = (uint64_t)st.st_size;
 	}
 	return 0;
 }
@@ -257,6 +364,8 @@ struct plan_cmd {
 	struct plan_doc d;
 	struct plan_outcome rec;
 	struct buf err;
+	struct private_dir work; /* everything a run writes until the plan is done */
+	struct plan_files *files_after; /* --verify: the working directory as the recording left it */
 	struct buf tmp; /* the plan as the recorder writes it */
 	struct buf code_out; /* the code archive, an absolute path */
 	struct buf code_tmp; /* the code archive as the recorder writes it */
@@ -268,6 +377,7 @@ static void plan_cmd_init(struct plan_cmd *c)
 	strvec_init(&c->o.request_files);
 	strvec_init(&c->o.eager);
 	strvec_init(&c->o.eager_from);
+	strvec_init(&c->o.masks);
 	strvec_init(&c->o.command);
 	strvec_init(&c->r.argv);
 	strvec_init(&c->r.env_plain);
@@ -278,28 +388,33 @@ static void plan_cmd_init(struct plan_cmd *c)
 	buf_init(&c->tmp, 0);
 	buf_init(&c->code_out, 0);
 	buf_init(&c->code_tmp, 0);
+	c->work.lock_fd = -1;
 	c->o.output = DEFAULT_OUTPUT;
 	c->o.timeout_us = DEFAULT_TIMEOUT_US;
 }
 
-/* Removes what the recorder left behind and frees everything. */
+/* Removes the run's private directory (what the recorder left) and frees everything. */
 static void plan_cmd_release(struct plan_cmd *c)
 {
 	size_t k;
 
-	if (c->tmp.len)
-		unlink(c->tmp.buf);
-	if (c->code_tmp.len)
-		unlink(c->code_tmp.buf);
+	plan_files_free(c->r.files);
+	plan_files_free(c->files_after);
+	private_dir_remove(&c->work);
 	if (c->d.root)
 		json_decref(c->d.root);
 	plan_outcome_release(&c->rec);
 	for (k = 0; k < c->r.nr_bodies; k++)
-		buf_release(&c->r.bodies[k]);
+		if (c->r.bodies[k].fd >= 0)
+			close(c->r.bodies[k].fd);
 	free(c->r.bodies);
 	strvec_clear(&c->o.request_files);
 	strvec_clear(&c->o.eager);
 	strvec_clear(&c->o.eager_from);
+	strvec_clear(&c->o.masks);
+	for (k = 0; k < c->r.nr_masks; k++)
+		regfree(&c->r.masks[k]);
+	free(c->r.masks);
 	strvec_clear(&c->o.command);
 	strvec_clear(&c->r.argv);
 	strvec_clear(&c->r.env_plain);
@@ -318,7 +433,7 @@ static int parse_options(struct plan_cmd *c, int argc, char **argv)
 	int i = 1, rc;
 	const struct opt options[] = {
 		OPT_STRING("fn", 0, &o->fn, "FUNC", "an Fn function file (or module) served by coldstart-fdk; HANDLER may follow"),
-		OPT_STRINGS("request", 0, &o->request_files, "FILE", "a sample request body (repeat for more; sent in order)"),
+		OPT_STRINGS("request", 0, &o->request_files, "FILE", "a sample request body, a regular file (repeat for more; sent in order)"),
 		OPT_STRING("ready", 0, &o->ready, "SPEC",
 			   "fn, http://127.0.0.1:PORT/PATH or exit (default: fn with --fn, else exit)"),
 		OPT_STRING("output", 'o', &o->output, "FILE", "where to write the plan (default " DEFAULT_OUTPUT ")"),
@@ -326,7 +441,10 @@ static int parse_options(struct plan_cmd *c, int argc, char **argv)
 			     "keep MODULE (and its submodules) eager (repeat for more)"),
 		OPT_CALLBACK("eager-from", 0, &o->eager_from, check_eager, "MODULE",
 			     "bind the from-imports of MODULE (and its submodules) eagerly (repeat for more)"),
-		OPT_BOOL("verify", 0, &o->verify, "replay the requests with and without the plan; refuse it if a response differs"),
+		OPT_CALLBACK("mask", 0, &o->masks, check_mask, "REGEX",
+			     "with --verify: compare responses with each match of REGEX (POSIX extended) replaced "
+			     "(repeat for more)"),
+		OPT_BOOL("verify", 0, &o->verify, "replay the requests with and without the plan; keep eager what changes a response"),
 		OPT_STRING("python", 0, &o->python, "PATH", "interpreter for --fn (default: $COLDSTART_PYTHON or python3)"),
 		OPT_DURATION("timeout", 0, &o->timeout_us, "TIME", "limit for each run of the target (default 120s)"),
 		OPT_HELP("help", 'h', NULL, "this text"),
@@ -358,6 +476,11 @@ static int parse_options(struct plan_cmd *c, int argc, char **argv)
 		return usage_error(&plan_usage, "nothing to plan: give --fn FUNC [HANDLER] or a command after --");
 	if (o->timeout_us <= 0)
 		return usage_error(&plan_usage, "--timeout must be more than zero");
+	if (o->masks.nr && !o->verify)
+		return usage_error(&plan_usage, "--mask applies to --verify's comparison: give --verify too");
+	c->r.masks = xcalloc(o->masks.nr ? o->masks.nr : 1, sizeof(*c->r.masks));
+	for (; c->r.nr_masks < o->masks.nr; c->r.nr_masks++)
+		regcomp(&c->r.masks[c->r.nr_masks], o->masks.v[c->r.nr_masks], REG_EXTENDED);
 	return -1;
 }
 
@@ -455,7 +578,8 @@ static void set_plancode(struct plan_run *r, const char *python, const char *dat
 
 /*
  * The three environments: the target's own without any plan, recording
- * (to c->tmp, the code archive to c->code_tmp) and applying a plan.
+ * (to c->tmp, the code archive to c->code_tmp, both in the run's private
+ * directory) and applying a plan.
  */
 static void set_environments(struct plan_cmd *c, const char *datadir)
 {
@@ -489,12 +613,17 @@ static void set_environments(struct plan_cmd *c, const char *datadir)
 	free(python);
 	free(cached);
 	buf_release(&note);
-	buf_addf(&c->tmp, "%s.tmp-%d", c->o.output, (int)getpid());
+	/*
+	 * Only this run writes in c->work (0700, its own): the records of its
+	 * processes, their archives, the variants --verify tries.  The plan and
+	 * its archive are moved out when done (finish_plan).
+	 */
+	buf_addf(&c->tmp, "%s/plan.json", c->work.path);
+	buf_addf(&c->code_tmp, "%s/plan.code", c->work.path);
 	/* The code archive's path is written into the plan: make it absolute. */
 	if (c->o.output[0] != '/' && getcwd(cwd, sizeof(cwd)))
 		buf_addf(&c->code_out, "%s/", cwd);
 	buf_addf(&c->code_out, "%s.code", c->o.output);
-	buf_addf(&c->code_tmp, "%s.tmp-%d", c->code_out.buf, (int)getpid());
 	strvec_setenv(&r->env_record, "COLDSTART_PLAN_RECORD", c->tmp.buf);
 	strvec_setenv(&r->env_record, "COLDSTART_PLAN_CODE_OUT", c->code_tmp.buf);
 	strvec_setenv(&r->env_record, "COLDSTART_PLAN", "");
@@ -514,10 +643,24 @@ static int record(struct plan_cmd *c)
 	enum plan_status st;
 	size_t k;
 	int rc = -1;
+	char cwd[4096];
 
-	unlink(c->tmp.buf);
-	unlink(c->code_tmp.buf);
+	/* --verify: replays start from the working directory as the recording found it. */
+	if (c->o.verify && getcwd(cwd, sizeof(cwd))) {
+		c->r.files = plan_files_snapshot(cwd, c->work.path, "before", c->work.path, &perr);
+		if (!c->r.files)
+			warning("verify: the files under the working directory are not compared, and replays do not "
+				"start from its state: %s", perr.buf);
+		buf_reset(&perr);
+	}
 	st = plan_run_once(&c->r, &c->r.env_record, c->tmp.buf, &c->rec, &c->err);
+	if (st == PLAN_RUN_OK && c->r.files) {
+		c->files_after = plan_files_snapshot(cwd, c->work.path, "after", c->work.path, &perr);
+		if (!c->files_after)
+			warning("verify: the working directory cannot be put back as the recording left it: %s",
+				perr.buf);
+		buf_reset(&perr);
+	}
 	/* A target that forked while recording left a record per process. */
 	if (plan_pick_record(c->tmp.buf, c->r.t.probe != PLAN_PROBE_EXIT, &note, &perr) < 0 && st == PLAN_RUN_OK) {
 		error("%s", perr.buf);
@@ -538,7 +681,20 @@ static int record(struct plan_cmd *c)
 			c->rec.unrecorded.buf);
 	for (k = 0; k < c->rec.nr_responses; k++) {
 		int status = plan_response_status(&c->rec.responses[k]);
+		const struct buf *resp = &c->rec.responses[k];
+		const char *eol = memchr(resp->buf, '\r', resp->len);
 
+		if (c->rec.early_request == k + 1) {
+			error("request %zu ('%s') was answered '%.*s' after %llu of its %llu bytes: the target did "
+			      "not read it whole, so no plan is made from it; send a request it accepts", k + 1,
+			      c->r.bodies[k].path, eol ? (int)(eol - resp->buf) : 0, resp->buf,
+			      (unsigned long long)c->rec.early_sent, (unsigned long long)c->r.bodies[k].size);
+			rc = EXIT_TARGET_FAILED;
+			goto out;
+		}
+		if (status >= 400 && status < 500)
+			warning("request %zu was answered %d: the plan is made from the path of that answer", k + 1,
+				status);
 		if (status >= 500) {
 			error("request %zu was answered %d: the target failed, and a plan made from a failing "
 			      "request would defer what the working path needs; fix the request or the target",
@@ -574,15 +730,29 @@ int cmd_plan(int argc, char **argv)
 		ret = prepare_target(&c, datadir);
 	if (ret >= 0)
 		goto out;
-	set_environments(&c, datadir);
 	plan_target_setup_signals();
-	/* What SIGKILLed runs left in $TMPDIR, the FN_LISTENER directories of plans included. */
+	/*
+	 * What SIGKILLed runs left: their cgroups (with what still ran in them)
+	 * and, in $TMPDIR, the FN_LISTENER and private directories of plans.
+	 */
+	cgroup_cleanup_stale();
 	leftover_cleanup_dirs();
+	if (private_dir_create(&c.work, "plan", &c.err) < 0) {
+		error("%s", c.err.buf);
+		ret = EXIT_FAIL;
+		goto out;
+	}
+	set_environments(&c, datadir);
 	ret = record(&c);
 	if (ret >= 0)
 		goto out;
 	if (c.o.verify) {
 		ret = plan_verify(&c.r, c.tmp.buf, c.o.output, &c.d);
+		/* The working directory as the recording left it, as without --verify. */
+		if (c.files_after && plan_files_restore(c.files_after, &c.err) < 0)
+			warning("verify: cannot put the working directory back as the recording left it: %s",
+				c.err.buf);
+		buf_reset(&c.err);
 		if (ret != EXIT_OK)
 			goto out;
 	}

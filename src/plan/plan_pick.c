@@ -106,7 +106,9 @@ static int keep_child(const struct rec *r, const char *record, struct buf *err)
 		free(to);
 	}
 	buf_addf(&tmp, "%s.pick", record);
-	if (json_dump_file(r->root, tmp.buf, JSON_COMPACT) < 0 || rename(tmp.buf, record) < 0) {
+	if (plan_write_json(r->root, tmp.buf, err) < 0)
+		goto out;
+	if (rename(tmp.buf, record) < 0) {
 		buf_addf(err, "cannot write '%s': %s", record, strerror(errno));
 		unlink(tmp.buf);
 		goto out;

@@ -3,6 +3,8 @@
  * (a pre-fork server: gunicorn's workers): each recording process wrote its
  * own, the one coldstart started at RECORD and each forked child at
  * RECORD.pidN with its code archive at CODE.pidN (plan_record.py).
+ * RECORD is in the run's private directory (cmd_plan.c): only this run's
+ * processes can write there, so every record read is one of them.
  */
 #ifndef COLDSTART_PLAN_PICK_H
 #define COLDSTART_PLAN_PICK_H

@@ -23,6 +23,7 @@
 
 #include "sys/launch.h"
 #include "sys/leftover.h"
+#include "sys/cgroup.h"
 
 #define TAIL_MAX 8192
 #define RESPONSE_MAX ((size_t)64 << 20)
@@ -39,8 +40,11 @@ static void on_signal(int sig)
 
 struct io {
 	struct child *c;
+	struct cgroup *cg; /* the run's own, NULL where none can be made */
 	struct plan_outcome *o;
 	struct buf out; /* the target's stdout (PLAN_PROBE_EXIT) */
+	struct buf err; /* and its stderr, whole (up to RESPONSE_MAX) */
+	bool keep_err;
 	bool exited;
 };
 
@@ -107,9 +111,11 @@ static int pump(struct io *io, int timeout_ms, int fd, short events)
 			continue;
 		got = read(p[i].fd, chunk, sizeof(chunk));
 		if (got > 0) {
-			if (p[i].fd == io->c->err_fd)
+			if (p[i].fd == io->c->err_fd) {
 				keep_tail(&io->o->stderr_tail, chunk, got);
-			else if (io->out.len < RESPONSE_MAX)
+				if (io->keep_err && io->err.len < RESPONSE_MAX)
+					buf_add(&io->err, chunk, got);
+			} else if (io->out.len < RESPONSE_MAX)
 				buf_add(&io->out, chunk, got);
 		} else if (got == 0 || errno != EINTR) {
 			close(p[i].fd);
@@ -205,30 +211,74 @@ static int response_complete(const struct buf *resp, bool eof)
 	return eof ? 1 : 0;
 }
 
-/* Sends req on fd and reads one response into resp. */
-static enum plan_status exchange(struct io *io, int fd, const struct buf *req, struct buf *resp, int64_t deadline,
-				 struct buf *err)
+/*
+ * The next bytes to send of the request: the rest of head, then of body
+ * (read at *off into chunk).  0 when all went out; -1 (err) when the
+ * body's file cannot be read or came out short.
+ */
+static ssize_t next_bytes(const struct buf *head, const struct plan_body *body, uint64_t *off, char *chunk,
+			  size_t max, const char **p, struct buf *err)
 {
-	size_t off = 0;
-	char chunk[65536];
+	uint64_t b;
+	ssize_t n;
+
+	if (*off < head->len) {
+		*p = head->buf + *off;
+		return (ssize_t)(head->len - *off);
+	}
+	b = *off - head->len;
+	if (!body || b >= body->size)
+		return 0;
+	n = pread(body->fd, chunk, body->size - b < max ? (size_t)(body->size - b) : max, (off_t)b);
+	if (n <= 0) {
+		buf_addf(err, "cannot read request '%s': %s", body->path,
+			 n < 0 ? strerror(errno) : "it is shorter than when coldstart opened it");
+		return -1;
+	}
+	*p = chunk;
+	return n;
+}
+
+/*
+ * Sends head and then body (streamed from its file, NULL: none) on fd and
+ * reads one response into resp.  A server that answers before it has
+ * read the whole body (413 Payload Too Large) ends the sending: *sent
+ * says how much of the body went out.
+ */
+static enum plan_status exchange(struct io *io, int fd, const struct buf *head, const struct plan_body *body,
+				 struct buf *resp, uint64_t *sent, int64_t deadline, struct buf *err)
+{
+	uint64_t off = 0, total = head->len + (body ? body->size : 0);
+	char chunk[65536], out[65536];
 	enum plan_status st;
 
 	buf_reset(resp);
-	while (off < req->len) {
-		ssize_t n = send(fd, req->buf + off, req->len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (off < total) {
+		const char *p = NULL;
+		ssize_t want = next_bytes(head, body, &off, out, sizeof(out), &p, err), n;
+		int rev;
 
+		if (want < 0)
+			return PLAN_RUN_FAILED;
+		n = send(fd, p, want, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n > 0) {
 			off += n;
 			continue;
 		}
 		if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			/* Closed on us: an answer may be waiting (413). */
+			if (errno == EPIPE || errno == ECONNRESET)
+				break;
 			buf_addf(err, "cannot send the request: %s", strerror(errno));
 			return PLAN_RUN_FAILED;
 		}
-		pump(io, ms_left(deadline), fd, POLLOUT);
+		rev = pump(io, ms_left(deadline), fd, POLLOUT | POLLIN);
+		if (rev & (POLLIN | POLLHUP | POLLERR))
+			break; /* it answers (or hung up) before reading the rest */
 		if ((st = check_going(io, deadline, PLAN_RUN_TIMEOUT, err, "the target to read the request")))
 			return st;
 	}
+	*sent = off > head->len ? off - head->len : 0;
 	for (;;) {
 		int rev = pump(io, ms_left(deadline), fd, POLLIN);
 		ssize_t n;
@@ -236,6 +286,8 @@ static enum plan_status exchange(struct io *io, int fd, const struct buf *req, s
 
 		if (rev & (POLLIN | POLLHUP | POLLERR)) {
 			n = recv(fd, chunk, sizeof(chunk), MSG_DONTWAIT);
+			if (n < 0 && errno == ECONNRESET && resp->len)
+				n = 0; /* reset after an answer to a body it did not read */
 			if (n < 0 && errno != EAGAIN && errno != EINTR) {
 				buf_addf(err, "cannot read the response: %s", strerror(errno));
 				return PLAN_RUN_FAILED;
@@ -257,7 +309,7 @@ static enum plan_status exchange(struct io *io, int fd, const struct buf *req, s
 	}
 }
 
-static void fn_request(const struct buf *body, size_t i, struct buf *req)
+static void fn_request(const struct plan_body *body, size_t i, struct buf *req)
 {
 	char deadline[64];
 	time_t t = time(NULL) + 600;
@@ -268,12 +320,11 @@ static void fn_request(const struct buf *body, size_t i, struct buf *req)
 	buf_reset(req);
 	buf_addf(req,
 		 "POST /call HTTP/1.1\r\nHost: localhost\r\nFn-Call-Id: coldstart-plan-%zu\r\n"
-		 "Fn-Deadline: %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-		 i + 1, deadline, body->len);
-	buf_add(req, body->buf, body->len);
+		 "Fn-Deadline: %s\r\nContent-Type: application/json\r\nContent-Length: %llu\r\n\r\n",
+		 i + 1, deadline, (unsigned long long)body->size);
 }
 
-static void http_request(const struct plan_target *t, const struct buf *body, struct buf *req)
+static void http_request(const struct plan_target *t, const struct plan_body *body, struct buf *req)
 {
 	buf_reset(req);
 	if (!body) {
@@ -283,9 +334,8 @@ static void http_request(const struct plan_target *t, const struct buf *body, st
 	}
 	buf_addf(req,
 		 "POST %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\nContent-Type: application/json\r\n"
-		 "Content-Length: %zu\r\n\r\n",
-		 t->path, t->host, t->port, body->len);
-	buf_add(req, body->buf, body->len);
+		 "Content-Length: %llu\r\n\r\n",
+		 t->path, t->host, t->port, (unsigned long long)body->size);
 }
 
 static int connect_unix(const char *path)
@@ -329,6 +379,15 @@ static int connect_tcp(const char *host, int port)
 	return fd;
 }
 
+/* Notes the first request whose body the server answered before reading whole. */
+static void note_early(struct plan_outcome *o, const struct plan_body *body, size_t i, uint64_t sent)
+{
+	if (sent < body->size && !o->early_request) {
+		o->early_request = i + 1;
+		o->early_sent = sent;
+	}
+}
+
 static void add_response(struct plan_outcome *o, const struct buf *raw)
 {
 	o->responses = xrealloc(o->responses, st_mult(o->nr_responses + 1, sizeof(*o->responses)));
@@ -343,6 +402,7 @@ static enum plan_status run_fn(const struct plan_target *t, struct io *io, const
 	struct buf req = BUF_INIT, resp = BUF_INIT;
 	enum plan_status st;
 	struct stat sb;
+	uint64_t sent = 0;
 	size_t i;
 	int fd = -1;
 
@@ -361,8 +421,9 @@ static enum plan_status run_fn(const struct plan_target *t, struct io *io, const
 	}
 	for (i = 0; i < t->nr_requests; i++) {
 		fn_request(&t->requests[i], i, &req);
-		if ((st = exchange(io, fd, &req, &resp, deadline, err)))
+		if ((st = exchange(io, fd, &req, &t->requests[i], &resp, &sent, deadline, err)))
 			goto out;
+		note_early(io->o, &t->requests[i], i, sent);
 		if (!i)
 			io->o->first_us = (now_ns() - io->c->exec_ns) / 1000;
 		add_response(io->o, &resp);
@@ -381,6 +442,7 @@ static enum plan_status run_http(const struct plan_target *t, struct io *io, int
 	struct buf req = BUF_INIT, resp = BUF_INIT;
 	enum plan_status st = PLAN_RUN_OK;
 	size_t i, n = t->nr_requests ? t->nr_requests : 1;
+	uint64_t sent = 0;
 	int fd;
 
 	for (i = 0; i < n; i++) {
@@ -393,10 +455,12 @@ static enum plan_status run_http(const struct plan_target *t, struct io *io, int
 		if (!i)
 			io->o->ready_us = (now_ns() - io->c->exec_ns) / 1000;
 		http_request(t, t->nr_requests ? &t->requests[i] : NULL, &req);
-		st = exchange(io, fd, &req, &resp, deadline, err);
+		st = exchange(io, fd, &req, t->nr_requests ? &t->requests[i] : NULL, &resp, &sent, deadline, err);
 		close(fd);
 		if (st)
 			goto out;
+		if (t->nr_requests)
+			note_early(io->o, &t->requests[i], i, sent);
 		if (!i)
 			io->o->first_us = (now_ns() - io->c->exec_ns) / 1000;
 		add_response(io->o, &resp);
@@ -425,6 +489,9 @@ static enum plan_status run_exit(struct io *io, int64_t deadline, struct buf *er
 	else
 		buf_addf(&raw, "exit %d\n", io->o->exit_code);
 	buf_add(&raw, io->out.buf, io->out.len);
+	/* A traceback is never the same answer as a usage error with the same status. */
+	buf_adds(&raw, "\n-- stderr\n");
+	buf_add(&raw, io->err.buf, io->err.len);
 	add_response(io->o, &raw);
 	buf_release(&raw);
 	return PLAN_RUN_OK;
@@ -558,13 +625,13 @@ static void stop_target(struct io *io)
 {
 	int64_t until;
 
-	if (io->exited || io->c->pid < 0)
-		return;
-	kill_tree(io->c->pid, SIGTERM, true);
-	until = now_ns() + STOP_GRACE_NS;
-	while (!io->exited && now_ns() < until)
-		pump(io, 20, -1, 0);
-	if (!io->exited) {
+	if (!io->exited && io->c->pid >= 0) {
+		kill_tree(io->c->pid, SIGTERM, true);
+		until = now_ns() + STOP_GRACE_NS;
+		while (!io->exited && now_ns() < until)
+			pump(io, 20, -1, 0);
+	}
+	if (!io->exited && io->c->pid >= 0) {
 		struct child_exit ex;
 
 		kill_tree(io->c->pid, SIGKILL, true);
@@ -572,9 +639,34 @@ static void stop_target(struct io *io)
 		io->exited = true;
 		io->c->pid = -1;
 	}
+	/* What the target left in its cgroup, wherever it went (setsid, daemons). */
+	if (io->cg)
+		cgroup_kill_all(io->cg);
 	/* Descendants the target left behind come back to us (a subreaper). */
 	kill_tree(getpid(), SIGKILL, false);
 	launch_reap_orphans();
+}
+
+/*
+ * Every run of the target lives in a cgroup of its own, as profile's do
+ * (runner.c), so that what it started is killed with it, and by the next
+ * coldstart plan or profile after a SIGKILLed one (cgroup_cleanup_stale).
+ * Where none can be made (not root, no cgroupfs) the run goes ahead
+ * without, saying so once.
+ */
+static struct cgroup *run_cgroup(void)
+{
+	static bool warned;
+	struct buf cerr = BUF_INIT;
+	struct cgroup *cg = cgroup_create_unlimited(&cerr);
+
+	if (!cg && !warned) {
+		warning("plan: the target's runs have no cgroup of their own (%s): what a run leaves running "
+			"outlives a SIGKILLed coldstart", cerr.buf);
+		warned = true;
+	}
+	buf_release(&cerr);
+	return cg;
 }
 
 void plan_outcome_init(struct plan_outcome *o)
@@ -584,6 +676,7 @@ void plan_outcome_init(struct plan_outcome *o)
 	o->exit_code = -1;
 	buf_init(&o->stderr_tail, 0);
 	buf_init(&o->unrecorded, 0);
+	buf_init(&o->files, 0);
 }
 
 void plan_outcome_release(struct plan_outcome *o)
@@ -595,6 +688,7 @@ void plan_outcome_release(struct plan_outcome *o)
 	free(o->responses);
 	buf_release(&o->stderr_tail);
 	buf_release(&o->unrecorded);
+	buf_release(&o->files);
 	plan_outcome_init(o);
 }
 
@@ -634,6 +728,8 @@ enum plan_status plan_target_run(const struct plan_target *t, struct plan_outcom
 	io.c = &c;
 	io.o = o;
 	buf_init(&io.out, 0);
+	buf_init(&io.err, 0);
+	io.keep_err = t->probe == PLAN_PROBE_EXIT;
 	if (got_signal) {
 		buf_addf(err, "interrupted by signal %d", (int)got_signal);
 		st = PLAN_RUN_INTERRUPTED;
@@ -678,6 +774,9 @@ enum plan_status plan_target_run(const struct plan_target *t, struct plan_outcom
 	c.capture_stderr = true;
 	c.capture_stdout = t->probe == PLAN_PROBE_EXIT;
 	c.null_stdin = true;
+	io.cg = run_cgroup();
+	if (io.cg)
+		c.join_files = cgroup_join_files(io.cg);
 	if (child_start(&c, err) < 0) {
 		st = PLAN_RUN_NO_EXEC;
 		goto out;
@@ -720,6 +819,7 @@ out:
 			keep_tail(&o->stderr_tail, chunk, n);
 	}
 	child_release(&c);
+	cgroup_destroy(io.cg);
 	if (ctl[0] >= 0)
 		close(ctl[0]);
 	if (ctl[1] >= 0)
@@ -727,5 +827,6 @@ out:
 	private_dir_remove(&dir);
 	buf_release(&sock_path);
 	buf_release(&io.out);
+	buf_release(&io.err);
 	return st;
 }

@@ -16,9 +16,19 @@
 #include "util.h"
 
 enum plan_probe {
-	PLAN_PROBE_EXIT, /* a script or CLI: the response is its stdout and exit status */
+	PLAN_PROBE_EXIT, /* a script or CLI: the response is its stdout, stderr and exit status */
 	PLAN_PROBE_FN, /* an Fn function: FN_LISTENER, lsnr.sock, POST /call per request */
 	PLAN_PROBE_HTTP, /* an HTTP server on 127.0.0.1: GET (no request) or POST per request */
+};
+
+/*
+ * A request body: a regular file, opened once (fd) and sent from it in
+ * chunks at every run (size bytes, its size when opened), never read whole.
+ */
+struct plan_body {
+	const char *path;
+	int fd;
+	uint64_t size;
 };
 
 struct plan_target {
@@ -30,7 +40,7 @@ struct plan_target {
 	int port;
 	const char *path;
 	/* Request bodies, nr_requests of them (PLAN_PROBE_EXIT: none). */
-	const struct buf *requests;
+	const struct plan_body *requests;
 	size_t nr_requests;
 	int64_t timeout_us; /* for the whole run; > 0 */
 	/* Recording: the planning bootstrap writes this file; NULL when not recording. */
@@ -54,6 +64,13 @@ struct plan_outcome {
 	int64_t ready_us; /* exec -> ready, -1 unknown */
 	int64_t first_us; /* exec -> first response, -1 unknown */
 	struct buf stderr_tail; /* the target's last stderr bytes */
+	/*
+	 * The server answered request early_request (from 1) before it had
+	 * read all of its body (a 413): early_sent of the body's bytes went
+	 * out.  0: every body was sent whole.
+	 */
+	size_t early_request;
+	uint64_t early_sent;
 	int exit_code; /* -1 unless it exited */
 	int term_signal; /* 0 unless a signal ended it before we stopped it */
 	/*
@@ -63,6 +80,11 @@ struct plan_outcome {
 	 * them answered, the plan is of a process that did not.
 	 */
 	struct buf unrecorded;
+	/*
+	 * --verify: what the run wrote under the working directory, compared
+	 * with the state the recording started from (plan_files_diff).
+	 */
+	struct buf files;
 };
 
 void plan_outcome_init(struct plan_outcome *o);

@@ -2,9 +2,11 @@
  * Reading a recorded plan back, the runs of the target, and --verify: the
  * responses with the plan must be those without it; when one differs, a
  * bisection over the lazy from-imports and then the deferred modules (in
- * import order) finds the one to keep eager (plan_verify.h).
+ * import order) finds one to keep eager, again until the plan answers the
+ * same (plan_verify.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -61,6 +63,26 @@ int plan_load(const char *path, struct plan_doc *d, struct buf *err)
 		buf_addf(err, "'%s' is not a coldstart plan of version %d", path, PLAN_VERSION);
 		json_decref(d->root);
 		d->root = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+int plan_write_json(json_t *root, const char *path, struct buf *err)
+{
+	int fd;
+
+	if (unlink(path) < 0 && errno != ENOENT) {
+		buf_addf(err, "cannot write '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+	if (fd < 0 || json_dumpfd(root, fd, JSON_COMPACT) < 0 || close(fd) < 0) {
+		buf_addf(err, "cannot write '%s': %s", path, strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(path);
+		}
 		return -1;
 	}
 	return 0;
@@ -124,10 +146,8 @@ static int write_variant(const struct plan_doc *d, const char *const *names, siz
 			json_object_del(from, froms[j]);
 	}
 	set_actions(copy, names, k, "eager", false);
-	if (json_dump_file(copy, path, JSON_COMPACT) < 0) {
-		buf_addf(err, "cannot write '%s': %s", path, strerror(errno));
+	if (plan_write_json(copy, path, err) < 0)
 		ret = -1;
-	}
 	json_decref(copy);
 	return ret;
 }
@@ -180,24 +200,88 @@ int plan_response_status(const struct buf *resp)
 enum plan_status plan_run_once(struct plan_run *r, const struct strvec *env, const char *record,
 			       struct plan_outcome *o, struct buf *err)
 {
+	enum plan_status st;
+
 	r->t.env = env->v;
 	r->t.record_path = record;
 	plan_outcome_init(o);
-	return plan_target_run(&r->t, o, err);
+	if (r->files && !record && plan_files_restore(r->files, err) < 0) {
+		buf_addf(err, " (putting the working directory back as the recording found it)");
+		return PLAN_RUN_FAILED;
+	}
+	st = plan_target_run(&r->t, o, err);
+	if (r->files && !record)
+		plan_files_diff(r->files, &o->files);
+	return st;
 }
 
-static bool same_responses(const struct plan_outcome *a, const struct plan_outcome *b, size_t *which)
+/* resp with every match of r's masks replaced by "<masked>" (NUL bytes and all: REG_STARTEND). */
+static void masked(const struct plan_run *r, const struct buf *resp, struct buf *out)
+{
+	struct buf cur = BUF_INIT;
+	size_t k;
+
+	buf_reset(out);
+	buf_add(out, resp->buf, resp->len);
+	for (k = 0; k < r->nr_masks; k++) {
+		size_t at = 0;
+		regmatch_t m;
+
+		buf_reset(&cur);
+		buf_add(&cur, out->buf, out->len);
+		buf_reset(out);
+		while (at <= cur.len) {
+			m.rm_so = (regoff_t)at;
+			m.rm_eo = (regoff_t)cur.len;
+			if (regexec(&r->masks[k], cur.buf, 1, &m, REG_STARTEND | (at ? REG_NOTBOL : 0)))
+				break;
+			buf_add(out, cur.buf + at, (size_t)m.rm_so - at);
+			buf_adds(out, "<masked>");
+			if (m.rm_eo == m.rm_so) {
+				/* An empty match: keep one byte and go on after it. */
+				if ((size_t)m.rm_eo < cur.len)
+					buf_add(out, cur.buf + m.rm_eo, 1);
+				at = (size_t)m.rm_eo + 1;
+			} else {
+				at = (size_t)m.rm_eo;
+			}
+		}
+		if (at < cur.len)
+			buf_add(out, cur.buf + at, cur.len - at);
+	}
+	buf_release(&cur);
+}
+
+static bool same_response(const struct plan_run *r, const struct buf *a, const struct buf *b)
+{
+	struct buf ma = BUF_INIT, mb = BUF_INIT;
+	bool same;
+
+	if (!r->nr_masks)
+		return a->len == b->len && !memcmp(a->buf, b->buf, a->len);
+	masked(r, a, &ma);
+	masked(r, b, &mb);
+	same = ma.len == mb.len && !memcmp(ma.buf, mb.buf, ma.len);
+	buf_release(&ma);
+	buf_release(&mb);
+	return same;
+}
+
+static bool same_responses(const struct plan_run *r, const struct plan_outcome *a, const struct plan_outcome *b,
+			   size_t *which)
 {
 	size_t i;
 
 	for (i = 0; i < a->nr_responses && i < b->nr_responses; i++)
-		if (a->responses[i].len != b->responses[i].len ||
-		    memcmp(a->responses[i].buf, b->responses[i].buf, a->responses[i].len)) {
+		if (!same_response(r, &a->responses[i], &b->responses[i])) {
 			*which = i;
 			return false;
 		}
 	*which = i;
-	return a->nr_responses == b->nr_responses;
+	if (a->nr_responses != b->nr_responses)
+		return false;
+	/* Then the files written under the working directory: "response" nr + 1. */
+	return same_response(r, &a->files, &b->files);
 }
 
 /* Runs with plan file path applied; 1 same responses as base, 0 differ, -1 failed. */
@@ -214,7 +298,7 @@ static int try_plan(struct plan_run *r, const char *path, const struct plan_outc
 		return -1;
 	}
 	/* A run that fails with the plan differs from one that answered without it. */
-	ret = *st == PLAN_RUN_OK && same_responses(base, &o, which);
+	ret = *st == PLAN_RUN_OK && same_responses(r, base, &o, which);
 	if (*st != PLAN_RUN_OK)
 		*which = o.nr_responses;
 	plan_outcome_release(&o);
@@ -224,8 +308,12 @@ static int try_plan(struct plan_run *r, const char *path, const struct plan_outc
 
 static void show_diff(const struct plan_outcome *a, size_t which)
 {
-	fprintf(stderr, "coldstart plan: with the plan, response %zu of %zu differs from the one without it\n",
-		which + 1, a->nr_responses);
+	if (which == a->nr_responses)
+		fprintf(stderr, "coldstart plan: with the plan, the files written under the working directory differ "
+			"from those without it\n");
+	else
+		fprintf(stderr, "coldstart plan: with the plan, response %zu of %zu differs from the one without it\n",
+			which + 1, a->nr_responses);
 }
 
 /* One verification: the runs, the plan read back, and the variants tried. */
@@ -315,68 +403,115 @@ static void collect_lazy(struct verify *v)
 }
 
 /*
- * First the lazy from-imports: when binding them all eagerly gives the
- * responses back, names the module whose from-imports do it.  Returns 1
- * when that module was named, 0 when the from-imports are not the cause,
- * -1 stop (v->ret).
+ * One cause in the plan v->d: first the lazy from-imports (when binding
+ * them all eagerly gives the responses back, the module whose from-imports
+ * do it: *from true), then the deferred modules, with every from-import
+ * bound eagerly.  Returns 1 with *name found, 0 when there is none to find
+ * (the message printed), -1 stop (v->ret).
  */
-static int find_lazy_from(struct verify *v)
+static int find_one(struct verify *v, const char **name, bool *from)
 {
 	size_t found;
 	int ok;
 
-	if (!v->nf)
-		return 0;
-	ok = try_variant(v, 0, SIZE_MAX);
-	if (ok <= 0)
-		return ok;
-	if (bisect(v, true, v->nf, &found) < 0)
-		return -1;
-	error("verify: binding the from-imports of '%s' lazily changes the responses; keep them "
-	      "eager: add --eager-from %s (plan was not written to %s)",
-	      v->froms[found - 1], v->froms[found - 1], v->output);
-	return 1;
-}
-
-/* Then the deferred modules, with every from-import bound eagerly. */
-static void find_deferred(struct verify *v)
-{
-	size_t found;
-	int ok = try_variant(v, v->nr, SIZE_MAX);
-
+	free(v->names);
+	free(v->froms);
+	v->names = v->froms = NULL;
+	v->nr = v->nf = 0;
+	collect_lazy(v);
+	if (v->nf) {
+		ok = try_variant(v, 0, SIZE_MAX);
+		if (ok < 0)
+			return -1;
+		if (ok) {
+			if (bisect(v, true, v->nf, &found) < 0)
+				return -1;
+			*name = v->froms[found - 1];
+			*from = true;
+			return 1;
+		}
+	}
+	ok = try_variant(v, v->nr, SIZE_MAX);
 	if (ok < 0)
-		return;
+		return -1;
 	if (!ok) {
 		error("verify: the responses differ even with nothing deferred: the module index itself changes "
 		      "them (a module found elsewhere than its recorded file?); plan was not written");
-		return;
+		return 0;
 	}
 	/* Nothing deferred, yet the plan's own copy gives the responses back. */
 	if (!v->nr) {
 		error("verify: the plan defers nothing, yet a response differed with it and not with its copy: the "
 		      "target's answers are not reproducible, so the plan cannot be verified; plan was not written");
-		return;
+		return 0;
 	}
 	if (bisect(v, false, v->nr, &found) < 0)
-		return;
-	error("verify: deferring '%s' changes the responses; keep it eager: add --eager %s "
-	      "(plan was not written to %s)",
-	      v->names[found - 1], v->names[found - 1], v->output);
+		return -1;
+	*name = v->names[found - 1];
+	*from = false;
+	return 1;
 }
 
-/* The plan changed a response: why, when the target's answers are reproducible. */
-static void find_cause(struct verify *v, const char *tmp)
+/* Keeps name eager in v->d (from: binds its from-imports eagerly), saying why in its entry. */
+static void keep(struct verify *v, const char *name, bool from)
+{
+	json_t *mods = json_object_get(v->d.root, "modules");
+	size_t i;
+
+	if (from)
+		json_object_del(json_object_get(v->d.root, "from"), name);
+	else
+		set_actions(v->d.root, &name, 1, "eager", false);
+	for (i = 0; i < json_array_size(mods); i++) {
+		json_t *m = json_array_get(mods, i), *reasons;
+
+		if (strcmp(plan_mod_str(m, "name"), name))
+			continue;
+		if (from) {
+			json_object_set_new(m, "lazy_from_off", json_string("binding them lazily changed the responses "
+									    "(coldstart plan --verify)"));
+			json_object_del(m, "lazy_from");
+			break;
+		}
+		reasons = json_object_get(m, "reasons");
+		if (!json_is_array(reasons)) {
+			reasons = json_array();
+			json_object_set_new(m, "reasons", reasons);
+		}
+		json_array_append_new(reasons, json_pack("{s:s, s:s}", "code", "verify", "detail",
+							 "deferring it changed the responses (coldstart plan --verify)"));
+		break;
+	}
+}
+
+static void recount(json_t *root);
+
+/*
+ * The plan changed a response: keeps eager, one after the other, every
+ * module (or module's from-imports) whose laziness changes the responses,
+ * until the plan gives them back, when the target's answers are
+ * reproducible.  On success the plan in tmp and d are the fixed plan and
+ * v->ret is EXIT_OK.
+ */
+static void find_causes(struct verify *v, const char *tmp, struct plan_doc *d)
 {
 	struct plan_outcome again;
+	struct strvec kept = STRVEC_INIT, bound = STRVEC_INIT;
 	enum plan_status st;
-	size_t which = 0;
+	size_t which = 0, round;
 
 	/* A target that answers differently every time cannot be verified. */
 	st = plan_run_once(v->r, &v->r->env_plain, NULL, &again, &v->err);
-	if (st == PLAN_RUN_OK && !same_responses(&v->base, &again, &which)) {
-		error("verify: response %zu differs between two runs without the plan: the target's answers are "
-		      "not reproducible, so the plan cannot be verified; plan was not written",
-		      which + 1);
+	if (st == PLAN_RUN_OK && !same_responses(v->r, &v->base, &again, &which)) {
+		if (which == v->base.nr_responses)
+			error("verify: the files written under the working directory differ between two runs without "
+			      "the plan:\n%s--\n%sthe target's answers are not reproducible, so the plan cannot be "
+			      "verified (--mask cannot hide files); plan was not written", v->base.files.buf,
+			      again.files.buf);
+		else
+			error("verify: response %zu differs between two runs without the plan: the target's answers "
+			      "are not reproducible, so the plan cannot be verified; plan was not written",
+			      which + 1);
 		plan_outcome_release(&again);
 		return;
 	}
@@ -385,11 +520,49 @@ static void find_cause(struct verify *v, const char *tmp)
 		error("%s", v->err.buf);
 		return;
 	}
-	collect_lazy(v);
 	buf_addf(&v->variant, "%s.bisect", tmp);
-	if (find_lazy_from(v))
-		return;
-	find_deferred(v);
+	for (round = 0; round < 64; round++) {
+		const char *name = NULL;
+		bool from = false;
+		int ok;
+
+		if (find_one(v, &name, &from) <= 0)
+			goto out;
+		if (from) {
+			printf("coldstart plan: verify: binding the from-imports of '%s' lazily changes the responses: "
+			       "they bind at once (as with --eager-from %s)\n", name, name);
+			strvec_push(&bound, name);
+		} else {
+			printf("coldstart plan: verify: deferring '%s' changes the responses: it stays eager (as with "
+			       "--eager %s)\n", name, name);
+			strvec_push(&kept, name);
+		}
+		keep(v, name, from);
+		ok = try_variant(v, 0, 0);
+		if (ok < 0)
+			goto out;
+		if (ok)
+			break;
+	}
+	if (round == 64) {
+		error("verify: the responses still differ after keeping 64 modules eager; plan was not written");
+		goto out;
+	}
+	recount(v->d.root);
+	if (plan_write_json(v->d.root, tmp, &v->err) < 0) {
+		error("%s", v->err.buf);
+		goto out;
+	}
+	json_decref(d->root);
+	d->root = json_incref(v->d.root);
+	d->modules = json_object_get(d->root, "modules");
+	printf("coldstart plan: verified: %zu response%s identical with the plan once %zu module%s stayed eager and "
+	       "%zu bound %s from-imports at once\n", v->base.nr_responses, v->base.nr_responses == 1 ? "" : "s",
+	       kept.nr, kept.nr == 1 ? "" : "s", bound.nr, bound.nr == 1 ? "its" : "their");
+	v->ret = EXIT_OK;
+out:
+	strvec_clear(&kept);
+	strvec_clear(&bound);
 }
 
 /* The plan's "summary" counts and self times per action, from its module list. */
@@ -465,7 +638,7 @@ static void load_forced(struct verify *v, const char *tmp, const char *forced_pa
 	recount(copy);
 	buf_reset(&v->variant);
 	buf_addf(&v->variant, "%s.forced-load", tmp);
-	if (!changed || json_dump_file(copy, v->variant.buf, JSON_COMPACT) < 0) {
+	if (!changed || plan_write_json(copy, v->variant.buf, &v->err) < 0) {
 		json_decref(copy);
 		goto out;
 	}
@@ -524,7 +697,7 @@ int plan_verify(struct plan_run *r, const char *tmp, const char *output, struct 
 		load_forced(&v, tmp, forced.buf, d);
 	} else {
 		show_diff(&v.base, which);
-		find_cause(&v, tmp);
+		find_causes(&v, tmp, d);
 	}
 out:
 	unlink(forced.buf);

@@ -78,18 +78,28 @@ def test_real_function_plan_verifies_and_defers(workdir):
     assert len(plan["code"]["at"]) == len(plan["index"])
 
 
-def test_verify_refuses_a_plan_that_changes_the_response(workdir):
-    # plugin's body appends to another module's list: no heuristic sees
-    # that, so only --verify can, and it names the module.
+def test_verify_keeps_eager_every_module_whose_deferral_changes_it(workdir):
+    # plugin's and plugin2's bodies append to another module's list: no
+    # heuristic sees that, so only --verify can.  One run finds both (a
+    # bisection each) and writes the plan that answers the same, saying
+    # what it kept; before, it refused the plan and named one, so a rerun
+    # per module was needed.
     write(workdir, "names.py", "NAMES = []\n")
     write(workdir, "plugin.py", """
         import names
         names.NAMES.append("plugin")
     """)
+    write(workdir, "filler.py", "X = 1\n")
+    write(workdir, "plugin2.py", """
+        import names
+        names.NAMES.append("plugin2")
+    """)
     write(workdir, "func.py", """
         import json
         import names
         import plugin
+        import filler
+        import plugin2
         from fdk import response
 
         def handler(ctx, data=None):
@@ -99,22 +109,30 @@ def test_verify_refuses_a_plan_that_changes_the_response(workdir):
     out = os.path.join(workdir, "p.json")
     p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
                  "req.json", "--verify", "-o", out, cwd=workdir)
-    assert p.returncode == 1, p.stdout + p.stderr
-    assert "deferring 'plugin' changes the responses" in p.stderr
-    assert "--eager plugin" in p.stderr
-    assert not os.path.exists(out)
-    assert [f for f in os.listdir(workdir) if f.startswith("p.json")] == []
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "deferring 'plugin' changes the responses: it stays eager" in p.stdout
+    assert "deferring 'plugin2' changes the responses: it stays eager" in p.stdout
+    assert "identical with the plan once 2 modules stayed eager" in p.stdout
+    mods = {m["name"]: m for m in json.load(open(out))["modules"]}
+    for name in ("plugin", "plugin2"):
+        assert mods[name]["action"] == "eager"
+        assert mods[name]["reasons"][-1]["code"] == "verify"
+    assert mods["filler"]["action"] == "defer"
+    assert sorted(f for f in os.listdir(workdir) if f.startswith("p.json")) == \
+        ["p.json", "p.json.code"]
+    # --eager gives the same plan without the bisection.
     p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
-                 "req.json", "--verify", "--eager", "plugin", "-o", out,
-                 cwd=workdir)
+                 "req.json", "--verify", "--eager", "plugin", "--eager",
+                 "plugin2", "-o", out, cwd=workdir)
     assert p.returncode == 0, p.stderr
+    assert "changes the responses" not in p.stdout
     mods = {m["name"]: m for m in json.load(open(out))["modules"]}
     assert mods["plugin"]["action"] == "eager"
     assert mods["plugin"]["reasons"] == [{"code": "pinned",
                                           "detail": "pinned with --eager"}]
 
 
-def test_verify_names_the_module_whose_lazy_from_imports_change_it(workdir):
+def test_verify_binds_at_once_the_from_imports_whose_laziness_changes_it(workdir):
     # app runs in the request; its `from plugin import helper` would load
     # plugin (whose body registers itself by a plain statement), but the
     # plan binds helper lazily, and app never calls it: only --verify sees
@@ -140,11 +158,13 @@ def test_verify_names_the_module_whose_lazy_from_imports_change_it(workdir):
     out = os.path.join(workdir, "p.json")
     p = plan_cmd("--verify", "-o", out, "--", DEBIAN_PYTHON, "main.py",
                  cwd=workdir)
-    assert p.returncode == 1, p.stdout + p.stderr
+    assert p.returncode == 0, p.stdout + p.stderr
     assert "binding the from-imports of 'app' lazily changes the " \
-           "responses" in p.stderr, p.stderr
-    assert "--eager-from app" in p.stderr
-    assert [f for f in os.listdir(workdir) if f.startswith("p.json")] == []
+           "responses: they bind at once" in p.stdout, p.stdout
+    plan = json.load(open(out))
+    assert "app" not in plan["from"]
+    mods = {m["name"]: m for m in plan["modules"]}
+    assert "changed the responses" in mods["app"]["lazy_from_off"]
     p = plan_cmd("--verify", "--eager-from", "app", "-o", out, "--",
                  DEBIAN_PYTHON, "main.py", cwd=workdir)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -155,6 +175,104 @@ def test_verify_names_the_module_whose_lazy_from_imports_change_it(workdir):
     # the response: the verified plan loads it at once instead of deferring it.
     assert mods["plugin"]["used"] is False
     assert mods["plugin"]["action"] == "load" and mods["plugin"]["forced"] is True
+
+
+def test_verify_compares_a_commands_stderr(workdir):
+    """Same exit status, same (empty) stdout, another stderr: with plugin
+    deferred the tool fails with a traceback instead of its usage error.
+    Before, --verify compared stdout and the status only and said
+    'verified' for the plan that deferred plugin."""
+    write(workdir, "names.py", "NAMES = []\n")
+    write(workdir, "plugin.py", """
+        import names
+        names.NAMES.append("usage: tool NAME")
+    """)
+    write(workdir, "main.py", """
+        import sys
+        import names
+        import plugin
+        try:
+            sys.stderr.write(names.NAMES[0] + "\\n")
+        except IndexError:
+            raise SystemExit(2) from None
+        sys.exit(2)
+    """)
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--verify", "-o", out, "--", DEBIAN_PYTHON, "main.py",
+                 cwd=workdir)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "deferring 'plugin' changes the responses: it stays eager" in p.stdout, p.stdout
+    mods = {m["name"]: m for m in json.load(open(out))["modules"]}
+    assert mods["plugin"]["action"] == "eager"
+
+
+def test_verify_replays_from_the_first_state_and_compares_files_written(workdir):
+    """A formatter rewrites its input and reports nothing on stdout; the
+    rule that makes it upper-case the text is registered by plugin's body,
+    which nothing else reads.  Before, the recording run formatted the
+    file, the replays found it formatted already, and --verify said
+    'verified' for a plan deferring plugin (which formats nothing).  Now
+    every replay starts from the file as it was, the files written are
+    compared, plugin stays eager, and the file ends as one run leaves it."""
+    write(workdir, "rules.py", "RULES = []\n")
+    write(workdir, "plugin.py", """
+        import rules
+        rules.RULES.append(str.upper)
+    """)
+    write(workdir, "fmt.py", """
+        import sys
+        import rules
+        import plugin
+        path = sys.argv[1]
+        text = open(path).read()
+        for rule in rules.RULES:
+            text = rule(text)
+        with open(path + ".tmp", "w") as f:
+            f.write(text)
+        import os
+        os.replace(path + ".tmp", path)
+        if len(rules.RULES) and not os.path.exists("log"):
+            open("log", "w").write("formatted")
+    """)
+    write(workdir, "data.txt", "hello\n")
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--verify", "-o", out, "--", DEBIAN_PYTHON, "fmt.py",
+                 "data.txt", cwd=workdir)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "deferring 'plugin' changes the responses: it stays eager" in p.stdout, p.stdout
+    mods = {m["name"]: m for m in json.load(open(out))["modules"]}
+    assert mods["plugin"]["action"] == "eager"
+    assert open(os.path.join(workdir, "data.txt")).read() == "HELLO\n"
+    assert open(os.path.join(workdir, "log")).read() == "formatted"
+    assert sorted(os.listdir(workdir)) == ["data.txt", "fmt.py", "log", "p.json",
+                                           "p.json.code", "plugin.py", "rules.py"]
+
+
+def test_verify_masks_what_changes_by_itself(workdir):
+    """A tool that prints its own timing answers differently every run:
+    unverifiable, unless --mask says which part to ignore."""
+    write(workdir, "main.py", """
+        import time, fractions
+        t = time.perf_counter_ns()
+        print(fractions.Fraction(1, 3))
+        print("took %d ns" % (time.perf_counter_ns() - t + time.time_ns() % 1000003))
+    """)
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--verify", "-o", out, "--", DEBIAN_PYTHON, "main.py",
+                 cwd=workdir)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "not reproducible" in p.stderr
+    assert not os.path.exists(out)
+    p = plan_cmd("--verify", "--mask", "took [0-9]+ ns", "-o", out, "--",
+                 DEBIAN_PYTHON, "main.py", cwd=workdir)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "verified: 1 response identical" in p.stdout
+    p = plan_cmd("--mask", "took [0-9]+ ns", "-o", out, "--", DEBIAN_PYTHON,
+                 "main.py", cwd=workdir)
+    assert p.returncode == 2 and "give --verify too" in p.stderr
+    p = plan_cmd("--verify", "--mask", "took [0-9", "-o", out, "--",
+                 DEBIAN_PYTHON, "main.py", cwd=workdir)
+    assert p.returncode == 2 and "--mask 'took [0-9'" in p.stderr
 
 
 def test_run_to_exit_command_and_coldstart_run(workdir):
@@ -547,7 +665,9 @@ def test_ctrl_c_stops_the_target_and_cleans_up(workdir, sig):
         if _procs_with(marker) and listening():
             break
         time.sleep(0.05)
-    assert len(listening()) == 1 and os.listdir(tmpdir) == listening(), os.listdir(tmpdir)
+    # The FN_LISTENER directory and the run's private one (its records).
+    assert len(listening()) == 1, os.listdir(tmpdir)
+    assert len([f for f in os.listdir(tmpdir) if f.startswith(mine)]) == 2, os.listdir(tmpdir)
     time.sleep(1.0)
     p.send_signal(sig)
     out, err = p.communicate(timeout=30)
@@ -557,6 +677,57 @@ def test_ctrl_c_stops_the_target_and_cleans_up(workdir, sig):
     assert [q for q in _procs_with(marker) if q != p.pid] == []
     assert os.listdir(tmpdir) == []
     assert [f for f in os.listdir(workdir) if "plan.json" in f] == []
+
+
+def test_what_a_sigkilled_plan_started_is_gone_after_the_next_run(workdir):
+    """coldstart plan runs its target in a cgroup of its own, as profile
+    does: what the target started (here in a session of its own) does not
+    outlive a SIGKILLed coldstart plan past the next run, which also
+    removes the dead run's private directory.  Before, the target and its
+    child ran on, and the target wrote its record beside the output at its
+    exit."""
+    marker = "plan-sigkill-sleeper-%d" % os.getpid()
+    started = os.path.join(workdir, "started")
+    write(workdir, "tool.py", """
+        import subprocess, sys, time
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)",
+                          sys.argv[1]], start_new_session=True)
+        open(sys.argv[2], "w").close()
+        time.sleep(600)
+    """)
+    tmpdir = os.path.join(workdir, "tmp")
+    os.mkdir(tmpdir)
+    env = clean_env()
+    env["TMPDIR"] = tmpdir
+    out = os.path.join(workdir, "p.json")
+    p = subprocess.Popen([COLDSTART, "plan", "-o", out, "--", DEBIAN_PYTHON,
+                          "tool.py", marker, started], cwd=workdir, env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        for _ in range(600):
+            if os.path.exists(started) and _procs_with(marker):
+                break
+            time.sleep(0.05)
+        assert _procs_with(marker), p.stderr.read() if p.poll() is not None else ""
+        p.kill()
+        p.wait(timeout=30)
+        p.stderr.close()
+        # The next run: a short script, planned whole.
+        q = subprocess.run([COLDSTART, "plan", "-o", os.path.join(workdir, "q.json"),
+                            "--", DEBIAN_PYTHON, "-c", "import json"], cwd=workdir,
+                           env=env, capture_output=True, text=True, timeout=300)
+        assert q.returncode == 0, q.stderr
+        left = _procs_with(marker)
+        assert left == [], "the SIGKILLed plan's processes still run"
+        assert os.listdir(tmpdir) == []
+        assert sorted(f for f in os.listdir(workdir) if ".json" in f) == \
+            ["q.json", "q.json.code"]
+    finally:
+        for pid in _procs_with(marker) + _procs_with(started):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def test_profile_report_points_at_plans(workdir):
