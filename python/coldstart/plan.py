@@ -64,6 +64,273 @@ def _warn(msg):
         pass
 
 
+# --- trust -------------------------------------------------------------------
+#
+# A plan decides which code runs in the process that applies it, so the plan
+# file, its code archive and its extension are used only when nobody but the
+# applying user (or root) could have written them: each file and every
+# directory above it is owned by the effective user or root and writable by
+# nobody else (no group or other write bit; a directory with the sticky bit,
+# as /tmp, may be writable by all, since nobody else can rename or remove
+# what is in it).  The walk goes through descriptors: each directory is
+# opened relative to the one above with O_NOFOLLOW and checked with fstat,
+# the file is opened in the last one and checked with fstat, and what is
+# read is read through that descriptor, so nothing can be swapped between
+# the check and the use (docs/plan.md, "Trust").
+
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_DIR = getattr(os, "O_DIRECTORY", 0)
+_O_PATH = getattr(os, "O_PATH", 0) or os.O_RDONLY
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+# The most a plan file may be: a plan of thousands of modules is a few MiB.
+PLAN_MAX_BYTES = 64 << 20
+
+
+class TrustError(PlanError, OSError):
+    """A plan's file or a directory above it may be written by others."""
+
+
+class _Unreachable(OSError):
+    """load_plancode: the file is not there, or not for this user."""
+
+
+def _untrusted(st, euid, is_dir):
+    """Why a file or directory with stat st may not be trusted, or None."""
+    if st.st_uid != euid and st.st_uid != 0:
+        return "owned by uid %d, neither this user (uid %d) nor root" % (
+            st.st_uid, euid)
+    if st.st_mode & 0o022 and not (is_dir and st.st_mode & 0o1000):
+        return "writable by %s (mode %04o)" % (
+            "group and others" if st.st_mode & 0o022 == 0o022 else
+            "others" if st.st_mode & 0o002 else "its group",
+            st.st_mode & 0o7777)
+    return None
+
+
+def open_trusted(path, what):
+    """Opens path for reading when it is a regular file that it and every
+    directory above it pass the trust rule; returns (descriptor, stat).
+    Raises TrustError naming the file and the rule, or PlanError when it
+    cannot be opened.  Never blocks (a FIFO is refused)."""
+    euid = os.geteuid()
+    try:
+        real = os.path.realpath(path)
+    except (OSError, ValueError) as e:
+        raise PlanError("cannot read %s %r: %s" % (what, path, e))
+    parts = [p for p in real.split("/") if p]
+    if not parts:
+        raise PlanError("%s %r is not a file" % (what, path))
+    d = -1
+    fd = -1
+    where = "/"
+    try:
+        try:
+            d = os.open("/", _O_PATH | _O_DIR | _O_CLOEXEC)
+            why = _untrusted(os.fstat(d), euid, True)
+            for p in parts[:-1]:
+                if why is not None:
+                    break
+                n = os.open(p, _O_PATH | _O_DIR | _O_NOFOLLOW | _O_CLOEXEC,
+                            dir_fd=d)
+                os.close(d)
+                d = n
+                where = where.rstrip("/") + "/" + p
+                why = _untrusted(os.fstat(d), euid, True)
+            if why is not None:
+                raise TrustError("refusing %s %r: the directory %r is %s" % (
+                    what, path, where, why))
+            fd = os.open(parts[-1], os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK |
+                         _O_CLOEXEC, dir_fd=d)
+            st = os.fstat(fd)
+        except (OSError, ValueError, TypeError) as e:
+            raise PlanError("cannot read %s %r: %s" % (
+                what, path, getattr(e, "strerror", None) or e))
+        if not (st.st_mode & 0o170000 == 0o100000):
+            raise PlanError("%s %r is not a regular file" % (what, path))
+        why = _untrusted(st, euid, False)
+        if why is not None:
+            raise TrustError("refusing %s %r: it is %s" % (what, path, why))
+        ok = fd
+        fd = -1
+        return ok, st
+    finally:
+        if d >= 0:
+            os.close(d)
+        if fd >= 0:
+            os.close(fd)
+
+
+def _read_fd(fd, size):
+    """size bytes from the start of fd (fewer when it is shorter)."""
+    chunks = []
+    got = 0
+    while got < size:
+        b = os.pread(fd, size - got, got)
+        if not b:
+            break
+        chunks.append(b)
+        got += len(b)
+    return b"".join(chunks)
+
+
+# --- validation ----------------------------------------------------------------
+#
+# Every member the applier uses is checked when the plan is read: a plan
+# that is damaged (or hand-edited wrong) is ignored whole, with one warning,
+# and never reaches the finder half-valid.
+
+_ACTIONS = frozenset(("load", "eager", "defer"))
+
+
+def _is_name(s):
+    """A dotted module name: identifiers separated by dots."""
+    if type(s) is not str or not s:
+        return False
+    for p in s.split("."):
+        if not p.isidentifier():
+            return False
+    return True
+
+
+def _is_abs(s):
+    return type(s) is str and s[:1] == "/" and "\0" not in s
+
+
+def _is_int(x, lo=None):
+    return type(x) is int and (lo is None or x >= lo)
+
+
+def _bad_row(row):
+    """Why index row is malformed, or None."""
+    if type(row) is not list or len(row) != len(INDEX_FIELDS):
+        return "not a list of %d fields" % len(INDEX_FIELDS)
+    name, kind, path, size, mtime, action, used, dir_, search, ei, reb = row
+    if not _is_name(name):
+        return "name %r is not a module name" % (name,)
+    if kind not in _LOADERS:
+        return "%s: kind %r" % (name, kind)
+    if not _is_abs(path):
+        return "%s: path %r is not absolute" % (name, path)
+    if not _is_int(size, 0) or not _is_int(mtime):
+        return "%s: size or mtime is not an integer" % name
+    if action not in _ACTIONS:
+        return "%s: action %r" % (name, action)
+    if used is not None and type(used) is not bool:
+        return "%s: used %r" % (name, used)
+    if dir_ is not None and not _is_abs(dir_):
+        return "%s: dir %r is not absolute" % (name, dir_)
+    if search is not None and (type(search) is not list or
+                               not all(_is_abs(s) for s in search)):
+        return "%s: search is not a list of absolute paths" % name
+    if ei is not None and not _is_int(ei, -1):
+        return "%s: entry_index %r" % (name, ei)
+    if reb is not None and (type(reb) is not list or
+                            not all(type(r) is str and r.isidentifier()
+                                    for r in reb)):
+        return "%s: rebinds is not a list of names" % name
+    return None
+
+
+def _bad_span(v, size, n):
+    """Whether v is not n integers [offset, length, ...] inside size."""
+    return type(v) is not list or len(v) < n or \
+        not all(type(x) is int and x >= 0 for x in v[:n]) or \
+        v[0] + v[1] > size
+
+
+def _bad_code(c, rows):
+    """Why the plan's code member is malformed, or None."""
+    if c is None:
+        return None
+    if type(c) is not dict:
+        return "code is not an object"
+    if type(c.get("path")) is not str or "\0" in c["path"] or \
+            not c["path"] or not _is_int(c.get("size"), 0):
+        return "code has no path and size"
+    size = c["size"]
+    at = c.get("at")
+    if type(at) is not list or len(at) != rows:
+        return "code.at does not have one entry per index row"
+    for v in at:
+        if v is not None and (_bad_span(v, size, 2) or v[1] == 0 or
+                              not all(type(x) is int for x in v)):
+            return "code.at has an entry outside the archive: %r" % (v,)
+    for k in ("regex", "strings"):
+        v = c.get(k)
+        if v is not None and (_bad_span(v, size, 3) or
+                              not all(type(x) is int for x in v)):
+            return "code.%s is outside the archive: %r" % (k, v)
+    ext = c.get("ext")
+    if ext is not None and (type(ext) is not dict or
+                            not _is_abs(ext.get("path"))):
+        return "code.ext has no absolute path"
+    return None
+
+
+def _bad_lazy(table):
+    if table is None:
+        return None
+    if type(table) is not dict:
+        return "from is not an object"
+    for k, rows in table.items():
+        if not _is_name(k) or type(rows) is not list:
+            return "from: %r" % (k,)
+        for r in rows:
+            if type(r) is not list or not 2 <= len(r) <= 4 or \
+                    not _is_name(r[0]) or \
+                    not all(type(x) is str for x in r[1:]) or \
+                    (r[1] == "*" and len(r) < 3):
+                return "from: %s: %r" % (k, r)
+    return None
+
+
+def _bad_all(alls):
+    if alls is None:
+        return None
+    if type(alls) is not dict:
+        return "all is not an object"
+    for k, v in alls.items():
+        if type(v) is dict:
+            v = v.get("tuple")
+        if not _is_name(k) or type(v) is not list or \
+                not all(type(x) is str for x in v):
+            return "all: %r" % (k,)
+    return None
+
+
+def validate(plan):
+    """Raises PlanError when a member the applier uses is malformed."""
+    py = plan.get("python")
+    if type(py) is not dict:
+        raise PlanError("python is not an object")
+    sp = plan.get("sys_path")
+    if sp is not None:
+        if type(sp) is not list or not all(
+                type(e) is dict and type(e.get("entry")) is str and
+                (e.get("mtime_ns") is None or _is_int(e["mtime_ns"]))
+                for e in sp):
+            raise PlanError("sys_path is malformed")
+    for row in plan["index"]:
+        why = _bad_row(row)
+        if why is not None:
+            raise PlanError("a malformed index row (%s)" % why)
+    ops = plan.get("opcodes")
+    if ops is not None and (type(ops) is not list or len(ops) != 3 or
+                            not all(x is None or _is_int(x, 0) and x < 256
+                                    for x in ops) or ops[0] is None or
+                            ops[1] is None):
+        raise PlanError("opcodes is malformed")
+    prog = plan.get("program")
+    if prog is not None and (type(prog) is not list or not prog or
+                             not all(type(x) is str for x in prog)):
+        raise PlanError("program is malformed")
+    for why in (_bad_code(plan.get("code"), len(plan["index"])),
+                _bad_lazy(plan.get("from")), _bad_all(plan.get("all"))):
+        if why is not None:
+            raise PlanError(why)
+
+
 # --- reading the plan ------------------------------------------------------
 
 def _json_constant(name):
@@ -173,22 +440,41 @@ def _index_from_modules(modules):
     return rows
 
 
-def read(path):
+def read(path, trust=True):
     """Returns the plan in path as a dict with at least format, version,
     python, sys_path and index (rows of INDEX_FIELDS); raises PlanError
-    when it cannot be read or is not a plan of a version this module
-    applies."""
+    when it cannot be read, may be written by others (TrustError), is
+    malformed, or is not a plan of a version this module applies.  Only a
+    regular file of at most PLAN_MAX_BYTES is read."""
+    fd = -1
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise PlanError("cannot read %r: %s" % (path, e.strerror or e))
+        if trust:
+            fd, st = open_trusted(path, "plan")
+        else:
+            try:
+                fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_CLOEXEC)
+                st = os.fstat(fd)
+            except (OSError, ValueError, TypeError) as e:
+                raise PlanError("cannot read %r: %s" % (
+                    path, getattr(e, "strerror", None) or e))
+            if not st.st_mode & 0o170000 == 0o100000:
+                raise PlanError("%r is not a regular file" % (path,))
+        if st.st_size > PLAN_MAX_BYTES:
+            raise PlanError("%r is %d bytes, more than a plan may be (%d)"
+                            % (path, st.st_size, PLAN_MAX_BYTES))
+        try:
+            data = _read_fd(fd, st.st_size)
+        except OSError as e:
+            raise PlanError("cannot read %r: %s" % (path, e.strerror or e))
+    finally:
+        if fd >= 0:
+            os.close(fd)
     try:
         text = data.decode("utf-8")
         plan = _head(text)
         if plan is None:
             plan = _loads(text)
-    except (ValueError, UnicodeDecodeError) as e:
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
         raise PlanError("%r is not JSON: %s" % (path, e))
     if not isinstance(plan, dict) or plan.get("format") != PLAN_FORMAT:
         raise PlanError("%r is not a coldstart plan" % path)
@@ -200,11 +486,11 @@ def read(path):
         if not isinstance(plan.get("modules"), list):
             raise PlanError("%r has no module list" % path)
         plan["index"] = _index_from_modules(plan["modules"])
-    for row in plan["index"]:
-        if not isinstance(row, list) or len(row) != len(INDEX_FIELDS) or \
-                not isinstance(row[0], str) or row[1] not in _LOADERS or \
-                not isinstance(row[2], str):
-            raise PlanError("%r has a malformed index row" % path)
+    try:
+        validate(plan)
+    except PlanError as e:
+        raise PlanError("%r is malformed: %s" % (path, e))
+    plan["_file"] = os.path.abspath(path)
     return plan
 
 
@@ -267,10 +553,70 @@ def _shadowed(plan):
     return None
 
 
-def check(plan):
+def _from_orig_argv(orig):
+    """The program in the interpreter's command line (sys.orig_argv):
+    ["module", name], ["command", code], ["stdin"] or ["script", path as
+    typed]; None when there is none to tell."""
+    i = 1
+    while i < len(orig):
+        a = orig[i]
+        if a == "--":
+            i += 1
+            break
+        if a == "-" or a[:1] != "-":
+            break
+        if a[:2] == "--":
+            i += 2 if a == "--check-hash-based-pycs" else 1
+            continue
+        for j in range(1, len(a)):
+            c = a[j]
+            if c in "cmWX":
+                v = a[j + 1:]
+                if not v:
+                    i += 1
+                    v = orig[i] if i < len(orig) else ""
+                if c == "c":
+                    return ["command", v]
+                if c == "m":
+                    return ["module", v]
+                break
+        i += 1
+    if i >= len(orig):
+        return ["stdin"]
+    return ["stdin"] if orig[i] == "-" else ["script", orig[i]]
+
+
+def program_identity(argv=None):
+    """What a plan records of the program it was made for (and install()
+    compares, for a plan applied through the environment to every Python
+    process): ["script", its real path], ["module", name], ["command",
+    code] (name and code from sys.orig_argv, 3.10+), or ["stdin"].  argv
+    is sys.argv as at start-up (before runpy replaces its first item)."""
+    orig = getattr(sys, "orig_argv", None)
+    if orig:
+        p = _from_orig_argv(list(orig))
+    else:
+        a0 = (argv if argv is not None else sys.argv or [""])[0]
+        p = ["command"] if a0 == "-c" else ["module"] if a0 == "-m" else \
+            ["stdin"] if a0 in ("", "-") else ["script", a0]
+    if p[0] == "script":
+        try:
+            p[1] = os.path.realpath(p[1])
+        except (OSError, ValueError):
+            pass
+    return p
+
+
+def check(plan, program=None):
     """Returns a list of reasons the plan does not fit this process (empty
-    when it fits)."""
+    when it fits); program, when given, is this process's
+    program_identity(), which must be the one the plan recorded."""
     why = []
+    rec = plan.get("program")
+    if program is not None and rec is not None and rec != program:
+        why.append("-it was made for %s, not for this program (%s)" % (
+            " ".join(rec), " ".join(program)))
+        return why
     rec = plan.get("python") or {}
     cur = interpreter_identity()
     for k in ("version", "cache_tag", "platform", "prefix"):
@@ -975,10 +1321,27 @@ _code_fd = []
 _CODE_MAGIC = b"coldstart-code\n"
 
 
+def _archive_paths(plan, path):
+    """Where the archive may be: its recorded path, taken relative to the
+    plan's directory when it is relative; then, when that is not there, the
+    file of its name beside the plan (a plan and its archive copied
+    together elsewhere)."""
+    here = os.path.dirname(plan.get("_file") or "")
+    first = path if path[:1] == "/" else os.path.join(here, path)
+    out = [first]
+    beside = os.path.join(here, os.path.basename(path))
+    if here and beside != first:
+        out.append(beside)
+    return out
+
+
 def _open_code(plan, rows):
     """The descriptor of the plan's code archive and each index row's
-    [offset, length], or None (with a warning when the archive is there
-    but unusable: the modules then load from their files)."""
+    entry ([offset, length, crc, ...]), or None (with a warning when the
+    archive is there but unusable: the modules then load from their
+    files).  The archive passes the trust rule (open_trusted) and is read
+    only through the descriptor checked then; each part's bytes are read
+    into private memory and their CRC-32 checked before they are used."""
     c = plan.get("code")
     if not isinstance(c, dict):
         return None
@@ -990,12 +1353,29 @@ def _open_code(plan, rows):
         return None  # compiled for another -O level: the files are right
     head = _CODE_MAGIC + _bootstrap_external.MAGIC_NUMBER
     fd = -1
+    err = None
+    for p in _archive_paths(plan, path):
+        try:
+            fd, st = open_trusted(p, "code archive")
+        except TrustError as e:
+            _warn("%s; running without the plan" % e)
+            return _REFUSED
+        except PlanError as e:
+            if err is None:
+                err = e
+            continue
+        path = p
+        break
     try:
-        st = os.stat(path)
-        if st.st_size != c.get("size") or st.st_mtime_ns != c.get(
-                "mtime_ns"):
+        if fd < 0:
+            raise OSError(str(err).replace("cannot read code archive %r: "
+                                           % (path,), ""))
+        if st.st_size != c.get("size"):
             raise OSError("changed since the plan was made")
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        crcs = any(isinstance(v, list) and len(v) > 2 for v in at)
+        if not crcs and st.st_mtime_ns != c.get("mtime_ns"):
+            # A plan without checksums relies on the mtime.
+            raise OSError("changed since the plan was made")
         if os.pread(fd, len(head), 0) != head:
             raise OSError("not an archive of this interpreter")
     except OSError as e:
@@ -1007,19 +1387,97 @@ def _open_code(plan, rows):
     return fd, at
 
 
+_crc32 = []
+
+
+def _crc(data):
+    """zlib.crc32(data).  zlib is imported for it without staying in
+    sys.modules, so the program sees the modules it would see without the
+    plan (a later `import zlib` gets a module of its own)."""
+    if not _crc32:
+        had = sys.modules.get("zlib")
+        import zlib
+        if had is None:
+            sys.modules.pop("zlib", None)
+        _crc32.append(zlib.crc32)
+    return _crc32[0](data)
+_bad_parts = set()
+# _open_code's answer for an archive that fails the trust rule.
+_REFUSED = object()
+# The plan file install() applies (absolute): [path].
+_plan_file = []
+
+
+def _checked(data, want, what, table=False):
+    """data when its CRC-32 is want (or the entry has none); None, with one
+    warning per part, when it is not."""
+    if want is None:
+        return data
+    if _crc(data) == want:
+        return data
+    if what not in _bad_parts:
+        _bad_parts.add(what)
+        _warn("the code archive's bytes for %s are not the ones the plan "
+              "recorded; %s" % (what, "it is not used" if table else
+                                "it loads from its file"))
+    return None
+
+
+def _read_part(at, what, table=False):
+    """The bytes of an archive part [offset, length, crc], read into
+    private memory and checked; None when they cannot be used."""
+    try:
+        data = os.pread(_code_fd[0], at[1], at[0])
+    except (OSError, OverflowError, IndexError):
+        return None
+    if len(data) != at[1]:
+        return None
+    return _checked(data, at[2] if len(at) > 2 else None, what, table)
+
+
+def _file_same(at, path):
+    """Whether the module's file is still the one its archived code was
+    compiled from: the archive's entry records its ctime and inode, which
+    an edit (even one keeping size and mtime) or a copy changes; then its
+    bytes' CRC-32 decides."""
+    if len(at) < 6:
+        return True
+    try:
+        st = os.stat(path)
+        if st.st_ctime_ns == at[3] and st.st_ino == at[4]:
+            return True
+        with open(path, "rb") as f:
+            data = f.read()
+    except (OSError, ValueError):
+        return False
+    return _crc(data) == at[5]
+
+
 def _archive_code(loader, fullname):
     at = loader.__dict__.get("_coldstart_at")
     if at is None or fullname != loader.name or not _code_fd:
         return None
+    if not _file_same(at, loader.path):
+        if fullname not in _bad_parts:
+            _bad_parts.add(fullname)
+            _warn("%s: %r changed since the plan was made (its size and "
+                  "mtime did not); it loads from its file"
+                  % (fullname, loader.path))
+        return None
+    data = _read_part(at[:3], fullname)
+    if data is None:
+        return None
     try:
-        data = os.pread(_code_fd[0], at[1], at[0])
-    except OSError:
+        code = marshal.loads(data)
+    except (ValueError, EOFError, TypeError):
         return None
-    if len(data) != at[1]:
+    if type(code) is not _CodeType:
         return None
-    code = marshal.loads(data)
     _imp._fix_co_filename(code, loader.path)
     return code
+
+
+_CodeType = type(_archive_code.__code__)
 
 
 # --- the regex table ---------------------------------------------------------
@@ -1037,10 +1495,12 @@ _regex_at = []
 
 
 def _regex_table():
+    data = _read_part(_regex_at, "the regex table", True)
     try:
-        data = os.pread(_code_fd[0], _regex_at[1], _regex_at[0])
-        rows = marshal.loads(data) if len(data) == _regex_at[1] else ()
-    except (OSError, ValueError, EOFError, TypeError, IndexError):
+        rows = marshal.loads(data) if data is not None else ()
+        if type(rows) is not list:
+            rows = ()
+    except (ValueError, EOFError, TypeError):
         rows = ()
     table = {}
     for r in rows:
@@ -1088,21 +1548,37 @@ class _ExtSpec(object):
 
 
 def load_plancode(path, size=None, mtime_ns=None):
-    """The _plancode extension in path: a regular file of this user's (or
-    root's) that nobody else may write, with the size and mtime the plan
-    recorded when given.  Raises OSError or ImportError."""
-    st = os.stat(path)
-    if st.st_uid not in (0, os.geteuid()) or st.st_mode & 0o022:
-        raise OSError("%r may be written by others" % path)
-    if size is not None and (st.st_size != size or
-                             st.st_mtime_ns != mtime_ns):
-        raise OSError("%r changed since the plan was made" % path)
-    name = "coldstart._plancode"
-    had = sys.modules.get(name)
-    mod = _imp.create_dynamic(_ExtSpec(name, path))
-    if had is None:
-        sys.modules.pop(name, None)
-    return mod
+    """The _plancode extension in path: a regular file that passes the
+    trust rule (open_trusted), with the size and mtime the plan recorded
+    when given.  It is loaded through the descriptor that was checked
+    (/proc/self/fd), so the file checked is the file loaded.  Raises
+    PlanError (TrustError), OSError or ImportError."""
+    try:
+        fd, st = open_trusted(path, "extension")
+    except TrustError:
+        raise
+    except PlanError as e:
+        raise _Unreachable(str(e))
+    try:
+        if size is not None and (st.st_size != size or
+                                 st.st_mtime_ns != mtime_ns):
+            raise OSError("%r changed since the plan was made" % path)
+        name = "coldstart._plancode"
+        had = sys.modules.get(name)
+        via = "/proc/self/fd/%d" % fd
+        if not os.path.exists(via):
+            raise OSError("cannot load %r through its descriptor (no /proc)"
+                          % path)
+        mod = _imp.create_dynamic(_ExtSpec(name, via))
+        if had is None:
+            sys.modules.pop(name, None)
+        try:
+            mod.__file__ = path
+        except (AttributeError, TypeError):
+            pass
+        return mod
+    finally:
+        os.close(fd)
 
 
 # The extension once install() gave it the plan's table: [module].
@@ -1128,8 +1604,7 @@ def _apply_ext(fd, code):
     string table, and keeps the interpreter's frame stack chunks (both can
     be turned off for comparisons)."""
     at, ext = code.get("strings"), code.get("ext")
-    strings = isinstance(at, list) and len(at) == 3 and \
-        all(type(x) is int for x in at) and \
+    strings = isinstance(at, list) and len(at) >= 3 and \
         os.environ.get("COLDSTART_PLAN_STRINGS") != "0"
     if strings and code.get("debug_ranges", True) != debug_ranges():
         strings = False  # compiled with other position information
@@ -1138,11 +1613,37 @@ def _apply_ext(fd, code):
             _warn("the plan has a string table but no extension to answer "
                   "it; code compiled from strings is compiled as usual")
         return
+    mod = None
+    paths = [ext["path"]]
+    here = os.path.dirname(_plan_file[0]) if _plan_file else ""
+    if here:
+        beside = os.path.join(here, os.path.basename(ext["path"]))
+        if beside != paths[0]:
+            paths.append(beside)
     try:
-        mod = load_plancode(ext["path"], ext.get("size"), ext.get("mtime_ns"))
+        for i, p in enumerate(paths):
+            try:
+                mod = load_plancode(p, ext.get("size"), ext.get("mtime_ns"))
+                break
+            except TrustError:
+                raise  # install() refuses the whole plan
+            except _Unreachable:
+                # Not there, or not for this user (a plan of root's,
+                # applied by a service user that cannot read root's
+                # cache): the plan applies without the extension, quietly.
+                if i == len(paths) - 1:
+                    return
         if strings:
-            mod.apply(fd, at[0], at[1])
-    except (OSError, ImportError, ValueError, RuntimeError) as e:
+            data = _read_part([at[0], at[1]] + at[3:4], "the string table",
+                              True)
+            if data is None:
+                strings = False
+            else:
+                mod.apply(data)
+    except TrustError:
+        raise
+    except (OSError, ImportError, ValueError, RuntimeError, TypeError,
+            PlanError) as e:
         why = "%r: %s" % (e.filename, e.strerror) if \
             isinstance(e, OSError) and e.filename and e.strerror else e
         _warn("not answering code compiled from strings: %s; it is "
@@ -1514,7 +2015,7 @@ def load(module):
 
 
 def install(path, warm="off", strict=False, defer=True, native_lazy=False,
-            lazy_from=None, use_code=None, keep=()):
+            lazy_from=None, use_code=None, keep=(), program=None):
     """Reads the plan in path and applies it to this process; returns the
     finder, or None when the plan cannot be used (a warning says why and
     nothing was changed).
@@ -1545,23 +2046,38 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
         raise ValueError("warm mode %r is not off or background" % (warm,))
     try:
         plan = read(path)
-        why = check(plan)
+        why = check(plan, program)
     except PlanError as e:
         _warn("%s; running without it" % e)
         return None
-    if why:
-        _warn("ignoring stale plan %r: %s; run `coldstart plan` again"
-              % (path, why[0]))
+    except Exception as e:  # never the target's: it runs without the plan
+        _warn("cannot apply %r (%s: %s); running without it"
+              % (path, type(e).__name__, e))
         return None
+    if why:
+        if why[0][:1] == "-":
+            _warn("ignoring plan %r: %s" % (path, why[0][1:]))
+        else:
+            _warn("ignoring stale plan %r: %s; run `coldstart plan` again"
+                  % (path, why[0]))
+        return None
+    _plan_file[:] = [plan["_file"]]
     code = _open_code(plan, len(plan["index"])) if use_code else None
+    if code is _REFUSED:
+        return None
     if code is not None:
         _code_fd[:] = [code[0]]
         r = plan["code"].get("regex")
-        if isinstance(r, list) and len(r) == 3 and \
-                all(type(x) is int for x in r) and \
+        if isinstance(r, list) and len(r) >= 3 and \
                 os.environ.get("COLDSTART_PLAN_REGEX") != "0":
-            _regex_at[:] = r[:2]
-        _apply_ext(code[0], plan["code"])
+            _regex_at[:] = r[:2] + r[3:4]
+        try:
+            _apply_ext(code[0], plan["code"])
+        except TrustError as e:
+            _warn("%s; running without the plan" % e)
+            del _code_fd[:], _regex_at[:]
+            os.close(code[0])
+            return None
     native = defer and native_lazy and \
         hasattr(sys, "set_lazy_imports_filter")
     finder = PlanFinder(plan, defer and not native, strict=strict, keep=keep,
@@ -1728,7 +2244,12 @@ def install_from_environ(environ=None):
         _warn("COLDSTART_PLAN_WARM=%r is not off or background; using off"
               % warm_mode)
         warm_mode = "off"
-    return install(path, warm=warm_mode,
+    # A plan is made for one program: through the environment it reaches
+    # every Python process, and applies only to that program's
+    # (COLDSTART_PLAN_PROGRAM=any: to each of them).
+    program = None if env.get("COLDSTART_PLAN_PROGRAM") == "any" else \
+        program_identity()
+    return install(path, warm=warm_mode, program=program,
                    strict=env.get("COLDSTART_PLAN_STRICT") == "1",
                    native_lazy=env.get("COLDSTART_PLAN_NATIVE") == "1",
                    lazy_from=env.get("COLDSTART_PLAN_LAZY_FROM") != "0",
