@@ -143,6 +143,8 @@ def open_trusted(path, what):
             fd = os.open(parts[-1], os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK |
                          _O_CLOEXEC, dir_fd=d)
             st = os.fstat(fd)
+        except TrustError:
+            raise
         except (OSError, ValueError, TypeError) as e:
             raise PlanError("cannot read %s %r: %s" % (
                 what, path, getattr(e, "strerror", None) or e))

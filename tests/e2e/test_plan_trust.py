@@ -1,0 +1,359 @@
+"""Trust and robustness of applied start-up plans (python/coldstart/plan.py,
+docs/plan.md "Trust"): a plan, its code archive and its extension are used
+only when nobody but the applying user (or root) could have written them or
+a directory above them; a damaged plan never ends the target; the archive's
+bytes cannot change under a running process; a plan made for one program is
+not applied to another.
+
+The attacks are real: the files are planted by the user `nobody` (runuser)
+in real directories, and the plan is applied by root, as the test runs.
+"""
+import json
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+import pytest
+
+from conftest import COLDSTART, ROOT, clean_env
+
+PYDIR = os.path.join(ROOT, "python")
+BOOT = os.path.join(PYDIR, "coldstart", "_boot", "plan")
+PY = "/usr/bin/python3"
+FUZZ = os.path.join(ROOT, "tests", "fuzz", "plan_mutate.py")
+
+
+def _nobody():
+    if os.geteuid() != 0:
+        pytest.skip("the attacks need root (to act as nobody and apply as root)")
+    try:
+        return pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no user nobody on this machine")
+
+
+@pytest.fixture
+def workdir():
+    d = tempfile.mkdtemp(prefix="plantrust", dir="/tmp")
+    # nobody must reach its own directories below this one.
+    os.chmod(d, 0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def write(path, text, mode=None):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(textwrap.dedent(text))
+    if mode is not None:
+        os.chmod(path, mode)
+    return path
+
+
+def env(**extra):
+    e = clean_env(())
+    e["PYTHONPATH"] = BOOT
+    e["PYTHONDONTWRITEBYTECODE"] = "1"
+    e.update(extra)
+    return e
+
+
+def run(args, cwd, timeout=60, **extra):
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=env(**extra))
+
+
+def as_nobody(args, cwd):
+    p = subprocess.run(["runuser", "-u", "nobody", "--"] + args, cwd=cwd,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p
+
+
+USE = """
+    import json, sys, textwrap
+    print(textwrap.dedent("    ok"))
+    p = sys.modules.get("coldstart.plan")
+    print(json.dumps({"applied": bool(p and p.installed())}))
+"""
+
+
+def record(workdir, script="use.py", text=USE):
+    """A plan (and its archive) of script, made in workdir by root."""
+    write(os.path.join(workdir, script), text)
+    plan = os.path.join(workdir, "plan.json")
+    p = run([PY, script], workdir, COLDSTART_PLAN_RECORD=plan)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert os.path.exists(plan + ".code")
+    return plan
+
+
+def applied(p):
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "Traceback" not in p.stderr, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1])["applied"]
+
+
+def plan_lines(stderr):
+    return [ln for ln in stderr.splitlines() if ln.startswith("coldstart plan")]
+
+
+def test_plan_in_a_directory_of_nobody_runs_no_foreign_code_as_root(workdir):
+    """The issue's reproduction: a plan copied into a directory owned by
+    nobody, textwrap's index row pointed at nobody's file there (its dir
+    kept the standard library's).  Applied by root, nobody's file must not
+    run: the plan is refused, naming the directory and the rule."""
+    nobody = _nobody()
+    plan = record(workdir)
+    with open(plan) as f:
+        data = json.load(f)
+    evil = os.path.join(workdir, "evil")
+    os.mkdir(evil)
+    os.chown(evil, nobody.pw_uid, nobody.pw_gid)
+    marker = os.path.join(evil, "ran-as")
+    payload = ("import os\nopen(%r, 'w').write(str(os.getuid()))\n"
+               "def dedent(s):\n    return s.strip()\n" % marker)
+    names = [r[0] for r in data["index"]]
+    i = names.index("textwrap")
+    row = data["index"][i]
+    # nobody writes the module and the doctored plan, in its directory.
+    as_nobody([PY, "-c", "import sys; open(sys.argv[1], 'w').write(sys.argv[2])",
+               os.path.join(evil, "textwrap.py"), payload], evil)
+    st = os.stat(os.path.join(evil, "textwrap.py"))
+    stdlib = os.path.dirname(row[2])
+    row[2] = os.path.join(evil, "textwrap.py")
+    row[3], row[4] = st.st_size, st.st_mtime_ns
+    row[7] = stdlib  # where the finder looks: still the stdlib's
+    data["code"]["at"][i] = None  # the file itself runs
+    data["code"]["path"] = plan + ".code"
+    as_nobody([PY, "-c", "import sys; open(sys.argv[1], 'w').write(sys.argv[2])",
+               os.path.join(evil, "plan.json"), json.dumps(data)], evil)
+    p = run([PY, "use.py"], workdir,
+            COLDSTART_PLAN=os.path.join(evil, "plan.json"))
+    assert not os.path.exists(marker), "nobody's textwrap.py ran as root"
+    assert applied(p) is False
+    lines = plan_lines(p.stderr)
+    assert len(lines) == 1, p.stderr
+    assert "refusing plan" in lines[0] and evil in lines[0] and \
+        "owned by uid %d" % nobody.pw_uid in lines[0], lines[0]
+    assert p.stdout.splitlines()[0] == "ok"
+
+
+def test_writable_plan_directories_and_symlinks_are_refused(workdir):
+    nobody = _nobody()
+    plan = record(workdir)
+    assert applied(run([PY, "use.py"], workdir, COLDSTART_PLAN=plan)) is True
+    # The plan itself writable by others.
+    os.chmod(plan, 0o666)
+    p = run([PY, "use.py"], workdir, COLDSTART_PLAN=plan)
+    assert applied(p) is False
+    assert "writable by group and others (mode 0666)" in p.stderr, p.stderr
+    os.chmod(plan, 0o644)
+    # A directory above it writable by others, without the sticky bit.
+    shared = os.path.join(workdir, "shared")
+    os.mkdir(shared)
+    os.chmod(shared, 0o777)
+    inner = os.path.join(shared, "plans")
+    os.mkdir(inner)
+    shutil.copy(plan, inner)
+    shutil.copy(plan + ".code", inner)
+    p = run([PY, "use.py"], workdir, COLDSTART_PLAN=os.path.join(inner, "plan.json"))
+    assert applied(p) is False
+    assert "the directory %r is writable by group and others (mode 0777)" % shared in p.stderr, p.stderr
+    # With the sticky bit (as /tmp) nobody can replace what is in it: used.
+    os.chmod(shared, 0o1777)
+    p = run([PY, "use.py"], workdir, COLDSTART_PLAN=os.path.join(inner, "plan.json"))
+    assert applied(p) is True, p.stderr
+    assert plan_lines(p.stderr) == []
+    # A symlink nobody plants in its own directory, to root's plan: the
+    # plan it names is root's, in root's directories: used.  A symlink in
+    # root's directory to a plan nobody owns: refused.
+    theirs = os.path.join(workdir, "theirs")
+    os.mkdir(theirs)
+    os.chown(theirs, nobody.pw_uid, nobody.pw_gid)
+    as_nobody(["cp", plan, os.path.join(theirs, "plan.json")], theirs)
+    link = os.path.join(workdir, "link.json")
+    os.symlink(os.path.join(theirs, "plan.json"), link)
+    p = run([PY, "use.py"], workdir, COLDSTART_PLAN=link)
+    assert applied(p) is False
+    assert "refusing plan" in p.stderr and "owned by uid %d" % nobody.pw_uid \
+        in p.stderr, p.stderr
+
+
+def test_archive_of_nobody_is_refused_and_the_program_runs_without_the_plan(workdir):
+    nobody = _nobody()
+    plan = record(workdir)
+    theirs = os.path.join(workdir, "theirs")
+    os.mkdir(theirs)
+    os.chown(theirs, nobody.pw_uid, nobody.pw_gid)
+    code = os.path.join(theirs, "plan.json.code")
+    as_nobody(["cp", plan + ".code", code], theirs)
+    with open(plan) as f:
+        data = json.load(f)
+    data["code"]["path"] = code
+    with open(plan, "w") as f:
+        json.dump(data, f)
+    os.unlink(plan + ".code")  # not found beside the plan either
+    p = run([PY, "use.py"], workdir, COLDSTART_PLAN=plan)
+    assert applied(p) is False
+    lines = plan_lines(p.stderr)
+    assert len(lines) == 1 and "refusing code archive %r" % code in lines[0] \
+        and "running without the plan" in lines[0], p.stderr
+
+
+def _plan_with_ext(workdir):
+    """A plan made by coldstart plan (which builds the _plancode
+    extension) of a script compiling a string."""
+    write(os.path.join(workdir, "tool.py"), """
+        import collections, json, sys
+        P = collections.namedtuple("P", "x y")
+        p = sys.modules.get("coldstart.plan")
+        print(json.dumps({"applied": bool(p and p.installed()),
+                          "ext": bool(p and p._ext)}))
+    """)
+    plan = os.path.join(workdir, "tool.plan.json")
+    e = clean_env(())
+    p = subprocess.run([COLDSTART, "plan", "-o", plan, "--", PY, "tool.py"],
+                       cwd=workdir, capture_output=True, text=True,
+                       timeout=120, env=e)
+    assert p.returncode == 0, p.stdout + p.stderr
+    with open(plan) as f:
+        data = json.load(f)
+    if not (data.get("code") or {}).get("ext"):
+        pytest.skip("coldstart plan built no _plancode extension here: %s"
+                    % p.stderr.strip())
+    return plan, data
+
+
+def test_extension_nobody_can_write_is_refused(workdir):
+    nobody = _nobody()
+    plan, data = _plan_with_ext(workdir)
+    p = run([PY, "tool.py"], workdir, COLDSTART_PLAN=plan)
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out == {"applied": True, "ext": True}, p.stderr
+    theirs = os.path.join(workdir, "theirs")
+    os.mkdir(theirs)
+    os.chown(theirs, nobody.pw_uid, nobody.pw_gid)
+    so = os.path.join(theirs, os.path.basename(data["code"]["ext"]["path"]))
+    # root's cache is not readable by nobody: a copy it can read.
+    stage = os.path.join(workdir, "stage.so")
+    shutil.copy(data["code"]["ext"]["path"], stage)
+    os.chmod(stage, 0o644)
+    as_nobody(["cp", stage, so], theirs)
+    st = os.stat(so)
+    data["code"]["ext"].update(path=so, size=st.st_size, mtime_ns=st.st_mtime_ns)
+    with open(plan, "w") as f:
+        json.dump(data, f)
+    p = run([PY, "tool.py"], workdir, COLDSTART_PLAN=plan)
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out == {"applied": False, "ext": False}, p.stderr
+    lines = plan_lines(p.stderr)
+    assert len(lines) == 1 and "refusing extension %r" % so in lines[0], p.stderr
+
+
+SERVER = """
+    import json, sys
+    import helper  # deferred by the plan
+    p = sys.modules["coldstart.plan"]
+    print(json.dumps({"deferred": p.is_deferred(helper)}), flush=True)
+    sys.stdin.readline()  # the test edits the archive meanwhile
+    print(json.dumps({"who": helper.who(), "applied": True}), flush=True)
+"""
+
+
+def test_archive_edited_while_the_program_runs_injects_nothing(workdir):
+    """The owner's archive rewritten in place (same size) while a program
+    applying it runs: the next deferred import must not run the new bytes;
+    it loads the module from its file, with one warning."""
+    write(os.path.join(workdir, "helper.py"), "def who():\n    return 'file'\n")
+    plan = record(workdir, "server.py", SERVER.replace(
+        "sys.stdin.readline()", "0").replace("helper.who()", "'x'"))
+    write(os.path.join(workdir, "server.py"), SERVER)
+    with open(plan) as f:
+        data = json.load(f)
+    i = [r[0] for r in data["index"]].index("helper")
+    off, length = data["code"]["at"][i][:2]
+    evil = compile("def who():\n    return 'injected'\n", "helper.py", "exec")
+    import marshal
+    blob = marshal.dumps(evil)
+    assert len(blob) <= length
+    e = env(COLDSTART_PLAN=plan, COLDSTART_PLAN_PROGRAM="any")
+    proc = subprocess.Popen([PY, "server.py"], cwd=workdir, env=e,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        first = json.loads(proc.stdout.readline())
+        assert first == {"deferred": True}
+        with open(plan + ".code", "r+b") as f:
+            f.seek(off)
+            f.write(blob)
+        out, err = proc.communicate("go\n", timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, out + err
+    assert json.loads(out.strip().splitlines()[-1])["who"] == "file", err
+    lines = plan_lines(err)
+    assert len(lines) == 1 and "helper" in lines[0] and \
+        "not the ones the plan recorded" in lines[0], err
+
+
+def test_a_fifo_or_a_huge_file_as_plan_never_blocks_or_grows(workdir):
+    write(os.path.join(workdir, "use.py"), USE)
+    fifo = os.path.join(workdir, "fifo.json")
+    os.mkfifo(fifo)
+    p = run([PY, "use.py"], workdir, timeout=30, COLDSTART_PLAN=fifo)
+    assert applied(p) is False
+    assert "is not a regular file" in p.stderr, p.stderr
+    big = os.path.join(workdir, "big.json")
+    with open(big, "wb") as f:
+        f.truncate(1 << 30)  # sparse: costs no disk
+    p = run([PY, "use.py"], workdir, timeout=30, COLDSTART_PLAN=big)
+    assert applied(p) is False
+    assert "more than a plan may be" in p.stderr, p.stderr
+
+
+def test_plan_made_for_one_program_is_not_applied_to_another(workdir):
+    """COLDSTART_PLAN reaches every Python process started with the
+    environment: the plan applies to the program it was made for only
+    (here: not to the other script, nor to a child running python -c)."""
+    plan = record(workdir)
+    write(os.path.join(workdir, "other.py"), USE)
+    write(os.path.join(workdir, "parent.py"), """
+        import subprocess, sys
+        subprocess.run([sys.executable, "-c", "import sys, json; "
+                        "p = sys.modules.get('coldstart.plan'); "
+                        "print(json.dumps({'applied': bool(p and p.installed())}))"],
+                       check=True)
+    """)
+    assert applied(run([PY, "use.py"], workdir, COLDSTART_PLAN=plan)) is True
+    p = run([PY, "other.py"], workdir, COLDSTART_PLAN=plan)
+    assert applied(p) is False
+    assert "it was made for script %s" % os.path.join(workdir, "use.py") in \
+        p.stderr and "not for this program (script %s)" % os.path.join(
+            workdir, "other.py") in p.stderr, p.stderr
+    # The same script by another relative path is the same program.
+    sub = os.path.join(workdir, "sub")
+    os.mkdir(sub)
+    assert applied(run([PY, "../use.py"], sub, COLDSTART_PLAN=plan)) is True
+    p = run([PY, "parent.py"], workdir, COLDSTART_PLAN=plan)
+    assert applied(p) is False  # the child's line is the last
+    assert "not for this program (command" in p.stderr, p.stderr
+
+
+def test_damaged_plans_and_archives_never_end_the_target(workdir):
+    """A short deterministic run of the mutation harness (tests/fuzz/
+    plan_mutate.py; `make fuzz` runs it longer): mutated plans and
+    archives, each applied in a real interpreter, which must never end with
+    an uncaught exception or a signal."""
+    p = subprocess.run([sys.executable, FUZZ, "--runs", "120", "--seed", "7",
+                        "--workdir", workdir], capture_output=True, text=True,
+                       timeout=600, env=clean_env(()))
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "crashes: 0" in p.stdout, p.stdout[-3000:]
