@@ -186,11 +186,13 @@ _ACTIONS = frozenset(("load", "eager", "defer"))
 
 
 def _is_name(s):
-    """A dotted module name: identifiers separated by dots."""
-    if type(s) is not str or not s:
+    """A dotted module name: non-empty parts separated by dots, none with a
+    slash or a NUL (modules imported with __import__ need not be
+    identifiers: _sysconfigdata__linux_x86_64-linux-gnu)."""
+    if type(s) is not str or not s or "/" in s or "\0" in s:
         return False
     for p in s.split("."):
-        if not p.isidentifier():
+        if not p or p.strip() != p:
             return False
     return True
 
@@ -228,7 +230,7 @@ def _bad_row(row):
     if ei is not None and not _is_int(ei, -1):
         return "%s: entry_index %r" % (name, ei)
     if reb is not None and (type(reb) is not list or
-                            not all(type(r) is str and r.isidentifier()
+                            not all(_is_name(r) and "." not in r
                                     for r in reb)):
         return "%s: rebinds is not a list of names" % name
     return None
@@ -521,10 +523,56 @@ def _stale_file(row):
     return None
 
 
+def _suffixes():
+    """The file suffixes the path-based finder imports, longest first."""
+    e = _bootstrap_external
+    return sorted(set(e.EXTENSION_SUFFIXES + e.SOURCE_SUFFIXES +
+                      e.BYTECODE_SUFFIXES), key=len, reverse=True)
+
+
+def _listing(d):
+    """(module names of the files in directory d, the names of its
+    subdirectories), as the path-based finder sees them: a file counts only
+    with a suffix it imports (an extensionless script such as /usr/bin/lzma
+    is no module).  None when d cannot be listed."""
+    try:
+        names = os.listdir(d or ".")
+    except (OSError, ValueError, TypeError):
+        return None
+    sufs = _suffixes()
+    files = set()
+    for n in names:
+        for suf in sufs:
+            if n.endswith(suf) and len(n) > len(suf):
+                base = n[:-len(suf)]
+                if "." not in base:
+                    files.add(base)
+                break
+    return files, set(names)
+
+
+def _holds(d, name, listing):
+    """Whether the path-based finder would find module name in directory
+    d with its listing: a module file, or a regular package (a directory
+    with an __init__ it imports; a namespace portion does not take the
+    place of a module found later)."""
+    if listing is None:
+        return False
+    files, names = listing
+    if name in files:
+        return True
+    if name in names:
+        pkg = os.path.join(d or ".", name)
+        for suf in _suffixes():
+            if os.path.isfile(os.path.join(pkg, "__init__" + suf)):
+                return True
+    return False
+
+
 def _shadowed(plan):
-    """Returns why a file now on sys.path would be found before a planned
-    top-level module, or None.  Only directories whose mtime changed since
-    planning are listed."""
+    """Returns why a module now in a sys.path directory would be found
+    before a planned top-level module, or None.  Only directories whose
+    mtime changed since planning are listed."""
     entries = plan.get("sys_path") or []
     for pos, e in enumerate(entries):
         d = e.get("entry") if isinstance(e, dict) else None
@@ -532,24 +580,16 @@ def _shadowed(plan):
             continue
         try:
             mt = os.stat(d or ".").st_mtime_ns
-        except OSError:
+        except (OSError, ValueError):
             continue
         if mt == e.get("mtime_ns"):
             continue
-        try:
-            names = os.listdir(d or ".")
-        except OSError:
-            continue
-        here = set()
-        for n in names:
-            base = n.partition(".")[0]
-            if base:
-                here.add(base)
+        listing = _listing(d)
         for row in plan["index"]:
             ei = row[9]
             if "." in row[0] or not isinstance(ei, int) or ei <= pos:
                 continue
-            if row[0] in here:
+            if _holds(d, row[0], listing):
                 return ("%r on sys.path now holds %r, which would be found "
                         "before the planned %r" % (d, row[0], row[2]))
     return None
@@ -627,7 +667,15 @@ def check(plan, program=None):
                        "this one has %r)" % (k, rec.get(k), cur[k]))
             return why
     stat = os.stat
-    for row in plan["index"]:
+    c = plan.get("code")
+    at = c.get("at") if type(c) is dict else None
+    if type(at) is not list or len(at) != len(plan["index"]):
+        at = None
+    # Files whose ctime or inode is not the recorded one (an edit keeping
+    # size and mtime, a copy): their archived code is used only when their
+    # bytes are the recorded ones (_file_same).
+    suspect = plan["_suspect"] = set()
+    for i, row in enumerate(plan["index"]):
         # _stale_file(row), inlined: this loop stats every planned file.
         try:
             st = stat(row[2])
@@ -636,6 +684,11 @@ def check(plan, program=None):
         if st is None or st.st_size != row[3] or st.st_mtime_ns != row[4]:
             why.append(_stale_file(row) or "%s changed" % row[0])
             return why
+        if at is not None:
+            a = at[i]
+            if a is not None and len(a) >= 6 and (
+                    st.st_ctime_ns != a[3] or st.st_ino != a[4]):
+                suspect.add(row[0])
     r = _shadowed(plan)
     if r:
         why.append(r)
@@ -1408,6 +1461,8 @@ _bad_parts = set()
 _REFUSED = object()
 # The plan file install() applies (absolute): [path].
 _plan_file = []
+# The modules whose files' ctime or inode changed since planning (check()).
+_suspect = set()
 
 
 def _checked(data, want, what, table=False):
@@ -1438,16 +1493,12 @@ def _read_part(at, what, table=False):
 
 
 def _file_same(at, path):
-    """Whether the module's file is still the one its archived code was
-    compiled from: the archive's entry records its ctime and inode, which
-    an edit (even one keeping size and mtime) or a copy changes; then its
-    bytes' CRC-32 decides."""
+    """Whether the module's file, whose ctime or inode is not the one the
+    archive's entry recorded (check(): an edit keeping size and mtime, or a
+    copy), still has the bytes its archived code was compiled from."""
     if len(at) < 6:
         return True
     try:
-        st = os.stat(path)
-        if st.st_ctime_ns == at[3] and st.st_ino == at[4]:
-            return True
         with open(path, "rb") as f:
             data = f.read()
     except (OSError, ValueError):
@@ -1459,7 +1510,7 @@ def _archive_code(loader, fullname):
     at = loader.__dict__.get("_coldstart_at")
     if at is None or fullname != loader.name or not _code_fd:
         return None
-    if not _file_same(at, loader.path):
+    if fullname in _suspect and not _file_same(at, loader.path):
         if fullname not in _bad_parts:
             _bad_parts.add(fullname)
             _warn("%s: %r changed since the plan was made (its size and "
@@ -1774,7 +1825,12 @@ class PlanFinder(object):
             os.environ.get("COLDSTART_PLAN_ALL") != "0" else {}
         self._entries = {}
         self._path_key = None
-        self._path_set = frozenset()
+        self._path_state_v = None
+        self._listings = {}
+        # The plan's sys.path entries: absolute path -> first position.
+        self._known = {}
+        for i, e in enumerate(plan.get("sys_path") or ()):
+            self._known.setdefault(e["entry"], i)
         self.answered = 0
 
     @property
@@ -1805,7 +1861,7 @@ class PlanFinder(object):
         row = self.index[i]
         kind, path = row[1], row[2]
         e = {"kind": kind, "path": path, "action": self.action(name),
-             "rebinds": frozenset(row[10] or ())}
+             "rebinds": frozenset(row[10] or ()), "entry_index": row[9]}
         if row[8] is not None:
             e["search"] = list(row[8])
             e["dir"] = row[7] or _dirname(_dirname(path))
@@ -1840,16 +1896,71 @@ class PlanFinder(object):
             lazy[mod] = (attrs, star, eager)
         return lazy or None
 
-    def _on_sys_path(self, entry):
+    def _path_state(self):
+        """For the current sys.path: {absolute entry: first position}, and
+        per position the most any entry up to it had in the plan's sys_path
+        (an entry the plan did not have counts as infinite)."""
         key = tuple(sys.path)
         if key != self._path_key:
-            s = set()
+            pos = {}
+            worst = []
+            w = -1
             for p in key:
-                if isinstance(p, str):
-                    s.add(os.path.abspath(p or "."))
-            self._path_set = frozenset(s)
+                a = os.path.abspath(p or ".") if isinstance(p, str) else None
+                worst.append(w)
+                if a is not None and a not in pos:
+                    pos[a] = len(worst) - 1
+                k = self._known.get(a)
+                w = max(w, k if k is not None else 1 << 30)
+            self._path_state_v = (pos, worst, key)
             self._path_key = key
-        return entry in self._path_set
+        return self._path_state_v
+
+    def _listing_of(self, d):
+        try:
+            mt = os.stat(d or ".").st_mtime_ns
+        except (OSError, ValueError):
+            return None
+        got = self._listings.get(d)
+        if got is None or got[0] != mt:
+            got = (mt, _listing(d))
+            self._listings[d] = got
+        return got[1]
+
+    def _found_before(self, name, entries, stop, known_below):
+        """Whether an entry of entries[:stop] that the plan did not list
+        before the module's own (known_below) holds module name: then the
+        path-based finder would find that one, and the plan does not
+        answer."""
+        base = name.rpartition(".")[2]
+        for p in entries[:stop]:
+            if not isinstance(p, str):
+                continue
+            a = os.path.abspath(p or ".")
+            k = self._known.get(a) if known_below is not None else None
+            if k is not None and k < known_below:
+                continue
+            if os.path.isdir(a):
+                if _holds(a, base, self._listing_of(a)):
+                    return True
+            elif os.path.exists(a):
+                return True  # a zip archive the plan does not know
+        return False
+
+    def _on_sys_path(self, name, where, ei):
+        """Whether the path-based finder would find top-level module name
+        in the plan's directory where: where is on sys.path, and no entry
+        before it holds name (checked in the entries the plan did not have
+        before the module's own: PYTHONPATH, a .pth, an insert at run time)."""
+        pos, worst, key = self._path_state()
+        c = pos.get(where)
+        if c is None:
+            return False
+        if not isinstance(ei, int) or ei < 0:
+            ei = None
+        if ei is not None and worst[c] < ei:
+            return True
+        return not self._found_before(name, key, c, ei)
 
     def find_spec(self, name, path=None, target=None):
         if name not in self.rows or name in _failed:
@@ -1859,13 +1970,15 @@ class PlanFinder(object):
         m = self.entry(name)
         where = m["dir"]
         if path is None:
-            if not self._on_sys_path(where):
+            if not self._on_sys_path(name, where, m["entry_index"]):
                 return None
         else:
             try:
-                if where not in path:
-                    return None
-            except TypeError:
+                i = path.index(where) if type(path) is list else \
+                    list(path).index(where)
+            except (ValueError, TypeError):
+                return None
+            if i and self._found_before(name, list(path), i, None):
                 return None
         at = m.get("code")
         if at is not None:
@@ -1924,6 +2037,7 @@ class PlanFinder(object):
 
     def invalidate_caches(self):
         self._path_key = None
+        self._listings = {}
 
 
 # cache_from_source()'s answer without its checks: __pycache__/NAME.TAG.pyc
@@ -2064,6 +2178,7 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
                   % (path, why[0]))
         return None
     _plan_file[:] = [plan["_file"]]
+    _suspect.update(plan.get("_suspect", ()))
     code = _open_code(plan, len(plan["index"])) if use_code else None
     if code is _REFUSED:
         return None
