@@ -206,16 +206,19 @@ def test_archive_of_nobody_is_refused_and_the_program_runs_without_the_plan(work
         and "running without the plan" in lines[0], p.stderr
 
 
-def _plan_with_ext(workdir):
+TOOL = """
+    import collections, json, sys
+    P = collections.namedtuple("P", "x y")
+    p = sys.modules.get("coldstart.plan")
+    print(json.dumps({"applied": bool(p and p.installed()),
+                      "ext": bool(p and p._ext)}))
+"""
+
+
+def _plan_with_ext(workdir, text=TOOL):
     """A plan made by coldstart plan (which builds the _plancode
     extension) of a script compiling a string."""
-    write(os.path.join(workdir, "tool.py"), """
-        import collections, json, sys
-        P = collections.namedtuple("P", "x y")
-        p = sys.modules.get("coldstart.plan")
-        print(json.dumps({"applied": bool(p and p.installed()),
-                          "ext": bool(p and p._ext)}))
-    """)
+    write(os.path.join(workdir, "tool.py"), text)
     plan = os.path.join(workdir, "tool.plan.json")
     e = clean_env(())
     p = subprocess.run([COLDSTART, "plan", "-o", plan, "--", PY, "tool.py"],
@@ -357,3 +360,42 @@ def test_damaged_plans_and_archives_never_end_the_target(workdir):
                        timeout=600, env=clean_env(()))
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert "crashes: 0" in p.stdout, p.stdout[-3000:]
+
+
+def test_root_plan_applied_by_a_service_user_and_moved_with_its_archive(workdir):
+    """Portable plans: a plan root made (in root's directories, readable by
+    all) applies for the service user `nobody` at every start without a
+    word (root-owned is trusted; the extension in root's cache, which
+    nobody cannot read, is left out quietly), and a plan copied elsewhere
+    with its archive beside it keeps using that archive."""
+    _nobody()
+    plan, data = _plan_with_ext(workdir)
+    for p in (plan, plan + ".code"):
+        assert os.stat(p).st_mode & 0o044 == 0o044, oct(os.stat(p).st_mode)
+    e = env(COLDSTART_PLAN=plan)
+    p = subprocess.run(["runuser", "-u", "nobody", "--", "env", "-i"] +
+                       ["%s=%s" % kv for kv in e.items()] + [PY, "tool.py"],
+                       cwd=workdir, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads(p.stdout.strip().splitlines()[-1])["applied"] is True
+    assert p.stderr == "", p.stderr
+    # Moved elsewhere (the recorded archive path is gone): the archive
+    # beside the plan is used.
+    moved = os.path.join(workdir, "image", "etc")
+    os.makedirs(moved)
+    shutil.copy(plan, moved)
+    shutil.copy(plan + ".code", moved)
+    os.unlink(plan + ".code")
+    # A script that says whether the archive is used: its plan, moved the
+    # same way.
+    plan, data = _plan_with_ext(workdir, TOOL.replace(
+        '"ext": bool(p and p._ext)', '"archive": bool(p and p._code_fd)'))
+    shutil.copy(plan, moved)
+    shutil.copy(plan + ".code", moved)
+    os.unlink(plan + ".code")
+    p = run([PY, "tool.py"], workdir,
+            COLDSTART_PLAN=os.path.join(moved, os.path.basename(plan)))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == \
+        {"applied": True, "archive": True}, p.stderr
+    assert plan_lines(p.stderr) == [], p.stderr
