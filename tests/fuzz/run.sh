@@ -7,6 +7,11 @@
 # with the dictionary tests/fuzz/<target>.dict when there is one.
 # New inputs go to build/fuzz/corpus/<target>, crashes to build/fuzz/artifacts;
 # the last line of each run says how many inputs it tried.
+# A target whose second line is `// python: embed` is built against Debian's
+# libpython (/usr/bin/python3-config) as well.
+# Then tests/fuzz/plan_mutate.py, the mutation harness of the plan applier,
+# applies FUZZ_PLAN_RUNS (default 500) mutated plans in real interpreters
+# (target name: plan_mutate).
 # Usage: sh tests/fuzz/run.sh [target...]   (FUZZ_SECONDS=0 only builds)
 set -eu
 cd "$(dirname "$0")/../.."
@@ -32,9 +37,14 @@ for src in src/*.c src/export/*.c; do
 	objs="$objs $obj"
 done
 
+plan_mutate=yes
 if [ $# -gt 0 ]; then
 	targets=""
-	for t in "$@"; do targets="$targets tests/fuzz/${t%.c}.c"; done
+	plan_mutate=no
+	for t in "$@"; do
+		if [ "$t" = plan_mutate ]; then plan_mutate=yes; continue; fi
+		targets="$targets tests/fuzz/${t%.c}.c"
+	done
 else
 	targets=$(ls tests/fuzz/fuzz_*.c)
 fi
@@ -44,7 +54,23 @@ for t in $targets; do
 	name=$(basename "$t" .c)
 	seed=$(sed -n '1s|^// corpus: *||p' "$t")
 	[ -n "$seed" ] || seed=tests/fixtures/${name#fuzz_}
-	$CC $CFLAGS -fsanitize=fuzzer -o "$out/$name" "$t" $objs -ljansson -lelf -lz -lm -pthread
+	pyflags=""
+	pylibs=""
+	extra=""
+	asan=${ASAN_OPTIONS:-}
+	if sed -n 2p "$t" | grep -q '^// python: embed'; then
+		# marshal allocates what a length field declares before it reads the
+		# items (a tuple of 2^31 items from a 40-byte input): CPython's
+		# MemoryError, not a bug of the reader; allocations above 1 GiB
+		# return NULL (MemoryError) instead of ending the run.  The embedded
+		# interpreter is never finalised, so what it holds at exit is no leak.
+		extra="-malloc_limit_mb=1048576"
+		asan="${asan:+$asan:}allocator_may_return_null=1:max_allocation_size_mb=1024:detect_leaks=0"
+		pyconf=${FUZZ_PYTHON_CONFIG:-/usr/bin/python3-config}
+		pyflags=$($pyconf --includes) || { echo "fuzz: $name needs $pyconf (python3-dev)" >&2; exit 1; }
+		pylibs=$($pyconf --embed --ldflags)
+	fi
+	$CC $CFLAGS $pyflags -fsanitize=fuzzer -o "$out/$name" "$t" $objs -ljansson -lelf -lz -lm -pthread $pylibs
 	[ "$seconds" = 0 ] && { echo "built $out/$name"; continue; }
 	mkdir -p "$out/corpus/$name"
 	if [ ! -d "$seed" ]; then
@@ -54,7 +80,7 @@ for t in $targets; do
 	dict=""
 	[ -f "tests/fuzz/$name.dict" ] && dict="-dict=tests/fuzz/$name.dict"
 	echo "== $name for ${seconds}s, seeds from ${seed:-nothing}${dict:+, $dict}"
-	if ! "$out/$name" -max_total_time="$seconds" -max_len=65536 -timeout=60 -rss_limit_mb=2048 \
+	if ! ASAN_OPTIONS="$asan" "$out/$name" $extra -max_total_time="$seconds" -max_len=65536 -timeout=60 -rss_limit_mb=2048 \
 		-print_final_stats=1 -artifact_prefix="$out/artifacts/$name-" $dict \
 		"$out/corpus/$name" $seed 2>"$out/$name.log"; then
 		tail -40 "$out/$name.log" >&2
@@ -64,4 +90,15 @@ for t in $targets; do
 	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out/$name.log" | tail -1)
 	echo "$name: ${runs:-?} runs"
 done
+if [ "$plan_mutate" = yes ] && [ "$seconds" != 0 ]; then
+	echo "== plan_mutate: ${FUZZ_PLAN_RUNS:-500} mutated plans and archives applied"
+	mkdir -p "$out/plan_mutate"
+	if ! /usr/bin/python3 tests/fuzz/plan_mutate.py --runs "${FUZZ_PLAN_RUNS:-500}" \
+		--seed "${FUZZ_PLAN_SEED:-$(date +%s)}" --workdir "$out/plan_mutate" >"$out/plan_mutate.log" 2>&1; then
+		tail -40 "$out/plan_mutate.log" >&2
+		echo "fuzz: plan_mutate FAILED: see $out/plan_mutate.log" >&2
+		status=1
+	fi
+	tail -1 "$out/plan_mutate.log"
+fi
 exit $status
