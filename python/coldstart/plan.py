@@ -189,12 +189,8 @@ def _is_name(s):
     """A dotted module name: non-empty parts separated by dots, none with a
     slash or a NUL (modules imported with __import__ need not be
     identifiers: _sysconfigdata__linux_x86_64-linux-gnu)."""
-    if type(s) is not str or not s or "/" in s or "\0" in s:
-        return False
-    for p in s.split("."):
-        if not p or p.strip() != p:
-            return False
-    return True
+    return type(s) is str and s != "" and s[0] != "." and s[-1] != "." and \
+        ".." not in s and "/" not in s and "\0" not in s
 
 
 def _is_abs(s):
@@ -237,10 +233,14 @@ def _bad_row(row):
 
 
 def _bad_span(v, size, n):
-    """Whether v is not n integers [offset, length, ...] inside size."""
-    return type(v) is not list or len(v) < n or \
-        not all(type(x) is int and x >= 0 for x in v[:n]) or \
-        v[0] + v[1] > size
+    """Whether v is not a list of integers [offset, length, ...] (at least
+    n of them) inside size."""
+    if type(v) is not list or len(v) < n:
+        return True
+    for x in v:
+        if type(x) is not int or x < 0:
+            return True
+    return v[0] + v[1] > size
 
 
 def _bad_code(c, rows):
@@ -257,13 +257,11 @@ def _bad_code(c, rows):
     if type(at) is not list or len(at) != rows:
         return "code.at does not have one entry per index row"
     for v in at:
-        if v is not None and (_bad_span(v, size, 2) or v[1] == 0 or
-                              not all(type(x) is int for x in v)):
+        if v is not None and (_bad_span(v, size, 2) or v[1] == 0):
             return "code.at has an entry outside the archive: %r" % (v,)
     for k in ("regex", "strings"):
         v = c.get(k)
-        if v is not None and (_bad_span(v, size, 3) or
-                              not all(type(x) is int for x in v)):
+        if v is not None and _bad_span(v, size, 3):
             return "code.%s is outside the archive: %r" % (k, v)
     ext = c.get("ext")
     if ext is not None and (type(ext) is not dict or
@@ -315,7 +313,27 @@ def validate(plan):
                 (e.get("mtime_ns") is None or _is_int(e["mtime_ns"]))
                 for e in sp):
             raise PlanError("sys_path is malformed")
+    n = len(INDEX_FIELDS)
     for row in plan["index"]:
+        # The common case at the cost of a few type checks; _bad_row says
+        # what is wrong with a row that fails them.
+        if type(row) is list and len(row) == n:
+            name, kind, path, size, mtime, action, used, dir_, search, ei, \
+                reb = row
+            if type(name) is str and name and "/" not in name and \
+                    "\0" not in name and ".." not in name and \
+                    name[0] != "." and name[-1] != "." and \
+                    kind in _LOADERS and type(path) is str and \
+                    path[:1] == "/" and "\0" not in path and \
+                    type(size) is int and size >= 0 and \
+                    type(mtime) is int and action in _ACTIONS and \
+                    (used is None or type(used) is bool) and \
+                    (dir_ is None or (type(dir_) is str and
+                                      dir_[:1] == "/" and
+                                      "\0" not in dir_)) and \
+                    (ei is None or (type(ei) is int and ei >= -1)) and \
+                    search is None and reb is None:
+                continue
         why = _bad_row(row)
         if why is not None:
             raise PlanError("a malformed index row (%s)" % why)
@@ -329,8 +347,12 @@ def validate(plan):
     if prog is not None and (type(prog) is not list or not prog or
                              not all(type(x) is str for x in prog)):
         raise PlanError("program is malformed")
+    table = plan.get("from")
+    if table is not None and type(table) is not dict:
+        raise PlanError("from is not an object")
+    # Each module's "from" rows are checked when it is imported (entry()).
     for why in (_bad_code(plan.get("code"), len(plan["index"])),
-                _bad_lazy(plan.get("from")), _bad_all(plan.get("all"))):
+                _bad_all(plan.get("all"))):
         if why is not None:
             raise PlanError(why)
 
@@ -1872,7 +1894,14 @@ class PlanFinder(object):
             e["code"] = self.code[i]
         rows = self.table.get(name)
         if rows:
-            e["lazy"] = self._lazy(rows)
+            why = _bad_lazy({name: rows})
+            if why is None:
+                e["lazy"] = self._lazy(rows)
+            else:
+                # Checked here, for the modules imported only: its
+                # from-imports bind at once, as without the plan.
+                _warn("the plan's %s is malformed; its from-imports bind "
+                      "at once" % why)
         self._entries[name] = e
         return e
 
