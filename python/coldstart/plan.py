@@ -1897,11 +1897,13 @@ class PlanFinder(object):
             why = _bad_lazy({name: rows})
             if why is None:
                 e["lazy"] = self._lazy(rows)
-            else:
+            elif "from" not in _bad_parts:
                 # Checked here, for the modules imported only: its
-                # from-imports bind at once, as without the plan.
-                _warn("the plan's %s is malformed; its from-imports bind "
-                      "at once" % why)
+                # from-imports bind at once, as without the plan (one
+                # warning for the whole table).
+                _bad_parts.add("from")
+                _warn("the plan's %s is malformed; the from-imports of "
+                      "the modules it names bind at once" % why)
         self._entries[name] = e
         return e
 

@@ -399,3 +399,66 @@ def test_root_plan_applied_by_a_service_user_and_moved_with_its_archive(workdir)
     assert json.loads(p.stdout.strip().splitlines()[-1]) == \
         {"applied": True, "archive": True}, p.stderr
     assert plan_lines(p.stderr) == [], p.stderr
+
+
+FUNC = """
+    import json
+    from fdk import response
+    import helper
+
+    def handler(ctx, data=None):
+        return response.Response(ctx, response_data=json.dumps(
+            {"v": helper.value()}))
+"""
+
+
+def _damage(plan, how):
+    """A copy of plan damaged one way."""
+    p = json.loads(json.dumps(plan))
+    names = [r[0] for r in p["index"]]
+    i = names.index("helper")
+    if how == "from":
+        p["from"] = {n: [[1, 2]] for n in names}
+    elif how == "row":
+        p["index"][i][8] = "not a list"
+    elif how == "name":
+        p["index"][i][0] = ["helper"]
+    elif how == "at":
+        p["code"]["at"][i] = [p["code"]["size"] - 2, 50, 0]
+    elif how == "all":
+        p["all"] = {"helper": 7}
+    elif how == "opcodes":
+        p["opcodes"] = [300, "x", None]
+    elif how == "path":
+        p["index"][i][2] = "relative/helper.py"
+    elif how == "python":
+        p["python"] = "3.11"
+    elif how == "code":
+        p["code"] = ["not", "an", "object"]
+    return p
+
+
+@pytest.mark.parametrize("how", ["from", "row", "name", "at", "all",
+                                 "opcodes", "path", "python", "code"])
+def test_coldstart_fdk_with_a_damaged_plan_answers_its_calls(workdir, how):
+    """coldstart-fdk --plan with a plan damaged in one field answers every
+    call as without a plan, with one warning."""
+    from test_plan import _fdk_calls, plan_cmd
+    write(os.path.join(workdir, "func.py"), FUNC)
+    write(os.path.join(workdir, "helper.py"),
+          "def value():\n    return 42\n")
+    write(os.path.join(workdir, "req.json"), "{}")
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--python", PY, "--fn", "func.py", "--request", "req.json",
+                 "-o", out, cwd=workdir)
+    assert p.returncode == 0, p.stderr
+    with open(out) as f:
+        plan = json.load(f)
+    bad = os.path.join(workdir, "bad.json")
+    with open(bad, "w") as f:
+        json.dump(_damage(plan, how), f)
+    shutil.copy(out + ".code", bad + ".code")
+    res, err = _fdk_calls(workdir, ["--plan", bad], [b"{}", b"{}"])
+    assert res == [{"v": 42}, {"v": 42}], err
+    assert "Traceback" not in err, err
+    assert len(plan_lines(err)) <= 1, err
