@@ -1539,8 +1539,15 @@ def _archive_code(loader, fullname):
                   "mtime did not); it loads from its file"
                   % (fullname, loader.path))
         return None
-    data = _read_part(at[:3], fullname)
-    if data is None:
+    # _read_part(at[:3], fullname), inlined: once per archived module.
+    try:
+        data = os.pread(_code_fd[0], at[1], at[0])
+    except (OSError, OverflowError):
+        return None
+    if len(data) != at[1]:
+        return None
+    if len(at) > 2 and (_crc32[0] if _crc32 else _crc)(data) != at[2] and \
+            _checked(data, at[2], fullname) is None:
         return None
     try:
         code = marshal.loads(data)
