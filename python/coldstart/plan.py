@@ -1429,39 +1429,35 @@ def _open_code(plan, rows):
     if c.get("optimize") != sys.flags.optimize:
         return None  # compiled for another -O level: the files are right
     head = _CODE_MAGIC + _bootstrap_external.MAGIC_NUMBER
-    fd = -1
+    crcs = False
+    for v in at:
+        if v is not None:
+            crcs = len(v) > 2
+            break
     err = None
     for p in _archive_paths(plan, path):
+        fd = -1
         try:
             fd, st = open_trusted(p, "code archive")
+            if st.st_size != c.get("size") or (
+                    not crcs and st.st_mtime_ns != c.get("mtime_ns")):
+                # (A plan without checksums relies on the mtime too.)
+                raise OSError("%r changed since the plan was made" % p)
+            if os.pread(fd, len(head), 0) != head:
+                raise OSError("%r is not an archive of this interpreter" % p)
         except TrustError as e:
             _warn("%s; running without the plan" % e)
             return _REFUSED
-        except PlanError as e:
+        except (PlanError, OSError) as e:
+            if fd >= 0:
+                os.close(fd)
             if err is None:
                 err = e
             continue
-        path = p
-        break
-    try:
-        if fd < 0:
-            raise OSError(str(err).replace("cannot read code archive %r: "
-                                           % (path,), ""))
-        if st.st_size != c.get("size"):
-            raise OSError("changed since the plan was made")
-        crcs = any(isinstance(v, list) and len(v) > 2 for v in at)
-        if not crcs and st.st_mtime_ns != c.get("mtime_ns"):
-            # A plan without checksums relies on the mtime.
-            raise OSError("changed since the plan was made")
-        if os.pread(fd, len(head), 0) != head:
-            raise OSError("not an archive of this interpreter")
-    except OSError as e:
-        if fd >= 0:
-            os.close(fd)
-        _warn("not using the code archive %r: %s; modules load from their "
-              "files" % (path, e.strerror or e))
-        return None
-    return fd, at
+        return fd, at
+    _warn("not using the code archive: %s; modules load from their files"
+          % (getattr(err, "strerror", None) or err))
+    return None
 
 
 _crc32 = []

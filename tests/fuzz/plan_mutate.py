@@ -240,7 +240,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     a = ap.parse_args()
     own = a.workdir is None
-    work = tempfile.mkdtemp(prefix="planfuzz", dir=a.workdir or None)
+    work = os.path.abspath(tempfile.mkdtemp(prefix="planfuzz",
+                                            dir=a.workdir or None))
     os.makedirs(os.path.join(work, "crashes"), exist_ok=True)
     try:
         app, want, text, code = setup(work, a.python, a.pydir)
