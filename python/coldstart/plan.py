@@ -10,9 +10,12 @@ where each was found, and what to do with each at the next start:
          module object (spec, __path__, __file__ and the rest set) without
          running its body; the body runs at the first real use
 
-install() checks the whole plan first (interpreter, every recorded file's
-size and mtime, shadowing on sys.path) and applies all of it or, when
-anything changed, none of it, with one warning on stderr.  Stdlib only,
+install() checks the whole plan first (who could have written it and its
+archive and extension, every member's form, the interpreter, every
+recorded file's size and mtime, shadowing on sys.path, the program it was
+made for) and applies all of it or, when anything is wrong, none of it,
+with one warning on stderr (docs/plan.md, "What a plan may change, and
+what it never does").  Stdlib only,
 Python 3.8+; importing this file imports nothing beyond what start-up has
 loaded, and reading a plan uses the _json scanner without json and re.
 """
@@ -2385,7 +2388,9 @@ def install_from_environ(environ=None):
     selects strict mode, COLDSTART_PLAN_LAZY_FROM=0 turns lazy
     from-imports off, COLDSTART_PLAN_ARCHIVE=0 the code archive,
     COLDSTART_PLAN_REGEX=0 and COLDSTART_PLAN_STRINGS=0 its regex and
-    string tables.  Returns the finder or None."""
+    string tables, COLDSTART_PLAN_PROGRAM=any applies the plan to every
+    program (not only the one it was made for).  Returns the finder or
+    None."""
     env = os.environ if environ is None else environ
     path = env.get("COLDSTART_PLAN")
     if not path:
