@@ -1895,6 +1895,16 @@ class PlanFinder(object):
             e["dir"] = row[7] or _dirname(_dirname(path))
         else:
             e["dir"] = row[7] or _dirname(path)
+        if row[7]:
+            # The file must be the one the path-based finder would find in
+            # that directory: DIR/NAME.SUFFIX, or DIR/NAME/__init__.SUFFIX
+            # for a package; a row saying otherwise is not answered.
+            prefix = row[7].rstrip("/") + "/" + name.rpartition(".")[2]
+            rest = path[len(prefix):] if path.startswith(prefix) else ""
+            if not (rest[:1] == "." and "/" not in rest or
+                    row[8] is not None and rest[:10] == "/__init__." and
+                    rest.count("/") == 1):
+                e["elsewhere"] = True
         if self.code is not None and kind in _ARCHIVE_LOADERS and \
                 isinstance(self.code[i], list):
             e["code"] = self.code[i]
@@ -2006,6 +2016,8 @@ class PlanFinder(object):
             return None
         m = self.entry(name)
         where = m["dir"]
+        if "elsewhere" in m:
+            return None
         if path is None:
             if not self._on_sys_path(name, where, m["entry_index"]):
                 return None

@@ -462,3 +462,31 @@ def test_coldstart_fdk_with_a_damaged_plan_answers_its_calls(workdir, how):
     assert res == [{"v": 42}, {"v": 42}], err
     assert "Traceback" not in err, err
     assert len(plan_lines(err)) <= 1, err
+
+
+def test_a_row_naming_a_file_outside_its_directory_is_not_answered(workdir):
+    """Even a plan that passes the trust rules answers a module only with
+    the file the path-based finder would find: textwrap's row pointed at a
+    file elsewhere while its directory stays the standard library's is
+    left to the normal finders (the standard library's textwrap runs)."""
+    plan = record(workdir)
+    with open(plan) as f:
+        data = json.load(f)
+    other = os.path.join(workdir, "other")
+    os.mkdir(other)
+    marker = os.path.join(other, "ran")
+    fake = write(os.path.join(other, "textwrap.py"),
+                 "open(%r, 'w').write('x')\ndef dedent(s):\n    return s\n"
+                 % marker)
+    i = [r[0] for r in data["index"]].index("textwrap")
+    row = data["index"][i]
+    st = os.stat(fake)
+    stdlib = os.path.dirname(row[2])
+    row[2], row[3], row[4], row[7] = fake, st.st_size, st.st_mtime_ns, stdlib
+    data["code"]["at"][i] = None
+    with open(plan, "w") as f:
+        json.dump(data, f)
+    p = run([PY, "use.py"], workdir, COLDSTART_PLAN=plan)
+    assert applied(p) is True, p.stderr
+    assert not os.path.exists(marker), "the row's file ran"
+    assert p.stdout.splitlines()[0] == "ok"
