@@ -398,53 +398,70 @@ static PyObject *pc_recorded(PyObject *self, PyObject *unused)
 	return keys;
 }
 
-PyDoc_STRVAR(apply_doc, "apply(fd, offset, length) -> int\n\nReads the plan's string table (marshal data) from the "
-			"file fd at offset and answers\nthe calls it holds from now on.  Returns the number of sources.");
+/*
+ * The string table in data (marshal): a dict {str source: tuple of rows
+ * (str filename, str mode, int flags, int optimize, bytes code)}.  Every key
+ * and row is checked here, so lookup() only meets what it expects; a table
+ * with anything else is refused whole (ValueError).  The caller has checked
+ * the bytes' CRC against the plan; this is the second line, for a plan
+ * whose archive was damaged in a way the CRC did not see.
+ */
+static PyObject *table_load(const char *data, Py_ssize_t len)
+{
+	PyObject *table, *key, *rows;
+	Py_ssize_t pos = 0, i;
+
+	table = PyMarshal_ReadObjectFromString(data, len);
+	if (!table)
+		return NULL;
+	if (!PyDict_CheckExact(table))
+		goto bad;
+	while (PyDict_Next(table, &pos, &key, &rows)) {
+		if (!PyUnicode_CheckExact(key) || !PyTuple_CheckExact(rows))
+			goto bad;
+		for (i = 0; i < PyTuple_GET_SIZE(rows); i++) {
+			PyObject *r = PyTuple_GET_ITEM(rows, i);
+
+			if (!PyTuple_CheckExact(r) || PyTuple_GET_SIZE(r) != 5 ||
+			    !PyUnicode_CheckExact(PyTuple_GET_ITEM(r, 0)) ||
+			    !PyUnicode_CheckExact(PyTuple_GET_ITEM(r, 1)) ||
+			    !PyLong_CheckExact(PyTuple_GET_ITEM(r, 2)) ||
+			    !PyLong_CheckExact(PyTuple_GET_ITEM(r, 3)) ||
+			    !PyBytes_CheckExact(PyTuple_GET_ITEM(r, 4)))
+				goto bad;
+		}
+	}
+	return table;
+bad:
+	Py_DECREF(table);
+	PyErr_SetString(PyExc_ValueError, "the string table is malformed");
+	return NULL;
+}
+
+PyDoc_STRVAR(apply_doc, "apply(data) -> int\n\nTakes the plan's string table (marshal data, bytes already checked "
+			"against\nthe plan) and answers the calls it holds from now on.  Returns the number of\nsources.");
 
 static PyObject *pc_apply(PyObject *self, PyObject *args)
 {
-	long long off;
-	Py_ssize_t len, got = 0;
-	int fd;
-	char *data;
+	Py_buffer buf;
 	PyObject *table;
 
-	if (!PyArg_ParseTuple(args, "iLn", &fd, &off, &len))
+	if (!PyArg_ParseTuple(args, "y*", &buf))
 		return NULL;
 	if (S.record || S.table) {
+		PyBuffer_Release(&buf);
 		PyErr_SetString(PyExc_RuntimeError, "already recording or applying");
 		return NULL;
 	}
-	if (off < 0 || len <= 0 || len > (Py_ssize_t)256 << 20) {
-		PyErr_SetString(PyExc_ValueError, "bad table offset or length");
+	if (buf.len <= 0 || buf.len > (Py_ssize_t)256 << 20) {
+		PyBuffer_Release(&buf);
+		PyErr_SetString(PyExc_ValueError, "bad table length");
 		return NULL;
 	}
-	data = PyMem_Malloc((size_t)len);
-	if (!data)
-		return PyErr_NoMemory();
-	while (got < len) {
-		ssize_t n = pread(fd, data + got, (size_t)(len - got), (off_t)(off + got));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			PyMem_Free(data);
-			if (n < 0)
-				return PyErr_SetFromErrno(PyExc_OSError);
-			PyErr_SetString(PyExc_ValueError, "the table is cut short");
-			return NULL;
-		}
-		got += n;
-	}
-	table = PyMarshal_ReadObjectFromString(data, len);
-	PyMem_Free(data);
+	table = table_load(buf.buf, buf.len);
+	PyBuffer_Release(&buf);
 	if (!table)
 		return NULL;
-	if (!PyDict_CheckExact(table)) {
-		Py_DECREF(table);
-		PyErr_SetString(PyExc_ValueError, "the table is not a dict");
-		return NULL;
-	}
 	if (patch() < 0) {
 		Py_DECREF(table);
 		return NULL;

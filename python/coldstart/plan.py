@@ -10,9 +10,12 @@ where each was found, and what to do with each at the next start:
          module object (spec, __path__, __file__ and the rest set) without
          running its body; the body runs at the first real use
 
-install() checks the whole plan first (interpreter, every recorded file's
-size and mtime, shadowing on sys.path) and applies all of it or, when
-anything changed, none of it, with one warning on stderr.  Stdlib only,
+install() checks the whole plan first (who could have written it and its
+archive and extension, every member's form, the interpreter, every
+recorded file's size and mtime, shadowing on sys.path, the program it was
+made for) and applies all of it or, when anything is wrong, none of it,
+with one warning on stderr (docs/plan.md, "What a plan may change, and
+what it never does").  Stdlib only,
 Python 3.8+; importing this file imports nothing beyond what start-up has
 loaded, and reading a plan uses the _json scanner without json and re.
 """
@@ -62,6 +65,299 @@ def _warn(msg):
         sys.stderr.flush()
     except (OSError, ValueError, AttributeError):
         pass
+
+
+# --- trust -------------------------------------------------------------------
+#
+# A plan decides which code runs in the process that applies it, so the plan
+# file, its code archive and its extension are used only when nobody but the
+# applying user (or root) could have written them: each file and every
+# directory above it is owned by the effective user or root and writable by
+# nobody else (no group or other write bit; a directory with the sticky bit,
+# as /tmp, may be writable by all, since nobody else can rename or remove
+# what is in it).  The walk goes through descriptors: each directory is
+# opened relative to the one above with O_NOFOLLOW and checked with fstat,
+# the file is opened in the last one and checked with fstat, and what is
+# read is read through that descriptor, so nothing can be swapped between
+# the check and the use (docs/plan.md, "Trust").
+
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_DIR = getattr(os, "O_DIRECTORY", 0)
+_O_PATH = getattr(os, "O_PATH", 0) or os.O_RDONLY
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+# The most a plan file may be: a plan of thousands of modules is a few MiB.
+PLAN_MAX_BYTES = 64 << 20
+
+
+class TrustError(PlanError, OSError):
+    """A plan's file or a directory above it may be written by others."""
+
+
+class _Unreachable(OSError):
+    """load_plancode: the file is not there, or not for this user."""
+
+
+def _untrusted(st, euid, is_dir):
+    """Why a file or directory with stat st may not be trusted, or None."""
+    if st.st_uid != euid and st.st_uid != 0:
+        return "owned by uid %d, neither this user (uid %d) nor root" % (
+            st.st_uid, euid)
+    if st.st_mode & 0o022 and not (is_dir and st.st_mode & 0o1000):
+        return "writable by %s (mode %04o)" % (
+            "group and others" if st.st_mode & 0o022 == 0o022 else
+            "others" if st.st_mode & 0o002 else "its group",
+            st.st_mode & 0o7777)
+    return None
+
+
+def open_trusted(path, what):
+    """Opens path for reading when it is a regular file that it and every
+    directory above it pass the trust rule; returns (descriptor, stat).
+    Raises TrustError naming the file and the rule, or PlanError when it
+    cannot be opened.  Never blocks (a FIFO is refused)."""
+    euid = os.geteuid()
+    try:
+        real = os.path.realpath(path)
+    except (OSError, ValueError) as e:
+        raise PlanError("cannot read %s %r: %s" % (what, path, e))
+    parts = [p for p in real.split("/") if p]
+    if not parts:
+        raise PlanError("%s %r is not a file" % (what, path))
+    d = -1
+    fd = -1
+    where = "/"
+    try:
+        try:
+            d = os.open("/", _O_PATH | _O_DIR | _O_CLOEXEC)
+            why = _untrusted(os.fstat(d), euid, True)
+            for p in parts[:-1]:
+                if why is not None:
+                    break
+                n = os.open(p, _O_PATH | _O_DIR | _O_NOFOLLOW | _O_CLOEXEC,
+                            dir_fd=d)
+                os.close(d)
+                d = n
+                where = where.rstrip("/") + "/" + p
+                why = _untrusted(os.fstat(d), euid, True)
+            if why is not None:
+                raise TrustError("refusing %s %r: the directory %r is %s" % (
+                    what, path, where, why))
+            fd = os.open(parts[-1], os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK |
+                         _O_CLOEXEC, dir_fd=d)
+            st = os.fstat(fd)
+        except TrustError:
+            raise
+        except (OSError, ValueError, TypeError) as e:
+            raise PlanError("cannot read %s %r: %s" % (
+                what, path, getattr(e, "strerror", None) or e))
+        if not (st.st_mode & 0o170000 == 0o100000):
+            raise PlanError("%s %r is not a regular file" % (what, path))
+        why = _untrusted(st, euid, False)
+        if why is not None:
+            raise TrustError("refusing %s %r: it is %s" % (what, path, why))
+        ok = fd
+        fd = -1
+        return ok, st
+    finally:
+        if d >= 0:
+            os.close(d)
+        if fd >= 0:
+            os.close(fd)
+
+
+def _read_fd(fd, size):
+    """size bytes from the start of fd (fewer when it is shorter)."""
+    chunks = []
+    got = 0
+    while got < size:
+        b = os.pread(fd, size - got, got)
+        if not b:
+            break
+        chunks.append(b)
+        got += len(b)
+    return b"".join(chunks)
+
+
+# --- validation ----------------------------------------------------------------
+#
+# Every member the applier uses is checked when the plan is read: a plan
+# that is damaged (or hand-edited wrong) is ignored whole, with one warning,
+# and never reaches the finder half-valid.
+
+_ACTIONS = frozenset(("load", "eager", "defer"))
+
+
+def _is_name(s):
+    """A dotted module name: non-empty parts separated by dots, none with a
+    slash or a NUL (modules imported with __import__ need not be
+    identifiers: _sysconfigdata__linux_x86_64-linux-gnu)."""
+    return type(s) is str and s != "" and s[0] != "." and s[-1] != "." and \
+        ".." not in s and "/" not in s and "\0" not in s
+
+
+def _is_abs(s):
+    return type(s) is str and s[:1] == "/" and "\0" not in s
+
+
+def _is_int(x, lo=None):
+    return type(x) is int and (lo is None or x >= lo)
+
+
+def _bad_row(row):
+    """Why index row is malformed, or None."""
+    if type(row) is not list or len(row) != len(INDEX_FIELDS):
+        return "not a list of %d fields" % len(INDEX_FIELDS)
+    name, kind, path, size, mtime, action, used, dir_, search, ei, reb = row
+    if not _is_name(name):
+        return "name %r is not a module name" % (name,)
+    if kind not in _LOADERS:
+        return "%s: kind %r" % (name, kind)
+    if not _is_abs(path):
+        return "%s: path %r is not absolute" % (name, path)
+    if not _is_int(size, 0) or not _is_int(mtime):
+        return "%s: size or mtime is not an integer" % name
+    if action not in _ACTIONS:
+        return "%s: action %r" % (name, action)
+    if used is not None and type(used) is not bool:
+        return "%s: used %r" % (name, used)
+    if dir_ is not None and not _is_abs(dir_):
+        return "%s: dir %r is not absolute" % (name, dir_)
+    if search is not None and (type(search) is not list or
+                               not all(_is_abs(s) for s in search)):
+        return "%s: search is not a list of absolute paths" % name
+    if ei is not None and not _is_int(ei, -1):
+        return "%s: entry_index %r" % (name, ei)
+    if reb is not None and (type(reb) is not list or
+                            not all(_is_name(r) and "." not in r
+                                    for r in reb)):
+        return "%s: rebinds is not a list of names" % name
+    return None
+
+
+def _bad_span(v, size, n):
+    """Whether v is not a list of integers [offset, length, ...] (at least
+    n of them) inside size."""
+    if type(v) is not list or len(v) < n:
+        return True
+    for x in v:
+        if type(x) is not int or x < 0:
+            return True
+    return v[0] + v[1] > size
+
+
+def _bad_code(c, rows):
+    """Why the plan's code member is malformed, or None."""
+    if c is None:
+        return None
+    if type(c) is not dict:
+        return "code is not an object"
+    if type(c.get("path")) is not str or "\0" in c["path"] or \
+            not c["path"] or not _is_int(c.get("size"), 0):
+        return "code has no path and size"
+    size = c["size"]
+    at = c.get("at")
+    if type(at) is not list or len(at) != rows:
+        return "code.at does not have one entry per index row"
+    for v in at:
+        if v is not None and (_bad_span(v, size, 2) or v[1] == 0):
+            return "code.at has an entry outside the archive: %r" % (v,)
+    for k in ("regex", "strings"):
+        v = c.get(k)
+        if v is not None and _bad_span(v, size, 3):
+            return "code.%s is outside the archive: %r" % (k, v)
+    ext = c.get("ext")
+    if ext is not None and (type(ext) is not dict or
+                            not _is_abs(ext.get("path"))):
+        return "code.ext has no absolute path"
+    return None
+
+
+def _bad_lazy(table):
+    if table is None:
+        return None
+    if type(table) is not dict:
+        return "from is not an object"
+    for k, rows in table.items():
+        if not _is_name(k) or type(rows) is not list:
+            return "from: %r" % (k,)
+        for r in rows:
+            if type(r) is not list or not 2 <= len(r) <= 4 or \
+                    not _is_name(r[0]) or \
+                    not all(type(x) is str for x in r[1:]) or \
+                    (r[1] == "*" and len(r) < 3):
+                return "from: %s: %r" % (k, r)
+    return None
+
+
+def _bad_all(alls):
+    if alls is None:
+        return None
+    if type(alls) is not dict:
+        return "all is not an object"
+    for k, v in alls.items():
+        if type(v) is dict:
+            v = v.get("tuple")
+        if not _is_name(k) or type(v) is not list or \
+                not all(type(x) is str for x in v):
+            return "all: %r" % (k,)
+    return None
+
+
+def validate(plan):
+    """Raises PlanError when a member the applier uses is malformed."""
+    py = plan.get("python")
+    if type(py) is not dict:
+        raise PlanError("python is not an object")
+    sp = plan.get("sys_path")
+    if sp is not None:
+        if type(sp) is not list or not all(
+                type(e) is dict and type(e.get("entry")) is str and
+                (e.get("mtime_ns") is None or _is_int(e["mtime_ns"]))
+                for e in sp):
+            raise PlanError("sys_path is malformed")
+    n = len(INDEX_FIELDS)
+    for row in plan["index"]:
+        # The common case at the cost of a few type checks; _bad_row says
+        # what is wrong with a row that fails them.
+        if type(row) is list and len(row) == n:
+            name, kind, path, size, mtime, action, used, dir_, search, ei, \
+                reb = row
+            if type(name) is str and name and "/" not in name and \
+                    "\0" not in name and ".." not in name and \
+                    name[0] != "." and name[-1] != "." and \
+                    kind in _LOADERS and type(path) is str and \
+                    path[:1] == "/" and "\0" not in path and \
+                    type(size) is int and size >= 0 and \
+                    type(mtime) is int and action in _ACTIONS and \
+                    (used is None or type(used) is bool) and \
+                    (dir_ is None or (type(dir_) is str and
+                                      dir_[:1] == "/" and
+                                      "\0" not in dir_)) and \
+                    (ei is None or (type(ei) is int and ei >= -1)) and \
+                    search is None and reb is None:
+                continue
+        why = _bad_row(row)
+        if why is not None:
+            raise PlanError("a malformed index row (%s)" % why)
+    ops = plan.get("opcodes")
+    if ops is not None and (type(ops) is not list or len(ops) != 3 or
+                            not all(x is None or _is_int(x, 0) and x < 256
+                                    for x in ops) or ops[0] is None or
+                            ops[1] is None):
+        raise PlanError("opcodes is malformed")
+    prog = plan.get("program")
+    if prog is not None and (type(prog) is not list or not prog or
+                             not all(type(x) is str for x in prog)):
+        raise PlanError("program is malformed")
+    table = plan.get("from")
+    if table is not None and type(table) is not dict:
+        raise PlanError("from is not an object")
+    # Each module's "from" rows are checked when it is imported (entry()).
+    for why in (_bad_code(plan.get("code"), len(plan["index"])),
+                _bad_all(plan.get("all"))):
+        if why is not None:
+            raise PlanError(why)
 
 
 # --- reading the plan ------------------------------------------------------
@@ -173,22 +469,41 @@ def _index_from_modules(modules):
     return rows
 
 
-def read(path):
+def read(path, trust=True):
     """Returns the plan in path as a dict with at least format, version,
     python, sys_path and index (rows of INDEX_FIELDS); raises PlanError
-    when it cannot be read or is not a plan of a version this module
-    applies."""
+    when it cannot be read, may be written by others (TrustError), is
+    malformed, or is not a plan of a version this module applies.  Only a
+    regular file of at most PLAN_MAX_BYTES is read."""
+    fd = -1
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise PlanError("cannot read %r: %s" % (path, e.strerror or e))
+        if trust:
+            fd, st = open_trusted(path, "plan")
+        else:
+            try:
+                fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_CLOEXEC)
+                st = os.fstat(fd)
+            except (OSError, ValueError, TypeError) as e:
+                raise PlanError("cannot read %r: %s" % (
+                    path, getattr(e, "strerror", None) or e))
+            if not st.st_mode & 0o170000 == 0o100000:
+                raise PlanError("%r is not a regular file" % (path,))
+        if st.st_size > PLAN_MAX_BYTES:
+            raise PlanError("%r is %d bytes, more than a plan may be (%d)"
+                            % (path, st.st_size, PLAN_MAX_BYTES))
+        try:
+            data = _read_fd(fd, st.st_size)
+        except OSError as e:
+            raise PlanError("cannot read %r: %s" % (path, e.strerror or e))
+    finally:
+        if fd >= 0:
+            os.close(fd)
     try:
         text = data.decode("utf-8")
         plan = _head(text)
         if plan is None:
             plan = _loads(text)
-    except (ValueError, UnicodeDecodeError) as e:
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
         raise PlanError("%r is not JSON: %s" % (path, e))
     if not isinstance(plan, dict) or plan.get("format") != PLAN_FORMAT:
         raise PlanError("%r is not a coldstart plan" % path)
@@ -200,11 +515,11 @@ def read(path):
         if not isinstance(plan.get("modules"), list):
             raise PlanError("%r has no module list" % path)
         plan["index"] = _index_from_modules(plan["modules"])
-    for row in plan["index"]:
-        if not isinstance(row, list) or len(row) != len(INDEX_FIELDS) or \
-                not isinstance(row[0], str) or row[1] not in _LOADERS or \
-                not isinstance(row[2], str):
-            raise PlanError("%r has a malformed index row" % path)
+    try:
+        validate(plan)
+    except PlanError as e:
+        raise PlanError("%r is malformed: %s" % (path, e))
+    plan["_file"] = os.path.abspath(path)
     return plan
 
 
@@ -233,10 +548,56 @@ def _stale_file(row):
     return None
 
 
+def _suffixes():
+    """The file suffixes the path-based finder imports, longest first."""
+    e = _bootstrap_external
+    return sorted(set(e.EXTENSION_SUFFIXES + e.SOURCE_SUFFIXES +
+                      e.BYTECODE_SUFFIXES), key=len, reverse=True)
+
+
+def _listing(d):
+    """(module names of the files in directory d, the names of its
+    subdirectories), as the path-based finder sees them: a file counts only
+    with a suffix it imports (an extensionless script such as /usr/bin/lzma
+    is no module).  None when d cannot be listed."""
+    try:
+        names = os.listdir(d or ".")
+    except (OSError, ValueError, TypeError):
+        return None
+    sufs = _suffixes()
+    files = set()
+    for n in names:
+        for suf in sufs:
+            if n.endswith(suf) and len(n) > len(suf):
+                base = n[:-len(suf)]
+                if "." not in base:
+                    files.add(base)
+                break
+    return files, set(names)
+
+
+def _holds(d, name, listing):
+    """Whether the path-based finder would find module name in directory
+    d with its listing: a module file, or a regular package (a directory
+    with an __init__ it imports; a namespace portion does not take the
+    place of a module found later)."""
+    if listing is None:
+        return False
+    files, names = listing
+    if name in files:
+        return True
+    if name in names:
+        pkg = os.path.join(d or ".", name)
+        for suf in _suffixes():
+            if os.path.isfile(os.path.join(pkg, "__init__" + suf)):
+                return True
+    return False
+
+
 def _shadowed(plan):
-    """Returns why a file now on sys.path would be found before a planned
-    top-level module, or None.  Only directories whose mtime changed since
-    planning are listed."""
+    """Returns why a module now in a sys.path directory would be found
+    before a planned top-level module, or None.  Only directories whose
+    mtime changed since planning are listed."""
     entries = plan.get("sys_path") or []
     for pos, e in enumerate(entries):
         d = e.get("entry") if isinstance(e, dict) else None
@@ -244,33 +605,85 @@ def _shadowed(plan):
             continue
         try:
             mt = os.stat(d or ".").st_mtime_ns
-        except OSError:
+        except (OSError, ValueError):
             continue
         if mt == e.get("mtime_ns"):
             continue
-        try:
-            names = os.listdir(d or ".")
-        except OSError:
-            continue
-        here = set()
-        for n in names:
-            base = n.partition(".")[0]
-            if base:
-                here.add(base)
+        listing = _listing(d)
         for row in plan["index"]:
             ei = row[9]
             if "." in row[0] or not isinstance(ei, int) or ei <= pos:
                 continue
-            if row[0] in here:
+            if _holds(d, row[0], listing):
                 return ("%r on sys.path now holds %r, which would be found "
                         "before the planned %r" % (d, row[0], row[2]))
     return None
 
 
-def check(plan):
+def _from_orig_argv(orig):
+    """The program in the interpreter's command line (sys.orig_argv):
+    ["module", name], ["command", code], ["stdin"] or ["script", path as
+    typed]; None when there is none to tell."""
+    i = 1
+    while i < len(orig):
+        a = orig[i]
+        if a == "--":
+            i += 1
+            break
+        if a == "-" or a[:1] != "-":
+            break
+        if a[:2] == "--":
+            i += 2 if a == "--check-hash-based-pycs" else 1
+            continue
+        for j in range(1, len(a)):
+            c = a[j]
+            if c in "cmWX":
+                v = a[j + 1:]
+                if not v:
+                    i += 1
+                    v = orig[i] if i < len(orig) else ""
+                if c == "c":
+                    return ["command", v]
+                if c == "m":
+                    return ["module", v]
+                break
+        i += 1
+    if i >= len(orig):
+        return ["stdin"]
+    return ["stdin"] if orig[i] == "-" else ["script", orig[i]]
+
+
+def program_identity(argv=None):
+    """What a plan records of the program it was made for (and install()
+    compares, for a plan applied through the environment to every Python
+    process): ["script", its real path], ["module", name], ["command",
+    code] (name and code from sys.orig_argv, 3.10+), or ["stdin"].  argv
+    is sys.argv as at start-up (before runpy replaces its first item)."""
+    orig = getattr(sys, "orig_argv", None)
+    if orig:
+        p = _from_orig_argv(list(orig))
+    else:
+        a0 = (argv if argv is not None else sys.argv or [""])[0]
+        p = ["command"] if a0 == "-c" else ["module"] if a0 == "-m" else \
+            ["stdin"] if a0 in ("", "-") else ["script", a0]
+    if p[0] == "script":
+        try:
+            p[1] = os.path.realpath(p[1])
+        except (OSError, ValueError):
+            pass
+    return p
+
+
+def check(plan, program=None):
     """Returns a list of reasons the plan does not fit this process (empty
-    when it fits)."""
+    when it fits); program, when given, is this process's
+    program_identity(), which must be the one the plan recorded."""
     why = []
+    rec = plan.get("program")
+    if program is not None and rec is not None and rec != program:
+        why.append("-it was made for %s, not for this program (%s)" % (
+            " ".join(rec), " ".join(program)))
+        return why
     rec = plan.get("python") or {}
     cur = interpreter_identity()
     for k in ("version", "cache_tag", "platform", "prefix"):
@@ -279,7 +692,15 @@ def check(plan):
                        "this one has %r)" % (k, rec.get(k), cur[k]))
             return why
     stat = os.stat
-    for row in plan["index"]:
+    c = plan.get("code")
+    at = c.get("at") if type(c) is dict else None
+    if type(at) is not list or len(at) != len(plan["index"]):
+        at = None
+    # Files whose ctime or inode is not the recorded one (an edit keeping
+    # size and mtime, a copy): their archived code is used only when their
+    # bytes are the recorded ones (_file_same).
+    suspect = plan["_suspect"] = set()
+    for i, row in enumerate(plan["index"]):
         # _stale_file(row), inlined: this loop stats every planned file.
         try:
             st = stat(row[2])
@@ -288,6 +709,11 @@ def check(plan):
         if st is None or st.st_size != row[3] or st.st_mtime_ns != row[4]:
             why.append(_stale_file(row) or "%s changed" % row[0])
             return why
+        if at is not None:
+            a = at[i]
+            if a is not None and len(a) >= 6 and (
+                    st.st_ctime_ns != a[3] or st.st_ino != a[4]):
+                suspect.add(row[0])
     r = _shadowed(plan)
     if r:
         why.append(r)
@@ -975,10 +1401,27 @@ _code_fd = []
 _CODE_MAGIC = b"coldstart-code\n"
 
 
+def _archive_paths(plan, path):
+    """Where the archive may be: its recorded path, taken relative to the
+    plan's directory when it is relative; then, when that is not there, the
+    file of its name beside the plan (a plan and its archive copied
+    together elsewhere)."""
+    here = os.path.dirname(plan.get("_file") or "")
+    first = path if path[:1] == "/" else os.path.join(here, path)
+    out = [first]
+    beside = os.path.join(here, os.path.basename(path))
+    if here and beside != first:
+        out.append(beside)
+    return out
+
+
 def _open_code(plan, rows):
     """The descriptor of the plan's code archive and each index row's
-    [offset, length], or None (with a warning when the archive is there
-    but unusable: the modules then load from their files)."""
+    entry ([offset, length, crc, ...]), or None (with a warning when the
+    archive is there but unusable: the modules then load from their
+    files).  The archive passes the trust rule (open_trusted) and is read
+    only through the descriptor checked then; each part's bytes are read
+    into private memory and their CRC-32 checked before they are used."""
     c = plan.get("code")
     if not isinstance(c, dict):
         return None
@@ -989,37 +1432,133 @@ def _open_code(plan, rows):
     if c.get("optimize") != sys.flags.optimize:
         return None  # compiled for another -O level: the files are right
     head = _CODE_MAGIC + _bootstrap_external.MAGIC_NUMBER
-    fd = -1
+    crcs = False
+    for v in at:
+        if v is not None:
+            crcs = len(v) > 2
+            break
+    err = None
+    for p in _archive_paths(plan, path):
+        fd = -1
+        try:
+            fd, st = open_trusted(p, "code archive")
+            if st.st_size != c.get("size") or (
+                    not crcs and st.st_mtime_ns != c.get("mtime_ns")):
+                # (A plan without checksums relies on the mtime too.)
+                raise OSError("%r changed since the plan was made" % p)
+            if os.pread(fd, len(head), 0) != head:
+                raise OSError("%r is not an archive of this interpreter" % p)
+        except TrustError as e:
+            _warn("%s; running without the plan" % e)
+            return _REFUSED
+        except (PlanError, OSError) as e:
+            if fd >= 0:
+                os.close(fd)
+            if err is None:
+                err = e
+            continue
+        return fd, at
+    _warn("not using the code archive: %s; modules load from their files"
+          % (getattr(err, "strerror", None) or err))
+    return None
+
+
+_crc32 = []
+
+
+def _crc(data):
+    """zlib.crc32(data).  zlib is imported for it without staying in
+    sys.modules, so the program sees the modules it would see without the
+    plan (a later `import zlib` gets a module of its own)."""
+    if not _crc32:
+        had = sys.modules.get("zlib")
+        import zlib
+        if had is None:
+            sys.modules.pop("zlib", None)
+        _crc32.append(zlib.crc32)
+    return _crc32[0](data)
+_bad_parts = set()
+# _open_code's answer for an archive that fails the trust rule.
+_REFUSED = object()
+# The plan file install() applies (absolute): [path].
+_plan_file = []
+# The modules whose files' ctime or inode changed since planning (check()).
+_suspect = set()
+
+
+def _checked(data, want, what, table=False):
+    """data when its CRC-32 is want (or the entry has none); None, with one
+    warning per part, when it is not."""
+    if want is None:
+        return data
+    if _crc(data) == want:
+        return data
+    if what not in _bad_parts:
+        _bad_parts.add(what)
+        _warn("the code archive's bytes for %s are not the ones the plan "
+              "recorded; %s" % (what, "it is not used" if table else
+                                "it loads from its file"))
+    return None
+
+
+def _read_part(at, what, table=False):
+    """The bytes of an archive part [offset, length, crc], read into
+    private memory and checked; None when they cannot be used."""
     try:
-        st = os.stat(path)
-        if st.st_size != c.get("size") or st.st_mtime_ns != c.get(
-                "mtime_ns"):
-            raise OSError("changed since the plan was made")
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        if os.pread(fd, len(head), 0) != head:
-            raise OSError("not an archive of this interpreter")
-    except OSError as e:
-        if fd >= 0:
-            os.close(fd)
-        _warn("not using the code archive %r: %s; modules load from their "
-              "files" % (path, e.strerror or e))
+        data = os.pread(_code_fd[0], at[1], at[0])
+    except (OSError, OverflowError, IndexError):
         return None
-    return fd, at
+    if len(data) != at[1]:
+        return None
+    return _checked(data, at[2] if len(at) > 2 else None, what, table)
+
+
+def _file_same(at, path):
+    """Whether the module's file, whose ctime or inode is not the one the
+    archive's entry recorded (check(): an edit keeping size and mtime, or a
+    copy), still has the bytes its archived code was compiled from."""
+    if len(at) < 6:
+        return True
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except (OSError, ValueError):
+        return False
+    return _crc(data) == at[5]
 
 
 def _archive_code(loader, fullname):
     at = loader.__dict__.get("_coldstart_at")
     if at is None or fullname != loader.name or not _code_fd:
         return None
+    if fullname in _suspect and not _file_same(at, loader.path):
+        if fullname not in _bad_parts:
+            _bad_parts.add(fullname)
+            _warn("%s: %r changed since the plan was made (its size and "
+                  "mtime did not); it loads from its file"
+                  % (fullname, loader.path))
+        return None
+    # _read_part(at[:3], fullname), inlined: once per archived module.
     try:
         data = os.pread(_code_fd[0], at[1], at[0])
-    except OSError:
+    except (OSError, OverflowError):
         return None
     if len(data) != at[1]:
         return None
-    code = marshal.loads(data)
+    if len(at) > 2 and (_crc32[0] if _crc32 else _crc)(data) != at[2] and \
+            _checked(data, at[2], fullname) is None:
+        return None
+    try:
+        code = marshal.loads(data)
+    except (ValueError, EOFError, TypeError):
+        return None
+    if type(code) is not _CodeType:
+        return None
     _imp._fix_co_filename(code, loader.path)
     return code
+
+
+_CodeType = type(_archive_code.__code__)
 
 
 # --- the regex table ---------------------------------------------------------
@@ -1037,10 +1576,12 @@ _regex_at = []
 
 
 def _regex_table():
+    data = _read_part(_regex_at, "the regex table", True)
     try:
-        data = os.pread(_code_fd[0], _regex_at[1], _regex_at[0])
-        rows = marshal.loads(data) if len(data) == _regex_at[1] else ()
-    except (OSError, ValueError, EOFError, TypeError, IndexError):
+        rows = marshal.loads(data) if data is not None else ()
+        if type(rows) is not list:
+            rows = ()
+    except (ValueError, EOFError, TypeError):
         rows = ()
     table = {}
     for r in rows:
@@ -1088,21 +1629,37 @@ class _ExtSpec(object):
 
 
 def load_plancode(path, size=None, mtime_ns=None):
-    """The _plancode extension in path: a regular file of this user's (or
-    root's) that nobody else may write, with the size and mtime the plan
-    recorded when given.  Raises OSError or ImportError."""
-    st = os.stat(path)
-    if st.st_uid not in (0, os.geteuid()) or st.st_mode & 0o022:
-        raise OSError("%r may be written by others" % path)
-    if size is not None and (st.st_size != size or
-                             st.st_mtime_ns != mtime_ns):
-        raise OSError("%r changed since the plan was made" % path)
-    name = "coldstart._plancode"
-    had = sys.modules.get(name)
-    mod = _imp.create_dynamic(_ExtSpec(name, path))
-    if had is None:
-        sys.modules.pop(name, None)
-    return mod
+    """The _plancode extension in path: a regular file that passes the
+    trust rule (open_trusted), with the size and mtime the plan recorded
+    when given.  It is loaded through the descriptor that was checked
+    (/proc/self/fd), so the file checked is the file loaded.  Raises
+    PlanError (TrustError), OSError or ImportError."""
+    try:
+        fd, st = open_trusted(path, "extension")
+    except TrustError:
+        raise
+    except PlanError as e:
+        raise _Unreachable(str(e))
+    try:
+        if size is not None and (st.st_size != size or
+                                 st.st_mtime_ns != mtime_ns):
+            raise OSError("%r changed since the plan was made" % path)
+        name = "coldstart._plancode"
+        had = sys.modules.get(name)
+        via = "/proc/self/fd/%d" % fd
+        if not os.path.exists(via):
+            raise OSError("cannot load %r through its descriptor (no /proc)"
+                          % path)
+        mod = _imp.create_dynamic(_ExtSpec(name, via))
+        if had is None:
+            sys.modules.pop(name, None)
+        try:
+            mod.__file__ = path
+        except (AttributeError, TypeError):
+            pass
+        return mod
+    finally:
+        os.close(fd)
 
 
 # The extension once install() gave it the plan's table: [module].
@@ -1128,8 +1685,7 @@ def _apply_ext(fd, code):
     string table, and keeps the interpreter's frame stack chunks (both can
     be turned off for comparisons)."""
     at, ext = code.get("strings"), code.get("ext")
-    strings = isinstance(at, list) and len(at) == 3 and \
-        all(type(x) is int for x in at) and \
+    strings = isinstance(at, list) and len(at) >= 3 and \
         os.environ.get("COLDSTART_PLAN_STRINGS") != "0"
     if strings and code.get("debug_ranges", True) != debug_ranges():
         strings = False  # compiled with other position information
@@ -1138,11 +1694,37 @@ def _apply_ext(fd, code):
             _warn("the plan has a string table but no extension to answer "
                   "it; code compiled from strings is compiled as usual")
         return
+    mod = None
+    paths = [ext["path"]]
+    here = os.path.dirname(_plan_file[0]) if _plan_file else ""
+    if here:
+        beside = os.path.join(here, os.path.basename(ext["path"]))
+        if beside != paths[0]:
+            paths.append(beside)
     try:
-        mod = load_plancode(ext["path"], ext.get("size"), ext.get("mtime_ns"))
+        for i, p in enumerate(paths):
+            try:
+                mod = load_plancode(p, ext.get("size"), ext.get("mtime_ns"))
+                break
+            except TrustError:
+                raise  # install() refuses the whole plan
+            except _Unreachable:
+                # Not there, or not for this user (a plan of root's,
+                # applied by a service user that cannot read root's
+                # cache): the plan applies without the extension, quietly.
+                if i == len(paths) - 1:
+                    return
         if strings:
-            mod.apply(fd, at[0], at[1])
-    except (OSError, ImportError, ValueError, RuntimeError) as e:
+            data = _read_part([at[0], at[1]] + at[3:4], "the string table",
+                              True)
+            if data is None:
+                strings = False
+            else:
+                mod.apply(data)
+    except TrustError:
+        raise
+    except (OSError, ImportError, ValueError, RuntimeError, TypeError,
+            PlanError) as e:
         why = "%r: %s" % (e.filename, e.strerror) if \
             isinstance(e, OSError) and e.filename and e.strerror else e
         _warn("not answering code compiled from strings: %s; it is "
@@ -1271,7 +1853,12 @@ class PlanFinder(object):
             os.environ.get("COLDSTART_PLAN_ALL") != "0" else {}
         self._entries = {}
         self._path_key = None
-        self._path_set = frozenset()
+        self._path_state_v = None
+        self._listings = {}
+        # The plan's sys.path entries: absolute path -> first position.
+        self._known = {}
+        for i, e in enumerate(plan.get("sys_path") or ()):
+            self._known.setdefault(e["entry"], i)
         self.answered = 0
 
     @property
@@ -1302,18 +1889,37 @@ class PlanFinder(object):
         row = self.index[i]
         kind, path = row[1], row[2]
         e = {"kind": kind, "path": path, "action": self.action(name),
-             "rebinds": frozenset(row[10] or ())}
+             "rebinds": frozenset(row[10] or ()), "entry_index": row[9]}
         if row[8] is not None:
             e["search"] = list(row[8])
             e["dir"] = row[7] or _dirname(_dirname(path))
         else:
             e["dir"] = row[7] or _dirname(path)
+        if row[7]:
+            # The file must be the one the path-based finder would find in
+            # that directory: DIR/NAME.SUFFIX, or DIR/NAME/__init__.SUFFIX
+            # for a package; a row saying otherwise is not answered.
+            prefix = row[7].rstrip("/") + "/" + name.rpartition(".")[2]
+            rest = path[len(prefix):] if path.startswith(prefix) else ""
+            if not (rest[:1] == "." and "/" not in rest or
+                    row[8] is not None and rest[:10] == "/__init__." and
+                    rest.count("/") == 1):
+                e["elsewhere"] = True
         if self.code is not None and kind in _ARCHIVE_LOADERS and \
                 isinstance(self.code[i], list):
             e["code"] = self.code[i]
         rows = self.table.get(name)
         if rows:
-            e["lazy"] = self._lazy(rows)
+            why = _bad_lazy({name: rows})
+            if why is None:
+                e["lazy"] = self._lazy(rows)
+            elif "from" not in _bad_parts:
+                # Checked here, for the modules imported only: its
+                # from-imports bind at once, as without the plan (one
+                # warning for the whole table).
+                _bad_parts.add("from")
+                _warn("the plan's %s is malformed; the from-imports of "
+                      "the modules it names bind at once" % why)
         self._entries[name] = e
         return e
 
@@ -1337,16 +1943,71 @@ class PlanFinder(object):
             lazy[mod] = (attrs, star, eager)
         return lazy or None
 
-    def _on_sys_path(self, entry):
+    def _path_state(self):
+        """For the current sys.path: {absolute entry: first position}, and
+        per position the most any entry up to it had in the plan's sys_path
+        (an entry the plan did not have counts as infinite)."""
         key = tuple(sys.path)
         if key != self._path_key:
-            s = set()
+            pos = {}
+            worst = []
+            w = -1
             for p in key:
-                if isinstance(p, str):
-                    s.add(os.path.abspath(p or "."))
-            self._path_set = frozenset(s)
+                a = os.path.abspath(p or ".") if isinstance(p, str) else None
+                worst.append(w)
+                if a is not None and a not in pos:
+                    pos[a] = len(worst) - 1
+                k = self._known.get(a)
+                w = max(w, k if k is not None else 1 << 30)
+            self._path_state_v = (pos, worst, key)
             self._path_key = key
-        return entry in self._path_set
+        return self._path_state_v
+
+    def _listing_of(self, d):
+        try:
+            mt = os.stat(d or ".").st_mtime_ns
+        except (OSError, ValueError):
+            return None
+        got = self._listings.get(d)
+        if got is None or got[0] != mt:
+            got = (mt, _listing(d))
+            self._listings[d] = got
+        return got[1]
+
+    def _found_before(self, name, entries, stop, known_below):
+        """Whether an entry of entries[:stop] that the plan did not list
+        before the module's own (known_below) holds module name: then the
+        path-based finder would find that one, and the plan does not
+        answer."""
+        base = name.rpartition(".")[2]
+        for p in entries[:stop]:
+            if not isinstance(p, str):
+                continue
+            a = os.path.abspath(p or ".")
+            k = self._known.get(a) if known_below is not None else None
+            if k is not None and k < known_below:
+                continue
+            if os.path.isdir(a):
+                if _holds(a, base, self._listing_of(a)):
+                    return True
+            elif os.path.exists(a):
+                return True  # a zip archive the plan does not know
+        return False
+
+    def _on_sys_path(self, name, where, ei):
+        """Whether the path-based finder would find top-level module name
+        in the plan's directory where: where is on sys.path, and no entry
+        before it holds name (checked in the entries the plan did not have
+        before the module's own: PYTHONPATH, a .pth, an insert at run time)."""
+        pos, worst, key = self._path_state()
+        c = pos.get(where)
+        if c is None:
+            return False
+        if not isinstance(ei, int) or ei < 0:
+            ei = None
+        if ei is not None and worst[c] < ei:
+            return True
+        return not self._found_before(name, key, c, ei)
 
     def find_spec(self, name, path=None, target=None):
         if name not in self.rows or name in _failed:
@@ -1355,14 +2016,18 @@ class PlanFinder(object):
             return None
         m = self.entry(name)
         where = m["dir"]
+        if "elsewhere" in m:
+            return None
         if path is None:
-            if not self._on_sys_path(where):
+            if not self._on_sys_path(name, where, m["entry_index"]):
                 return None
         else:
             try:
-                if where not in path:
-                    return None
-            except TypeError:
+                i = path.index(where) if type(path) is list else \
+                    list(path).index(where)
+            except (ValueError, TypeError):
+                return None
+            if i and self._found_before(name, list(path), i, None):
                 return None
         at = m.get("code")
         if at is not None:
@@ -1421,6 +2086,7 @@ class PlanFinder(object):
 
     def invalidate_caches(self):
         self._path_key = None
+        self._listings = {}
 
 
 # cache_from_source()'s answer without its checks: __pycache__/NAME.TAG.pyc
@@ -1514,7 +2180,7 @@ def load(module):
 
 
 def install(path, warm="off", strict=False, defer=True, native_lazy=False,
-            lazy_from=None, use_code=None, keep=()):
+            lazy_from=None, use_code=None, keep=(), program=None):
     """Reads the plan in path and applies it to this process; returns the
     finder, or None when the plan cannot be used (a warning says why and
     nothing was changed).
@@ -1545,23 +2211,39 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
         raise ValueError("warm mode %r is not off or background" % (warm,))
     try:
         plan = read(path)
-        why = check(plan)
+        why = check(plan, program)
     except PlanError as e:
         _warn("%s; running without it" % e)
         return None
-    if why:
-        _warn("ignoring stale plan %r: %s; run `coldstart plan` again"
-              % (path, why[0]))
+    except Exception as e:  # never the target's: it runs without the plan
+        _warn("cannot apply %r (%s: %s); running without it"
+              % (path, type(e).__name__, e))
         return None
+    if why:
+        if why[0][:1] == "-":
+            _warn("ignoring plan %r: %s" % (path, why[0][1:]))
+        else:
+            _warn("ignoring stale plan %r: %s; run `coldstart plan` again"
+                  % (path, why[0]))
+        return None
+    _plan_file[:] = [plan["_file"]]
+    _suspect.update(plan.get("_suspect", ()))
     code = _open_code(plan, len(plan["index"])) if use_code else None
+    if code is _REFUSED:
+        return None
     if code is not None:
         _code_fd[:] = [code[0]]
         r = plan["code"].get("regex")
-        if isinstance(r, list) and len(r) == 3 and \
-                all(type(x) is int for x in r) and \
+        if isinstance(r, list) and len(r) >= 3 and \
                 os.environ.get("COLDSTART_PLAN_REGEX") != "0":
-            _regex_at[:] = r[:2]
-        _apply_ext(code[0], plan["code"])
+            _regex_at[:] = r[:2] + r[3:4]
+        try:
+            _apply_ext(code[0], plan["code"])
+        except TrustError as e:
+            _warn("%s; running without the plan" % e)
+            del _code_fd[:], _regex_at[:]
+            os.close(code[0])
+            return None
     native = defer and native_lazy and \
         hasattr(sys, "set_lazy_imports_filter")
     finder = PlanFinder(plan, defer and not native, strict=strict, keep=keep,
@@ -1722,7 +2404,9 @@ def install_from_environ(environ=None):
     selects strict mode, COLDSTART_PLAN_LAZY_FROM=0 turns lazy
     from-imports off, COLDSTART_PLAN_ARCHIVE=0 the code archive,
     COLDSTART_PLAN_REGEX=0 and COLDSTART_PLAN_STRINGS=0 its regex and
-    string tables.  Returns the finder or None."""
+    string tables, COLDSTART_PLAN_PROGRAM=any applies the plan to every
+    program (not only the one it was made for).  Returns the finder or
+    None."""
     env = os.environ if environ is None else environ
     path = env.get("COLDSTART_PLAN")
     if not path:
@@ -1732,7 +2416,12 @@ def install_from_environ(environ=None):
         _warn("COLDSTART_PLAN_WARM=%r is not off or background; using off"
               % warm_mode)
         warm_mode = "off"
-    return install(path, warm=warm_mode,
+    # A plan is made for one program: through the environment it reaches
+    # every Python process, and applies only to that program's
+    # (COLDSTART_PLAN_PROGRAM=any: to each of them).
+    program = None if env.get("COLDSTART_PLAN_PROGRAM") == "any" else \
+        program_identity()
+    return install(path, warm=warm_mode, program=program,
                    strict=env.get("COLDSTART_PLAN_STRICT") == "1",
                    native_lazy=env.get("COLDSTART_PLAN_NATIVE") == "1",
                    lazy_from=env.get("COLDSTART_PLAN_LAZY_FROM") != "0",

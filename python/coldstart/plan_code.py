@@ -21,6 +21,7 @@ string table").
 import marshal
 import os
 import sys
+import zlib
 
 _bootstrap_external = sys.modules["_frozen_importlib_external"]
 
@@ -72,43 +73,81 @@ def string_table(calls):
     return {k: tuple(v) for k, v in table.items()}, n
 
 
+def _identity(path):
+    """[ctime_ns, inode, crc32 of the bytes] of the file at path, or None:
+    applying the plan, a file whose ctime or inode differ (an edit keeping
+    size and mtime, or a copy) has its code taken from the archive only
+    when its bytes are still the ones the code was compiled from."""
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            data = f.read()
+    except OSError:
+        return None
+    return [st.st_ctime_ns, st.st_ino, zlib.crc32(data)]
+
+
+def _write_parts(f, index, regexes, strings, at):
+    """Writes the archive's parts to f, each module's entry to at; then
+    appends (the regex table's entry, the string table's entry) to at."""
+    f.write(header())
+    off = len(header())
+    for row in index:
+        code = _code_of(row[1], row[0], row[2])
+        if code is None:
+            at.append(None)
+            continue
+        blob = marshal.dumps(code)
+        f.write(blob)
+        entry = [off, len(blob), zlib.crc32(blob)]
+        ident = _identity(row[2])
+        if ident is not None:
+            entry += ident
+        at.append(entry)
+        off += len(blob)
+    regex = None
+    if regexes:
+        blob = marshal.dumps(list(regexes))
+        f.write(blob)
+        regex = [off, len(blob), len(regexes), zlib.crc32(blob)]
+        off += len(blob)
+    table, n = string_table(strings)
+    strs = None
+    if n:
+        blob = marshal.dumps(table)
+        f.write(blob)
+        strs = [off, len(blob), n, zlib.crc32(blob)]
+    at.append((regex, strs))
+
+
 def write(path, index, regexes=(), strings=()):
     """Writes the archive of the index rows' modules to path (through a
     temporary file), then the regex table (regexes: tuples (pattern, flags,
     and the 6 arguments of _sre.compile)) and the string table (strings:
-    the calls string_table() takes); returns the plan's "code" member."""
+    the calls string_table() takes); returns the plan's "code" member.
+    Each part's entry ends with the CRC-32 of its bytes, which the applier
+    checks before it unmarshals them; a module's entry is
+    [offset, length, crc, ctime_ns, inode, crc32 of its file]."""
     at = []
-    tmp = "%s.tmp%d" % (path, os.getpid())
+    # A fresh name made with O_EXCL: never a file (or symlink) planted there.
+    import tempfile
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".tmp",
+                               dir=os.path.dirname(os.path.abspath(path)))
     try:
+        os.fchmod(fd, 0o644)
+        f = os.fdopen(fd, "wb")
+    except BaseException:
+        os.close(fd)
         os.unlink(tmp)
-    except FileNotFoundError:
-        pass
-    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL |
-                           getattr(os, "O_NOFOLLOW", 0) |
-                           getattr(os, "O_CLOEXEC", 0), 0o666), "wb") as f:
-        f.write(header())
-        off = len(header())
-        for row in index:
-            code = _code_of(row[1], row[0], row[2])
-            if code is None:
-                at.append(None)
-                continue
-            blob = marshal.dumps(code)
-            f.write(blob)
-            at.append([off, len(blob)])
-            off += len(blob)
-        regex = None
-        if regexes:
-            blob = marshal.dumps(list(regexes))
-            f.write(blob)
-            regex = [off, len(blob), len(regexes)]
-            off += len(blob)
-        table, n = string_table(strings)
-        strs = None
-        if n:
-            blob = marshal.dumps(table)
-            f.write(blob)
-            strs = [off, len(blob), n]
+        raise
+    try:
+        _write_parts(f, index, regexes, strings, at)
+    except BaseException:
+        f.close()
+        os.unlink(tmp)
+        raise
+    f.close()
+    regex, strs = at.pop()
     os.replace(tmp, path)
     st = os.stat(path)
     out = {"path": os.path.abspath(path), "size": st.st_size,

@@ -118,6 +118,8 @@ class Recorder(object):
         self.pins = set(eager)
         self.eager_from = set(eager_from)
         self.argv = list(argv or sys.argv)
+        # What applying the plan through the environment compares.
+        self.program = _plan.program_identity(self.argv)
         self.preloaded = set(sys.modules)
         self.recs = {}
         self.used = set()
@@ -1424,6 +1426,7 @@ def write_plan(rec_obj, names):
         "from": lazy,
         "all": alls,
         "code": code,
+        "program": rec_obj.program,
         "index": index,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "executable": sys.executable,

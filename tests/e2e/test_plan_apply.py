@@ -48,6 +48,8 @@ def _env(**extra):
     env = clean_env(())
     env["PYTHONPATH"] = BOOT + os.pathsep + PYDIR
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    # These tests record one script and apply the plan to another.
+    env["COLDSTART_PLAN_PROGRAM"] = "any"
     env.update(extra)
     return env
 
@@ -917,3 +919,84 @@ def test_replaced_modules_and_aliased_specs_are_indexed(python, workdir):
     assert plain["values"] == applied["values"] == [7, 8]
     assert plain["types"] == applied["types"]
     assert applied["answered"] >= 3 and plain["answered"] == 0
+
+
+def test_a_new_sys_path_entry_holding_a_planned_name_wins(python, workdir):
+    """A plan only shortens the search: a sys.path entry the plan did not
+    have (PYTHONPATH here, an insert at run time below) that holds a
+    planned module's name is where the module comes from, as without the
+    plan."""
+    write(workdir, "lib/helper.py", "WHO = 'lib'\n")
+    write(workdir, "record.py", "import sys, os\n"
+          "sys.path.append(os.path.join(os.getcwd(), 'lib'))\n"
+          "import helper, textwrap\n")
+    planf = os.path.join(workdir, "plan.json")
+    _run(python, workdir, "record.py", _env(COLDSTART_PLAN_RECORD=planf))
+    write(workdir, "front/textwrap.py", "WHO = 'pythonpath'\n")
+    write(workdir, "early/helper.py", "WHO = 'inserted'\n")
+    write(workdir, "use.py", textwrap.dedent(PRELUDE) + textwrap.dedent("""
+        import os
+        sys.path.append(os.path.join(os.getcwd(), "lib"))
+        import textwrap
+        sys.path.insert(0, os.path.join(os.getcwd(), "early"))
+        import helper
+        p = sys.modules.get("coldstart.plan")
+        print(json.dumps([getattr(textwrap, "WHO", "stdlib"), helper.WHO,
+                          bool(p and p.installed())]))
+    """))
+    env = _env(COLDSTART_PLAN=planf)
+    env["PYTHONPATH"] = env["PYTHONPATH"] + os.pathsep + \
+        os.path.join(workdir, "front")
+    p = _run(python, workdir, "use.py", env)
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == \
+        ["pythonpath", "inserted", True], p.stderr
+    assert "coldstart plan" not in p.stderr, p.stderr
+
+
+def test_what_cannot_be_imported_does_not_make_a_plan_stale(python, workdir):
+    """An extensionless file (a console script beside the program, as
+    /usr/bin/lzma beside /usr/bin/tool) or a directory without __init__
+    that appears in the program's directory is not a module: the plan
+    stays applied, without a warning."""
+    write(workdir, "app/prog.py", "import textwrap, json\n")
+    planf = os.path.join(workdir, "plan.json")
+    _run(python, os.path.join(workdir, "app"), "prog.py",
+         _env(COLDSTART_PLAN_RECORD=planf))
+    write(workdir, "app/prog.py", textwrap.dedent(PRELUDE) + textwrap.dedent("""
+        import textwrap, json
+        print(json.dumps(deferred("textwrap")))
+    """))
+    write(workdir, "app/textwrap", "#!/bin/sh\necho a console script\n")
+    os.makedirs(os.path.join(workdir, "app", "json"))
+    p = _run(python, os.path.join(workdir, "app"), "prog.py",
+             _env(COLDSTART_PLAN=planf))
+    assert "coldstart plan" not in p.stderr, p.stderr
+    assert json.loads(p.stdout.strip().splitlines()[-1]) is True
+
+
+def test_an_edit_keeping_size_and_mtime_is_noticed(python, workdir):
+    """`cp -p`, `touch -r`: the file's size and mtime are the recorded
+    ones, its bytes are not; the archived code of the old bytes must not
+    run."""
+    write(workdir, "conf.py", "VALUE = 'old'\n")
+    plan = record(python, workdir, ["conf"])
+    assert plan["code"]["at"][[r[0] for r in plan["index"]].index("conf")]
+    st = os.stat(os.path.join(workdir, "conf.py"))
+    write(workdir, "conf.py", "VALUE = 'new'\n")
+    os.utime(os.path.join(workdir, "conf.py"), ns=(st.st_atime_ns, st.st_mtime_ns))
+    write(workdir, "use.py", textwrap.dedent(PRELUDE) + textwrap.dedent("""
+        import conf
+        print(json.dumps(conf.VALUE))
+    """))
+    p = _run(python, workdir, "use.py",
+             _env(COLDSTART_PLAN=os.path.join(workdir, "plan.json")))
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == "new", p.stderr
+    assert "conf" in p.stderr and "changed since the plan was made" in \
+        p.stderr, p.stderr
+    # A copy with the same bytes (new inode and ctime) is the same file.
+    write(workdir, "conf.py", "VALUE = 'old'\n")
+    os.utime(os.path.join(workdir, "conf.py"), ns=(st.st_atime_ns, st.st_mtime_ns))
+    p = _run(python, workdir, "use.py",
+             _env(COLDSTART_PLAN=os.path.join(workdir, "plan.json")))
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == "old", p.stderr
+    assert "coldstart plan" not in p.stderr, p.stderr

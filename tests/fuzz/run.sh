@@ -10,6 +10,11 @@
 # The readers written in Python (coldstart-fdk's HTTP reader: httpwire; why's
 # source scanner: imports) are fuzzed by tests/fuzz/fuzz_py.py, seeded from
 # tests/fixtures/http and tests/fixtures/imports, with $PYTHON (python3).
+# A target whose second line is `// python: embed` is built against Debian's
+# libpython (/usr/bin/python3-config) as well.
+# Then tests/fuzz/plan_mutate.py, the mutation harness of the plan applier,
+# applies FUZZ_PLAN_RUNS (default 500) mutated plans in real interpreters
+# (target name: plan_mutate).
 # Usage: sh tests/fuzz/run.sh [target...]   (FUZZ_SECONDS=0 only builds)
 set -eu
 cd "$(dirname "$0")/../.."
@@ -35,12 +40,15 @@ for src in $(find src -name '*.c' | sort); do
 done
 
 PY_TARGETS="httpwire imports"
+plan_mutate=yes
 if [ $# -gt 0 ]; then
 	targets=""
 	py_targets=""
+	plan_mutate=no
 	for t in "$@"; do
 		case " $PY_TARGETS " in
 		*" $t "*) py_targets="$py_targets $t" ;;
+		" plan_mutate ") plan_mutate=yes ;;
 		*) targets="$targets tests/fuzz/${t%.c}.c" ;;
 		esac
 	done
@@ -54,7 +62,23 @@ for t in $targets; do
 	name=$(basename "$t" .c)
 	seed=$(sed -n '1s|^// corpus: *||p' "$t")
 	[ -n "$seed" ] || seed=tests/fixtures/${name#fuzz_}
-	$CC $CFLAGS -fsanitize=fuzzer -o "$out/$name" "$t" $objs -ljansson -lelf -lz -lm -pthread
+	pyflags=""
+	pylibs=""
+	extra=""
+	asan=${ASAN_OPTIONS:-}
+	if sed -n 2p "$t" | grep -q '^// python: embed'; then
+		# marshal allocates what a length field declares before it reads the
+		# items (a tuple of 2^31 items from a 40-byte input): CPython's
+		# MemoryError, not a bug of the reader; allocations above 1 GiB
+		# return NULL (MemoryError) instead of ending the run.  The embedded
+		# interpreter is never finalised, so what it holds at exit is no leak.
+		extra="-malloc_limit_mb=1048576"
+		asan="${asan:+$asan:}allocator_may_return_null=1:max_allocation_size_mb=1024:detect_leaks=0"
+		pyconf=${FUZZ_PYTHON_CONFIG:-/usr/bin/python3-config}
+		pyflags=$($pyconf --includes) || { echo "fuzz: $name needs $pyconf (python3-dev)" >&2; exit 1; }
+		pylibs=$($pyconf --embed --ldflags)
+	fi
+	$CC $CFLAGS $pyflags -fsanitize=fuzzer -o "$out/$name" "$t" $objs -ljansson -lelf -lz -lm -pthread $pylibs
 	[ "$seconds" = 0 ] && { echo "built $out/$name"; continue; }
 	mkdir -p "$out/corpus/$name"
 	if [ ! -d "$seed" ]; then
@@ -64,7 +88,7 @@ for t in $targets; do
 	dict=""
 	[ -f "tests/fuzz/$name.dict" ] && dict="-dict=tests/fuzz/$name.dict"
 	echo "== $name for ${seconds}s, seeds from ${seed:-nothing}${dict:+, $dict}"
-	if ! "$out/$name" -max_total_time="$seconds" -max_len=65536 -timeout=60 -rss_limit_mb=2048 \
+	if ! ASAN_OPTIONS="$asan" "$out/$name" $extra -max_total_time="$seconds" -max_len=65536 -timeout=60 -rss_limit_mb=2048 \
 		-print_final_stats=1 -artifact_prefix="$out/artifacts/$name-" $dict \
 		"$out/corpus/$name" $seed 2>"$out/$name.log"; then
 		tail -40 "$out/$name.log" >&2
@@ -90,4 +114,15 @@ for name in $py_targets; do
 	fi
 	tail -1 "$out/$name.log"
 done
+if [ "$plan_mutate" = yes ]; then
+	echo "== plan_mutate: ${FUZZ_PLAN_RUNS:-500} mutated plans and archives applied"
+	mkdir -p "$out/plan_mutate"
+	if ! /usr/bin/python3 tests/fuzz/plan_mutate.py --runs "${FUZZ_PLAN_RUNS:-500}" \
+		--seed "${FUZZ_PLAN_SEED:-$(date +%s)}" --workdir "$out/plan_mutate" >"$out/plan_mutate.log" 2>&1; then
+		tail -40 "$out/plan_mutate.log" >&2
+		echo "fuzz: plan_mutate FAILED: see $out/plan_mutate.log" >&2
+		status=1
+	fi
+	tail -1 "$out/plan_mutate.log"
+fi
 exit $status
