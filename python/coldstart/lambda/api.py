@@ -197,7 +197,8 @@ class RuntimeAPI(object):
         r = self.request("GET", PREFIX + "/invocation/next")
         if r.status != 200:
             raise RuntimeAPIError("GET %s/invocation/next answered %d: %s"
-                                  % (PREFIX, r.status, r.body[:200]))
+                                  % (PREFIX, r.status, r.body[:200].decode(
+                                      "utf-8", "replace").strip()), r.status)
         if "lambda-runtime-aws-request-id" not in r.headers:
             raise RuntimeAPIError("the next invocation came without "
                                   "Lambda-Runtime-Aws-Request-Id")
@@ -209,5 +210,6 @@ class RuntimeAPI(object):
         r = self.request("POST", PREFIX + path, body, headers)
         if not 200 <= r.status < 300:
             raise RuntimeAPIError("POST %s%s answered %d: %s" % (
-                PREFIX, path, r.status, r.body[:200]))
+                PREFIX, path, r.status, r.body[:200].decode(
+                    "utf-8", "replace").strip()), r.status)
         return r

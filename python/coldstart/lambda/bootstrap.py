@@ -157,11 +157,20 @@ class Prepared(object):
         self.code = code
 
 
-def _standard_meta_path():
+def _claimed_elsewhere(name):
+    """True when a finder on sys.meta_path other than Python's own
+    (site's hooks, an editable install's) would give name: the import is
+    then left to them, from the start."""
     from importlib.machinery import (BuiltinImporter, FrozenImporter,
                                      PathFinder)
     std = (BuiltinImporter, FrozenImporter, PathFinder)
-    return all(f in std or isinstance(f, std) for f in sys.meta_path)
+    for f in sys.meta_path:
+        if f in std or isinstance(f, std):
+            continue
+        find = getattr(f, "find_spec", None)
+        if find is None or find(name, None) is not None:
+            return True
+    return False
 
 
 def prepare(handler):
@@ -177,9 +186,9 @@ def prepare(handler):
     name = modname.replace("/", ".")
     if name in sys.modules:
         return Prepared(handler, name, None, None)
-    if not _standard_meta_path():
-        return None
     parts = name.split(".")
+    if _claimed_elsewhere(parts[0]):
+        return None
     spec = None
     path = None
     try:
@@ -347,7 +356,19 @@ def handle_event_request(api, request_handler, invoke_id, inv, log_sink):
         logs.log_error(error_result, log_sink)
         _post_error(api, invoke_id, error_result, xray_fault)
     else:
-        api.post("/invocation/%s/response" % invoke_id, result, content_type)
+        try:
+            api.post("/invocation/%s/response" % invoke_id, result,
+                     content_type)
+        except RuntimeAPIError as e:
+            # Lambda refuses a response over its size limit (413) and has
+            # answered the caller already; awslambdaric dies here, which
+            # costs the next call a cold start.  Say so and go on.
+            if e.status != 413:
+                raise
+            logs.log_error(make_error(
+                "the Runtime API refused the response (%d bytes): %s" % (
+                    len(result), e), "coldstart-lambda.ResponseRefused",
+                None, invoke_id), log_sink)
 
 
 def _post_error(api, invoke_id, error_result, xray_fault):

@@ -23,4 +23,10 @@ class FaultException(Exception):
 
 class RuntimeAPIError(Exception):
     """The Runtime API could not be reached or refused a request: the
-    process ends (exit 1), as Lambda expects of a runtime that lost it."""
+    process ends (exit 1), as Lambda expects of a runtime that lost it.
+    status is the HTTP status of a refused request (0 when there was no
+    answer)."""
+
+    def __init__(self, msg, status=0):
+        Exception.__init__(self, msg)
+        self.status = status

@@ -7,8 +7,9 @@ The standard encoder's C loop does the work; simplejson differs from it in
 a few places, which a pure-Python encoder here follows instead: an object
 with a callable _asdict() (namedtuples, and lists, tuples or dicts that
 have one) is written as the dict it returns, bytes as their UTF-8 text,
-bytes keys likewise.  A scan of the containers decides which encoder runs;
-when the fast one raises, the slow one runs to raise as simplejson does.
+bytes keys likewise.  A scan of the containers for namedtuples decides
+which encoder runs (it is skipped when no such class exists); when the
+fast one raises, the slow one runs to raise as simplejson does.
 """
 
 import json
@@ -39,34 +40,51 @@ def _decimal_text(o):
     return str(o)
 
 
-def _needs_slow(obj):
-    """True when the standard encoder would write obj otherwise than
-    simplejson: an _asdict() on a dict, list or tuple subclass, or a bytes
-    key.  Looks into dicts, lists and tuples only (the rest goes through
-    default(), which handles it)."""
-    stack = [obj]
-    pop = stack.pop
-    push = stack.extend
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
+def _asdict_types():
+    """The dict, list and tuple subclasses alive now that have a callable
+    _asdict (namedtuples, mostly): the standard encoder writes them as
+    plain containers, simplejson as what _asdict() returns."""
+    found = set()
+    stack = list(tuple.__subclasses__()) + list(list.__subclasses__()) + \
+        list(dict.__subclasses__())
+    seen = set()
     while stack:
-        o = pop()
-        t = type(o)
-        if t is dict:
-            for k in o:
-                if type(k) is bytes:
-                    return True
-            push(o.values())
-        elif t is list or t is tuple:
-            push(o)
-        elif isinstance(o, (dict, list, tuple)):
-            if callable(getattr(o, "_asdict", None)):
-                return True
-            if isinstance(o, dict):
-                for k in o:
-                    if isinstance(k, bytes):
-                        return True
-                push(o.values())
-            else:
-                push(o)
+        cls = stack.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        try:
+            stack.extend(type.__subclasses__(cls))
+        except TypeError:
+            continue
+        if callable(getattr(cls, "_asdict", None)):
+            found.add(cls)
+    return found
+
+
+def _needs_slow(obj):
+    """True when obj holds an instance of one of _asdict_types().  (Bytes
+    keys need the slow encoder too: the standard one raises for them, and
+    to_json() then tries the slow one.)  Walks the dicts, lists and tuples
+    level by level with gc.get_referents, which lists a whole level's
+    items in C; at most as deep as an encoder can go (a circular structure
+    ends the walk there, and the encoders report it)."""
+    bad = _asdict_types()
+    if not bad:
+        return False
+    import gc
+    level = [obj]
+    for _ in range(sys.getrecursionlimit()):
+        types = set(map(type, level))
+        if not bad.isdisjoint(types):
+            return True
+        keep = {t for t in types if issubclass(t, (dict, list, tuple))}
+        if not keep:
+            return False
+        level = gc.get_referents(*[o for o in level if type(o) in keep])
     return False
 
 
@@ -262,8 +280,8 @@ def _simplejson_message(e, doc):
         endcol = end - doc.rfind("\n", 0, end)
         return "%s: line %d column %d - line %d column %d (char %d - %d)" % (
             msg, e.lineno, e.colno, endline, endcol, e.pos, end)
-    if msg == "Invalid \\escape" and e.pos + 1 < len(doc):
-        msg = "Invalid \\X escape sequence %r" % doc[e.pos + 1]
+    if msg == "Invalid \\escape" and e.pos < len(doc):
+        msg = "Invalid \\X escape sequence %r" % doc[e.pos]
     return "%s: line %d column %d (char %d)" % (msg, e.lineno, e.colno,
                                                 e.pos)
 
