@@ -239,8 +239,10 @@ def _deferred_init_error(a, c):
     """The module is found and compiles, so coldstart.lambda imports it on
     the first event: what its body raises is that event's error document
     (the one awslambdaric posts to init/error, which this RIE answers only
-    on the next call), and the process exits 1 as after an init error.
-    From the second call on the answers are the same."""
+    on the next call; awslambdaric's traceback when the RIE drops that post
+    is its own), and the next event tries the import again as a new init
+    would.  From the second call on the answers are the same, and so is
+    what both log."""
     return (a["calls"][0] == [502, ""] and c["calls"][0][0] == 200
             and c["calls"][0][1] == a["calls"][1][1]
             and a["calls"][1:] == c["calls"][1:]

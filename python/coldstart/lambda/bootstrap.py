@@ -148,13 +148,14 @@ def may_bind(code, name):
 class Prepared(object):
     """A handler found at init: its module's import is deferred."""
 
-    __slots__ = ("handler", "name", "spec", "code")
+    __slots__ = ("handler", "name", "spec", "code", "loader_type")
 
     def __init__(self, handler, name, spec, code):
         self.handler = handler
         self.name = name
         self.spec = spec
         self.code = code
+        self.loader_type = type(spec.loader) if spec is not None else None
 
 
 def _claimed_elsewhere(name):
@@ -223,7 +224,7 @@ class _OneShotFinder(object):
     exactly as it would the file's)."""
 
     def __init__(self, prepared):
-        class StashLoader(type(prepared.spec.loader)):
+        class StashLoader(prepared.loader_type):
             def get_code(self, fullname, _code=[prepared.code]):
                 if fullname == prepared.name and _code:
                     return _code.pop()
@@ -448,8 +449,9 @@ def _on_init_complete(api, log_setup):
 
 def run(handler, api, warm, report=None):
     """Serves invocations until the process is ended; exits 1 after an init
-    error (posted to init/error, or, for a deferred import that fails, as
-    the first invocation's error)."""
+    error posted to init/error.  A deferred import that fails answers the
+    event that brought it with the init error's document and is tried
+    again on the next event."""
     global _GLOBAL_AWS_REQUEST_ID, _GLOBAL_TENANT_ID
     sys.stdout = logs.Unbuffered(sys.stdout)
     sys.stderr = logs.Unbuffered(sys.stderr)
@@ -496,9 +498,13 @@ def run(handler, api, warm, report=None):
                 except Exception:
                     error_result = build_fault_result(sys.exc_info(), None)
                 if error_result is not None:
+                    # The event's answer is the document awslambdaric
+                    # posts to init/error; the next event tries the import
+                    # again, as a new init would.
                     _init_failed(error_result, log_setup)
                     _post_error(api, invoke_id, error_result, None)
-                    sys.exit(1)
+                    error_result = None
+                    continue
             _GLOBAL_AWS_REQUEST_ID = invoke_id
             _GLOBAL_TENANT_ID = (inv.headers.get("lambda-runtime-aws-tenant-id")
                                  or None)
