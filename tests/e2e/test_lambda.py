@@ -391,3 +391,29 @@ def test_json_as_simplejson_writes_it():
         else:
             assert ours == ("FaultException",
                             "Unable to unmarshal input: " + ref[1]), text
+
+
+def test_modules_loaded_before_the_first_next(tmp_path):
+    # Init loads the runtime's own four modules and _socket, nothing of
+    # logging, json, http, email or traceback (awslambdaric has all of
+    # them, simplejson and its C++ client loaded by then).
+    (tmp_path / "app.py").write_text(MARKED)
+    mods = tmp_path / "modules.txt"
+    with RuntimeAPI() as api:
+        api.add_event("{}", "m1")
+        p = _start([PY, "-m", "coldstart.lambda", "app.handler"], tmp_path,
+                   _env(api, COLDSTART_LAMBDA_DEBUG_MODULES=str(mods),
+                        MARK=str(tmp_path / "mark")))
+        try:
+            api.posted("m1")
+        finally:
+            _stop(p)
+    base = subprocess.run([PY, "-c", "import sys; print('\\n'.join("
+                           "sys.modules))"], capture_output=True, text=True,
+                          env=_env(None)).stdout.split()
+    new = set(mods.read_text().split()) - set(base)
+    assert new <= {"_socket", "runpy", "coldstart", "coldstart.lambda",
+                   "coldstart.lambda.api", "coldstart.lambda.bootstrap",
+                   "coldstart.lambda.errors", "coldstart.lambda.logs",
+                   "importlib.machinery"}, sorted(new)
+    assert "app" not in new

@@ -481,9 +481,16 @@ def run(handler, api, warm, report=None):
         if snap_start:
             _on_init_complete(api, log_setup)
 
+        debug_modules = os.environ.get("COLDSTART_LAMBDA_DEBUG_MODULES")
         while True:
             if report is not None:
                 report.init_done()
+            if debug_modules:
+                # What init loaded, for tests/e2e/test_lambda.py: written
+                # just before the first GET next, nothing imported between.
+                with open(debug_modules, "w") as f:
+                    f.write("\n".join(sorted(sys.modules)) + "\n")
+                debug_modules = None
             inv = api.next()
             if report is not None:
                 report.arrived()
