@@ -6,7 +6,8 @@ import sys
 
 from . import EXIT_FAILURE, EXIT_USAGE, VERSION
 
-USAGE = """usage: coldstart-lambda [--warm lazy|eager] [HANDLER]
+USAGE = """usage: coldstart-lambda [--warm lazy|eager] [--plan FILE]
+                        [--serve-events FILE]... [HANDLER]
 
 Serves AWS Lambda invocations from the Runtime API at $AWS_LAMBDA_RUNTIME_API
 by calling HANDLER (module.function, as awslambdaric takes it; default
@@ -17,6 +18,12 @@ COLDSTART_LAMBDA_REPORT=1 prints a REPORT line of init and the first call
 on stderr.
 
   --warm MODE   lazy or eager
+  --plan FILE   apply a start-up plan (coldstart plan --lambda) when the
+                handler's module loads; COLDSTART_PLAN names one too
+  --serve-events FILE
+                serve a Runtime API of its own giving FILE as an event
+                (repeat for more, in order), print what is posted and
+                exit after the last; for coldstart plan --lambda
   --version     print the version and exit
   --help        print this help and exit
 """
@@ -29,9 +36,12 @@ def _fail(msg, status):
 
 
 def parse_args(argv, env):
-    """(handler, warm) from the arguments and the environment, or an exit
-    status after printing what was wrong (or the help)."""
+    """(handler, warm, plan, event files) from the arguments and the
+    environment, or an exit status after printing what was wrong (or the
+    help)."""
     warm = env.get("COLDSTART_LAMBDA_WARM") or None
+    plan = env.get("COLDSTART_PLAN") or None
+    events = []
     handler = None
     args = list(argv)
     while args:
@@ -42,13 +52,18 @@ def parse_args(argv, env):
         if a == "--version":
             sys.stdout.write("coldstart-lambda %s\n" % VERSION)
             return 0
-        if a == "--warm" or a.startswith("--warm="):
-            if a == "--warm":
+        name, eq, value = a.partition("=")
+        if name in ("--warm", "--plan", "--serve-events"):
+            if not eq:
                 if not args:
-                    return _fail("--warm needs lazy or eager", EXIT_USAGE)
-                warm = args.pop(0)
+                    return _fail("%s needs a value" % name, EXIT_USAGE)
+                value = args.pop(0)
+            if name == "--warm":
+                warm = value
+            elif name == "--plan":
+                plan = value
             else:
-                warm = a[len("--warm="):]
+                events.append(value)
             continue
         if a == "--":
             if args:
@@ -71,7 +86,10 @@ def parse_args(argv, env):
     if not handler:
         return _fail("no handler: give module.function or set _HANDLER",
                      EXIT_USAGE)
-    return handler, warm
+    for f in events:
+        if not os.path.isfile(f):
+            return _fail("no such event file %r" % f, EXIT_USAGE)
+    return handler, warm, plan, events
 
 
 def main(argv=None):
@@ -79,7 +97,10 @@ def main(argv=None):
     parsed = parse_args(sys.argv[1:] if argv is None else argv, env)
     if not isinstance(parsed, tuple):
         return parsed
-    handler, warm = parsed
+    handler, warm, plan, events = parsed
+    if events:
+        from .local import serve
+        serve(events)
     address = env.get("AWS_LAMBDA_RUNTIME_API")
     if not address:
         return _fail("AWS_LAMBDA_RUNTIME_API is not set", EXIT_USAGE)
@@ -95,7 +116,8 @@ def main(argv=None):
         report = Report()
     try:
         api = RuntimeAPI(address)
-        run(handler, api, warm, report)
+        run(handler, api, warm, report, plan=plan,
+            max_events=len(events) or None)
     except RuntimeAPIError as e:
         return _fail(str(e), EXIT_FAILURE)
     return 0

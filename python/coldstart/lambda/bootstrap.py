@@ -447,7 +447,22 @@ def _on_init_complete(api, log_setup):
         sys.exit(65)
 
 
-def run(handler, api, warm, report=None):
+def _apply_plan(plan):
+    """Installs a start-up plan (docs/plan.md) just before the handler's
+    module loads; a plan that cannot be used is said on stderr and the
+    module loads without it, as coldstart-fdk does."""
+    if plan:
+        from coldstart import plan as planner
+        planner.install(plan, warm="off")
+
+
+def _responded():
+    planner = sys.modules.get("coldstart.plan")
+    if planner is not None:
+        planner.responded()
+
+
+def run(handler, api, warm, report=None, plan=None, max_events=None):
     """Serves invocations until the process is ended; exits 1 after an init
     error posted to init/error.  A deferred import that fails answers the
     event that brought it with the init error's document and is tried
@@ -469,6 +484,8 @@ def run(handler, api, warm, report=None):
                 prepared = prepare(handler)
             if prepared is None:
                 log_setup.setup()
+                _apply_plan(plan)
+                plan = None
                 request_handler = _get_handler(handler)
         except FaultException as e:
             error_result = make_error(e.msg, e.exception_type, e.trace)
@@ -482,6 +499,7 @@ def run(handler, api, warm, report=None):
             _on_init_complete(api, log_setup)
 
         debug_modules = os.environ.get("COLDSTART_LAMBDA_DEBUG_MODULES")
+        handled = 0
         while True:
             if report is not None:
                 report.init_done()
@@ -498,6 +516,8 @@ def run(handler, api, warm, report=None):
             if request_handler is None:
                 try:
                     log_setup.setup()
+                    _apply_plan(plan)
+                    plan = None
                     request_handler = _load(prepared)
                 except FaultException as e:
                     error_result = make_error(e.msg, e.exception_type,
@@ -521,3 +541,8 @@ def run(handler, api, warm, report=None):
             if report is not None:
                 report.invoked(invoke_id, log_sink)
                 report = None
+            if not handled:
+                _responded()
+            handled += 1
+            if max_events is not None and handled >= max_events:
+                return
