@@ -26,7 +26,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 
 import pytest

@@ -16,7 +16,6 @@ the import system on the first event, before that event is handled.
 
 import os
 import sys
-import time
 
 from . import logs
 from .errors import FaultException, RuntimeAPIError

@@ -109,7 +109,8 @@ def ret_bigint(event, context):
 
 
 def ret_keys(event, context):
-    return {1: "int", 2.5: "float", True: "true", None: "none", "s": "str"}
+    return {7: "int", 2.5: "float", True: "true", False: "false", None: "none",
+            "s": "str"}
 
 
 def ret_bad_key(event, context):
