@@ -477,3 +477,32 @@ def test_plan_lambda_usage_errors(tmp_path, coldstart):
                        "no --ready")]:
         p = coldstart("plan", *args, cwd=str(tmp_path), timeout=60)
         assert p.returncode == 2 and msg in p.stderr, (args, p.stderr)
+
+
+def test_serve_events_prints_the_answers_and_the_status(tmp_path):
+    # --serve-events (what coldstart plan --lambda runs): each event's
+    # answer on stdout, exit 0 after the last; 1 when the module never
+    # loaded (its error answered each event).
+    (tmp_path / "ok.py").write_text("def h(e, c):\n    return [e, c.aws_request_id]\n")
+    (tmp_path / "broken.py").write_text(
+        "raise ValueError('at import')\ndef h(e, c):\n    return 1\n")
+    (tmp_path / "a.json").write_text('{"a": 1}')
+    (tmp_path / "b.json").write_text('"b"')
+    run = [SCRIPT, "--serve-events", "a.json", "--serve-events", "b.json"]
+    p = subprocess.run(run + ["ok.h"], cwd=str(tmp_path), env=_env(None),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == [
+        "response event-1 application/json", '[{"a": 1}, "event-1"]',
+        "response event-2 application/json", '["b", "event-2"]']
+    p = subprocess.run(run + ["broken.h"], cwd=str(tmp_path), env=_env(None),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1, p.stderr
+    errors = [l for l in p.stdout.splitlines() if l.startswith("error ")]
+    assert errors == ["error event-1 application/json",
+                      "error event-2 application/json"]
+    assert '"errorMessage": "at import"' in p.stdout
+    p = subprocess.run(run[:2] + ["missing.json", "ok.h"], cwd=str(tmp_path),
+                       env=_env(None), capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 2 and "no such event file" in p.stderr

@@ -530,6 +530,9 @@ def run(handler, api, warm, report=None, plan=None, max_events=None):
                     _init_failed(error_result, log_setup)
                     _post_error(api, invoke_id, error_result, None)
                     error_result = None
+                    handled += 1
+                    if max_events is not None and handled >= max_events:
+                        sys.exit(1)
                     continue
             _GLOBAL_AWS_REQUEST_ID = invoke_id
             _GLOBAL_TENANT_ID = (inv.headers.get("lambda-runtime-aws-tenant-id")
