@@ -161,13 +161,15 @@ install: all
 		$(DESTDIR)$(PYDIR)/coldstart/_plan_import.h $(DESTDIR)$(PYDIR)/coldstart/_fill.h
 	sed '1s|.*|#!$(PYTHON)|' python/coldstart-fdk > $(DESTDIR)$(BINDIR)/coldstart-fdk
 	chmod 755 $(DESTDIR)$(BINDIR)/coldstart-fdk
+	sed '1s|.*|#!$(PYTHON)|' python/coldstart-lambda > $(DESTDIR)$(BINDIR)/coldstart-lambda
+	chmod 755 $(DESTDIR)$(BINDIR)/coldstart-lambda
 	find $(DESTDIR)$(DATADIR) $(DESTDIR)$(PYDIR)/coldstart $(DESTDIR)$(PYDIR)/fdk -name __pycache__ -prune -exec rm -rf {} +
 	# Fresh bytecode where it is installed: a start-up tool must not compile at start-up.
 	$(PYTHON) -m compileall -q -d $(PYDIR) $(DESTDIR)$(PYDIR)/coldstart $(DESTDIR)$(PYDIR)/fdk
 	$(PYTHON) -m compileall -q -d $(DATADIR)/python $(DESTDIR)$(DATADIR)/python
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/coldstart $(DESTDIR)$(BINDIR)/coldstart-fdk
+	rm -f $(DESTDIR)$(BINDIR)/coldstart $(DESTDIR)$(BINDIR)/coldstart-fdk $(DESTDIR)$(BINDIR)/coldstart-lambda
 	rm -f $(DESTDIR)$(MANDIR)/man1/coldstart.1 $(DESTDIR)$(BASHCOMPDIR)/coldstart
 	rm -rf $(DESTDIR)$(DATADIR) $(DESTDIR)$(PYDIR)/coldstart $(DESTDIR)$(PYDIR)/fdk
 

@@ -34,6 +34,7 @@ extern char **environ;
 
 struct plan_opts {
 	const char *fn;
+	const char *lambda;
 	const char *handler;
 	const char *output;
 	const char *python;
@@ -84,12 +85,14 @@ static int check_mask(const struct opt *opt, const char *v, struct buf *err)
 static const struct usage plan_usage = {
 	.command = "plan",
 	.synopsis = "usage: coldstart plan [options] --fn FUNC [HANDLER] [--request FILE]...\n"
+		    "       coldstart plan [options] --lambda HANDLER --request EVENT.json...\n"
 		    "       coldstart plan [options] [--ready SPEC] [--request FILE]... -- COMMAND\n"
 		    "              [ARG]...\n\n"
 		    "Runs the target while it answers the sample requests and writes a start-up\n"
 		    "plan: the modules it imported before the last response, where each was found,\n"
 		    "which ones the requests used, and which must stay eager.  Apply it with\n"
-		    "coldstart-fdk --plan FILE, python -m coldstart.run --plan FILE, or\n"
+		    "coldstart-fdk --plan FILE, coldstart-lambda --plan FILE,\n"
+		    "python -m coldstart.run --plan FILE, or\n"
 		    "COLDSTART_PLAN=FILE (docs/plan.md).\n\n",
 	.footer = "With --ready http://..., each --request is POSTed to the URL (none: one GET);\n"
 		  "with exit, the response is the command's stdout, stderr and exit status.\n"
@@ -433,6 +436,8 @@ static int parse_options(struct plan_cmd *c, int argc, char **argv)
 	int i = 1, rc;
 	const struct opt options[] = {
 		OPT_STRING("fn", 0, &o->fn, "FUNC", "an Fn function file (or module) served by coldstart-fdk; HANDLER may follow"),
+		OPT_STRING("lambda", 0, &o->lambda, "HANDLER",
+			   "an AWS Lambda handler (module.function) run by coldstart-lambda, each --request an event"),
 		OPT_STRINGS("request", 0, &o->request_files, "FILE", "a sample request body, a regular file (repeat for more; sent in order)"),
 		OPT_STRING("ready", 0, &o->ready, "SPEC",
 			   "fn, http://127.0.0.1:PORT/PATH or exit (default: fn with --fn, else exit)"),
@@ -445,7 +450,7 @@ static int parse_options(struct plan_cmd *c, int argc, char **argv)
 			     "with --verify: compare responses with each match of REGEX (POSIX extended) replaced "
 			     "(repeat for more)"),
 		OPT_BOOL("verify", 0, &o->verify, "replay the requests with and without the plan; keep eager what changes a response"),
-		OPT_STRING("python", 0, &o->python, "PATH", "interpreter for --fn (default: $COLDSTART_PYTHON or python3)"),
+		OPT_STRING("python", 0, &o->python, "PATH", "interpreter for --fn or --lambda (default: $COLDSTART_PYTHON or python3)"),
 		OPT_DURATION("timeout", 0, &o->timeout_us, "TIME", "limit for each run of the target (default 120s)"),
 		OPT_HELP("help", 'h', NULL, "this text"),
 		OPT_END(),
@@ -472,6 +477,12 @@ static int parse_options(struct plan_cmd *c, int argc, char **argv)
 	if (o->fn && o->command.nr)
 		return usage_error(&plan_usage,
 				   "--fn runs coldstart-fdk itself; give either --fn FUNC [HANDLER] or a command after --");
+	if (o->lambda && (o->fn || o->command.nr))
+		return usage_error(&plan_usage, "--lambda runs coldstart-lambda itself; give no --fn and no command");
+	if (o->lambda && o->ready && strcmp(o->ready, "exit"))
+		return usage_error(&plan_usage, "--lambda serves its events itself and runs to its end: no --ready");
+	if (o->lambda)
+		return -1;
 	if (!o->fn && !o->command.nr)
 		return usage_error(&plan_usage, "nothing to plan: give --fn FUNC [HANDLER] or a command after --");
 	if (o->timeout_us <= 0)
@@ -484,13 +495,43 @@ static int parse_options(struct plan_cmd *c, int argc, char **argv)
 	return -1;
 }
 
-/* The target's argv: coldstart-fdk serving --fn, or the command. */
+/*
+ * coldstart-lambda serving the --request files as events from a Runtime API
+ * of its own and exiting after the last: a command run to its end, whose
+ * output (what it posted) --verify compares.
+ */
+static void lambda_argv(struct plan_cmd *c, const char *datadir, const char *py)
+{
+	struct buf script = BUF_INIT;
+	size_t i;
+
+	strvec_push(&c->r.argv, py);
+	buf_addf(&script, "%s/coldstart-lambda", datadir);
+	if (!access(script.buf, R_OK))
+		strvec_push(&c->r.argv, script.buf);
+	else
+		strvec_pushv(&c->r.argv, (const char *const[]){ "-m", "coldstart.lambda", NULL });
+	for (i = 0; i < c->o.request_files.nr; i++) {
+		strvec_push(&c->r.argv, "--serve-events");
+		strvec_push(&c->r.argv, c->o.request_files.v[i]);
+	}
+	strvec_push(&c->r.argv, "--");
+	strvec_push(&c->r.argv, c->o.lambda);
+	buf_release(&script);
+}
+
+/* The target's argv: coldstart-fdk serving --fn, coldstart-lambda --lambda, or the command. */
 static int target_argv(struct plan_cmd *c, const char *datadir)
 {
 	const struct plan_opts *o = &c->o;
 	struct buf fdk = BUF_INIT;
 	const char *py;
 
+	if (o->lambda) {
+		py = o->python ? o->python : getenv("COLDSTART_PYTHON") ? getenv("COLDSTART_PYTHON") : "python3";
+		lambda_argv(c, datadir, py);
+		return 0;
+	}
 	if (!o->fn) {
 		strvec_pushv(&c->r.argv, o->command.v);
 		return 0;
@@ -528,7 +569,9 @@ static int prepare_target(struct plan_cmd *c, const char *datadir)
 		return EXIT_USAGE;
 	if (r->t.probe == PLAN_PROBE_FN && !c->o.request_files.nr)
 		return usage_error(&plan_usage, "an Fn function needs at least one --request FILE to plan for");
-	if (r->t.probe == PLAN_PROBE_EXIT && c->o.request_files.nr)
+	if (c->o.lambda && !c->o.request_files.nr)
+		return usage_error(&plan_usage, "a Lambda handler needs at least one --request EVENT.json to plan for");
+	if (r->t.probe == PLAN_PROBE_EXIT && c->o.request_files.nr && !c->o.lambda)
 		return usage_error(&plan_usage, "--request needs a server (--fn, or --ready fn or http://...): a "
 						"command that runs to exit takes no requests");
 	if (read_bodies(r, &c->o.request_files) < 0)
@@ -536,8 +579,9 @@ static int prepare_target(struct plan_cmd *c, const char *datadir)
 	if (target_argv(c, datadir) < 0)
 		return EXIT_USAGE;
 	r->t.argv = r->argv.v;
-	r->t.requests = r->bodies;
-	r->t.nr_requests = r->nr_bodies;
+	/* --lambda's events go to coldstart-lambda as files (read above only to check them). */
+	r->t.requests = c->o.lambda ? NULL : r->bodies;
+	r->t.nr_requests = c->o.lambda ? 0 : r->nr_bodies;
 	r->t.timeout_us = c->o.timeout_us;
 	return -1;
 }

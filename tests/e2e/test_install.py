@@ -1,5 +1,5 @@
 """`make install` / `make uninstall` with DESTDIR: the installed binary finds
-its bootstrap, the installed coldstart-fdk finds its packages, and uninstall
+its bootstrap, the installed coldstart-fdk and coldstart-lambda find their packages, and uninstall
 leaves nothing behind."""
 import os
 import subprocess
@@ -35,6 +35,9 @@ def test_install_and_uninstall(tmp_path):
     env["PYTHONPATH"] = str(pydir)
     r = subprocess.run([str(fdk), "--help"], capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 0 and "FN_LISTENER" in r.stdout
+    lam = dest / "usr/local/bin/coldstart-lambda"
+    r = subprocess.run([str(lam), "--help"], capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 0 and "AWS_LAMBDA_RUNTIME_API" in r.stdout, r.stderr
 
     r = make("uninstall", "DESTDIR=%s" % dest, "PREFIX=/usr/local", "PYTHON=%s" % DEBIAN_PYTHON)
     assert r.returncode == 0, r.stderr

@@ -1,0 +1,1 @@
+globals()["made"] = lambda event, context: "made by globals()"

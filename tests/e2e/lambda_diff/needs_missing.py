@@ -1,0 +1,5 @@
+import coldstart_no_such_dependency  # noqa: F401
+
+
+def handler(event, context):
+    return "never"

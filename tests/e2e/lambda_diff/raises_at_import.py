@@ -1,0 +1,5 @@
+raise RuntimeError("failing at import")
+
+
+def handler(event, context):
+    return "never"

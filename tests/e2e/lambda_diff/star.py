@@ -1,0 +1,1 @@
+from pkg.mod import *  # noqa: F401,F403
