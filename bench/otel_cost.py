@@ -63,6 +63,8 @@ from coldstart.fdk import loop, context, response, httpwire
 import io, json, decimal, fractions
 if "coldstart.otel" in __import__("sys").modules:
     otel._state["on"] = False  # the send comes after the response: not counted
+    if otel._state.get("dir"):
+        otel._remove_dir(otel._state["dir"])
 """
 
 

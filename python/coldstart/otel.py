@@ -165,6 +165,9 @@ def _at_exit():
     done = _state.get("sending")
     if done is not None and done.acquire(True, _state.get("timeout", 10.0) + 1):
         done.release()
+    elif _state.get("dir"):
+        # The send is still under way: its tracer file goes with the process.
+        _remove_dir(_state["dir"])
 
 
 def _send_thread(done):
