@@ -11,7 +11,7 @@ build_pkgs="gcc make pkg-config libjansson-dev libelf-dev zlib1g-dev python3 pyt
 test_pkgs="libcmocka-dev python3-pytest python3-aiohttp python3-flask python3-fastapi python3-numpy
 python3-uvicorn python3-setuptools python3-venv python3-wheel python3-pip binutils time docker.io debootstrap chromium
 gunicorn python3-django python3-pandas python3-boto3 python3-sqlalchemy python3-requests python3-httptools python3-iso8601 python3-pytest-asyncio
-strace"
+strace gdb"
 fuzz_pkgs="clang libclang-rt-14-dev"
 
 case "$what" in
