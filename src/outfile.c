@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -18,6 +19,58 @@
  * handler: one at a time (the writers run one after the other).
  */
 static char pending_tmp[PATH_MAX];
+
+/*
+ * While a temporary exists, SIGINT and the like remove it first and then
+ * do what they did before (end coldstart, or the handler in place).
+ */
+static const int cleanup_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+static struct sigaction saved_actions[ARRAY_SIZE(cleanup_signals)];
+static bool installed[ARRAY_SIZE(cleanup_signals)];
+
+static void on_signal(int sig)
+{
+	size_t i;
+
+	outfile_unlink_pending();
+	for (i = 0; i < ARRAY_SIZE(cleanup_signals); i++)
+		if (cleanup_signals[i] == sig && installed[i]) {
+			sigaction(sig, &saved_actions[i], NULL);
+			installed[i] = false;
+		}
+	raise(sig); /* delivered once this handler returns, as before */
+}
+
+static void set_pending(const char *tmp)
+{
+	struct sigaction sa;
+	size_t i;
+
+	if (strlen(tmp) >= sizeof(pending_tmp))
+		return;
+	memcpy(pending_tmp, tmp, strlen(tmp) + 1);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < ARRAY_SIZE(cleanup_signals); i++) {
+		if (installed[i] || sigaction(cleanup_signals[i], NULL, &saved_actions[i]) < 0 ||
+		    saved_actions[i].sa_handler == SIG_IGN)
+			continue;
+		installed[i] = sigaction(cleanup_signals[i], &sa, NULL) == 0;
+	}
+}
+
+static void clear_pending(void)
+{
+	size_t i;
+
+	pending_tmp[0] = '\0';
+	for (i = 0; i < ARRAY_SIZE(cleanup_signals); i++)
+		if (installed[i]) {
+			sigaction(cleanup_signals[i], &saved_actions[i], NULL);
+			installed[i] = false;
+		}
+}
 
 static char *dir_of(const char *path)
 {
@@ -162,8 +215,7 @@ static int open_temp(struct outfile *of, const struct stat *old, struct buf *err
 		buf_addf(err, "cannot write '%s': cannot create a file in '%s': %s", of->name, dir, strerror(errno));
 		goto out;
 	}
-	if (strlen(of->tmp) < sizeof(pending_tmp))
-		memcpy(pending_tmp, of->tmp, strlen(of->tmp) + 1);
+	set_pending(of->tmp);
 	if (old) {
 		of->old_uid = old->st_uid;
 		of->old_gid = old->st_gid;
@@ -183,7 +235,7 @@ static void outfile_release(struct outfile *of)
 	if (of->fd >= 0)
 		close(of->fd);
 	if (of->tmp)
-		pending_tmp[0] = '\0';
+		clear_pending();
 	free(of->name);
 	free(of->path);
 	free(of->tmp);
@@ -342,7 +394,7 @@ int outfile_commit(struct outfile *of, struct buf *err)
 	}
 	free(of->tmp);
 	of->tmp = NULL;
-	pending_tmp[0] = '\0';
+	clear_pending();
 	ret = 0;
 out:
 	if (ret < 0 && of->tmp)

@@ -14,7 +14,9 @@
  * A regular file (or a new name) is written to a temporary file created
  * beside it (O_EXCL | O_NOFOLLOW, mode 0600 until it is complete) and renamed
  * over it when complete, so a full disk, a signal or a crash leaves the
- * previous file as it was and no temporary behind; the new file takes the
+ * previous file as it was and (but for SIGKILL or a crash) no temporary
+ * behind: while one exists, SIGINT, SIGTERM, SIGHUP and SIGQUIT remove it
+ * first, then do what they did before; the new file takes the
  * old one's mode (0666 less the umask for a new name).  A device, FIFO or
  * socket (/dev/null, /dev/stdout, a pipe) is written in place: there is
  * nothing to replace.

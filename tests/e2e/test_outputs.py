@@ -247,3 +247,23 @@ def test_file_planted_by_another_user_in_a_sticky_dir_is_not_replaced(sticky_dir
     with open(planted) as f:
         assert f.read() == "planted\n"
     assert sorted(os.listdir(sticky_dir)) == ["p.json"]
+
+
+def test_signal_while_the_temporary_exists_removes_it(tmp_path):
+    # gdb stops coldstart at the rename that would finish the write, when the
+    # temporary is complete beside the old file; SIGTERM then must remove it
+    # and end coldstart by that signal, the old file as it was.
+    gdb = shutil.which("gdb")
+    if not gdb:
+        pytest.skip("gdb is not installed (tests/install-deps.sh installs it): it stops coldstart mid-write")
+    out = tmp_path / "out.folded"
+    out.write_text("old\n")
+    r = subprocess.run([gdb, "-q", "-batch", "-nx", "-ex", "set debuginfod enabled off",
+                        "-ex", "handle SIGTERM nostop noprint pass", "-ex", "break rename", "-ex", "run",
+                        "-ex", "shell ls -a %s" % tmp_path, "-ex", "signal SIGTERM",
+                        "--args", COLDSTART, "export", PROFILE, "-f", "folded", "-o", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert ".out.folded." in r.stdout, r.stdout + r.stderr  # the temporary, seen at the rename
+    assert "terminated with signal SIGTERM" in r.stdout, r.stdout
+    assert out.read_text() == "old\n"
+    assert sorted(os.listdir(tmp_path)) == ["out.folded"]
