@@ -256,6 +256,13 @@ out:
 	return ret;
 }
 
+static const char *basename_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
 /*
  * Puts the recorded plan (tmp, in the run's private directory) at output
  * with its code archive: the archive the recorder wrote to code_tmp becomes
@@ -269,7 +276,12 @@ static int finish_plan(json_t *root, const char *tmp, const char *output, const 
 	if (json_is_object(code) && !access(code_tmp, F_OK)) {
 		if (place_file(code_tmp, code_out, err) < 0)
 			return -1;
-		json_object_set_new(code, "path", json_string(code_out));
+		/*
+		 * Relative to the plan's directory, where the archive is put
+		 * beside it: a plan built in CI and copied into an image with
+		 * its archive keeps finding it.
+		 */
+		json_object_set_new(code, "path", json_string(basename_of(code_out)));
 		if (plan_write_json(root, tmp, err) < 0)
 			return -1;
 	}

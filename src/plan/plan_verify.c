@@ -49,9 +49,22 @@ int plan_load(const char *path, struct plan_doc *d, struct buf *err)
 	 * be planned (-2), or the recorder's when it failed ("code": "recorder").
 	 */
 	if (json_is_string(fmt) && !strcmp(json_string_value(fmt), "coldstart-plan-error")) {
-		int rc = strcmp(plan_mod_str(d->root, "code"), "recorder") ? -2 : -1;
+		json_t *code = json_object_get(d->root, "code");
+		const char *msg = plan_mod_str(d->root, "error");
+		int rc = -1;
 
-		buf_addf(err, "%s", plan_mod_str(d->root, "error"));
+		/*
+		 * Only the bootstrap's own answer (no "code", a message) means
+		 * the interpreter cannot be planned; a record with other fields
+		 * is a failure that says what it holds, never an empty message.
+		 */
+		if (!*msg)
+			buf_addf(err, "the planning run wrote an error record without a message ('%s')", path);
+		else {
+			buf_adds(err, msg);
+			if (!code)
+				rc = -2;
+		}
 		json_decref(d->root);
 		d->root = NULL;
 		return rc;

@@ -73,7 +73,8 @@ def test_real_function_plan_verifies_and_defers(workdir):
             assert m["kind"] in ("source", "bytecode") and not m["used"]
     # The plan and its code archive, nothing left behind.
     assert sorted(os.listdir(workdir)) == ["p.json", "p.json.code"]
-    assert plan["code"]["path"] == out + ".code"
+    # Relative to the plan, so that the two can move together.
+    assert plan["code"]["path"] == os.path.basename(out) + ".code"
     assert plan["code"]["size"] == os.path.getsize(out + ".code")
     assert len(plan["code"]["at"]) == len(plan["index"])
 
@@ -297,6 +298,19 @@ def test_run_to_exit_command_and_coldstart_run(workdir):
                        text=True, timeout=60, env=env)
     assert r.returncode == 0 and r.stderr == ""
     assert json.loads(r.stdout) == {"args": ["x"], "half": "1/2"}
+    # The plan names its archive relative to itself: moved together into
+    # another directory (a plan made in CI, copied into an image), the two
+    # apply as before, without a word.
+    assert plan["code"]["path"] == "p.json.code"
+    moved = os.path.join(workdir, "image", "plans")
+    os.makedirs(moved)
+    for f in ("p.json", "p.json.code"):
+        os.rename(os.path.join(workdir, f), os.path.join(moved, f))
+    r = subprocess.run([DEBIAN_PYTHON, "-m", "coldstart.run", "--plan", os.path.join(moved, "p.json"),
+                        "tool.py", "y"], cwd=workdir, capture_output=True, text=True, timeout=60,
+                       env=env)
+    assert r.returncode == 0 and r.stderr == ""
+    assert json.loads(r.stdout) == {"args": ["y"], "half": "1/2"}
 
 
 def test_verify_loads_at_once_what_the_plan_defers_and_a_body_forces(workdir):
@@ -536,8 +550,8 @@ def test_a_prefork_server_is_planned_from_the_worker_that_answered(workdir):
     assert mods["fractions"]["action"] == "load"
     assert mods["gunicorn.workers.sync"]["used"] is True
     code = plan["code"]
-    st = os.stat(code["path"])
-    assert code["path"] == out + ".code"
+    assert code["path"] == os.path.basename(out) + ".code"
+    st = os.stat(out + ".code")
     assert (code["size"], code["mtime_ns"]) == (st.st_size, st.st_mtime_ns)
     # No record of another process is left behind.
     assert sorted(os.listdir(workdir)) == ["app.py", "p.json", "p.json.code"]

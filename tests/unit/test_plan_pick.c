@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "plan/plan_pick.h"
+#include "plan/plan_verify.h"
 #include "util.h"
 
 static char *tmp;
@@ -117,6 +118,44 @@ static char *kept_tag(void)
 	return tag;
 }
 
+/* An error record in place of a plan: what it says, and which exit it means. */
+static void test_error_records_always_say_something(void **state)
+{
+	static const struct {
+		const char *json;
+		int rc;
+		const char *msg;
+	} cases[] = {
+		/* The bootstrap of an interpreter too old to plan. */
+		{ "{\"format\": \"coldstart-plan-error\", \"error\": \"Python 3.7 cannot be planned\"}", -2,
+		  "Python 3.7 cannot be planned" },
+		/* The recorder's failure. */
+		{ "{\"format\": \"coldstart-plan-error\", \"code\": \"recorder\", \"error\": \"boom\"}", -1, "boom" },
+		/* Odd fields: no message, a code of another type. */
+		{ "{\"format\": \"coldstart-plan-error\", \"code\": 5}", -1,
+		  "the planning run wrote an error record without a message" },
+		{ "{\"format\": \"coldstart-plan-error\", \"error\": 7}", -1,
+		  "the planning run wrote an error record without a message" },
+		{ "{\"format\": \"coldstart-plan-error\", \"code\": \"other\", \"error\": \"x\"}", -1, "x" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct plan_doc d = { 0 };
+		struct buf err = BUF_INIT;
+		FILE *f = fopen(record, "w");
+
+		assert_non_null(f);
+		fputs(cases[i].json, f);
+		fclose(f);
+		assert_int_equal(plan_load(record, &d, &err), cases[i].rc);
+		assert_null(d.root);
+		assert_non_null(strstr(err.buf, cases[i].msg));
+		buf_release(&err);
+	}
+	unlink(record);
+}
+
 static void test_the_worker_that_used_most_is_kept(void **state)
 {
 	struct buf note = BUF_INIT, err = BUF_INIT;
@@ -208,6 +247,7 @@ static void test_other_files_are_left_alone(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_error_records_always_say_something, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_the_worker_that_used_most_is_kept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_tie_keeps_the_started_process, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_failure_is_kept_before_any_plan, setup, teardown),
