@@ -183,4 +183,4 @@ clean:
 	rm -rf $(BUILD) build-asan coldstart python/coldstart/_tracer*.so python/coldstart/_sampler*.so
 	find . -name __pycache__ -prune -exec rm -rf {} +
 
--include $(OBJS:.o=.d)
+-include $(OBJS:.o=.d) $(UNIT_BINS:=.d)

@@ -1,5 +1,5 @@
 /*
- * The one hash table of src/: an open-addressing set of int32 values
+ * The hash table of src/: an open-addressing set of int32 values
  * (-1 = an empty slot), most often indexes into an array or a pool the
  * caller keeps, whose hashing and equality the caller supplies.  The
  * capacity is a power of two; a caller grows the set before it passes half

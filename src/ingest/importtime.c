@@ -14,6 +14,7 @@
 #include "ingest/importtime.h"
 #include "ingest/it_lexer.h"
 #include "ingest/it_row.h"
+#include "iset.h"
 #include "parallel.h"
 
 /* Warnings beyond this many are only counted, so junk input stays bounded. */
@@ -42,13 +43,13 @@ struct undecided {
 enum io_run { IO_NONE, IO_IO, IO_ZLIB };
 
 /*
- * The names of a process's ordinary rows (their hashes), read from its nodes
- * only when a cached row repeats the bare name of the one before it (see
- * attach_cached), up to the nodes read so far: other rows never pay for it.
+ * The names of a process's ordinary rows (the nodes that hold them), read
+ * from its nodes only when a cached row repeats the bare name of the one
+ * before it (see attach_cached), up to the nodes read so far: other rows
+ * never pay for it.
  */
 struct name_set {
-	uint64_t *slot; /* 0: empty */
-	size_t cap, nr;
+	struct iset nodes; /* one node per name */
 	size_t upto; /* the process's nodes before this one are in */
 };
 
@@ -139,58 +140,49 @@ static inline void push_pending(struct it_parser *ps, int32_t node, uint32_t dep
 	ps->nr_stack++;
 }
 
-static uint64_t name_key(const char *name, size_t len)
+static uint64_t node_name_hash(const void *ctx, int32_t i)
 {
-	uint64_t h = hash_bytes(name, len);
-
-	return h ? h : 1;
+	return hash_str(node_name(ctx, i));
 }
 
-static void name_set_put(struct name_set *ns, uint64_t key)
+/* The slot of name's node in ns, or the empty slot where it would go. */
+static size_t name_set_slot(const struct name_set *ns, const struct proc *pr, const char *name, size_t len)
 {
-	size_t i;
+	size_t k;
 
-	if (2 * (ns->nr + 1) > ns->cap) {
-		struct name_set grown = { NULL, ns->cap ? 2 * ns->cap : 64, 0, ns->upto };
+	for (k = hash_bytes(name, len) & (ns->nodes.cap - 1); ns->nodes.slot[k] >= 0; k = (k + 1) & (ns->nodes.cap - 1)) {
+		const char *t = node_name(pr, ns->nodes.slot[k]);
 
-		grown.slot = xcalloc(grown.cap, sizeof(*grown.slot));
-		for (i = 0; i < ns->cap; i++)
-			if (ns->slot[i])
-				name_set_put(&grown, ns->slot[i]);
-		free(ns->slot);
-		*ns = grown;
+		if (!strncmp(t, name, len) && !t[len])
+			break;
 	}
-	for (i = key & (ns->cap - 1); ns->slot[i]; i = (i + 1) & (ns->cap - 1))
-		if (ns->slot[i] == key)
-			return;
-	ns->slot[i] = key;
-	ns->nr++;
-}
-
-static bool name_set_has(const struct name_set *ns, uint64_t key)
-{
-	size_t i;
-
-	if (!ns->cap)
-		return false;
-	for (i = key & (ns->cap - 1); ns->slot[i]; i = (i + 1) & (ns->cap - 1))
-		if (ns->slot[i] == key)
-			return true;
-	return false;
+	return k;
 }
 
 /* Whether the current process printed an ordinary row for name so far. */
 static bool has_row(struct it_parser *ps, const char *name, size_t len)
 {
 	struct proc *pr = cur_proc(ps);
+	struct name_set *ns = &ps->done;
 
-	for (; ps->done.upto < pr->nr_nodes; ps->done.upto++) {
-		int32_t i = (int32_t)ps->done.upto;
+	if (!ns->nodes.cap)
+		iset_init(&ns->nodes, 64);
+	for (; ns->upto < pr->nr_nodes; ns->upto++) {
+		int32_t i = (int32_t)ns->upto;
+		const char *nm = node_name(pr, i);
+		size_t k;
 
-		if (!(pr->nodes[i].flags & NODE_CACHED))
-			name_set_put(&ps->done, name_key(node_name(pr, i), strlen(node_name(pr, i))));
+		if (pr->nodes[i].flags & NODE_CACHED)
+			continue;
+		if (ns->nodes.used * 2 >= ns->nodes.cap)
+			iset_grow(&ns->nodes, node_name_hash, pr);
+		k = name_set_slot(ns, pr, nm, strlen(nm));
+		if (ns->nodes.slot[k] < 0) {
+			ns->nodes.slot[k] = i;
+			ns->nodes.used++;
+		}
 	}
-	return name_set_has(&ps->done, name_key(name, len));
+	return ns->nodes.slot[name_set_slot(ns, pr, name, len)] >= 0;
 }
 
 /* A node whose depth is known: a root at 0, else pending until its parent's row. */
@@ -273,8 +265,8 @@ static void flush_pending(struct it_parser *ps, const char *why)
 	ps->io_run = IO_NONE;
 	ps->cached = ps->ambiguous = 0;
 	ps->bare_cached = -1;
-	free(ps->done.slot);
-	memset(&ps->done, 0, sizeof(ps->done));
+	iset_release(&ps->done.nodes);
+	ps->done.upto = 0;
 }
 
 static void start_proc(struct it_parser *ps)
@@ -683,7 +675,7 @@ void it_parser_free(struct it_parser *ps)
 	free(ps->warnings);
 	free(ps->stack);
 	free(ps->group);
-	free(ps->done.slot);
+	iset_release(&ps->done.nodes);
 	buf_release(&ps->carry);
 	free(ps);
 }

@@ -28,16 +28,37 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -Isrc -DIT_MAX_LINE=((size_t)64) -DCOLDSTA
 command -v "$CC" >/dev/null || { echo "fuzz: $CC not found (apt-get install clang)" >&2; exit 1; }
 mkdir -p "$out/obj" "$out/corpus" "$out/artifacts"
 
+# The library's objects, compiled as many at a time as there are CPUs.
 objs=""
+pids=""
+running=0
+cpus=$(nproc 2>/dev/null || echo 1)
+failed=0
+wait_compiles() {
+	for pid in $pids; do
+		wait "$pid" || failed=1
+	done
+	pids=""
+	running=0
+}
 for src in $(find src -name '*.c' | sort); do
 	case $src in */main.c) continue ;; esac
 	obj="$out/obj/$(echo "$src" | tr / _).o"
 	if [ ! -e "$obj" ] || [ "$src" -nt "$obj" ] || [ -n "$(find src -name '*.h' -newer "$obj" | head -1)" ]; then
+		rm -f "$obj"
 		$CC $CFLAGS -fsanitize=fuzzer-no-link -c -o "$obj" "$src" ||
-			{ echo "fuzz: cannot compile $src" >&2; exit 1; }
+			echo "fuzz: cannot compile $src" >&2 &
+		pids="$pids $!"
+		running=$((running + 1))
+		[ "$running" -lt "$cpus" ] || wait_compiles
 	fi
 	objs="$objs $obj"
 done
+wait_compiles
+for obj in $objs; do
+	[ -e "$obj" ] || failed=1
+done
+[ "$failed" = 0 ] || { echo "fuzz: the library did not compile" >&2; exit 1; }
 
 PY_TARGETS="httpwire imports"
 plan_mutate=yes
