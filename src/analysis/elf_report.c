@@ -542,8 +542,10 @@ void elf_annotate_profile(struct profile *p, struct strvec *problems)
 		elf_resolver_unload(&resolver);
 		if (p->python) {
 			struct buf perr = BUF_INIT;
+			/* A launcher script is not the interpreter: read the one it runs. */
+			const char *exe = p->python_executable ? p->python_executable : p->python;
 
-			if (!elf_python_inspect(&resolver, p->python, &n->py, &perr))
+			if (!elf_python_inspect(&resolver, exe, &n->py, &perr))
 				n->has_python = true;
 			else if (!n->has_python && pi == 0)
 				strvec_push(problems, perr.buf);

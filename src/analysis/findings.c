@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stats.h"
+
 #define LIST_MAX 5 /* modules named in one evidence line */
 
 static const char *python_of(const struct profile *p)
@@ -1054,8 +1056,11 @@ void finding_add_in(struct profile *p, const struct run *r, const struct proc_se
 
 const struct run *findings_main_run(const struct profile *p)
 {
-	size_t i;
+	size_t i = p->nr_runs ? profile_median_run(p) : 0;
 
+	/* The run the report shows (the median by wall with -n), so the findings speak of it. */
+	if (p->nr_runs && !p->runs[i].warmup && p->runs[i].nr_procs)
+		return &p->runs[i];
 	for (i = 0; i < p->nr_runs; i++)
 		if (!p->runs[i].warmup && p->runs[i].nr_procs)
 			return &p->runs[i];

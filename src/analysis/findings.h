@@ -66,8 +66,10 @@ void finding_add_in(struct profile *p, const struct run *r, const struct proc_se
 void finding_set_pids(struct profile *p, const struct run *r, const struct proc_set *s);
 
 /*
- * The run rules look at: the first run that is not a warm-up and has
- * processes, else the first run; NULL when there is none.
+ * The run rules look at: the run the report shows (profile_median_run: the
+ * measured run nearest the median wall) when it has processes, else the
+ * first run that is not a warm-up and has processes, else the first run;
+ * NULL when there is none.
  */
 const struct run *findings_main_run(const struct profile *p);
 

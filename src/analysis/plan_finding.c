@@ -35,13 +35,40 @@ static bool deferrable(const struct proc *pr, int32_t i, int64_t until_ns)
 	return t->end_ns != UNKNOWN && t->end_ns <= until_ns;
 }
 
+/*
+ * How to record a plan for this target: a server probed on its socket
+ * (runs[].listening_us is known) is planned with the same probe around its
+ * command; an Fn function (a first call answered after ready) with --fn.
+ */
+static void plan_advice(const struct profile *p, const struct run *r, struct buf *fix)
+{
+	size_t k;
+
+	if (r->listening_us < 0) {
+		buf_adds(fix, "record a start-up plan from sample requests and apply it: `coldstart plan --fn func.py "
+			      "handler --request req.json --verify`, then `coldstart-fdk --plan coldstart-plan.json "
+			      "func.py handler` (or COLDSTART_PLAN=...; docs/plan.md)");
+		return;
+	}
+	buf_adds(fix, "record a start-up plan while the server answers sample requests: `coldstart plan --ready "
+		      "http://127.0.0.1:PORT/PATH --request req.json --verify --");
+	/* A script, -m or -c ran under the interpreter; a command is its own. */
+	if (p->target.nr && p->python &&
+	    (!strcmp(p->target.v[0], "-m") || !strcmp(p->target.v[0], "-c") || ends_with(p->target.v[0], ".py")))
+		buf_addf(fix, " %s", p->python);
+	for (k = 0; k < p->target.nr; k++)
+		buf_addf(fix, " %s", p->target.v[k]);
+	buf_adds(fix, "`, then start it with COLDSTART_PLAN=coldstart-plan.json and coldstart's bootstrap on "
+		      "PYTHONPATH (docs/plan.md)");
+}
+
 static void rule_startup_plan(struct profile *p)
 {
 	const struct run *r = findings_main_run(p);
 	const struct proc *pr;
 	struct candidate *c = NULL;
 	size_t nr = 0, alloc = 0, k, count = 0;
-	struct buf title = BUF_INIT, ev = BUF_INIT, when = BUF_INIT, d = BUF_INIT;
+	struct buf title = BUF_INIT, ev = BUF_INIT, when = BUF_INIT, d = BUF_INIT, fix = BUF_INIT;
 	struct proc_set target = PROC_SET_INIT;
 	int64_t until_ns, total = 0;
 	int32_t i;
@@ -87,10 +114,8 @@ static void rule_startup_plan(struct profile *p)
 	}
 	if (nr > PLAN_LIST_MAX)
 		buf_addf(&ev, " and %zu more", nr - PLAN_LIST_MAX);
-	finding_add_in(p, r, &target, "startup-plan", "info", NULL, total, title.buf, ev.buf,
-		    "record a start-up plan from sample requests and apply it: `coldstart plan --fn func.py handler "
-		    "--request req.json --verify`, then `coldstart-fdk --plan coldstart-plan.json func.py "
-		    "handler` (or COLDSTART_PLAN=...; docs/plan.md)");
+	plan_advice(p, r, &fix);
+	finding_add_in(p, r, &target, "startup-plan", "info", NULL, total, title.buf, ev.buf, fix.buf);
 out:
 	proc_set_release(&target);
 	free(c);
@@ -98,6 +123,7 @@ out:
 	buf_release(&ev);
 	buf_release(&when);
 	buf_release(&d);
+	buf_release(&fix);
 }
 
 static const struct finding_rule plan_rules[] = {

@@ -155,6 +155,8 @@ void profile_release(struct profile *p)
 	free(p->created);
 	free(p->python);
 	free(p->python_version);
+	free(p->python_launcher);
+	free(p->python_executable);
 	free(p->cwd);
 	free(p->command);
 	strvec_clear(&p->target);

@@ -250,6 +250,13 @@ struct profile {
 	char *created; /* ISO 8601 UTC */
 	char *python; /* interpreter path */
 	char *python_version; /* "3.11.2" */
+	/*
+	 * Where python is a launcher script that execs the interpreter (a pyenv
+	 * shim): what it is ("pyenv shim", "launcher script") and the
+	 * interpreter it runs (sys.executable); both NULL otherwise.
+	 */
+	char *python_launcher;
+	char *python_executable;
 	char *cwd;
 	char *command; /* "profile", "parse", "docker" */
 	struct strvec target; /* the target argv as the user gave it */

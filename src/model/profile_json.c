@@ -548,6 +548,10 @@ static void write_profile(struct jw *w, const struct profile *p)
 	jw_kv_str(w, "command", p->command);
 	jw_kv_str(w, "python", p->python);
 	jw_kv_str(w, "python_version", p->python_version);
+	if (p->python_launcher) {
+		jw_kv_str(w, "python_launcher", p->python_launcher);
+		jw_kv_str(w, "python_executable", p->python_executable);
+	}
 	jw_kv_str(w, "cwd", p->cwd);
 	write_names(w, "target", p->target.v, p->target.nr);
 	write_limits(w, &p->limits);

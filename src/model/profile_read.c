@@ -90,6 +90,8 @@ static const struct field profile_fields[] = {
 	{ "command", F_STR, offsetof(struct profile, command), 0, 0 },
 	{ "python", F_STR, offsetof(struct profile, python), 0, 0 },
 	{ "python_version", F_STR, offsetof(struct profile, python_version), 0, 0 },
+	{ "python_launcher", F_STR, offsetof(struct profile, python_launcher), 0, 0 },
+	{ "python_executable", F_STR, offsetof(struct profile, python_executable), 0, 0 },
 	{ "cwd", F_STR, offsetof(struct profile, cwd), 0, 0 },
 };
 

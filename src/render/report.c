@@ -415,6 +415,9 @@ static void render_all(const struct profile *p, const struct report_opts *o, str
 	buf_addf(out, "  interpreter     %s", p->python ? p->python : "unknown");
 	if (p->python_version)
 		buf_addf(out, " (Python %s)", p->python_version);
+	if (p->python_launcher)
+		buf_addf(out, ", a %s: it runs %s", p->python_launcher,
+			 p->python_executable ? p->python_executable : "the interpreter");
 	buf_addch(out, '\n');
 	if (limits_any(&p->limits) || p->limits.backend) {
 		buf_adds(out, "  limits          ");

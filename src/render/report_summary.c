@@ -192,6 +192,19 @@ static void line_times(const struct profile *p, const struct run *r, size_t widt
 		buf_addf(&line, "killed by signal %d", r->term_signal);
 	else if (r->status == RUN_EXITED && r->exit_code)
 		buf_addf(&line, "exit status %d", r->exit_code);
+	else if (r->status == RUN_STOPPED && r->ready_us == UNKNOWN) {
+		/* Stopped by the probe without readiness: --ready-timeout, or the probe failed. */
+		buf_addf(&part, "%snever ready%s", bold, reset);
+		add_part(&line, part.buf, width);
+		buf_reset(&part);
+		if (r->listening_us != UNKNOWN) {
+			buf_adds(&part, "listening ");
+			buf_add_duration(&part, r->listening_us);
+			buf_adds(&part, ", no accepted answer");
+			add_part(&line, part.buf, width);
+			buf_reset(&part);
+		}
+	}
 	if (r->ready_us != UNKNOWN) {
 		buf_addf(&part, "%sready ", bold);
 		buf_add_duration(&part, r->ready_us);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -504,6 +505,37 @@ static int cold_check(struct measure_session *s)
 	return EXIT_USAGE;
 }
 
+/*
+ * Whether python (a name on PATH or a path) is a script that execs the
+ * interpreter the probe answered from (exe, sys.executable): a pyenv shim
+ * costs a shell and pyenv's own lookup before Python starts, which the
+ * report must not call the interpreter's.
+ */
+static void note_launcher(struct profile *p, const char *python, const char *exe)
+{
+	char *prog = find_program(python);
+	char head[512], rp[PATH_MAX], re[PATH_MAX];
+	size_t n = 0;
+	FILE *f;
+
+	if (!prog || !exe || !*exe || !realpath(prog, rp) || !realpath(exe, re) || !strcmp(rp, re))
+		goto out;
+	f = fopen(prog, "re");
+	if (f) {
+		n = fread(head, 1, sizeof(head) - 1, f);
+		fclose(f);
+	}
+	head[n] = '\0';
+	if (n < 2 || strncmp(head, "#!", 2))
+		goto out;
+	free(p->python_launcher);
+	free(p->python_executable);
+	p->python_launcher = xstrdup(strstr(prog, "/shims/") && strstr(head, "pyenv") ? "pyenv shim" : "launcher script");
+	p->python_executable = xstrdup(exe);
+out:
+	free(prog);
+}
+
 int measure_probe(struct measure_session *s, const char *python, const char *where)
 {
 	const struct measure_target *t = s->target;
@@ -541,6 +573,7 @@ int measure_probe(struct measure_session *s, const char *python, const char *whe
 	} else if (major < 3 || (major == 3 && minor < 7)) {
 		error("Python %s %s has no -X importtime (it needs Python 3.7 or newer)", s->p->python_version, where);
 	} else {
+		note_launcher(s->p, python, s->executable);
 		ret = 0;
 	}
 	buf_release(&out);

@@ -294,10 +294,11 @@ static int start(struct run_state *st, struct buf *err, struct runner_failure *w
 	/* Our descendants are the target's tree: orphans are reparented to us. */
 	if (st->rd)
 		ready_started(st->rd, o->before_start ? 0 : getpid(), st->c.exec_ns);
+	/* Deadlines count from exec, as the wall and readiness do. */
 	if (o->timeout_us > 0)
-		st->timeout_at = st->c.start_ns + o->timeout_us * 1000;
+		st->timeout_at = st->c.exec_ns + o->timeout_us * 1000;
 	if (st->rd && o->ready_timeout_us > 0)
-		st->ready_at = st->c.start_ns + o->ready_timeout_us * 1000;
+		st->ready_at = st->c.exec_ns + o->ready_timeout_us * 1000;
 	return 0;
 }
 

@@ -760,7 +760,7 @@ def test_profile_report_points_at_plans(workdir):
     f = [x for x in prof["findings"] if x["id"] == "startup-plan"]
     assert len(f) == 1
     assert f[0]["cost_us"] >= 5000
-    assert "numpy" in f[0]["evidence"] and "coldstart plan" in f[0]["fix"]
+    assert "numpy" in f[0]["evidence"] and "coldstart plan --fn" in f[0]["fix"]
     # Without a first response (no --ready) there is nothing to say.
     p = subprocess.run([COLDSTART, "profile", "--python", DEBIAN_PYTHON,
                         "--no-baseline", "-o", out, "-c", "import json"],

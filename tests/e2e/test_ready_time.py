@@ -224,3 +224,33 @@ def test_django_runserver_waiting_for_its_thread_is_no_startup_work(coldstart, t
     run = prof["runs"][0]
     assert run["ready_us"] - run["listening_us"] >= 250_000, run
     assert not [e for e in work_findings(prof) if "inner_run" in e or "serve_forever" in e], work_findings(prof)
+
+
+UNAVAILABLE = """
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(503)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
+
+def test_never_ready_is_said_in_the_headline(coldstart, tmp_path):
+    """A server that listens and answers 503 until --ready-timeout: the first
+    lines say it never became ready (not only a warning on stderr), and the
+    timeout counts from exec, as the wall does."""
+    (tmp_path / "busy.py").write_text(UNAVAILABLE)
+    port = free_port()
+    out = tmp_path / "p.json"
+    r = coldstart("profile", "-o", out, "--ready", "http://127.0.0.1:%d/" % port, "--ready-timeout", "1",
+                  "--python", DEBIAN_PYTHON, tmp_path / "busy.py", str(port), env={"COLUMNS": "200"}, timeout=60)
+    assert r.returncode == 9, r.stderr
+    headline = r.stdout.splitlines()[1]
+    assert headline.startswith("never ready · listening ") and "no accepted answer" in headline, headline
+    run = json.loads(out.read_text())["runs"][0]
+    assert run["ready_us"] == -1 and run["listening_us"] > 0
+    assert run["wall_us"] >= 1_000_000, run["wall_us"]

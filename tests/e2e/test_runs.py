@@ -107,3 +107,37 @@ def test_signal_after_the_last_run_exits_128_plus_n(tmp_path, sig):
                 f.read()
             rc = p.wait(timeout=30)
     assert rc == 128 + sig, p.stderr.read()
+
+
+RUN_BY_RUN = """
+import os, sys, time
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)
+path = os.path.join(here, "count")
+n = int(open(path).read()) if os.path.exists(path) else 0
+with open(path, "w") as f:
+    f.write(str(n + 1))
+if n == 0:
+    import first
+    time.sleep(0.6)
+elif n == 1:
+    import second
+    time.sleep(0.3)
+"""
+
+
+def test_findings_come_from_the_run_the_report_shows(coldstart, tmp_path):
+    """With -n the report shows the run nearest the median wall; its findings
+    must be that run's, not the first run's.  The first run imports 'first'
+    and is the longest (0.6 s more), the second imports 'second' (the median,
+    0.3 s more), the third nothing; each module costs 60 ms."""
+    for name in ("first", "second"):
+        (tmp_path / (name + ".py")).write_text("import time\ntime.sleep(0.06)\n")
+    (tmp_path / "app.py").write_text(RUN_BY_RUN)
+    out = tmp_path / "n.json"
+    r = coldstart("profile", "-n", "3", "--warmup", "0", "-o", out, "--python", DEBIAN_PYTHON, tmp_path / "app.py")
+    assert r.returncode == 0, r.stderr
+    prof = json.loads(out.read_text())
+    heavy = [f["module"] for f in prof["findings"] if f["id"] == "heavy-import"]
+    assert heavy == ["second"], heavy
+    assert "'second'" in r.stdout.splitlines()[2], r.stdout.splitlines()[:3]

@@ -27,6 +27,16 @@ def heavy(coldstart, out):
     return [f for f in json.loads(r.stdout)["findings"] if f["id"] == "heavy-import"]
 
 
+def plan_fix(coldstart, out):
+    """The startup-plan finding's fix: a server is planned with its probe around its command, not with --fn."""
+    r = coldstart("report", out, "--json")
+    import json
+    fixes = [f["fix"] for f in json.loads(r.stdout)["findings"] if f["id"] == "startup-plan"]
+    assert len(fixes) == 1, fixes
+    assert "coldstart plan --ready http://127.0.0.1:PORT/PATH" in fixes[0] and "--fn" not in fixes[0], fixes[0]
+    return fixes[0]
+
+
 def test_gunicorn_flask(coldstart, tmp_path):
     if not shutil.which("gunicorn") or not has("flask"):
         pytest.skip("gunicorn or python3-flask is not installed (tests/install-deps.sh)")
@@ -46,6 +56,7 @@ def test_gunicorn_flask(coldstart, tmp_path):
         assert "inside the function that uses it" not in f["fix"], f
         assert "serves the requests" in f["fix"] and "coldstart why %s" % top in f["fix"]
         assert "gunicorn --preload" in f["fix"]
+    assert "--verify -- gunicorn -w 2 -b 127.0.0.1:%d app:app`" % port in plan_fix(coldstart, out)
 
 
 def test_uvicorn_fastapi(coldstart, tmp_path):
@@ -66,6 +77,7 @@ def test_uvicorn_fastapi(coldstart, tmp_path):
         assert "inside the function that uses it" not in f["fix"], f
         assert "serves the requests" in f["fix"]
         assert "--preload" not in f["fix"]  # not run by gunicorn
+    assert "--verify -- %s -m uvicorn --port %d fa:app`" % (DEBIAN_PYTHON, port) in plan_fix(coldstart, out)
     # A library that is not a server keeps the ordinary advice.
     others = [f for f in found if f not in servers and f["module"] != "fa"]
     for f in others:

@@ -9,10 +9,14 @@
 - `profile -c CODE` leaves the options after the code to coldstart; the
   code's arguments come after `--`.
 - Unknown commands and options near a known one get "did you mean".
+- A pyenv shim is named as such, and the interpreter it runs is read.
 """
 import json
+import os
 import re
 import subprocess
+
+import pytest
 
 from conftest import DEBIAN_PYTHON
 
@@ -110,3 +114,25 @@ def test_did_you_mean(coldstart):
     assert r.returncode == 2 and "unknown option '--qwertyuiop'" in r.stderr and "did you mean" not in r.stderr
     r = coldstart("zzz")
     assert r.returncode == 2 and "did you mean" not in r.stderr
+
+
+PYENV_SHIM = "/root/.pyenv/shims/python3"
+
+
+@pytest.mark.skipif(not os.path.exists(PYENV_SHIM), reason="no pyenv shim at %s" % PYENV_SHIM)
+def test_pyenv_shim_is_named_as_such(coldstart, tmp_path):
+    """A pyenv shim is a bash script that runs pyenv, which execs the interpreter:
+    the report names it, and the interpreter's facts come from the real binary
+    (the shim is no ELF file to read)."""
+    out = tmp_path / "p.json"
+    r = coldstart("profile", "-o", out, "--python", PYENV_SHIM, "-c", "import json", env={"COLUMNS": "200"})
+    assert r.returncode == 0, r.stderr
+    prof = json.loads(out.read_text())
+    assert prof["python_launcher"] == "pyenv shim", prof.get("python_launcher")
+    assert prof["python_executable"].startswith("/root/.pyenv/versions/"), prof["python_executable"]
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("  interpreter ")][0]
+    assert "a pyenv shim: it runs %s" % prof["python_executable"] in line, line
+    assert not any("not an ELF file" in w["msg"] for w in prof["warnings"]), prof["warnings"]
+    # An interpreter named by its own path is no launcher.
+    r = coldstart("profile", "-o", out, "--python", DEBIAN_PYTHON, "-c", "import json")
+    assert r.returncode == 0 and "python_launcher" not in json.loads(out.read_text())
