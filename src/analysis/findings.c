@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stats.h"
+#include "model/stats.h"
 
 #define LIST_MAX 5 /* modules named in one evidence line */
 
