@@ -576,7 +576,11 @@ class Recorder(object):
         def warn(message, category=None, stacklevel=1, *args, **kwargs):
             if rec.recording:
                 rec.guard(rec.warned, w, message, category, stacklevel)
-            return orig(message, category, stacklevel + 1, *args, **kwargs)
+            # This frame is the recorder's: one more up, as the caller
+            # meant (a stacklevel that is no int gets warn's own error).
+            if type(stacklevel) is int:
+                stacklevel += 1
+            return orig(message, category, stacklevel, *args, **kwargs)
         warn.__wrapped__ = orig
         w.warn = warn
         self.restore.append((w, "warn", orig))
