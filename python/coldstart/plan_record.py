@@ -294,7 +294,11 @@ class Recorder(object):
         tid = _thread.get_ident()
         stack = self.stacks.setdefault(tid, [])
         parent = stack[-1].rec if stack else None
-        if self.classes:
+        # At the boundaries of bodies outside the standard library only
+        # (its bodies set nothing on an application's classes): planning
+        # bench/plan/fn_pandas took 0.5 s more CPU (3.8 s, not 3.3) with a
+        # look at every boundary.
+        if self.classes and not _stdlib(spec.name):
             self._class_changes(parent)
         self.order += 1
         rec = _Rec(spec.name, tid, parent.name if parent else None,
@@ -319,7 +323,7 @@ class Recorder(object):
         if not stack or stack[-1].rec is not rec:
             return
         fr = stack.pop()
-        if self.classes:
+        if self.classes and not _stdlib(rec.name):
             self._class_changes(rec)
         after = self._snapshot()
         self._compare(rec, fr.snap, after)
@@ -574,7 +578,11 @@ class Recorder(object):
         def warn(message, category=None, stacklevel=1, *args, **kwargs):
             if rec.recording:
                 rec.guard(rec.warned, w, message, category, stacklevel)
-            return orig(message, category, stacklevel + 1, *args, **kwargs)
+            # This frame is the recorder's: one more up, as the caller
+            # meant (a stacklevel that is no int gets warn's own error).
+            if type(stacklevel) is int:
+                stacklevel += 1
+            return orig(message, category, stacklevel, *args, **kwargs)
         warn.__wrapped__ = orig
         w.warn = warn
         self.restore.append((w, "warn", orig))

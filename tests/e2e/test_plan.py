@@ -249,6 +249,38 @@ def test_verify_replays_from_the_first_state_and_compares_files_written(workdir)
                                            "p.json.code", "plugin.py", "rules.py"]
 
 
+def test_verify_replays_a_command_that_counts_its_runs(workdir):
+    """A command that counts its runs in a file, makes a directory, removes
+    a file and retargets a link: every replay starts from the tree the
+    recording found (it prints 1 each time), and the tree ends as one run
+    leaves it.  Before, the replays printed 2, 3, 4: 'not reproducible'."""
+    write(workdir, "tool.py", """
+        import os, fractions
+        n = int(open("count").read()) + 1 if os.path.exists("count") else 1
+        open("count", "w").write(str(n))
+        os.makedirs("out/sub", exist_ok=True)
+        open("out/sub/x.txt", "w").write(str(fractions.Fraction(n, 3)))
+        if os.path.exists("old.txt"):
+            os.unlink("old.txt")
+        os.unlink("ln")
+        os.symlink("b", "ln")
+        print(n, sorted(os.listdir(".")))
+    """)
+    write(workdir, "old.txt", "old")
+    os.symlink("a", os.path.join(workdir, "ln"))
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--verify", "-o", out, "--", DEBIAN_PYTHON, "tool.py",
+                 cwd=workdir)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "verified: 1 response identical" in p.stdout
+    assert open(os.path.join(workdir, "count")).read() == "1"
+    assert open(os.path.join(workdir, "out", "sub", "x.txt")).read() == "1/3"
+    assert not os.path.exists(os.path.join(workdir, "old.txt"))
+    assert os.readlink(os.path.join(workdir, "ln")) == "b"
+    assert sorted(os.listdir(workdir)) == ["count", "ln", "out", "p.json",
+                                           "p.json.code", "tool.py"]
+
+
 def test_verify_masks_what_changes_by_itself(workdir):
     """A tool that prints its own timing answers differently every run:
     unverifiable, unless --mask says which part to ignore."""

@@ -72,6 +72,20 @@ def free_port():
     return port
 
 
+def _sanitized():
+    try:
+        with open(COLDSTART, "rb") as f:
+            return b"__asan_init" in f.read()
+    except OSError:
+        return False
+
+
+# make check's binary (AddressSanitizer) reserves terabytes of address
+# space for its shadow memory: no address-space limit can be set on it, so
+# there the tests check what coldstart says, not the bound.
+SANITIZED = _sanitized()
+
+
 def limit_memory():
     # 768 MiB of address space: a 1 GiB body read whole cannot fit.
     resource.setrlimit(resource.RLIMIT_AS, (768 << 20, 768 << 20))
@@ -86,7 +100,7 @@ def plan(workdir, *requests, limit=False):
              "server.py", str(port)]
     return subprocess.run(args, cwd=workdir, env=clean_env(),
                           capture_output=True, text=True, timeout=300,
-                          preexec_fn=limit_memory if limit else None)
+                          preexec_fn=limit_memory if limit and not SANITIZED else None)
 
 
 def test_a_body_is_sent_whole_from_its_file(workdir):
@@ -105,7 +119,7 @@ def test_a_body_is_sent_whole_from_its_file(workdir):
                             "server.py", str(port)], cwd=workdir,
                            env=dict(clean_env(), DIGESTS=digests),
                            capture_output=True, text=True, timeout=300,
-                           preexec_fn=limit_memory)
+                           preexec_fn=None if SANITIZED else limit_memory)
         assert v.returncode == 0, v.stderr
         assert "verified: 2 responses identical" in v.stdout
         # Every run (recording, without and with the plan) sent it whole.
