@@ -111,3 +111,18 @@ def test_a_cycle_between_the_export_table_and_a_format_fails(tmp_path):
     assert r.returncode == 1
     assert "module cycle of 2: render/export/export, render/export/svg" in r.stderr
     assert "(2 modules in them, 0 tolerated)" in r.stdout
+
+
+def test_a_cycle_between_the_profile_and_its_timeline_fails(tmp_path):
+    # The last tolerated cycle, cut when the timeline's builder moved to
+    # ingest/ and its tree view to render/export/: TOLERATED is empty.
+    src = tree(tmp_path, {
+        "model/profile.h": '#include "model/timeline.h"\n',
+        "model/profile.c": '#include "model/profile.h"\n',
+        "model/timeline.h": "",
+        "model/timeline.c": '#include "model/timeline.h"\n#include "model/profile.h"\n',
+    })
+    r = run_check("--src", src, "--counts")
+    assert r.returncode == 1
+    assert "module cycle of 2: model/profile, model/timeline" in r.stderr
+    assert "(2 modules in them, 0 tolerated)" in r.stdout

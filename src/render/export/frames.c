@@ -1,16 +1,18 @@
 /*
  * What every export format draws from a profile: the run to show, the tree
- * of a process laid out as nested intervals, walks over it, labels, and text
- * cleaned and escaped for XML and JSON.
+ * of a process (or its timeline made a tree) laid out as nested intervals,
+ * walks over it, labels, and text cleaned and escaped for XML and JSON.
  */
 #include "render/export/frames.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "render/fit.h"
 #include "model/stats.h"
+#include "model/timeline.h"
 
 /*
  * Pre-order with profile.h's walker, which trusts the links as every pass
@@ -50,6 +52,37 @@ static int64_t min64(int64_t a, int64_t b)
 static int64_t max64(int64_t a, int64_t b)
 {
 	return a > b ? a : b;
+}
+
+/*
+ * A copy of a bootstrap in the tracer's cache: <cache root>/_boot/<16 hex
+ * digits>/sitecustomize.py (trace_build.c), wherever COLDSTART_CACHE_DIR puts
+ * the root.
+ */
+static bool is_cached_bootstrap(const char *file)
+{
+	const char *p = file;
+	size_t i;
+
+	while ((p = strstr(p, "/_boot/"))) {
+		p += strlen("/_boot/");
+		for (i = 0; i < 16 && isxdigit((unsigned char)p[i]); i++)
+			;
+		if (i == 16 && !strcmp(p + 16, "/sitecustomize.py"))
+			return true;
+	}
+	return false;
+}
+
+static uint8_t func_kind(const char *file)
+{
+	if (strstr(file, "/coldstart/_boot/") || strstr(file, "/coldstart/_pytracer") || is_cached_bootstrap(file))
+		return KIND_TOOL;
+	if (strstr(file, "-packages/"))
+		return KIND_THIRDPARTY;
+	if (timeline_stdlib_file(file))
+		return KIND_STDLIB;
+	return KIND_APP;
 }
 
 /* Among runs with a process, the one whose main-process import total is the median. */
@@ -273,6 +306,65 @@ int64_t export_layout(const struct proc *pr, bool use_timing, int64_t *start, in
 	free(span_lo);
 	free(span_hi);
 	return root_cursor;
+}
+
+void timeline_to_proc(const struct timeline *tl, const struct proc *imports, struct proc *out)
+{
+	int32_t *map = xmalloc(st_mult(tl->nr_nodes ? tl->nr_nodes : 1, sizeof(*map)));
+	struct buf name = BUF_INIT;
+	size_t i, threads = 0;
+
+	proc_init(out);
+	if (imports) {
+		out->pid = imports->pid;
+		out->ppid = imports->ppid;
+		out->argv = imports->argv ? xstrdup(imports->argv) : NULL;
+	}
+	out->start_ns = tl->origin_ns;
+	for (i = 0; i < tl->nr_nodes; i++)
+		if (tl->nodes[i].kind == TL_THREAD && tl->nodes[i].cum_us > 0)
+			threads++;
+	for (i = 0; i < tl->nr_nodes; i++) {
+		const struct tl_node *n = &tl->nodes[i];
+		int32_t parent = n->parent >= 0 ? map[n->parent] : -1, v;
+		uint8_t kind = KIND_APP;
+
+		map[i] = -1;
+		if (n->parent >= 0 && parent < 0 && tl->nodes[n->parent].kind != TL_THREAD)
+			continue; /* under a thread that is left out */
+		if (n->kind == TL_THREAD && (threads <= 1 || !n->cum_us)) {
+			/* One thread: its root is the process; its own samples had no Python frame. */
+			if (n->self_us > 0) {
+				v = proc_add_node(out, "(no Python frame)", 17, 0, n->self_us, n->self_us);
+				out->nodes[v].kind = KIND_STARTUP;
+				proc_link_root(out, v);
+			}
+			continue;
+		}
+		buf_reset(&name);
+		if (n->kind == TL_IMPORT)
+			buf_adds(&name, "import ");
+		buf_adds(&name, tl_str(tl, n->name));
+		v = proc_add_node(out, name.buf, name.len, parent >= 0 ? out->nodes[parent].depth + 1 : 0, n->self_us,
+				  n->cum_us);
+		if (n->kind == TL_IMPORT) {
+			int32_t m = imports ? proc_find(imports, tl_str(tl, n->name)) : -1;
+
+			kind = m >= 0 ? imports->nodes[m].kind : KIND_APP;
+		} else if (n->kind == TL_FUNC) {
+			kind = func_kind(tl_str(tl, n->file));
+		} else if (n->kind != TL_THREAD) {
+			kind = KIND_STARTUP;
+		}
+		out->nodes[v].kind = kind;
+		if (parent >= 0)
+			proc_link_child(out, parent, v);
+		else
+			proc_link_root(out, v);
+		map[i] = v;
+	}
+	buf_release(&name);
+	free(map);
 }
 
 const struct proc *export_tree(const struct proc *pr, struct proc *view)

@@ -1,9 +1,10 @@
 /*
  * What every export format shares: the options of an export (struct
- * export_opts), the run to draw, the import tree of a process laid out as
- * perfectly nested intervals, walks over it, labels, and text cleaned and
- * escaped.  The formats (render/export/formats.h) use this; it uses none of
- * them, nor the table of formats (render/export/export.h).
+ * export_opts), the run to draw, the import tree of a process (or its
+ * timeline made a tree) laid out as perfectly nested intervals, walks over
+ * it, labels, and text cleaned and escaped.  The formats
+ * (render/export/formats.h) use this; it uses none of them, nor the table of
+ * formats (render/export/export.h).
  */
 #ifndef COLDSTART_EXPORT_FRAMES_H
 #define COLDSTART_EXPORT_FRAMES_H
@@ -12,6 +13,7 @@
 #include <stdint.h>
 
 #include "model/profile.h"
+#include "model/timeline.h"
 #include "util.h"
 
 struct diff;
@@ -83,6 +85,15 @@ int64_t export_layout(const struct proc *pr, bool use_timing, int64_t *start, in
 size_t export_preorder(const struct proc *pr, int32_t *order, int32_t *parent);
 void export_walk(const struct proc *pr, bool (*visit)(const struct proc *pr, int32_t i, void *data),
 		 void *data);
+
+/*
+ * The timeline as an import-style tree into out (initialised here; release
+ * with proc_release), for the exporters that draw trees: functions by name,
+ * imports as "import NAME" with the kind of the same import in imports (the
+ * process's import tree, may be NULL), wall times as self and cumulative.
+ * With one thread, its functions are the roots.
+ */
+void timeline_to_proc(const struct timeline *tl, const struct proc *imports, struct proc *out);
 
 /*
  * The tree the flame graphs draw for pr: with a timeline (--timeline), the
