@@ -14,6 +14,7 @@
 #include "model/profile.h"
 #include "model/samples.h"
 #include "model/timeline.h"
+#include "ingest/timeline_build.h"
 #include "ingest/trace_build.h"
 
 int tl_until_from_name(const char *s)

@@ -5,6 +5,7 @@
  * profile_read.c.
  */
 #include "model/profile.h"
+#include "model/timeline.h"
 
 #include "outfile.h"
 #include "parallel.h"
@@ -371,6 +372,72 @@ static size_t write_order(const struct proc *pr, int32_t **order_out, int32_t **
 	*order_out = order;
 	*newidx_out = newidx;
 	return n;
+}
+
+static void json_str_or_null(struct buf *out, const char *s)
+{
+	if (s && *s)
+		buf_add_json_str(out, s, strlen(s));
+	else
+		buf_adds(out, "null");
+}
+
+void timeline_to_json(const struct timeline *tl, struct buf *out)
+{
+	size_t i;
+
+	/* Clamped to the ranges the reader accepts (docs/profile-format.md, "Limits"). */
+	buf_adds(out, "{\"origin_ns\":");
+	buf_add_i64(out, profile_clamp(tl->origin_ns, -PROFILE_MAX_NS, PROFILE_MAX_NS));
+	buf_adds(out, ",\"start_us\":");
+	buf_add_i64(out, profile_clamp(tl->start_us, -PROFILE_MAX_US, PROFILE_MAX_US));
+	buf_adds(out, ",\"end_us\":");
+	buf_add_i64(out, profile_clamp(tl->end_us, -PROFILE_MAX_US, PROFILE_MAX_US));
+	buf_adds(out, ",\"end\":");
+	json_str_or_null(out, tl_end_name(tl->end));
+	buf_adds(out, ",\"interval_us\":");
+	buf_add_i64(out, profile_clamp(tl->interval_us, -1, PROFILE_MAX_US));
+	buf_adds(out, ",\"dropped\":");
+	buf_add_i64(out, tl->dropped > (uint64_t)PROFILE_MAX_COUNT ? PROFILE_MAX_COUNT : (int64_t)tl->dropped);
+	buf_adds(out, ",\"faults\":");
+	buf_add_i64(out, tl->faults > (uint64_t)PROFILE_MAX_COUNT ? PROFILE_MAX_COUNT : (int64_t)tl->faults);
+	buf_adds(out, ",\"node_fields\":[\"name\",\"kind\",\"parent\",\"file\",\"line\"],\"nodes\":[");
+	for (i = 0; i < tl->nr_nodes; i++) {
+		const struct tl_node *n = &tl->nodes[i];
+
+		if (i)
+			buf_addch(out, ',');
+		buf_addch(out, '[');
+		json_str_or_null(out, tl_str(tl, n->name));
+		buf_addch(out, ',');
+		json_str_or_null(out, tl_kind_name(n->kind));
+		buf_addch(out, ',');
+		buf_add_i64(out, n->parent);
+		buf_addch(out, ',');
+		json_str_or_null(out, tl_str(tl, n->file));
+		buf_addch(out, ',');
+		buf_add_i64(out, n->line);
+		buf_addch(out, ']');
+	}
+	buf_adds(out, "],\"sample_fields\":[\"t_us\",\"wall_us\",\"cpu_us\",\"node\",\"wait_us\"],\"samples\":[");
+	for (i = 0; i < tl->nr_samples; i++) {
+		const struct tl_sample *s = &tl->samples[i];
+
+		if (i)
+			buf_addch(out, ',');
+		buf_addch(out, '[');
+		buf_add_i64(out, profile_clamp(s->t_us, -PROFILE_MAX_US, PROFILE_MAX_US));
+		buf_addch(out, ',');
+		buf_add_i64(out, profile_clamp(s->wall_us, -PROFILE_MAX_US, PROFILE_MAX_US));
+		buf_addch(out, ',');
+		buf_add_i64(out, profile_clamp(s->cpu_us, -PROFILE_MAX_US, PROFILE_MAX_US));
+		buf_addch(out, ',');
+		buf_add_i64(out, s->node);
+		buf_addch(out, ',');
+		buf_add_i64(out, profile_clamp(s->wait_us, 0, PROFILE_MAX_US));
+		buf_addch(out, ']');
+	}
+	buf_adds(out, "]}");
 }
 
 static void write_proc(struct jw *w, const struct proc *pr)

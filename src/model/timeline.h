@@ -3,8 +3,9 @@
  * the fork) until the timeline's end (readiness, the first response, or the
  * exit), as one call tree whose nodes are Python functions and the imports
  * they ran, with wall and CPU time per node, built from the sampler's
- * samples (samples.h), and the samples themselves in time order for the
- * exports.  A process holds one through struct proc's field timeline.
+ * samples (samples.h) by ingest/timeline_build.h, and the samples
+ * themselves in time order for the exports.  A process holds one through
+ * struct proc's field timeline; this module does not use the profile.
  */
 #ifndef COLDSTART_TIMELINE_H
 #define COLDSTART_TIMELINE_H
@@ -87,6 +88,24 @@ static inline const char *tl_str(const struct timeline *tl, uint32_t off)
 	return tl->names.buf + off;
 }
 
+/* The thread's root above node i. */
+static inline int32_t tl_root_of(const struct timeline *tl, int32_t i)
+{
+	while (tl->nodes[i].parent >= 0)
+		i = tl->nodes[i].parent;
+	return i;
+}
+
+/* A node's identity (parent, kind, name, file, line) hashed, for sets of nodes or functions. */
+static inline uint64_t tl_node_key(int32_t parent, uint8_t kind, uint32_t name, uint32_t file, int32_t line)
+{
+	uint64_t h = (uint64_t)(uint32_t)parent * 0x9E3779B97F4A7C15ull;
+
+	h ^= ((uint64_t)name << 24 | kind) * 0xC2B2AE3D27D4EB4Full;
+	h ^= ((uint64_t)file << 20 ^ (uint32_t)line) * 0x165667B19E3779F9ull;
+	return h ^ (h >> 29);
+}
+
 void timeline_init(struct timeline *tl);
 void timeline_release(struct timeline *tl);
 void timeline_free(struct timeline *tl);
@@ -101,23 +120,6 @@ int32_t timeline_add_node(struct timeline *tl, int32_t parent, enum tl_kind kind
 			  int32_t line);
 /* Recomputes every node's times and sample counts from the samples. */
 void timeline_sum(struct timeline *tl);
-
-/* What the timeline of a process is cut at. */
-struct tl_cut {
-	int64_t origin_ns; /* time 0 (absolute); UNKNOWN: the process's own start */
-	int64_t end_ns; /* absolute; UNKNOWN: the process's end */
-	enum tl_end end; /* what end_ns is */
-	int64_t exit_ns; /* when the process exited (absolute), UNKNOWN: its samples file says */
-};
-
-/*
- * Builds tl (initialised) from one samples file.  pr is the same process's
- * import tree (may be NULL): it names the modules of the functions' files
- * and the start-up imports.  Returns 0, or -1 with a message in err when the
- * file holds nothing to build from.
- */
-int timeline_build(struct timeline *tl, const struct samples_file *sf, const struct proc *pr,
-		   const struct tl_cut *cut, struct buf *err);
 
 /* The time to the timeline's end of the main thread, split by what ran. */
 struct tl_split {
@@ -159,16 +161,13 @@ size_t timeline_top_functions(const struct timeline *tl, bool by_cpu, struct tl_
  */
 void timeline_chain(const struct timeline *tl, int32_t i, size_t max, struct buf *out);
 
-/*
- * The timeline as an import-style tree into out (initialised here; release
- * with proc_release), for the exporters that draw trees: functions by name,
- * imports as "import NAME" with the kind of the same import in imports (the
- * process's import tree, may be NULL), wall times as self and cumulative.
- * With one thread, its functions are the roots.
- */
-void timeline_to_proc(const struct timeline *tl, const struct proc *imports, struct proc *out);
+/* Whether a frame's file is the standard library's: frozen, or under lib/python3 outside site-packages. */
+bool timeline_stdlib_file(const char *file);
 
-/* JSON of the timeline (an object), appended to out; see docs/profile-format.md. */
+/*
+ * JSON of the timeline (an object), appended to out; see
+ * docs/profile-format.md.  Written with the profile (profile_json.c).
+ */
 void timeline_to_json(const struct timeline *tl, struct buf *out);
 /*
  * Reads the JSON text of a timeline object (len bytes) into tl

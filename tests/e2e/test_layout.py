@@ -96,3 +96,33 @@ def test_a_downward_include_passes(tmp_path):
     r = run_check("--src", src, "--counts")
     assert r.returncode == 0, r.stderr
     assert "2 module edges" in r.stdout and "0 upward, 0 cycles" in r.stdout
+
+
+def test_a_cycle_between_the_export_table_and_a_format_fails(tmp_path):
+    # render/export/ was a tolerated cycle until export.c's shared helpers moved
+    # to frames.c; a format that calls back into the table fails again.
+    src = tree(tmp_path, {
+        "render/export/export.h": "",
+        "render/export/export.c": '#include "render/export/export.h"\n#include "render/export/svg.h"\n',
+        "render/export/svg.h": "",
+        "render/export/svg.c": '#include "render/export/svg.h"\n#include "render/export/export.h"\n',
+    })
+    r = run_check("--src", src, "--counts")
+    assert r.returncode == 1
+    assert "module cycle of 2: render/export/export, render/export/svg" in r.stderr
+    assert "(2 modules in them, 0 tolerated)" in r.stdout
+
+
+def test_a_cycle_between_the_profile_and_its_timeline_fails(tmp_path):
+    # The last tolerated cycle, cut when the timeline's builder moved to
+    # ingest/ and its tree view to render/export/: TOLERATED is empty.
+    src = tree(tmp_path, {
+        "model/profile.h": '#include "model/timeline.h"\n',
+        "model/profile.c": '#include "model/profile.h"\n',
+        "model/timeline.h": "",
+        "model/timeline.c": '#include "model/timeline.h"\n#include "model/profile.h"\n',
+    })
+    r = run_check("--src", src, "--counts")
+    assert r.returncode == 1
+    assert "module cycle of 2: model/profile, model/timeline" in r.stderr
+    assert "(2 modules in them, 0 tolerated)" in r.stdout

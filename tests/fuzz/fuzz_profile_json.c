@@ -16,6 +16,7 @@
 #include "analysis/budget.h"
 #include "analysis/diff.h"
 #include "render/export/export.h"
+#include "render/export/formats.h"
 #include "fuzz_check.h"
 #include "model/profile.h"
 #include "render/report.h"

@@ -13,6 +13,7 @@
 #include "model/profile.h"
 #include "model/samples.h"
 #include "model/timeline.h"
+#include "ingest/timeline_build.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -16,6 +16,8 @@
 
 #include "analysis/diff.h"
 #include "render/export/export.h"
+#include "render/export/formats.h"
+#include "render/export/frames.h"
 #include "model/profile.h"
 #include "tree.h"
 #include "model/stats.h"

@@ -17,6 +17,8 @@
 #include "model/profile.h"
 #include "model/samples.h"
 #include "model/timeline.h"
+#include "ingest/timeline_build.h"
+#include "render/export/frames.h"
 #include "util.h"
 
 static void load(struct samples_file *sf, const char *name)

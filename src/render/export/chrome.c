@@ -5,7 +5,8 @@
  * child lies inside its parent and siblings never overlap.  A process with
  * a timeline (--timeline) has a track per sampled thread beside its imports.
  */
-#include "render/export/export.h"
+#include "render/export/formats.h"
+#include "render/export/frames.h"
 
 #include <stdlib.h>
 #include <string.h>

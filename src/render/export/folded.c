@@ -4,7 +4,8 @@
  * flamegraph tool equals the import's cumulative time.  With a timeline the
  * paths are its functions and imports (export_tree).
  */
-#include "render/export/export.h"
+#include "render/export/formats.h"
+#include "render/export/frames.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,8 @@
  * package tables and the embedded flamegraph.  Everything (styles, scripts,
  * SVG) is inline, so the file works offline and can be attached to a ticket.
  */
-#include "render/export/export.h"
+#include "render/export/formats.h"
+#include "render/export/frames.h"
 
 #include <stddef.h>
 #include <stdlib.h>

@@ -5,7 +5,8 @@
  * import and per phase of the start (interpreter start-up, until ready,
  * the first response).  Both encodings are written from one list of spans.
  */
-#include "render/export/export.h"
+#include "render/export/formats.h"
+#include "render/export/frames.h"
 
 #include <stdlib.h>
 #include <string.h>

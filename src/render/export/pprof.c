@@ -5,7 +5,8 @@
  * the process's pid and role and the import's phase and kind, for go tool
  * pprof and the continuous profilers that read pprof.
  */
-#include "render/export/export.h"
+#include "render/export/formats.h"
+#include "render/export/frames.h"
 
 #include <stdlib.h>
 #include <string.h>

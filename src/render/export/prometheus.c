@@ -5,7 +5,8 @@
  * labelled by target and interpreter, for a Pushgateway or a textfile
  * collector.
  */
-#include "render/export/export.h"
+#include "render/export/formats.h"
+#include "render/export/frames.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -14,6 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "render/export/formats.h"
+#include "render/export/frames.h"
+
 struct url {
 	char *host; /* without brackets */
 	char *port;

@@ -9,7 +9,7 @@
 
 #include <stdbool.h>
 
-#include "render/export/export.h"
+#include "render/export/frames.h"
 #include "util.h"
 
 /*

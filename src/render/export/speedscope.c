@@ -6,7 +6,8 @@
  * process with a timeline (--timeline) also gets a sampled profile per
  * thread, listed first: its functions and imports in time order.
  */
-#include "render/export/export.h"
+#include "render/export/formats.h"
+#include "render/export/frames.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,8 @@
  * import time, colour is the module's kind (or its change, in a diff), and a
  * small inline script adds hover details, click-to-zoom and search.
  */
-#include "render/export/export.h"
+#include "render/export/formats.h"
+#include "render/export/frames.h"
 
 #include <stdlib.h>
 #include <string.h>

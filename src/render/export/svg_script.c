@@ -5,7 +5,7 @@
  * zoom(name), unzoom(), search(regex) and frame counts, which the browser
  * tests drive.  Keep it free of "]]>" and "</script": it sits in CDATA.
  */
-#include "render/export/export.h"
+#include "render/export/formats.h"
 
 const char svg_script[] =
 	"(function () {\n"
