@@ -7,20 +7,19 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "plan/plan_http.h"
 #include "sys/launch.h"
 #include "sys/leftover.h"
 #include "sys/cgroup.h"
@@ -160,57 +159,6 @@ static enum plan_status check_going(struct io *io, int64_t deadline, enum plan_s
 	return PLAN_RUN_OK;
 }
 
-/* Keeps the status line, the headers but Date, and the body. */
-static void normalise(const char *resp, size_t len, struct buf *out)
-{
-	const char *end = memmem(resp, len, "\r\n\r\n", 4);
-	const char *p = resp, *nl;
-
-	if (!end) {
-		buf_add(out, resp, len);
-		return;
-	}
-	while (p < end) {
-		nl = memmem(p, end - p, "\r\n", 2);
-		if (!nl)
-			nl = end;
-		if (!(nl - p >= 5 && !strncasecmp(p, "date:", 5))) {
-			buf_add(out, p, nl - p);
-			buf_adds(out, "\r\n");
-		}
-		p = nl + 2;
-	}
-	buf_adds(out, "\r\n");
-	buf_add(out, end + 4, len - (end + 4 - resp));
-}
-
-/* 1 when resp holds one whole HTTP response, 0 if not yet, -1 if malformed. */
-static int response_complete(const struct buf *resp, bool eof)
-{
-	const char *hdr_end = memmem(resp->buf, resp->len, "\r\n\r\n", 4);
-	const char *cl, *te;
-	size_t head;
-	int status;
-
-	if (!hdr_end)
-		return eof ? -1 : 0;
-	if (sscanf(resp->buf, "HTTP/1.%*d %d", &status) != 1 || status < 100)
-		return -1;
-	head = hdr_end + 4 - resp->buf;
-	cl = strcasestr(resp->buf, "\r\ncontent-length:");
-	te = strcasestr(resp->buf, "\r\ntransfer-encoding: chunked");
-	if (cl && cl < hdr_end) {
-		long n = strtol(cl + 17, NULL, 10);
-
-		if (n < 0)
-			return -1;
-		return resp->len >= head + (size_t)n ? 1 : eof ? -1 : 0;
-	}
-	if (te && te < hdr_end)
-		return memmem(resp->buf + head, resp->len - head, "0\r\n\r\n", 5) ? 1 : eof ? -1 : 0;
-	return eof ? 1 : 0;
-}
-
 /*
  * The next bytes to send of the request: the rest of head, then of body
  * (read at *off into chunk).  0 when all went out; -1 (err) when the
@@ -294,7 +242,7 @@ static enum plan_status exchange(struct io *io, int fd, const struct buf *head, 
 			}
 			if (n > 0 && resp->len < RESPONSE_MAX)
 				buf_add(resp, chunk, n);
-			done = response_complete(resp, n == 0);
+			done = plan_http_complete(resp, n == 0);
 			if (done < 0) {
 				buf_addf(err, resp->len ? "the response is not valid HTTP"
 							: "the target closed the connection without answering");
@@ -307,76 +255,6 @@ static enum plan_status exchange(struct io *io, int fd, const struct buf *head, 
 		if ((st = check_going(io, deadline, PLAN_RUN_TIMEOUT, err, "a response")))
 			return st;
 	}
-}
-
-static void fn_request(const struct plan_body *body, size_t i, struct buf *req)
-{
-	char deadline[64];
-	time_t t = time(NULL) + 600;
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(deadline, sizeof(deadline), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	buf_reset(req);
-	buf_addf(req,
-		 "POST /call HTTP/1.1\r\nHost: localhost\r\nFn-Call-Id: coldstart-plan-%zu\r\n"
-		 "Fn-Deadline: %s\r\nContent-Type: application/json\r\nContent-Length: %llu\r\n\r\n",
-		 i + 1, deadline, (unsigned long long)body->size);
-}
-
-static void http_request(const struct plan_target *t, const struct plan_body *body, struct buf *req)
-{
-	buf_reset(req);
-	if (!body) {
-		buf_addf(req, "GET %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n\r\n", t->path, t->host,
-			 t->port);
-		return;
-	}
-	buf_addf(req,
-		 "POST %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\nContent-Type: application/json\r\n"
-		 "Content-Length: %llu\r\n\r\n",
-		 t->path, t->host, t->port, (unsigned long long)body->size);
-}
-
-static int connect_unix(const char *path)
-{
-	struct sockaddr_un sa;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return -1;
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-static int connect_tcp(const char *host, int port)
-{
-	struct addrinfo hints, *res = NULL, *ai;
-	char ps[16];
-	int fd = -1;
-
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_socktype = SOCK_STREAM;
-	snprintf(ps, sizeof(ps), "%d", port);
-	if (getaddrinfo(host, ps, &hints, &res))
-		return -1;
-	for (ai = res; ai; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			continue;
-		if (!connect(fd, ai->ai_addr, ai->ai_addrlen))
-			break;
-		close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(res);
-	return fd;
 }
 
 /* Notes the first request whose body the server answered before reading whole. */
@@ -392,7 +270,7 @@ static void add_response(struct plan_outcome *o, const struct buf *raw)
 {
 	o->responses = xrealloc(o->responses, st_mult(o->nr_responses + 1, sizeof(*o->responses)));
 	buf_init(&o->responses[o->nr_responses], raw->len);
-	normalise(raw->buf, raw->len, &o->responses[o->nr_responses]);
+	plan_http_normalise(raw->buf, raw->len, &o->responses[o->nr_responses]);
 	o->nr_responses++;
 }
 
@@ -413,14 +291,14 @@ static enum plan_status run_fn(const struct plan_target *t, struct io *io, const
 			goto out;
 	}
 	io->o->ready_us = (now_ns() - io->c->exec_ns) / 1000;
-	fd = connect_unix(sock_path);
+	fd = plan_http_connect_unix(sock_path);
 	if (fd < 0) {
 		buf_addf(err, "cannot connect to the function's socket: %s", strerror(errno));
 		st = PLAN_RUN_FAILED;
 		goto out;
 	}
 	for (i = 0; i < t->nr_requests; i++) {
-		fn_request(&t->requests[i], i, &req);
+		plan_http_fn_request(t->requests[i].size, i, &req);
 		if ((st = exchange(io, fd, &req, &t->requests[i], &resp, &sent, deadline, err)))
 			goto out;
 		note_early(io->o, &t->requests[i], i, sent);
@@ -446,7 +324,7 @@ static enum plan_status run_http(const struct plan_target *t, struct io *io, int
 	int fd;
 
 	for (i = 0; i < n; i++) {
-		while ((fd = connect_tcp(t->host, t->port)) < 0) {
+		while ((fd = plan_http_connect_tcp(t->host, t->port)) < 0) {
 			pump(io, 10, -1, 0);
 			if ((st = check_going(io, deadline, i ? PLAN_RUN_TIMEOUT : PLAN_RUN_NOT_READY, err,
 					      "the server to accept a connection")))
@@ -454,7 +332,7 @@ static enum plan_status run_http(const struct plan_target *t, struct io *io, int
 		}
 		if (!i)
 			io->o->ready_us = (now_ns() - io->c->exec_ns) / 1000;
-		http_request(t, t->nr_requests ? &t->requests[i] : NULL, &req);
+		plan_http_request(t->host, t->port, t->path, t->nr_requests > 0, t->nr_requests ? t->requests[i].size : 0, &req);
 		st = exchange(io, fd, &req, t->nr_requests ? &t->requests[i] : NULL, &resp, &sent, deadline, err);
 		close(fd);
 		if (st)
