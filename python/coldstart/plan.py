@@ -1891,8 +1891,14 @@ class PlanFinder(object):
         e = {"kind": kind, "path": path, "action": self.action(name),
              "rebinds": frozenset(row[10] or ()), "entry_index": row[9]}
         if row[8] is not None:
-            e["search"] = list(row[8])
-            e["dir"] = row[7] or _dirname(_dirname(path))
+            # What the path-based finder gives a regular package: its own
+            # directory (the recorded list may hold what its body appended,
+            # and a damaged plan anything).
+            pkg = _dirname(path)
+            e["search"] = [pkg]
+            if not path[len(pkg):].startswith("/__init__."):
+                e["elsewhere"] = True
+            e["dir"] = row[7] or _dirname(pkg)
         else:
             e["dir"] = row[7] or _dirname(path)
         if row[7]:
