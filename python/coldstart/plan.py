@@ -500,7 +500,10 @@ def read(path, trust=True):
             os.close(fd)
     try:
         text = data.decode("utf-8")
-        plan = _head(text)
+        # With warning options (-W, PYTHONWARNINGS) the module records are
+        # read too: their import-time warnings decide what runs at once
+        # (PlanFinder.warned).  Without, the head is all the applier needs.
+        plan = _head(text) if not sys.warnoptions else None
         if plan is None:
             plan = _loads(text)
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
@@ -1822,6 +1825,73 @@ def _dirname(path):
     return head
 
 
+def _filter_matches(obj, arg):
+    """A warnings filter's message or module field against arg, as
+    _warnings does: None matches all, a string only itself, else a compiled
+    pattern's match()."""
+    if obj is None:
+        return True
+    if isinstance(obj, str):
+        return obj == arg
+    return bool(obj.match(arg))
+
+
+def _category(qualname):
+    """The warning class a plan names ("builtins.DeprecationWarning"), or
+    None when its module is not loaded (the caller then assumes it may be
+    shown)."""
+    mod, _, name = qualname.rpartition(".")
+    cls = getattr(sys.modules.get(mod or "builtins"), name, None)
+    return cls if isinstance(cls, type) and issubclass(cls, Warning) \
+        else None
+
+
+def _filters_show(filters, default, text, category, module, lineno):
+    """Whether the warning filters show this warning (any action but
+    "ignore"), read as warnings.warn_explicit reads them."""
+    for f in filters:
+        try:
+            action, msg, cat, mod, ln = f
+            if _filter_matches(msg, text) and (
+                    category is None or issubclass(category, cat)) and \
+                    _filter_matches(mod, module) and \
+                    (ln == 0 or lineno == ln):
+                return action != "ignore"
+        except (TypeError, ValueError, AttributeError):
+            continue
+    return default != "ignore"
+
+
+def _shown_warnings(plan):
+    """The names of the modules whose recorded import-time warnings (the
+    module entry's "warnings": [category, message, module, line, shown])
+    this run's filters show and the planning run's did not.  Read only
+    when warning options are given (sys.warnoptions): without them the
+    filters are the interpreter's defaults, as they were while planning."""
+    import _warnings
+    filters = list(getattr(_warnings, "filters", ()))
+    w = sys.modules.get("warnings")
+    default = getattr(w, "defaultaction", None) or \
+        getattr(_warnings, "_defaultaction", "default")
+    out = set()
+    for m in plan.get("modules") or ():
+        rows = m.get("warnings") if isinstance(m, dict) else None
+        if not rows or not isinstance(rows, list):
+            continue
+        for r in rows:
+            try:
+                cat, text, module, lineno, shown = r
+                if not shown and _filters_show(
+                        filters, default, str(text), _category(str(cat)),
+                        str(module), int(lineno)):
+                    out.add(m["name"])
+                    break
+            except (TypeError, ValueError, KeyError):
+                out.add(m.get("name"))
+                break
+    return frozenset(out)
+
+
 class PlanFinder(object):
     """A meta-path finder answering the plan's modules from their recorded
     files: no sys.path scan.  It answers only when the recorded file is
@@ -1860,6 +1930,12 @@ class PlanFinder(object):
         for i, e in enumerate(plan.get("sys_path") or ()):
             self._known.setdefault(e["entry"], i)
         self.answered = 0
+        # Deferred modules whose body warned at import while planning, in
+        # a way the warning filters of this run show (-W default,
+        # PYTHONWARNINGS) where the planning run's hid it: they run at
+        # once, so their warnings are shown as without the plan.
+        self.warned = _shown_warnings(plan) if defer and sys.warnoptions \
+            else frozenset()
 
     @property
     def entries(self):
@@ -1879,6 +1955,8 @@ class PlanFinder(object):
         if self.strict and row[1] != "extension" and not row[6] and \
                 action in ("eager", "defer") and row[0] not in self.keep:
             action = "defer"
+        if action == "defer" and name in self.warned:
+            action = "eager"
         return action
 
     def entry(self, name):
