@@ -2460,21 +2460,35 @@ def _write_forced():
     try:
         import fcntl
         import json
-        lock = os.open(path + ".lock", os.O_WRONLY | os.O_CREAT |
+        import tempfile
+        # The lock is shared by the processes, so it cannot be O_EXCL; it
+        # and the list are never opened through a link someone planted,
+        # and the new list is written under a fresh name.
+        nofollow = getattr(os, "O_NOFOLLOW", 0)
+        lock = os.open(path + ".lock", os.O_WRONLY | os.O_CREAT | nofollow |
                        getattr(os, "O_CLOEXEC", 0), 0o600)
         fcntl.lockf(lock, fcntl.LOCK_EX)
         names = []
         try:
-            with open(path) as f:
+            fd = os.open(path, os.O_RDONLY | nofollow | _O_NONBLOCK)
+            with os.fdopen(fd) as f:
                 names = [n for n in json.load(f) if isinstance(n, str)]
         except (OSError, ValueError, TypeError):
             pass
         seen = set(names)
         names += [n for n in forced() if n not in seen]
-        tmp = "%s.tmp%d" % (path, os.getpid())
-        with open(tmp, "w") as f:
-            json.dump(names, f)
-        os.replace(tmp, path)
+        fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".tmp",
+                                   dir=os.path.dirname(os.path.abspath(path)))
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(names, f)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
     except (OSError, ValueError, ImportError) as e:
         _warn("cannot write %r: %s" % (path, e))
     finally:
