@@ -45,8 +45,17 @@ PY = os.environ.get("PYTHON", "/usr/bin/python3")
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 CPUS = float(os.environ.get("CPUS", "0.1"))
 MEMORY = int(os.environ.get("MEMORY_MB", "128")) << 20
-FDK_PYTHON = os.environ.get("FDK_PYTHON",
-                            "/work/shared/peers/fdk-python-0.1.117")
+def _peer(name):
+    """A reference implementation in shared/peers beside the checkout (CI
+    lays shared/ beside its clone; a worktree may sit one level deeper)."""
+    for up in ("..", os.path.join("..", "..")):
+        d = os.path.normpath(os.path.join(ROOT, up, "shared", "peers", name))
+        if os.path.isdir(d):
+            return d
+    return os.path.normpath(os.path.join(ROOT, "..", "shared", "peers", name))
+
+
+FDK_PYTHON = os.environ.get("FDK_PYTHON") or _peer("fdk-python-0.1.117")
 SETS = {"1": ["numpy", "pandas", "requests", "aiohttp", "pydantic",
               "sqlalchemy", "jinja2", "boto3"],
         "2": ["lxml", "yaml", "crypto", "networkx", "docutils", "pygments"]}
