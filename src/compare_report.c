@@ -20,6 +20,7 @@ static const char *const metric_key[] = {
 	[M_IMPORTS] = "imports_us",
 	[M_CPU] = "cpu_us",
 	[M_READY] = "ready_us",
+	[M_LISTENING] = "listening_us",
 };
 
 static const char *const compare_metric_name[] = {
@@ -27,6 +28,7 @@ static const char *const compare_metric_name[] = {
 	[M_IMPORTS] = "imports",
 	[M_CPU] = "CPU",
 	[M_READY] = "ready",
+	[M_LISTENING] = "listen",
 };
 
 static void sample_add(struct sample *s, int64_t v)
@@ -44,8 +46,15 @@ static int64_t run_metric(const struct run *r, enum compare_metric m)
 	case M_IMPORTS: return run_import_total_us(r, 1);
 	case M_CPU: return r->user_us == UNKNOWN || r->sys_us == UNKNOWN ? UNKNOWN : r->user_us + r->sys_us;
 	case M_READY: return r->ready_us;
+	case M_LISTENING: return r->listening_us;
 	default: return UNKNOWN;
 	}
+}
+
+/* Whether metric m is part of the comparison: readiness with --ready, listening where it differs. */
+static bool metric_shown(const struct comparison *c, size_t m)
+{
+	return (m != M_READY || c->ready) && (m != M_LISTENING || (c->ready && c->listening));
 }
 
 /* Whether measured run r failed, as profile's exit status counts it; how in out. */
@@ -74,6 +83,8 @@ static void compare_runs(struct comparison *c)
 				continue;
 			for (m = 0; m < M__COUNT; m++)
 				sample_add(&v->metric[m], run_metric(&v->p->runs[i], (enum compare_metric)m));
+			if (v->p->runs[i].listening_us != UNKNOWN && v->p->runs[i].listening_us != v->p->runs[i].ready_us)
+				c->listening = true;
 			if (run_failed(c, v->p, &v->p->runs[i], &how) && !v->nr_failed++)
 				v->failure = buf_detach(&how, NULL);
 			if (v->p->runs[i].cold.asked && !cold_figures_took(&v->p->runs[i].cold))
@@ -94,7 +105,7 @@ static void compare_runs(struct comparison *c)
 		double *p = xcalloc(c->nr, sizeof(*p));
 		const struct sample *a = &c->v[0].metric[m];
 
-		if (m == M_READY && !c->ready) {
+		if (!metric_shown(c, m)) {
 			free(p);
 			continue;
 		}
@@ -441,7 +452,7 @@ void compare_render_table(const struct comparison *c, struct buf *out)
 				 c->v[j].id, c->v[j].nr_not_cold, measured_runs(&c->v[j]));
 	buf_addch(out, '\n');
 	for (m = 0; m < M__COUNT; m++) {
-		if (m == M_READY && !c->ready)
+		if (!metric_shown(c, m))
 			continue;
 		buf_addf(out, "  %-8s ", compare_metric_name[m]);
 		add_padded(out, "median ± MAD", 24);
@@ -483,7 +494,7 @@ void compare_render_table(const struct comparison *c, struct buf *out)
 		bool first = true;
 
 		for (m = 0; m < M__COUNT; m++) {
-			if ((m == M_READY && !c->ready) || !v->metric[m].nr || !c->v[0].metric[m].nr)
+			if (!metric_shown(c, m) || !v->metric[m].nr || !c->v[0].metric[m].nr)
 				continue;
 			if (first)
 				buf_addf(out, "  %s vs A   %-8s ", v->id, compare_metric_name[m]);
@@ -551,7 +562,7 @@ void compare_render_markdown(const struct comparison *c, struct buf *out)
 		buf_adds(out, " | ");
 		add_range(out, &v->metric[M_WALL].s, "…");
 		for (m = M_IMPORTS; m < M__COUNT; m++) {
-			if (m == M_READY && !c->ready)
+			if (!metric_shown(c, m))
 				continue;
 			buf_adds(out, " | ");
 			if (v->metric[m].nr)
@@ -692,7 +703,7 @@ char *compare_render_json(const struct comparison *c)
 		limits_describe(&v->p->limits, &lim);
 		json_object_set_new(jv, "limits", json_string(lim.buf));
 		for (m = 0; m < M__COUNT; m++)
-			if (m != M_READY || c->ready)
+			if (metric_shown(c, m))
 				json_object_set_new(metrics, metric_key[m], json_summary(&v->metric[m]));
 		json_object_set_new(jv, "metrics", metrics);
 		json_object_set_new(jv, "failed_runs", json_integer((json_int_t)v->nr_failed));
@@ -707,7 +718,7 @@ char *compare_render_json(const struct comparison *c)
 			json_object_set_new(jr, "status", json_string(run_status_name(r->status)));
 			json_object_set_new(jr, "exit_code", json_integer(r->exit_code));
 			for (m = 0; m < M__COUNT; m++)
-				if (m != M_READY || c->ready)
+				if (metric_shown(c, m))
 					json_object_set_new(jr, metric_key[m], json_i64(run_metric(r, (enum compare_metric)m)));
 			json_object_set_new(jr, "cold",
 					    r->cold.asked ? json_boolean(cold_figures_took(&r->cold)) : json_null());
@@ -732,7 +743,7 @@ char *compare_render_json(const struct comparison *c)
 		for (m = 0; m < M__COUNT; m++) {
 			json_t *jm;
 
-			if ((m == M_READY && !c->ready) || !v->metric[m].nr || !c->v[0].metric[m].nr)
+			if (!metric_shown(c, m) || !v->metric[m].nr || !c->v[0].metric[m].nr)
 				continue;
 			jm = json_test(&v->vs.mw[m], v->vs.p_adj[m]);
 			json_object_set_new(jm, "ratio", json_real(v->vs.ratio[m]));
