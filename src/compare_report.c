@@ -313,7 +313,7 @@ static void add_verdict(struct buf *out, const struct mw_result *mw, double p_ad
 	if (p_adj < ALPHA)
 		buf_adds(out, "significant");
 	else if (mw->exact && mw->p_min >= ALPHA)
-		buf_adds(out, "cannot be significant, too few runs");
+		buf_adds(out, "cannot be significant"); /* the table's end says why: too few runs */
 	else
 		buf_adds(out, "not significant");
 }
@@ -384,7 +384,8 @@ static void table_modules(const struct comparison *c, size_t j, struct buf *out)
 
 	buf_addf(out, "\nmodules that differ most, %s against A (self time, median of the measured runs):\n",
 		 c->v[j].id);
-	buf_addf(out, "  %-38s %10s %10s %11s %9s\n", "module", "A", c->v[j].id, "difference", "p");
+	/* 80 columns: a name of 34, three figures and p. */
+	buf_addf(out, "  %-34s %10s %10s %11s %9s\n", "module", "A", c->v[j].id, "difference", "p");
 	for (i = 0; i < c->nr_rows && shown < (size_t)c->top; i++) {
 		const struct module_row *row = &c->rows[d[i].row];
 		struct buf name = BUF_INIT, x = BUF_INIT;
@@ -392,12 +393,12 @@ static void table_modules(const struct comparison *c, size_t j, struct buf *out)
 		if (!d[i].delta)
 			break;
 		significant += d[i].p_adj < ALPHA;
-		if (strlen(row->name) > 38)
-			buf_addf(&name, "…%s", row->name + strlen(row->name) - 37);
+		if (strlen(row->name) > 34)
+			buf_addf(&name, "…%s", row->name + strlen(row->name) - 33);
 		else
 			buf_adds(&name, row->name);
 		buf_adds(out, "  ");
-		add_padded(out, name.buf, 38);
+		add_padded(out, name.buf, 34);
 		buf_reset(&x);
 		if (row->present[0])
 			buf_add_duration(&x, row->median[0]);
@@ -437,7 +438,7 @@ void compare_render_table(const struct comparison *c, struct buf *out)
 	size_t j, i, m;
 
 	buf_addf(out, "coldstart compare: %zu %s, %d measured runs each, interleaved", c->nr, c->what, c->runs);
-	buf_addf(out, " after %d warm-up round%s%s\n", c->warmup, c->warmup == 1 ? "" : "s",
+	buf_addf(out, ",\n  after %d warm-up round%s%s\n", c->warmup, c->warmup == 1 ? "" : "s",
 		 c->cold ? ", page cache evicted before each run (--cold)" : "");
 	for (j = 0; j < c->nr; j++)
 		buf_addf(out, "  %s  %s\n", c->v[j].id, c->v[j].label);
@@ -514,14 +515,14 @@ void compare_render_table(const struct comparison *c, struct buf *out)
 	for (j = 1; j < c->nr; j++)
 		if (c->top && c->nr_rows)
 			table_modules(c, j, out);
-	buf_addf(out, "\ntest: Mann-Whitney U, two-sided, %s; p adjusted (Holm) for the %zu comparison%s with A\n",
+	buf_addf(out, "\ntest: Mann-Whitney U, two-sided, %s;\n  p adjusted (Holm) for the %zu comparison%s with A\n",
 		 measured_runs(&c->v[0]) * 2 <= COMPARE_EXACT_MAX ? "exact" : "normal approximation", c->nr - 1,
 		 c->nr == 2 ? "" : "s");
 	for (j = 1; j < c->nr; j++)
 		if (c->v[j].vs.mw[M_WALL].exact && c->v[j].vs.mw[M_WALL].p_min >= ALPHA) {
 			buf_addf(out,
-				 "with %zu and %zu runs the exact test cannot go below p = %.2g, whatever the times: "
-				 "use -n 5 or more\n",
+				 "with %zu and %zu runs the exact test cannot go below p = %.2g, whatever the times:\n"
+				 "  use -n 5 or more\n",
 				 measured_runs(&c->v[0]), measured_runs(&c->v[j]), c->v[j].vs.mw[M_WALL].p_min);
 			break;
 		}

@@ -53,9 +53,11 @@ def test_table_says_when_a_sample_cannot_be_significant():
                       "--name", "first", "--name", "second", "-c", "pass")
     assert r.returncode == 0, r.stderr
     assert "  A  first" in r.stdout and "  B  second" in r.stdout
-    assert "cannot be significant, too few runs" in r.stdout
+    assert ": cannot be significant\n" in r.stdout
     assert "with 3 and 3 runs the exact test cannot go below p = 0.1, whatever the times" in r.stdout
-    assert all(len(line) <= 100 for line in r.stdout.splitlines())
+    # The table fits 80 columns (the verdict, the header and the module table were up to 91 wide).
+    assert all(len(line) <= 80 for line in r.stdout.splitlines()), \
+        [line for line in r.stdout.splitlines() if len(line) > 80]
 
 
 def test_commands_interleaved_and_a_real_difference(tmp_path):
@@ -109,7 +111,12 @@ def test_limit_sets():
     assert r.returncode == 0, r.stderr
     a, b = json.loads(r.stdout)["variants"]
     assert a["limits"] == "no limits" and b["limits"].startswith("0.2 CPU")
-    assert b["metrics"]["wall_us"]["median"] > a["metrics"]["wall_us"]["median"]
+    # The limit held: 0.2 CPU gives a run at most a fifth of the wall in CPU, less what one period's burst
+    # lets through (half, to be safe).  A wall against the unconstrained one's would measure the machine's
+    # load (it failed once: 499 ms limited against 706 ms unconstrained on a busy machine).
+    for run in b["runs"]:
+        if not run["warmup"]:
+            assert run["cpu_us"] > 40000 and run["wall_us"] >= 2.5 * run["cpu_us"], run
 
 
 @pytest.mark.parametrize("args,said", [
