@@ -1,7 +1,8 @@
 """A small Fn agent for the plan benchmark: starts a function process
-(optionally inside cgroup v1 cpu and memory groups created for it at the
-hierarchy root), waits for the lsnr.sock symlink, sends POST /call requests
-and returns the timings, responses and the group's peak memory.  Groups,
+(optionally inside cgroup v1 cpu, cpuacct and memory groups created for it
+at the hierarchy root), waits for the lsnr.sock symlink, sends POST /call
+requests and returns the timings, the group's CPU time at the first
+response, the responses and the group's peak memory.  Groups,
 sockets and the process are removed on every path, Ctrl-C included.
 """
 import os
@@ -27,7 +28,11 @@ def interrupt_on_term():
 
 
 class Cgroup(object):
-    """cgroup v1 cpu + memory groups named coldstart-planbench-<pid>-<n>."""
+    """cgroup v1 cpu + cpuacct + memory groups named
+    coldstart-planbench-<pid>-<n>.  Where cpu and cpuacct are co-mounted
+    (/sys/fs/cgroup/cpu,cpuacct with cpu and cpuacct linking to it) the cpu
+    group is the cpuacct group; without a cpuacct hierarchy cpu_ns() is
+    None."""
     seq = 0
 
     def __init__(self, cpus, memory):
@@ -41,6 +46,15 @@ class Cgroup(object):
             period = 100000
             _write(os.path.join(cpu, "cpu.cfs_period_us"), period)
             _write(os.path.join(cpu, "cpu.cfs_quota_us"), int(period * cpus))
+            self.acct = None
+            acct_root = os.path.join(CG_ROOT, "cpuacct")
+            if os.path.exists(os.path.join(cpu, "cpuacct.usage")):
+                self.acct = cpu
+            elif os.path.isdir(acct_root):
+                acct = os.path.join(acct_root, name)
+                os.mkdir(acct)
+                self.dirs.append(acct)
+                self.acct = acct
             mem = os.path.join(CG_ROOT, "memory", name)
             os.mkdir(mem)
             self.dirs.append(mem)
@@ -56,6 +70,14 @@ class Cgroup(object):
 
     def tasks(self):
         return [os.path.join(d, "tasks") for d in self.dirs]
+
+    def cpu_ns(self):
+        """CPU time of every process that ran in the group so far, in
+        nanoseconds (cpuacct.usage); None without a cpuacct group."""
+        if self.acct is None:
+            return None
+        with open(os.path.join(self.acct, "cpuacct.usage")) as f:
+            return int(f.read())
 
     def peak(self):
         with open(os.path.join(self.mem, "memory.max_usage_in_bytes")) as f:
@@ -159,15 +181,17 @@ def cpu_ns(pid):
 def run(argv, env, bodies, cpus=None, memory=None, timeout=120.0,
         stderr_path=None):
     """Runs one function process; returns a dict with ready_ms, first_ms
-    (exec -> first response), first_cpu_ms (the process's CPU time when the
-    first response arrived), responses [(fn status, body)], peak_bytes,
-    error (None when every request was answered)."""
+    (exec -> first response), first_cpu_ms (the main process's CPU time
+    when the first response arrived), first_cg_cpu_ms (the group's: every
+    process of the function, children included; None without groups),
+    responses [(fn status, body)], peak_bytes, error (None when every
+    request was answered)."""
     d = tempfile.mkdtemp(prefix="planbench-", dir="/tmp")
     sock_path = os.path.join(d, "lsnr.sock")
     env = dict(env, FN_LISTENER="unix:" + sock_path, FN_FORMAT="http-stream")
     cg = Cgroup(cpus, memory) if cpus else None
     out = {"ready_ms": None, "first_ms": None, "first_cpu_ms": None,
-           "responses": [],
+           "first_cg_cpu_ms": None, "responses": [],
            "peak_bytes": None, "error": None}
     p = None
     err = open(stderr_path or os.devnull, "wb")
@@ -202,6 +226,9 @@ def run(argv, env, bodies, cpus=None, memory=None, timeout=120.0,
                     out["first_ms"] = (time.monotonic() - t0) * 1000
                     c = cpu_ns(p.pid)
                     out["first_cpu_ms"] = c / 1e6 if c is not None else None
+                    c = cg.cpu_ns() if cg else None
+                    out["first_cg_cpu_ms"] = c / 1e6 if c is not None \
+                        else None
                 out["responses"].append((fn_status(head), rbody))
         except (OSError, ValueError) as e:
             out["error"] = "request failed: %s" % e

@@ -500,7 +500,10 @@ def read(path, trust=True):
             os.close(fd)
     try:
         text = data.decode("utf-8")
-        plan = _head(text)
+        # With warning options (-W, PYTHONWARNINGS) the module records are
+        # read too: their import-time warnings decide what runs at once
+        # (PlanFinder.warned).  Without, the head is all the applier needs.
+        plan = _head(text) if not sys.warnoptions else None
         if plan is None:
             plan = _loads(text)
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
@@ -1822,6 +1825,73 @@ def _dirname(path):
     return head
 
 
+def _filter_matches(obj, arg):
+    """A warnings filter's message or module field against arg, as
+    _warnings does: None matches all, a string only itself, else a compiled
+    pattern's match()."""
+    if obj is None:
+        return True
+    if isinstance(obj, str):
+        return obj == arg
+    return bool(obj.match(arg))
+
+
+def _category(qualname):
+    """The warning class a plan names ("builtins.DeprecationWarning"), or
+    None when its module is not loaded (the caller then assumes it may be
+    shown)."""
+    mod, _, name = qualname.rpartition(".")
+    cls = getattr(sys.modules.get(mod or "builtins"), name, None)
+    return cls if isinstance(cls, type) and issubclass(cls, Warning) \
+        else None
+
+
+def _filters_show(filters, default, text, category, module, lineno):
+    """Whether the warning filters show this warning (any action but
+    "ignore"), read as warnings.warn_explicit reads them."""
+    for f in filters:
+        try:
+            action, msg, cat, mod, ln = f
+            if _filter_matches(msg, text) and (
+                    category is None or issubclass(category, cat)) and \
+                    _filter_matches(mod, module) and \
+                    (ln == 0 or lineno == ln):
+                return action != "ignore"
+        except (TypeError, ValueError, AttributeError):
+            continue
+    return default != "ignore"
+
+
+def _shown_warnings(plan):
+    """The names of the modules whose recorded import-time warnings (the
+    module entry's "warnings": [category, message, module, line, shown])
+    this run's filters show and the planning run's did not.  Read only
+    when warning options are given (sys.warnoptions): without them the
+    filters are the interpreter's defaults, as they were while planning."""
+    import _warnings
+    filters = list(getattr(_warnings, "filters", ()))
+    w = sys.modules.get("warnings")
+    default = getattr(w, "defaultaction", None) or \
+        getattr(_warnings, "_defaultaction", "default")
+    out = set()
+    for m in plan.get("modules") or ():
+        rows = m.get("warnings") if isinstance(m, dict) else None
+        if not rows or not isinstance(rows, list):
+            continue
+        for r in rows:
+            try:
+                cat, text, module, lineno, shown = r
+                if not shown and _filters_show(
+                        filters, default, str(text), _category(str(cat)),
+                        str(module), int(lineno)):
+                    out.add(m["name"])
+                    break
+            except (TypeError, ValueError, KeyError):
+                out.add(m.get("name"))
+                break
+    return frozenset(out)
+
+
 class PlanFinder(object):
     """A meta-path finder answering the plan's modules from their recorded
     files: no sys.path scan.  It answers only when the recorded file is
@@ -1860,6 +1930,12 @@ class PlanFinder(object):
         for i, e in enumerate(plan.get("sys_path") or ()):
             self._known.setdefault(e["entry"], i)
         self.answered = 0
+        # Deferred modules whose body warned at import while planning, in
+        # a way the warning filters of this run show (-W default,
+        # PYTHONWARNINGS) where the planning run's hid it: they run at
+        # once, so their warnings are shown as without the plan.
+        self.warned = _shown_warnings(plan) if defer and sys.warnoptions \
+            else frozenset()
 
     @property
     def entries(self):
@@ -1879,6 +1955,8 @@ class PlanFinder(object):
         if self.strict and row[1] != "extension" and not row[6] and \
                 action in ("eager", "defer") and row[0] not in self.keep:
             action = "defer"
+        if action == "defer" and name in self.warned:
+            action = "eager"
         return action
 
     def entry(self, name):
@@ -1891,8 +1969,14 @@ class PlanFinder(object):
         e = {"kind": kind, "path": path, "action": self.action(name),
              "rebinds": frozenset(row[10] or ()), "entry_index": row[9]}
         if row[8] is not None:
-            e["search"] = list(row[8])
-            e["dir"] = row[7] or _dirname(_dirname(path))
+            # What the path-based finder gives a regular package: its own
+            # directory (the recorded list may hold what its body appended,
+            # and a damaged plan anything).
+            pkg = _dirname(path)
+            e["search"] = [pkg]
+            if not path[len(pkg):].startswith("/__init__."):
+                e["elsewhere"] = True
+            e["dir"] = row[7] or _dirname(pkg)
         else:
             e["dir"] = row[7] or _dirname(path)
         if row[7]:
@@ -2376,21 +2460,35 @@ def _write_forced():
     try:
         import fcntl
         import json
-        lock = os.open(path + ".lock", os.O_WRONLY | os.O_CREAT |
+        import tempfile
+        # The lock is shared by the processes, so it cannot be O_EXCL; it
+        # and the list are never opened through a link someone planted,
+        # and the new list is written under a fresh name.
+        nofollow = getattr(os, "O_NOFOLLOW", 0)
+        lock = os.open(path + ".lock", os.O_WRONLY | os.O_CREAT | nofollow |
                        getattr(os, "O_CLOEXEC", 0), 0o600)
         fcntl.lockf(lock, fcntl.LOCK_EX)
         names = []
         try:
-            with open(path) as f:
+            fd = os.open(path, os.O_RDONLY | nofollow | _O_NONBLOCK)
+            with os.fdopen(fd) as f:
                 names = [n for n in json.load(f) if isinstance(n, str)]
         except (OSError, ValueError, TypeError):
             pass
         seen = set(names)
         names += [n for n in forced() if n not in seen]
-        tmp = "%s.tmp%d" % (path, os.getpid())
-        with open(tmp, "w") as f:
-            json.dump(names, f)
-        os.replace(tmp, path)
+        fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".tmp",
+                                   dir=os.path.dirname(os.path.abspath(path)))
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(names, f)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
     except (OSError, ValueError, ImportError) as e:
         _warn("cannot write %r: %s" % (path, e))
     finally:

@@ -12,24 +12,40 @@
 
 #include "model/stats.h"
 
-/* Median across measured runs of a module's cumulative time; UNKNOWN if never imported. */
+/*
+ * Median across measured runs of a module's cumulative time, in each run the
+ * process where it cost most (a pre-fork server's workers import the app,
+ * not its master: every process counts, as for --forbid); UNKNOWN if never
+ * imported.
+ */
 static int64_t module_median(const struct profile *p, const char *name, bool *seen)
 {
 	int64_t *v = xmalloc(st_mult(p->nr_runs ? p->nr_runs : 1, sizeof(*v)));
 	struct summary s;
-	size_t r, n = 0;
+	size_t r, n = 0, pi;
 
 	*seen = false;
 	for (r = 0; r < p->nr_runs; r++) {
 		const struct run *run = &p->runs[r];
-		int32_t i;
+		int64_t most = 0;
 
 		if (run->warmup || !run->nr_procs)
 			continue;
-		i = proc_find(&run->procs[0], name);
-		if (i >= 0)
+		for (pi = 0; pi < run->nr_procs; pi++) {
+			int32_t i = proc_find(&run->procs[pi], name);
+			int64_t cum;
+
+			if (i < 0)
+				continue;
 			*seen = true;
-		v[n++] = i >= 0 ? node_cum_in(&run->procs[0], i, profile_metric(p)) : 0;
+			cum = node_cum_in(&run->procs[pi], i, profile_metric(p));
+			/* A negative time fails closed (judge_budget): keep the most negative one. */
+			if (cum < 0 || most < 0)
+				most = cum < most ? cum : most;
+			else if (cum > most)
+				most = cum;
+		}
+		v[n++] = most;
 	}
 	summarize(v, n, &s);
 	free(v);
@@ -208,7 +224,7 @@ static void judge_budget(const struct profile *p, const struct budget_item *it, 
 	}
 	v->failed = bad;
 	v->seen = seen;
-	/* Not in the main process: maybe a child's, maybe a typo; either way this budget cannot fail. */
+	/* In no process of any measured run: maybe a typo (no submodule either); this budget cannot fail. */
 	if (!seen)
 		v->unknown = !module_anywhere(p, it->name);
 }

@@ -37,11 +37,31 @@ static bool under_gunicorn(const struct profile *p)
 	return false;
 }
 
+/*
+ * Whether the target served: a run became ready or listened (--ready), or ran
+ * until coldstart stopped it or --timeout ended it.  A command that did its
+ * work and exited (`manage.py check`, a migration) serves no request, whatever
+ * framework it imports.
+ */
+static bool target_served(const struct profile *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nr_runs; i++) {
+		const struct run *r = &p->runs[i];
+
+		if (r->ready_us >= 0 || r->listening_us >= 0 || r->status == RUN_STOPPED || r->status == RUN_TIMEOUT ||
+		    r->status == RUN_NOT_RUN)
+			return true;
+	}
+	return under_gunicorn(p);
+}
+
 bool finding_serving_fix(struct buf *fix, const struct profile *p, const char *nm)
 {
 	int len = (int)strcspn(nm, ".");
 
-	if (!serves_requests(nm))
+	if (!serves_requests(nm) || !target_served(p))
 		return false;
 	if (len == 3 && !strncmp(nm, "fdk", 3)) {
 		buf_addf(fix, "the function cannot answer without '%s', so do not defer it; run the function behind "

@@ -60,7 +60,8 @@ static void render_markdown(const struct budget_verdicts *vs, const char *profil
 	add_verdict_line(out, vs);
 	buf_adds(out, "\n\nProfile `");
 	ci_md_cell(out, profile);
-	buf_adds(out, "`; times are medians over the measured runs of the main process.\n\n");
+	buf_adds(out, "`; times are medians over the measured runs (totals: the main process; a module: "
+		      "the process where it cost most).\n\n");
 	buf_adds(out, "| rule | verdict | measured |\n|---|---|---|\n");
 	for (i = 0; i < vs->nr; i++) {
 		const struct budget_verdict *v = &vs->v[i];
@@ -127,7 +128,8 @@ static const struct usage check_usage = {
 	.synopsis = "usage: coldstart check PROFILE --budget total=300ms [--budget MODULE=50ms]\n"
 		    "                       [--forbid MODULE] ... [-q] [--format text|markdown|github]\n\n"
 		    "Fails (exit 1) when the profile breaks a budget, for CI.  Times are medians\n"
-		    "over the non-warm-up runs of the main process.\n\n",
+		    "over the non-warm-up runs: totals of the main process, a module's in the\n"
+		    "process where it cost most (a pre-fork server's workers count).\n\n",
 	.footer = "TIME: 300ms, 1.5s, 250us; a bare number is milliseconds.\n"
 		  "Exit status: 0 every rule holds, 1 a rule failed or the profile is unreadable,\n"
 		  "2 bad command line.  See docs/diff-check.md.\n",
@@ -149,7 +151,7 @@ int cmd_check(int argc, char **argv)
 		OPT_HELP("budget", 0, "target=TIME", "imports after interpreter start-up"),
 		OPT_HELP("budget", 0, "startup=TIME", "interpreter start-up imports only"),
 		OPT_HELP("budget", 0, "MODULE=TIME", "the module's cumulative import time"),
-		OPT_CALLBACK("forbid", 0, &o.b, add_forbid, "MODULE", "the module must not be imported by the main process"),
+		OPT_CALLBACK("forbid", 0, &o.b, add_forbid, "MODULE", "the module must not be imported by any process"),
 		OPT_BOOL("quiet", 'q', &o.quiet, "print only the rules that fail"),
 		OPT_CALLBACK("format", 0, &o.format, ci_format_opt, "FMT",
 			     "text (default), markdown (a pull-request comment) or github (annotations)"),

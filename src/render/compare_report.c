@@ -21,6 +21,7 @@ static const char *const metric_key[] = {
 	[M_IMPORTS] = "imports_us",
 	[M_CPU] = "cpu_us",
 	[M_READY] = "ready_us",
+	[M_LISTENING] = "listening_us",
 };
 
 static const char *const compare_metric_name[] = {
@@ -28,6 +29,7 @@ static const char *const compare_metric_name[] = {
 	[M_IMPORTS] = "imports",
 	[M_CPU] = "CPU",
 	[M_READY] = "ready",
+	[M_LISTENING] = "listen",
 };
 
 static void sample_add(struct sample *s, int64_t v)
@@ -45,8 +47,15 @@ static int64_t run_metric(const struct run *r, enum compare_metric m)
 	case M_IMPORTS: return run_import_total_us(r, 1);
 	case M_CPU: return r->user_us == UNKNOWN || r->sys_us == UNKNOWN ? UNKNOWN : r->user_us + r->sys_us;
 	case M_READY: return r->ready_us;
+	case M_LISTENING: return r->listening_us;
 	default: return UNKNOWN;
 	}
+}
+
+/* Whether metric m is part of the comparison: readiness with --ready, listening where it differs. */
+static bool metric_shown(const struct comparison *c, size_t m)
+{
+	return (m != M_READY || c->ready) && (m != M_LISTENING || (c->ready && c->listening));
 }
 
 /* Whether measured run r failed, as profile's exit status counts it; how in out. */
@@ -75,6 +84,8 @@ static void compare_runs(struct comparison *c)
 				continue;
 			for (m = 0; m < M__COUNT; m++)
 				sample_add(&v->metric[m], run_metric(&v->p->runs[i], (enum compare_metric)m));
+			if (v->p->runs[i].listening_us != UNKNOWN && v->p->runs[i].listening_us != v->p->runs[i].ready_us)
+				c->listening = true;
 			if (run_failed(c, v->p, &v->p->runs[i], &how) && !v->nr_failed++)
 				v->failure = buf_detach(&how, NULL);
 			if (v->p->runs[i].cold.asked && !cold_figures_took(&v->p->runs[i].cold))
@@ -95,7 +106,7 @@ static void compare_runs(struct comparison *c)
 		double *p = xcalloc(c->nr, sizeof(*p));
 		const struct sample *a = &c->v[0].metric[m];
 
-		if (m == M_READY && !c->ready) {
+		if (!metric_shown(c, m)) {
 			free(p);
 			continue;
 		}
@@ -303,7 +314,7 @@ static void add_verdict(struct buf *out, const struct mw_result *mw, double p_ad
 	if (p_adj < ALPHA)
 		buf_adds(out, "significant");
 	else if (mw->exact && mw->p_min >= ALPHA)
-		buf_adds(out, "cannot be significant, too few runs");
+		buf_adds(out, "cannot be significant"); /* the table's end says why: too few runs */
 	else
 		buf_adds(out, "not significant");
 }
@@ -374,7 +385,8 @@ static void table_modules(const struct comparison *c, size_t j, struct buf *out)
 
 	buf_addf(out, "\nmodules that differ most, %s against A (self time, median of the measured runs):\n",
 		 c->v[j].id);
-	buf_addf(out, "  %-38s %10s %10s %11s %9s\n", "module", "A", c->v[j].id, "difference", "p");
+	/* 80 columns: a name of 34, three figures and p. */
+	buf_addf(out, "  %-34s %10s %10s %11s %9s\n", "module", "A", c->v[j].id, "difference", "p");
 	for (i = 0; i < c->nr_rows && shown < (size_t)c->top; i++) {
 		const struct module_row *row = &c->rows[d[i].row];
 		struct buf name = BUF_INIT, x = BUF_INIT;
@@ -382,12 +394,12 @@ static void table_modules(const struct comparison *c, size_t j, struct buf *out)
 		if (!d[i].delta)
 			break;
 		significant += d[i].p_adj < ALPHA;
-		if (strlen(row->name) > 38)
-			buf_addf(&name, "…%s", row->name + strlen(row->name) - 37);
+		if (strlen(row->name) > 34)
+			buf_addf(&name, "…%s", row->name + strlen(row->name) - 33);
 		else
 			buf_adds(&name, row->name);
 		buf_adds(out, "  ");
-		add_padded(out, name.buf, 38);
+		add_padded(out, name.buf, 34);
 		buf_reset(&x);
 		if (row->present[0])
 			buf_add_duration(&x, row->median[0]);
@@ -427,7 +439,7 @@ void compare_render_table(const struct comparison *c, struct buf *out)
 	size_t j, i, m;
 
 	buf_addf(out, "coldstart compare: %zu %s, %d measured runs each, interleaved", c->nr, c->what, c->runs);
-	buf_addf(out, " after %d warm-up round%s%s\n", c->warmup, c->warmup == 1 ? "" : "s",
+	buf_addf(out, ",\n  after %d warm-up round%s%s\n", c->warmup, c->warmup == 1 ? "" : "s",
 		 c->cold ? ", page cache evicted before each run (--cold)" : "");
 	for (j = 0; j < c->nr; j++)
 		buf_addf(out, "  %s  %s\n", c->v[j].id, c->v[j].label);
@@ -442,7 +454,7 @@ void compare_render_table(const struct comparison *c, struct buf *out)
 				 c->v[j].id, c->v[j].nr_not_cold, measured_runs(&c->v[j]));
 	buf_addch(out, '\n');
 	for (m = 0; m < M__COUNT; m++) {
-		if (m == M_READY && !c->ready)
+		if (!metric_shown(c, m))
 			continue;
 		buf_addf(out, "  %-8s ", compare_metric_name[m]);
 		add_padded(out, "median ± MAD", 24);
@@ -484,7 +496,7 @@ void compare_render_table(const struct comparison *c, struct buf *out)
 		bool first = true;
 
 		for (m = 0; m < M__COUNT; m++) {
-			if ((m == M_READY && !c->ready) || !v->metric[m].nr || !c->v[0].metric[m].nr)
+			if (!metric_shown(c, m) || !v->metric[m].nr || !c->v[0].metric[m].nr)
 				continue;
 			if (first)
 				buf_addf(out, "  %s vs A   %-8s ", v->id, compare_metric_name[m]);
@@ -504,14 +516,14 @@ void compare_render_table(const struct comparison *c, struct buf *out)
 	for (j = 1; j < c->nr; j++)
 		if (c->top && c->nr_rows)
 			table_modules(c, j, out);
-	buf_addf(out, "\ntest: Mann-Whitney U, two-sided, %s; p adjusted (Holm) for the %zu comparison%s with A\n",
+	buf_addf(out, "\ntest: Mann-Whitney U, two-sided, %s;\n  p adjusted (Holm) for the %zu comparison%s with A\n",
 		 measured_runs(&c->v[0]) * 2 <= COMPARE_EXACT_MAX ? "exact" : "normal approximation", c->nr - 1,
 		 c->nr == 2 ? "" : "s");
 	for (j = 1; j < c->nr; j++)
 		if (c->v[j].vs.mw[M_WALL].exact && c->v[j].vs.mw[M_WALL].p_min >= ALPHA) {
 			buf_addf(out,
-				 "with %zu and %zu runs the exact test cannot go below p = %.2g, whatever the times: "
-				 "use -n 5 or more\n",
+				 "with %zu and %zu runs the exact test cannot go below p = %.2g, whatever the times:\n"
+				 "  use -n 5 or more\n",
 				 measured_runs(&c->v[0]), measured_runs(&c->v[j]), c->v[j].vs.mw[M_WALL].p_min);
 			break;
 		}
@@ -552,7 +564,7 @@ void compare_render_markdown(const struct comparison *c, struct buf *out)
 		buf_adds(out, " | ");
 		add_range(out, &v->metric[M_WALL].s, "…");
 		for (m = M_IMPORTS; m < M__COUNT; m++) {
-			if (m == M_READY && !c->ready)
+			if (!metric_shown(c, m))
 				continue;
 			buf_adds(out, " | ");
 			if (v->metric[m].nr)
@@ -693,7 +705,7 @@ char *compare_render_json(const struct comparison *c)
 		limits_describe(&v->p->limits, &lim);
 		json_object_set_new(jv, "limits", json_string(lim.buf));
 		for (m = 0; m < M__COUNT; m++)
-			if (m != M_READY || c->ready)
+			if (metric_shown(c, m))
 				json_object_set_new(metrics, metric_key[m], json_summary(&v->metric[m]));
 		json_object_set_new(jv, "metrics", metrics);
 		json_object_set_new(jv, "failed_runs", json_integer((json_int_t)v->nr_failed));
@@ -708,7 +720,7 @@ char *compare_render_json(const struct comparison *c)
 			json_object_set_new(jr, "status", json_string(run_status_name(r->status)));
 			json_object_set_new(jr, "exit_code", json_integer(r->exit_code));
 			for (m = 0; m < M__COUNT; m++)
-				if (m != M_READY || c->ready)
+				if (metric_shown(c, m))
 					json_object_set_new(jr, metric_key[m], json_i64(run_metric(r, (enum compare_metric)m)));
 			json_object_set_new(jr, "cold",
 					    r->cold.asked ? json_boolean(cold_figures_took(&r->cold)) : json_null());
@@ -733,7 +745,7 @@ char *compare_render_json(const struct comparison *c)
 		for (m = 0; m < M__COUNT; m++) {
 			json_t *jm;
 
-			if ((m == M_READY && !c->ready) || !v->metric[m].nr || !c->v[0].metric[m].nr)
+			if (!metric_shown(c, m) || !v->metric[m].nr || !c->v[0].metric[m].nr)
 				continue;
 			jm = json_test(&v->vs.mw[m], v->vs.p_adj[m]);
 			json_object_set_new(jm, "ratio", json_real(v->vs.ratio[m]));

@@ -21,7 +21,8 @@
 #define COMPARE_ALPHA 0.05
 
 /* What is measured of each run, and compared. */
-enum compare_metric { M_WALL, M_IMPORTS, M_CPU, M_READY, M__COUNT };
+/* M_LISTENING: the first connection the listener accepted, shown where it differs from ready (http://). */
+enum compare_metric { M_WALL, M_IMPORTS, M_CPU, M_READY, M_LISTENING, M__COUNT };
 
 struct sample {
 	int64_t *v; /* one value a measured run, UNKNOWN skipped */
@@ -78,6 +79,7 @@ struct comparison {
 	/* How the runs were made, for the outputs: set by the caller. */
 	int runs, warmup, top; /* measured runs and warm-up rounds; modules shown a pair */
 	bool cold, ready;
+	bool listening; /* some measured run listened at another time than it was ready */
 	const char *what; /* "interpreters", "limit sets", "commands", ... */
 };
 

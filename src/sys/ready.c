@@ -58,6 +58,7 @@ struct ready {
 	int64_t listening_ns; /* tcp, http, unix: the first connect the target's listener accepted */
 	int64_t link_ns; /* fn: when lsnr.sock appeared */
 	int64_t connected_ns; /* when the current connection was accepted */
+	int64_t arrived_ns; /* when the last data read had arrived (SO_TIMESTAMPNS), 0 unknown */
 	struct buf req;
 	size_t req_off;
 	struct buf resp;
@@ -154,10 +155,13 @@ static void find_listeners(const struct ready *rd, struct listeners *ls)
 }
 
 /*
- * A connection was accepted: was it the target's listener?  0 yes (or it
- * cannot be told: no listener of that port or path is visible here, as
- * for a socket of another network namespace), -1 with the message in err
- * when another process holds it.
+ * A connection was accepted: was it the target's listener?  0 yes (or, for
+ * a target that runs elsewhere, it cannot be told: no listener of that port
+ * or path is visible here, as for a socket of another network namespace), 1
+ * when no listener is visible although the target runs here (one that
+ * closed at once: another process's, on a busy machine where ports are
+ * reused; ask again), -1 with the message in err when another process
+ * holds it.
  */
 static int check_owner(struct ready *rd, struct buf *err)
 {
@@ -170,6 +174,10 @@ static int check_owner(struct ready *rd, struct buf *err)
 	find_listeners(rd, &ls);
 	for (i = 0; i < ls.nr && !ours; i++)
 		ours = listeners_has(&rd->own, ls.ino[i]);
+	if (!ls.nr && rd->tree_root > 0) {
+		ret = 1;
+		goto out;
+	}
 	if (!ls.nr || ours) {
 		ret = 0;
 		goto out;
@@ -245,6 +253,8 @@ static int start_connect(struct ready *rd, struct buf *err)
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			goto fail;
+		/* The kernel stamps what arrives: an answer's moment is not when we got a CPU to read it. */
+		setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &(int){ 1 }, sizeof(int));
 		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS) {
 			close(fd);
 			return 0;
@@ -421,9 +431,33 @@ static int step_connecting(struct ready *rd, int64_t now, struct buf *err)
 	/* A non-blocking connect may still be pending. */
 	if (getpeername(rd->fd, (struct sockaddr *)&peer, &pl) < 0 && errno == ENOTCONN)
 		return 0;
+	/*
+	 * TCP connects a socket to itself when the kernel picks the port it
+	 * connects to as its own (a port in the ephemeral range with nothing
+	 * listening): no listener accepted that.
+	 */
+	if (rd->spec->kind != READY_FN && rd->spec->kind != READY_UNIX) {
+		struct sockaddr_storage self;
+		socklen_t sl = sizeof(self);
+
+		if (!getsockname(rd->fd, (struct sockaddr *)&self, &sl) && sl == pl && !memcmp(&self, &peer, sl)) {
+			close_fd(&rd->fd);
+			rd->state = ST_WAIT;
+			return 0;
+		}
+	}
 	rd->connected_ns = now;
-	if (rd->spec->kind != READY_FN && check_owner(rd, err) < 0)
-		return -1;
+	if (rd->spec->kind != READY_FN) {
+		int own = check_owner(rd, err);
+
+		if (own < 0)
+			return -1;
+		if (own > 0) {
+			close_fd(&rd->fd);
+			rd->state = ST_WAIT;
+			return 0;
+		}
+	}
 	if (rd->spec->kind != READY_FN && !rd->listening_ns)
 		rd->listening_ns = now;
 	return 1;
@@ -436,8 +470,13 @@ static int judge_http(struct ready *rd, int status, int64_t now, struct buf *err
 	int ret;
 
 	if (ready_spec_accepts(rd->spec, status)) {
-		/* Ready is the answer: a listener that answers later is not ready before. */
-		rd->ready_ns = rd->response_ns = now;
+		/*
+		 * Ready is the answer: a listener that answers later is not ready
+		 * before.  Its moment is when its last bytes arrived, if the kernel
+		 * said (and it is not before the connect or after now).
+		 */
+		rd->ready_ns = rd->response_ns =
+			rd->arrived_ns > rd->connected_ns && rd->arrived_ns < now ? rd->arrived_ns : now;
 		rd->state = ST_DONE;
 		return 1;
 	}
@@ -461,6 +500,39 @@ static int judge_http(struct ready *rd, int status, int64_t now, struct buf *err
 	return ret;
 }
 
+/*
+ * recv() that also notes in rd->arrived_ns when the data arrived, from the
+ * socket's SO_TIMESTAMPNS (CLOCK_REALTIME, moved to CLOCK_MONOTONIC by the
+ * clocks' offset now): on a loaded machine the loop may read an answer
+ * milliseconds after it came, and the server goes on meanwhile.
+ */
+static ssize_t recv_stamped(struct ready *rd, char *chunk, size_t size)
+{
+	char control[CMSG_SPACE(sizeof(struct timespec))];
+	struct iovec iov = { .iov_base = chunk, .iov_len = size };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+			      .msg_controllen = sizeof(control) };
+	struct cmsghdr *cm;
+	ssize_t n = recvmsg(rd->fd, &msg, 0);
+
+	if (n <= 0)
+		return n;
+	for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+		struct timespec ts, real, mono;
+		int64_t at;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_TIMESTAMPNS)
+			continue;
+		memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
+		clock_gettime(CLOCK_REALTIME, &real);
+		clock_gettime(CLOCK_MONOTONIC, &mono);
+		at = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec -
+		     (((int64_t)real.tv_sec - mono.tv_sec) * 1000000000 + real.tv_nsec - mono.tv_nsec);
+		rd->arrived_ns = at;
+	}
+	return n;
+}
+
 /* Reads the answer; 0 while incomplete, else as judge_http or the Fn rule. */
 static int step_reading(struct ready *rd, int64_t now, struct buf *err)
 {
@@ -469,7 +541,7 @@ static int step_reading(struct ready *rd, int64_t now, struct buf *err)
 	int status;
 
 	for (;;) {
-		ssize_t n = recv(rd->fd, chunk, sizeof(chunk), 0);
+		ssize_t n = recv_stamped(rd, chunk, sizeof(chunk));
 
 		if (n > 0) {
 			if (rd->resp.len + (size_t)n > MAX_RESPONSE) {
@@ -544,6 +616,7 @@ static int step_sending(struct ready *rd, struct buf *err)
 		rd->req_off += (size_t)w;
 	}
 	buf_reset(&rd->resp);
+	rd->arrived_ns = 0;
 	rd->state = ST_READING;
 	return 1;
 }

@@ -238,3 +238,40 @@ def test_check_gates_a_real_profile(coldstart, python, tmp_path):
     assert r.returncode == 1 and "FAIL total" in r.stdout
     r = coldstart("check", prof, "--forbid", "asyncio")
     assert r.returncode == 1 and re.search(r"FAIL asyncio: asyncio imported via .*asyncio", r.stdout), r.stdout
+
+
+WORKER_APP = """
+import time
+time.sleep(0.12)  # what the app's imports cost in the worker
+
+def app(environ, start_response):
+    start_response("200 OK", [("Content-Length", "2")])
+    return [b"ok"]
+"""
+
+
+def test_budget_sees_the_workers_imports(coldstart, tmp_path):
+    """gunicorn's worker imports the app, not its master: a module budget holds
+    it wherever it was imported, as --forbid does; a total stays the main
+    process's."""
+    import shutil
+    import socket
+    gunicorn = shutil.which("gunicorn")
+    if not gunicorn:
+        pytest.skip("Debian's gunicorn is not installed (tests/install-deps.sh)")
+    (tmp_path / "workerapp.py").write_text(WORKER_APP)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "g.json"
+    r = coldstart("profile", "-q", "--no-report", "-o", out, "--ready", "http://127.0.0.1:%d/" % port, "--",
+                  gunicorn, "-w", "1", "-b", "127.0.0.1:%d" % port, "--chdir", tmp_path, "workerapp:app")
+    assert r.returncode == 0, r.stderr
+    r = coldstart("check", out, "--budget", "workerapp=50ms", "--forbid", "workerapp")
+    assert r.returncode == 1, r.stdout + r.stderr
+    # The worker's 120 ms sleep, at least (more on a loaded machine).
+    m = re.search(r"budget FAIL workerapp: ([\d.]+) (ms|s) > 50\.0 ms", r.stdout)
+    assert m and float(m.group(1)) * (1000 if m.group(2) == "s" else 1) >= 120, r.stdout
+    assert "workerapp imported via" in r.stdout and "(process " in r.stdout, r.stdout
+    r = coldstart("check", out, "--budget", "workerapp=5s")
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -191,6 +191,39 @@ def test_a_warning_the_filters_hide_leaves_the_module_deferred(workdir):
     assert mods["old"]["warnings"][0][-1] is False
 
 
+@pytest.mark.parametrize("how", ["-W default", "PYTHONWARNINGS"])
+def test_a_plan_made_without_warning_options_applied_with_them(workdir, how):
+    """The plan is made with the default filters (old's DeprecationWarning
+    hidden: old is deferred) and applied with -W default or
+    PYTHONWARNINGS=default: the applier runs old's body at once, so its
+    warning shows as it does without the plan.  Before, it never showed."""
+    write(workdir, "old.py", """
+        import warnings
+        warnings.warn("old is deprecated", DeprecationWarning, stacklevel=2)
+        X = 1
+    """)
+    write(workdir, "app.py", "import old\nimport fractions\n"
+          "def main():\n    print(fractions.Fraction(1, 3))\n")
+    write(workdir, "main.py", MAIN)
+    env = clean_env()
+    out = os.path.join(workdir, "p.json")
+    p = subprocess.run([COLDSTART, "plan", "-o", out, "--", DEBIAN_PYTHON, "main.py"], cwd=workdir,
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    mods = {m["name"]: m for m in json.load(open(out))["modules"]}
+    assert mods["old"]["action"] == "defer" and mods["old"]["warnings"][0][-1] is False
+    flags, extra = (["-W", "default"], {}) if how == "-W default" else ([], {"PYTHONWARNINGS": "default"})
+    env.update(extra)
+    plain = subprocess.run([DEBIAN_PYTHON] + flags + ["main.py"], cwd=workdir, env=env,
+                           capture_output=True, text=True, timeout=60)
+    aenv = dict(env, PYTHONPATH=os.path.join(ROOT, "python"))
+    applied = subprocess.run([DEBIAN_PYTHON] + flags + ["-m", "coldstart.run", "--plan", out, "main.py"],
+                             cwd=workdir, env=aenv, capture_output=True, text=True, timeout=60)
+    assert "DeprecationWarning: old is deprecated" in plain.stderr
+    assert (applied.returncode, applied.stdout, applied.stderr) == \
+        (plain.returncode, plain.stdout, plain.stderr)
+
+
 def test_a_program_ending_with_os_exit_is_planned(workdir):
     """No atexit runs after os._exit: the recorder writes its record first.
     Before: 'the target ended without writing the plan'."""

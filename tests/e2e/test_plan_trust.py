@@ -490,3 +490,29 @@ def test_a_row_naming_a_file_outside_its_directory_is_not_answered(workdir):
     assert applied(p) is True, p.stderr
     assert not os.path.exists(marker), "the row's file ran"
     assert p.stdout.splitlines()[0] == "ok"
+
+
+@pytest.mark.parametrize("search", [[], ["/tmp"]])
+def test_a_package_row_s_search_cannot_move_its_submodules(workdir, search):
+    """A package's __path__ is the directory of its __init__, as the
+    path-based finder makes it, whatever the plan's search says (an empty
+    one ended the program with an ImportError: found by plan_mutate)."""
+    plan = record(workdir, text=USE.replace(
+        "import json, sys, textwrap",
+        "import json, sys, textwrap, email.parser"))
+    write(os.path.join(workdir, "use.py"), USE.replace(
+        "import json, sys, textwrap",
+        "import json, sys, textwrap, email.parser\n"
+        "    print(json.dumps(email.__path__))"))
+    with open(plan) as f:
+        data = json.load(f)
+    i = [r[0] for r in data["index"]].index("email")
+    assert data["index"][i][8] is not None
+    data["index"][i][8] = search
+    with open(plan, "w") as f:
+        json.dump(data, f)
+    p = run([PY, "use.py"], workdir, COLDSTART_PLAN=plan,
+            COLDSTART_PLAN_PROGRAM="any")
+    assert applied(p) is True, p.stderr
+    assert json.loads(p.stdout.splitlines()[0]) == \
+        [os.path.dirname(data["index"][i][2])]

@@ -28,6 +28,9 @@ def readers(path, other=None):
     return out
 
 
+TIME = "/usr/bin/time"
+
+
 def run(argv, env=None, limit_mb=3072):
     """Runs coldstart; returns (exit code, stdout, stderr, the child's peak RSS
     in MiB from wait4).  The child may not grow past limit_mb, so that a
@@ -40,7 +43,12 @@ def run(argv, env=None, limit_mb=3072):
     full.update(env or {})
     if SANITISED:
         full["ASAN_OPTIONS"] = full.get("ASAN_OPTIONS", "") + ":hard_rss_limit_mb=%d" % limit_mb
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    # The peak comes from GNU time, which starts coldstart from its own small
+    # process: a process forked from this one (pytest, which grows over the
+    # suite) keeps the parent's peak RSS across exec in its ru_maxrss, so
+    # wait4 here would report pytest's size, not coldstart's.
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile() as peak:
         pid = os.fork()
         if pid == 0:
             try:
@@ -48,13 +56,18 @@ def run(argv, env=None, limit_mb=3072):
                     resource.setrlimit(resource.RLIMIT_AS, (limit_mb << 20, limit_mb << 20))
                 os.dup2(out.fileno(), 1)
                 os.dup2(err.fileno(), 2)
-                os.execve(COLDSTART, [COLDSTART] + argv, full)
+                os.execve(TIME, [TIME, "-f", "%M %x", "-o", peak.name, COLDSTART] + argv, full)
             finally:
                 os._exit(127)
-        _, status, ru = os.wait4(pid, 0)
+        _, status, _ = os.wait4(pid, 0)
         out.seek(0)
         err.seek(0)
-        return os.waitstatus_to_exitcode(status), out.read(), err.read(), ru.ru_maxrss / 1024
+        words = open(peak.name).read().split()
+        # "Command terminated by signal N" comes first when a signal ended it.
+        rc = os.waitstatus_to_exitcode(status)
+        if "signal" in words:
+            rc = -int(words[words.index("signal") + 1])
+        return rc, out.read(), err.read(), int(words[-2]) / 1024
 
 
 def no_sanitiser_report(err):

@@ -82,3 +82,23 @@ def test_uvicorn_fastapi(coldstart, tmp_path):
     others = [f for f in found if f not in servers and f["module"] != "fa"]
     for f in others:
         assert "inside the function that uses it" in f["fix"], f
+
+
+def test_django_manage_check_is_not_a_server(coldstart, tmp_path):
+    """`manage.py check` imports Django, does its work and exits: it serves no
+    request, so Django's modules get the ordinary advice, not the server's."""
+    if not has("django"):
+        pytest.skip("python3-django is not installed (tests/install-deps.sh)")
+    admin = shutil.which("django-admin") or "/usr/bin/django-admin"
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    subprocess.run([admin, "startproject", "site1", str(proj)], check=True, capture_output=True)
+    out = tmp_path / "c.json"
+    r = coldstart("profile", "--python", DEBIAN_PYTHON, "-q", "-o", out, "--no-report", "manage.py", "check",
+                  cwd=proj)
+    assert r.returncode == 0, r.stderr
+    found = [f for f in heavy(coldstart, out) if f["module"].startswith("django")]
+    assert found, "no heavy-import of django at all"
+    for f in found:
+        assert "serves the requests" not in f["fix"], f
+        assert "inside the function that uses it" in f["fix"], f
