@@ -8,13 +8,19 @@
 
 #include "analysis/elf_report.h"
 #include "analysis/findings.h"
+#include "analysis/findings_code.h"
+#include "analysis/findings_exit.h"
+#include "analysis/findings_heavy.h"
+#include "analysis/findings_lookup.h"
 #include "analysis/plan_finding.h"
 #include "analysis/timeline_rules.h"
 #include "model/classify.h"
 
 /* The rules every analysis runs, in order. */
-static const struct finding_rules *const rule_tables[] = { &findings_builtin, &elf_finding_rules,
-							    &plan_finding_rules, &timeline_finding_rules, NULL };
+static const struct finding_rules *const rule_tables[] = {
+	&findings_exit_rules, &findings_code_rules, &findings_heavy_rules, &findings_lookup_rules,
+	&elf_finding_rules, &plan_finding_rules, &timeline_finding_rules, NULL
+};
 
 struct named {
 	const char *name;

@@ -13,14 +13,14 @@ struct finding_rule {
 	void (*run)(struct profile *p);
 };
 
-/* A table of rules, e.g. the built-in ones below or the native-extension ones. */
+/*
+ * A table of rules: one per family of rules (findings_exit.h,
+ * findings_code.h, findings_heavy.h, findings_lookup.h, elf_report.h, ...).
+ */
 struct finding_rules {
 	const struct finding_rule *v;
 	size_t nr;
 };
-
-/* The rules of this file (docs/findings.md). */
-extern const struct finding_rules findings_builtin;
 
 /*
  * Runs the rules of every table in tables (NULL-terminated), in order, over
@@ -72,6 +72,17 @@ void finding_set_pids(struct profile *p, const struct run *r, const struct proc_
  * NULL when there is none.
  */
 const struct run *findings_main_run(const struct profile *p);
+
+/* For rules: processes whose imports are multiprocessing's own business, not the app's start-up. */
+bool finding_helper_process(const struct proc *pr);
+/* A process's role, "process" when it has none. */
+const char *finding_role(const struct proc *pr);
+/* "pid 12 (worker)", or "the target's process" for an importtime-only one. */
+void finding_add_who(struct buf *b, const struct proc *pr);
+/* "a -> b -> c (pid 12)": the import chain down to node i of pr. */
+void finding_add_chain(struct buf *b, const struct proc *pr, int32_t i);
+
+#define FINDINGS_LIST_MAX 5 /* modules named in one evidence line */
 
 /* Thresholds (docs/findings.md). */
 #define HEAVY_SHARE_PCT 10 /* heavy-import: share of the target's import time */

@@ -13,10 +13,16 @@
 #include <cmocka.h>
 
 #include "analysis/findings.h"
+#include "analysis/findings_code.h"
+#include "analysis/findings_exit.h"
+#include "analysis/findings_heavy.h"
+#include "analysis/findings_lookup.h"
 #include "model/profile.h"
 #include "util.h"
 
-static const struct finding_rules *const builtin[] = { &findings_builtin, NULL };
+/* The four families of rules, in the order analyze.c runs them. */
+static const struct finding_rules *const builtin[] = { &findings_exit_rules, &findings_code_rules,
+							&findings_heavy_rules, &findings_lookup_rules, NULL };
 
 static struct proc *new_proc(struct profile *p, struct run **run)
 {
@@ -594,11 +600,11 @@ static const struct finding_rules custom = { custom_rule_v, ARRAY_SIZE(custom_ru
 /* Tables run in order, each rule once per call, and a second call replaces what the first added. */
 static void test_tables(void **state)
 {
-	const struct finding_rules *const both[] = { &findings_builtin, &custom, NULL };
+	const struct finding_rules *const both[] = { &findings_exit_rules, &custom, NULL };
 	const struct finding_rules *const alone[] = { &custom, NULL };
 	struct profile p;
 	struct run *run;
-	size_t i;
+	size_t i, t;
 
 	new_proc(&p, &run);
 	run->status = RUN_EXITED;
@@ -624,8 +630,9 @@ static void test_tables(void **state)
 		findings_run(&p, none);
 		assert_int_equal(p.nr_findings, before);
 	}
-	for (i = 0; i < findings_builtin.nr; i++)
-		assert_non_null(findings_builtin.v[i].id);
+	for (t = 0; builtin[t]; t++)
+		for (i = 0; i < builtin[t]->nr; i++)
+			assert_non_null(builtin[t]->v[i].id);
 	profile_release(&p);
 }
 
