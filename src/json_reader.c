@@ -383,8 +383,8 @@ static enum jr_type read_literal(struct jr *r, const char *word, enum jr_type ty
 			jr_fail(r, "invalid JSON: expected '%s'", word);
 			return JR_ERROR;
 		}
-	if (fill(r) && (is_number_char((unsigned char)r->chunk[r->pos]) ||
-			(r->chunk[r->pos] >= 'a' && r->chunk[r->pos] <= 'z'))) {
+	if (fill(r) &&
+	    (is_number_char((unsigned char)r->chunk[r->pos]) || (r->chunk[r->pos] >= 'a' && r->chunk[r->pos] <= 'z'))) {
 		jr_fail(r, "invalid JSON: expected '%s'", word);
 		return JR_ERROR;
 	}
@@ -479,9 +479,7 @@ enum jr_type jr_value(struct jr *r)
 	switch (c) {
 	case '{': return open_container(r, 'O', JR_OBJ);
 	case '[': return open_container(r, 'A', JR_ARR);
-	case '"':
-		r->pos++;
-		return r->type = read_string(r, &r->str) < 0 ? JR_ERROR : JR_STR;
+	case '"': r->pos++; return r->type = read_string(r, &r->str) < 0 ? JR_ERROR : JR_STR;
 	case 't': return read_literal(r, "true", JR_TRUE);
 	case 'f': return read_literal(r, "false", JR_FALSE);
 	case 'n': return read_literal(r, "null", JR_NULL);

@@ -101,8 +101,7 @@ static bool link_refused(const struct stat *link, const char *dir)
 
 	if (stat(dir, &d) < 0)
 		return false;
-	return (d.st_mode & S_ISVTX) && (d.st_mode & S_IWOTH) && link->st_uid != geteuid() &&
-	       link->st_uid != d.st_uid;
+	return (d.st_mode & S_ISVTX) && (d.st_mode & S_IWOTH) && link->st_uid != geteuid() && link->st_uid != d.st_uid;
 }
 
 /* Whether dir lies in /proc, where links name open descriptors (/dev/stdout, /dev/fd/N). */
@@ -168,7 +167,7 @@ static char *resolve(const char *path, bool *fd_alias, struct buf *err)
 		}
 		free(dir);
 		continue;
-	fail:
+fail:
 		free(dir);
 		free(cur);
 		return NULL;
@@ -274,8 +273,8 @@ static int open_common(struct outfile *of, const char *path, bool append, struct
 			goto fail;
 		}
 		if (append) {
-			of->fd = open(of->path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
-				      0666);
+			of->fd = open(of->path,
+				      O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0666);
 			if (of->fd < 0) {
 				buf_addf(err, "cannot write '%s': %s", path, strerror(errno));
 				goto fail;

@@ -54,7 +54,10 @@ struct outfile {
 	unsigned old_uid, old_gid;
 };
 
-#define OUTFILE_INIT { .fd = -1 }
+#define OUTFILE_INIT                                                                                                   \
+	{                                                                                                              \
+		.fd = -1                                                                                               \
+	}
 
 /*
  * The file a write to path would replace, its links followed under the

@@ -623,10 +623,22 @@ int parse_size(const char *s, int64_t *out)
 	switch (tolower((unsigned char)*end)) {
 	case '\0': break;
 	case 'b': end++; break;
-	case 'k': mult = 1024.0; end++; break;
-	case 'm': mult = 1024.0 * 1024; end++; break;
-	case 'g': mult = 1024.0 * 1024 * 1024; end++; break;
-	case 't': mult = 1024.0 * 1024 * 1024 * 1024; end++; break;
+	case 'k':
+		mult = 1024.0;
+		end++;
+		break;
+	case 'm':
+		mult = 1024.0 * 1024;
+		end++;
+		break;
+	case 'g':
+		mult = 1024.0 * 1024 * 1024;
+		end++;
+		break;
+	case 't':
+		mult = 1024.0 * 1024 * 1024 * 1024;
+		end++;
+		break;
 	default: return -1;
 	}
 	if (mult > 1 && (*end == 'b' || *end == 'B'))

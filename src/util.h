@@ -17,8 +17,7 @@
 #define UNKNOWN (-1)
 
 #define BUG(...) bug_fl(__FILE__, __LINE__, __VA_ARGS__)
-_Noreturn void bug_fl(const char *file, int line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+_Noreturn void bug_fl(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Allocation: these die with a message on exhaustion and never return NULL. */
 void *xmalloc(size_t size);
@@ -49,15 +48,15 @@ size_t st_mult(size_t a, size_t b);
  * Grows x (an array of nr used and alloc allocated elements) so that it can
  * hold at least n elements.  Growth is geometric.
  */
-#define ALLOC_GROW(x, n, alloc)                                                \
-	do {                                                                   \
-		if ((n) > (alloc)) {                                           \
-			size_t ag_new_ = (alloc) < 16 ? 16 : (alloc) * 3 / 2;  \
-			if (ag_new_ < (n))                                     \
-				ag_new_ = (n);                                 \
-			(x) = xrealloc((x), st_mult(sizeof(*(x)), ag_new_));   \
-			(alloc) = ag_new_;                                     \
-		}                                                              \
+#define ALLOC_GROW(x, n, alloc)                                                                                        \
+	do {                                                                                                           \
+		if ((n) > (alloc)) {                                                                                   \
+			size_t ag_new_ = (alloc) < 16 ? 16 : (alloc)*3 / 2;                                            \
+			if (ag_new_ < (n))                                                                             \
+				ag_new_ = (n);                                                                         \
+			(x) = xrealloc((x), st_mult(sizeof(*(x)), ag_new_));                                           \
+			(alloc) = ag_new_;                                                                             \
+		}                                                                                                      \
 	} while (0)
 
 /*
@@ -71,7 +70,10 @@ struct buf {
 };
 
 extern char buf_empty[];
-#define BUF_INIT { buf_empty, 0, 0 }
+#define BUF_INIT                                                                                                       \
+	{                                                                                                              \
+		buf_empty, 0, 0                                                                                        \
+	}
 
 void buf_init(struct buf *sb, size_t hint);
 void buf_release(struct buf *sb);
@@ -84,12 +86,14 @@ static inline size_t buf_avail(const struct buf *sb)
 	return sb->alloc ? sb->alloc - sb->len - 1 : 0;
 }
 void buf_setlen(struct buf *sb, size_t len);
-static inline void buf_reset(struct buf *sb) { buf_setlen(sb, 0); }
+static inline void buf_reset(struct buf *sb)
+{
+	buf_setlen(sb, 0);
+}
 void buf_add(struct buf *sb, const void *data, size_t len);
 void buf_adds(struct buf *sb, const char *s);
 void buf_addch(struct buf *sb, int c);
-void buf_addf(struct buf *sb, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+void buf_addf(struct buf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_vaddf(struct buf *sb, const char *fmt, va_list ap);
 /*
  * The eight decimal digits of u < 100,000,000 as bytes 0-9, most significant
@@ -268,12 +272,14 @@ struct strvec {
 };
 
 extern const char *strvec_empty[];
-#define STRVEC_INIT { strvec_empty, 0, 0 }
+#define STRVEC_INIT                                                                                                    \
+	{                                                                                                              \
+		strvec_empty, 0, 0                                                                                     \
+	}
 
 void strvec_init(struct strvec *sv);
 void strvec_push(struct strvec *sv, const char *s);
-void strvec_pushf(struct strvec *sv, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+void strvec_pushf(struct strvec *sv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void strvec_pushv(struct strvec *sv, const char *const *v);
 void strvec_clear(struct strvec *sv);
 /*

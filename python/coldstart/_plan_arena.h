@@ -103,8 +103,9 @@ static void keep_free(void *ctx, void *ptr, size_t size)
 		K.prev.free(K.prev.ctx, ptr, size);
 }
 
-PyDoc_STRVAR(keep_chunks_doc, "keep_chunks() -> bool\n\nKeeps the last few freed frame stack chunks for reuse instead of "
-			      "unmapping them\n(once per process; False when it already did).");
+PyDoc_STRVAR(keep_chunks_doc,
+	     "keep_chunks() -> bool\n\nKeeps the last few freed frame stack chunks for reuse instead of "
+	     "unmapping them\n(once per process; False when it already did).");
 
 static PyObject *pc_keep_chunks(PyObject *self, PyObject *unused)
 {
@@ -119,8 +120,9 @@ static PyObject *pc_keep_chunks(PyObject *self, PyObject *unused)
 	Py_RETURN_TRUE;
 }
 
-PyDoc_STRVAR(prefault_doc, "prefault(on) -> bool\n\nWhether keep_chunks()'s allocator faults in new object arenas whole "
-			  "from now on;\nreturns the setting before.");
+PyDoc_STRVAR(prefault_doc,
+	     "prefault(on) -> bool\n\nWhether keep_chunks()'s allocator faults in new object arenas whole "
+	     "from now on;\nreturns the setting before.");
 
 static PyObject *pc_prefault(PyObject *self, PyObject *arg)
 {

@@ -136,6 +136,17 @@ fail:
 	return -1;
 }
 
+/* spec._initializing = False on a failure, the pending exception kept. */
+static void clear_initializing(PyObject *spec)
+{
+	PyObject *t, *v, *tb;
+
+	PyErr_Fetch(&t, &v, &tb);
+	if (set_initializing(spec, 0) < 0)
+		PyErr_Clear();
+	PyErr_Restore(t, v, tb);
+}
+
 /* _load_unlocked(spec) for a loader of F.fast_types. */
 static PyObject *load_unlocked(PyObject *modules, PyObject *name, PyObject *spec, PyObject *loader)
 {
@@ -205,14 +216,8 @@ static PyObject *load_unlocked(PyObject *modules, PyObject *name, PyObject *spec
 	if (set_initializing(spec, 0) < 0)
 		goto fail;
 	return module;
-fail_initializing: {
-	PyObject *t, *v, *tb;
-
-	PyErr_Fetch(&t, &v, &tb);
-	if (set_initializing(spec, 0) < 0)
-		PyErr_Clear();
-	PyErr_Restore(t, v, tb);
-}
+fail_initializing:
+	clear_initializing(spec);
 fail:
 	Py_XDECREF(module);
 	return NULL;
@@ -316,7 +321,8 @@ static PyObject *find_and_load_unlocked(PyObject *modules, PyObject *name, PyObj
 			if (p && F.warn_setattr && PyErr_ExceptionMatches(PyExc_AttributeError)) {
 				PyErr_Clear();
 				if (PyErr_WarnFormat(PyExc_ImportWarning, 1,
-						     "Cannot set an attribute on %R for child module %R", parent, child) < 0)
+						     "Cannot set an attribute on %R for child module %R", parent,
+						     child) < 0)
 					Py_CLEAR(module);
 			} else {
 				Py_CLEAR(module);
@@ -420,15 +426,32 @@ PyDoc_STRVAR(fast_imports_doc, "fast_imports(finder, bootstrap, imp, loader_type
 
 static PyObject *intern_all(void)
 {
-	static const char *const names[] = { "__path__", "__spec__", "__loader__", "__package__", "__file__",
-					     "__cached__", "parent", "origin", "has_location",
-					     "submodule_search_locations", "_initializing", "_uninitialized_submodules",
-					     "create_module", "exec_module", "acquire", "release", "find_spec",
-					     "import {!r} # {!r}", ".", "loader", "cached" };
-	PyObject **slots[] = { &F.s_path, &F.s_spec, &F.s_loader, &F.s_package, &F.s_file, &F.s_cached, &F.s_parent,
-			       &F.s_origin, &F.s_has_location, &F.s_search, &F.s_initializing, &F.s_unin,
-			       &F.s_create, &F.s_exec, &F.s_acquire, &F.s_release, &F.s_find_spec, &F.s_msg,
-			       &F.s_dot, &F.s_loader_attr, &F.s_cached_attr };
+	static const char *const names[] = { "__path__",
+					     "__spec__",
+					     "__loader__",
+					     "__package__",
+					     "__file__",
+					     "__cached__",
+					     "parent",
+					     "origin",
+					     "has_location",
+					     "submodule_search_locations",
+					     "_initializing",
+					     "_uninitialized_submodules",
+					     "create_module",
+					     "exec_module",
+					     "acquire",
+					     "release",
+					     "find_spec",
+					     "import {!r} # {!r}",
+					     ".",
+					     "loader",
+					     "cached" };
+	PyObject **slots[] = { &F.s_path,	  &F.s_spec,	  &F.s_loader, &F.s_package,	  &F.s_file,
+			       &F.s_cached,	  &F.s_parent,	  &F.s_origin, &F.s_has_location, &F.s_search,
+			       &F.s_initializing, &F.s_unin,	  &F.s_create, &F.s_exec,	  &F.s_acquire,
+			       &F.s_release,	  &F.s_find_spec, &F.s_msg,    &F.s_dot,	  &F.s_loader_attr,
+			       &F.s_cached_attr };
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if (!*slots[i] && !(*slots[i] = PyUnicode_InternFromString(names[i])))
@@ -448,10 +471,10 @@ static PyObject *pc_fast_imports(PyObject *self, PyObject *args)
 	if (!(r = intern_all()))
 		return NULL;
 	Py_DECREF(r);
-#define GET(dst, obj, attr)                                             \
-	do {                                                            \
-		if (!((dst) = PyObject_GetAttrString((obj), (attr)))) \
-			goto fail;                                      \
+#define GET(dst, obj, attr)                                                                                            \
+	do {                                                                                                           \
+		if (!((dst) = PyObject_GetAttrString((obj), (attr))))                                                  \
+			goto fail;                                                                                     \
 	} while (0)
 	GET(F.orig, bootstrap, "_find_and_load");
 	GET(F.rows, finder, "rows");

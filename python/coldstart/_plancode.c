@@ -89,8 +89,8 @@ static int small_int(PyObject *o, long *v)
  * Fills key[0..4] (borrowed, flags and optimize as C values) and returns 0;
  * -1 hands the call to the builtin as it is.
  */
-static int compile_args(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject **src,
-			PyObject **filename, PyObject **mode, long *flags, long *optimize)
+static int compile_args(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject **src, PyObject **filename,
+			PyObject **mode, long *flags, long *optimize)
 {
 	static const char *const params[] = { "source", "filename", "mode", "flags", "dont_inherit", "optimize" };
 	PyObject *a[6] = { NULL, NULL, NULL, NULL, NULL, NULL };
@@ -298,14 +298,14 @@ static PyObject *hook(int k, PyObject *self, PyObject *const *args, Py_ssize_t n
 	return res;
 }
 
-#define ENTRY(name, k)                                                                                          \
-	static PyObject *name##_kw(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) \
-	{                                                                                                       \
-		return hook(k, self, args, nargs, kwnames);                                                     \
-	}                                                                                                       \
-	static PyObject *name##_fast(PyObject *self, PyObject *const *args, Py_ssize_t nargs)                  \
-	{                                                                                                       \
-		return hook(k, self, args, nargs, NULL);                                                        \
+#define ENTRY(name, k)                                                                                                 \
+	static PyObject *name##_kw(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)         \
+	{                                                                                                              \
+		return hook(k, self, args, nargs, kwnames);                                                            \
+	}                                                                                                              \
+	static PyObject *name##_fast(PyObject *self, PyObject *const *args, Py_ssize_t nargs)                          \
+	{                                                                                                              \
+		return hook(k, self, args, nargs, NULL);                                                               \
 	}
 ENTRY(compile, K_COMPILE)
 ENTRY(exec, K_EXEC)
@@ -359,7 +359,7 @@ static int patch(void)
 		S.orig[k] = fn->m_ml;
 		S.def[k] = *fn->m_ml;
 		S.def[k].ml_meth = fn->m_ml->ml_flags & METH_KEYWORDS ? (PyCFunction)(void (*)(void))entry_kw[k]
-									: (PyCFunction)(void (*)(void))entry_fast[k];
+								      : (PyCFunction)(void (*)(void))entry_fast[k];
 		fn->m_ml = &S.def[k];
 	}
 	S.patched = 1;
@@ -425,8 +425,7 @@ static PyObject *table_load(const char *data, Py_ssize_t len)
 			if (!PyTuple_CheckExact(r) || PyTuple_GET_SIZE(r) != 5 ||
 			    !PyUnicode_CheckExact(PyTuple_GET_ITEM(r, 0)) ||
 			    !PyUnicode_CheckExact(PyTuple_GET_ITEM(r, 1)) ||
-			    !PyLong_CheckExact(PyTuple_GET_ITEM(r, 2)) ||
-			    !PyLong_CheckExact(PyTuple_GET_ITEM(r, 3)) ||
+			    !PyLong_CheckExact(PyTuple_GET_ITEM(r, 2)) || !PyLong_CheckExact(PyTuple_GET_ITEM(r, 3)) ||
 			    !PyBytes_CheckExact(PyTuple_GET_ITEM(r, 4)))
 				goto bad;
 		}
@@ -438,8 +437,9 @@ bad:
 	return NULL;
 }
 
-PyDoc_STRVAR(apply_doc, "apply(data) -> int\n\nTakes the plan's string table (marshal data, bytes already checked "
-			"against\nthe plan) and answers the calls it holds from now on.  Returns the number of\nsources.");
+PyDoc_STRVAR(apply_doc,
+	     "apply(data) -> int\n\nTakes the plan's string table (marshal data, bytes already checked "
+	     "against\nthe plan) and answers the calls it holds from now on.  Returns the number of\nsources.");
 
 static PyObject *pc_apply(PyObject *self, PyObject *args)
 {
@@ -494,7 +494,10 @@ static PyMethodDef pc_methods[] = {
 };
 
 static struct PyModuleDef pc_module = {
-	PyModuleDef_HEAD_INIT, "_plancode", "code compiled from strings, answered from a start-up plan.", -1,
+	PyModuleDef_HEAD_INIT,
+	"_plancode",
+	"code compiled from strings, answered from a start-up plan.",
+	-1,
 	pc_methods,
 };
 

@@ -85,7 +85,8 @@ struct sampler {
 	int enabled;
 	char *map;
 	size_t used;
-	struct fill fill; /* the file (its descriptor, checked before each use) written ahead of the records (_fill.h) */
+	struct fill
+		fill; /* the file (its descriptor, checked before each use) written ahead of the records (_fill.h) */
 	pid_t pid;
 	pid_t main_tid;
 	long interval_us;
@@ -623,8 +624,8 @@ static int frame_first_live(PyThreadState *ts, frame_t *f)
 	if (!ts->datastack_chunk || frame_head(ts, f, &head) < 0)
 		return 0;
 	if (head.owner == FRAME_OWNED_BY_THREAD) {
-		if (!chunk_of(ts, start) || (!frame_ends_at(ts, f, &head, ts->datastack_top) &&
-					      !frames_reach_top(ts, frame_end(f, &head))))
+		if (!chunk_of(ts, start) ||
+		    (!frame_ends_at(ts, f, &head, ts->datastack_top) && !frames_reach_top(ts, frame_end(f, &head))))
 			return 0;
 	} else if (head.owner == FRAME_OWNED_BY_GENERATOR) {
 		if (!gen_running(f))
@@ -1150,8 +1151,7 @@ static int file_open(const char *origin)
 	S.used = 0;
 	/* Called on the thread that is the main one from now on: the start's, or the fork's. */
 	own_close(&S.sched);
-	snprintf(S.sched_path, sizeof(S.sched_path), "/proc/%ld/task/%ld/schedstat", (long)S.pid,
-		 (long)gettid_raw());
+	snprintf(S.sched_path, sizeof(S.sched_path), "/proc/%ld/task/%ld/schedstat", (long)S.pid, (long)gettid_raw());
 	own_open(&S.sched, S.sched_path, O_RDONLY);
 	/* Cleared for a second file (a fork's): the first one's tables are still the zero pages. */
 	if (S.next_id || S.next_tno) {

@@ -52,7 +52,8 @@ struct tracer {
 	long fork_depth; /* imports open on the forking thread at the fork */
 	char *map;
 	size_t size, used;
-	struct fill fill; /* the file (its descriptor, checked before each use) written ahead of the records (_fill.h) */
+	struct fill
+		fill; /* the file (its descriptor, checked before each use) written ahead of the records (_fill.h) */
 	long pid;
 	int audit;
 	int installed;
@@ -603,8 +604,7 @@ static PyObject *wrap_sleep(PyObject *orig, PyObject *args, PyObject *kw)
 	return PyObject_Call(orig, args, kw);
 }
 
-static PyMethodDef sleep_def = { "sleep", (PyCFunction)(void (*)(void))wrap_sleep, METH_VARARGS | METH_KEYWORDS,
-				 NULL };
+static PyMethodDef sleep_def = { "sleep", (PyCFunction)(void (*)(void))wrap_sleep, METH_VARARGS | METH_KEYWORDS, NULL };
 
 static void maybe_wrap_sleep(void)
 {
@@ -739,7 +739,7 @@ static PyObject *wrap_find_spec(PyObject *orig, PyObject *const *args, Py_ssize_
 }
 
 static PyMethodDef find_and_load_def = { "_find_and_load", (PyCFunction)(void (*)(void))wrap_find_and_load,
-					  METH_FASTCALL | METH_KEYWORDS, NULL };
+					 METH_FASTCALL | METH_KEYWORDS, NULL };
 static PyMethodDef find_spec_def = { "_find_spec", (PyCFunction)(void (*)(void))wrap_find_spec,
 				     METH_FASTCALL | METH_KEYWORDS, NULL };
 
@@ -827,10 +827,8 @@ static const struct ev *ev_lookup(const char *name)
 		break;
 	case 'e':
 	case 't':
-	case 'u':
-		break;
-	default:
-		return NULL;
+	case 'u': break;
+	default: return NULL;
 	}
 	for (i = 0; i < sizeof(events) / sizeof(events[0]); i++)
 		if (events[i].name[0] == name[0] && events[i].name[1] == name[1] && !strcmp(events[i].name, name))
@@ -906,8 +904,7 @@ static void audit_record(const struct ev *e, const char *event, PyObject *args)
 			rec_repr(&r, PyTuple_GET_ITEM(args, 1));
 		}
 		break;
-	case EV_NOARG:
-		break;
+	case EV_NOARG: break;
 	}
 	emit(&r);
 out:
@@ -996,7 +993,7 @@ static PyObject *direct_loads(PyObject *orig, PyObject *const *args, Py_ssize_t 
 }
 
 static PyMethodDef direct_loads_def = { "loads", (PyCFunction)(void (*)(void))direct_loads,
-					 METH_FASTCALL | METH_KEYWORDS, NULL };
+					METH_FASTCALL | METH_KEYWORDS, NULL };
 
 /* *e copied from p, 0; -1 when p is not readable memory. */
 static int read_entry(const void *p, struct hook_entry *e)
@@ -1112,8 +1109,7 @@ static PyObject *tracer_start(PyObject *self, PyObject *args)
 	T.enabled = 1;
 	if (!T.installed) {
 		mod = PyDict_GetItemString(PyImport_GetModuleDict(), "_frozen_importlib");
-		if (!mod || install_wrapper(mod, &find_and_load_def) < 0 ||
-		    install_wrapper(mod, &find_spec_def) < 0)
+		if (!mod || install_wrapper(mod, &find_and_load_def) < 0 || install_wrapper(mod, &find_spec_def) < 0)
 			goto fail;
 #if PY_VERSION_HEX >= 0x03090000
 		if (install_audit_hook() < 0)

@@ -17,10 +17,10 @@
 #include "model/classify.h"
 
 /* The rules every analysis runs, in order. */
-static const struct finding_rules *const rule_tables[] = {
-	&findings_exit_rules, &findings_code_rules, &findings_heavy_rules, &findings_lookup_rules,
-	&elf_finding_rules, &plan_finding_rules, &timeline_finding_rules, NULL
-};
+static const struct finding_rules *const rule_tables[] = { &findings_exit_rules,    &findings_code_rules,
+							   &findings_heavy_rules,   &findings_lookup_rules,
+							   &elf_finding_rules,	    &plan_finding_rules,
+							   &timeline_finding_rules, NULL };
 
 struct named {
 	const char *name;
@@ -131,8 +131,7 @@ static void check_mixed(struct profile *p, struct run *r, size_t ri)
 				    ri + 1, r->nr_procs);
 }
 
-static void analyze(struct profile *p, const char *const *stdlib_names, const char *const *site_dirs,
-		    bool native)
+static void analyze(struct profile *p, const char *const *stdlib_names, const char *const *site_dirs, bool native)
 {
 	size_t r, i, bad_total = 0;
 	struct buf examples = BUF_INIT;

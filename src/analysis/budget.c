@@ -297,8 +297,10 @@ void budget_verdicts_release(struct budget_verdicts *vs)
 
 void budget_warning(const struct budget_verdict *v, struct buf *out)
 {
-	buf_addf(out, "budget '%s': no module of that name was imported in any measured run, so it cannot fail "
-		      "(a typo? a module of another process?)", v->name);
+	buf_addf(out,
+		 "budget '%s': no module of that name was imported in any measured run, so it cannot fail "
+		 "(a typo? a module of another process?)",
+		 v->name);
 }
 
 int budget_check(const struct profile *p, const struct budget *b, struct buf *explain)

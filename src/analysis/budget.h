@@ -57,7 +57,10 @@ struct budget_verdicts {
 	size_t failed, unknown; /* how many failed; how many budgets name no module seen */
 };
 
-#define BUDGET_VERDICTS_INIT { 0 }
+#define BUDGET_VERDICTS_INIT                                                                                           \
+	{                                                                                                              \
+		0                                                                                                      \
+	}
 
 /*
  * Judges every rule of b against p into out (BUDGET_VERDICTS_INIT); 0, or

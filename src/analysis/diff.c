@@ -343,8 +343,8 @@ int64_t diff_mad(const int64_t *v, size_t n, int64_t median)
 	return m;
 }
 
-int diff_compute(struct diff *d, const struct profile *a, const struct profile *b,
-		 int64_t min_delta_us, struct buf *err)
+int diff_compute(struct diff *d, const struct profile *a, const struct profile *b, int64_t min_delta_us,
+		 struct buf *err)
 {
 	const struct run **ra = xmalloc(st_mult(a->nr_runs ? a->nr_runs : 1, sizeof(*ra)));
 	const struct run **rb = xmalloc(st_mult(b->nr_runs ? b->nr_runs : 1, sizeof(*rb)));
@@ -408,8 +408,7 @@ size_t diff_regressions(const struct diff *d)
 	return n;
 }
 
-void diff_report(const struct diff *d, const char *a_name, const char *b_name, size_t top,
-		 struct buf *out)
+void diff_report(const struct diff *d, const char *a_name, const char *b_name, size_t top, struct buf *out)
 {
 	size_t n;
 	const struct diff_entry **quiet = diff_select(d, DIFF_QUIET, &n);
@@ -417,7 +416,9 @@ void diff_report(const struct diff *d, const char *a_name, const char *b_name, s
 	buf_addf(out, "coldstart diff: %s (%zu run%s) -> %s (%zu run%s)\n", a_name, d->a_runs,
 		 d->a_runs == 1 ? "" : "s", b_name, d->b_runs, d->b_runs == 1 ? "" : "s");
 	if (d->metric == METRIC_CPU)
-		buf_adds(out, "compared in CPU time of the importing thread (a CPU limit makes wall time the scheduler's)\n");
+		buf_adds(
+			out,
+			"compared in CPU time of the importing thread (a CPU limit makes wall time the scheduler's)\n");
 	buf_adds(out, d->metric == METRIC_CPU ? "import total (CPU): " : "import total: ");
 	buf_add_duration(out, d->a_total_us);
 	buf_adds(out, " -> ");
@@ -445,9 +446,10 @@ void diff_report(const struct diff *d, const char *a_name, const char *b_name, s
 		buf_adds(out, "noise: medians across runs; a change is flagged when it exceeds 3 x 1.4826 x MAD\n"
 			      "(at least the typical module's MAD) and --min-delta (");
 		buf_add_duration(out, d->min_delta_us);
-		buf_addf(out, ")%s\n", d->a_runs >= SEPARATION_MIN_RUNS && d->b_runs >= SEPARATION_MIN_RUNS
-					       ? ", and the runs separate (90% of run pairs agree)"
-					       : "");
+		buf_addf(out, ")%s\n",
+			 d->a_runs >= SEPARATION_MIN_RUNS && d->b_runs >= SEPARATION_MIN_RUNS
+				 ? ", and the runs separate (90% of run pairs agree)"
+				 : "");
 	} else {
 		buf_adds(out, "noise: single runs; a change is flagged when it exceeds --min-delta (");
 		buf_add_duration(out, d->min_delta_us);

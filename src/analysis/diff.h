@@ -62,14 +62,17 @@ struct diff {
 	enum metric metric;
 };
 
-#define DIFF_INIT { NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, UNKNOWN, UNKNOWN, 0, METRIC_WALL }
+#define DIFF_INIT                                                                                                      \
+	{                                                                                                              \
+		NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, UNKNOWN, UNKNOWN, 0, METRIC_WALL                            \
+	}
 
 /*
  * Fills d (initialised with DIFF_INIT) from a and b; returns 0, or -1 with
  * err set when either profile has no run with a process.
  */
-int diff_compute(struct diff *d, const struct profile *a, const struct profile *b,
-		 int64_t min_delta_us, struct buf *err);
+int diff_compute(struct diff *d, const struct profile *a, const struct profile *b, int64_t min_delta_us,
+		 struct buf *err);
 /* The entry for a module name, NULL when neither side has it. */
 const struct diff_entry *diff_find(const struct diff *d, const char *name);
 /* Number of flagged slow-downs (the total and modules, added ones included). */
@@ -78,8 +81,7 @@ size_t diff_regressions(const struct diff *d);
  * Human-readable report: totals, flagged changes (at most top of each list,
  * 0 = all), new and removed modules, and a count of unflagged changes.
  */
-void diff_report(const struct diff *d, const char *a_name, const char *b_name, size_t top,
-		 struct buf *out);
+void diff_report(const struct diff *d, const char *a_name, const char *b_name, size_t top, struct buf *out);
 void diff_release(struct diff *d);
 
 /* The lists of a report. */

@@ -49,8 +49,8 @@ static int32_t *native_nodes(const struct proc *pr, size_t *nr)
 			continue;
 		ALLOC_GROW(v, n + 1, alloc);
 		/* Insertion sort by start time: extensions are few. */
-		for (j = n; j > 0 && pr->timing[v[j - 1]].start_ns > pr->timing[i].start_ns &&
-			    pr->timing[i].start_ns >= 0;
+		for (j = n;
+		     j > 0 && pr->timing[v[j - 1]].start_ns > pr->timing[i].start_ns && pr->timing[i].start_ns >= 0;
 		     j--)
 			v[j] = v[j - 1];
 		v[j] = (int32_t)i;
@@ -261,9 +261,11 @@ static void heavy_findings(struct profile *p, const struct native_set *n)
 			buf_addf(&ev, "; loaded in ");
 			findings_add_procs(&ev, run, &procs);
 		}
-		buf_addf(&fix, "import %s lazily, inside the code that needs it, so start-up does not "
+		buf_addf(&fix,
+			 "import %s lazily, inside the code that needs it, so start-up does not "
 			 "pay the dynamic loader; where a library dominates, a build linked against a "
-			 "smaller one (or without it) cuts the cost for everyone", e->module);
+			 "smaller one (or without it) cuts the cost for everyone",
+			 e->module);
 		add_finding(p, "native-heavy-load", "warning", &title, &ev, &fix, e->module, max_us);
 		finding_set_pids(p, run, &procs);
 		proc_set_release(&procs);
@@ -279,8 +281,7 @@ struct strip_state {
 	struct buf ev;
 };
 
-static void note_unstripped(struct strip_state *st, const struct elf_facts *f, const char *label,
-			    const char *module)
+static void note_unstripped(struct strip_state *st, const struct elf_facts *f, const char *label, const char *module)
 {
 	uint64_t bytes;
 	size_t k;
@@ -302,8 +303,7 @@ static void note_unstripped(struct strip_state *st, const struct elf_facts *f, c
 			buf_adds(&st->ev, "; ");
 		buf_addf(&st->ev, "%s (%s): ", label, f->path);
 		buf_add_bytes(&st->ev, (int64_t)bytes);
-		buf_addf(&st->ev, " in %zu symbols and %zu debug sections", f->nr_symtab,
-			 f->nr_debug_sections);
+		buf_addf(&st->ev, " in %zu symbols and %zu debug sections", f->nr_symtab, f->nr_debug_sections);
 	}
 }
 
@@ -325,8 +325,8 @@ static void unstripped_findings(struct profile *p, const struct native_set *n)
 
 		for (j = 0; j < e->tree.nr; j++)
 			if (!e->tree.libs[j].preloaded)
-				note_unstripped(&st, e->tree.libs[j].facts,
-						j ? e->tree.libs[j].name : e->module, e->module);
+				note_unstripped(&st, e->tree.libs[j].facts, j ? e->tree.libs[j].name : e->module,
+						e->module);
 	}
 	if (st.nr_seen) {
 		if (st.shown > 6)
@@ -393,14 +393,12 @@ static void dup_findings_for(struct dup_findings *d, const struct native_set *n,
 			if (!l->path || !j)
 				continue;
 			for (k = 0; k < nr; k++)
-				if (!strcmp(objs[k].path, l->path) ||
-				    (l->facts && objs[k].facts == l->facts))
+				if (!strcmp(objs[k].path, l->path) || (l->facts && objs[k].facts == l->facts))
 					break;
 			if (k < nr)
 				continue;
 			ALLOC_GROW(objs, nr + 1, alloc);
-			objs[nr].key = normalise_lib(l->facts && l->facts->soname ? l->facts->soname
-										   : l->name);
+			objs[nr].key = normalise_lib(l->facts && l->facts->soname ? l->facts->soname : l->name);
 			objs[nr].facts = l->facts;
 			objs[nr].path = l->path;
 			objs[nr].module = e->module;
@@ -428,8 +426,7 @@ static void dup_findings_for(struct dup_findings *d, const struct native_set *n,
 	free(objs);
 }
 
-static void render_lib_line(const struct elf_tree *t, size_t i, const char *indent,
-			    struct buf *out)
+static void render_lib_line(const struct elf_tree *t, size_t i, const char *indent, struct buf *out)
 {
 	const struct elf_lib *l = &t->libs[i];
 
@@ -453,8 +450,7 @@ static void render_lib_line(const struct elf_tree *t, size_t i, const char *inde
 	buf_addch(out, '\n');
 }
 
-static void render_subtree(const struct elf_tree *t, size_t node, const char *indent,
-			   struct buf *out)
+static void render_subtree(const struct elf_tree *t, size_t node, const char *indent, struct buf *out)
 {
 	size_t i;
 
@@ -652,8 +648,7 @@ void elf_report_section(const struct profile *p, size_t top, struct buf *out)
 	buf_adds(out, "\nNative extensions\n");
 	if (n->has_python) {
 		buf_addf(out, "  interpreter %s: Python %s, libpython %s", n->py.exe,
-			 n->py.version ? n->py.version : "(version unknown)",
-			 n->py.shared ? "shared" : "static");
+			 n->py.version ? n->py.version : "(version unknown)", n->py.shared ? "shared" : "static");
 		if (n->py.libpython)
 			buf_addf(out, " (%s)", n->py.libpython);
 		buf_addch(out, '\n');
@@ -673,7 +668,8 @@ void elf_report_section(const struct profile *p, size_t top, struct buf *out)
 			modules++;
 	buf_addf(out, "  %zu loaded", n->nr);
 	if (modules < n->nr)
-		buf_addf(out, " (%zu modules, some in several processes: each once below, at its longest load)", modules);
+		buf_addf(out, " (%zu modules, some in several processes: each once below, at its longest load)",
+			 modules);
 	if (any_time) {
 		buf_adds(out, ", ");
 		buf_add_duration(out, total);

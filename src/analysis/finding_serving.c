@@ -12,8 +12,9 @@
  * that uses it" would only move their cost to the first request.
  */
 static const char *const serving_packages[] = {
-	"aiohttp", "bottle", "cherrypy", "django", "falcon", "fastapi", "fdk", "flask", "gunicorn", "hypercorn",
-	"pyramid", "quart", "sanic", "starlette", "tornado", "twisted", "uvicorn", "waitress", "werkzeug",
+	"aiohttp", "bottle",   "cherrypy",  "django",	"falcon",   "fastapi", "fdk",
+	"flask",   "gunicorn", "hypercorn", "pyramid",	"quart",    "sanic",   "starlette",
+	"tornado", "twisted",  "uvicorn",   "waitress", "werkzeug",
 };
 
 static bool serves_requests(const char *module)
@@ -64,19 +65,20 @@ bool finding_serving_fix(struct buf *fix, const struct profile *p, const char *n
 	if (!serves_requests(nm) || !target_served(p))
 		return false;
 	if (len == 3 && !strncmp(nm, "fdk", 3)) {
-		buf_addf(fix, "the function cannot answer without '%s', so do not defer it; run the function behind "
-			      "coldstart-fdk (docs/fdk.md), which is ready before it imports the function and the parts "
-			      "of the FDK a call needs",
+		buf_addf(fix,
+			 "the function cannot answer without '%s', so do not defer it; run the function behind "
+			 "coldstart-fdk (docs/fdk.md), which is ready before it imports the function and the parts "
+			 "of the FDK a call needs",
 			 nm);
 		return true;
 	}
-	buf_addf(fix, "'%s' serves the requests, so start-up needs it (imported later, it would only move its cost "
-		      "to the first request); trim what it brings instead ('coldstart why %.*s PROFILE' lists what "
-		      "only it imports) and import what only some handlers need inside those handlers",
+	buf_addf(fix,
+		 "'%s' serves the requests, so start-up needs it (imported later, it would only move its cost "
+		 "to the first request); trim what it brings instead ('coldstart why %.*s PROFILE' lists what "
+		 "only it imports) and import what only some handlers need inside those handlers",
 		 nm, len, nm);
 	if (under_gunicorn(p))
 		buf_adds(fix, "; gunicorn --preload imports the app once in the master, so every worker forks with it "
 			      "loaded");
 	return true;
 }
-

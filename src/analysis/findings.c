@@ -148,8 +148,8 @@ void finding_set_pids(struct profile *p, const struct run *r, const struct proc_
 }
 
 void finding_add_in(struct profile *p, const struct run *r, const struct proc_set *s, const char *id,
-		    const char *severity, const char *module, int64_t cost_us, const char *title,
-		    const char *evidence, const char *fix)
+		    const char *severity, const char *module, int64_t cost_us, const char *title, const char *evidence,
+		    const char *fix)
 {
 	finding_add(p, id, severity, module, cost_us, title, evidence, fix);
 	finding_set_pids(p, r, s);
@@ -168,8 +168,8 @@ const struct run *findings_main_run(const struct profile *p)
 	return p->nr_runs ? &p->runs[0] : NULL;
 }
 
-void finding_add(struct profile *p, const char *id, const char *severity, const char *module,
-		 int64_t cost_us, const char *title, const char *evidence, const char *fix)
+void finding_add(struct profile *p, const char *id, const char *severity, const char *module, int64_t cost_us,
+		 const char *title, const char *evidence, const char *fix)
 {
 	struct finding f;
 

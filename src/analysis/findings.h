@@ -33,8 +33,8 @@ void findings_run(struct profile *p, const struct finding_rules *const *tables);
  * For rules: adds one finding.  title, evidence and fix are copied; module
  * may be NULL; cost_us is UNKNOWN when the finding is not about time.
  */
-void finding_add(struct profile *p, const char *id, const char *severity, const char *module,
-		 int64_t cost_us, const char *title, const char *evidence, const char *fix);
+void finding_add(struct profile *p, const char *id, const char *severity, const char *module, int64_t cost_us,
+		 const char *title, const char *evidence, const char *fix);
 
 /*
  * Processes of a run a finding holds in, as indexes into run->procs, kept in
@@ -44,7 +44,10 @@ struct proc_set {
 	size_t *v;
 	size_t nr, alloc;
 };
-#define PROC_SET_INIT { NULL, 0, 0 }
+#define PROC_SET_INIT                                                                                                  \
+	{                                                                                                              \
+		NULL, 0, 0                                                                                             \
+	}
 
 /* Adds pi unless s holds it already. */
 void proc_set_add(struct proc_set *s, size_t pi);
@@ -60,8 +63,8 @@ void findings_add_procs(struct buf *b, const struct run *r, const struct proc_se
 
 /* As finding_add, for a finding that holds in the processes s of r: they become its pids. */
 void finding_add_in(struct profile *p, const struct run *r, const struct proc_set *s, const char *id,
-		    const char *severity, const char *module, int64_t cost_us, const char *title,
-		    const char *evidence, const char *fix);
+		    const char *severity, const char *module, int64_t cost_us, const char *title, const char *evidence,
+		    const char *fix);
 /* Sets the pids of p's last finding from s. */
 void finding_set_pids(struct profile *p, const struct run *r, const struct proc_set *s);
 

@@ -78,8 +78,8 @@ static struct compiled *compiled_entry(struct compiled **v, size_t *nr, size_t *
 }
 
 /* The modules compiled in r's processes, each once; *targets gets what to compile, *total_ns the time. */
-static struct compiled *collect_compiled(const struct run *r, size_t *nr, struct proc_set *all,
-					 struct strvec *targets, int64_t *total_ns)
+static struct compiled *collect_compiled(const struct run *r, size_t *nr, struct proc_set *all, struct strvec *targets,
+					 int64_t *total_ns)
 {
 	struct compiled *v = NULL, *c;
 	struct buf t = BUF_INIT;
@@ -148,8 +148,10 @@ static void rule_compiled(struct profile *p)
 	}
 	if (nr > k)
 		buf_addf(&ev, " and %zu more", nr - k);
-	buf_addf(&ev, " %s compiled from source at import (no usable .pyc: missing, stale, or not "
-		      "writable); compiling took ", nr == 1 ? "was" : "were");
+	buf_addf(&ev,
+		 " %s compiled from source at import (no usable .pyc: missing, stale, or not "
+		 "writable); compiling took ",
+		 nr == 1 ? "was" : "were");
 	buf_add_duration(&ev, total_ns / 1000);
 	buf_adds(&ev, all.nr > 1 ? " in all, in " : " in ");
 	findings_add_procs(&ev, r, &all);
@@ -162,8 +164,7 @@ static void rule_compiled(struct profile *p)
 		buf_adds(&fix, " <code directory>");
 	buf_adds(&fix, " (as the user and interpreter that run it; do not set PYTHONDONTWRITEBYTECODE "
 		       "there; compile before the directory is made read-only)");
-	finding_add_in(p, r, &all, "compiled-at-startup", "warning", NULL, total_ns / 1000, title.buf, ev.buf,
-		       fix.buf);
+	finding_add_in(p, r, &all, "compiled-at-startup", "warning", NULL, total_ns / 1000, title.buf, ev.buf, fix.buf);
 out:
 	for (k = 0; k < nr; k++)
 		proc_set_release(&c[k].procs);
@@ -181,27 +182,23 @@ static const struct {
 	const char *what;
 	const char *fix;
 } effect_info[FX__COUNT] = {
-	[FX_NETWORK] = { "network access",
-			 "do not connect or resolve names at import: create the client or connection "
-			 "on first use (inside a function, or a cached factory), so a slow or "
-			 "unreachable network cannot delay or break start-up" },
-	[FX_SUBPROCESS] = { "a subprocess",
-			    "do not run commands at import: run them on first use, or compute the "
-			    "value at build time and ship it as data" },
-	[FX_WRITE] = { "file writes",
-		       "do not write files at import: create them on first use or at build time; a "
-		       "read-only or full file system must not break start-up" },
-	[FX_SLEEP] = { "a sleep",
-		       "remove the sleep from module scope; retries and waits belong in the first "
-		       "call that needs the resource" },
+	[FX_NETWORK] = { "network access", "do not connect or resolve names at import: create the client or connection "
+					   "on first use (inside a function, or a cached factory), so a slow or "
+					   "unreachable network cannot delay or break start-up" },
+	[FX_SUBPROCESS] = { "a subprocess", "do not run commands at import: run them on first use, or compute the "
+					    "value at build time and ship it as data" },
+	[FX_WRITE] = { "file writes", "do not write files at import: create them on first use or at build time; a "
+				      "read-only or full file system must not break start-up" },
+	[FX_SLEEP] = { "a sleep", "remove the sleep from module scope; retries and waits belong in the first "
+				  "call that needs the resource" },
 };
 
 static enum effect effect_of(const char *name, const char *detail)
 {
-	static const char *const network[] = { "socket.connect", "socket.getaddrinfo",
-					       "socket.gethostbyname", "socket.bind", "urllib.Request" };
-	static const char *const subprocess[] = { "subprocess.Popen", "os.system", "os.exec",
-						  "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty" };
+	static const char *const network[] = { "socket.connect", "socket.getaddrinfo", "socket.gethostbyname",
+					       "socket.bind", "urllib.Request" };
+	static const char *const subprocess[] = { "subprocess.Popen", "os.system", "os.exec",	"os.posix_spawn",
+						  "os.spawn",	      "os.fork",   "os.forkpty" };
 	size_t i;
 
 	for (i = 0; i < ARRAY_SIZE(network); i++)

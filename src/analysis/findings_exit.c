@@ -46,8 +46,8 @@ static void rule_ex_config(struct profile *p)
 		buf_adds(&ev, "; it exited while importing ");
 		finding_add_chain(&ev, &first->procs[0], node);
 	}
-	finding_add(p, "config-rejected", "error", node >= 0 ? node_name(&first->procs[0], node) : NULL,
-		    UNKNOWN, "configuration rejected at start-up (exit status 78)", ev.buf,
+	finding_add(p, "config-rejected", "error", node >= 0 ? node_name(&first->procs[0], node) : NULL, UNKNOWN,
+		    "configuration rejected at start-up (exit status 78)", ev.buf,
 		    "the application refused its configuration before serving: its stderr names the "
 		    "setting; compare the environment variables and config files it reads with a working "
 		    "environment (coldstart passes the environment through unchanged)");

@@ -34,8 +34,7 @@ static int64_t heavy_pct(const struct heavy *h)
  * and in the other processes where it is heavy too (two workers import the
  * same app): every pid is named, the target's first.
  */
-static void heavy_finding(struct profile *p, const struct run *r, struct heavy *h, size_t nr, size_t k,
-			  enum metric m)
+static void heavy_finding(struct profile *p, const struct run *r, struct heavy *h, size_t nr, size_t k, enum metric m)
 {
 	struct buf ev = BUF_INIT, title = BUF_INIT, fix = BUF_INIT, who = BUF_INIT;
 	struct proc_set procs = PROC_SET_INIT;
@@ -88,13 +87,15 @@ static void heavy_finding(struct profile *p, const struct run *r, struct heavy *
 	}
 	proc_chain(pr, h[k].node, " -> ", &ev);
 	if (own)
-		buf_addf(&fix, "move the work done at module scope of '%s' into functions called when it is "
-			       "needed, or compute it at build time",
+		buf_addf(&fix,
+			 "move the work done at module scope of '%s' into functions called when it is "
+			 "needed, or compute it at build time",
 			 nm);
 	else if (!finding_serving_fix(&fix, p, nm))
-		buf_addf(&fix, "if start-up does not need it, import '%s' inside the function that uses it "
-			       "(or defer it with coldstart's lazy loader); otherwise look for a lighter "
-			       "module that does the same",
+		buf_addf(&fix,
+			 "if start-up does not need it, import '%s' inside the function that uses it "
+			 "(or defer it with coldstart's lazy loader); otherwise look for a lighter "
+			 "module that does the same",
 			 nm);
 	finding_add_in(p, r, &procs, "heavy-import", top >= 25 ? "warning" : "info", nm, h[k].us, title.buf, ev.buf,
 		       fix.buf);
@@ -113,8 +114,8 @@ static void heavy_finding(struct profile *p, const struct run *r, struct heavy *
  * the fork), the target first; imports that began after the target was
  * ready are not on the start-up path and get no advice.
  */
-static void collect_heavy(const struct run *r, size_t pi, enum metric m, int64_t ready_ns, struct heavy **h,
-			  size_t *nr, size_t *alloc)
+static void collect_heavy(const struct run *r, size_t pi, enum metric m, int64_t ready_ns, struct heavy **h, size_t *nr,
+			  size_t *alloc)
 {
 	const struct proc *pr = &r->procs[pi];
 	int64_t total = proc_import_total_in(pr, false, m);
@@ -130,7 +131,8 @@ static void collect_heavy(const struct run *r, size_t pi, enum metric m, int64_t
 
 		if (!(n->flags & NODE_STARTUP) && n->kind != KIND_TOOL && big && !node_after_ready(pr, i, ready_ns)) {
 			descend = n->kind == KIND_APP;
-			if (!descend || (i64_mul(self, 100) >= i64_mul(total, HEAVY_SHARE_PCT) && self >= HEAVY_MIN_US)) {
+			if (!descend ||
+			    (i64_mul(self, 100) >= i64_mul(total, HEAVY_SHARE_PCT) && self >= HEAVY_MIN_US)) {
 				ALLOC_GROW(*h, *nr + 1, *alloc);
 				(*h)[*nr] = (struct heavy){ pi, i, descend ? self : cum, total, false };
 				(*nr)++;

@@ -199,25 +199,29 @@ static void rule_finders(struct profile *p)
 		buf_addf(&ev, "; sys.path has %s", ff->path);
 	add_held_in(&ev, r, &procs);
 	if (first.long_path)
-		buf_addf(&fix, "sys.path has %zu entries and every top-level import that is not a built-in tries "
-			       "them in order: drop unused entries and .pth files, install dependencies into one "
-			       "site-packages (or one directory / zipapp), and put the directories most imports "
-			       "come from first",
+		buf_addf(&fix,
+			 "sys.path has %zu entries and every top-level import that is not a built-in tries "
+			 "them in order: drop unused entries and .pth files, install dependencies into one "
+			 "site-packages (or one directory / zipapp), and put the directories most imports "
+			 "come from first",
 			 ff->entries);
 	if (first.failing)
-		buf_addf(&fix, "%s%zu imports failed and a failed lookup tries every path entry: install the "
-			       "optional dependencies, or stop probing for them at import (see failed-imports)",
+		buf_addf(&fix,
+			 "%s%zu imports failed and a failed lookup tries every path entry: install the "
+			 "optional dependencies, or stop probing for them at import (see failed-imports)",
 			 fix.len ? "; " : "", ff->failed);
 	if (first.few) {
-		buf_addf(&fix, "%sa few lookups take most of the time (%s'%s' first): look for a meta-path finder "
-			       "or path hook that is slow for them (an import hook, a namespace package spread over "
-			       "many sys.path entries, a network or overlay file system)",
+		buf_addf(&fix,
+			 "%sa few lookups take most of the time (%s'%s' first): look for a meta-path finder "
+			 "or path hook that is slow for them (an import hook, a namespace package spread over "
+			 "many sys.path entries, a network or overlay file system)",
 			 fix.len ? "; " : "", "", node_name(pr, ff->top[0]));
 		add_off_cpu(&fix, ff);
 	}
 	if (first.slow_each && !first.long_path)
-		buf_addf(&fix, "%severy lookup is slow (a median of %lld us): check for a slow file system under "
-			       "sys.path or an import hook on sys.meta_path that runs before the standard finders",
+		buf_addf(&fix,
+			 "%severy lookup is slow (a median of %lld us): check for a slow file system under "
+			 "sys.path or an import hook on sys.meta_path that runs before the standard finders",
 			 fix.len ? "; " : "", (long long)(ff->median_ns / 1000));
 	buf_adds(&title, first.share ? "finders take a large share of import time" : "sys.path is long");
 	finding_add_in(p, r, &procs, "slow-finders",

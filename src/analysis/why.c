@@ -9,28 +9,18 @@
 #include <string.h>
 
 static const char *const ctx_names[WHY_CTX__COUNT] = {
-	[WHY_BODY] = "body",
-	[WHY_COND] = "cond",
-	[WHY_FUNC] = "func",
-	[WHY_TYPING] = "typing",
-	[WHY_MAIN_GUARD] = "main",
+	[WHY_BODY] = "body",	 [WHY_COND] = "cond",	    [WHY_FUNC] = "func",
+	[WHY_TYPING] = "typing", [WHY_MAIN_GUARD] = "main",
 };
 
 static const char *const via_names[WHY_VIA__COUNT] = {
-	[WHY_VIA_STMT] = "statement",
-	[WHY_VIA_CALL] = "call",
-	[WHY_VIA_TREE] = "tree",
-	[WHY_VIA_AGAIN] = "recorded-again",
-	[WHY_VIA_COMPUTED] = "computed",
+	[WHY_VIA_STMT] = "statement",	    [WHY_VIA_CALL] = "call",	     [WHY_VIA_TREE] = "tree",
+	[WHY_VIA_AGAIN] = "recorded-again", [WHY_VIA_COMPUTED] = "computed",
 };
 
 static const char *const status_names[WHY_STATUS__COUNT] = {
-	[WHY_LOADED] = "loaded",
-	[WHY_FOUND_LOADED] = "found-loaded",
-	[WHY_INHERITED] = "inherited",
-	[WHY_CIRCULAR] = "circular",
-	[WHY_NOT_RUN] = "not-run",
-	[WHY_IN_FUNCTION] = "in-function",
+	[WHY_LOADED] = "loaded",     [WHY_FOUND_LOADED] = "found-loaded", [WHY_INHERITED] = "inherited",
+	[WHY_CIRCULAR] = "circular", [WHY_NOT_RUN] = "not-run",		  [WHY_IN_FUNCTION] = "in-function",
 	[WHY_NEVER] = "never",
 };
 
@@ -177,9 +167,8 @@ void why_graph_init(struct why_graph *g, const struct proc *pr)
 
 		if (!len || (c->flags & NODE_FAILED))
 			continue;
-		if (!(c->flags & NODE_CACHED) &&
-		    !((c->flags & NODE_TRACE_ONLY) && first >= 0 && first < (int32_t)i &&
-		      (!pr->timing || !pr->timing[i].file)))
+		if (!(c->flags & NODE_CACHED) && !((c->flags & NODE_TRACE_ONLY) && first >= 0 && first < (int32_t)i &&
+						   (!pr->timing || !pr->timing[i].file)))
 			continue;
 		g->again[i] = true;
 		push_stmt(g, c->parent >= 0 ? c->parent : WHY_TOP, resolve(g, name, len), intern(g, name, len), 0,
@@ -204,8 +193,8 @@ int32_t why_graph_find(const struct why_graph *g, const char *name)
 	return find_len(g, name, strlen(name));
 }
 
-void why_graph_add_import(struct why_graph *g, int32_t importer, const char *base, const char *names,
-			  uint32_t line, enum why_ctx ctx, enum why_via via)
+void why_graph_add_import(struct why_graph *g, int32_t importer, const char *base, const char *names, uint32_t line,
+			  enum why_ctx ctx, enum why_via via)
 {
 	struct buf full = BUF_INIT;
 	size_t blen = strlen(base);
@@ -374,12 +363,9 @@ static bool edge_runs(const struct walk *w, enum why_status st)
 	switch (st) {
 	case WHY_LOADED:
 	case WHY_FOUND_LOADED:
-	case WHY_CIRCULAR:
-		return true;
-	case WHY_IN_FUNCTION:
-		return w->o->functions_run;
-	default:
-		return false;
+	case WHY_CIRCULAR: return true;
+	case WHY_IN_FUNCTION: return w->o->functions_run;
+	default: return false;
 	}
 }
 
@@ -451,8 +437,12 @@ static void collect_importers(const struct walk *w, const char *module, struct w
 		if (!w->in_r[i] || (p >= 0 && w->in_r[p]) || (pr->nodes[i].flags & NODE_FAILED))
 			continue;
 		ALLOC_GROW(v, nr + 1, alloc);
-		v[nr].s = (struct why_stmt){ .importer = p >= 0 ? p : WHY_TOP, .target = (int32_t)i, .name = 0,
-					     .line = 0, .ctx = WHY_BODY, .via = WHY_VIA_TREE };
+		v[nr].s = (struct why_stmt){ .importer = p >= 0 ? p : WHY_TOP,
+					     .target = (int32_t)i,
+					     .name = 0,
+					     .line = 0,
+					     .ctx = WHY_BODY,
+					     .via = WHY_VIA_TREE };
 		v[nr].st = WHY_LOADED;
 		v[nr].ipos = importer_pos(w, v[nr].s.importer);
 		nr++;
@@ -664,8 +654,11 @@ static void go_away(const struct walk *w, struct why_answer *a)
 			if (ref >= 0)
 				kp->how = g->stmts[ref];
 			else
-				kp->how = (struct why_stmt){ .importer = kp->by, .target = (int32_t)i, .name = 0,
-							     .line = 0, .ctx = WHY_BODY,
+				kp->how = (struct why_stmt){ .importer = kp->by,
+							     .target = (int32_t)i,
+							     .name = 0,
+							     .line = 0,
+							     .ctx = WHY_BODY,
 							     .via = ref == EDGE_TREE ? WHY_VIA_TREE : WHY_VIA_STMT };
 		}
 	}

@@ -119,8 +119,8 @@ int32_t why_graph_find(const struct why_graph *g, const char *name);
  * submodule base.name becomes a statement of its own, otherwise base).
  * base is absolute.  importer is a node or WHY_TOP.
  */
-void why_graph_add_import(struct why_graph *g, int32_t importer, const char *base, const char *names,
-			  uint32_t line, enum why_ctx ctx, enum why_via via);
+void why_graph_add_import(struct why_graph *g, int32_t importer, const char *base, const char *names, uint32_t line,
+			  enum why_ctx ctx, enum why_via via);
 /* Adds an import call whose module name is computed (WHY_VIA_COMPUTED). */
 void why_graph_add_computed(struct why_graph *g, int32_t importer, uint32_t line, enum why_ctx ctx);
 /* The first such call of importer, or NULL. */

@@ -64,8 +64,9 @@ static void listing_add(struct listing *l, const char *name, const char *file, c
 	}
 	if (!l->slots[s]) {
 		ALLOC_GROW(l->e, l->nr + 1, l->alloc);
-		l->e[l->nr] = (struct entry){ .name = xstrdup(name), .file = xstrdup(file), .locate = xstrdup(locate),
-					      .first_use = SIZE_MAX };
+		l->e[l->nr] = (struct entry){
+			.name = xstrdup(name), .file = xstrdup(file), .locate = xstrdup(locate), .first_use = SIZE_MAX
+		};
 		l->slots[s] = ++l->nr;
 	}
 	k = l->slots[s] - 1;
@@ -168,8 +169,8 @@ static const char *add_main(struct listing *l, const struct profile *p, const st
 		return t->v[1];
 	if (i == 0 && t->nr >= 2 && !strcmp(t->v[0], "-m"))
 		buf_adds(&module, t->v[1]);
-	else if (!main_from_argv(r->procs[i].argv, p->cwd, &file, &module) && i == 0 && t->nr &&
-		 t->v[0][0] != '-' && !script_file(t->v[0], p->cwd, &file))
+	else if (!main_from_argv(r->procs[i].argv, p->cwd, &file, &module) && i == 0 && t->nr && t->v[0][0] != '-' &&
+		 !script_file(t->v[0], p->cwd, &file))
 		buf_reset(&file); /* no trace, and the target is a command: no script to read */
 	if (file.len)
 		listing_add(l, "__main__", file.buf, "", i, WHY_TOP);
@@ -328,7 +329,8 @@ static int apply_records(struct listing *l, char *out, struct why_graph *graphs,
 				continue;
 			for (u = use_first(l, cur, &code); u; u = use_next(l, u)) {
 				if (via == WHY_VIA_COMPUTED)
-					why_graph_add_computed(&graphs[u->graph], u->node, (uint32_t)ln, (enum why_ctx)ctx);
+					why_graph_add_computed(&graphs[u->graph], u->node, (uint32_t)ln,
+							       (enum why_ctx)ctx);
 				else
 					why_graph_add_import(&graphs[u->graph], u->node, f[5], f[6], (uint32_t)ln,
 							     (enum why_ctx)ctx, via);
@@ -417,9 +419,8 @@ static int run_reader(struct listing *l, const char *python, const char *code, c
 	if (ex.signaled || ex.exit_code) {
 		while (errout.len && errout.buf[errout.len - 1] == '\n')
 			buf_setlen(&errout, errout.len - 1);
-		buf_addf(err, "the import reader ('%s') failed (%s %d)%s%s", python,
-			 ex.signaled ? "signal" : "status", ex.signaled ? ex.term_signal : ex.exit_code,
-			 errout.len ? ": " : "",
+		buf_addf(err, "the import reader ('%s') failed (%s %d)%s%s", python, ex.signaled ? "signal" : "status",
+			 ex.signaled ? ex.term_signal : ex.exit_code, errout.len ? ": " : "",
 			 strrchr(errout.buf, '\n') ? strrchr(errout.buf, '\n') + 1 : errout.buf);
 		goto out;
 	}

@@ -374,8 +374,10 @@ static int read_variants(const struct opt *options, int argc, char **argv, int *
 			continue;
 		}
 		if (!strcmp(a, "--") || !strcmp(a, "-m") || !strcmp(a, "-c"))
-			return usage_error(&compare_usage, "'%s' among commands: each command is one argument, "
-							   "e.g. 'python3 -c \"import json\"'", a);
+			return usage_error(&compare_usage,
+					   "'%s' among commands: each command is one argument, "
+					   "e.g. 'python3 -c \"import json\"'",
+					   a);
 		rc = args_parse(options, argc, argv, ip, stop_at, err);
 		if (rc)
 			return usage_stop(&compare_usage, options, rc, err->buf);
@@ -544,9 +546,9 @@ static int setup_variants(struct compare_cmd *cc, int argc, char **argv, int i)
 	}
 	cc->vars = xcalloc(cc->nv, sizeof(*cc->vars));
 	for (j = 0; j < cc->nv; j++) {
-		const char *py = o->pythons.nr		       ? o->pythons.v[j / cc->nl % cc->np]
+		const char *py = o->pythons.nr		      ? o->pythons.v[j / cc->nl % cc->np]
 				 : getenv("COLDSTART_PYTHON") ? getenv("COLDSTART_PYTHON")
-							       : "python3";
+							      : "python3";
 		const char *set = o->limit_sets.nr ? o->limit_sets.v[j % cc->nl] : NULL;
 
 		cc->nr_vars = j + 1;

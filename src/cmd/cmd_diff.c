@@ -94,7 +94,8 @@ int cmd_diff(int argc, char **argv)
 	if (o.format == CI_TEXT) {
 		/* On stderr, so a report redirected to a file still shows it. */
 		for (i = 0; i < mismatches.nr; i++)
-			fprintf(stderr, "coldstart: warning: %s; the comparison is not like for like\n", mismatches.v[i]);
+			fprintf(stderr, "coldstart: warning: %s; the comparison is not like for like\n",
+				mismatches.v[i]);
 		diff_report(&d, pos.v[0], pos.v[1], (size_t)o.top, &report);
 	} else if (o.format == CI_MARKDOWN) {
 		diff_report_markdown(&d, pos.v[0], pos.v[1], (size_t)o.top, &mismatches, &report);

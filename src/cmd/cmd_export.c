@@ -107,21 +107,27 @@ int cmd_export(int argc, char **argv)
 	int rc, ret = EXIT_USAGE;
 
 	const struct opt options[] = {
-		OPT_STRING("format", 'f', &o.format, "FMT", "output format (default: from the -o name, else svg; see formats)"),
-		OPT_STRING("output", 'o', &o.output, "FILE",
-			   "where to write; '-' (the default) is standard output, a name ending in .gz is gzip-compressed"),
+		OPT_STRING("format", 'f', &o.format, "FMT",
+			   "output format (default: from the -o name, else svg; see formats)"),
+		OPT_STRING(
+			"output", 'o', &o.output, "FILE",
+			"where to write; '-' (the default) is standard output, a name ending in .gz is gzip-compressed"),
 		OPT_BOOL("icicle", 0, &o.exp.icicle, "SVG/HTML: root at the top"),
-		OPT_BOOL("all-procs", 0, &o.exp.all_procs,
-			 "SVG/folded/HTML: every process, stacked (default: the main process; speedscope and chrome always "
-			 "hold all)"),
-		OPT_CALLBACK("run", 0, &o.exp.run, set_run, "N", "draw run N of the profile, warm-ups counted, as the report's \"run N of the JSON\" (default: the run the report shows)"),
+		OPT_BOOL(
+			"all-procs", 0, &o.exp.all_procs,
+			"SVG/folded/HTML: every process, stacked (default: the main process; speedscope and chrome always "
+			"hold all)"),
+		OPT_CALLBACK(
+			"run", 0, &o.exp.run, set_run, "N",
+			"draw run N of the profile, warm-ups counted, as the report's \"run N of the JSON\" (default: the run the report shows)"),
 		OPT_INT("width", 0, &o.exp.width, 200, 100000, "PX", "SVG width in pixels (default 1200)"),
 		OPT_CALLBACK("minwidth", 0, &o.exp.min_width, set_minwidth, "PX",
 			     "SVG: leave out frames narrower than PX (default 0.1)"),
 		OPT_STRING("title", 0, &o.exp.title, "TEXT", "title of the SVG/HTML/speedscope document"),
 		OPT_STRING("service-name", 0, &o.exp.service, "NAME",
 			   "OTLP: the resource's service.name (default: $OTEL_SERVICE_NAME, else the target's script)"),
-		OPT_INT("top", 0, &o.exp.top, 1, 10000, "N", "prometheus: gauges for the N costliest modules (default 10)"),
+		OPT_INT("top", 0, &o.exp.top, 1, 10000, "N",
+			"prometheus: gauges for the N costliest modules (default 10)"),
 		OPT_HELP("help", 'h', NULL, "this text"),
 		OPT_END(),
 	};

@@ -118,8 +118,7 @@ static int read_all(int fd, struct buf *out)
  * Runs the interpreter once: learns sys.executable and resolves the module
  * targets.  Returns 0, or -1 with err set when it cannot be run at all.
  */
-static int ask_python(const char *python, struct target *t, size_t nr, char **exe,
-		      struct buf *err)
+static int ask_python(const char *python, struct target *t, size_t nr, char **exe, struct buf *err)
 {
 	struct child c;
 	struct child_exit ex;
@@ -225,15 +224,17 @@ static void text_facts(const struct elf_facts *f, struct buf *out)
 	buf_adds(out, " mapped\n");
 	buf_addf(out, "  elf       ELF%d %s %s, %s\n", f->elf_class, f->big_endian ? "MSB" : "LSB",
 		 elf_machine_name(f->machine, scratch, sizeof(scratch)),
-		 f->type == 3 ? "shared object" : f->type == 2 ? "executable" : "other type");
+		 f->type == 3	? "shared object"
+		 : f->type == 2 ? "executable"
+				: "other type");
 	if (f->soname)
 		buf_addf(out, "  soname    %s\n", f->soname);
 	if (f->rpath)
 		buf_addf(out, "  rpath     %s\n", f->rpath);
 	if (f->runpath)
 		buf_addf(out, "  runpath   %s\n", f->runpath);
-	buf_addf(out, "  relocs    %zu dynamic (%zu relative, %zu PLT)\n", f->nr_relocs,
-		 f->nr_relative, f->nr_plt_relocs);
+	buf_addf(out, "  relocs    %zu dynamic (%zu relative, %zu PLT)\n", f->nr_relocs, f->nr_relative,
+		 f->nr_plt_relocs);
 	buf_addf(out, "  symbols   %zu dynamic, %zu in .symtab\n", f->nr_dynsyms, f->nr_symtab);
 	buf_adds(out, "  debug     ");
 	if (elf_facts_unstripped(f)) {
@@ -287,8 +288,7 @@ static void text_python(const struct elf_python *py, struct buf *out)
 	buf_addf(out, "interpreter %s\n", py->exe);
 	buf_addf(out, "  version   %s\n", py->version ? py->version : "(not found in the binary)");
 	if (py->shared)
-		buf_addf(out, "  libpython shared: %s\n",
-			 py->libpython ? py->libpython : "NOT FOUND");
+		buf_addf(out, "  libpython shared: %s\n", py->libpython ? py->libpython : "NOT FOUND");
 	else if (py->exe_facts && py->exe_facts->defines_python)
 		buf_adds(out, "  libpython static (linked into the executable)\n");
 	else
@@ -305,8 +305,7 @@ static void text_python(const struct elf_python *py, struct buf *out)
 	}
 }
 
-static void json_out(const struct elf_python *py, const struct target *t, size_t nr,
-		     struct buf *out)
+static void json_out(const struct elf_python *py, const struct target *t, size_t nr, struct buf *out)
 {
 	size_t i, k;
 
@@ -340,9 +339,10 @@ static void json_out(const struct elf_python *py, const struct target *t, size_t
 			elf_facts_to_json(tree->libs[0].facts, out);
 			buf_adds(out, ",\"needs\":");
 			elf_tree_to_json(tree, out);
-			buf_addf(out, ",\"needs_totals\":{\"objects\":%zu,\"missing\":%zu,"
-				      "\"file_bytes\":%lld,\"mapped_bytes\":%llu,\"relocs\":%zu,"
-				      "\"dynsyms\":%zu}",
+			buf_addf(out,
+				 ",\"needs_totals\":{\"objects\":%zu,\"missing\":%zu,"
+				 "\"file_bytes\":%lld,\"mapped_bytes\":%llu,\"relocs\":%zu,"
+				 "\"dynsyms\":%zu}",
 				 tot.objects, tot.missing, (long long)tot.file_bytes,
 				 (unsigned long long)tot.mapped_bytes, tot.relocs, tot.dynsyms);
 			buf_adds(out, ",\"warnings\":[");
@@ -523,8 +523,8 @@ static int inspect_profile(const struct inspect_opts *o)
 				continue;
 			if (!shown++)
 				buf_adds(&out, "\nFindings\n");
-			buf_addf(&out, "  [%s] %s: %s\n    %s\n    fix: %s\n", f->severity, f->id,
-				 f->title, f->evidence, f->fix);
+			buf_addf(&out, "  [%s] %s: %s\n    %s\n    fix: %s\n", f->severity, f->id, f->title,
+				 f->evidence, f->fix);
 		}
 	}
 	fwrite(out.buf, 1, out.len, stdout);

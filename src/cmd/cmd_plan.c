@@ -162,8 +162,7 @@ static void print_summary(const char *path, const struct plan_doc *d)
 	}
 	lazy = json_integer_value(json_object_get(json_object_get(d->root, "summary"), "lazy_from"));
 	if (lazy > 0)
-		printf("  %5lld names from-imported by modules that run, bound at their first use\n",
-		       (long long)lazy);
+		printf("  %5lld names from-imported by modules that run, bound at their first use\n", (long long)lazy);
 	printf("  (times are measured under the recorder, which slows imports down)\n");
 	buf_release(&b);
 	free(deferred);
@@ -191,10 +190,13 @@ static int read_bodies(struct plan_run *r, const struct strvec *files)
 			return error("cannot read request '%s': %s", files->v[i], strerror(errno));
 		if (!S_ISREG(st.st_mode))
 			return error("request '%s' is %s, not a regular file: --request needs a file (its size is "
-				     "the body's Content-Length)", files->v[i],
-				     S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device" :
-				     S_ISDIR(st.st_mode) ? "a directory" : S_ISSOCK(st.st_mode) ? "a socket" :
-				     "a block device");
+				     "the body's Content-Length)",
+				     files->v[i],
+				     S_ISFIFO(st.st_mode)   ? "a FIFO"
+				     : S_ISCHR(st.st_mode)  ? "a character device"
+				     : S_ISDIR(st.st_mode)  ? "a directory"
+				     : S_ISSOCK(st.st_mode) ? "a socket"
+							    : "a block device");
 		r->bodies[i].size = (uint64_t)st.st_size;
 	}
 	return 0;
@@ -230,8 +232,7 @@ static int parse_ready(struct plan_run *r, const char *spec)
 		return error("--ready '%s': bad port", spec);
 	if (strcmp(r->host, "127.0.0.1") && strcmp(r->host, "localhost") && strcmp(r->host, "::1") &&
 	    strcmp(r->host, "[::1]"))
-		return error("--ready '%s': plan talks only to a server on this machine (127.0.0.1, localhost)",
-			     spec);
+		return error("--ready '%s': plan talks only to a server on this machine (127.0.0.1, localhost)", spec);
 	snprintf(r->path, sizeof(r->path), "%s", *slash ? slash : "/");
 	r->t.probe = PLAN_PROBE_HTTP;
 	r->t.host = r->host;
@@ -328,10 +329,12 @@ static int parse_options(struct plan_cmd *c, int argc, char **argv)
 	struct plan_opts *o = &c->o;
 	int i = 1, rc;
 	const struct opt options[] = {
-		OPT_STRING("fn", 0, &o->fn, "FUNC", "an Fn function file (or module) served by coldstart-fdk; HANDLER may follow"),
+		OPT_STRING("fn", 0, &o->fn, "FUNC",
+			   "an Fn function file (or module) served by coldstart-fdk; HANDLER may follow"),
 		OPT_STRING("lambda", 0, &o->lambda, "HANDLER",
 			   "an AWS Lambda handler (module.function) run by coldstart-lambda, each --request an event"),
-		OPT_STRINGS("request", 0, &o->request_files, "FILE", "a sample request body, a regular file (repeat for more; sent in order)"),
+		OPT_STRINGS("request", 0, &o->request_files, "FILE",
+			    "a sample request body, a regular file (repeat for more; sent in order)"),
 		OPT_STRING("ready", 0, &o->ready, "SPEC",
 			   "fn, http://127.0.0.1:PORT/PATH or exit (default: fn with --fn, else exit)"),
 		OPT_STRING("output", 'o', &o->output, "FILE", "where to write the plan (default " DEFAULT_OUTPUT ")"),
@@ -342,8 +345,10 @@ static int parse_options(struct plan_cmd *c, int argc, char **argv)
 		OPT_CALLBACK("mask", 0, &o->masks, check_mask, "REGEX",
 			     "with --verify: compare responses with each match of REGEX (POSIX extended) replaced "
 			     "(repeat for more)"),
-		OPT_BOOL("verify", 0, &o->verify, "replay the requests with and without the plan; keep eager what changes a response"),
-		OPT_STRING("python", 0, &o->python, "PATH", "interpreter for --fn or --lambda (default: $COLDSTART_PYTHON or python3)"),
+		OPT_BOOL("verify", 0, &o->verify,
+			 "replay the requests with and without the plan; keep eager what changes a response"),
+		OPT_STRING("python", 0, &o->python, "PATH",
+			   "interpreter for --fn or --lambda (default: $COLDSTART_PYTHON or python3)"),
 		OPT_DURATION("timeout", 0, &o->timeout_us, "TIME", "limit for each run of the target (default 120s)"),
 		OPT_HELP("help", 'h', NULL, "this text"),
 		OPT_END(),
@@ -368,8 +373,9 @@ static int parse_options(struct plan_cmd *c, int argc, char **argv)
 	for (; i < argc; i++)
 		strvec_push(&o->command, argv[i]);
 	if (o->fn && o->command.nr)
-		return usage_error(&plan_usage,
-				   "--fn runs coldstart-fdk itself; give either --fn FUNC [HANDLER] or a command after --");
+		return usage_error(
+			&plan_usage,
+			"--fn runs coldstart-fdk itself; give either --fn FUNC [HANDLER] or a command after --");
 	if (o->lambda && (o->fn || o->command.nr))
 		return usage_error(&plan_usage, "--lambda runs coldstart-lambda itself; give no --fn and no command");
 	if (o->lambda && o->ready && strcmp(o->ready, "exit"))
@@ -587,7 +593,8 @@ static int record(struct plan_cmd *c)
 		c->r.files = plan_files_snapshot(cwd, c->work.path, "before", c->work.path, &perr);
 		if (!c->r.files)
 			warning("verify: the files under the working directory are not compared, and replays do not "
-				"start from its state: %s", perr.buf);
+				"start from its state: %s",
+				perr.buf);
 		buf_reset(&perr);
 	}
 	st = plan_run_once(&c->r, &c->r.env_record, c->tmp.buf, &c->rec, &c->err);
@@ -623,8 +630,8 @@ static int record(struct plan_cmd *c)
 
 		if (c->rec.early_request == k + 1) {
 			error("request %zu ('%s') was answered '%.*s' after %llu of its %llu bytes: the target did "
-			      "not read it whole, so no plan is made from it; send a request it accepts", k + 1,
-			      c->r.bodies[k].path, eol ? (int)(eol - resp->buf) : 0, resp->buf,
+			      "not read it whole, so no plan is made from it; send a request it accepts",
+			      k + 1, c->r.bodies[k].path, eol ? (int)(eol - resp->buf) : 0, resp->buf,
 			      (unsigned long long)c->rec.early_sent, (unsigned long long)c->r.bodies[k].size);
 			rc = EXIT_TARGET_FAILED;
 			goto out;

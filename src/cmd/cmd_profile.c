@@ -145,8 +145,9 @@ static bool parse_options(struct profile_cmd *c, int argc, char **argv, int *i, 
 			 "also sample what the Python code runs besides imports, into one timeline with them"),
 		OPT_CALLBACK("timeline-interval", 0, &o->timeline, o_timeline_interval, "MS",
 			     "timeline: sample every MS milliseconds of wall time (default 1; implies --timeline)"),
-		OPT_CALLBACK("until", 0, &o->timeline, o_until, "WHEN",
-			     "timeline: end at ready (default with --ready), first-response, or exit (implies --timeline)"),
+		OPT_CALLBACK(
+			"until", 0, &o->timeline, o_until, "WHEN",
+			"timeline: end at ready (default with --ready), first-response, or exit (implies --timeline)"),
 		OPT_END(),
 	};
 	int rc = args_parse(options, argc, argv, i, stop_at, &c->err);
@@ -192,8 +193,8 @@ static int resolve_target(struct profile_cmd *c, int argc, char **argv, int i)
 	int ret;
 
 	c->command_mode = !strcmp(argv[i], "--");
-	ret = measure_target_argv(argc, argv, c->command_mode ? i + 1 : i, c->command_mode ? NULL : c->o.python,
-				  &c->p, &c->child_argv, &c->env);
+	ret = measure_target_argv(argc, argv, c->command_mode ? i + 1 : i, c->command_mode ? NULL : c->o.python, &c->p,
+				  &c->child_argv, &c->env);
 	if (ret || !c->command_mode)
 		return ret;
 	c->shebang = measure_command_python(argv[i + 1]);

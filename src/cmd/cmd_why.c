@@ -176,8 +176,8 @@ static int why_load(struct why_cmd *c)
 		goto out;
 	}
 	if (c->o.run > 0 && (size_t)c->o.run > c->p.nr_runs) {
-		ret = usage_error(&why_usage, "--run %d: '%s' holds %zu run%s", c->o.run, c->profile_name,
-				  c->p.nr_runs, c->p.nr_runs == 1 ? "" : "s");
+		ret = usage_error(&why_usage, "--run %d: '%s' holds %zu run%s", c->o.run, c->profile_name, c->p.nr_runs,
+				  c->p.nr_runs == 1 ? "" : "s");
 		goto out;
 	}
 	c->run_index = c->o.run ? (size_t)(c->o.run - 1) : profile_median_run(&c->p);
@@ -307,7 +307,8 @@ int cmd_why(int argc, char **argv)
 		OPT_BOOL("wide", 0, &o->wide,
 			 "do not fit the answer to the terminal (COLUMNS, else 100 columns when not one)"),
 		OPT_INT("top", 0, &o->top, 0, 1000000, "N", "rows in each list (default 20; 0: all)"),
-		OPT_INT("run", 0, &o->run, 1, 1000000, "N", "the run to answer for, N of the profile with warm-ups counted (default: the run the report shows)"),
+		OPT_INT("run", 0, &o->run, 1, 1000000, "N",
+			"the run to answer for, N of the profile with warm-ups counted (default: the run the report shows)"),
 		OPT_BOOL("functions", 0, &o->functions, "imports in functions run at start-up too"),
 		OPT_STRING("python", 0, &o->python, "PATH", "read source with this interpreter"),
 		OPT_BOOL("no-source", 0, &o->no_source, "only the imports the profile recorded"),

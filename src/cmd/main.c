@@ -66,7 +66,7 @@ static const struct {
 	{ "COLDSTART_THREADS", "threads for big logs and profiles (1 turns threads off)" },
 	{ "COLDSTART_KEEP_TRACE", "keep each run's trace directory (for debugging)" },
 	{ "COLDSTART_MAX_PROFILE_SIZE", "the most text a profile read back may hold after decompression, e.g. 4g "
-	  "(default 1g)" },
+					"(default 1g)" },
 	{ "NO_COLOR", "no colour in reports, even on a terminal" },
 	{ "TMPDIR", "where trace directories are made" },
 	{ "DOCKER_HOST", "the engine coldstart docker talks to" },

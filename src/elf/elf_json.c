@@ -43,8 +43,7 @@ static void json_bool_field(struct buf *out, const char *key, bool v, bool *firs
 	buf_adds(out, v ? ":true" : ":false");
 }
 
-static void json_strvec_field(struct buf *out, const char *key, const struct strvec *sv,
-			      bool *first)
+static void json_strvec_field(struct buf *out, const char *key, const struct strvec *sv, bool *first)
 {
 	size_t i;
 
@@ -127,8 +126,7 @@ static int facts_from_obj(json_t *root, struct elf_facts *out, struct buf *err)
 }
 
 /* Reads one facts object into a new struct owned by owner; NULL with err set. */
-static const struct elf_facts *owned_facts_from_obj(json_t *o, struct elf_facts_list *owner,
-						    struct buf *err)
+static const struct elf_facts *owned_facts_from_obj(json_t *o, struct elf_facts_list *owner, struct buf *err)
 {
 	struct elf_facts *f = xmalloc(sizeof(*f));
 
@@ -145,8 +143,8 @@ static const struct elf_facts *owned_facts_from_obj(json_t *o, struct elf_facts_
 
 static const char *how_const(const char *s)
 {
-	static const char *const hows[] = { "root", "rpath", "runpath", "LD_LIBRARY_PATH",
-					    "ld.so.cache", "default", "path", "loaded" };
+	static const char *const hows[] = { "root",	   "rpath",   "runpath", "LD_LIBRARY_PATH",
+					    "ld.so.cache", "default", "path",	 "loaded" };
 	size_t i;
 
 	for (i = 0; s && i < ARRAY_SIZE(hows); i++)
@@ -155,8 +153,7 @@ static const char *how_const(const char *s)
 	return NULL;
 }
 
-static int tree_from_arr(json_t *arr, struct elf_tree *t, struct elf_facts_list *owner,
-			 struct buf *err)
+static int tree_from_arr(json_t *arr, struct elf_tree *t, struct elf_facts_list *owner, struct buf *err)
 {
 	size_t i;
 
@@ -246,8 +243,8 @@ int elf_facts_from_json(const char *text, size_t len, struct elf_facts *out, str
 	return ret;
 }
 
-int elf_tree_from_json(const char *text, size_t len, struct elf_tree *out,
-		       struct elf_facts_list *owner, struct buf *err)
+int elf_tree_from_json(const char *text, size_t len, struct elf_tree *out, struct elf_facts_list *owner,
+		       struct buf *err)
 {
 	json_error_t jerr;
 	json_t *root = json_loadb(text, len, 0, &jerr);
@@ -303,8 +300,7 @@ void elf_python_to_json(const struct elf_python *py, struct buf *out)
 	json_bool_field(out, "shared", py->shared, &first);
 	json_str_field(out, "libpython", py->libpython, &first);
 	json_str_field(out, "version", py->version, &first);
-	json_bool_field(out, "static", !py->shared && py->exe_facts && py->exe_facts->defines_python,
-			&first);
+	json_bool_field(out, "static", !py->shared && py->exe_facts && py->exe_facts->defines_python, &first);
 	buf_adds(out, ",\"exe_facts\":");
 	if (py->exe_facts)
 		elf_facts_to_json(py->exe_facts, out);
@@ -318,8 +314,8 @@ void elf_python_to_json(const struct elf_python *py, struct buf *out)
 	buf_addch(out, '}');
 }
 
-int elf_python_from_json(const char *text, size_t len, struct elf_python *py,
-			 struct elf_facts_list *owner, struct buf *err)
+int elf_python_from_json(const char *text, size_t len, struct elf_python *py, struct elf_facts_list *owner,
+			 struct buf *err)
 {
 	json_error_t jerr;
 	json_t *root = json_loadb(text, len, 0, &jerr), *v;

@@ -24,13 +24,13 @@ void elf_tree_to_json(const struct elf_tree *t, struct buf *out);
  * the facts it reads are appended to owner, which owns them.  A root without
  * facts leaves out empty.  On error out is left empty.
  */
-int elf_tree_from_json(const char *text, size_t len, struct elf_tree *out,
-		       struct elf_facts_list *owner, struct buf *err);
+int elf_tree_from_json(const char *text, size_t len, struct elf_tree *out, struct elf_facts_list *owner,
+		       struct buf *err);
 
 /* Appends the interpreter facts as one JSON object. */
 void elf_python_to_json(const struct elf_python *py, struct buf *out);
 /* Reads what elf_python_to_json wrote into py (released first); facts go to owner. */
-int elf_python_from_json(const char *text, size_t len, struct elf_python *py,
-			 struct elf_facts_list *owner, struct buf *err);
+int elf_python_from_json(const char *text, size_t len, struct elf_python *py, struct elf_facts_list *owner,
+			 struct buf *err);
 
 #endif

@@ -15,8 +15,7 @@
 #define LDCACHE_ENTRY 24 /* struct file_entry_new */
 #define LDCACHE_OLD_ENTRY 12 /* struct file_entry (old format) */
 
-static void ldcache_add(struct elf_ldcache *c, const char *key, const char *value,
-			int32_t flags, uint64_t hwcap)
+static void ldcache_add(struct elf_ldcache *c, const char *key, const char *value, int32_t flags, uint64_t hwcap)
 {
 	struct elf_ldcache_entry *en;
 
@@ -86,8 +85,8 @@ int elf_ldcache_parse(struct elf_ldcache *c, const void *data, size_t len, struc
 		start = 16 + (size_t)old * LDCACHE_OLD_ENTRY;
 		start = (start + 7) & ~(size_t)7;
 	}
-	if (start > len || len - start < LDCACHE_HEADER ||
-	    memcmp(p + start, LDCACHE_MAGIC, 17) || memcmp(p + start + 17, LDCACHE_VERSION, 3)) {
+	if (start > len || len - start < LDCACHE_HEADER || memcmp(p + start, LDCACHE_MAGIC, 17) ||
+	    memcmp(p + start + 17, LDCACHE_VERSION, 3)) {
 		buf_adds(err, "bad ld.so.cache: no glibc-ld.so.cache1.1 header");
 		goto out;
 	}

@@ -59,8 +59,7 @@ void elf_python_release(struct elf_python *py)
 	elf_python_init(py);
 }
 
-int elf_python_inspect(struct elf_resolver *r, const char *path, struct elf_python *py,
-		       struct buf *err)
+int elf_python_inspect(struct elf_resolver *r, const char *path, struct elf_python *py, struct buf *err)
 {
 	struct elf_tree t;
 	char *real = NULL;

@@ -32,7 +32,6 @@ void elf_python_release(struct elf_python *py);
  * preloaded.  Returns 0, or -1 with err set when path is not a readable ELF
  * executable.
  */
-int elf_python_inspect(struct elf_resolver *r, const char *path, struct elf_python *py,
-		       struct buf *err);
+int elf_python_inspect(struct elf_resolver *r, const char *path, struct elf_python *py, struct buf *err);
 
 #endif

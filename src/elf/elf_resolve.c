@@ -156,8 +156,7 @@ static void dirname_of(const char *path, struct buf *out)
  * Expands $ORIGIN, ${ORIGIN}, $LIB and $PLATFORM in one search directory.
  * Returns -1 for an unknown token: glibc drops such a directory.
  */
-static int expand_dst(const char *dir, size_t len, const char *origin_of,
-		      const struct elf_facts *f, struct buf *out)
+static int expand_dst(const char *dir, size_t len, const char *origin_of, const struct elf_facts *f, struct buf *out)
 {
 	size_t i = 0;
 
@@ -249,8 +248,7 @@ static void loaded_add(struct elf_resolver *r, size_t cached, const char *name, 
  * that are missing, unreadable or of another class or machine, and goes on
  * searching; so do we.  Returns the cache index or -1.
  */
-static long try_candidate(struct elf_resolver *r, struct elf_tree *t, const char *path,
-			  const struct elf_facts *want)
+static long try_candidate(struct elf_resolver *r, struct elf_tree *t, const char *path, const struct elf_facts *want)
 {
 	struct buf err = BUF_INIT;
 	long idx = resolver_lookup(r, path, &err);
@@ -270,9 +268,8 @@ static long try_candidate(struct elf_resolver *r, struct elf_tree *t, const char
 }
 
 /* Searches a colon-separated directory list; returns the cache index or -1. */
-static long search_list(struct elf_resolver *r, struct elf_tree *t, const char *list,
-			const char *origin_of, const struct elf_facts *want, const char *name,
-			struct buf *found)
+static long search_list(struct elf_resolver *r, struct elf_tree *t, const char *list, const char *origin_of,
+			const struct elf_facts *want, const char *name, struct buf *found)
 {
 	const char *p = list;
 
@@ -317,8 +314,8 @@ static int ldcache_ensure(struct elf_resolver *r, struct elf_tree *t)
  * Finds a DT_NEEDED name for the object at tree index req, in glibc's order.
  * Fills how and found (the path) and returns the cache index, or -1.
  */
-static long search_needed(struct elf_resolver *r, struct elf_tree *t, int req, const char *name,
-			  const char **how, struct buf *found)
+static long search_needed(struct elf_resolver *r, struct elf_tree *t, int req, const char *name, const char **how,
+			  struct buf *found)
 {
 	const struct elf_facts *want = t->libs[0].facts;
 	const struct elf_facts *rf = t->libs[req].facts;
@@ -354,8 +351,7 @@ static long search_needed(struct elf_resolver *r, struct elf_tree *t, int req, c
 	}
 	*how = "LD_LIBRARY_PATH";
 	for (k = 0; k < r->ld_library_path.nr; k++)
-		if ((idx = search_list(r, t, r->ld_library_path.v[k], t->libs[req].path, want, name,
-				       found)) >= 0)
+		if ((idx = search_list(r, t, r->ld_library_path.v[k], t->libs[req].path, want, name, found)) >= 0)
 			return idx;
 	if (rf->runpath) {
 		*how = "runpath";
@@ -440,8 +436,8 @@ static void resolve_needed(struct elf_resolver *r, struct elf_tree *t, int req, 
 		for (i = 0; i < t->nr; i++)
 			if (t->libs[i].facts == f) {
 				if (is_ancestor(t, req, f))
-					tree_warn(t, "'%s' needs '%s', which needs it back (a loop)",
-						  t->libs[req].name, name);
+					tree_warn(t, "'%s' needs '%s', which needs it back (a loop)", t->libs[req].name,
+						  name);
 				goto out;
 			}
 		l = tree_add(t, name, req);
@@ -551,8 +547,7 @@ void elf_resolver_release(struct elf_resolver *r)
 	memset(r, 0, sizeof(*r));
 }
 
-const struct elf_facts *elf_resolver_inspect(struct elf_resolver *r, const char *path,
-					     struct buf *err)
+const struct elf_facts *elf_resolver_inspect(struct elf_resolver *r, const char *path, struct buf *err)
 {
 	long idx = resolver_lookup(r, path, err);
 
@@ -606,8 +601,8 @@ int elf_resolve(struct elf_resolver *r, const char *path, struct elf_tree *out, 
 		if (!lf || out->libs[i].preloaded)
 			continue;
 		if (out->libs[i].depth >= ELF_MAX_DEPTH) {
-			tree_warn(out, "'%s' is %d levels deep; its needs are not followed",
-				  out->libs[i].name, ELF_MAX_DEPTH);
+			tree_warn(out, "'%s' is %d levels deep; its needs are not followed", out->libs[i].name,
+				  ELF_MAX_DEPTH);
 			continue;
 		}
 		for (j = 0; j < lf->needed.nr; j++)

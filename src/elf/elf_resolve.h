@@ -97,8 +97,7 @@ void elf_resolver_detach_facts(struct elf_resolver *r, struct elf_facts_list *in
  * Inspects path through the cache.  Returns the facts (owned by r) or NULL
  * with err set.
  */
-const struct elf_facts *elf_resolver_inspect(struct elf_resolver *r, const char *path,
-					     struct buf *err);
+const struct elf_facts *elf_resolver_inspect(struct elf_resolver *r, const char *path, struct buf *err);
 /*
  * Loads path and everything it needs into the modelled process and fills
  * out (which must be initialised).  Libraries already loaded appear once,

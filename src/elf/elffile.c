@@ -36,8 +36,7 @@ static int libelf_ready(struct buf *err)
 	return 0;
 }
 
-static void facts_warn(struct elf_facts *f, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+static void facts_warn(struct elf_facts *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void facts_warn(struct elf_facts *f, const char *fmt, ...)
 {
 	struct buf msg = BUF_INIT;
@@ -120,8 +119,8 @@ struct dyninfo {
 	uint64_t relasz, relsz, pltrelsz, pltrel;
 };
 
-static void read_dynamic(struct elf_facts *f, Elf_Data *data, size_t entsize,
-			 const struct strsrc *src, struct dyninfo *info)
+static void read_dynamic(struct elf_facts *f, Elf_Data *data, size_t entsize, const struct strsrc *src,
+			 struct dyninfo *info)
 {
 	size_t n, i, nr_needed = 0, repeated = 0;
 	size_t needed_off[ELF_MAX_NEEDED];
@@ -141,22 +140,13 @@ static void read_dynamic(struct elf_facts *f, Elf_Data *data, size_t entsize,
 			if (nr_needed < ELF_MAX_NEEDED)
 				needed_off[nr_needed++] = d.d_un.d_val > SIZE_MAX ? SIZE_MAX : d.d_un.d_val;
 			else if (nr_needed++ == ELF_MAX_NEEDED)
-				facts_warn(f, "more than %d DT_NEEDED entries; the rest are ignored",
-					   ELF_MAX_NEEDED);
+				facts_warn(f, "more than %d DT_NEEDED entries; the rest are ignored", ELF_MAX_NEEDED);
 			break;
-		case DT_SONAME:
-			soname = (int64_t)(d.d_un.d_val & INT64_MAX);
-			break;
-		case DT_RPATH:
-			rpath = (int64_t)(d.d_un.d_val & INT64_MAX);
-			break;
-		case DT_RUNPATH:
-			runpath = (int64_t)(d.d_un.d_val & INT64_MAX);
-			break;
+		case DT_SONAME: soname = (int64_t)(d.d_un.d_val & INT64_MAX); break;
+		case DT_RPATH: rpath = (int64_t)(d.d_un.d_val & INT64_MAX); break;
+		case DT_RUNPATH: runpath = (int64_t)(d.d_un.d_val & INT64_MAX); break;
 		case DT_RELACOUNT:
-		case DT_RELCOUNT:
-			f->nr_relative = d.d_un.d_val > SIZE_MAX / 2 ? SIZE_MAX / 2 : d.d_un.d_val;
-			break;
+		case DT_RELCOUNT: f->nr_relative = d.d_un.d_val > SIZE_MAX / 2 ? SIZE_MAX / 2 : d.d_un.d_val; break;
 		case DT_STRTAB: info->strtab = d.d_un.d_ptr; break;
 		case DT_STRSZ: info->strsz = d.d_un.d_val; break;
 		case DT_RELASZ: info->relasz = d.d_un.d_val; break;
@@ -175,8 +165,7 @@ static void read_dynamic(struct elf_facts *f, Elf_Data *data, size_t entsize,
 		size_t k;
 
 		if (!s) {
-			facts_warn(f, "DT_NEEDED string offset %zu is outside the string table",
-				   needed_off[i]);
+			facts_warn(f, "DT_NEEDED string offset %zu is outside the string table", needed_off[i]);
 			continue;
 		}
 		copy = file_string(f, s, "DT_NEEDED name");
@@ -200,13 +189,13 @@ static void read_dynamic(struct elf_facts *f, Elf_Data *data, size_t entsize,
 	}
 	if (repeated)
 		facts_warn(f, "%zu repeated DT_NEEDED names ignored", repeated);
-#define DYNSTR(field, off, what)                                                 \
-	if ((off) >= 0) {                                                        \
-		const char *s_ = strsrc_get(src, (uint64_t)(off));               \
-		if (s_)                                                          \
-			f->field = file_string(f, s_, what);                     \
-		else                                                             \
-			facts_warn(f, what " string offset is outside the string table"); \
+#define DYNSTR(field, off, what)                                                                                       \
+	if ((off) >= 0) {                                                                                              \
+		const char *s_ = strsrc_get(src, (uint64_t)(off));                                                     \
+		if (s_)                                                                                                \
+			f->field = file_string(f, s_, what);                                                           \
+		else                                                                                                   \
+			facts_warn(f, what " string offset is outside the string table");                              \
 	}
 	DYNSTR(soname, soname, "DT_SONAME");
 	DYNSTR(rpath, rpath, "DT_RPATH");
@@ -214,8 +203,7 @@ static void read_dynamic(struct elf_facts *f, Elf_Data *data, size_t entsize,
 #undef DYNSTR
 }
 
-static void read_dynamic_section(struct elf_facts *f, Elf *e, Elf_Scn *scn, const GElf_Shdr *sh,
-				 size_t shnum)
+static void read_dynamic_section(struct elf_facts *f, Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, size_t shnum)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
 	size_t entsize = gelf_fsize(e, ELF_T_DYN, 1, EV_CURRENT);
@@ -230,8 +218,7 @@ static void read_dynamic_section(struct elf_facts *f, Elf *e, Elf_Scn *scn, cons
 }
 
 /* File offset of a virtual address through the PT_LOAD segments. */
-static bool vaddr_to_offset(Elf *e, size_t phnum, uint64_t addr, uint64_t len, size_t size,
-			    uint64_t *off)
+static bool vaddr_to_offset(Elf *e, size_t phnum, uint64_t addr, uint64_t len, size_t size, uint64_t *off)
 {
 	size_t i;
 
@@ -279,8 +266,7 @@ static void read_pt_dynamic(struct elf_facts *f, Elf *e, size_t size, size_t phn
 	if (!dyn || !entsize)
 		return;
 	read_dynamic(f, dyn, entsize, NULL, &info);
-	if (!info.strtab || !info.strsz ||
-	    !vaddr_to_offset(e, phnum, info.strtab, info.strsz, size, &stroff) ||
+	if (!info.strtab || !info.strsz || !vaddr_to_offset(e, phnum, info.strtab, info.strsz, size, &stroff) ||
 	    !(str = elf_getdata_rawchunk(e, (int64_t)stroff, info.strsz, ELF_T_BYTE))) {
 		facts_warn(f, "DT_STRTAB lies outside the loaded segments");
 		return;
@@ -296,8 +282,7 @@ static void read_pt_dynamic(struct elf_facts *f, Elf *e, size_t size, size_t phn
 }
 
 /* Counts symbols and notices whether Py_Initialize is defined here. */
-static void read_symbols(struct elf_facts *f, Elf *e, Elf_Scn *scn, const GElf_Shdr *sh,
-			 size_t shnum, size_t count)
+static void read_symbols(struct elf_facts *f, Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, size_t shnum, size_t count)
 {
 	Elf_Data *data;
 	size_t i;
@@ -335,14 +320,12 @@ static void read_build_id(struct elf_facts *f, Elf_Scn *scn)
 
 	if (!data || !data->d_buf || f->build_id)
 		return;
-	while (off < data->d_size &&
-	       (next = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+	while (off < data->d_size && (next = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
 		if (next <= off)
 			break;
-		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-		    in_file(name_off, 4, data->d_size) && in_file(desc_off, nh.n_descsz, data->d_size) &&
-		    !memcmp((const char *)data->d_buf + name_off, "GNU", 4) &&
-		    nh.n_descsz > 0 && nh.n_descsz <= 64) {
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && in_file(name_off, 4, data->d_size) &&
+		    in_file(desc_off, nh.n_descsz, data->d_size) &&
+		    !memcmp((const char *)data->d_buf + name_off, "GNU", 4) && nh.n_descsz > 0 && nh.n_descsz <= 64) {
 			const unsigned char *d = (const unsigned char *)data->d_buf + desc_off;
 			char *s = xmalloc(2 * nh.n_descsz + 1);
 			size_t i;
@@ -360,8 +343,7 @@ static void read_build_id(struct elf_facts *f, Elf_Scn *scn)
 }
 
 /* Returns whether a dynamic section was found. */
-static bool read_sections(struct elf_facts *f, Elf *e, size_t size, size_t shnum,
-			  size_t shstrndx)
+static bool read_sections(struct elf_facts *f, Elf *e, size_t size, size_t shnum, size_t shstrndx)
 {
 	size_t relsize = gelf_fsize(e, ELF_T_REL, 1, EV_CURRENT);
 	size_t relasize = gelf_fsize(e, ELF_T_RELA, 1, EV_CURRENT);
@@ -384,8 +366,7 @@ static bool read_sections(struct elf_facts *f, Elf *e, size_t size, size_t shnum
 		if (!name)
 			name = "";
 		if (sh.sh_type != SHT_NOBITS && !in_file(sh.sh_offset, sh.sh_size, size)) {
-			facts_warn(f, "section %zu ('%.64s') lies beyond the end of the file",
-				   elf_ndxscn(scn), name);
+			facts_warn(f, "section %zu ('%.64s') lies beyond the end of the file", elf_ndxscn(scn), name);
 			continue;
 		}
 		switch (sh.sh_type) {
@@ -426,9 +407,7 @@ static bool read_sections(struct elf_facts *f, Elf *e, size_t size, size_t shnum
 			symtab_sh = sh;
 			break;
 		}
-		case SHT_NOTE:
-			read_build_id(f, scn);
-			break;
+		case SHT_NOTE: read_build_id(f, scn); break;
 		}
 		if (starts_with(name, ".debug") || starts_with(name, ".zdebug")) {
 			f->nr_debug_sections++;
@@ -472,8 +451,7 @@ static void read_segments(struct elf_facts *f, Elf *e, size_t size, size_t phnum
 			const char *s;
 			Elf_Data *d;
 
-			if (!in_file(ph.p_offset, ph.p_filesz, size) || !ph.p_filesz ||
-			    ph.p_filesz > ELF_MAX_STRING) {
+			if (!in_file(ph.p_offset, ph.p_filesz, size) || !ph.p_filesz || ph.p_filesz > ELF_MAX_STRING) {
 				facts_warn(f, "PT_INTERP lies beyond the end of the file or is too long");
 				continue;
 			}
@@ -490,22 +468,16 @@ static void read_segments(struct elf_facts *f, Elf *e, size_t size, size_t phnum
 	}
 }
 
-static int inspect_elf(Elf *e, size_t size, struct elf_facts *f, const char *name,
-		       struct buf *err)
+static int inspect_elf(Elf *e, size_t size, struct elf_facts *f, const char *name, struct buf *err)
 {
 	GElf_Ehdr eh;
 	size_t shnum = 0, phnum = 0, shstrndx = 0;
 	int cls;
 
 	switch (elf_kind(e)) {
-	case ELF_K_ELF:
-		break;
-	case ELF_K_AR:
-		buf_addf(err, "cannot read '%s': an ar archive, not a shared object", name);
-		return -1;
-	default:
-		buf_addf(err, "cannot read '%s': not an ELF file", name);
-		return -1;
+	case ELF_K_ELF: break;
+	case ELF_K_AR: buf_addf(err, "cannot read '%s': an ar archive, not a shared object", name); return -1;
+	default: buf_addf(err, "cannot read '%s': not an ELF file", name); return -1;
 	}
 	cls = gelf_getclass(e);
 	if (cls != ELFCLASS32 && cls != ELFCLASS64) {
@@ -525,16 +497,15 @@ static int inspect_elf(Elf *e, size_t size, struct elf_facts *f, const char *nam
 		return -1;
 	}
 	if (elf_getshdrnum(e, &shnum) || elf_getphdrnum(e, &phnum)) {
-		buf_addf(err, "cannot read '%s': bad section or program header table: %s", name,
-			 elf_errmsg(-1));
+		buf_addf(err, "cannot read '%s': bad section or program header table: %s", name, elf_errmsg(-1));
 		return -1;
 	}
 	if (shnum) {
 		size_t es = gelf_fsize(e, ELF_T_SHDR, 1, EV_CURRENT);
 
 		if (eh.e_shentsize != es) {
-			buf_addf(err, "cannot read '%s': section header size %u, expected %zu", name,
-				 eh.e_shentsize, es);
+			buf_addf(err, "cannot read '%s': section header size %u, expected %zu", name, eh.e_shentsize,
+				 es);
 			return -1;
 		}
 		if (shnum > size / es || !in_file(eh.e_shoff, (uint64_t)shnum * es, size)) {
@@ -549,8 +520,8 @@ static int inspect_elf(Elf *e, size_t size, struct elf_facts *f, const char *nam
 		size_t es = gelf_fsize(e, ELF_T_PHDR, 1, EV_CURRENT);
 
 		if (eh.e_phentsize != es) {
-			buf_addf(err, "cannot read '%s': program header size %u, expected %zu", name,
-				 eh.e_phentsize, es);
+			buf_addf(err, "cannot read '%s': program header size %u, expected %zu", name, eh.e_phentsize,
+				 es);
 			return -1;
 		}
 		if (phnum > size / es || !in_file(eh.e_phoff, (uint64_t)phnum * es, size)) {
@@ -566,8 +537,10 @@ static int inspect_elf(Elf *e, size_t size, struct elf_facts *f, const char *nam
 	f->file_size = (int64_t)size;
 	read_segments(f, e, size, phnum);
 	if (!shnum && eh.e_shnum)
-		facts_warn(f, "section header table unreadable (%u entries at offset %llu); using "
-			   "program headers", eh.e_shnum, (unsigned long long)eh.e_shoff);
+		facts_warn(f,
+			   "section header table unreadable (%u entries at offset %llu); using "
+			   "program headers",
+			   eh.e_shnum, (unsigned long long)eh.e_shoff);
 	if (!(shnum && read_sections(f, e, size, shnum, shstrndx)))
 		read_pt_dynamic(f, e, size, phnum);
 	return 0;
@@ -577,9 +550,8 @@ static const struct {
 	unsigned machine;
 	const char *name;
 } machine_names[] = {
-	{ EM_X86_64, "x86-64" }, { EM_386, "i386" }, { EM_AARCH64, "AArch64" },
-	{ EM_ARM, "ARM" }, { EM_PPC64, "PowerPC64" }, { EM_S390, "S/390" },
-	{ EM_RISCV, "RISC-V" },
+	{ EM_X86_64, "x86-64" },   { EM_386, "i386" },	 { EM_AARCH64, "AArch64" }, { EM_ARM, "ARM" },
+	{ EM_PPC64, "PowerPC64" }, { EM_S390, "S/390" }, { EM_RISCV, "RISC-V" },
 };
 
 void elf_facts_init(struct elf_facts *f)
@@ -612,8 +584,8 @@ void elf_sanitize(char *s, size_t len)
 		/* Overlong forms and surrogates are invalid too. */
 		if (n == 2 && c < 0xc2)
 			n = 0;
-		if (n == 3 && ((c == 0xe0 && (unsigned char)s[i + 1] < 0xa0) ||
-			       (c == 0xed && (unsigned char)s[i + 1] >= 0xa0)))
+		if (n == 3 &&
+		    ((c == 0xe0 && (unsigned char)s[i + 1] < 0xa0) || (c == 0xed && (unsigned char)s[i + 1] >= 0xa0)))
 			n = 0;
 		if (n == 4 && ((c == 0xf0 && (unsigned char)s[i + 1] < 0x90) || c > 0xf4 ||
 			       (c == 0xf4 && (unsigned char)s[i + 1] >= 0x90)))
@@ -653,8 +625,7 @@ void elf_facts_release(struct elf_facts *f)
 	elf_facts_init(f);
 }
 
-int elf_inspect_mem(const char *name, const void *data, size_t size, struct elf_facts *out,
-		    struct buf *err)
+int elf_inspect_mem(const char *name, const void *data, size_t size, struct elf_facts *out, struct buf *err)
 {
 	const unsigned char *ident;
 	Elf *e = NULL;
@@ -724,8 +695,7 @@ int elf_inspect_file(const char *path, struct elf_facts *out, struct buf *err)
 		goto out;
 	}
 	if (st.st_size < EI_NIDENT) {
-		buf_addf(err, "cannot read '%s': not an ELF file (%lld bytes)", path,
-			 (long long)st.st_size);
+		buf_addf(err, "cannot read '%s': not an ELF file (%lld bytes)", path, (long long)st.st_size);
 		goto out;
 	}
 	if ((uint64_t)st.st_size > SIZE_MAX / 2) {

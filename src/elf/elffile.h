@@ -95,8 +95,7 @@ int elf_inspect_file(const char *path, struct elf_facts *out, struct buf *err);
  * The same over memory, for tests and the fuzzer; name is used in messages
  * and stored as out->path.  data is not modified and not kept.
  */
-int elf_inspect_mem(const char *name, const void *data, size_t size,
-		    struct elf_facts *out, struct buf *err);
+int elf_inspect_mem(const char *name, const void *data, size_t size, struct elf_facts *out, struct buf *err);
 
 /* True when the facts describe something that has symbols or debug info. */
 bool elf_facts_unstripped(const struct elf_facts *f);

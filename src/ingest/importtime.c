@@ -97,8 +97,7 @@ static void add_warning(struct it_parser *ps, long line, const char *fmt, va_lis
 }
 
 /* Records a warning about line (1-based); beyond the cap it is only counted. */
-static void warn_at(struct it_parser *ps, long line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+static void warn_at(struct it_parser *ps, long line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static void warn_at(struct it_parser *ps, long line, const char *fmt, ...)
 {
@@ -150,7 +149,8 @@ static size_t name_set_slot(const struct name_set *ns, const struct proc *pr, co
 {
 	size_t k;
 
-	for (k = hash_bytes(name, len) & (ns->nodes.cap - 1); ns->nodes.slot[k] >= 0; k = (k + 1) & (ns->nodes.cap - 1)) {
+	for (k = hash_bytes(name, len) & (ns->nodes.cap - 1); ns->nodes.slot[k] >= 0;
+	     k = (k + 1) & (ns->nodes.cap - 1)) {
 		const char *t = node_name(pr, ns->nodes.slot[k]);
 
 		if (!strncmp(t, name, len) && !t[len])
@@ -299,8 +299,7 @@ static void adopt(struct it_parser *ps, int32_t parent, uint32_t d)
 			const char *cn = node_name(pr, e->node), *pn = node_name(pr, parent);
 
 			warn(ps, "'%.*s' at depth %u has no parent row at depth %u; attached to '%.*s'",
-			     quote_len(strlen(cn)), cn, n->depth, n->depth - 1,
-			     quote_len(strlen(pn)), pn);
+			     quote_len(strlen(cn)), cn, n->depth, n->depth - 1, quote_len(strlen(pn)), pn);
 		}
 		proc_link_child(pr, parent, e->node);
 	}
@@ -358,9 +357,9 @@ static void attach_cached(struct it_parser *ps, const struct it_row *r)
 		step = true;
 	ps->bare_cached = r->indent ? -1 : node;
 	ps->cached++;
-	ps->io_run = io ? IO_IO
-		   : r->name_len == 4 && !memcmp(r->name, "zlib", 4) && ps->io_run == IO_IO ? IO_ZLIB
-		   : IO_NONE;
+	ps->io_run = io									      ? IO_IO
+		     : r->name_len == 4 && !memcmp(r->name, "zlib", 4) && ps->io_run == IO_IO ? IO_ZLIB
+											      : IO_NONE;
 	if (r->indent && width % 2 == 0) {
 		uint32_t level = it_clamp_depth(width / 2);
 
@@ -370,8 +369,7 @@ static void attach_cached(struct it_parser *ps, const struct it_row *r)
 		return;
 	}
 	if (r->indent)
-		warn(ps, "cached row for '%.*s' has an odd field width %zu",
-		     quote_len(r->name_len), r->name, width);
+		warn(ps, "cached row for '%.*s' has an odd field width %zu", quote_len(r->name_len), r->name, width);
 	ALLOC_GROW(ps->group, ps->nr_group + 1, ps->alloc_group);
 	u = &ps->group[ps->nr_group++];
 	u->node = node;
@@ -380,8 +378,8 @@ static void attach_cached(struct it_parser *ps, const struct it_row *r)
 }
 
 /* Adds a row that is not cached to the current process (it exists). */
-static void add_row(struct it_parser *ps, const char *name, size_t len, uint32_t depth,
-		    int64_t self_us, int64_t cum_us, uint32_t flags)
+static void add_row(struct it_parser *ps, const char *name, size_t len, uint32_t depth, int64_t self_us, int64_t cum_us,
+		    uint32_t flags)
 {
 	struct proc *pr = cur_proc(ps);
 	int32_t node = proc_add_node(pr, name, len, depth, self_us, cum_us);
@@ -427,8 +425,8 @@ static void handle_row(struct it_parser *ps, const struct it_row *r)
 	}
 	ps->rows++;
 	if (r->clamped)
-		warn(ps, "number too large for '%.*s': clamped to %lld", quote_len(r->name_len),
-		     r->name, (long long)INT64_MAX);
+		warn(ps, "number too large for '%.*s': clamped to %lld", quote_len(r->name_len), r->name,
+		     (long long)INT64_MAX);
 	if (r->negative)
 		warn(ps, "negative time for '%.*s'", quote_len(r->name_len), r->name);
 	if (r->no_separator)
@@ -439,10 +437,8 @@ static void handle_row(struct it_parser *ps, const struct it_row *r)
 		return;
 	}
 	if (r->indent % 2)
-		warn(ps, "odd indentation (%zu spaces) before '%.*s'", r->indent,
-		     quote_len(r->name_len), r->name);
-	add_row(ps, r->name, r->name_len, r->depth, r->self_us, r->cum_us,
-		r->negative ? NODE_NEGATIVE : 0);
+		warn(ps, "odd indentation (%zu spaces) before '%.*s'", r->indent, quote_len(r->name_len), r->name);
+	add_row(ps, r->name, r->name_len, r->depth, r->self_us, r->cum_us, r->negative ? NODE_NEGATIVE : 0);
 }
 
 /* Whether the parser is in the state it_row_lex's rows may be added in. */
@@ -682,8 +678,8 @@ void it_parser_free(struct it_parser *ps)
 
 void it_cached_row(struct buf *out, uint32_t level, const char *name)
 {
-	buf_addf(out, "import time: cached    | cached     | %*s\n",
-		 level > INT_MAX / 2 ? INT_MAX : (int)(2 * level), name);
+	buf_addf(out, "import time: cached    | cached     | %*s\n", level > INT_MAX / 2 ? INT_MAX : (int)(2 * level),
+		 name);
 }
 
 void it_parse_buffer(struct profile *p, struct run *run, const char *text, size_t len)

@@ -134,8 +134,8 @@ static inline __attribute__((always_inline)) int64_t field8(const char *f)
  * '|'.  Returns the position after the '|', or NULL when the column is not
  * one of those.  Numbers beyond int64 are clamped; the caller warns.
  */
-static const char *parse_column(const char *p, const char *end, int64_t *val, bool *cached,
-				bool *clamped, bool *negative)
+static const char *parse_column(const char *p, const char *end, int64_t *val, bool *cached, bool *clamped,
+				bool *negative)
 {
 	bool neg = false;
 	uint64_t v = 0;
@@ -222,8 +222,7 @@ int it_row_parse(const char *line, size_t len, struct it_row *r, const char **wh
 	}
 	i = (size_t)(skip_name(r->name, end) - r->name);
 	if (i < r->name_len) {
-		*why = r->name[i] == '|' ? "module name contains '|'"
-					 : "module name contains a control character";
+		*why = r->name[i] == '|' ? "module name contains '|'" : "module name contains a control character";
 		return -1;
 	}
 	/* "| " is the separator; the indentation follows it. */
@@ -244,8 +243,8 @@ size_t it_row_lex(const char *p, const char *end, struct it_fast_row *rec)
 		return 0;
 	if (load64(p) != load64(IT_MARKER) || memcmp(p + 8, IT_MARKER + 8, IT_MARKER_LEN - 8))
 		return 0;
-	if (f[0] != ' ' || f[1] != ' ' || f[10] != ' ' || f[11] != '|' || f[12] != ' ' ||
-	    f[13] != ' ' || f[14] != ' ' || f[23] != ' ' || f[24] != '|' || f[25] != ' ')
+	if (f[0] != ' ' || f[1] != ' ' || f[10] != ' ' || f[11] != '|' || f[12] != ' ' || f[13] != ' ' ||
+	    f[14] != ' ' || f[23] != ' ' || f[24] != '|' || f[25] != ' ')
 		return 0;
 	rec->self_us = field8(f + 2);
 	rec->cum_us = field8(f + 15);

@@ -92,8 +92,7 @@ static int64_t cut_at(const struct run *r, const struct sampler_times *t, const 
 
 	*end = TL_END_EXIT;
 	switch (o->until) {
-	case TL_UNTIL_EXIT:
-		return UNKNOWN;
+	case TL_UNTIL_EXIT: return UNKNOWN;
 	case TL_UNTIL_FIRST_RESPONSE:
 		if (ready >= 0 && r->first_response_us >= 0) {
 			*end = TL_END_FIRST_RESPONSE;
@@ -106,8 +105,7 @@ static int64_t cut_at(const struct run *r, const struct sampler_times *t, const 
 		if (ready < 0)
 			profile_add_warning(p, 0, "timeline: the target never became ready; it ends at the exit");
 		break;
-	case TL_UNTIL_DEFAULT:
-		break;
+	case TL_UNTIL_DEFAULT: break;
 	}
 	if (ready >= 0) {
 		*end = TL_END_READY;
@@ -146,8 +144,8 @@ static void collect_one(const char *path, const char *name, struct profile *p, s
 			cut.exit_ns = t->exit_ns;
 	}
 	if (sf.faults || sf.bad_records)
-		profile_add_warning(p, 0, "timeline of pid %ld: %llu samples abandoned, %zu unreadable records",
-				    sf.pid, (unsigned long long)sf.faults, sf.bad_records);
+		profile_add_warning(p, 0, "timeline of pid %ld: %llu samples abandoned, %zu unreadable records", sf.pid,
+				    (unsigned long long)sf.faults, sf.bad_records);
 	tl = xmalloc(sizeof(*tl));
 	timeline_init(tl);
 	if (timeline_build(tl, &sf, pr, &cut, &err) < 0) {

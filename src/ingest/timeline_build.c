@@ -493,8 +493,8 @@ static bool samples_fit(const struct timeline *tl)
 	return true;
 }
 
-int timeline_build(struct timeline *tl, const struct samples_file *sf, const struct proc *pr,
-		   const struct tl_cut *cut, struct buf *err)
+int timeline_build(struct timeline *tl, const struct samples_file *sf, const struct proc *pr, const struct tl_cut *cut,
+		   struct buf *err)
 {
 	struct build b = { .tl = tl, .sf = sf, .pr = pr, .last_wait = sf->start_wait_ns };
 	int64_t end_ns = cut->end_ns, last_ns, exit_ns;

@@ -29,7 +29,7 @@ struct tl_cut {
  * and the start-up imports.  Returns 0, or -1 with a message in err when the
  * file holds nothing to build from.
  */
-int timeline_build(struct timeline *tl, const struct samples_file *sf, const struct proc *pr,
-		   const struct tl_cut *cut, struct buf *err);
+int timeline_build(struct timeline *tl, const struct samples_file *sf, const struct proc *pr, const struct tl_cut *cut,
+		   struct buf *err);
 
 #endif

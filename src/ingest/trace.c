@@ -144,16 +144,14 @@ int trace_collect(struct trace_session *ts, struct profile *p, struct run *run, 
 	closedir(d);
 	buf_addf(&path, "%s/fallback.txt", ts->dir);
 	if (!buf_read_file(&note, path.buf) && note.len)
-		profile_add_warning(p, 0, "the C tracer is unavailable, the pure-Python tracer was used: %s",
-				    note.buf);
+		profile_add_warning(p, 0, "the C tracer is unavailable, the pure-Python tracer was used: %s", note.buf);
 	buf_reset(&path);
 	buf_reset(&note);
 	buf_addf(&path, "%s/cache.txt", ts->dir);
 	if (!buf_read_file(&note, path.buf) && note.len)
 		profile_add_warning(p, 0, "tracer build cache: %s", note.buf);
 	if (!nr)
-		profile_add_warning(p, 0,
-				    "no process wrote a trace (not Python 3.7+, or run with -I, -E or -S)");
+		profile_add_warning(p, 0, "no process wrote a trace (not Python 3.7+, or run with -I, -E or -S)");
 	if (!ts->stream) {
 		struct buf none = BUF_INIT;
 

@@ -15,16 +15,14 @@
 
 #include "sys/launch.h"
 
-static const char query_script[] =
-	"import sys, sysconfig\n"
-	"print(sys.version.split()[0])\n"
-	"print(sysconfig.get_config_var('EXT_SUFFIX') or '')\n"
-	"print(sysconfig.get_paths().get('include') or '')\n"
-	"print(getattr(getattr(sys, 'implementation', None), 'cache_tag', None) or '')\n";
+static const char query_script[] = "import sys, sysconfig\n"
+				   "print(sys.version.split()[0])\n"
+				   "print(sysconfig.get_config_var('EXT_SUFFIX') or '')\n"
+				   "print(sysconfig.get_paths().get('include') or '')\n"
+				   "print(getattr(getattr(sys, 'implementation', None), 'cache_tag', None) or '')\n";
 
 /* Runs argv and collects stdout or stderr (the other is inherited / dropped). */
-static int run_capture(const char *const *argv, bool want_stdout, struct buf *out, int *status,
-		       struct buf *err)
+static int run_capture(const char *const *argv, bool want_stdout, struct buf *out, int *status, struct buf *err)
 {
 	struct child c;
 	struct child_exit ex;
@@ -175,7 +173,8 @@ static int open_private_dir(const char *path, size_t mine, char **real, struct b
 			next = -1;
 		} else if ((next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
 			buf_addf(err, "cannot open '%s': %s", so_far,
-				 errno == ELOOP || errno == ENOTDIR ? "not a directory (a symbolic link?)" : strerror(errno));
+				 errno == ELOOP || errno == ENOTDIR ? "not a directory (a symbolic link?)"
+								    : strerror(errno));
 		} else if (fstat(next, &st) < 0 || check_dir(so_far, &st, own, err) < 0) {
 			close(next);
 			next = -1;
@@ -200,7 +199,6 @@ out:
 	buf_release(&walked);
 	return fd;
 }
-
 
 /*
  * Whether the extension name in dir can be loaded: a regular file (not a
@@ -246,8 +244,7 @@ static bool newer_or_same(const char *a, const char *b)
  * Makefile build's freshness cover them all.  Headers not beside it (Python's
  * own) are not ours.  0, or -1 with err set.
  */
-static int read_sources(const char *dir, const char *srcpath, struct buf *src, struct strvec *headers,
-			struct buf *err)
+static int read_sources(const char *dir, const char *srcpath, struct buf *src, struct strvec *headers, struct buf *err)
 {
 	struct buf path = BUF_INIT;
 	const char *p, *end;
@@ -377,8 +374,8 @@ char *trace_build_cache_root(void)
  * in dirfd (the directory real) and renames it to name there, writable by us
  * alone; 0 on success.
  */
-static int compile_into(const struct py_info *info, const char *python, const char *ext, const char *srcpath,
-			int dirfd, const char *real, const char *name, struct buf *err)
+static int compile_into(const struct py_info *info, const char *python, const char *ext, const char *srcpath, int dirfd,
+			const char *real, const char *name, struct buf *err)
 {
 	struct buf hdr = BUF_INIT, out = BUF_INIT, tmp = BUF_INIT, tmpname = BUF_INIT;
 	const char *cc = getenv("CC");
@@ -392,8 +389,10 @@ static int compile_into(const struct py_info *info, const char *python, const ch
 	buf_addf(&tmpname, "%s.tmp.%ld", name, (long)getpid());
 	buf_addf(&tmp, "%s/%s", real, tmpname.buf);
 	{
-		const char *argv[] = { cc && *cc ? cc : "cc", "-shared", "-fPIC", "-O2", "-std=c11",
-				       "-o", tmp.buf, "-I", info->include_dir, srcpath, NULL };
+		const char *argv[] = {
+			cc && *cc ? cc : "cc", "-shared", "-fPIC", "-O2", "-std=c11", "-o", tmp.buf, "-I",
+			info->include_dir,     srcpath,	  NULL
+		};
 
 		if (run_capture(argv, false, &out, &status, err) < 0)
 			goto out;
@@ -503,8 +502,7 @@ static int ext_build_for(const char *python, const struct py_info *ip, const cha
 		}
 		buf_addf(note, "%s%s in the cache, so it was built again", note->len ? "; " : "", why.buf);
 		break;
-	default:
-		break;
+	default: break;
 	}
 
 	if (compile_into(&info, python, ext, srcpath.buf, dirfd, real, name.buf, err) < 0)
@@ -608,10 +606,9 @@ out:
 	return ret;
 }
 
-static const char compile_script[] =
-	"import py_compile, sys\n"
-	"py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True,\n"
-	"                   invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)\n";
+static const char compile_script[] = "import py_compile, sys\n"
+				     "py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True,\n"
+				     "                   invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)\n";
 
 /*
  * Has python compile real/file into pycache (the directory pcfd) as pyc:
@@ -713,8 +710,7 @@ static char *boot_cache_for(const char *python, const struct py_info *info, cons
 	}
 	buf_addf(&pyc, "sitecustomize.%s.pyc", info->cache_tag);
 	switch (check_pyc(pcfd, pyc.buf, &st, &why)) {
-	case 0:
-		break;
+	case 0: break;
 	case 1:
 		if (unlinkat(pcfd, pyc.buf, 0) < 0) {
 			buf_addf(&why, "; cannot remove it: %s", strerror(errno));
@@ -767,8 +763,8 @@ char *boot_cache_ensure(const char *python, const char *datadir, const char *boo
 	return dir;
 }
 
-int trace_build_ensure(const char *python, const char *datadir, const char *scratch, char **so_path,
-		       char **boot_dir, struct buf *note, struct buf *err)
+int trace_build_ensure(const char *python, const char *datadir, const char *scratch, char **so_path, char **boot_dir,
+		       struct buf *note, struct buf *err)
 {
 	struct py_info info;
 	int ret;

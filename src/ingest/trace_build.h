@@ -56,8 +56,8 @@ char *trace_build_cache_root(void);
  * has no headers, or the compiler fails (its first lines of output are
  * included).
  */
-int trace_build_ensure(const char *python, const char *datadir, const char *scratch, char **so_path,
-		       char **boot_dir, struct buf *note, struct buf *err);
+int trace_build_ensure(const char *python, const char *datadir, const char *scratch, char **so_path, char **boot_dir,
+		       struct buf *note, struct buf *err);
 /*
  * *boot_dir above (the caller frees it; NULL when the source bootstrap is
  * to be used, and note says why when it is not the plain reasons: no cache,

@@ -298,7 +298,8 @@ static void match_given(struct merge *mg, const int32_t *match)
 		int32_t t = match[i];
 
 		mg->it_match[i] = -1;
-		if (t < 0 || (size_t)t >= mg->m || mg->map[t] >= 0 || strcmp(node_name(mg->it, (int32_t)i), node_name(mg->tr, t)))
+		if (t < 0 || (size_t)t >= mg->m || mg->map[t] >= 0 ||
+		    strcmp(node_name(mg->it, (int32_t)i), node_name(mg->tr, t)))
 			continue;
 		mg->map[t] = (int32_t)i;
 		mg->it_match[i] = t;
@@ -446,8 +447,7 @@ static void set_role(struct proc *pr, const char *role)
 }
 
 /* Appends i and its descendants, children in start order, to order[]. */
-static void add_subtree(const struct run *run, const long *parent, size_t i, size_t *order, size_t *nr,
-			bool *placed)
+static void add_subtree(const struct run *run, const long *parent, size_t i, size_t *order, size_t *nr, bool *placed)
 {
 	size_t k;
 

@@ -259,8 +259,7 @@ static void on_audit(struct trace_proc *tp, int64_t t, long tid, const char *eve
 		if (starts_with(detail, "r:") || (strstr(detail, "/__pycache__/") && strstr(detail, ".pyc")))
 			return;
 	}
-	if (!strcmp(event, "compile") && i >= 0 &&
-	    (!strcmp(file, detail) || (!*file && ends_with(detail, ".py")))) {
+	if (!strcmp(event, "compile") && i >= 0 && (!strcmp(file, detail) || (!*file && ends_with(detail, ".py")))) {
 		pr->nodes[i].flags |= NODE_COMPILED;
 		ps->compile_node = i;
 		ps->compile_tid = tid;
@@ -396,11 +395,8 @@ static int parse_record(struct trace_proc *tp, char **f, size_t nf)
 	}
 	case 'S':
 	case 'E':
-	case 'F':
-		return parse_import(tp, type, f, nf, t, (long)tid);
-	case 'f':
-		on_find(tp, t, (long)tid, f[3], nf > 4 ? f[4] : "");
-		return 0;
+	case 'F': return parse_import(tp, type, f, nf, t, (long)tid);
+	case 'f': on_find(tp, t, (long)tid, f[3], nf > 4 ? f[4] : ""); return 0;
 	case 'A':
 		if (nf < 5)
 			return -1;
@@ -421,8 +417,7 @@ static int parse_record(struct trace_proc *tp, char **f, size_t nf)
 		tp->stopped = xstrdup(nf > 2 ? f[2] : "unknown error");
 		tp->stopped_ns = t - ps->base;
 		return 0;
-	default:
-		return 0; /* unknown types are for later versions */
+	default: return 0; /* unknown types are for later versions */
 	}
 }
 

@@ -312,8 +312,7 @@ static bool out_of_order(const struct live *lv, size_t done)
  * start-up rows may carry the same names as imports other processes are
  * finishing: then only a duration that can be the same import's counts.
  */
-static bool match_row(struct trace_stream *s, const struct row_text *rt, bool strict, long *live_out,
-		      size_t *done_out)
+static bool match_row(struct trace_stream *s, const struct row_text *rt, bool strict, long *live_out, size_t *done_out)
 {
 	uint64_t h = name_hash(rt->name, rt->name_len);
 	int64_t best_diff = INT64_MAX, in_order_diff = INT64_MAX;
@@ -538,8 +537,8 @@ void trace_stream_end(struct trace_stream *s, struct buf *pass)
  * one process, whose node i is the i-th row fed; match (may be NULL) gets
  * each node's trace node.
  */
-static void rows_to_proc(struct trace_stream *s, struct profile *p, const size_t *rows, size_t nr,
-			 long depth_shift, const char *who, struct proc *out, int32_t **match)
+static void rows_to_proc(struct trace_stream *s, struct profile *p, const size_t *rows, size_t nr, long depth_shift,
+			 const char *who, struct proc *out, int32_t **match)
 {
 	struct run scratch;
 	struct it_parser *ps;
@@ -603,8 +602,7 @@ static void warn_about(struct profile *p, const struct trace_proc *tp)
 				    "importtime's alone (no phases, CPU time or side effects)",
 				    pid, (double)tp->stopped_ns / 1e6, tp->stopped);
 	if (tp->bad_records)
-		profile_add_warning(p, 0, "trace of pid %ld: %zu malformed records skipped", pid,
-				    tp->bad_records);
+		profile_add_warning(p, 0, "trace of pid %ld: %zu malformed records skipped", pid, tp->bad_records);
 	if (!tp->audit)
 		profile_add_warning(p, 0,
 				    "trace of pid %ld: Python %s has no audit hooks; imports were traced, "
@@ -704,8 +702,8 @@ void trace_stream_collect(struct trace_stream *s, struct profile *p, struct run 
 		buf_addf(&who, "pid %ld", lv->tp.proc.pid);
 		pr = run_add_proc(run);
 		proc_release(pr);
-		rows_to_proc(s, p, all.v, all.nr, lv->tp.proc.origin == ORIGIN_FORK ? lv->tp.fork_depth : 0,
-			     who.buf, pr, &match);
+		rows_to_proc(s, p, all.v, all.nr, lv->tp.proc.origin == ORIGIN_FORK ? lv->tp.fork_depth : 0, who.buf,
+			     pr, &match);
 		trace_merge(pr, &lv->tp, match);
 		free(match);
 		warn_about(p, &lv->tp);

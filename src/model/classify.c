@@ -242,8 +242,7 @@ static size_t top_find(struct top_table *t, const char *name)
 	for (k = top_hash(head, len) & (t->set.cap - 1); t->set.slot[k] >= 0; k = (k + 1) & (t->set.cap - 1)) {
 		size_t i = (size_t)t->set.slot[k];
 
-		if (t->head[i] == head && t->len[i] == len &&
-		    (len <= 8 || !memcmp(t->name[i] + 8, name + 8, len - 8)))
+		if (t->head[i] == head && t->len[i] == len && (len <= 8 || !memcmp(t->name[i] + 8, name + 8, len - 8)))
 			return i;
 	}
 	if (t->n == t->alloc) {
@@ -319,8 +318,7 @@ static bool is_tool_module(const char *name, bool startup)
 {
 	if (startup)
 		return starts_with(name, "coldstart") || !strcmp(name, "_coldstart_boot");
-	return name[0] == 'c' && !strncmp(name, "coldstart", 9) &&
-	       (!name[9] || (name[9] == '.' && name[10] == '_'));
+	return name[0] == 'c' && !strncmp(name, "coldstart", 9) && (!name[9] || (name[9] == '.' && name[10] == '_'));
 }
 
 static void classify_node(struct proc *pr, int32_t i, struct top_cache *tops)
@@ -355,7 +353,7 @@ static void classify_node(struct proc *pr, int32_t i, struct top_cache *tops)
 		a = -1;
 	if (file)
 		n->kind = strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ? KIND_THIRDPARTY
-											    : KIND_APP;
+											     : KIND_APP;
 	else if (a >= 0)
 		n->kind = pr->nodes[a].kind;
 	else
@@ -540,8 +538,9 @@ size_t proc_analyze(struct proc *pr, const char *const *stdlib_names, const char
 		    int64_t tolerance_us)
 {
 	struct site_names site;
-	struct analyze_job job = { .pr = pr, .stdlib_names = stdlib_names, .site = &site,
-				   .tolerance_us = tolerance_us };
+	struct analyze_job job = {
+		.pr = pr, .stdlib_names = stdlib_names, .site = &site, .tolerance_us = tolerance_us
+	};
 	unsigned nr, s;
 	size_t bad = 0, k;
 

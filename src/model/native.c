@@ -62,8 +62,7 @@ static int tree_from_json(json_t *v, struct elf_tree *t, struct elf_facts_list *
 	return ret;
 }
 
-static int python_from_json(json_t *v, struct elf_python *py, struct elf_facts_list *owner,
-			    struct buf *err)
+static int python_from_json(json_t *v, struct elf_python *py, struct elf_facts_list *owner, struct buf *err)
 {
 	char *text = dump(v, err);
 	int ret = text ? elf_python_from_json(text, strlen(text), py, owner, err) : -1;

@@ -10,20 +10,13 @@
 #include <time.h>
 
 static const char *const kind_names[KIND__COUNT] = {
-	[KIND_STARTUP] = "startup",
-	[KIND_STDLIB] = "stdlib",
-	[KIND_THIRDPARTY] = "thirdparty",
-	[KIND_APP] = "app",
-	[KIND_TOOL] = "tool",
+	[KIND_STARTUP] = "startup", [KIND_STDLIB] = "stdlib", [KIND_THIRDPARTY] = "thirdparty",
+	[KIND_APP] = "app",	    [KIND_TOOL] = "tool",
 };
 
 static const char *const status_names[] = {
-	[RUN_EXITED] = "exited",
-	[RUN_SIGNALED] = "signaled",
-	[RUN_OOM] = "oom",
-	[RUN_TIMEOUT] = "timeout",
-	[RUN_STOPPED] = "stopped",
-	[RUN_NOT_RUN] = "not-run",
+	[RUN_EXITED] = "exited",   [RUN_SIGNALED] = "signaled", [RUN_OOM] = "oom",
+	[RUN_TIMEOUT] = "timeout", [RUN_STOPPED] = "stopped",	[RUN_NOT_RUN] = "not-run",
 };
 
 static void finding_release(struct finding *f)
@@ -129,7 +122,6 @@ void profile_init(struct profile *p)
 	p->limits.swap = 0;
 	native_set_init(&p->native);
 }
-
 
 void profile_stamp(struct profile *p, const char *command)
 {

@@ -36,15 +36,15 @@ static inline int64_t profile_clamp(int64_t v, int64_t lo, int64_t hi)
 }
 
 /* Node flags. */
-#define NODE_CACHED       (1u << 0) /* 3.14 -X importtime=2 "cached" row */
-#define NODE_FAILED       (1u << 1) /* the import raised (trace) */
-#define NODE_STARTUP      (1u << 2) /* interpreter start-up, before the target's code */
-#define NODE_TRACE_ONLY   (1u << 3) /* importtime printed no row for it */
+#define NODE_CACHED (1u << 0) /* 3.14 -X importtime=2 "cached" row */
+#define NODE_FAILED (1u << 1) /* the import raised (trace) */
+#define NODE_STARTUP (1u << 2) /* interpreter start-up, before the target's code */
+#define NODE_TRACE_ONLY (1u << 3) /* importtime printed no row for it */
 #define NODE_INCONSISTENT (1u << 4) /* self != cum - sum(children cum) */
-#define NODE_OPEN         (1u << 5) /* started, never finished: the process died */
-#define NODE_COMPILED     (1u << 6) /* compiled from source at import */
-#define NODE_NATIVE       (1u << 7) /* an extension module (.so) */
-#define NODE_NEGATIVE     (1u << 8) /* importtime printed a negative number */
+#define NODE_OPEN (1u << 5) /* started, never finished: the process died */
+#define NODE_COMPILED (1u << 6) /* compiled from source at import */
+#define NODE_NATIVE (1u << 7) /* an extension module (.so) */
+#define NODE_NEGATIVE (1u << 8) /* importtime printed a negative number */
 
 enum node_kind {
 	KIND_STARTUP = 0, /* encodings, site, .pth imports, sitecustomize */
@@ -190,7 +190,8 @@ struct cold_figures {
 /* Whether the eviction before the run took (cold.h says why only module bytes decide). */
 static inline bool cold_figures_took(const struct cold_figures *c)
 {
-	return c->asked && !c->partial && c->module_bytes > 0 && c->module_resident * 100 <= c->module_bytes * COLD_RESIDENT_MAX_PCT;
+	return c->asked && !c->partial && c->module_bytes > 0 &&
+	       c->module_resident * 100 <= c->module_bytes * COLD_RESIDENT_MAX_PCT;
 }
 
 enum run_status {
@@ -276,8 +277,7 @@ void profile_release(struct profile *p);
 void profile_stamp(struct profile *p, const char *command);
 /* Returns the new run, zeroed with UNKNOWN measurements. */
 struct run *profile_add_run(struct profile *p);
-void profile_add_warning(struct profile *p, long line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+void profile_add_warning(struct profile *p, long line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Takes ownership of every string in f. */
 void profile_add_finding(struct profile *p, struct finding *f);
 
@@ -327,8 +327,8 @@ static inline const char *node_name(const struct proc *pr, int32_t i)
  * Appends a node with no links; the caller links it with proc_link_child or
  * proc_link_root.  Returns its index.  name follows proc_intern's rule.
  */
-static inline int32_t proc_add_node(struct proc *pr, const char *name, size_t len,
-				    uint32_t depth, int64_t self_us, int64_t cum_us)
+static inline int32_t proc_add_node(struct proc *pr, const char *name, size_t len, uint32_t depth, int64_t self_us,
+				    int64_t cum_us)
 {
 	struct imp_node *n;
 
@@ -470,7 +470,6 @@ int64_t proc_lifetime_us(const struct proc *pr);
 int64_t run_ready_ns(const struct run *r);
 /* Whether node i of pr started after the run's ready time (ready_ns from run_ready_ns). */
 bool node_after_ready(const struct proc *pr, int32_t i, int64_t ready_ns);
-
 
 /*
  * JSON (written with .gz through zlib).  Both return 0 or -1 with err set.

@@ -38,13 +38,12 @@ static const char *const node_fields[] = {
 };
 
 static const char *const timing_fields[] = {
-	"start_ns", "end_ns", "find_ns", "load_ns", "exec_ns", "compile_ns",
-	"rss_start_kb", "rss_end_kb", "file", "cpu_ns",
+	"start_ns",   "end_ns",	      "find_ns",    "load_ns", "exec_ns",
+	"compile_ns", "rss_start_kb", "rss_end_kb", "file",    "cpu_ns",
 };
 
 static const char *const flag_names[] = {
-	"cached", "failed", "startup", "trace_only", "inconsistent", "open",
-	"compiled", "native", "negative",
+	"cached", "failed", "startup", "trace_only", "inconsistent", "open", "compiled", "native", "negative",
 };
 
 static void jw_write(struct jw *w, const char *text, size_t len)
@@ -177,10 +176,11 @@ static size_t plain_json_len(const struct buf *pool, uint32_t off)
 	for (; end - p >= 16; p += 16) {
 		__m128i v = _mm_loadu_si128((const __m128i *)p);
 		/* Unsigned v <= 0x1f (the NUL too), '"', '\\', DEL. */
-		__m128i hit = _mm_or_si128(
-			_mm_or_si128(_mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(0x1f)), _mm_set1_epi8(0x1f)),
-				     _mm_cmpeq_epi8(v, _mm_set1_epi8('"'))),
-			_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')), _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f))));
+		__m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(0x1f)),
+								       _mm_set1_epi8(0x1f)),
+							_mm_cmpeq_epi8(v, _mm_set1_epi8('"'))),
+					   _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')),
+							_mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f))));
 		unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(hit, v));
 
 		if (m) {
@@ -304,8 +304,7 @@ static void format_nodes(void *ctx, size_t begin, size_t end, unsigned slot)
 	job->escaped[slot] += w.escaped;
 }
 
-static void write_nodes(struct jw *w, const struct proc *pr, const int32_t *order, const int32_t *newidx,
-			size_t n)
+static void write_nodes(struct jw *w, const struct proc *pr, const int32_t *order, const int32_t *newidx, size_t n)
 {
 	struct kind_tail tails[KIND__COUNT + 1];
 	struct node_job job = { .pr = pr, .order = order, .newidx = newidx, .tails = tails };
@@ -469,8 +468,9 @@ static void write_proc(struct jw *w, const struct proc *pr)
 		buf_addch(w->out, '[');
 		for (i = 0; i < n; i++) {
 			const struct imp_timing *t = &pr->timing[map_index(order, (int32_t)i)];
-			const int64_t ns[] = { t->start_ns, t->end_ns, t->find_ns, t->load_ns, t->exec_ns,
-					       t->compile_ns };
+			const int64_t ns[] = {
+				t->start_ns, t->end_ns, t->find_ns, t->load_ns, t->exec_ns, t->compile_ns
+			};
 			size_t k;
 
 			buf_addch(w->out, '[');

@@ -41,12 +41,9 @@ static const struct field run_fields[] = {
 };
 
 static const struct field cg_fields[] = {
-	I64(cg_figures, cpu_usage_us, -1, MAX_US),
-	I64(cg_figures, nr_periods, -1, MAX_COUNT),
-	I64(cg_figures, nr_throttled, -1, MAX_COUNT),
-	I64(cg_figures, throttled_us, -1, MAX_US),
-	I64(cg_figures, memory_peak, -1, MAX_BYTES),
-	I64(cg_figures, oom_kills, -1, MAX_COUNT),
+	I64(cg_figures, cpu_usage_us, -1, MAX_US),    I64(cg_figures, nr_periods, -1, MAX_COUNT),
+	I64(cg_figures, nr_throttled, -1, MAX_COUNT), I64(cg_figures, throttled_us, -1, MAX_US),
+	I64(cg_figures, memory_peak, -1, MAX_BYTES),  I64(cg_figures, oom_kills, -1, MAX_COUNT),
 };
 
 static const struct field cold_fields[] = {

@@ -80,8 +80,8 @@ struct timing_list {
 
 static int read_timing(struct reader *rd, void *ctx, size_t i)
 {
-	static const char *const keys[] = { "start_ns", "end_ns", "find_ns", "load_ns", "exec_ns",
-					    "compile_ns", "rss_start_kb", "rss_end_kb" };
+	static const char *const keys[] = { "start_ns", "end_ns",     "find_ns",      "load_ns",
+					    "exec_ns",	"compile_ns", "rss_start_kb", "rss_end_kb" };
 	struct timing_list *tl = ctx;
 	struct imp_timing *tm;
 	int64_t v[ARRAY_SIZE(keys)], cpu = UNKNOWN;
@@ -148,7 +148,7 @@ static int read_event(struct reader *rd, void *ctx, size_t i)
 	for (k = 0; (more = jr_arr_next(&rd->jr)) > 0; k++) {
 		if (k == 0 || k == 3) {
 			if (rd_int(rd, k ? "node" : "t_ns", k ? INT64_MIN : -MAX_NS, k ? INT64_MAX : MAX_NS,
-				     k ? -1 : UNKNOWN, k ? &node : &e->t_ns) < 0)
+				   k ? -1 : UNKNOWN, k ? &node : &e->t_ns) < 0)
 				return -1;
 		} else if (jr_value(&rd->jr) == JR_STR && k < 3) {
 			if (rd_intern_str(rd, pr, k == 1 ? &e->name : &e->detail) < 0)
@@ -202,7 +202,7 @@ static int read_tl_node(struct reader *rd, void *ctx, size_t i)
 	for (k = 0; (more = jr_arr_next(&rd->jr)) > 0; k++) {
 		if (k == 2 || k == 4) {
 			if (rd_int(rd, k == 2 ? "parent" : "line", k == 2 ? -1 : INT32_MIN,
-				     k == 2 ? (int64_t)i - 1 : INT32_MAX, k == 2 ? -2 : 0, k == 2 ? &parent : &line) < 0)
+				   k == 2 ? (int64_t)i - 1 : INT32_MAX, k == 2 ? -2 : 0, k == 2 ? &parent : &line) < 0)
 				return -1;
 		} else if (jr_value(&rd->jr) == JR_STR && k < 4) {
 			if (k == 1)
@@ -263,8 +263,8 @@ static int read_tl_sample(struct reader *rd, void *ctx, size_t i)
 	tr->wall += i64_abs(v[1]);
 	tr->cpu += v[2] > 0 ? v[2] : 0;
 	if (tr->wall > MAX_US || tr->cpu > MAX_US)
-		return jr_fail(&rd->jr, "timeline sample %zu: the samples add up to more than %lld us",
-			       i, (long long)MAX_US);
+		return jr_fail(&rd->jr, "timeline sample %zu: the samples add up to more than %lld us", i,
+			       (long long)MAX_US);
 	ALLOC_GROW(tl->samples, tl->nr_samples + 1, tl->alloc_samples);
 	ts = &tl->samples[tl->nr_samples++];
 	ts->t_us = v[0];

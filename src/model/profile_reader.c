@@ -64,8 +64,7 @@ int rd_int(struct reader *rd, const char *key, int64_t lo, int64_t hi, int64_t d
 	char text[64];
 
 	switch (jr_value(&rd->jr)) {
-	case JR_ERROR:
-		return -1;
+	case JR_ERROR: return -1;
 	case JR_INT:
 		if (rd->jr.i < lo || rd->jr.i > hi) {
 			snprintf(text, sizeof(text), "%lld", (long long)rd->jr.i);
@@ -80,9 +79,7 @@ int rd_int(struct reader *rd, const char *key, int64_t lo, int64_t hi, int64_t d
 		}
 		*out = i64_from_double(rd->jr.d);
 		return 0;
-	default:
-		*out = dflt;
-		return jr_skip(&rd->jr);
+	default: *out = dflt; return jr_skip(&rd->jr);
 	}
 }
 
@@ -155,8 +152,7 @@ int rd_field(struct reader *rd, const struct field *fields, size_t nr, void *bas
 		if (t == JR_TRUE || t == JR_FALSE)
 			*(bool *)at = t == JR_TRUE;
 		return jr_skip(&rd->jr) < 0 ? -1 : 1;
-	case F_STR:
-		return rd_str(rd, (char **)at) < 0 ? -1 : 1;
+	case F_STR: return rd_str(rd, (char **)at) < 0 ? -1 : 1;
 	case F_REAL:
 		t = jr_value(&rd->jr);
 		if (t == JR_INT || t == JR_REAL) {
@@ -170,8 +166,7 @@ int rd_field(struct reader *rd, const struct field *fields, size_t nr, void *bas
 			return 1;
 		}
 		return jr_skip(&rd->jr) < 0 ? -1 : 1;
-	default:
-		break;
+	default: break;
 	}
 	if (fields[i].type == F_I64)
 		v = *(int64_t *)at;
@@ -189,7 +184,6 @@ int rd_field(struct reader *rd, const struct field *fields, size_t nr, void *bas
 		*(long *)at = (long)v;
 	return 1;
 }
-
 
 /* Expects an array and reads its elements with each(); anything else is skipped. */
 int rd_array(struct reader *rd, int (*each)(struct reader *rd, void *ctx, size_t i), void *ctx)

@@ -50,7 +50,10 @@ struct field {
 	int64_t lo, hi;
 };
 
-#define I64(s, k, lo, hi) { #k, F_I64, offsetof(struct s, k), lo, hi }
+#define I64(s, k, lo, hi)                                                                                              \
+	{                                                                                                              \
+#k, F_I64, offsetof(struct s, k), lo, hi                                                               \
+	}
 #define READ_FIELD(rd, table, base) rd_field(rd, table, ARRAY_SIZE(table), base)
 
 /* "run 0, process 2, node 7: " before a message about a field. */

@@ -170,9 +170,8 @@ static int on_record(struct samples_file *sf, char *line, bool *header)
 		return -1;
 	switch (f[0][0]) {
 	case 'H':
-		if (nf < 8 || parse_i64(f[1], &v[0]) < 0 || parse_i64(f[2], &v[1]) < 0 ||
-		    parse_i64(f[3], &v[2]) < 0 || parse_i64(f[4], &v[3]) < 0 || parse_i64(f[5], &v[4]) < 0 ||
-		    parse_i64(f[6], &v[5]) < 0)
+		if (nf < 8 || parse_i64(f[1], &v[0]) < 0 || parse_i64(f[2], &v[1]) < 0 || parse_i64(f[3], &v[2]) < 0 ||
+		    parse_i64(f[4], &v[3]) < 0 || parse_i64(f[5], &v[4]) < 0 || parse_i64(f[6], &v[5]) < 0)
 			return -1;
 		sf->start_ns = v[0];
 		sf->pid = (long)v[1];
@@ -186,26 +185,23 @@ static int on_record(struct samples_file *sf, char *line, bool *header)
 		if (nf > 9 && parse_i64(f[9], &v[6]) == 0 && v[6] >= 0)
 			sf->start_wait_ns = v[6];
 		return 0;
-	case 'C':
-		return on_code(sf, f, nf);
-	case 'S':
-		return on_sample(sf, f, nf);
+	case 'C': return on_code(sf, f, nf);
+	case 'S': return on_sample(sf, f, nf);
 	case 'F':
 		if (nf < 2 || parse_i64(f[1], &v[0]) < 0)
 			return -1;
 		sf->final_ns = v[0];
 		return 0;
 	case 'Q':
-		if (nf < 5 || parse_i64(f[1], &v[0]) < 0 || parse_i64(f[2], &v[1]) < 0 ||
-		    parse_i64(f[3], &v[2]) < 0 || parse_i64(f[4], &v[3]) < 0)
+		if (nf < 5 || parse_i64(f[1], &v[0]) < 0 || parse_i64(f[2], &v[1]) < 0 || parse_i64(f[3], &v[2]) < 0 ||
+		    parse_i64(f[4], &v[3]) < 0)
 			return -1;
 		sf->end_ns = v[0];
 		sf->end_proc_cpu_ns = v[1];
 		sf->dropped = (uint64_t)v[2];
 		sf->faults = (uint64_t)v[3];
 		return 0;
-	default:
-		return 0; /* unknown record types are for later versions */
+	default: return 0; /* unknown record types are for later versions */
 	}
 }
 

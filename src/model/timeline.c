@@ -15,7 +15,7 @@
 #include "iset.h"
 
 static const char *const kind_names[TL__COUNT] = {
-	[TL_THREAD] = "thread", [TL_STARTUP] = "startup", [TL_IMPORT] = "import",
+	[TL_THREAD] = "thread", [TL_STARTUP] = "startup",   [TL_IMPORT] = "import",
 	[TL_FUNC] = "function", [TL_SHUTDOWN] = "shutdown",
 };
 
@@ -403,7 +403,8 @@ size_t timeline_top_functions(const struct timeline *tl, bool by_cpu, struct tl_
 
 			if (agg[c] < 0 || agg[c] == (int32_t)j || is_comprehension(callee))
 				continue;
-			if (timeline_stdlib_file(tl_str(tl, tl->nodes[c].file)) && !timeline_stdlib_file(tl_str(tl, f[j].file)))
+			if (timeline_stdlib_file(tl_str(tl, tl->nodes[c].file)) &&
+			    !timeline_stdlib_file(tl_str(tl, f[j].file)))
 				continue;
 			if (own_time(tl, imp, impc, c, by_cpu) * 10 >= own * 7) {
 				drop[j] = true;

@@ -193,8 +193,8 @@ static int by_path(const void *a, const void *b)
 }
 
 /* The tree at root now (no copies), sorted; NULL with err. */
-static struct plan_files *scan(const char *root, const char *skip, const char *store, const char *prefix,
-			       bool contents, struct buf *err)
+static struct plan_files *scan(const char *root, const char *skip, const char *store, const char *prefix, bool contents,
+			       struct buf *err)
 {
 	struct plan_files *t = xcalloc(1, sizeof(*t));
 	struct walk w = { t, store, prefix, err, contents };

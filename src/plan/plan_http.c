@@ -29,8 +29,7 @@ void plan_http_fn_request(uint64_t body_size, size_t i, struct buf *req)
 		 i + 1, deadline, (unsigned long long)body_size);
 }
 
-void plan_http_request(const char *host, int port, const char *path, bool has_body, uint64_t body_size,
-		       struct buf *req)
+void plan_http_request(const char *host, int port, const char *path, bool has_body, uint64_t body_size, struct buf *req)
 {
 	buf_reset(req);
 	if (!has_body) {

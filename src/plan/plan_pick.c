@@ -181,10 +181,11 @@ int plan_pick_record(const char *record, bool by_use, struct buf *note, struct b
 		ret = keep_child(&recs[best], record, err);
 	}
 	if (by_use && nr > 1 && best < nr)
-		buf_addf(note, "%zu processes recorded (%s%zu it forked); the plan is the one of %s, whose "
-			 "requests used the most modules (%lld)", nr, recs[0].pid ? "" : "the target and ",
-			 recs[0].pid ? nr : nr - 1, recs[best].pid ? "a forked child" : "the target",
-			 (long long)recs[best].used);
+		buf_addf(note,
+			 "%zu processes recorded (%s%zu it forked); the plan is the one of %s, whose "
+			 "requests used the most modules (%lld)",
+			 nr, recs[0].pid ? "" : "the target and ", recs[0].pid ? nr : nr - 1,
+			 recs[best].pid ? "a forked child" : "the target", (long long)recs[best].used);
 	for (i = 0; i < nr; i++) {
 		free(recs[i].path);
 		json_decref(recs[i].root);

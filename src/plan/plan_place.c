@@ -76,8 +76,7 @@ static int place_file(const char *src, const char *dst, struct buf *err)
 			break;
 	times[0] = st.st_atim;
 	times[1] = st.st_mtim;
-	if (n != 0 || fchmod(out, 0666 & ~mask) < 0 || futimens(out, times) < 0 || fsync(out) < 0 ||
-	    close(out) < 0) {
+	if (n != 0 || fchmod(out, 0666 & ~mask) < 0 || futimens(out, times) < 0 || fsync(out) < 0 || close(out) < 0) {
 		buf_addf(err, "cannot write '%s': %s", tmp.buf, strerror(errno));
 		if (out >= 0)
 			close(out);
@@ -108,8 +107,8 @@ static const char *basename_of(const char *path)
 	return slash ? slash + 1 : path;
 }
 
-int plan_place_finish(json_t *root, const char *tmp, const char *output, const char *code_tmp,
-		      const char *code_out, struct buf *err)
+int plan_place_finish(json_t *root, const char *tmp, const char *output, const char *code_tmp, const char *code_out,
+		      struct buf *err)
 {
 	json_t *code = json_object_get(root, "code");
 

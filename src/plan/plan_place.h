@@ -22,7 +22,7 @@
  * is 0666 less the umask, as a file the command creates.  0, or -1 with
  * the first failure in err.
  */
-int plan_place_finish(json_t *root, const char *tmp, const char *output, const char *code_tmp,
-		      const char *code_out, struct buf *err);
+int plan_place_finish(json_t *root, const char *tmp, const char *output, const char *code_tmp, const char *code_out,
+		      struct buf *err);
 
 #endif

@@ -164,8 +164,8 @@ static enum plan_status check_going(struct io *io, int64_t deadline, enum plan_s
  * (read at *off into chunk).  0 when all went out; -1 (err) when the
  * body's file cannot be read or came out short.
  */
-static ssize_t next_bytes(const struct buf *head, const struct plan_body *body, uint64_t *off, char *chunk,
-			  size_t max, const char **p, struct buf *err)
+static ssize_t next_bytes(const struct buf *head, const struct plan_body *body, uint64_t *off, char *chunk, size_t max,
+			  const char **p, struct buf *err)
 {
 	uint64_t b;
 	ssize_t n;
@@ -286,8 +286,7 @@ static enum plan_status run_fn(const struct plan_target *t, struct io *io, const
 
 	while (lstat(sock_path, &sb) < 0 || !S_ISLNK(sb.st_mode)) {
 		pump(io, 5, -1, 0);
-		if ((st = check_going(io, deadline, PLAN_RUN_NOT_READY, err,
-				      "lsnr.sock (the function's readiness)")))
+		if ((st = check_going(io, deadline, PLAN_RUN_NOT_READY, err, "lsnr.sock (the function's readiness)")))
 			goto out;
 	}
 	io->o->ready_us = (now_ns() - io->c->exec_ns) / 1000;
@@ -332,7 +331,8 @@ static enum plan_status run_http(const struct plan_target *t, struct io *io, int
 		}
 		if (!i)
 			io->o->ready_us = (now_ns() - io->c->exec_ns) / 1000;
-		plan_http_request(t->host, t->port, t->path, t->nr_requests > 0, t->nr_requests ? t->requests[i].size : 0, &req);
+		plan_http_request(t->host, t->port, t->path, t->nr_requests > 0,
+				  t->nr_requests ? t->requests[i].size : 0, &req);
 		st = exchange(io, fd, &req, t->nr_requests ? &t->requests[i] : NULL, &resp, &sent, deadline, err);
 		close(fd);
 		if (st)
@@ -540,7 +540,8 @@ static struct cgroup *run_cgroup(void)
 
 	if (!cg && !warned) {
 		warning("plan: the target's runs have no cgroup of their own (%s): what a run leaves running "
-			"outlives a SIGKILLed coldstart", cerr.buf);
+			"outlives a SIGKILLed coldstart",
+			cerr.buf);
 		warned = true;
 	}
 	buf_release(&cerr);
@@ -626,8 +627,10 @@ enum plan_status plan_target_run(const struct plan_target *t, struct plan_outcom
 		buf_addf(&sock_path, "%s/lsnr.sock", dir.path);
 		/* The FDK binds phonylsnr.sock beside it and links lsnr.sock to it. */
 		if (sock_path.len + strlen("phony") > FN_PATH_MAX) {
-			buf_addf(err, "'%s/phonylsnr.sock', the FDK's socket, would be longer than the %zu bytes a socket "
-				 "path may have: set TMPDIR to a shorter directory", dir.path, FN_PATH_MAX);
+			buf_addf(err,
+				 "'%s/phonylsnr.sock', the FDK's socket, would be longer than the %zu bytes a socket "
+				 "path may have: set TMPDIR to a shorter directory",
+				 dir.path, FN_PATH_MAX);
 			goto out;
 		}
 		strvec_pushf(&c.env, "FN_LISTENER=unix:%s", sock_path.buf);
@@ -665,15 +668,9 @@ enum plan_status plan_target_run(const struct plan_target *t, struct plan_outcom
 	}
 	deadline = c.start_ns + t->timeout_us * 1000;
 	switch (t->probe) {
-	case PLAN_PROBE_FN:
-		st = run_fn(t, &io, sock_path.buf, deadline, err);
-		break;
-	case PLAN_PROBE_HTTP:
-		st = run_http(t, &io, deadline, err);
-		break;
-	case PLAN_PROBE_EXIT:
-		st = run_exit(&io, deadline, err);
-		break;
+	case PLAN_PROBE_FN: st = run_fn(t, &io, sock_path.buf, deadline, err); break;
+	case PLAN_PROBE_HTTP: st = run_http(t, &io, deadline, err); break;
+	case PLAN_PROBE_EXIT: st = run_exit(&io, deadline, err); break;
 	}
 	if (st == PLAN_RUN_OK && t->record_path) {
 		if (t->probe != PLAN_PROBE_EXIT)

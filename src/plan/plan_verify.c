@@ -144,8 +144,8 @@ static size_t set_actions(json_t *root, const char *const *names, size_t k, cons
  * eagerly and the first nf modules of froms (all of them: nf == SIZE_MAX)
  * bind their from-imports eagerly.
  */
-static int write_variant(const struct plan_doc *d, const char *const *names, size_t k,
-			 const char *const *froms, size_t nf, const char *path, struct buf *err)
+static int write_variant(const struct plan_doc *d, const char *const *names, size_t k, const char *const *froms,
+			 size_t nf, const char *path, struct buf *err)
 {
 	json_t *copy = json_deep_copy(d->root);
 	json_t *from = json_object_get(copy, "from");
@@ -168,26 +168,18 @@ static int write_variant(const struct plan_doc *d, const char *const *names, siz
 int plan_exit_for(enum plan_status st)
 {
 	switch (st) {
-	case PLAN_RUN_OK:
-		return EXIT_OK;
-	case PLAN_RUN_NO_EXEC:
-		return EXIT_NO_PYTHON;
-	case PLAN_RUN_EXITED:
-		return EXIT_TARGET_FAILED;
-	case PLAN_RUN_NOT_READY:
-		return EXIT_NOT_READY;
-	case PLAN_RUN_TIMEOUT:
-		return EXIT_TARGET_TIMEOUT;
-	case PLAN_RUN_INTERRUPTED:
-		return 128 + plan_target_interrupted();
-	case PLAN_RUN_FAILED:
-		break;
+	case PLAN_RUN_OK: return EXIT_OK;
+	case PLAN_RUN_NO_EXEC: return EXIT_NO_PYTHON;
+	case PLAN_RUN_EXITED: return EXIT_TARGET_FAILED;
+	case PLAN_RUN_NOT_READY: return EXIT_NOT_READY;
+	case PLAN_RUN_TIMEOUT: return EXIT_TARGET_TIMEOUT;
+	case PLAN_RUN_INTERRUPTED: return 128 + plan_target_interrupted();
+	case PLAN_RUN_FAILED: break;
 	}
 	return EXIT_FAIL;
 }
 
-void plan_report_failure(const char *what, enum plan_status st, const struct plan_outcome *o,
-			 const struct buf *err)
+void plan_report_failure(const char *what, enum plan_status st, const struct plan_outcome *o, const struct buf *err)
 {
 	error("%s: %s", what, err->buf);
 	if (st != PLAN_RUN_INTERRUPTED && o->stderr_tail.len) {
@@ -210,8 +202,8 @@ int plan_response_status(const struct buf *resp)
 	return status;
 }
 
-enum plan_status plan_run_once(struct plan_run *r, const struct strvec *env, const char *record,
-			       struct plan_outcome *o, struct buf *err)
+enum plan_status plan_run_once(struct plan_run *r, const struct strvec *env, const char *record, struct plan_outcome *o,
+			       struct buf *err)
 {
 	enum plan_status st;
 
@@ -323,7 +315,7 @@ static void show_diff(const struct plan_outcome *a, size_t which)
 {
 	if (which == a->nr_responses)
 		fprintf(stderr, "coldstart plan: with the plan, the files written under the working directory differ "
-			"from those without it\n");
+				"from those without it\n");
 	else
 		fprintf(stderr, "coldstart plan: with the plan, response %zu of %zu differs from the one without it\n",
 			which + 1, a->nr_responses);
@@ -481,8 +473,9 @@ static void keep(struct verify *v, const char *name, bool from)
 		if (strcmp(plan_mod_str(m, "name"), name))
 			continue;
 		if (from) {
-			json_object_set_new(m, "lazy_from_off", json_string("binding them lazily changed the responses "
-									    "(coldstart plan --verify)"));
+			json_object_set_new(m, "lazy_from_off",
+					    json_string("binding them lazily changed the responses "
+							"(coldstart plan --verify)"));
 			json_object_del(m, "lazy_from");
 			break;
 		}
@@ -491,8 +484,9 @@ static void keep(struct verify *v, const char *name, bool from)
 			reasons = json_array();
 			json_object_set_new(m, "reasons", reasons);
 		}
-		json_array_append_new(reasons, json_pack("{s:s, s:s}", "code", "verify", "detail",
-							 "deferring it changed the responses (coldstart plan --verify)"));
+		json_array_append_new(reasons,
+				      json_pack("{s:s, s:s}", "code", "verify", "detail",
+						"deferring it changed the responses (coldstart plan --verify)"));
 		break;
 	}
 }
@@ -519,8 +513,8 @@ static void find_causes(struct verify *v, const char *tmp, struct plan_doc *d)
 		if (which == v->base.nr_responses)
 			error("verify: the files written under the working directory differ between two runs without "
 			      "the plan:\n%s--\n%sthe target's answers are not reproducible, so the plan cannot be "
-			      "verified (--mask cannot hide files); plan was not written", v->base.files.buf,
-			      again.files.buf);
+			      "verified (--mask cannot hide files); plan was not written",
+			      v->base.files.buf, again.files.buf);
 		else
 			error("verify: response %zu differs between two runs without the plan: the target's answers "
 			      "are not reproducible, so the plan cannot be verified; plan was not written",
@@ -543,11 +537,13 @@ static void find_causes(struct verify *v, const char *tmp, struct plan_doc *d)
 			goto out;
 		if (from) {
 			printf("coldstart plan: verify: binding the from-imports of '%s' lazily changes the responses: "
-			       "they bind at once (as with --eager-from %s)\n", name, name);
+			       "they bind at once (as with --eager-from %s)\n",
+			       name, name);
 			strvec_push(&bound, name);
 		} else {
 			printf("coldstart plan: verify: deferring '%s' changes the responses: it stays eager (as with "
-			       "--eager %s)\n", name, name);
+			       "--eager %s)\n",
+			       name, name);
 			strvec_push(&kept, name);
 		}
 		keep(v, name, from);
@@ -570,8 +566,9 @@ static void find_causes(struct verify *v, const char *tmp, struct plan_doc *d)
 	d->root = json_incref(v->d.root);
 	d->modules = json_object_get(d->root, "modules");
 	printf("coldstart plan: verified: %zu response%s identical with the plan once %zu module%s stayed eager and "
-	       "%zu bound %s from-imports at once\n", v->base.nr_responses, v->base.nr_responses == 1 ? "" : "s",
-	       kept.nr, kept.nr == 1 ? "" : "s", bound.nr, bound.nr == 1 ? "its" : "their");
+	       "%zu bound %s from-imports at once\n",
+	       v->base.nr_responses, v->base.nr_responses == 1 ? "" : "s", kept.nr, kept.nr == 1 ? "" : "s", bound.nr,
+	       bound.nr == 1 ? "its" : "their");
 	v->ret = EXIT_OK;
 out:
 	strvec_clear(&kept);
@@ -672,7 +669,8 @@ static void load_forced(struct verify *v, const char *tmp, const char *forced_pa
 		json_decref(copy);
 		if (!ok)
 			printf("coldstart plan: loading at once the %zu deferred modules the first response forces "
-			       "changed response %zu: they stay deferred\n", changed, which + 1);
+			       "changed response %zu: they stay deferred\n",
+			       changed, which + 1);
 	}
 out:
 	free(names);

@@ -69,8 +69,7 @@ struct plan_run {
 int plan_exit_for(enum plan_status st);
 
 /* Prints "what: err" and, unless interrupted, the target's last stderr. */
-void plan_report_failure(const char *what, enum plan_status st, const struct plan_outcome *o,
-			 const struct buf *err);
+void plan_report_failure(const char *what, enum plan_status st, const struct plan_outcome *o, const struct buf *err);
 
 /*
  * The status a caller of the target sees in a normalised response: the
@@ -80,8 +79,8 @@ void plan_report_failure(const char *what, enum plan_status st, const struct pla
 int plan_response_status(const struct buf *resp);
 
 /* Runs the target once with env (recording to record, or NULL); fills o. */
-enum plan_status plan_run_once(struct plan_run *r, const struct strvec *env, const char *record,
-			       struct plan_outcome *o, struct buf *err);
+enum plan_status plan_run_once(struct plan_run *r, const struct strvec *env, const char *record, struct plan_outcome *o,
+			       struct buf *err);
 
 /*
  * Verifies the plan in tmp against runs without it.  Returns EXIT_OK when

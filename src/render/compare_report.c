@@ -17,19 +17,12 @@
 #define ALPHA COMPARE_ALPHA
 
 static const char *const metric_key[] = {
-	[M_WALL] = "wall_us",
-	[M_IMPORTS] = "imports_us",
-	[M_CPU] = "cpu_us",
-	[M_READY] = "ready_us",
-	[M_LISTENING] = "listening_us",
+	[M_WALL] = "wall_us",	[M_IMPORTS] = "imports_us",	[M_CPU] = "cpu_us",
+	[M_READY] = "ready_us", [M_LISTENING] = "listening_us",
 };
 
 static const char *const compare_metric_name[] = {
-	[M_WALL] = "wall",
-	[M_IMPORTS] = "imports",
-	[M_CPU] = "CPU",
-	[M_READY] = "ready",
-	[M_LISTENING] = "listen",
+	[M_WALL] = "wall", [M_IMPORTS] = "imports", [M_CPU] = "CPU", [M_READY] = "ready", [M_LISTENING] = "listen",
 };
 
 static void sample_add(struct sample *s, int64_t v)
@@ -84,7 +77,8 @@ static void compare_runs(struct comparison *c)
 				continue;
 			for (m = 0; m < M__COUNT; m++)
 				sample_add(&v->metric[m], run_metric(&v->p->runs[i], (enum compare_metric)m));
-			if (v->p->runs[i].listening_us != UNKNOWN && v->p->runs[i].listening_us != v->p->runs[i].ready_us)
+			if (v->p->runs[i].listening_us != UNKNOWN &&
+			    v->p->runs[i].listening_us != v->p->runs[i].ready_us)
 				c->listening = true;
 			if (run_failed(c, v->p, &v->p->runs[i], &how) && !v->nr_failed++)
 				v->failure = buf_detach(&how, NULL);
@@ -429,8 +423,7 @@ static void table_modules(const struct comparison *c, size_t j, struct buf *out)
 		buf_addf(out, "  * significant at 5%% after Holm's adjustment over the %zu modules compared\n",
 			 c->nr_tested[j]);
 	else
-		buf_addf(out,
-			 "  none significant at 5%% after Holm's adjustment over the %zu modules compared\n",
+		buf_addf(out, "  none significant at 5%% after Holm's adjustment over the %zu modules compared\n",
 			 c->nr_tested[j]);
 }
 
@@ -445,12 +438,14 @@ void compare_render_table(const struct comparison *c, struct buf *out)
 		buf_addf(out, "  %s  %s\n", c->v[j].id, c->v[j].label);
 	for (j = 0; j < c->nr; j++)
 		if (c->v[j].nr_failed)
-			buf_addf(out, "  ! %s failed in %zu of %zu measured runs (%s): its figures are of failed runs\n",
+			buf_addf(out,
+				 "  ! %s failed in %zu of %zu measured runs (%s): its figures are of failed runs\n",
 				 c->v[j].id, c->v[j].nr_failed, measured_runs(&c->v[j]), c->v[j].failure);
 	for (j = 0; j < c->nr; j++)
 		if (c->v[j].nr_not_cold)
-			buf_addf(out, "  ! %s: %zu of %zu measured runs were not cold (the eviction did not take; "
-				      "docs/cold.md)\n",
+			buf_addf(out,
+				 "  ! %s: %zu of %zu measured runs were not cold (the eviction did not take; "
+				 "docs/cold.md)\n",
 				 c->v[j].id, c->v[j].nr_not_cold, measured_runs(&c->v[j]));
 	buf_addch(out, '\n');
 	for (m = 0; m < M__COUNT; m++) {
@@ -588,7 +583,8 @@ void compare_render_markdown(const struct comparison *c, struct buf *out)
 	}
 	for (j = 0; j < c->nr; j++)
 		if (c->v[j].nr_failed)
-			buf_addf(out, "\n**%s failed in %zu of %zu measured runs** (%s): its figures are of failed runs.\n",
+			buf_addf(out,
+				 "\n**%s failed in %zu of %zu measured runs** (%s): its figures are of failed runs.\n",
 				 c->v[j].id, c->v[j].nr_failed, measured_runs(&c->v[j]), c->v[j].failure);
 	for (j = 0; j < c->nr; j++)
 		if (c->v[j].nr_not_cold)
@@ -721,7 +717,8 @@ char *compare_render_json(const struct comparison *c)
 			json_object_set_new(jr, "exit_code", json_integer(r->exit_code));
 			for (m = 0; m < M__COUNT; m++)
 				if (metric_shown(c, m))
-					json_object_set_new(jr, metric_key[m], json_i64(run_metric(r, (enum compare_metric)m)));
+					json_object_set_new(jr, metric_key[m],
+							    json_i64(run_metric(r, (enum compare_metric)m)));
 			json_object_set_new(jr, "cold",
 					    r->cold.asked ? json_boolean(cold_figures_took(&r->cold)) : json_null());
 			if (!r->warmup) {

@@ -111,7 +111,8 @@ void diff_report_markdown(const struct diff *d, const char *a_name, const char *
 	md_list(d, DIFF_NEW, top, out);
 	md_list(d, DIFF_REMOVED, top, out);
 	if (quiet)
-		buf_addf(out, "\n%zu other module%s changed within the noise threshold.\n", quiet, quiet == 1 ? "" : "s");
+		buf_addf(out, "\n%zu other module%s changed within the noise threshold.\n", quiet,
+			 quiet == 1 ? "" : "s");
 }
 
 void diff_report_github(const struct diff *d, const char *b_name, size_t top, const struct strvec *mismatches,

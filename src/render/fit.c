@@ -241,7 +241,7 @@ void fit_reflow(struct buf *out, const char *text, size_t width)
 			size_t bytes, col = text_column(line, width, &bytes);
 
 			buf_add(out, line, bytes);
-			fit_add_wrapped(out, line + bytes, fit_cols(out->buf + (out->len - bytes)) , col, width);
+			fit_add_wrapped(out, line + bytes, fit_cols(out->buf + (out->len - bytes)), col, width);
 		}
 		free(line);
 		text += len;

@@ -19,7 +19,6 @@
 #include "render/report_summary.h"
 #include "model/stats.h"
 
-
 static void add_kib_col(struct buf *out, int64_t kib, int width)
 {
 	struct buf d = BUF_INIT;
@@ -90,8 +89,8 @@ static bool ranks_below(const struct node_order *o, int32_t a, int32_t b, bool b
  * The n largest nodes by self or cumulative time, largest first, among those
  * accepted by keep; a bounded min-heap, so a million nodes cost O(N log n).
  */
-static size_t top_nodes(const struct proc *pr, enum metric m, bool by_self,
-			bool (*keep)(const struct proc *, int32_t), int32_t *out, size_t n)
+static size_t top_nodes(const struct proc *pr, enum metric m, bool by_self, bool (*keep)(const struct proc *, int32_t),
+			int32_t *out, size_t n)
 {
 	struct node_order o = { pr, m };
 	size_t have = 0, i;
@@ -172,7 +171,8 @@ static void add_via(struct buf *out, const struct proc *pr, int32_t i, size_t li
 	if (pr->nodes[i].parent < 0)
 		return;
 	/* Too little room for at least "… > PARENT" whole: under the row, where the chain has the width. */
-	if (width != FIT_UNLIMITED && (used + 24 > width || used + 4 + fit_cols(node_name(pr, pr->nodes[i].parent)) > width)) {
+	if (width != FIT_UNLIMITED &&
+	    (used + 24 > width || used + 4 + fit_cols(node_name(pr, pr->nodes[i].parent)) > width)) {
 		/* Too little room after the name: the chain on a line of its own, under the table. */
 		buf_addf(out, "\n%12s%svia ", "", st->dim);
 		used = 16;
@@ -194,7 +194,6 @@ static void add_name_col(struct buf *out, const char *name, size_t line_start, s
 		fit_add(out, name, width - used);
 }
 
-
 static void render_top(const struct proc *pr, const struct view *v, const struct report_opts *o, struct buf *out,
 		       const struct style *st, bool by_self)
 {
@@ -207,8 +206,9 @@ static void render_top(const struct proc *pr, const struct view *v, const struct
 	idx = xmalloc(st_mult((size_t)o->top, sizeof(*idx)));
 	n = top_nodes(pr, v->m, by_self, cpu ? keep_cpu : keep_imported, idx, (size_t)o->top);
 	if (cpu)
-		heading(out, st, by_self ? "Top modules by self CPU time (the importing thread's)"
-					 : "Top modules by cumulative CPU time (the importing thread's)");
+		heading(out, st,
+			by_self ? "Top modules by self CPU time (the importing thread's)"
+				: "Top modules by cumulative CPU time (the importing thread's)");
 	else
 		heading(out, st, by_self ? "Top modules by self time" : "Top modules by cumulative time");
 	if (cpu)
@@ -240,8 +240,10 @@ static void render_top(const struct proc *pr, const struct view *v, const struct
 			add_dur_col(out, t->start_ns >= 0 ? t->start_ns / 1000 : UNKNOWN, 10);
 			if (!cpu) {
 				buf_addch(out, ' ');
-				add_kib_col(out, t->rss_start_kb >= 0 && t->rss_end_kb >= 0 ? t->rss_end_kb - t->rss_start_kb
-											 : UNKNOWN, 10);
+				add_kib_col(out,
+					    t->rss_start_kb >= 0 && t->rss_end_kb >= 0 ? t->rss_end_kb - t->rss_start_kb
+										       : UNKNOWN,
+					    10);
 			}
 		}
 		buf_addf(out, "  %s%s%s", st->bold, node_name(pr, idx[i]), st->reset);
@@ -264,8 +266,8 @@ static void render_top(const struct proc *pr, const struct view *v, const struct
 }
 
 /* Where the slowest imports spent their time, from the tracer's phases. */
-static void render_phases(const struct proc *pr, const struct view *v, const struct report_opts *o,
-			  struct buf *out, const struct style *st)
+static void render_phases(const struct proc *pr, const struct view *v, const struct report_opts *o, struct buf *out,
+			  const struct style *st)
 {
 	int32_t *idx;
 	size_t n, i;
@@ -278,7 +280,8 @@ static void render_phases(const struct proc *pr, const struct view *v, const str
 		free(idx);
 		return;
 	}
-	heading(out, st, "Phases of the slowest imports (tracer, wall time of the module's own work: find = finders, load = .pyc read / compile / dlopen, exec = module body; nested imports are not counted)");
+	heading(out, st,
+		"Phases of the slowest imports (tracer, wall time of the module's own work: find = finders, load = .pyc read / compile / dlopen, exec = module body; nested imports are not counted)");
 	buf_addf(out, "  %10s %10s %10s %10s %10s  %s\n", "self", "find", "load", "exec", "compile", "module");
 	for (i = 0; i < n && i < (size_t)o->top; i++) {
 		const struct imp_timing *t = &pr->timing[idx[i]];
@@ -308,8 +311,8 @@ static void render_phases(const struct proc *pr, const struct view *v, const str
 	free(idx);
 }
 
-static void render_packages(const struct proc *pr, const struct view *v, const struct report_opts *o,
-			    struct buf *out, const struct style *st)
+static void render_packages(const struct proc *pr, const struct view *v, const struct report_opts *o, struct buf *out,
+			    const struct style *st)
 {
 	size_t nr, i;
 	struct pkg_total *t = proc_package_totals(pr, v->m, &nr);
@@ -326,13 +329,14 @@ static void render_packages(const struct proc *pr, const struct view *v, const s
 	pkg_totals_free(t, nr);
 }
 
-static void render_tree(const struct proc *pr, const struct view *v, const struct report_opts *o,
-			struct buf *out, const struct style *st)
+static void render_tree(const struct proc *pr, const struct view *v, const struct report_opts *o, struct buf *out,
+			const struct style *st)
 {
 	int32_t i = pr->first_root;
 	size_t hidden = 0;
 
-	heading(out, st, v->m == METRIC_CPU ? "Import tree (CPU cumulative, CPU self)" : "Import tree (cumulative, self)");
+	heading(out, st,
+		v->m == METRIC_CPU ? "Import tree (CPU cumulative, CPU self)" : "Import tree (cumulative, self)");
 	if (o->threshold_us > 0 || o->max_depth >= 0) {
 		buf_adds(out, "  pruned:");
 		if (o->threshold_us > 0) {
@@ -382,8 +386,8 @@ static void render_tree(const struct proc *pr, const struct view *v, const struc
 		buf_addf(out, "  %s(%zu subtrees hidden by the pruning options)%s\n", st->dim, hidden, st->reset);
 }
 
-static void render_proc(const struct proc *pr, const struct view *v, const struct report_opts *o,
-			struct buf *out, const struct style *st)
+static void render_proc(const struct proc *pr, const struct view *v, const struct report_opts *o, struct buf *out,
+			const struct style *st)
 {
 	render_top(pr, v, o, out, st, false);
 	render_top(pr, v, o, out, st, true);

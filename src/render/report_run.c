@@ -20,9 +20,7 @@ void describe_status(const struct profile *p, const struct run *r, struct buf *o
 		if (r->exit_code == 78)
 			buf_adds(out, " (EX_CONFIG: configuration rejected at start-up)");
 		break;
-	case RUN_SIGNALED:
-		buf_addf(out, "killed by signal %d (%s)", r->term_signal, strsignal(r->term_signal));
-		break;
+	case RUN_SIGNALED: buf_addf(out, "killed by signal %d (%s)", r->term_signal, strsignal(r->term_signal)); break;
 	case RUN_OOM:
 		buf_adds(out, "OOM: killed by the memory limit");
 		if (p->limits.memory > 0) {
@@ -30,15 +28,9 @@ void describe_status(const struct profile *p, const struct run *r, struct buf *o
 			buf_add_bytes(out, p->limits.memory);
 		}
 		break;
-	case RUN_TIMEOUT:
-		buf_adds(out, "timed out: killed by --timeout");
-		break;
-	case RUN_STOPPED:
-		buf_adds(out, "stopped by coldstart after the readiness probe");
-		break;
-	case RUN_NOT_RUN:
-		buf_adds(out, "not run (parsed from a log)");
-		break;
+	case RUN_TIMEOUT: buf_adds(out, "timed out: killed by --timeout"); break;
+	case RUN_STOPPED: buf_adds(out, "stopped by coldstart after the readiness probe"); break;
+	case RUN_NOT_RUN: buf_adds(out, "not run (parsed from a log)"); break;
 	}
 }
 
@@ -49,8 +41,7 @@ void describe_open(const struct proc *pr, struct buf *out)
 	size_t i;
 
 	for (i = 0; i < pr->nr_nodes; i++)
-		if ((pr->nodes[i].flags & NODE_OPEN) &&
-		    (deepest < 0 || pr->nodes[i].depth >= pr->nodes[deepest].depth))
+		if ((pr->nodes[i].flags & NODE_OPEN) && (deepest < 0 || pr->nodes[i].depth >= pr->nodes[deepest].depth))
 			deepest = (int32_t)i;
 	if (deepest < 0)
 		return;
@@ -59,8 +50,7 @@ void describe_open(const struct proc *pr, struct buf *out)
 	buf_addch(out, '\n');
 }
 
-void summary_line(struct buf *out, const char *label, int64_t *v, size_t n, const struct style *st,
-			 bool bytes)
+void summary_line(struct buf *out, const char *label, int64_t *v, size_t n, const struct style *st, bool bytes)
 {
 	struct summary s;
 
@@ -158,12 +148,12 @@ void render_runs_stats(const struct profile *p, struct buf *out, const struct st
 	if (warm)
 		buf_addf(out, " after %zu warm-up run%s", warm, warm == 1 ? "" : "s");
 	buf_adds(out, "; median, min, max and median absolute deviation\n");
-#define COLLECT(expr)                                                  \
-	do {                                                           \
-		n = 0;                                                 \
-		for (i = 0; i < p->nr_runs; i++)                       \
-			if (!p->runs[i].warmup)                        \
-				v[n++] = (expr);                       \
+#define COLLECT(expr)                                                                                                  \
+	do {                                                                                                           \
+		n = 0;                                                                                                 \
+		for (i = 0; i < p->nr_runs; i++)                                                                       \
+			if (!p->runs[i].warmup)                                                                        \
+				v[n++] = (expr);                                                                       \
 	} while (0)
 	COLLECT(p->runs[i].wall_us);
 	summary_line(out, "wall", v, n, st, false);
@@ -205,14 +195,14 @@ void render_runs_stats(const struct profile *p, struct buf *out, const struct st
 	free(v);
 }
 
-void render_module_stats(const struct profile *p, const struct report_opts *o, struct buf *out,
-				const struct style *st)
+void render_module_stats(const struct profile *p, const struct report_opts *o, struct buf *out, const struct style *st)
 {
 	size_t nr, i, shown = 0;
 	struct module_stats *m = profile_module_stats(p, &nr);
 
-	heading(out, st, profile_metric(p) == METRIC_CPU ? "Modules across runs (by median cumulative CPU time)"
-							 : "Modules across runs (by median cumulative)");
+	heading(out, st,
+		profile_metric(p) == METRIC_CPU ? "Modules across runs (by median cumulative CPU time)"
+						: "Modules across runs (by median cumulative)");
 	buf_addf(out, "  %10s %10s %10s %10s  %s\n", "median", "min", "max", "MAD", "module");
 	for (i = 0; i < nr && shown < (size_t)o->top; i++) {
 		if (!m[i].cum.n)
@@ -284,9 +274,10 @@ void render_processes(const struct run *r, const struct view *v, const struct re
 	size_t i, width = report_width(o);
 	bool ready = v->ready_ns >= 0;
 
-	heading(out, st, ready ? "Processes (each tree holds only the imports its own process made; before and after: "
-				 "the imports begun before and after ready)"
-			       : "Processes (each tree holds only the imports its own process made)");
+	heading(out, st,
+		ready ? "Processes (each tree holds only the imports its own process made; before and after: "
+			"the imports begun before and after ready)"
+		      : "Processes (each tree holds only the imports its own process made)");
 	buf_addf(out, "  %7s %7s %-12s %9s %9s %7s", "pid", "ppid", "role", "lifetime", "imports", "modules");
 	if (v->m == METRIC_CPU)
 		buf_addf(out, " %10s", "import CPU");
@@ -350,16 +341,15 @@ void render_processes(const struct run *r, const struct view *v, const struct re
 		buf_release(&argv);
 	}
 	if (i < r->nr_procs)
-		buf_addf(out, "  %s… and %zu more (--top %zu shows them all)%s\n", st->dim, r->nr_procs - i, r->nr_procs,
-			 st->reset);
+		buf_addf(out, "  %s… and %zu more (--top %zu shows them all)%s\n", st->dim, r->nr_procs - i,
+			 r->nr_procs, st->reset);
 }
 
 /*
  * Under a CPU limit: what the imports cost in CPU against their wall time,
  * and the throttling that explains the difference.
  */
-static void render_cpu_limit(const struct profile *p, const struct run *r, const struct proc *pr,
-			     struct buf *out)
+static void render_cpu_limit(const struct profile *p, const struct run *r, const struct proc *pr, struct buf *out)
 {
 	int64_t cpu = proc_import_total_in(pr, true, METRIC_CPU), wall = 0;
 	int32_t i;
@@ -371,7 +361,8 @@ static void render_cpu_limit(const struct profile *p, const struct run *r, const
 			wall += pr->nodes[i].cum_us;
 		i = proc_walk_next(pr, i, !timed);
 	}
-	buf_adds(out, "  CPU limit       per-module times below are the importing thread's CPU time (wall beside it): ");
+	buf_adds(out,
+		 "  CPU limit       per-module times below are the importing thread's CPU time (wall beside it): ");
 	add_dur(out, cpu);
 	buf_adds(out, " of CPU took ");
 	add_dur(out, wall);
@@ -383,7 +374,9 @@ static void render_cpu_limit(const struct profile *p, const struct run *r, const
 			buf_adds(out, " for ");
 			add_dur(out, r->cg.throttled_us);
 			if (r->wall_us > 0 && r->cg.throttled_us > r->wall_us)
-				buf_adds(out, " (summed over the CPUs its threads were queued on, hence above the wall time)");
+				buf_adds(
+					out,
+					" (summed over the CPUs its threads were queued on, hence above the wall time)");
 		}
 		buf_adds(out, ": the CPU quota, not the code, is most of the difference");
 	}
@@ -391,8 +384,8 @@ static void render_cpu_limit(const struct profile *p, const struct run *r, const
 	buf_addch(out, '\n');
 }
 
-void render_run_summary(const struct profile *p, const struct run *r, const struct view *v,
-			       struct buf *out, const struct style *st)
+void render_run_summary(const struct profile *p, const struct run *r, const struct view *v, struct buf *out,
+			const struct style *st)
 {
 	const struct proc *pr = r->nr_procs ? &r->procs[0] : NULL;
 	size_t modules = 0, startup = 0, i;
@@ -482,9 +475,10 @@ void render_run_summary(const struct profile *p, const struct run *r, const stru
 	}
 	buf_addch(out, '\n');
 	if (pr->mixed)
-		buf_addf(out, "  %smixed rows      this tree holds the imports of several processes: without the tracer "
-			      "importtime's rows carry no pid (see the warnings); its numbers are not one "
-			      "process's%s\n",
+		buf_addf(out,
+			 "  %smixed rows      this tree holds the imports of several processes: without the tracer "
+			 "importtime's rows carry no pid (see the warnings); its numbers are not one "
+			 "process's%s\n",
 			 st->yellow, st->reset);
 	if (v->m == METRIC_CPU && pr->timing)
 		render_cpu_limit(p, r, pr, out);
@@ -495,8 +489,7 @@ void render_run_summary(const struct profile *p, const struct run *r, const stru
 	}
 }
 
-void render_findings(const struct profile *p, const struct report_opts *o, struct buf *out,
-			    const struct style *st)
+void render_findings(const struct profile *p, const struct report_opts *o, struct buf *out, const struct style *st)
 {
 	size_t i, shown = (size_t)o->top < p->nr_findings ? (size_t)o->top : p->nr_findings;
 
@@ -505,8 +498,9 @@ void render_findings(const struct profile *p, const struct report_opts *o, struc
 	heading(out, st, "What to fix");
 	for (i = 0; i < shown; i++) {
 		const struct finding *f = &p->findings[i];
-		const char *col = f->severity && !strcmp(f->severity, "error") ? st->red
-				  : f->severity && !strcmp(f->severity, "warning") ? st->yellow : "";
+		const char *col = f->severity && !strcmp(f->severity, "error")	   ? st->red
+				  : f->severity && !strcmp(f->severity, "warning") ? st->yellow
+										   : "";
 
 		buf_addf(out, "  %s[%s]%s %s%s%s", col, f->id, st->reset, st->bold, f->title ? f->title : "",
 			 st->reset);
@@ -525,7 +519,6 @@ void render_findings(const struct profile *p, const struct report_opts *o, struc
 		buf_addf(out, "  %s… and %zu more finding%s (--top %zu shows them; all are in the JSON)%s\n", st->dim,
 			 p->nr_findings - shown, p->nr_findings - shown == 1 ? "" : "s", p->nr_findings, st->reset);
 }
-
 
 void render_warnings(const struct profile *p, const struct report_opts *o, struct buf *out, const struct style *st)
 {

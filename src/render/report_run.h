@@ -34,7 +34,6 @@ void render_processes(const struct run *r, const struct view *v, const struct re
 /* "Runs": medians and spreads of the measured runs' figures. */
 void render_runs_stats(const struct profile *p, struct buf *out, const struct style *st);
 /* "Modules across runs": at most o->top modules by median cumulative time. */
-void render_module_stats(const struct profile *p, const struct report_opts *o, struct buf *out,
-			 const struct style *st);
+void render_module_stats(const struct profile *p, const struct report_opts *o, struct buf *out, const struct style *st);
 
 #endif

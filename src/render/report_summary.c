@@ -87,8 +87,7 @@ static void add_limits(struct buf *out, const struct limits *lim)
 }
 
 /* Line 1: "coldstart: TARGET · Python 3.11.2 · 0.1 CPU, 128.0 MiB (preset fn)". */
-static void line_what(const struct profile *p, size_t width, const char *bold, const char *reset,
-		      struct buf *out)
+static void line_what(const struct profile *p, size_t width, const char *bold, const char *reset, struct buf *out)
 {
 	struct buf target = BUF_INIT, tail = BUF_INIT;
 	size_t room;
@@ -177,8 +176,8 @@ static void add_listening(const struct run *r, size_t width, struct buf *line)
  * Line 2: the one number that matters in bold (time to ready for a server,
  * the import total for anything else), then the other times, as many as fit.
  */
-static void line_times(const struct profile *p, const struct run *r, size_t width, const char *bold,
-		       const char *reset, struct buf *out)
+static void line_times(const struct profile *p, const struct run *r, size_t width, const char *bold, const char *reset,
+		       struct buf *out)
 {
 	int64_t imports = run_import_total_us(r, 1) - (r->nr_procs ? tool_us(&r->procs[0]) : 0);
 	double ratio = limits_ratio(p);

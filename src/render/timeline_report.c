@@ -11,14 +11,10 @@
 static const char *end_phrase(enum tl_end e)
 {
 	switch (e) {
-	case TL_END_READY:
-		return "time to ready";
-	case TL_END_FIRST_RESPONSE:
-		return "to first response";
-	case TL_END_EXIT:
-		return "exec to exit";
-	default:
-		return "until killed";
+	case TL_END_READY: return "time to ready";
+	case TL_END_FIRST_RESPONSE: return "to first response";
+	case TL_END_EXIT: return "exec to exit";
+	default: return "until killed";
 	}
 }
 
@@ -78,8 +74,8 @@ static void render_functions(const struct timeline *tl, bool by_cpu, int top, st
 		free(f);
 		return;
 	}
-	buf_addf(out, "  %-52s %9s %9s %9s\n", by_cpu ? "functions outside imports, by CPU" : "functions outside imports",
-		 "total", "self", "CPU");
+	buf_addf(out, "  %-52s %9s %9s %9s\n",
+		 by_cpu ? "functions outside imports, by CPU" : "functions outside imports", "total", "self", "CPU");
 	for (i = 0; i < n; i++) {
 		struct buf d = BUF_INIT, chain = BUF_INIT;
 		const char *name = tl_str(tl, f[i].name);
@@ -116,8 +112,7 @@ static void render_one(const struct proc *pr, const char *what, bool by_cpu, int
 	render_functions(tl, by_cpu, top, out);
 }
 
-void timeline_report_section(const struct profile *p, const struct run *r, int top, bool all_processes,
-			     struct buf *out)
+void timeline_report_section(const struct profile *p, const struct run *r, int top, bool all_processes, struct buf *out)
 {
 	/*
 	 * Under a CPU limit wall time measures the scheduler as much as the

@@ -39,16 +39,11 @@ static bool run_has_trace(const struct run *r)
 	return false;
 }
 
-
 static const char *status_word(enum why_status s)
 {
 	static const char *const words[WHY_STATUS__COUNT] = {
-		[WHY_LOADED] = "loaded it",
-		[WHY_FOUND_LOADED] = "found loaded",
-		[WHY_INHERITED] = "inherited",
-		[WHY_CIRCULAR] = "circular",
-		[WHY_NOT_RUN] = "not run",
-		[WHY_IN_FUNCTION] = "in a function",
+		[WHY_LOADED] = "loaded it",  [WHY_FOUND_LOADED] = "found loaded", [WHY_INHERITED] = "inherited",
+		[WHY_CIRCULAR] = "circular", [WHY_NOT_RUN] = "not run",		  [WHY_IN_FUNCTION] = "in a function",
 		[WHY_NEVER] = "never runs",
 	};
 
@@ -63,8 +58,7 @@ static const char *base_name(const char *path)
 }
 
 /* The importer's name as the user reads it. */
-static const char *importer_name(const struct why_graph *g, const struct why_importer *im,
-				 const struct why_stmt *first)
+static const char *importer_name(const struct why_graph *g, const struct why_importer *im, const struct why_stmt *first)
 {
 	if (im->node >= 0)
 		return node_name(g->pr, im->node);
@@ -155,7 +149,8 @@ static void text_importers(struct buf *out, const struct why_graph *g, const str
 	const struct proc *pr = g->pr;
 	/* The statement column: up to 24 wide, narrower when the width leaves the names under 16 columns. */
 	size_t where_max = width >= IMPORTER_FIXED + 24 + 16 ? 24
-			   : width > IMPORTER_FIXED + 8 + 16 ? width - IMPORTER_FIXED - 16 : 8;
+			   : width > IMPORTER_FIXED + 8 + 16 ? width - IMPORTER_FIXED - 16
+							     : 8;
 	size_t counts[WHY_STATUS__COUNT] = { 0 }, i, shown, where_w = where_max < 12 ? where_max : 12;
 	struct buf where = BUF_INIT;
 	bool first = true;
@@ -255,7 +250,8 @@ static void text_gone(struct buf *out, const struct why_graph *g, const struct w
 	buf_add_duration(&line, a->gone_self_us);
 	buf_adds(&line, " of import time");
 	if (a->import_total_us > 0) {
-		buf_addf(&line, ", %.1f%% of this process's ", 100.0 * (double)a->gone_self_us / (double)a->import_total_us);
+		buf_addf(&line, ", %.1f%% of this process's ",
+			 100.0 * (double)a->gone_self_us / (double)a->import_total_us);
 		buf_add_duration(&line, a->import_total_us);
 	}
 	buf_addf(&line, ". %zu importer%s run%s an import of it at start-up", runs, runs == 1 ? "" : "s",
@@ -281,8 +277,9 @@ static void text_gone(struct buf *out, const struct why_graph *g, const struct w
 		buf_addf(out, "  \xe2\x80\xa6 %zu more (--top 0 lists all)\n", a->nr_gone - shown);
 	if (a->nr_kept) {
 		buf_reset(&line);
-		buf_addf(&line, "%zu module%s imported beneath %s would stay, kept by other importers (their time "
-				"moves to them, it does not go away):",
+		buf_addf(&line,
+			 "%zu module%s imported beneath %s would stay, kept by other importers (their time "
+			 "moves to them, it does not go away):",
 			 a->nr_kept, a->nr_kept == 1 ? "" : "s", module);
 		add_wrapped(out, line.buf, 2, width);
 		shown = top && (size_t)top < a->nr_kept ? (size_t)top : a->nr_kept;
@@ -349,14 +346,15 @@ static void text_process(struct buf *out, const struct run *r, const struct why_
 			buf_add_duration(&line, pr->timing[a->module].start_ns / 1000);
 		}
 		/* Its loader is the importer of the outermost node of the package around it. */
-		for (top_r = a->module; pr->nodes[top_r].parent >= 0 &&
-					why_in_package(node_name(pr, pr->nodes[top_r].parent), module);)
+		for (top_r = a->module;
+		     pr->nodes[top_r].parent >= 0 && why_in_package(node_name(pr, pr->nodes[top_r].parent), module);)
 			top_r = pr->nodes[top_r].parent;
 		for (i = 0; i < a->nr_importers; i++)
 			if (a->importers[i].status == WHY_LOADED &&
-			    a->importers[i].node == (pr->nodes[top_r].parent >= 0 ? pr->nodes[top_r].parent : WHY_TOP)) {
-				buf_addf(&line, " by %s", importer_name(g, &a->importers[i],
-									 importer_stmt(g, a, &a->importers[i])));
+			    a->importers[i].node ==
+				    (pr->nodes[top_r].parent >= 0 ? pr->nodes[top_r].parent : WHY_TOP)) {
+				buf_addf(&line, " by %s",
+					 importer_name(g, &a->importers[i], importer_stmt(g, a, &a->importers[i])));
 				break;
 			}
 		buf_adds(&line, ": ");
@@ -391,20 +389,23 @@ static void text_sources(struct buf *out, const struct why_report *w)
 		buf_adds(&line, "Import statements not read (--no-source): the importers are the recorded ones, "
 				"the first import of each module.");
 	} else if (w->scan_error) {
-		buf_addf(&line, "Import statements not read: %s.  The importers are the recorded ones, the first "
-				"import of each module (--python PATH reads the source with another interpreter).",
+		buf_addf(&line,
+			 "Import statements not read: %s.  The importers are the recorded ones, the first "
+			 "import of each module (--python PATH reads the source with another interpreter).",
 			 w->scan_error);
 	} else {
 		buf_addf(&line, "Statements of %zu files read by %s in ", res->files, res->python);
 		buf_add_duration(&line, res->wall_us);
 		buf_addf(&line, " (%zu parsed, %zu from the cache).", res->parsed, res->cached);
 		if (res->sources[WHY_SRC_NATIVE] > res->pyx)
-			buf_addf(&line, " %zu native extension%s cannot be read%s", res->sources[WHY_SRC_NATIVE] - res->pyx,
+			buf_addf(&line, " %zu native extension%s cannot be read%s",
+				 res->sources[WHY_SRC_NATIVE] - res->pyx,
 				 res->sources[WHY_SRC_NATIVE] - res->pyx == 1 ? "" : "s", res->pyx ? ";" : ".");
 		if (res->pyx)
 			buf_addf(&line, " %zu %s read through the Cython source beside %s.", res->pyx,
-				 res->sources[WHY_SRC_NATIVE] > res->pyx ? (res->pyx == 1 ? "other was" : "others were")
-				 : (res->pyx == 1 ? "native extension was" : "native extensions were"),
+				 res->sources[WHY_SRC_NATIVE] > res->pyx
+					 ? (res->pyx == 1 ? "other was" : "others were")
+					 : (res->pyx == 1 ? "native extension was" : "native extensions were"),
 				 res->pyx == 1 ? "it" : "them");
 		if (strcmp(res->cache, "used") && strcmp(res->cache, "off"))
 			buf_addf(&line, " The cache was refused: %s.", res->cache);
@@ -451,17 +452,18 @@ static void text_elsewhere(struct buf *out, const struct run *r, const struct wh
 
 static const char *assumption_text(bool functions)
 {
-	return functions ? "Assumes: every import statement in a loaded module's body and in its functions runs "
-			   "(TYPE_CHECKING and __main__ blocks excepted, and module-level ones whose module finished "
-			   "before the import), the recorded import tree's edges hold, and a submodule keeps its package. "
-			   "What C extensions without Cython source beside them and computed names import is seen only "
-			   "where they loaded a module first."
-			 : "Assumes: import statements in a loaded module's body run, conditional ones included "
-			   "(TYPE_CHECKING and __main__ blocks excepted, and module-level ones whose module finished "
-			   "before the import), imports inside functions do not run at start-up (--functions counts "
-			   "them), the recorded import tree's edges hold, and a submodule keeps its package. What C "
-			   "extensions without Cython source beside them and computed names import is seen only where "
-			   "they loaded a module first.";
+	return functions
+		       ? "Assumes: every import statement in a loaded module's body and in its functions runs "
+			 "(TYPE_CHECKING and __main__ blocks excepted, and module-level ones whose module finished "
+			 "before the import), the recorded import tree's edges hold, and a submodule keeps its package. "
+			 "What C extensions without Cython source beside them and computed names import is seen only "
+			 "where they loaded a module first."
+		       : "Assumes: import statements in a loaded module's body run, conditional ones included "
+			 "(TYPE_CHECKING and __main__ blocks excepted, and module-level ones whose module finished "
+			 "before the import), imports inside functions do not run at start-up (--functions counts "
+			 "them), the recorded import tree's edges hold, and a submodule keeps its package. What C "
+			 "extensions without Cython source beside them and computed names import is seen only where "
+			 "they loaded a module first.";
 }
 
 static void json_str(struct buf *out, const char *s)
@@ -506,7 +508,7 @@ static void json_chain(struct buf *out, const struct proc *pr, int32_t i)
 static const char *source_name(enum why_source s)
 {
 	static const char *const names[WHY_SRC__COUNT] = {
-		[WHY_SRC_NONE] = "none",	 [WHY_SRC_PARSED] = "parsed",	  [WHY_SRC_NATIVE] = "native",
+		[WHY_SRC_NONE] = "none",       [WHY_SRC_PARSED] = "parsed",	[WHY_SRC_NATIVE] = "native",
 		[WHY_SRC_BUILTIN] = "builtin", [WHY_SRC_NOSOURCE] = "nosource", [WHY_SRC_NOTFOUND] = "notfound",
 		[WHY_SRC_ERROR] = "error",
 	};
@@ -530,8 +532,9 @@ static void json_process(struct buf *out, const struct run *r, const struct why_
 		const struct imp_node *m = &pr->nodes[a->module];
 
 		buf_addf(out, "{\"start_us\":%lld,\"cum_us\":%lld,\"self_us\":%lld}",
-			 (long long)(pr->timing && pr->timing[a->module].start_ns >= 0 ? pr->timing[a->module].start_ns / 1000
-										      : UNKNOWN),
+			 (long long)(pr->timing && pr->timing[a->module].start_ns >= 0
+					     ? pr->timing[a->module].start_ns / 1000
+					     : UNKNOWN),
 			 (long long)m->cum_us, (long long)m->self_us);
 	} else {
 		buf_adds(out, "null");
@@ -548,8 +551,9 @@ static void json_process(struct buf *out, const struct run *r, const struct why_
 			 (long long)im->cost_us);
 		json_str(out, im->loaded >= 0 ? node_name(pr, im->loaded) : NULL);
 		buf_addf(out, ",\"source\":\"%s\",\"statements\":[",
-			 source_name(im->node >= 0 ? (enum why_source)g->source[im->node]
-						   : g->have_main ? WHY_SRC_PARSED : WHY_SRC_NONE));
+			 source_name(im->node >= 0  ? (enum why_source)g->source[im->node]
+				     : g->have_main ? WHY_SRC_PARSED
+						    : WHY_SRC_NONE));
 		for (k = im->first; k < im->first + im->nr; k++) {
 			if (k > im->first)
 				buf_addch(out, ',');
@@ -566,7 +570,8 @@ static void json_process(struct buf *out, const struct run *r, const struct why_
 
 			buf_adds(out, i ? ",{\"name\":" : "{\"name\":");
 			json_str(out, node_name(pr, a->gone[i]));
-			buf_addf(out, ",\"self_us\":%lld,\"cum_us\":%lld}", (long long)nd->self_us, (long long)nd->cum_us);
+			buf_addf(out, ",\"self_us\":%lld,\"cum_us\":%lld}", (long long)nd->self_us,
+				 (long long)nd->cum_us);
 		}
 		buf_adds(out, "],\"kept\":[");
 		for (i = 0; i < a->nr_kept; i++) {
@@ -579,7 +584,8 @@ static void json_process(struct buf *out, const struct run *r, const struct why_
 			buf_addf(out, ",\"edge\":\"%s\",\"statement\":",
 				 kp->how.via == WHY_VIA_TREE ? "tree"
 				 : kp->how.via == WHY_VIA_STMT && !kp->how.line && kp->how.target == kp->node &&
-						 kp->by >= 0 && why_in_package(node_name(pr, kp->by), node_name(pr, kp->node))
+						 kp->by >= 0 &&
+						 why_in_package(node_name(pr, kp->by), node_name(pr, kp->node))
 					 ? "package"
 					 : "statement");
 			if (kp->how.via == WHY_VIA_TREE || !kp->how.line)
@@ -613,12 +619,14 @@ void why_report_json(const struct why_report *w, struct buf *out)
 	buf_adds(out, ",\"error\":");
 	json_str(out, scanned ? NULL : w->no_source ? "--no-source" : w->scan_error);
 	if (scanned) {
-		buf_addf(out, ",\"files\":%zu,\"parsed\":%zu,\"cached\":%zu,\"reader_s\":%.3f,\"wall_us\":%lld,\"cache\":",
+		buf_addf(out,
+			 ",\"files\":%zu,\"parsed\":%zu,\"cached\":%zu,\"reader_s\":%.3f,\"wall_us\":%lld,\"cache\":",
 			 res->files, res->parsed, res->cached, res->reader_s, (long long)res->wall_us);
 		json_str(out, res->cache);
 		buf_adds(out, ",\"modules\":{");
 		for (s = 1; s < WHY_SRC__COUNT; s++)
-			buf_addf(out, "%s\"%s\":%zu", s > 1 ? "," : "", source_name((enum why_source)s), res->sources[s]);
+			buf_addf(out, "%s\"%s\":%zu", s > 1 ? "," : "", source_name((enum why_source)s),
+				 res->sources[s]);
 		buf_addf(out, "},\"pyx\":%zu,\"unreadable\":[", res->pyx);
 		for (i = 0; i < w->nr_answers; i++) {
 			const struct why_graph *g = &w->graphs[w->answers[i].index];

@@ -530,7 +530,8 @@ static void note_launcher(struct profile *p, const char *python, const char *exe
 		goto out;
 	free(p->python_launcher);
 	free(p->python_executable);
-	p->python_launcher = xstrdup(strstr(prog, "/shims/") && strstr(head, "pyenv") ? "pyenv shim" : "launcher script");
+	p->python_launcher = xstrdup(strstr(prog, "/shims/") && strstr(head, "pyenv") ? "pyenv shim"
+										      : "launcher script");
 	p->python_executable = xstrdup(exe);
 out:
 	free(prog);

@@ -143,8 +143,8 @@ char *measure_command_python(const char *cmd);
  * command as it is, with PYTHONPROFILEIMPORTTIME=1 in env.  Records the
  * target in p.  Returns 0, or the exit code after a message.
  */
-int measure_target_argv(int argc, char **argv, int i, const char *python, struct profile *p,
-			struct strvec *child_argv, struct strvec *env);
+int measure_target_argv(int argc, char **argv, int i, const char *python, struct profile *p, struct strvec *child_argv,
+			struct strvec *env);
 
 /*
  * Starts a session for profile p (which stays the caller's), measured as

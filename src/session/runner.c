@@ -212,8 +212,10 @@ static int make_cgroup(struct run_state *st, struct buf *err, struct runner_fail
 		if (!st->cg) {
 			struct buf msg = BUF_INIT;
 
-			buf_addf(&msg, "the run has no cgroup of its own (%s): what the target leaves running "
-				 "outlives a SIGKILLed coldstart", cerr.buf);
+			buf_addf(&msg,
+				 "the run has no cgroup of its own (%s): what the target leaves running "
+				 "outlives a SIGKILLed coldstart",
+				 cerr.buf);
 			if (!has_warning(st->p, msg.buf))
 				profile_add_warning(st->p, 0, "%s", msg.buf);
 			buf_release(&msg);
@@ -478,8 +480,7 @@ static int poll_once(struct run_state *st, struct buf *err)
 	delay_after = run_delay_ns(st->schedstat_fd);
 
 	read_signals(st, now);
-	if (check_exit(st, now, delay_before >= 0 && delay_after >= 0 ? delay_after - delay_before : 0,
-		       err) < 0)
+	if (check_exit(st, now, delay_before >= 0 && delay_after >= 0 ? delay_after - delay_before : 0, err) < 0)
 		return -1;
 	read_stderr(st);
 	step_ready(st, now);
@@ -531,11 +532,13 @@ static void check_imports(struct run_state *st, size_t from_rows)
 	if (from_rows)
 		return;
 	if (!nr_imports(st->r))
-		alert(st, "no import was recorded: the target printed no -X importtime rows%s (not Python, or "
+		alert(st,
+		      "no import was recorded: the target printed no -X importtime rows%s (not Python, or "
 		      "Python started with -I or -E, which ignore PYTHONPROFILEIMPORTTIME and PYTHONPATH)",
 		      st->traced ? " and no Python process in it wrote a trace" : "");
 	else
-		profile_add_warning(st->p, 0, "the target printed no -X importtime rows (its stderr did not reach "
+		profile_add_warning(st->p, 0,
+				    "the target printed no -X importtime rows (its stderr did not reach "
 				    "coldstart?): the imports are the tracer's alone");
 }
 

@@ -206,6 +206,19 @@ static int open_pidfd(pid_t pid)
 #endif
 }
 
+/* Closes whichever ends of the three pipes are still open, errno kept for the caller's message. */
+static void close_pipes(int report[2], int errp[2], int outp[2])
+{
+	int saved = errno;
+	int fds[] = { report[0], report[1], errp[0], errp[1], outp[0], outp[1] };
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(fds); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	errno = saved;
+}
+
 int child_start(struct child *c, struct buf *err)
 {
 	int report[2] = { -1, -1 }, errp[2] = { -1, -1 }, outp[2] = { -1, -1 };
@@ -218,8 +231,7 @@ int child_start(struct child *c, struct buf *err)
 		errno = EINVAL;
 		return -1;
 	}
-	if (pipe2(report, O_CLOEXEC) < 0 ||
-	    (c->capture_stderr && pipe2(errp, O_CLOEXEC) < 0) ||
+	if (pipe2(report, O_CLOEXEC) < 0 || (c->capture_stderr && pipe2(errp, O_CLOEXEC) < 0) ||
 	    (c->capture_stdout && pipe2(outp, O_CLOEXEC) < 0)) {
 		buf_addf(err, "cannot create a pipe: %s", strerror(errno));
 		goto out;
@@ -263,8 +275,7 @@ int child_start(struct child *c, struct buf *err)
 		while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
 			;
 		c->pid = -1;
-		buf_addf(err, "%s '%s': %s",
-			 rep.stage > 0 && rep.stage <= STAGE_IO ? what[rep.stage] : "cannot run",
+		buf_addf(err, "%s '%s': %s", rep.stage > 0 && rep.stage <= STAGE_IO ? what[rep.stage] : "cannot run",
 			 c->args.v[0], strerror(rep.err));
 		errno = rep.err;
 		goto out;
@@ -280,16 +291,7 @@ int child_start(struct child *c, struct buf *err)
 	c->pidfd = open_pidfd(c->pid);
 	ret = 0;
 out:
-	{
-		int saved = errno;
-		int fds[] = { report[0], report[1], errp[0], errp[1], outp[0], outp[1] };
-		size_t i;
-
-		for (i = 0; i < ARRAY_SIZE(fds); i++)
-			if (fds[i] >= 0)
-				close(fds[i]);
-		errno = saved;
-	}
+	close_pipes(report, errp, outp);
 	return ret;
 }
 

@@ -57,7 +57,8 @@ static double proc_start_time(pid_t pid)
 
 		while (fgets(line, sizeof(line), f))
 			if (starts_with(line, "btime ") && hz > 0)
-				ret = (double)strtoll(line + 6, NULL, 10) + (double)strtoull(p + 1, NULL, 10) / (double)hz;
+				ret = (double)strtoll(line + 6, NULL, 10) +
+				      (double)strtoull(p + 1, NULL, 10) / (double)hz;
 		fclose(f);
 	}
 	return ret;

@@ -235,8 +235,7 @@ static int start_connect(struct ready *rd, struct buf *err)
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			goto fail;
-		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS &&
-		    errno != EAGAIN) {
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS && errno != EAGAIN) {
 			close(fd);
 			return 0;
 		}
@@ -279,14 +278,18 @@ static int check_fn_link(struct ready *rd, struct buf *err)
 
 	n = readlink(rd->sock_path, target, sizeof(target) - 1);
 	if (n < 0) {
-		buf_addf(err, "'%s' is not a symlink: the Fn agent needs lsnr.sock to be a symlink to the "
-			 "socket, created once the server is serving", rd->sock_path);
+		buf_addf(err,
+			 "'%s' is not a symlink: the Fn agent needs lsnr.sock to be a symlink to the "
+			 "socket, created once the server is serving",
+			 rd->sock_path);
 		return -1;
 	}
 	target[n] = '\0';
 	if (strchr(target, '/')) {
-		buf_addf(err, "lsnr.sock points at '%s': the link must be relative, to a file in the same "
-			 "directory", target);
+		buf_addf(err,
+			 "lsnr.sock points at '%s': the link must be relative, to a file in the same "
+			 "directory",
+			 target);
 		return -1;
 	}
 	buf_addf(&full, "%s/%s", rd->dir.path, target);
@@ -367,8 +370,10 @@ static int fn_prepare(struct ready *rd, struct strvec *env, struct buf *err)
 	buf_addf(&sp, "%s/lsnr.sock", rd->dir.path);
 	rd->sock_path = buf_detach(&sp, NULL);
 	if (strlen(rd->sock_path) > FN_PATH_MAX) {
-		buf_addf(err, "FN_LISTENER '%s' would be longer than the %zu bytes a socket path may have: set "
-			 "TMPDIR to a shorter directory", rd->sock_path, FN_PATH_MAX);
+		buf_addf(err,
+			 "FN_LISTENER '%s' would be longer than the %zu bytes a socket path may have: set "
+			 "TMPDIR to a shorter directory",
+			 rd->sock_path, FN_PATH_MAX);
 		return -1;
 	}
 	rd->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -475,8 +480,9 @@ static int judge_http(struct ready *rd, int status, int64_t now, struct buf *err
 		 * before.  Its moment is when its last bytes arrived, if the kernel
 		 * said (and it is not before the connect or after now).
 		 */
-		rd->ready_ns = rd->response_ns =
-			rd->arrived_ns > rd->connected_ns && rd->arrived_ns < now ? rd->arrived_ns : now;
+		rd->ready_ns = rd->response_ns = rd->arrived_ns > rd->connected_ns && rd->arrived_ns < now
+							 ? rd->arrived_ns
+							 : now;
 		rd->state = ST_DONE;
 		return 1;
 	}
@@ -510,8 +516,9 @@ static ssize_t recv_stamped(struct ready *rd, char *chunk, size_t size)
 {
 	char control[CMSG_SPACE(sizeof(struct timespec))];
 	struct iovec iov = { .iov_base = chunk, .iov_len = size };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
-			      .msg_controllen = sizeof(control) };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof(control)
+	};
 	struct cmsghdr *cm;
 	ssize_t n = recvmsg(rd->fd, &msg, 0);
 
@@ -589,8 +596,10 @@ static int step_reading(struct ready *rd, int64_t now, struct buf *err)
 		struct buf what = BUF_INIT;
 
 		describe_answer(rd, &what);
-		buf_addf(err, "the first call failed: %s (the Fn agent takes 502 as a failed function, 504 as "
-			 "a timeout, anything else kills the container)", what.buf);
+		buf_addf(err,
+			 "the first call failed: %s (the Fn agent takes 502 as a failed function, 504 as "
+			 "a timeout, anything else kills the container)",
+			 what.buf);
 		buf_release(&what);
 		rd->state = ST_DONE;
 		return -1;
@@ -642,9 +651,7 @@ struct ready *ready_new(const struct ready_spec *spec, struct strvec *env, struc
 		listeners_find_unix(&rd->before, rd->sock_path);
 		break;
 	case READY_TCP:
-	case READY_HTTP:
-		listeners_find_tcp(&rd->before, spec->port);
-		break;
+	case READY_HTTP: listeners_find_tcp(&rd->before, spec->port); break;
 	}
 	return rd;
 fail:
@@ -683,9 +690,7 @@ int ready_pollfd(struct ready *rd, short *events, int *timeout_ms)
 		/* The socket wakes the loop; the timeout is only a safety net. */
 		*timeout_ms = 100;
 		return rd->fd;
-	case ST_DONE:
-		*timeout_ms = 1000;
-		return -1;
+	case ST_DONE: *timeout_ms = 1000; return -1;
 	}
 	return -1;
 }
@@ -726,10 +731,8 @@ int ready_step(struct ready *rd, struct buf *err)
 		if (rc <= 0)
 			return rc;
 		/* fall through */
-	case ST_READING:
-		return step_reading(rd, now, err);
-	case ST_DONE:
-		return rd->ready_ns ? 1 : -1;
+	case ST_READING: return step_reading(rd, now, err);
+	case ST_DONE: return rd->ready_ns ? 1 : -1;
 	}
 	return 0;
 }

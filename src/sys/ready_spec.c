@@ -64,8 +64,10 @@ static int parse_statuses(struct ready_spec *rs, const char *list, struct buf *e
 	rs->statuses = xstrdup(list);
 	return 0;
 bad:
-	buf_addf(err, "--ready-status needs HTTP statuses from 100 to 599 such as 200, 2xx or 200-399, "
-		 "comma-separated, not '%s'", list);
+	buf_addf(err,
+		 "--ready-status needs HTTP statuses from 100 to 599 such as 200, 2xx or 200-399, "
+		 "comma-separated, not '%s'",
+		 list);
 	return -1;
 }
 

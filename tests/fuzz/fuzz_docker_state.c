@@ -21,8 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int64_t ns;
 
 	if (docker_state_parse(&st, text, &err) == 0) {
-		if (st.exit_code < -1 || st.exit_code > 255 || !st.status || st.started_ns < 0 ||
-		    st.finished_ns < 0 || st.started != (st.started_ns > 0) || (st.error && !*st.error))
+		if (st.exit_code < -1 || st.exit_code > 255 || !st.status || st.started_ns < 0 || st.finished_ns < 0 ||
+		    st.started != (st.started_ns > 0) || (st.error && !*st.error))
 			abort();
 	} else if (!err.len) {
 		abort();

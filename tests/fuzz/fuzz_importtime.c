@@ -128,9 +128,8 @@ static void check_same(const struct outcome *a, const struct outcome *b)
 	for (p = 0; p < a->run.nr_procs; p++) {
 		const struct proc *x = &a->run.procs[p], *y = &b->run.procs[p];
 
-		if (x->nr_nodes != y->nr_nodes || x->first_root != y->first_root ||
-		    x->last_root != y->last_root || x->names.len != y->names.len ||
-		    memcmp(x->names.buf, y->names.buf, x->names.len))
+		if (x->nr_nodes != y->nr_nodes || x->first_root != y->first_root || x->last_root != y->last_root ||
+		    x->names.len != y->names.len || memcmp(x->names.buf, y->names.buf, x->names.len))
 			abort();
 		/* Field by field: the struct has padding bytes. */
 		for (i = 0; i < x->nr_nodes; i++) {
@@ -138,8 +137,8 @@ static void check_same(const struct outcome *a, const struct outcome *b)
 
 			if (m->name != n->name || m->depth != n->depth || m->parent != n->parent ||
 			    m->first_child != n->first_child || m->last_child != n->last_child ||
-			    m->next_sibling != n->next_sibling || m->flags != n->flags ||
-			    m->kind != n->kind || m->self_us != n->self_us || m->cum_us != n->cum_us)
+			    m->next_sibling != n->next_sibling || m->flags != n->flags || m->kind != n->kind ||
+			    m->self_us != n->self_us || m->cum_us != n->cum_us)
 				abort();
 		}
 	}

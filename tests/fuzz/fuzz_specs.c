@@ -98,8 +98,8 @@ static void fuzz_option(char *s)
 		return;
 	*value++ = '\0';
 	/* limits_set's callers pass only these (an unknown name is a BUG()). */
-	if (strcmp(s, "cpus") && strcmp(s, "memory") && strcmp(s, "swap") && strcmp(s, "pids") &&
-	    strcmp(s, "cpuset") && strcmp(s, "preset"))
+	if (strcmp(s, "cpus") && strcmp(s, "memory") && strcmp(s, "swap") && strcmp(s, "pids") && strcmp(s, "cpuset") &&
+	    strcmp(s, "preset"))
 		return;
 	memset(&lim, 0, sizeof(lim));
 	rc = limits_set(&lim, s, value, &err);
@@ -116,18 +116,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	s = xstrndup((const char *)data + 2, size - 2);
 	switch (data[0]) {
-	case 'r':
-		fuzz_ready(s);
-		break;
-	case 'l':
-		fuzz_limits(s);
-		break;
-	case 'b':
-		fuzz_budget(s);
-		break;
-	case 'o':
-		fuzz_option(s);
-		break;
+	case 'r': fuzz_ready(s); break;
+	case 'l': fuzz_limits(s); break;
+	case 'b': fuzz_budget(s); break;
+	case 'o': fuzz_option(s); break;
 	}
 	free(s);
 	return 0;

@@ -175,7 +175,7 @@ static void check_against_readelf(const char *path)
 
 static void test_real_extensions(void **state)
 {
-	static const char *const modules[] = { "_ssl", "_ctypes", "numpy.core._multiarray_umath",
+	static const char *const modules[] = { "_ssl",	   "_ctypes",  "numpy.core._multiarray_umath",
 					       "_hashlib", "_decimal", "_sqlite3" };
 	size_t i, checked = 0;
 
@@ -183,8 +183,7 @@ static void test_real_extensions(void **state)
 		char *path = module_file(DEBIAN_PYTHON, modules[i]);
 
 		if (!path) {
-			print_message("not checked: %s has no file for %s here\n", DEBIAN_PYTHON,
-				      modules[i]);
+			print_message("not checked: %s has no file for %s here\n", DEBIAN_PYTHON, modules[i]);
 			continue;
 		}
 		if (!ends_with(path, ".so")) {
@@ -278,8 +277,7 @@ static void check_python(const char *exe)
 		assert_non_null(py.libpython);
 		assert_true(py.lib_facts->defines_python);
 	}
-	print_message("%s: Python %s, libpython %s\n", exe, py.version,
-		      py.shared ? py.libpython : "static");
+	print_message("%s: Python %s, libpython %s\n", exe, py.version, py.shared ? py.libpython : "static");
 	elf_python_release(&py);
 	elf_resolver_release(&r);
 	buf_release(&err);
@@ -361,20 +359,18 @@ static void test_hostile_files(void **state)
 			assert_non_null(strstr(err.buf, "cannot read '"));
 			assert_non_null(strstr(err.buf, cases[i].file));
 			if (!strstr(err.buf, cases[i].expect))
-				fail_msg("%s: error '%s' lacks '%s'", cases[i].file, err.buf,
-					 cases[i].expect);
+				fail_msg("%s: error '%s' lacks '%s'", cases[i].file, err.buf, cases[i].expect);
 			assert_null(f.path);
 		} else {
 			struct elf_facts g;
 			struct buf json = BUF_INIT;
 
-			for (k = 0; cases[i].expect && k < f.warnings.nr &&
-				    !strstr(f.warnings.v[k], cases[i].expect);
+			for (k = 0; cases[i].expect && k < f.warnings.nr && !strstr(f.warnings.v[k], cases[i].expect);
 			     k++)
 				;
 			if (cases[i].expect && k == f.warnings.nr)
-				fail_msg("%s: no warning with '%s' (%zu warnings)", cases[i].file,
-					 cases[i].expect, f.warnings.nr);
+				fail_msg("%s: no warning with '%s' (%zu warnings)", cases[i].file, cases[i].expect,
+					 f.warnings.nr);
 			/* Whatever the file says must survive JSON. */
 			elf_facts_init(&g);
 			elf_facts_to_json(&f, &json);
@@ -707,8 +703,7 @@ static char *build_unstripped(const char *dir)
 
 static const struct finding_rules *const native_rules[] = { &elf_finding_rules, NULL };
 
-static int32_t add_native(struct proc *pr, const char *name, const char *file, int64_t load_us,
-			  int64_t start_ns)
+static int32_t add_native(struct proc *pr, const char *name, const char *file, int64_t load_us, int64_t start_ns)
 {
 	int32_t n = proc_add_node(pr, name, strlen(name), 0, load_us, load_us);
 
@@ -882,10 +877,8 @@ static void test_unstripped_interpreter(void **state)
 		for (l = out.buf; (l = strstr(l, "\n  [")); l++) {
 			const char *close = strchr(l, ']');
 
-			if (sscanf(close + 1, "%255s %63s %llx %llx %llx", name, type, &addr, &off,
-				   &size) == 5 &&
-			    (!strcmp(name, ".symtab") || !strcmp(name, ".strtab") ||
-			     starts_with(name, ".debug")))
+			if (sscanf(close + 1, "%255s %63s %llx %llx %llx", name, type, &addr, &off, &size) == 5 &&
+			    (!strcmp(name, ".symtab") || !strcmp(name, ".strtab") || starts_with(name, ".debug")))
 				total += size;
 		}
 		assert_true(total > 0);
@@ -951,9 +944,13 @@ static void test_unreadable_extensions_are_one_problem_each(void **state)
 static void test_pyversion(void **state)
 {
 	static const char merged[] = "GCC: (Debian 12.2.0-14)\0/build/Python-3.13.0\0x";
-	static const char several[] = "3.9.1\0libpython3.11.so.1.0\0" "3.11.2+\0";
-	static const char lone[] = "abc\0" "3.12.0rc1\0";
-	static const char none[] = "3.x\0" "1.2.3\0" "3.11.\0";
+	static const char several[] = "3.9.1\0libpython3.11.so.1.0\0"
+				      "3.11.2+\0";
+	static const char lone[] = "abc\0"
+				   "3.12.0rc1\0";
+	static const char none[] = "3.x\0"
+				   "1.2.3\0"
+				   "3.11.\0";
 	char mm[16], small[4];
 	char *v;
 

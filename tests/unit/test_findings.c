@@ -22,7 +22,7 @@
 
 /* The four families of rules, in the order analyze.c runs them. */
 static const struct finding_rules *const builtin[] = { &findings_exit_rules, &findings_code_rules,
-							&findings_heavy_rules, &findings_lookup_rules, NULL };
+						       &findings_heavy_rules, &findings_lookup_rules, NULL };
 
 static struct proc *new_proc(struct profile *p, struct run **run)
 {
@@ -38,11 +38,10 @@ static struct proc *new_proc(struct profile *p, struct run **run)
 	return pr;
 }
 
-static int32_t add(struct proc *pr, int32_t parent, const char *name, int kind, int64_t self_us,
-		   int64_t cum_us)
+static int32_t add(struct proc *pr, int32_t parent, const char *name, int kind, int64_t self_us, int64_t cum_us)
 {
-	int32_t i = proc_add_node(pr, name, strlen(name), parent >= 0 ? pr->nodes[parent].depth + 1 : 0,
-				  self_us, cum_us);
+	int32_t i = proc_add_node(pr, name, strlen(name), parent >= 0 ? pr->nodes[parent].depth + 1 : 0, self_us,
+				  cum_us);
 
 	pr->nodes[i].kind = (uint8_t)kind;
 	if (parent >= 0)
@@ -246,8 +245,7 @@ static void test_heavy(void **state)
 }
 
 /* n lookups of find_ns each under a parent (a package that takes nothing itself). */
-static struct proc *finders_profile(struct profile *p, size_t n, int64_t find_ns, size_t failed,
-				    const char *path)
+static struct proc *finders_profile(struct profile *p, size_t n, int64_t find_ns, size_t failed, const char *path)
 {
 	struct run *run;
 	struct proc *pr = new_proc(p, &run);
@@ -364,9 +362,10 @@ static void test_finders_few_off_cpu(void **state)
 		assert_non_null(strstr(f->fix, "'pkg.m7' first"));
 		if (on_cpu) {
 			assert_non_null(strstr(f->fix, "off the CPU for up to 400 us of their 30.2 ms: the lookups "
-							"themselves computed"));
+						       "themselves computed"));
 		} else {
-			assert_non_null(strstr(f->fix, "off the CPU for up to 30.2 ms of their 30.2 ms: blocked on I/O"));
+			assert_non_null(
+				strstr(f->fix, "off the CPU for up to 30.2 ms of their 30.2 ms: blocked on I/O"));
 			assert_non_null(strstr(f->fix, "profile again"));
 		}
 		profile_release(&p);
@@ -406,7 +405,8 @@ static void test_heavy_per_process(void **state)
 	f = get(&p, "heavy-import", "sqlalchemy");
 	assert_int_equal(f->cost_us, 251000);
 	assert_non_null(strstr(f->title, "of 2 workers"));
-	assert_non_null(strstr(f->evidence, "in pid 5001 (worker), where it costs most; heavy in pids 5000 and 5001 (workers)"));
+	assert_non_null(strstr(f->evidence,
+			       "in pid 5001 (worker), where it costs most; heavy in pids 5000 and 5001 (workers)"));
 	assert_non_null(strstr(f->evidence, "app -> sqlalchemy"));
 	assert_int_equal(f->nr_pids, 2);
 	assert_int_equal(f->pids[0], 5000);

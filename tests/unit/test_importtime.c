@@ -32,8 +32,7 @@ static void read_fixture(struct buf *sb, const char *name)
 
 	buf_addf(&path, "%s/%s", fixture_dir(), name);
 	if (buf_read_file(sb, path.buf) < 0)
-		fail_msg("cannot read '%s' (run from the repository root or set COLDSTART_FIXTURES)",
-			 path.buf);
+		fail_msg("cannot read '%s' (run from the repository root or set COLDSTART_FIXTURES)", path.buf);
 	buf_release(&path);
 }
 
@@ -140,8 +139,7 @@ static void finish_result(struct result *res, struct it_parser *ps)
 }
 
 /* chunk 0 feeds everything at once; otherwise chunks of that size (or random when seed). */
-static void parse_text(struct result *res, const char *text, size_t len, size_t chunk,
-		       unsigned seed)
+static void parse_text(struct result *res, const char *text, size_t len, size_t chunk, unsigned seed)
 {
 	struct it_parser *ps;
 	size_t off = 0;
@@ -281,8 +279,7 @@ static void test_golden(void **state)
 
 			parse_text(&part, log.buf, log.len, chunks[c], 0);
 			if (strcmp(part.dump.buf, whole.dump.buf))
-				fail_msg("'%s' fed in chunks of %zu differs:\n%s", names[i], chunks[c],
-					 part.dump.buf);
+				fail_msg("'%s' fed in chunks of %zu differs:\n%s", names[i], chunks[c], part.dump.buf);
 			result_release(&part);
 		}
 		for (c = 1; c <= 3; c++) {
@@ -334,8 +331,7 @@ static void test_captured_numbers(void **state)
 		size_t row = 0;
 		int32_t k;
 
-		if (!starts_with(names[i], "py3.") || strstr(names[i], "3.14") ||
-		    strstr(names[i], "3.6")) {
+		if (!starts_with(names[i], "py3.") || strstr(names[i], "3.14") || strstr(names[i], "3.6")) {
 			free(names[i]);
 			continue;
 		}
@@ -380,9 +376,8 @@ static void test_captured_numbers(void **state)
 			}
 			diff = n->cum_us - n->self_us - sum;
 			if (diff < -kids - 1 || diff > 1)
-				fail_msg("%s: '%s' cum %lld self %lld children %lld", names[i],
-					 node_name(pr, k), (long long)n->cum_us, (long long)n->self_us,
-					 (long long)sum);
+				fail_msg("%s: '%s' cum %lld self %lld children %lld", names[i], node_name(pr, k),
+					 (long long)n->cum_us, (long long)n->self_us, (long long)sum);
 		}
 		/* 3.7 starts at the top level; 3.8+ with children of _frozen_importlib_external. */
 		if (!strcmp(names[i], "py3.7.log")) {
@@ -391,8 +386,7 @@ static void test_captured_numbers(void **state)
 		} else {
 			assert_string_equal(node_name(pr, 0), "_io");
 			assert_int_equal(pr->nodes[0].depth, 1);
-			assert_string_equal(node_name(pr, pr->nodes[0].parent),
-					    "_frozen_importlib_external");
+			assert_string_equal(node_name(pr, pr->nodes[0].parent), "_frozen_importlib_external");
 			assert_int_equal(pr->first_root, pr->nodes[0].parent);
 		}
 		assert_true(proc_find(pr, "json") >= 0);
@@ -537,30 +531,28 @@ static void test_cached_rule(void **state)
  */
 static void test_cached_cues(void **state)
 {
-	static const char log[] =
-		"import time: self [us] | cumulative | imported package\n"
-		"import time:        10 |         10 | a\n"
-		"import time: cached    | cached     | os\n"
-		"import time: cached    | cached     | _io\n"
-		"import time: cached    | cached     | _io\n"
-		"import time: cached    | cached     | sys\n"
-		"import time:        20 |         20 |   c\n"
-		"import time:        30 |         50 | b\n"
-		"import time: cached    | cached     | _io\n"
-		"import time: cached    | cached     | zlib\n"
-		"import time: cached    | cached     | _io\n"
-		"import time: cached    | cached     | zlib\n"
-		"import time:        40 |         40 | d\n"
-		"import time: cached    | cached     | zipfile\n"
-		"import time: cached    | cached     |   io\n"
-		"import time:         5 |          5 |     e\n"
-		"import time:         6 |         11 |   f\n"
-		"import time:         7 |         18 | g\n";
-	static const char clean[] =
-		"import time: self [us] | cumulative | imported package\n"
-		"import time:         5 |          5 |   e\n"
-		"import time: cached    | cached     | posix\n"
-		"import time:         6 |         11 | f\n";
+	static const char log[] = "import time: self [us] | cumulative | imported package\n"
+				  "import time:        10 |         10 | a\n"
+				  "import time: cached    | cached     | os\n"
+				  "import time: cached    | cached     | _io\n"
+				  "import time: cached    | cached     | _io\n"
+				  "import time: cached    | cached     | sys\n"
+				  "import time:        20 |         20 |   c\n"
+				  "import time:        30 |         50 | b\n"
+				  "import time: cached    | cached     | _io\n"
+				  "import time: cached    | cached     | zlib\n"
+				  "import time: cached    | cached     | _io\n"
+				  "import time: cached    | cached     | zlib\n"
+				  "import time:        40 |         40 | d\n"
+				  "import time: cached    | cached     | zipfile\n"
+				  "import time: cached    | cached     |   io\n"
+				  "import time:         5 |          5 |     e\n"
+				  "import time:         6 |         11 |   f\n"
+				  "import time:         7 |         18 | g\n";
+	static const char clean[] = "import time: self [us] | cumulative | imported package\n"
+				    "import time:         5 |          5 |   e\n"
+				    "import time: cached    | cached     | posix\n"
+				    "import time:         6 |         11 | f\n";
 	struct result res;
 	struct proc *pr;
 	int32_t b, d, f, n;
@@ -615,20 +607,19 @@ static void test_cached_cues(void **state)
  */
 static void test_cached_repeat(void **state)
 {
-	static const char log[] =
-		"import time: self [us] | cumulative | imported package\n"
-		"import time:         5 |          5 |   codecs\n"
-		"import time: cached    | cached     | encodings\n"
-		"import time: cached    | cached     | encodings\n"
-		"import time: cached    | cached     |  _io\n"
-		"import time: cached    | cached     |  _io\n"
-		"import time:        10 |         10 |   encodings.aliases\n"
-		"import time:         5 |          5 |   collections\n"
-		"import time: cached    | cached     | collections\n"
-		"import time: cached    | cached     | collections\n"
-		"import time:         3 |          3 |     y\n"
-		"import time:         4 |          7 |   x\n"
-		"import time:        20 |         57 | encodings\n";
+	static const char log[] = "import time: self [us] | cumulative | imported package\n"
+				  "import time:         5 |          5 |   codecs\n"
+				  "import time: cached    | cached     | encodings\n"
+				  "import time: cached    | cached     | encodings\n"
+				  "import time: cached    | cached     |  _io\n"
+				  "import time: cached    | cached     |  _io\n"
+				  "import time:        10 |         10 |   encodings.aliases\n"
+				  "import time:         5 |          5 |   collections\n"
+				  "import time: cached    | cached     | collections\n"
+				  "import time: cached    | cached     | collections\n"
+				  "import time:         3 |          3 |     y\n"
+				  "import time:         4 |          7 |   x\n"
+				  "import time:        20 |         57 | encodings\n";
 	struct result res;
 	struct proc *pr;
 	int32_t enc, aliases, x;
@@ -732,12 +723,12 @@ static void test_cpython314_parents(void **state)
 			assert_int_equal(!!(n->flags & NODE_CACHED), t->cached);
 			cached += t->cached;
 			if (n->depth < t->lo || n->depth > t->hi)
-				fail_msg("%s row %zu '%s': depth %u outside %u..%u", names[i], k + 1, t->name,
-					 n->depth, t->lo, t->hi);
+				fail_msg("%s row %zu '%s': depth %u outside %u..%u", names[i], k + 1, t->name, n->depth,
+					 t->lo, t->hi);
 			if (t->lo == t->hi && !placed)
 				fail_msg("%s row %zu '%s': depth %u under row %d, CPython printed it at %u "
-					 "inside row %u", names[i], k + 1, t->name, n->depth, n->parent + 1,
-					 t->level, t->parent);
+					 "inside row %u",
+					 names[i], k + 1, t->name, n->depth, n->parent + 1, t->level, t->parent);
 			if (t->lo < t->hi) {
 				open++;
 				right += placed;
@@ -747,20 +738,20 @@ static void test_cpython314_parents(void **state)
 		if (open) {
 			struct buf want = BUF_INIT;
 
-			buf_addf(&want, "warning 0: %zu of %zu cached rows could sit at more than one depth",
-				 open, cached);
+			buf_addf(&want, "warning 0: %zu of %zu cached rows could sit at more than one depth", open,
+				 cached);
 			if (!has_warning(&res, want.buf))
 				fail_msg("%s: no '%s'", names[i], want.buf);
 			buf_release(&want);
 		}
 		print_message("%s: %zu rows, %zu cached: %zu placed by the log alone, %zu open, %zu of "
 			      "them under CPython's parent (of the others, %zu printed inside an "
-			      "importlib.import_module)\n", names[i], n_truth, cached, cached - open, open, right,
-			      untimed);
+			      "importlib.import_module)\n",
+			      names[i], n_truth, cached, cached - open, open, right, untimed);
 		/* The rule is worth having only if it is right far more often than not. */
 		if (right * 3 < open * 2)
-			fail_msg("%s: the rule places only %zu of %zu open cached rows as CPython did",
-				 names[i], right, open);
+			fail_msg("%s: the rule places only %zu of %zu open cached rows as CPython did", names[i], right,
+				 open);
 		checked++;
 		free(truth);
 		result_release(&res);
@@ -829,7 +820,8 @@ static void test_cpython314_twins(void **state)
 		assert_int_equal(ta[k].lo, tb[k].lo);
 		assert_int_equal(ta[k].hi, tb[k].hi);
 		assert_int_equal(ta[k].level + 1, tb[k].level);
-		placed = (size_t)(na->parent + 1 == (int32_t)ta[k].parent) + (size_t)(na->parent + 1 == (int32_t)tb[k].parent);
+		placed = (size_t)(na->parent + 1 == (int32_t)ta[k].parent) +
+			 (size_t)(na->parent + 1 == (int32_t)tb[k].parent);
 	}
 	assert_int_equal(differ, 1);
 	assert_int_equal(placed, 1);
@@ -1491,7 +1483,8 @@ static void test_live_interpreters(void **state)
 	f = fopen(spawner.buf, "w");
 	assert_non_null(f);
 	fputs("import json, subprocess, sys\n"
-	      "subprocess.run([sys.executable, '-c', 'import xml.dom.minidom'])\n", f);
+	      "subprocess.run([sys.executable, '-c', 'import xml.dom.minidom'])\n",
+	      f);
 	fclose(f);
 	for (i = 0; i < nr; i++) {
 		struct buf cmd = BUF_INIT, err = BUF_INIT;
@@ -1499,8 +1492,10 @@ static void test_live_interpreters(void **state)
 		const struct proc *pr;
 		int32_t k;
 
-		buf_addf(&cmd, "%s -X importtime -I -c 'import sys, json; "
-			       "sys.stderr.write(\"app: hello\\n\"); import xml.dom.minidom'", paths[i]);
+		buf_addf(&cmd,
+			 "%s -X importtime -I -c 'import sys, json; "
+			 "sys.stderr.write(\"app: hello\\n\"); import xml.dom.minidom'",
+			 paths[i]);
 		run_capture(cmd.buf, &err);
 		parse_text(&res, err.buf, err.len, 0, 0);
 		if (res.nr_warnings || strcmp(res.pass.buf, "app: hello\n"))
@@ -1515,8 +1510,10 @@ static void test_live_interpreters(void **state)
 
 		buf_reset(&cmd);
 		buf_reset(&err);
-		buf_addf(&cmd, "PYTHONPROFILEIMPORTTIME=1 %s -c 'import subprocess, sys; "
-			       "subprocess.run([sys.executable, \"-c\", \"import json\"])'", paths[i]);
+		buf_addf(&cmd,
+			 "PYTHONPROFILEIMPORTTIME=1 %s -c 'import subprocess, sys; "
+			 "subprocess.run([sys.executable, \"-c\", \"import json\"])'",
+			 paths[i]);
 		run_capture(cmd.buf, &err);
 		parse_text(&res, err.buf, err.len, 0, 0);
 		assert_int_equal(res.headers, 2);
@@ -1529,8 +1526,10 @@ static void test_live_interpreters(void **state)
 		/* The child starts while the parent is inside "import spawner". */
 		buf_reset(&cmd);
 		buf_reset(&err);
-		buf_addf(&cmd, "PYTHONPROFILEIMPORTTIME=1 %s -c 'import sys; sys.path.insert(0, \"%s\"); "
-			       "import spawner'", paths[i], dir);
+		buf_addf(&cmd,
+			 "PYTHONPROFILEIMPORTTIME=1 %s -c 'import sys; sys.path.insert(0, \"%s\"); "
+			 "import spawner'",
+			 paths[i], dir);
 		run_capture(cmd.buf, &err);
 		parse_text(&res, err.buf, err.len, 0, 0);
 		assert_int_equal(res.headers, 2);

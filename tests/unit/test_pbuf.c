@@ -23,8 +23,8 @@ static void test_varints(void **state)
 {
 	struct buf b = BUF_INIT;
 	/* 150 in field 1: the documentation's first example; 300 = ac 02; 0 and 2^64-1. */
-	static const unsigned char want[] = { 0x08, 0x96, 0x01, 0xac, 0x02, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff,
-					      0xff, 0xff, 0xff, 0xff, 0x01 };
+	static const unsigned char want[] = { 0x08, 0x96, 0x01, 0xac, 0x02, 0x00, 0xff, 0xff,
+					      0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01 };
 
 	(void)state;
 	pb_uint(&b, 1, 150);
@@ -50,10 +50,9 @@ static void test_fixed_and_strings(void **state)
 {
 	struct buf b = BUF_INIT;
 	/* field 2 "testing" (12 07 74 65 73 74 69 6e 67); fixed64 7 = 1; fixed32 16 = 2; double 1.0 */
-	static const unsigned char want[] = { 0x12, 0x07, 't', 'e', 's', 't', 'i', 'n', 'g',
-					      0x39, 1, 0, 0, 0, 0, 0, 0, 0,
-					      0x85, 0x01, 2, 0, 0, 0,
-					      0x21, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f };
+	static const unsigned char want[] = { 0x12, 0x07, 't',	'e', 's', 't', 'i', 'n',  'g',	0x39, 1,
+					      0,    0,	  0,	0,   0,	  0,   0,   0x85, 0x01, 2,    0,
+					      0,    0,	  0x21, 0,   0,	  0,   0,   0,	  0,	0xf0, 0x3f };
 
 	(void)state;
 	pb_str(&b, 2, "testing");

@@ -65,8 +65,8 @@ static void put_record(long pid, int used, const char *tag)
 
 	snprintf(path, sizeof(path), pid ? "%s.pid%ld" : "%s", record, pid);
 	snprintf(arch, sizeof(arch), pid ? "%s.pid%ld" : "%s", code, pid);
-	root = json_pack("{s:s, s:{s:s}, s:{s:i}, s:s}", "format", "coldstart-plan", "code", "path", arch,
-			 "summary", "load", used, "tag", tag);
+	root = json_pack("{s:s, s:{s:s}, s:{s:i}, s:s}", "format", "coldstart-plan", "code", "path", arch, "summary",
+			 "load", used, "tag", tag);
 	assert_int_equal(json_dump_file(root, path, JSON_COMPACT), 0);
 	json_decref(root);
 	f = fopen(arch, "w");

@@ -92,8 +92,15 @@ static void test_round_trip(void **state)
 	pr->events[0].node = 1;
 	profile_add_warning(&p, 7, "a warning with \"quotes\"");
 	{
-		struct finding f = { xstrdup("heavy-import"), xstrdup("info"), xstrdup("t"), xstrdup("e"),
-				     xstrdup("f"), xstrdup("app"), 800, xcalloc(2, sizeof(long)), 2 };
+		struct finding f = { xstrdup("heavy-import"),
+				     xstrdup("info"),
+				     xstrdup("t"),
+				     xstrdup("e"),
+				     xstrdup("f"),
+				     xstrdup("app"),
+				     800,
+				     xcalloc(2, sizeof(long)),
+				     2 };
 
 		f.pids[0] = 42;
 		f.pids[1] = 43;

@@ -38,8 +38,10 @@ static void test_specs(void **state)
 	assert_string_equal(rs.host, "127.0.0.1");
 	assert_string_equal(rs.path, "/health?x=1");
 	assert_string_equal(rs.statuses, "200-399");
-	assert_true(ready_spec_accepts(&rs, 200) && ready_spec_accepts(&rs, 204) && ready_spec_accepts(&rs, 302) && ready_spec_accepts(&rs, 399));
-	assert_false(ready_spec_accepts(&rs, 199) || ready_spec_accepts(&rs, 400) || ready_spec_accepts(&rs, 500) || ready_spec_accepts(&rs, 503));
+	assert_true(ready_spec_accepts(&rs, 200) && ready_spec_accepts(&rs, 204) && ready_spec_accepts(&rs, 302) &&
+		    ready_spec_accepts(&rs, 399));
+	assert_false(ready_spec_accepts(&rs, 199) || ready_spec_accepts(&rs, 400) || ready_spec_accepts(&rs, 500) ||
+		     ready_spec_accepts(&rs, 503));
 
 	assert_int_equal(ready_spec_parse(&rs, "http://127.0.0.2", NULL, &err), 0);
 	assert_int_equal(rs.port, 80);
@@ -107,7 +109,8 @@ static void test_statuses(void **state)
 	assert_int_equal(ready_spec_parse(&rs, "http://127.0.0.1:9/", "2XX,404,500-502", &err), 0);
 	assert_string_equal(rs.statuses, "2XX,404,500-502");
 	for (s = 100; s < 600; s++)
-		assert_int_equal(ready_spec_accepts(&rs, s), (s >= 200 && s <= 299) || s == 404 || (s >= 500 && s <= 502));
+		assert_int_equal(ready_spec_accepts(&rs, s),
+				 (s >= 200 && s <= 299) || s == 404 || (s >= 500 && s <= 502));
 	assert_int_equal(ready_spec_parse(&rs, "http://127.0.0.1:9/", "200", &err), 0);
 	for (s = 100; s < 600; s++)
 		assert_int_equal(ready_spec_accepts(&rs, s), s == 200);
@@ -156,13 +159,12 @@ static void test_tcp_listeners(void **state)
 
 static void test_unix_listeners(void **state)
 {
-	static const char table[] =
-		"Num       RefCount Protocol Flags    Type St Inode Path\n"
-		"0000000034d6302c: 00000002 00000000 00010000 0001 01 287001 /run/app.sock\n"
-		"00000000fc476a03: 00000003 00000000 00000000 0001 03 286979 /run/app.sock\n"
-		"0000000047ba0a55: 00000002 00000000 00010000 0001 01 287002 /run/my app.sock\n"
-		"0000000047ba0a56: 00000002 00000000 00010000 0001 01 287003 @abstract\n"
-		"0000000047ba0a57: 00000002 00000000 00010000 0001 01 287004\n";
+	static const char table[] = "Num       RefCount Protocol Flags    Type St Inode Path\n"
+				    "0000000034d6302c: 00000002 00000000 00010000 0001 01 287001 /run/app.sock\n"
+				    "00000000fc476a03: 00000003 00000000 00000000 0001 03 286979 /run/app.sock\n"
+				    "0000000047ba0a55: 00000002 00000000 00010000 0001 01 287002 /run/my app.sock\n"
+				    "0000000047ba0a56: 00000002 00000000 00010000 0001 01 287003 @abstract\n"
+				    "0000000047ba0a57: 00000002 00000000 00010000 0001 01 287004\n";
 	struct listeners ls = { 0 };
 
 	(void)state;
@@ -180,10 +182,8 @@ static void test_unix_listeners(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_specs),
-		cmocka_unit_test(test_bad_specs),
-		cmocka_unit_test(test_statuses),
-		cmocka_unit_test(test_tcp_listeners),
+		cmocka_unit_test(test_specs),	       cmocka_unit_test(test_bad_specs),
+		cmocka_unit_test(test_statuses),       cmocka_unit_test(test_tcp_listeners),
 		cmocka_unit_test(test_unix_listeners),
 	};
 

@@ -312,7 +312,8 @@ static void test_broken_input(void **state)
 	/* A name that is not UTF-8 (and holds a control byte), an id no sampler wrote, a thread number beyond the limit. */
 	static const char damaged[] = "#coldstart-samples 1\n"
 				      "H\t1\t2\t3\t1000\t0\t0\t3.11\texec\n"
-				      "C\t1\t1\tf\xff" "o\x01\tm.py\t1\n"
+				      "C\t1\t1\tf\xff"
+				      "o\x01\tm.py\t1\n"
 				      "C\t1\t90000000\tg\tm.py\t2\n"
 				      "S\t5\t1\t0\t-1\t1\n"
 				      "S\t6\t70000\t0\t-1\t1\n";
@@ -385,15 +386,16 @@ static void test_real_files(void **state)
 /* Frames of coldstart's bootstrap are its own wherever the cache puts the copy (COLDSTART_CACHE_DIR). */
 static void test_bootstrap_frames_are_the_tool_s(void **state)
 {
-	static const char text[] = "#coldstart-samples 1\n"
-				   "H\t1000000\t42\t41\t1000\t400000\t450000\t3.11.2\texec\n"
-				   "C\t1000000\t1\tcached\t/srv/cache/_boot/0123456789abcdef/sitecustomize.py\t1\n"
-				   "C\t1000000\t2\tlookalike\t/srv/app/_boot/0123456789abcdeg/sitecustomize.py\t1\n"
-				   "C\t1000000\t3\tinstalled\t/usr/share/coldstart/coldstart/_boot/sitecustomize.py\t5\n"
-				   "S\t2000000\t1\t700000\t-1\t1\n"
-				   "S\t3000000\t1\t800000\t-1\t2\n"
-				   "S\t4000000\t1\t900000\t-1\t3\n"
-				   "Q\t5000000\t1300000\t0\t0\texit\n";
+	static const char text[] =
+		"#coldstart-samples 1\n"
+		"H\t1000000\t42\t41\t1000\t400000\t450000\t3.11.2\texec\n"
+		"C\t1000000\t1\tcached\t/srv/cache/_boot/0123456789abcdef/sitecustomize.py\t1\n"
+		"C\t1000000\t2\tlookalike\t/srv/app/_boot/0123456789abcdeg/sitecustomize.py\t1\n"
+		"C\t1000000\t3\tinstalled\t/usr/share/coldstart/coldstart/_boot/sitecustomize.py\t5\n"
+		"S\t2000000\t1\t700000\t-1\t1\n"
+		"S\t3000000\t1\t800000\t-1\t2\n"
+		"S\t4000000\t1\t900000\t-1\t3\n"
+		"Q\t5000000\t1300000\t0\t0\texit\n";
 	static const struct {
 		const char *name;
 		uint8_t kind;

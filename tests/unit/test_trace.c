@@ -440,20 +440,20 @@ static const char master_tr[] = "#coldstart-trace 2\n"
 				"E\t3000000\t1\t8000\t12\tflaskish\n";
 
 /* A spawned interpreter's trace: its tracer started inside the start-up, and probed for the next sitecustomize. */
-static const char spawned_tr[] = "#coldstart-trace 2\n"
-				 "H\t9000000\t300\t100\t8000000\tc\t3.11.2\taudit\texec\t4000\t0\n"
-				 "V\t9000000\tpython3\t-c\tfrom multiprocessing.spawn import spawn_main\t--multiprocessing-fork\n"
-				 "N\t9000100\t1\tmodules\tsys\\nencodings\\ncodecs\\nsite\\nsitecustomize\n"
-				 "S\t9100000\t1\t6000\t10\tsitecustomize\n"
-				 "F\t9150000\t1\t6100\t10\tsitecustomize\tModuleNotFoundError\n";
+static const char spawned_tr[] =
+	"#coldstart-trace 2\n"
+	"H\t9000000\t300\t100\t8000000\tc\t3.11.2\taudit\texec\t4000\t0\n"
+	"V\t9000000\tpython3\t-c\tfrom multiprocessing.spawn import spawn_main\t--multiprocessing-fork\n"
+	"N\t9000100\t1\tmodules\tsys\\nencodings\\ncodecs\\nsite\\nsitecustomize\n"
+	"S\t9100000\t1\t6000\t10\tsitecustomize\n"
+	"F\t9150000\t1\t6100\t10\tsitecustomize\tModuleNotFoundError\n";
 
 /* master_tr's start-up rows (before its tracer, then around it) and its first row after. */
-static const char master_start[] = HEADER
-	"import time:       100 |        100 | encodings\n"
-	"import time:        50 |         50 |     sitecustomize\n"
-	"import time:        70 |        120 |   sitecustomize\n"
-	"import time:       200 |        300 | site\n"
-	"import time:      1000 |       1000 | flaskish\n";
+static const char master_start[] = HEADER "import time:       100 |        100 | encodings\n"
+					  "import time:        50 |         50 |     sitecustomize\n"
+					  "import time:        70 |        120 |   sitecustomize\n"
+					  "import time:       200 |        300 | site\n"
+					  "import time:      1000 |       1000 | flaskish\n";
 
 /* Rows of a master and two forked workers in one stream, app lines among them. */
 /* The end of a stream test that expects no warning: they are printed first if there are. */
@@ -477,12 +477,11 @@ static void test_stream_attributes_rows(void **state)
 				 "H\t4000000\t202\t100\t3995000\tc\t3.11.2\taudit\tfork\t10\t0\n"
 				 "S\t5000000\t1\t100\t10\tsqlish\n"
 				 "E\t5900000\t1\t700\t12\tsqlish\n";
-	static const char part1[] = HEADER
-		"import time:       100 |        100 | encodings\n"
-		"import time:        50 |         50 |   codecs\n"
-		"import time:        50 |         50 |     sitecustomize\n"
-		"import time:        70 |        120 |   sitecustomize\n"
-		"import time:       200 |        370 | site\n";
+	static const char part1[] = HEADER "import time:       100 |        100 | encodings\n"
+					   "import time:        50 |         50 |   codecs\n"
+					   "import time:        50 |         50 |     sitecustomize\n"
+					   "import time:        70 |        120 |   sitecustomize\n"
+					   "import time:       200 |        370 | site\n";
 	static const char part2[] = "import time:      1000 |       1000 | flaskish\n"
 				    "hello from the app\n"
 				    "INFO import time:    12 |    34 | fake\n"
@@ -601,9 +600,10 @@ static void test_stream_rows_in_thread_order(void **state)
  */
 static void test_stream_adopted_helper(void **state)
 {
-	static const char helper[] = "#coldstart-trace 2\n"
-				     "H\t4000000\t300\t1\t3990000\tc\t3.11.2\taudit\texec\t10\t0\t100\n"
-				     "V\t4000000\tpython3\t-c\tfrom multiprocessing.resource_tracker import main;main(5)\n";
+	static const char helper[] =
+		"#coldstart-trace 2\n"
+		"H\t4000000\t300\t1\t3990000\tc\t3.11.2\taudit\texec\t10\t0\t100\n"
+		"V\t4000000\tpython3\t-c\tfrom multiprocessing.resource_tracker import main;main(5)\n";
 	static const char stranger[] = "#coldstart-trace 2\n"
 				       "H\t4000000\t400\t1\t3990000\tc\t3.11.2\taudit\texec\t10\t0\t777\n"
 				       "V\t4000000\tpython3\tother.py\n";
@@ -635,18 +635,18 @@ static void test_stream_adopted_helper(void **state)
 /* Two interpreters start at once: their start-up rows interleave before either has a trace. */
 static void test_stream_startup_windows(void **state)
 {
-	static const char c2[] = "#coldstart-trace 2\n"
-				 "H\t9010000\t301\t100\t8000000\tc\t3.11.2\taudit\texec\t4000\t0\n"
-				 "V\t9010000\tpython3\t-c\tfrom multiprocessing.spawn import spawn_main\t--multiprocessing-fork\n"
-				 "N\t9010100\t1\tmodules\tsys\\nencodings\\ncodecs\\nsite\\nsitecustomize\n"
-				 "S\t9110000\t1\t6000\t10\tsitecustomize\n"
-				 "F\t9160000\t1\t6100\t10\tsitecustomize\tModuleNotFoundError\n";
-	static const char spawn[] = HEADER HEADER
-		"import time:       101 |        101 | encodings\n"
-		"import time:       102 |        102 | encodings\n"
-		"import time:         7 |          7 | notamodule\n"
-		"import time:        51 |         51 |   codecs\n"
-		"import time:        52 |         52 |   codecs\n";
+	static const char c2[] =
+		"#coldstart-trace 2\n"
+		"H\t9010000\t301\t100\t8000000\tc\t3.11.2\taudit\texec\t4000\t0\n"
+		"V\t9010000\tpython3\t-c\tfrom multiprocessing.spawn import spawn_main\t--multiprocessing-fork\n"
+		"N\t9010100\t1\tmodules\tsys\\nencodings\\ncodecs\\nsite\\nsitecustomize\n"
+		"S\t9110000\t1\t6000\t10\tsitecustomize\n"
+		"F\t9160000\t1\t6100\t10\tsitecustomize\tModuleNotFoundError\n";
+	static const char spawn[] = HEADER HEADER "import time:       101 |        101 | encodings\n"
+						  "import time:       102 |        102 | encodings\n"
+						  "import time:         7 |          7 | notamodule\n"
+						  "import time:        51 |         51 |   codecs\n"
+						  "import time:        52 |         52 |   codecs\n";
 	static const char spawn2[] = "import time:        53 |         53 |     sitecustomize\n"
 				     "import time:        71 |        124 |   sitecustomize\n"
 				     "import time:       201 |        376 | site\n";
@@ -775,16 +775,15 @@ static void test_stream_late_row_in_other_startup(void **state)
 				    "E\t5500000\t1\t9600\t12\t_pickly\n"
 				    "E\t5700000\t1\t9700\t12\tpickly\n";
 	/* compatish's row 200 us longer than its trace's 1000 us (the slack is 50 us). */
-	static const char crowd[] = HEADER
-		"import time:        50 |         50 |   codecs\n"
-		"import time:      1200 |       1200 |   compatish\n"
-		"import time:       300 |        300 |   _pickly\n"
-		"import time:       200 |       1700 | pickly\n"
-		"import time:      5000 |       5000 |   lazyish\n"
-		"import time:       100 |        150 | encodings\n"
-		"import time:        53 |         53 |     sitecustomize\n"
-		"import time:        71 |        124 |   sitecustomize\n"
-		"import time:       201 |        325 | site\n";
+	static const char crowd[] = HEADER "import time:        50 |         50 |   codecs\n"
+					   "import time:      1200 |       1200 |   compatish\n"
+					   "import time:       300 |        300 |   _pickly\n"
+					   "import time:       200 |       1700 | pickly\n"
+					   "import time:      5000 |       5000 |   lazyish\n"
+					   "import time:       100 |        150 | encodings\n"
+					   "import time:        53 |         53 |     sitecustomize\n"
+					   "import time:        71 |        124 |   sitecustomize\n"
+					   "import time:       201 |        325 | site\n";
 	char *dir = make_dir();
 	struct trace_stream *ts = trace_stream_new(dir);
 	struct buf pass = BUF_INIT, grown = BUF_INIT;
@@ -828,12 +827,11 @@ static void test_stream_late_row_in_other_startup(void **state)
 /* Rows with no trace at all (python -I): one process, said to be attributed by headers alone. */
 static void test_stream_untraced_interpreter(void **state)
 {
-	static const char text[] = HEADER
-		"import time:       100 |        100 | encodings\n"
-		"import time:       100 |        100 |   os\n"
-		"import time:       200 |        300 | site\n"
-		"import time:        40 |         40 | json\n"
-		"plain output\n";
+	static const char text[] = HEADER "import time:       100 |        100 | encodings\n"
+					  "import time:       100 |        100 |   os\n"
+					  "import time:       200 |        300 | site\n"
+					  "import time:        40 |         40 | json\n"
+					  "plain output\n";
 	char *dir = make_dir();
 	struct trace_stream *ts = trace_stream_new(dir);
 	struct buf pass = BUF_INIT;
@@ -899,8 +897,8 @@ static void test_stream_cached_rows(void **state)
 
 		assert_string_equal(node_name(got, (int32_t)i), name);
 		if (g->depth != r->depth || g->parent != r->parent)
-			fail_msg("row %zu '%s': depth %u under row %d, from the log alone depth %u under row %d",
-				 i + 1, name, g->depth, g->parent + 1, r->depth, r->parent + 1);
+			fail_msg("row %zu '%s': depth %u under row %d, from the log alone depth %u under row %d", i + 1,
+				 name, g->depth, g->parent + 1, r->depth, r->parent + 1);
 		odd += (r->flags & NODE_CACHED) && r->depth * 2 > strlen(name) && strlen(name) % 2;
 	}
 	/* The log has cached rows whose padding is odd: the case a depth from spaces / 2 gets wrong. */
@@ -914,8 +912,7 @@ static void test_stream_cached_rows(void **state)
 	remove_dir(dir);
 }
 
-static struct proc *add_proc(struct run *run, long pid, long ppid, enum proc_origin o, int64_t start,
-			     const char *argv)
+static struct proc *add_proc(struct run *run, long pid, long ppid, enum proc_origin o, int64_t start, const char *argv)
 {
 	struct proc *pr = run_add_proc(run);
 
@@ -936,7 +933,8 @@ static void test_roles(void **state)
 	add_proc(&run, 40, 10, ORIGIN_EXEC, 500, "python3 -c from multiprocessing.forkserver import main; main(3)");
 	add_proc(&run, 10, 1, ORIGIN_EXEC, 100, "python3 main.py");
 	add_proc(&run, 20, 10, ORIGIN_FORK, 300, "python3 main.py");
-	add_proc(&run, 30, 10, ORIGIN_EXEC, 400, "python3 -c from multiprocessing.resource_tracker import main;main(5)");
+	add_proc(&run, 30, 10, ORIGIN_EXEC, 400,
+		 "python3 -c from multiprocessing.resource_tracker import main;main(5)");
 	add_proc(&run, 60, 10, ORIGIN_EXEC, 950, "python3 helper.py");
 	add_proc(&run, 60, 60, ORIGIN_EXEC, 990, "python3 other.py"); /* os.execv: the same pid */
 	run.procs[4].ppid = 10;

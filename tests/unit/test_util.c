@@ -84,7 +84,8 @@ static void test_json_strings_are_utf8(void **state)
 	(void)state;
 	expect_json("plain", 5, "\"plain\"", 0);
 	expect_json("q\"\\\n\t\x01\x7f", 7, "\"q\\\"\\\\\\n\\t\\u0001\\u007f\"", 0);
-	expect_json("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14, "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"", 0);
+	expect_json("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14, "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"",
+		    0);
 	/* Latin-1, a cut sequence, an overlong '/', a UTF-16 surrogate, past U+10FFFF. */
 	expect_json("caf\xe9", 4, "\"caf\\\\xe9\"", 1);
 	expect_json("\xe2\x82", 2, "\"\\\\xe2\\\\x82\"", 2);
@@ -182,10 +183,8 @@ static void test_iset_grows_and_finds(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_saturation),
-		cmocka_unit_test(test_iset_grows_and_finds),
-		cmocka_unit_test(test_sizes_and_durations),
-		cmocka_unit_test(test_json_strings_are_utf8),
+		cmocka_unit_test(test_saturation),	    cmocka_unit_test(test_iset_grows_and_finds),
+		cmocka_unit_test(test_sizes_and_durations), cmocka_unit_test(test_json_strings_are_utf8),
 		cmocka_unit_test(test_zfile_limit),
 	};
 

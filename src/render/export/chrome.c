@@ -14,8 +14,7 @@
 static void add_flags(struct buf *out, uint32_t flags)
 {
 	static const char *const names[] = {
-		"cached", "failed", "startup", "trace_only", "inconsistent",
-		"open", "compiled", "native", "negative",
+		"cached", "failed", "startup", "trace_only", "inconsistent", "open", "compiled", "native", "negative",
 	};
 	size_t i;
 	bool first = true;
@@ -41,8 +40,9 @@ static void trace_proc(const struct proc *pr, size_t idx, long pid, int64_t offs
 	buf_addf(out, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%ld,\"tid\":%ld,\"args\":{\"name\":",
 		 idx ? ",\n" : "", pid, pid);
 	export_add_json(out, label.buf);
-	buf_addf(out, "}},\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%ld,\"tid\":%ld,"
-		      "\"args\":{\"name\":\"imports\"}}",
+	buf_addf(out,
+		 "}},\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%ld,\"tid\":%ld,"
+		 "\"args\":{\"name\":\"imports\"}}",
 		 pid, pid);
 	buf_release(&label);
 	if (!pr->nr_nodes)
@@ -124,8 +124,9 @@ static void trace_timeline(const struct timeline *tl, long pid, int64_t offset, 
 		if (tl->nodes[t].kind != TL_THREAD || !tl->nodes[t].cum_us)
 			continue;
 		tid = !strcmp(tl_str(tl, tl->nodes[t].name), "main thread") ? 1 : (long)t + 2;
-		buf_addf(out, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%ld,\"tid\":%ld,\"args\":{\"name\":",
-			 pid, tid);
+		buf_addf(out,
+			 ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%ld,\"tid\":%ld,\"args\":{\"name\":", pid,
+			 tid);
 		{
 			struct buf name = BUF_INIT;
 

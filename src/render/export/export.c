@@ -102,8 +102,7 @@ static int write_gz(const char *path, const char *data, size_t len, bool compres
 			int zerr, saved = errno;
 			const char *msg = gzerror(gz, &zerr);
 
-			buf_addf(err, "cannot write '%s': %s", path,
-				 zerr == Z_ERRNO && saved ? strerror(saved) : msg);
+			buf_addf(err, "cannot write '%s': %s", path, zerr == Z_ERRNO && saved ? strerror(saved) : msg);
 			gzclose(gz);
 			goto fail;
 		}
@@ -227,8 +226,8 @@ static void cpu_view_release(struct profile *view)
 	free(view->runs);
 }
 
-int export_to_path(const struct profile *p, const struct exporter *e, const struct export_opts *o,
-		   const char *path, struct buf *err)
+int export_to_path(const struct profile *p, const struct exporter *e, const struct export_opts *o, const char *path,
+		   struct buf *err)
 {
 	struct buf out = BUF_INIT, title = BUF_INIT;
 	struct export_opts co;

@@ -25,8 +25,7 @@ struct exporter {
 	const char *name; /* "svg", "folded", ... as given to --format */
 	const char *ext; /* file-name ending without the dot, e.g. "svg" */
 	const char *summary;
-	int (*write)(const struct profile *p, const struct export_opts *o, struct buf *out,
-		     struct buf *err);
+	int (*write)(const struct profile *p, const struct export_opts *o, struct buf *out, struct buf *err);
 	/* The document is bytes, not text (pprof, OTLP/protobuf). */
 	bool binary;
 	/* The document is binary and compressed already (pprof): written as it is, whatever the name. */
@@ -49,8 +48,8 @@ const struct exporter *exporter_for_path(const char *path);
  * ".gz" is gzip-compressed through zlib, anything else is written plain.
  * Returns 0, or -1 with err set ("cannot write 'x.svg': ...").
  */
-int export_to_path(const struct profile *p, const struct exporter *e, const struct export_opts *o,
-		   const char *path, struct buf *err);
+int export_to_path(const struct profile *p, const struct exporter *e, const struct export_opts *o, const char *path,
+		   struct buf *err);
 /* Writes len bytes of data to path the same way (used for diff reports too). */
 int export_write_data(const char *path, const char *data, size_t len, struct buf *err);
 

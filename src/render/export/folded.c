@@ -72,8 +72,9 @@ static int fold_proc(const struct proc *pr, size_t idx, struct buf *out, struct 
 
 		weight[v] = parent[v] >= 0 ? weight[parent[v]] + 1 : 1;
 		if (weight[v] > FOLDED_MAX_DEPTH) {
-			buf_addf(err, "import tree of process %zu is deeper than %d levels; "
-				      "folded stacks would repeat every path (use speedscope or chrome)",
+			buf_addf(err,
+				 "import tree of process %zu is deeper than %d levels; "
+				 "folded stacks would repeat every path (use speedscope or chrome)",
 				 idx + 1, FOLDED_MAX_DEPTH);
 			ret = -1;
 			goto out;

@@ -16,23 +16,19 @@
 
 int export_svg(const struct profile *p, const struct export_opts *o, struct buf *out, struct buf *err);
 int export_folded(const struct profile *p, const struct export_opts *o, struct buf *out, struct buf *err);
-int export_speedscope(const struct profile *p, const struct export_opts *o, struct buf *out,
-		      struct buf *err);
+int export_speedscope(const struct profile *p, const struct export_opts *o, struct buf *out, struct buf *err);
 int export_chrome(const struct profile *p, const struct export_opts *o, struct buf *out, struct buf *err);
 int export_html(const struct profile *p, const struct export_opts *o, struct buf *out, struct buf *err);
 int export_pprof(const struct profile *p, const struct export_opts *o, struct buf *out, struct buf *err);
 int export_otlp(const struct profile *p, const struct export_opts *o, struct buf *out, struct buf *err);
-int export_otlp_json(const struct profile *p, const struct export_opts *o, struct buf *out,
-		     struct buf *err);
-int export_prometheus(const struct profile *p, const struct export_opts *o, struct buf *out,
-		      struct buf *err);
+int export_otlp_json(const struct profile *p, const struct export_opts *o, struct buf *out, struct buf *err);
+int export_prometheus(const struct profile *p, const struct export_opts *o, struct buf *out, struct buf *err);
 
 /*
  * SVG body without the XML prolog and with or without the inline script, so
  * the HTML report can embed it; the script is exported separately.
  */
-int svg_render(const struct profile *p, const struct export_opts *o, bool standalone,
-	       struct buf *out, struct buf *err);
+int svg_render(const struct profile *p, const struct export_opts *o, bool standalone, struct buf *out, struct buf *err);
 extern const char svg_script[];
 
 #endif

@@ -125,8 +125,7 @@ static const struct run *median_run(const struct profile *p)
 	return median_by_imports(p);
 }
 
-const struct run *export_pick_run(const struct profile *p, const struct export_opts *o,
-				  struct buf *err)
+const struct run *export_pick_run(const struct profile *p, const struct export_opts *o, struct buf *err)
 {
 	const struct run *r;
 
@@ -136,8 +135,7 @@ const struct run *export_pick_run(const struct profile *p, const struct export_o
 	}
 	if (o && o->run >= 0) {
 		if ((size_t)o->run >= p->nr_runs) {
-			buf_addf(err, "run %ld does not exist (the profile holds %zu)", o->run + 1,
-				 p->nr_runs);
+			buf_addf(err, "run %ld does not exist (the profile holds %zu)", o->run + 1, p->nr_runs);
 			return NULL;
 		}
 		r = &p->runs[o->run];
@@ -156,8 +154,7 @@ size_t export_preorder(const struct proc *pr, int32_t *order, int32_t *parent)
 	return preorder(pr, order, parent, NULL, NULL);
 }
 
-void export_walk(const struct proc *pr, bool (*visit)(const struct proc *pr, int32_t i, void *data),
-		 void *data)
+void export_walk(const struct proc *pr, bool (*visit)(const struct proc *pr, int32_t i, void *data), void *data)
 {
 	preorder(pr, NULL, NULL, visit, data);
 }

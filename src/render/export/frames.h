@@ -50,14 +50,16 @@ struct export_opts {
 	int top; /* Prometheus: modules given their own gauges; 0 = 10 */
 };
 
-#define EXPORT_OPTS_INIT { -1, false, false, 0, -1.0, NULL, NULL, NULL, 0, 0 }
+#define EXPORT_OPTS_INIT                                                                                               \
+	{                                                                                                              \
+		-1, false, false, 0, -1.0, NULL, NULL, NULL, 0, 0                                                      \
+	}
 
 /*
  * export_pick_run returns the run selected by o->run, or NULL with err set
  * (run numbers in messages count from 1, as users give them).
  */
-const struct run *export_pick_run(const struct profile *p, const struct export_opts *o,
-				  struct buf *err);
+const struct run *export_pick_run(const struct profile *p, const struct export_opts *o, struct buf *err);
 
 /*
  * Perfectly nested intervals, in nanoseconds from the process's start, for
@@ -83,8 +85,7 @@ int64_t export_layout(const struct proc *pr, bool use_timing, int64_t *start, in
  * (-1 for roots).  Both hold pr->nr_nodes entries; parent may be NULL.
  */
 size_t export_preorder(const struct proc *pr, int32_t *order, int32_t *parent);
-void export_walk(const struct proc *pr, bool (*visit)(const struct proc *pr, int32_t i, void *data),
-		 void *data);
+void export_walk(const struct proc *pr, bool (*visit)(const struct proc *pr, int32_t i, void *data), void *data);
 
 /*
  * The timeline as an import-style tree into out (initialised here; release

@@ -37,19 +37,18 @@ static const char sort_script[] =
 	"  });\n"
 	"})();\n";
 
-static const char style[] =
-	"body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;background:#fff}"
-	"h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ddd}"
-	"table{border-collapse:collapse;font-size:0.9em}"
-	"td,th{padding:2px 10px;border-bottom:1px solid #eee;text-align:left}"
-	"td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}"
-	"table.cs-sort th{cursor:pointer;background:#f3f3f3}"
-	"th[data-dir=desc]::after{content:\" \\25BC\"}th[data-dir=asc]::after{content:\" \\25B2\"}"
-	".sev-error{color:#b00}.sev-warning{color:#a60}.sev-info{color:#357}"
-	".finding{margin:0.6em 0;padding:0.4em 0.8em;border-left:4px solid #ccc;background:#fafafa}"
-	".finding p{margin:0.2em 0}.muted{color:#777}"
-	".scroll{max-height:32em;overflow:auto;display:inline-block}"
-	".flame{overflow-x:auto}";
+static const char style[] = "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;background:#fff}"
+			    "h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ddd}"
+			    "table{border-collapse:collapse;font-size:0.9em}"
+			    "td,th{padding:2px 10px;border-bottom:1px solid #eee;text-align:left}"
+			    "td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}"
+			    "table.cs-sort th{cursor:pointer;background:#f3f3f3}"
+			    "th[data-dir=desc]::after{content:\" \\25BC\"}th[data-dir=asc]::after{content:\" \\25B2\"}"
+			    ".sev-error{color:#b00}.sev-warning{color:#a60}.sev-info{color:#357}"
+			    ".finding{margin:0.6em 0;padding:0.4em 0.8em;border-left:4px solid #ccc;background:#fafafa}"
+			    ".finding p{margin:0.2em 0}.muted{color:#777}"
+			    ".scroll{max-height:32em;overflow:auto;display:inline-block}"
+			    ".flame{overflow-x:auto}";
 
 static void add_cell_dur(struct buf *out, int64_t us)
 {
@@ -315,7 +314,7 @@ static void module_table(const struct run *r, const struct export_opts *o, struc
 			buf_adds(out, !rows[k].pr->timing || rows[k].pr->timing[rows[k].node].start_ns < 0
 					      ? "<td>\xe2\x80\x94</td>"
 				      : node_after_ready(rows[k].pr, rows[k].node, ready_ns) ? "<td>after ready</td>"
-											      : "<td>before ready</td>");
+											     : "<td>before ready</td>");
 		buf_adds(out, "</tr>\n");
 	}
 	buf_adds(out, "</tbody></table></div>\n");
@@ -328,12 +327,12 @@ static void process_table(const struct run *r, struct buf *out)
 	size_t i, k;
 	int64_t ready_ns = run_ready_ns(r);
 
-	buf_addf(out, "<h2>Processes (%zu)</h2>\n"
-		      "<table id=\"cs-processes\" class=\"cs-sort\"><thead><tr>"
-		      "<th class=\"n\">#</th><th class=\"n\">pid</th><th class=\"n\">modules</th>"
-		      "<th class=\"n\" data-dir=\"desc\">imports</th>%s<th>command</th></tr></thead><tbody>\n",
-		 r->nr_procs,
-		 ready_ns >= 0 ? "<th class=\"n\">before ready</th><th class=\"n\">after ready</th>" : "");
+	buf_addf(out,
+		 "<h2>Processes (%zu)</h2>\n"
+		 "<table id=\"cs-processes\" class=\"cs-sort\"><thead><tr>"
+		 "<th class=\"n\">#</th><th class=\"n\">pid</th><th class=\"n\">modules</th>"
+		 "<th class=\"n\" data-dir=\"desc\">imports</th>%s<th>command</th></tr></thead><tbody>\n",
+		 r->nr_procs, ready_ns >= 0 ? "<th class=\"n\">before ready</th><th class=\"n\">after ready</th>" : "");
 	for (i = 0; i < r->nr_procs; i++) {
 		const struct proc *pr = &r->procs[i];
 		size_t modules = 0;

@@ -181,8 +181,10 @@ static void trace_ids(const struct profile *p, size_t run, struct trace *t)
 }
 
 static const char *const flag_attrs[][2] = {
-	{ "failed", "coldstart.failed" },	{ "compiled", "coldstart.compiled" },
-	{ "native", "coldstart.native" },	{ "open", "coldstart.never_finished" },
+	{ "failed", "coldstart.failed" },
+	{ "compiled", "coldstart.compiled" },
+	{ "native", "coldstart.native" },
+	{ "open", "coldstart.never_finished" },
 	{ "inconsistent", "coldstart.inconsistent" },
 };
 
@@ -584,8 +586,9 @@ static void write_json(const struct attrs *res, const struct trace *ts, size_t n
 			}
 			buf_adds(out, ",\"name\":");
 			export_add_json(out, s->name);
-			buf_addf(out, ",\"kind\":%d,\"startTimeUnixNano\":\"%lld\",\"endTimeUnixNano\":\"%lld\","
-				      "\"attributes\":",
+			buf_addf(out,
+				 ",\"kind\":%d,\"startTimeUnixNano\":\"%lld\",\"endTimeUnixNano\":\"%lld\","
+				 "\"attributes\":",
 				 SPAN_KIND_INTERNAL, (long long)s->start, (long long)s->end);
 			json_attrs(out, &s->attrs);
 			if (s->error) {

@@ -193,8 +193,9 @@ static int add_proc(struct pprof *pp, const struct run *r, size_t idx, struct bu
 
 		depth[v] = parent[v] >= 0 ? depth[parent[v]] + 1 : 1;
 		if (depth[v] > PPROF_MAX_DEPTH) {
-			buf_addf(err, "import tree of process %zu is deeper than %d levels; "
-				      "every sample would repeat its whole stack (use speedscope or chrome)",
+			buf_addf(err,
+				 "import tree of process %zu is deeper than %d levels; "
+				 "every sample would repeat its whole stack (use speedscope or chrome)",
 				 idx + 1, PPROF_MAX_DEPTH);
 			goto out;
 		}

@@ -92,7 +92,8 @@ int export_prometheus(const struct profile *p, const struct export_opts *o, stru
 	buf_adds(&labels, "\"");
 
 	if (r->wall_us >= 0) {
-		family(out, "coldstart_wall_seconds", "Wall time of the target's run, exec to exit (or to its stop after ready).");
+		family(out, "coldstart_wall_seconds",
+		       "Wall time of the target's run, exec to exit (or to its stop after ready).");
 		sample_us(out, "coldstart_wall_seconds", labels.buf, r->wall_us);
 	}
 	if (r->ready_us >= 0) {
@@ -103,7 +104,8 @@ int export_prometheus(const struct profile *p, const struct export_opts *o, stru
 		family(out, "coldstart_first_response_seconds", "Ready to the first response answered.");
 		sample_us(out, "coldstart_first_response_seconds", labels.buf, r->first_response_us);
 	}
-	family(out, "coldstart_import_seconds", "Import time of the target's process, interpreter start-up imports included.");
+	family(out, "coldstart_import_seconds",
+	       "Import time of the target's process, interpreter start-up imports included.");
 	sample_us(out, "coldstart_import_seconds", labels.buf, proc_import_total_us(pr, true));
 	if (r->user_us >= 0 && r->sys_us >= 0) {
 		family(out, "coldstart_cpu_seconds", "CPU time (user and system) of the run's processes.");
@@ -112,7 +114,8 @@ int export_prometheus(const struct profile *p, const struct export_opts *o, stru
 	if (r->maxrss_kb >= 0 || r->cg.has) {
 		int64_t bytes = r->cg.has && r->cg.memory_peak > 0 ? r->cg.memory_peak : r->maxrss_kb * 1024;
 
-		family(out, "coldstart_peak_rss_bytes", "Peak memory: the cgroup's peak under limits, else the largest process's RSS.");
+		family(out, "coldstart_peak_rss_bytes",
+		       "Peak memory: the cgroup's peak under limits, else the largest process's RSS.");
 		buf_addf(out, "coldstart_peak_rss_bytes{%s} %lld\n", labels.buf, (long long)bytes);
 	}
 	family(out, "coldstart_processes", "Python processes of the run.");
@@ -152,7 +155,8 @@ int export_prometheus(const struct profile *p, const struct export_opts *o, stru
 			add_seconds(out, mods[i].cum_us);
 			buf_addch(out, '\n');
 		}
-		family(out, "coldstart_module_self_seconds", "Own import time of the same modules (nested imports left out).");
+		family(out, "coldstart_module_self_seconds",
+		       "Own import time of the same modules (nested imports left out).");
 		for (i = 0; i < nr; i++) {
 			buf_addf(out, "coldstart_module_self_seconds{%s,module=\"", labels.buf);
 			add_label_value(out, mods[i].name);

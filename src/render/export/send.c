@@ -42,8 +42,10 @@ static int url_parse(const char *s, struct url *u, struct buf *err)
 			return -1;
 		}
 	if (!strncmp(s, "https://", 8)) {
-		buf_addf(err, "'%s': https is not supported; send to a collector or gateway over http "
-			      "(a local one, or through a TLS proxy)", s);
+		buf_addf(err,
+			 "'%s': https is not supported; send to a collector or gateway over http "
+			 "(a local one, or through a TLS proxy)",
+			 s);
 		return -1;
 	}
 	if (strncmp(s, "http://", 7)) {
@@ -185,8 +187,8 @@ static int connect_any(const struct url *u, int64_t deadline, struct buf *err)
  * One request and its answer's status line; 0 for a 2xx answer, -1 with
  * the reason in err (the status line and the start of the body otherwise).
  */
-static int http_request(const char *method, const struct url *u, const char *content_type,
-			const char *headers, const char *body, size_t len, int timeout_ms, struct buf *err)
+static int http_request(const char *method, const struct url *u, const char *content_type, const char *headers,
+			const char *body, size_t len, int timeout_ms, struct buf *err)
 {
 	int64_t deadline = now_ms() + timeout_ms;
 	struct buf req = BUF_INIT, ans = BUF_INIT;
@@ -197,8 +199,9 @@ static int http_request(const char *method, const struct url *u, const char *con
 	fd = connect_any(u, deadline, err);
 	if (fd < 0)
 		return -1;
-	buf_addf(&req, "%s %s HTTP/1.1\r\nHost: %s%s%s:%s\r\nUser-Agent: coldstart/" COLDSTART_VERSION
-		       "\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n%s\r\n",
+	buf_addf(&req,
+		 "%s %s HTTP/1.1\r\nHost: %s%s%s:%s\r\nUser-Agent: coldstart/" COLDSTART_VERSION
+		 "\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n%s\r\n",
 		 method, u->path, v6 ? "[" : "", u->host, v6 ? "]" : "", u->port, content_type, len,
 		 headers ? headers : "");
 	buf_add(&req, body, len);
@@ -357,8 +360,8 @@ int send_url_check(const char *url, struct buf *err)
 	return 0;
 }
 
-int send_otlp(const struct profile *p, const struct export_opts *o, const char *url,
-	      const struct send_opts *so, struct buf *err)
+int send_otlp(const struct profile *p, const struct export_opts *o, const char *url, const struct send_opts *so,
+	      struct buf *err)
 {
 	struct buf body = BUF_INIT, headers = BUF_INIT, why = BUF_INIT;
 	struct url u;
@@ -374,8 +377,8 @@ int send_otlp(const struct profile *p, const struct export_opts *o, const char *
 		goto out_url;
 	if ((so->json ? export_otlp_json : export_otlp)(p, o, &body, &why) < 0)
 		goto out_url;
-	ret = http_request("POST", &u, so->json ? "application/json" : "application/x-protobuf", headers.buf,
-			   body.buf, body.len, so->timeout_ms, &why);
+	ret = http_request("POST", &u, so->json ? "application/json" : "application/x-protobuf", headers.buf, body.buf,
+			   body.len, so->timeout_ms, &why);
 out_url:
 	url_release(&u);
 out:
@@ -387,8 +390,8 @@ out:
 	return ret;
 }
 
-int send_push_gateway(const struct profile *p, const struct export_opts *o, const char *url,
-		      const struct send_opts *so, struct buf *err)
+int send_push_gateway(const struct profile *p, const struct export_opts *o, const char *url, const struct send_opts *so,
+		      struct buf *err)
 {
 	struct buf body = BUF_INIT, path = BUF_INIT, why = BUF_INIT, target = BUF_INIT, path_label = BUF_INIT;
 	struct url u;
@@ -415,8 +418,7 @@ int send_push_gateway(const struct profile *p, const struct export_opts *o, cons
 	u.path = buf_detach(&path, NULL);
 	if (export_prometheus(p, o, &body, &why) < 0)
 		goto out_url;
-	ret = http_request("PUT", &u, "text/plain; version=0.0.4", NULL, body.buf, body.len, so->timeout_ms,
-			   &why);
+	ret = http_request("PUT", &u, "text/plain; version=0.0.4", NULL, body.buf, body.len, so->timeout_ms, &why);
 out_url:
 	url_release(&u);
 out:

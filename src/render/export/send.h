@@ -35,8 +35,8 @@ struct send_opts {
  * OTEL_EXPORTER_OTLP_ENDPOINT.  0 when the collector answered 2xx; -1 with
  * "cannot send the trace to 'URL': ..." in err.
  */
-int send_otlp(const struct profile *p, const struct export_opts *o, const char *url,
-	      const struct send_opts *so, struct buf *err);
+int send_otlp(const struct profile *p, const struct export_opts *o, const char *url, const struct send_opts *so,
+	      struct buf *err);
 /*
  * PUTs p's Prometheus gauges to a Pushgateway: to url's path, with
  * "/metrics/job/coldstart" added when it names no job and
@@ -44,7 +44,7 @@ int send_otlp(const struct profile *p, const struct export_opts *o, const char *
  * (of each instance the URL names) is its own group, replaced by its next
  * push.
  */
-int send_push_gateway(const struct profile *p, const struct export_opts *o, const char *url,
-		      const struct send_opts *so, struct buf *err);
+int send_push_gateway(const struct profile *p, const struct export_opts *o, const char *url, const struct send_opts *so,
+		      struct buf *err);
 
 #endif

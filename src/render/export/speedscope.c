@@ -221,8 +221,7 @@ static void profile_timeline(const struct proc *pr, size_t idx, struct frames *f
 	free(stack);
 }
 
-int export_speedscope(const struct profile *p, const struct export_opts *o, struct buf *out,
-		      struct buf *err)
+int export_speedscope(const struct profile *p, const struct export_opts *o, struct buf *out, struct buf *err)
 {
 	const struct run *r = export_pick_run(p, o, err);
 	struct frames fr = { NULL, 0, 0, NULL, 0 };

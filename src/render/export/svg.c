@@ -121,8 +121,7 @@ static void graph_release(struct graph *g)
 	free(g->drawn);
 }
 
-static void graph_prepare(struct graph *g, const struct proc *pr, size_t idx, double inner,
-			  double min_width)
+static void graph_prepare(struct graph *g, const struct proc *pr, size_t idx, double inner, double min_width)
 {
 	size_t k, nn = pr->nr_nodes ? pr->nr_nodes : 1;
 
@@ -176,16 +175,16 @@ static void add_label(struct buf *out, const char *name, double w)
 	buf_release(&tmp);
 }
 
-static void emit_frame(struct buf *out, const char *name, const char *tip, double x, double w,
-		       double y, int depth, size_t gi, struct rgb c, bool root)
+static void emit_frame(struct buf *out, const char *name, const char *tip, double x, double w, double y, int depth,
+		       size_t gi, struct rgb c, bool root)
 {
-	buf_addf(out, "<g class=\"cs-f%s\" data-p=\"%zu\" data-d=\"%d\" data-n=\"", root ? " cs-root" : "",
-		 gi, depth);
+	buf_addf(out, "<g class=\"cs-f%s\" data-p=\"%zu\" data-d=\"%d\" data-n=\"", root ? " cs-root" : "", gi, depth);
 	export_add_xml(out, name);
 	buf_adds(out, "\"><title>");
 	export_add_xml(out, tip);
-	buf_addf(out, "</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" "
-		      "fill=\"rgb(%d,%d,%d)\" rx=\"2\"/>",
+	buf_addf(out,
+		 "</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" "
+		 "fill=\"rgb(%d,%d,%d)\" rx=\"2\"/>",
 		 x, y, w, FRAME_H - 1, c.r, c.g, c.b);
 	buf_addf(out, "<text x=\"%.2f\" y=\"%.1f\">", x + 3.0, y + FRAME_H - 4.5);
 	add_label(out, name, w);
@@ -198,12 +197,9 @@ static void add_flags(struct buf *tip, uint32_t flags)
 		uint32_t flag;
 		const char *word;
 	} words[] = {
-		{ NODE_FAILED, "failed" },
-		{ NODE_COMPILED, "compiled from source" },
-		{ NODE_NATIVE, "native extension" },
-		{ NODE_CACHED, "cached" },
-		{ NODE_OPEN, "never finished" },
-		{ NODE_INCONSISTENT, "inconsistent times" },
+		{ NODE_FAILED, "failed" },	     { NODE_COMPILED, "compiled from source" },
+		{ NODE_NATIVE, "native extension" }, { NODE_CACHED, "cached" },
+		{ NODE_OPEN, "never finished" },     { NODE_INCONSISTENT, "inconsistent times" },
 	};
 	size_t i;
 
@@ -238,8 +234,8 @@ static void node_tip(const struct graph *g, int32_t v, const struct export_opts 
 	}
 }
 
-static double emit_graph(struct buf *out, const struct graph *g, size_t gi, const struct export_opts *o,
-			 double top, double inner)
+static double emit_graph(struct buf *out, const struct graph *g, size_t gi, const struct export_opts *o, double top,
+			 double inner)
 {
 	struct buf tip = BUF_INIT, label = BUF_INIT;
 	int64_t total = proc_import_total_us(g->pr, true);
@@ -262,8 +258,7 @@ static double emit_graph(struct buf *out, const struct graph *g, size_t gi, cons
 	buf_reset(&tip);
 	buf_addf(&tip, "%s: imports ", label.buf);
 	buf_add_duration(&tip, total);
-	emit_frame(out, label.buf, tip.buf, PAD, inner, top + (o->icicle ? 0 : area - FRAME_H), 0, gi,
-		   root_c, true);
+	emit_frame(out, label.buf, tip.buf, PAD, inner, top + (o->icicle ? 0 : area - FRAME_H), 0, gi, root_c, true);
 	for (k = 0; k < g->n; k++) {
 		int32_t v = g->order[k];
 		const struct imp_node *nd = &g->pr->nodes[v];
@@ -294,28 +289,33 @@ static void emit_legend(struct buf *out, const struct export_opts *o, double y)
 	size_t k;
 
 	if (o->diff) {
-		buf_addf(out, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"rgb(255,60,60)\"/>"
-			      "<text x=\"%.0f\" y=\"%.0f\">slower than the base</text>",
+		buf_addf(out,
+			 "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"rgb(255,60,60)\"/>"
+			 "<text x=\"%.0f\" y=\"%.0f\">slower than the base</text>",
 			 x, y, x + 16, y + 10);
 		x += 170;
-		buf_addf(out, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"rgb(60,60,255)\"/>"
-			      "<text x=\"%.0f\" y=\"%.0f\">faster</text>",
+		buf_addf(out,
+			 "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"rgb(60,60,255)\"/>"
+			 "<text x=\"%.0f\" y=\"%.0f\">faster</text>",
 			 x, y, x + 16, y + 10);
 		x += 80;
-		buf_addf(out, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"rgb(215,30,30)\"/>"
-			      "<text x=\"%.0f\" y=\"%.0f\">new module</text>",
+		buf_addf(out,
+			 "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"rgb(215,30,30)\"/>"
+			 "<text x=\"%.0f\" y=\"%.0f\">new module</text>",
 			 x, y, x + 16, y + 10);
 		x += 110;
-		buf_addf(out, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"rgb(228,228,228)\"/>"
-			      "<text x=\"%.0f\" y=\"%.0f\">within noise</text>\n",
+		buf_addf(out,
+			 "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"rgb(228,228,228)\"/>"
+			 "<text x=\"%.0f\" y=\"%.0f\">within noise</text>\n",
 			 x, y, x + 16, y + 10);
 		return;
 	}
 	for (k = 0; k < KIND__COUNT; k++) {
 		struct rgb c = kind_colours[k].base;
 
-		buf_addf(out, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"rgb(%d,%d,%d)\"/>"
-			      "<text x=\"%.0f\" y=\"%.0f\">%s</text>",
+		buf_addf(out,
+			 "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"rgb(%d,%d,%d)\"/>"
+			 "<text x=\"%.0f\" y=\"%.0f\">%s</text>",
 			 x, y, c.r, c.g, c.b, x + 16, y + 10, kind_colours[k].label);
 		x += 40 + CHAR_W * (double)strlen(kind_colours[k].label);
 	}
@@ -335,8 +335,7 @@ static void add_title(const struct profile *p, const struct export_opts *o, stru
 	}
 }
 
-int svg_render(const struct profile *p, const struct export_opts *o, bool standalone,
-	       struct buf *out, struct buf *err)
+int svg_render(const struct profile *p, const struct export_opts *o, bool standalone, struct buf *out, struct buf *err)
 {
 	const struct run *r = export_pick_run(p, o, err);
 	struct graph *graphs = NULL;
@@ -367,9 +366,10 @@ int svg_render(const struct profile *p, const struct export_opts *o, bool standa
 		height += 20 + (graphs[i].maxdepth + 1) * FRAME_H + GRAPH_GAP;
 	}
 
-	buf_addf(out, "<svg class=\"cs-flame\" xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" "
-		      "width=\"%d\" height=\"%.0f\" viewBox=\"0 0 %d %.0f\" data-width=\"%d\" "
-		      "data-pad=\"%d\">\n",
+	buf_addf(out,
+		 "<svg class=\"cs-flame\" xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" "
+		 "width=\"%d\" height=\"%.0f\" viewBox=\"0 0 %d %.0f\" data-width=\"%d\" "
+		 "data-pad=\"%d\">\n",
 		 width, height, width, height, width, PAD);
 	buf_adds(out, "<style>svg.cs-flame text{font-family:Verdana,sans-serif;font-size:12px;fill:#000}"
 		      "svg.cs-flame .cs-f text{pointer-events:none}"
@@ -415,8 +415,9 @@ int svg_render(const struct profile *p, const struct export_opts *o, bool standa
 		 width - PAD);
 	emit_legend(out, o, 56);
 	if (!o->all_procs && r->nr_procs > 1)
-		buf_addf(out, "<text class=\"cs-sub\" x=\"%d\" y=\"66\" style=\"text-anchor:end\">%zu other process%s not "
-			      "drawn: coldstart export --all-procs draws every process</text>\n",
+		buf_addf(out,
+			 "<text class=\"cs-sub\" x=\"%d\" y=\"66\" style=\"text-anchor:end\">%zu other process%s not "
+			 "drawn: coldstart export --all-procs draws every process</text>\n",
 			 width - PAD, r->nr_procs - 1, r->nr_procs == 2 ? "" : "es");
 
 	y = HEADER_H;
@@ -424,8 +425,8 @@ int svg_render(const struct profile *p, const struct export_opts *o, bool standa
 		y += emit_graph(out, &graphs[i], i, o, y, inner) + GRAPH_GAP;
 	}
 	buf_addf(out, "<text class=\"cs-details\" x=\"%d\" y=\"%.0f\"> </text>\n", PAD, height - 12);
-	buf_addf(out, "<text class=\"cs-matched\" x=\"%d\" y=\"%.0f\" text-anchor=\"end\"> </text>\n",
-		 width - PAD, height - 12);
+	buf_addf(out, "<text class=\"cs-matched\" x=\"%d\" y=\"%.0f\" text-anchor=\"end\"> </text>\n", width - PAD,
+		 height - 12);
 	if (standalone) {
 		buf_adds(out, "<script type=\"text/ecmascript\"><![CDATA[\n");
 		buf_adds(out, svg_script);
