@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "budget.h"
-#include "ready.h"
-#include "runlimits.h"
+#include "analysis/budget.h"
+#include "sys/ready.h"
+#include "model/runlimits.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
