@@ -3,6 +3,7 @@
  * (see plan_files.h).
  */
 #include "plan/plan_files.h"
+#include "outfile.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -53,21 +54,6 @@ static void fnv(uint64_t *h, const char *p, size_t n)
 	}
 }
 
-static int write_whole(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= w;
-	}
-	return 0;
-}
-
 /* Hashes the file at fd (and copies it to out >= 0); -1 on a read or write error. */
 static int hash_copy(int fd, int out, uint64_t *hash, uint64_t *size)
 {
@@ -79,7 +65,7 @@ static int hash_copy(int fd, int out, uint64_t *hash, uint64_t *size)
 	while ((n = read(fd, chunk, sizeof(chunk))) > 0) {
 		fnv(hash, chunk, n);
 		*size += n;
-		if (out >= 0 && write_whole(out, chunk, n) < 0)
+		if (out >= 0 && write_full(out, chunk, n) < 0)
 			return -1;
 	}
 	return n < 0 ? -1 : 0;

@@ -3,6 +3,7 @@
  * run's private directory, or a copy made whole beside the destination.
  */
 #include "plan/plan_place.h"
+#include "outfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,22 +13,6 @@
 #include <unistd.h>
 
 #include "plan/plan_verify.h"
-
-/* Writes n bytes of p to fd; -1 on an error. */
-static int write_whole(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= w;
-	}
-	return 0;
-}
 
 /*
  * Puts the file src of the run's private directory at dst, mode 0666 less
@@ -72,7 +57,7 @@ static int place_file(const char *src, const char *dst, struct buf *err)
 		goto out;
 	}
 	while ((n = read(in, chunk, sizeof(chunk))) > 0)
-		if (write_whole(out, chunk, n) < 0)
+		if (write_full(out, chunk, n) < 0)
 			break;
 	times[0] = st.st_atim;
 	times[1] = st.st_mtim;
