@@ -11,12 +11,11 @@ import socket
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 
 import pytest
 
-from conftest import COLDSTART, DEBIAN_PYTHON, ROOT, clean_env
+from conftest import COLDSTART, DEBIAN_PYTHON, ROOT, clean_env, write
 
 BENCH_FNS = os.path.join(ROOT, "bench", "plan")
 PYTHONS = [DEBIAN_PYTHON] + sorted(glob.glob("/root/.pyenv/versions/3.[89].*/bin/python3") +
@@ -24,21 +23,6 @@ PYTHONS = [DEBIAN_PYTHON] + sorted(glob.glob("/root/.pyenv/versions/3.[89].*/bin
 
 pytestmark = pytest.mark.skipif(not os.path.exists(DEBIAN_PYTHON),
                                 reason="Debian's python3 is not installed")
-
-
-@pytest.fixture
-def workdir():
-    d = tempfile.mkdtemp(prefix="plancmd", dir="/tmp")
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-
-
-def write(d, name, text):
-    path = os.path.join(d, name)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        f.write(textwrap.dedent(text))
-    return path
 
 
 def plan_cmd(*args, cwd=None, timeout=300):

@@ -7,31 +7,14 @@ case printed something else, or failed, before the recorder saw it.
 """
 import json
 import os
-import shutil
 import subprocess
-import tempfile
-import textwrap
 
 import pytest
 
-from conftest import COLDSTART, DEBIAN_PYTHON, ROOT, clean_env
+from conftest import COLDSTART, DEBIAN_PYTHON, ROOT, clean_env, write
 
 pytestmark = pytest.mark.skipif(not os.path.exists(DEBIAN_PYTHON),
                                 reason="Debian's python3 is not installed")
-
-
-@pytest.fixture
-def workdir():
-    d = tempfile.mkdtemp(prefix="plansem", dir="/tmp")
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-
-
-def write(d, name, text):
-    path = os.path.join(d, name)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        f.write(textwrap.dedent(text))
 
 
 MAIN = "import app\napp.main()\n"
