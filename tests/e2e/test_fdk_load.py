@@ -73,12 +73,13 @@ def _client(path, n, results, start):
     results[n] = (answered, errors)
 
 
-def test_500_keep_alive_clients_every_call_answered(python, fdk_factory):
-    f = fdk_factory(python)
-    f.wait_ready()
+def _load(sock):
+    """CLIENTS keep-alive clients started together on sock, CALLS calls each;
+    returns (results by client, calls answered, clients with errors,
+    seconds)."""
     results = {}
     start = threading.Event()
-    threads = [threading.Thread(target=_client, args=(f.sock, n, results, start))
+    threads = [threading.Thread(target=_client, args=(sock, n, results, start))
                for n in range(CLIENTS)]
     for t in threads:
         t.start()
@@ -89,6 +90,13 @@ def test_500_keep_alive_clients_every_call_answered(python, fdk_factory):
     took = time.time() - t0
     answered = sum(a for a, _ in results.values())
     lost = [(n, e) for n, (a, e) in sorted(results.items()) if e]
+    return results, answered, lost, took
+
+
+def test_500_keep_alive_clients_every_call_answered(python, fdk_factory):
+    f = fdk_factory(python)
+    f.wait_ready()
+    results, answered, lost, took = _load(f.sock)
     print("%d clients x %d calls: %d answered, %d clients with errors, %.1f s"
           % (CLIENTS, CALLS, answered, len(lost), took))
     assert len(results) == CLIENTS
@@ -112,19 +120,7 @@ def test_500_keep_alive_clients_against_fdk_python(kind, tmp_path):
     srv = test_fdk_diff.Served(kind, str(func), "handler", {})
     try:
         srv.wait_ready()
-        results = {}
-        start = threading.Event()
-        threads = [threading.Thread(target=_client, args=(srv.sock, n, results, start))
-                   for n in range(CLIENTS)]
-        for t in threads:
-            t.start()
-        t0 = time.time()
-        start.set()
-        for t in threads:
-            t.join(300)
-        took = time.time() - t0
-        answered = sum(a for a, _ in results.values())
-        lost = [(n, e) for n, (a, e) in sorted(results.items()) if e]
+        results, answered, lost, took = _load(srv.sock)
         print("%s: %d clients x %d calls: %d answered, %d clients with errors, %.1f s"
               % (kind, CLIENTS, CALLS, answered, len(lost), took))
         assert not lost, lost[:5]
