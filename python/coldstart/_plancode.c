@@ -38,6 +38,8 @@
 #include <errno.h>
 #include <unistd.h>
 
+#include "_plan_marshal.h"
+
 enum { K_COMPILE, K_EXEC, K_EVAL, K_N };
 
 typedef PyObject *(*fast_fn)(PyObject *, PyObject *const *, Py_ssize_t);
@@ -218,6 +220,8 @@ static PyObject *lookup(PyObject *src, PyObject *filename, PyObject *mode, long 
 		    PyUnicode_Compare(PyTuple_GET_ITEM(r, 1), mode))
 			continue;
 		if (PyErr_Occurred())
+			break;
+		if (!marshal_ok(PyBytes_AS_STRING(PyTuple_GET_ITEM(r, 4)), PyBytes_GET_SIZE(PyTuple_GET_ITEM(r, 4))))
 			break;
 		code = PyMarshal_ReadObjectFromString(PyBytes_AS_STRING(PyTuple_GET_ITEM(r, 4)),
 						      PyBytes_GET_SIZE(PyTuple_GET_ITEM(r, 4)));
@@ -403,14 +407,19 @@ static PyObject *pc_recorded(PyObject *self, PyObject *unused)
  * (str filename, str mode, int flags, int optimize, bytes code)}.  Every key
  * and row is checked here, so lookup() only meets what it expects; a table
  * with anything else is refused whole (ValueError).  The caller has checked
- * the bytes' CRC against the plan; this is the second line, for a plan
- * whose archive was damaged in a way the CRC did not see.
+ * the bytes' CRC against the plan; this (with marshal_ok(), for the table
+ * and each row's code) is the second line, for a plan whose archive was
+ * damaged in a way the CRC did not see.
  */
 static PyObject *table_load(const char *data, Py_ssize_t len)
 {
 	PyObject *table, *key, *rows;
 	Py_ssize_t pos = 0, i;
 
+	if (!marshal_ok(data, len)) {
+		PyErr_SetString(PyExc_ValueError, "the string table is malformed");
+		return NULL;
+	}
 	table = PyMarshal_ReadObjectFromString(data, len);
 	if (!table)
 		return NULL;
@@ -478,6 +487,19 @@ static PyObject *pc_stats(PyObject *self, PyObject *unused)
 	return Py_BuildValue("(nn)", S.hits, S.misses);
 }
 
+PyDoc_STRVAR(check_marshal_doc,
+	     "check_marshal(data) -> bool\n\nWhether marshal can read data (bytes) without the hazards of damaged\n"
+	     "data: what the string table and its code pass before they are read.");
+
+static PyObject *pc_check_marshal(PyObject *self, PyObject *arg)
+{
+	if (!PyBytes_Check(arg)) {
+		PyErr_SetString(PyExc_TypeError, "check_marshal() takes bytes");
+		return NULL;
+	}
+	return PyBool_FromLong(marshal_ok(PyBytes_AS_STRING(arg), PyBytes_GET_SIZE(arg)));
+}
+
 #include "_plan_arena.h"
 #include "_plan_import.h"
 
@@ -490,6 +512,7 @@ static PyMethodDef pc_methods[] = {
 	{ "recorded", pc_recorded, METH_NOARGS, recorded_doc },
 	{ "apply", pc_apply, METH_VARARGS, apply_doc },
 	{ "stats", pc_stats, METH_NOARGS, stats_doc },
+	{ "check_marshal", pc_check_marshal, METH_O, check_marshal_doc },
 	{ NULL, NULL, 0, NULL },
 };
 
