@@ -138,8 +138,7 @@ static long mscan_object(struct mscan *s, int depth)
 	case 'F':
 	case 'T':
 	case 'S':
-	case '.':
-		return 1;
+	case '.': return 1;
 	case 'i':
 		if (mscan_take(s, 4, &b) < 0)
 			return -1;
@@ -215,8 +214,7 @@ static long mscan_object(struct mscan *s, int depth)
 		if (mscan_long(s, &n) < 0 || n < 0 || n >= s->nrefs || s->refs[n].nodes < 0)
 			return -1;
 		return s->refs[n].nodes;
-	default: /* TYPE_NULL out of place, lists, sets, text floats, int64, unknown */
-		return -1;
+	default: /* TYPE_NULL out of place, lists, sets, text floats, int64, unknown */ return -1;
 	}
 	if (nodes > MARSHAL_NODES)
 		return -1;
