@@ -1,0 +1,70 @@
+"""Findings that know what they look at (issue 27, item 6): a failure counted
+once and in CPU under a CPU limit, no advice about modules the user's code
+never imported, nothing "heavy" that was only waiting for a CPU.  Every test
+runs the real interpreter through the binary."""
+import json
+
+import pytest
+
+from conftest import DEBIAN_PYTHON, write
+
+# A module that fails after 20 ms of CPU and 0.4 s asleep: its wall time is
+# not what it costs under a CPU limit.
+SLOWFAIL = """\
+import time
+t = time.thread_time()
+while time.thread_time() - t < 0.02:
+    pass
+time.sleep(0.4)
+raise ImportError("slowfail is optional")
+"""
+
+# The user's code: a nested failing chain (org > org.python > org.python.core,
+# as copy.py probes for Jython) and a failing optional dependency.
+FAILING_APP = """\
+try:
+    import org.python.core
+except ImportError:
+    pass
+try:
+    import slowfail
+except ImportError:
+    pass
+"""
+
+
+def profile_json(coldstart, cwd, *args):
+    r = coldstart("profile", "--python", DEBIAN_PYTHON, "--json", *args, cwd=cwd)
+    if r.returncode == 3:
+        pytest.skip("cgroup limits unavailable here: %s" % r.stderr.strip()[-200:])
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def findings(prof, fid):
+    return [f for f in prof["findings"] if f["id"] == fid]
+
+
+def test_failed_import_chain_counts_once(coldstart, workdir):
+    """import org.python.core with no org fails three times over in the
+    trace; it is one failure the user wrote, named as written."""
+    write(workdir, "slowfail.py", SLOWFAIL)
+    write(workdir, "app.py", FAILING_APP)
+    prof = profile_json(coldstart, workdir, "app.py")
+    (f,) = findings(prof, "failed-imports")
+    assert f["title"] == "2 failed imports cost time at start-up", f
+    assert f["evidence"].startswith("'org.python.core', 'slowfail' raised"), f["evidence"]
+    assert "'org'" not in f["evidence"] and "'org.python'" not in f["evidence"]
+    # Without a limit the cost is the wall time of the two outermost failures (the sleep included).
+    assert f["cost_us"] >= 400000, f
+
+
+def test_failed_import_cost_is_cpu_under_a_cpu_limit(coldstart, workdir):
+    """Under --cpus the cost is the importing thread's CPU time (about 20
+    ms), not the 0.4 s the module slept or a throttle that landed inside."""
+    write(workdir, "slowfail.py", SLOWFAIL)
+    write(workdir, "app.py", FAILING_APP)
+    prof = profile_json(coldstart, workdir, "--cpus", "0.5", "--no-baseline", "app.py")
+    (f,) = findings(prof, "failed-imports")
+    assert "of CPU" in f["evidence"], f["evidence"]
+    assert 15000 <= f["cost_us"] < 200000, f
