@@ -68,3 +68,38 @@ def test_failed_import_cost_is_cpu_under_a_cpu_limit(coldstart, workdir):
     (f,) = findings(prof, "failed-imports")
     assert "of CPU" in f["evidence"], f["evidence"]
     assert 15000 <= f["cost_us"] < 200000, f
+
+
+MP_APP = """\
+import multiprocessing as mp
+
+
+def double(x):
+    return x * 2
+
+
+if __name__ == "__main__":
+    for method in ("spawn", "forkserver"):
+        with mp.get_context(method).Pool(1) as pool:
+            print(pool.map(double, [1, 2]))
+"""
+
+
+def roots(proc):
+    return [n[0] for n in proc["nodes"] if n[2] == -1]
+
+
+def test_no_import_later_advice_for_multiprocessing_machinery(coldstart, workdir):
+    """multiprocessing loads its start method's parts itself (popen_spawn_posix,
+    pool, spawn in a spawned child) and spawn's prepare() brings pkgutil into
+    a forkserver's child: the user's code never imported them, so no
+    heavy-import finding tells the user to import them later."""
+    write(workdir, "mp_app.py", MP_APP)
+    prof = profile_json(coldstart, workdir, "mp_app.py")
+    procs = prof["runs"][0]["processes"]
+    # The machinery is there to be judged: a spawned child's outermost import.
+    assert any("multiprocessing.spawn" in roots(pr) for pr in procs if pr["role"] == "worker"), \
+        [(pr["role"], roots(pr)) for pr in procs]
+    machinery = [f for f in findings(prof, "heavy-import")
+                 if f["module"].startswith("multiprocessing.") or f["module"] in ("pkgutil", "runpy")]
+    assert not machinery, [(f["title"], f["fix"]) for f in machinery]
