@@ -3,6 +3,7 @@ once and in CPU under a CPU limit, no advice about modules the user's code
 never imported, nothing "heavy" that was only waiting for a CPU.  Every test
 runs the real interpreter through the binary."""
 import json
+import subprocess
 
 import pytest
 
@@ -103,3 +104,47 @@ def test_no_import_later_advice_for_multiprocessing_machinery(coldstart, workdir
     machinery = [f for f in findings(prof, "heavy-import")
                  if f["module"].startswith("multiprocessing.") or f["module"] in ("pkgutil", "runpy")]
     assert not machinery, [(f["title"], f["fix"]) for f in machinery]
+
+
+RETRY_APP = """\
+for _ in range(2):
+    try:
+        import org.python.core
+    except ImportError:
+        pass
+for _ in range(2):
+    try:
+        import nosuch_optional
+    except ImportError:
+        pass
+import busy
+"""
+
+# 30 ms of wall time at import, whatever the machine: a heavy-import finding.
+BUSY = """import time
+t = time.perf_counter()
+while time.perf_counter() - t < 0.03:
+    pass
+"""
+
+
+def test_parse_retried_failed_chain_is_one_process(coldstart, workdir):
+    """One process's -X importtime log where `import org.python.core`
+    (a chain of three failed rows) is tried twice: parse neither calls the
+    tree "mixed rows" nor loses its findings."""
+    app = write(workdir, "retry_app.py", RETRY_APP)
+    write(workdir, "busy.py", BUSY)
+    log = subprocess.run([DEBIAN_PYTHON, "-X", "importtime", app], capture_output=True, text=True,
+                         timeout=60, check=True, cwd=workdir).stderr
+    assert log.count("| org.python.core") == 2, log
+    path = write(workdir, "retry.log", log)
+    r = coldstart("parse", path, "-o", "-")
+    assert r.returncode == 0, r.stderr
+    prof = json.loads(r.stdout)
+    (proc,) = prof["runs"][0]["processes"]
+    assert not proc.get("mixed"), prof["warnings"]
+    assert not [w for w in prof["warnings"] if "more than once" in w], prof["warnings"]
+    assert [f["module"] for f in findings(prof, "heavy-import")] == ["busy"], prof["findings"]
+    r = coldstart("parse", path)
+    assert r.returncode == 0 and "mixed rows" not in r.stdout, r.stdout
+    assert "[heavy-import] 'busy'" in r.stdout, r.stdout
