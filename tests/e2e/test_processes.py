@@ -377,9 +377,23 @@ def loaded_in(prof, module):
 
 SLOW_EXT = r"""
 #include <Python.h>
-#include <unistd.h>
-/* Loading takes 30 ms in every process: a heavy native load, whatever the machine. */
-__attribute__((constructor)) static void slow(void) { usleep(30000); }
+#include <time.h>
+/*
+ * Loading runs 30 ms of CPU in every process: a heavy native load, whatever
+ * the machine (a load that only waited, for a CPU or asleep, is not heavy).
+ */
+static long long cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+__attribute__((constructor)) static void slow(void)
+{
+	long long t = cpu_ns();
+	while (cpu_ns() - t < 30000000LL)
+		;
+}
 static struct PyModuleDef def = { PyModuleDef_HEAD_INIT, "slowload", NULL, -1, NULL };
 PyMODINIT_FUNC PyInit_slowload(void) { return PyModule_Create(&def); }
 """
