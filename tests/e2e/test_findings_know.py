@@ -197,3 +197,41 @@ def test_native_load_waiting_for_a_cpu_is_not_heavy(coldstart, workdir):
     print("load and CPU (us) of the extensions that waited:", waited)
     heavy = [f for f in findings(prof, "native-heavy-load") if f["module"] in waited]
     assert not heavy, (waited, [f["evidence"] for f in heavy])
+
+
+SERVER = """\
+import sys
+import asyncio, http.server, json  # noqa: F401  pure-Python stdlib the server loads before it answers
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args):
+        pass
+
+
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+"""
+
+
+def test_startup_plan_cost_is_cpu_under_a_cpu_limit(coldstart, workdir):
+    """startup-plan's total under --cpus is the CPU its library imports ran,
+    as heavy-import's is, not the wall time the quota stretched."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    write(workdir, "server.py", SERVER)
+    prof = profile_json(coldstart, workdir, "--cpus", "0.2", "--no-baseline", "-q",
+                        "--ready", "http://127.0.0.1:%d/" % port, "--timeout", "120", "server.py", str(port))
+    (f,) = findings(prof, "startup-plan")
+    assert " of CPU of library imports" in f["title"], f["title"]
+    assert "by CPU time" in f["evidence"], f["evidence"]
+    # The total is the CPU self time of what the evidence counts: below the wall time of all imports.
+    main = prof["runs"][0]["processes"][0]
+    wall = sum(max(n[3], 0) for n in main["nodes"] if n[6] in ("stdlib", "thirdparty"))
+    assert 0 < f["cost_us"] < wall, (f["cost_us"], wall)
