@@ -189,6 +189,25 @@ int args_parse(const struct opt *opts, int argc, char **argv, int *i, const char
 	return 0;
 }
 
+int args_parse_after_code(const struct opt *opts, int argc, char **argv, int *i, struct buf *err)
+{
+	char *code;
+	int j = *i + 2, rc;
+
+	if (*i + 1 >= argc || strcmp(argv[*i], "-c"))
+		return 0;
+	code = argv[*i + 1];
+	rc = args_parse(opts, argc, argv, &j, NULL, err);
+	if (rc)
+		return rc;
+	if (j < argc && !strcmp(argv[j], "--"))
+		j++;
+	argv[j - 2] = (char *)"-c";
+	argv[j - 1] = code;
+	*i = j - 2;
+	return 0;
+}
+
 int args_parse_all(const struct opt *opts, int argc, char **argv, struct strvec *positional, struct buf *err)
 {
 	int i = 1, rc;

@@ -94,6 +94,15 @@ struct opt {
  */
 int args_parse(const struct opt *opts, int argc, char **argv, int *i, const char *const *stop_at, struct buf *err);
 /*
+ * After args_parse stopped at "-c CODE" (argv[*i]): parses the options that
+ * follow the code too (a user writes `-c 'import x' --json`); the code's own
+ * arguments come after "--" or the first argument that is no option.  The
+ * parsed options' slots are then taken by "-c" and the code, so the target
+ * starts at *i.  Does nothing (returns 0) unless argv[*i] is "-c" with a
+ * code; same returns as args_parse.
+ */
+int args_parse_after_code(const struct opt *opts, int argc, char **argv, int *i, struct buf *err);
+/*
  * Parses options anywhere among argv[1..]: non-options (and everything after
  * "--") are collected in positional.  Same returns as args_parse.
  */

@@ -407,7 +407,36 @@ def _show(o):
     return o if isinstance(o, str) else repr(o)
 
 
+def _keep_boot_path(env):
+    # As the C tracer's keep_boot_path: a child given an environment built
+    # from os.environ (where sitecustomize hid coldstart's PYTHONPATH entry)
+    # gets the entry back first on its PYTHONPATH, as inheriting would.
+    # os.environ's mapping is the one sitecustomize rewrote: the process's
+    # own environment is read where the kernel keeps it.
+    mine = os.environ.get("COLDSTART_TRACE_DIR")
+    if not mine or type(env) is not dict or env.get("COLDSTART_TRACE_DIR") != mine:
+        return
+    with open("/proc/self/environ", "rb") as f:
+        real = [kv[11:] for kv in f.read().split(b"\0") if kv.startswith(b"PYTHONPATH=")]
+    if not real:
+        return
+    boot = os.fsdecode(real[0]).split(os.pathsep)[0]
+    if not boot or not os.path.isfile(os.path.join(boot, "sitecustomize.py")):
+        return
+    cur = env.get("PYTHONPATH")
+    if cur is not None and not isinstance(cur, str):
+        return
+    if cur and cur.split(os.pathsep)[0] == boot:
+        return
+    env["PYTHONPATH"] = boot + os.pathsep + cur if cur else boot
+
+
 def _audit(event, args):
+    if event == "subprocess.Popen" and _st["enabled"] and not _st["busy"] and len(args) >= 4:
+        try:
+            _keep_boot_path(args[3])
+        except Exception:
+            pass
     # Only what happens while an import runs on this thread: that is what start-up pays.
     if event not in _EVENTS or not _st["enabled"] or _st["busy"] or not _depth.get(_thread.get_ident()):
         return

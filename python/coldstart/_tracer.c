@@ -911,12 +911,66 @@ out:
 	Py_XDECREF(tmp);
 }
 
+/*
+ * sitecustomize hides coldstart's entry from os.environ's PYTHONPATH, so a
+ * child given an environment built from os.environ ({**os.environ, ...}:
+ * Django's autoreloader starts its serving process so) would run untraced,
+ * though it carries coldstart's other variables.  Such an environment (a
+ * dict whose COLDSTART_TRACE_DIR is this process's) gets the entry back
+ * first on its PYTHONPATH, as the inherited environment has it.  The boot
+ * directory is the first entry of the process environment's PYTHONPATH,
+ * checked to hold the bootstrap.
+ */
+static void keep_boot_path(PyObject *args)
+{
+	const char *real = getenv("PYTHONPATH"), *dir = getenv("COLDSTART_TRACE_DIR"), *colon, *cur = NULL;
+	PyObject *env, *v, *nv = NULL;
+	char boot[PATH_MAX];
+	size_t len;
+
+	if (!real || !dir || !PyTuple_Check(args) || PyTuple_GET_SIZE(args) < 4)
+		return;
+	env = PyTuple_GET_ITEM(args, 3);
+	if (!PyDict_CheckExact(env))
+		return;
+	v = PyDict_GetItemString(env, "COLDSTART_TRACE_DIR");
+	if (!v || !PyUnicode_Check(v) || !PyUnicode_AsUTF8(v) || strcmp(PyUnicode_AsUTF8(v), dir))
+		return;
+	colon = strchr(real, ':');
+	len = colon ? (size_t)(colon - real) : strlen(real);
+	if (!len || len + sizeof("/sitecustomize.py") > sizeof(boot))
+		return;
+	memcpy(boot, real, len);
+	memcpy(boot + len, "/sitecustomize.py", sizeof("/sitecustomize.py"));
+	if (access(boot, R_OK) < 0)
+		return;
+	boot[len] = '\0';
+	v = PyDict_GetItemString(env, "PYTHONPATH");
+	if (v) {
+		if (!PyUnicode_Check(v) || !(cur = PyUnicode_AsUTF8(v)))
+			return;
+		if (!strncmp(cur, boot, len) && (cur[len] == ':' || !cur[len]))
+			return;
+	}
+	nv = cur && *cur ? PyUnicode_FromFormat("%s:%s", boot, cur) : PyUnicode_FromString(boot);
+	if (nv)
+		PyDict_SetItemString(env, "PYTHONPATH", nv);
+	Py_XDECREF(nv);
+}
+
 /* Only events raised while an import runs on this thread are recorded: they are what start-up pays. */
 static int audit_hook(const char *event, PyObject *args, void *data)
 {
 	const struct ev *e;
 	PyObject *et, *ev, *etb;
 
+	if (event[0] == 's' && event[1] == 'u' && T.enabled && !tls_busy && !strcmp(event, "subprocess.Popen")) {
+		PyErr_Fetch(&et, &ev, &etb);
+		keep_boot_path(args);
+		if (PyErr_Occurred())
+			PyErr_Clear();
+		PyErr_Restore(et, ev, etb);
+	}
 	if (!tls_depth || tls_busy || !T.enabled)
 		return 0;
 	e = ev_lookup(event);

@@ -44,14 +44,33 @@ static bool ancestor_of(const struct proc *pr, int32_t a, int32_t b)
 }
 
 /*
+ * Whether node i can be a failed import, which is tried again when
+ * retried: a leaf, or `import a.b.c` with no a, where each row's one child
+ * is its parent package (a.b.c > a.b > a), down to a leaf.
+ */
+static bool failed_chain(const struct proc *pr, int32_t i)
+{
+	int32_t c;
+
+	for (; (c = pr->nodes[i].first_child) >= 0; i = c) {
+		const char *nm = node_name(pr, i), *pkg = node_name(pr, c);
+		size_t len = strlen(pkg);
+
+		if (pr->nodes[c].next_sibling >= 0 || strncmp(nm, pkg, len) || nm[len] != '.')
+			return false;
+	}
+	return true;
+}
+
+/*
  * Whether two rows of one name can be one process's: a failed import
- * retried (importtime cannot mark failures: the first is then a leaf), or
- * `import pkg.sub` importing pkg inside it (one is inside the other).
+ * retried (importtime cannot mark failures: one of them is then a leaf or
+ * a chain of parent packages), or `import pkg.sub` importing pkg inside it
+ * (one is inside the other).
  */
 static bool one_process(const struct proc *pr, int32_t a, int32_t b)
 {
-	return pr->nodes[a].first_child < 0 || pr->nodes[b].first_child < 0 || ancestor_of(pr, a, b) ||
-	       ancestor_of(pr, b, a);
+	return failed_chain(pr, a) || failed_chain(pr, b) || ancestor_of(pr, a, b) || ancestor_of(pr, b, a);
 }
 
 /*

@@ -158,14 +158,36 @@ static void add_finding(struct profile *p, const char *id, const char *severity,
 	profile_add_finding(p, &f);
 }
 
-static bool ext_heavy(const struct native_ext *e)
+/*
+ * Whether e's load time was spent on the CPU: a load timed in wall time
+ * (no CPU limit) also needs the extension's CPU self time at the threshold
+ * where the trace has it.  The rest of the wall time, with the files in the
+ * page cache, is waiting for a CPU on a busy machine, which the extension
+ * does not cost; in a --cold run it is reading the files, which it does.
+ */
+static bool load_on_cpu(const struct profile *p, const struct native_ext *e)
+{
+	const struct run *r = &p->runs[e->run];
+	const struct proc *pr;
+	int64_t cpu;
+
+	if (profile_metric(p) == METRIC_CPU || cold_figures_took(&r->cold) || e->proc >= r->nr_procs)
+		return true;
+	pr = &r->procs[e->proc];
+	if (e->node < 0 || (size_t)e->node >= pr->nr_nodes)
+		return true;
+	cpu = node_self_in(pr, e->node, METRIC_CPU);
+	return cpu == UNKNOWN || cpu >= ELF_HEAVY_LOAD_US;
+}
+
+static bool ext_heavy(const struct profile *p, const struct native_ext *e)
 {
 	struct elf_totals all;
 
 	if (e->error || !e->tree.nr)
 		return false;
 	elf_tree_totals(&e->tree, true, &all);
-	return e->load_us >= ELF_HEAVY_LOAD_US ||
+	return (e->load_us >= ELF_HEAVY_LOAD_US && load_on_cpu(p, e)) ||
 	       (e->load_us == UNKNOWN && (all.mapped_bytes >= ELF_HEAVY_BYTES || all.relocs >= ELF_HEAVY_RELOCS));
 }
 
@@ -236,7 +258,8 @@ static void heavy_findings(struct profile *p, const struct native_set *n)
 		if (j < i)
 			continue; /* reported with the first */
 		for (j = i; j < n->nr; j++)
-			if (!strcmp(n->exts[j].module, e->module) && n->exts[j].run == e->run && ext_heavy(&n->exts[j]))
+			if (!strcmp(n->exts[j].module, e->module) && n->exts[j].run == e->run &&
+			    ext_heavy(p, &n->exts[j]))
 				heavy = true;
 		if (!heavy || e->error || !e->tree.nr)
 			continue;

@@ -17,6 +17,31 @@ bool finding_helper_process(const struct proc *pr)
 	return pr->role && (!strcmp(pr->role, "resource tracker") || !strcmp(pr->role, "forkserver"));
 }
 
+/* Whether pr was started by multiprocessing: a spawned child, or a fork of its forkserver. */
+static bool multiprocessing_child(const struct run *r, const struct proc *pr)
+{
+	size_t k;
+
+	if (pr->argv && strstr(pr->argv, "from multiprocessing.spawn import spawn_main"))
+		return true;
+	for (k = 0; k < r->nr_procs; k++)
+		if (r->procs[k].pid == pr->ppid && pr->ppid > 0 && r->procs[k].role &&
+		    !strcmp(r->procs[k].role, "forkserver"))
+			return true;
+	return false;
+}
+
+bool finding_machinery_import(const struct run *r, const struct proc *pr, int32_t i)
+{
+	const char *nm = node_name(pr, i);
+
+	if (pr->nodes[i].parent >= 0)
+		return false;
+	if (!strncmp(nm, "multiprocessing.", 16))
+		return true;
+	return (!strcmp(nm, "pkgutil") || !strcmp(nm, "runpy")) && multiprocessing_child(r, pr);
+}
+
 const char *finding_role(const struct proc *pr)
 {
 	return pr->role ? pr->role : "process";

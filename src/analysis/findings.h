@@ -78,6 +78,15 @@ const struct run *findings_main_run(const struct profile *p);
 
 /* For rules: processes whose imports are multiprocessing's own business, not the app's start-up. */
 bool finding_helper_process(const struct proc *pr);
+/*
+ * For rules: whether node i of pr is an import multiprocessing made for
+ * itself, which the user's code never wrote, so "import it later" cannot
+ * be the advice: an outermost import of one of its submodules (the package
+ * loads its parts as they are used: the start method's popen_*, pool,
+ * queues), or pkgutil and runpy in a child it started (spawn's prepare()
+ * runs the main module's path through runpy).
+ */
+bool finding_machinery_import(const struct run *r, const struct proc *pr, int32_t i);
 /* A process's role, "process" when it has none. */
 const char *finding_role(const struct proc *pr);
 /* "pid 12 (worker)", or "the target's process" for an importtime-only one. */

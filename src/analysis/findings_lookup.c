@@ -241,16 +241,35 @@ struct failed {
 };
 
 /*
+ * Whether node i of pr failed inside an import that failed too: "import
+ * org.python.core" with no org fails three times over (org, org.python,
+ * org.python.core), one failure the user wrote once, and the outer import's
+ * time holds the inner ones'.
+ */
+static bool failed_inside_failed(const struct proc *pr, int32_t i)
+{
+	int32_t a;
+
+	for (a = pr->nodes[i].parent; a >= 0; a = pr->nodes[a].parent)
+		if (pr->nodes[a].flags & NODE_FAILED)
+			return true;
+	return false;
+}
+
+/*
  * failed-imports: the imports that raised and whose error was caught, each
- * module once (with how often), over every process where it cost time.
+ * module once (with how often), over every process where it cost time.  A
+ * failure inside a failing import is part of it; under a CPU limit the cost
+ * is CPU time (a throttle landing inside a failed lookup is not its cost).
  */
 static void rule_failed(struct profile *p)
 {
 	const struct run *r = findings_main_run(p);
+	enum metric m = profile_metric(p);
 	struct buf ev = BUF_INIT, title = BUF_INIT;
 	struct proc_set procs = PROC_SET_INIT;
 	struct failed *v = NULL;
-	int64_t cost = 0;
+	int64_t cost = 0, us;
 	size_t nr = 0, alloc = 0, pi, k, times = 0;
 	int32_t i;
 
@@ -267,7 +286,7 @@ static void rule_failed(struct profile *p)
 			const char *nm = node_name(pr, i);
 
 			if (!(n->flags & NODE_FAILED) || (n->flags & NODE_STARTUP) || n->kind == KIND_TOOL ||
-			    !strcmp(nm, "sitecustomize") || !strcmp(nm, "usercustomize"))
+			    !strcmp(nm, "sitecustomize") || !strcmp(nm, "usercustomize") || failed_inside_failed(pr, i))
 				continue;
 			for (k = 0; k < nr && strcmp(v[k].name, nm); k++)
 				;
@@ -278,8 +297,9 @@ static void rule_failed(struct profile *p)
 			v[k].times++;
 			times++;
 			proc_set_add(&procs, pi);
-			if (n->cum_us > 0)
-				cost = i64_add(cost, n->cum_us);
+			us = node_cum_in(pr, i, m);
+			if (us > 0)
+				cost = i64_add(cost, us);
 		}
 	}
 	if (!nr || cost < FAILED_MIN_US)
@@ -293,6 +313,9 @@ static void rule_failed(struct profile *p)
 		buf_addf(&ev, " and %zu more", nr - k);
 	buf_adds(&ev, " raised while being imported and the error was caught; together ");
 	buf_add_duration(&ev, cost);
+	if (m == METRIC_CPU)
+		buf_adds(&ev, " of CPU (under the CPU limit, CPU time: the wall time is the scheduler's as much as "
+			      "the code's)");
 	buf_adds(&ev, procs.nr > 1 ? " over " : " in ");
 	findings_add_procs(&ev, r, &procs);
 	buf_addf(&title, "%zu failed import%s cost time at start-up", times, times == 1 ? "" : "s");

@@ -65,12 +65,13 @@ static void plan_advice(const struct profile *p, const struct run *r, struct buf
 static void rule_startup_plan(struct profile *p)
 {
 	const struct run *r = findings_main_run(p);
+	enum metric m = profile_metric(p);
 	const struct proc *pr;
 	struct candidate *c = NULL;
 	size_t nr = 0, alloc = 0, k, count = 0;
 	struct buf title = BUF_INIT, ev = BUF_INIT, when = BUF_INIT, d = BUF_INIT, fix = BUF_INIT;
 	struct proc_set target = PROC_SET_INIT;
-	int64_t until_ns, total = 0;
+	int64_t until_ns, total = 0, self;
 	int32_t i;
 
 	if (!r || !r->nr_procs || r->ready_us < 0 || r->first_response_us < 0)
@@ -85,13 +86,14 @@ static void rule_startup_plan(struct profile *p)
 
 		if (!deferrable(pr, i, until_ns))
 			continue;
-		total += pr->nodes[i].self_us > 0 ? pr->nodes[i].self_us : 0;
+		self = node_self_in(pr, i, m);
+		total += self > 0 ? self : 0;
 		count++;
 		if (up >= 0 && deferrable(pr, up, until_ns))
 			continue;
 		ALLOC_GROW(c, nr + 1, alloc);
 		c[nr].node = i;
-		c[nr].cum_us = pr->nodes[i].cum_us;
+		c[nr].cum_us = node_cum_in(pr, i, m);
 		nr++;
 	}
 	if (total < HEAVY_MIN_US)
@@ -100,13 +102,16 @@ static void rule_startup_plan(struct profile *p)
 	buf_add_duration(&d, total);
 	buf_add_duration(&when, r->ready_us + r->first_response_us);
 	buf_addf(&title,
-		 "%s of library imports ran before the first response; `coldstart plan` would defer the ones "
+		 "%s%s of library imports ran before the first response; `coldstart plan` would defer the ones "
 		 "it does not use",
-		 d.buf);
+		 d.buf, m == METRIC_CPU ? " of CPU" : "");
 	proc_set_add(&target, 0);
 	buf_addf(&ev, "%zu pure-Python stdlib and third-party modules finished importing in ", count);
 	findings_add_procs(&ev, r, &target);
-	buf_addf(&ev, " before the first response (at %s after exec); the outermost, biggest first: ", when.buf);
+	buf_addf(&ev, " before the first response (at %s after exec); the outermost, biggest first%s: ", when.buf,
+		 m == METRIC_CPU ? ", by CPU time (under the CPU limit the wall time is the scheduler's as much as "
+				   "the code's)"
+				 : "");
 	for (k = 0; k < nr && k < PLAN_LIST_MAX; k++) {
 		buf_reset(&d);
 		buf_add_duration(&d, c[k].cum_us);

@@ -58,8 +58,9 @@ static const struct usage compare_usage = {
 		    "the ratio to the first variant and whether the difference is significant\n"
 		    "(Mann-Whitney U test, two-sided, Holm-adjusted, at 5%), then the modules whose\n"
 		    "self time differs most.  TARGET is as profile takes it (script.py, -m module,\n"
-		    "-c code, -- command); with --python and --limits both, each interpreter runs\n"
-		    "under each set.  A COMMAND is one argument, split into words as a shell would\n"
+		    "-c code, -- command; options may follow -c code too, the code's own arguments\n"
+		    "after --); with --python and --limits both, each interpreter runs under each\n"
+		    "set.  A COMMAND is one argument, split into words as a shell would\n"
 		    "(quotes, backslashes) but run without one; options may come among the\n"
 		    "commands.  The targets' stdout and stderr are discarded unless --show-output.\n"
 		    "Defaults: -n 10, --warmup 1.\n\n"
@@ -504,6 +505,9 @@ static bool parse_options(struct compare_cmd *cc, int argc, char **argv, int *i,
 	};
 	int rc = args_parse(options, argc, argv, i, stop_at, &cc->err);
 
+	/* -c CODE takes compare's options after the code too, as profile's does. */
+	if (!rc)
+		rc = args_parse_after_code(options, argc, argv, i, &cc->err);
 	if (rc) {
 		*ret = usage_stop(&compare_usage, options, rc, cc->err.buf);
 		return true;

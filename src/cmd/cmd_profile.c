@@ -152,25 +152,9 @@ static bool parse_options(struct profile_cmd *c, int argc, char **argv, int *i, 
 	};
 	int rc = args_parse(options, argc, argv, i, stop_at, &c->err);
 
-	/*
-	 * -c CODE takes coldstart's options after the code too (a user writes
-	 * `-c 'import x' --json`); the code's own arguments come after "--" or
-	 * the first argument that is no option.  The parsed options' slots are
-	 * then taken by "-c" and the code, so the target starts at *i.
-	 */
-	if (!rc && *i + 1 < argc && !strcmp(argv[*i], "-c")) {
-		char *code = argv[*i + 1];
-		int j = *i + 2;
-
-		rc = args_parse(options, argc, argv, &j, NULL, &c->err);
-		if (!rc) {
-			if (j < argc && !strcmp(argv[j], "--"))
-				j++;
-			argv[j - 2] = (char *)"-c";
-			argv[j - 1] = code;
-			*i = j - 2;
-		}
-	}
+	/* -c CODE takes coldstart's options after the code too. */
+	if (!rc)
+		rc = args_parse_after_code(options, argc, argv, i, &c->err);
 	if (rc) {
 		*ret = usage_stop(&profile_usage, options, rc, c->err.buf);
 		return true;

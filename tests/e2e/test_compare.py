@@ -203,3 +203,15 @@ def test_ready_is_the_first_answer_and_listening_a_second_figure(tmp_path):
     assert b["listening_us"]["median"] < b["ready_us"]["median"] - 300_000, b
     assert re.search(r"^  listen +median", r.stdout, re.M), r.stdout
     assert re.search(r"^ +ready +[\d.]+x slower", r.stdout, re.M), r.stdout
+
+
+def test_options_after_dash_c_code(tmp_path):
+    """compare reads its own options after -c CODE as profile does: -n, the
+    interpreters and --json after the code apply; the code's arguments
+    come after --."""
+    r = run_coldstart("compare", "-c", "import sys; print(sys.argv)", "--python", DEBIAN_PYTHON,
+                      "--python", DEBIAN_PYTHON, "-n", "2", "--warmup", "0", "--json", "--", "a", "b")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["runs"] == 2 and data["warmup"] == 0
+    assert [v["target"] for v in data["variants"]] == [["-c", "import sys; print(sys.argv)", "a", "b"]] * 2

@@ -377,9 +377,23 @@ def loaded_in(prof, module):
 
 SLOW_EXT = r"""
 #include <Python.h>
-#include <unistd.h>
-/* Loading takes 30 ms in every process: a heavy native load, whatever the machine. */
-__attribute__((constructor)) static void slow(void) { usleep(30000); }
+#include <time.h>
+/*
+ * Loading runs 30 ms of CPU in every process: a heavy native load, whatever
+ * the machine (a load that only waited, for a CPU or asleep, is not heavy).
+ */
+static long long cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+__attribute__((constructor)) static void slow(void)
+{
+	long long t = cpu_ns();
+	while (cpu_ns() - t < 30000000LL)
+		;
+}
 static struct PyModuleDef def = { PyModuleDef_HEAD_INIT, "slowload", NULL, -1, NULL };
 PyMODINIT_FUNC PyInit_slowload(void) { return PyModule_Create(&def); }
 """
@@ -447,3 +461,28 @@ def test_fork_findings_name_their_processes(coldstart, tmp_path):
     assert f["cost_us"] >= 30000
     # The report says it once too.
     assert r.stdout.count("[native-heavy-load] native extension 'slowload'") == 1, r.stdout
+
+
+def test_django_runserver_autoreloader_child_is_traced(coldstart, tmp_path):
+    """manage.py runserver serves from a child its autoreloader starts with an
+    environment built from os.environ (and, in Django 3.2, without -X
+    importtime): that child, the one that answers, has its own traced tree."""
+    if subprocess.run([DEBIAN_PYTHON, "-c", "import django"], capture_output=True).returncode:
+        pytest.skip("python3-django is not installed (tests/install-deps.sh)")
+    admin = shutil.which("django-admin") or "/usr/bin/django-admin"
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    subprocess.run([admin, "startproject", "site1", str(proj)], check=True, capture_output=True)
+    port = free_port()
+    r, prof = profile(coldstart, tmp_path, "--python", DEBIAN_PYTHON, "-q", "--no-report",
+                      "--ready", "http://127.0.0.1:%d/" % port, "--ready-status", "200-499", "--timeout", "90",
+                      str(proj / "manage.py"), "runserver", "127.0.0.1:%d" % port)
+    assert r.returncode == 0, r.stderr
+    procs = prof["runs"][0]["processes"]
+    main = procs[0]
+    children = [p for p in procs if p["ppid"] == main["pid"] and "runserver" in (p["argv"] or "")]
+    assert len(children) == 1, [(p["pid"], p["ppid"], p["argv"]) for p in procs]
+    child = children[0]
+    assert child["timing"] is not None
+    # The serving process set Django up again and loaded what serves the requests.
+    assert "django.core.servers.basehttp" in names(child), names(child)[-20:]

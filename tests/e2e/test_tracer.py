@@ -630,6 +630,39 @@ def test_every_process_traced(python, impl, tmp_path, tracer_build_dir):
     assert len(forked) == 1 and forked[0].argv == root.argv and forked[0].spawner == root.pid
 
 
+ENV_COPIER = r"""
+import os, subprocess, sys
+# As Django's autoreloader: an environment built from os.environ, plus a variable.
+env = {**os.environ, "COPIED": "1"}
+subprocess.run([sys.executable, "-c", "import colorsys"], env=env, check=True)
+assert env["PYTHONPATH"].split(os.pathsep)[1:] == ["/nonexistent-app-dir"], env["PYTHONPATH"]
+# An environment without coldstart's variables is the app's own choice: untraced.
+clean = {k: v for k, v in os.environ.items() if not k.startswith("COLDSTART")}
+subprocess.run([sys.executable, "-c", "import decimal"], env=clean, check=True)
+print("OS_ENVIRON_PYTHONPATH", os.environ.get("PYTHONPATH"))
+"""
+
+
+def test_child_given_a_copy_of_os_environ_is_traced(python, impl, tmp_path, tracer_build_dir):
+    """os.environ hides the bootstrap's PYTHONPATH entry from the app; a child
+    given {**os.environ, ...} (Django's runserver autoreloader) gets it back
+    and is traced, one given an environment without coldstart's variables
+    is not."""
+    needs_audit(python)
+    (tmp_path / "copier.py").write_text(ENV_COPIER)
+    tdir = tmp_path / "t"
+    tdir.mkdir()
+    p = traced(python, impl, [str(tmp_path / "copier.py")], tdir, tracer_build_dir,
+               extra_path="/nonexistent-app-dir", cwd=str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert "OS_ENVIRON_PYTHONPATH /nonexistent-app-dir" in p.stdout, p.stdout
+    found = traces(tdir)
+    wanted = sorted([str(tmp_path / "copier.py"), "-c import colorsys"])
+    assert sorted(" ".join(t.argv[1:]) for t in found) == wanted, [t.argv for t in found]
+    (child,) = [t for t in found if t.argv[1:] == ["-c", "import colorsys"]]
+    assert child.node("colorsys")["end"] is not None
+
+
 ORPHANER = r"""
 import subprocess, sys
 # The helper's interpreter starts after this process ended: it is adopted before its tracer runs.

@@ -54,7 +54,8 @@ def _hide_pythonpath(os, mine):
     # the process environment keeps the entry, so the Python processes the
     # app starts with the inherited environment are traced too.  os.environ
     # and os.environb share one mapping; only it is rewritten, nothing is
-    # putenv'ed.  A child given an env built from os.environ runs untraced.
+    # putenv'ed.  A child given an env built from os.environ gets the entry
+    # back from the tracer's subprocess.Popen audit hook (keep_boot_path).
     if sys.version_info < (3, 7):
         return
     try:
