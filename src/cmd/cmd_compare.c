@@ -368,6 +368,12 @@ static int read_variants(const struct opt *options, int argc, char **argv, int *
 	if (*ip >= argc)
 		return usage_error(&compare_usage, "nothing to compare: give a TARGET with --python or --limits twice, "
 						   "or two or more commands");
+	/*
+	 * --limits or --cache given twice before the commands: an argument with
+	 * a blank that names no file is a command line, not a script.
+	 */
+	if (np * nl * nc >= 2 && !o->pythons.nr && strpbrk(argv[*ip], " \t") && access(argv[*ip], F_OK) < 0)
+		np = nl = nc = 1;
 	if (np * nl * nc >= 2) {
 		*nv = np * nl * nc;
 		if (!strcmp(argv[*ip], "--") && o->pythons.nr)
