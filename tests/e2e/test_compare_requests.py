@@ -89,7 +89,11 @@ def check_requests(r, cmp_path, md_path):
         # Three runs a side: nothing can be significant, and the Markdown says so.
         assert test["exact"] and not test["significant"], test
     md = md_path.read_text()
-    assert "| req p50 | req p95 |" in md.splitlines()[2]
+    header = md.splitlines()[2]
+    assert "| req p50 | req p95 |" in header
+    # Every figure shown has its column: the rows have as many cells as the header (listen had none).
+    rows = [line for line in md.splitlines()[3:] if re.match(r"\| [A-Z] \| ", line)][:len(cmp["variants"])]
+    assert [row.count(" | ") for row in rows] == [header.count(" | ")] * len(rows), (header, rows)
     assert re.search(r"^\| B \| req p95 \| .* \| cannot be significant \|$", md, re.M), md
     return cmp
 
