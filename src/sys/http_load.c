@@ -90,6 +90,28 @@ ssize_t http_recv_stamped(int fd, char *chunk, size_t size, int64_t *arrived_ns)
 	return n;
 }
 
+int http_read_available(int fd, struct buf *resp, size_t max, int64_t *arrived_ns)
+{
+	char chunk[65536];
+
+	for (;;) {
+		ssize_t n = http_recv_stamped(fd, chunk, sizeof(chunk), arrived_ns);
+
+		if (n > 0 && resp->len + (size_t)n > max) {
+			errno = E2BIG;
+			return -1;
+		}
+		if (n > 0)
+			buf_add(resp, chunk, (size_t)n);
+		else if (n == 0)
+			return 1;
+		else if (errno == EAGAIN || errno == EINTR)
+			return 0;
+		else
+			return -1;
+	}
+}
+
 static void close_socket(struct http_load *hl)
 {
 	if (hl->fd >= 0)
@@ -181,27 +203,14 @@ static void step_sending(struct http_load *hl)
 
 static void step_reading(struct http_load *hl)
 {
-	char chunk[65536];
-	bool eof = false;
-	int status;
+	int status, rc = http_read_available(hl->fd, &hl->resp, LOAD_MAX_RESPONSE, &hl->arrived_ns);
+	bool eof = rc == 1;
 
-	for (;;) {
-		ssize_t n = http_recv_stamped(hl->fd, chunk, sizeof(chunk), &hl->arrived_ns);
-
-		if (n > 0) {
-			if (hl->resp.len + (size_t)n > LOAD_MAX_RESPONSE) {
-				request_failed(hl, "the answer is larger than %u bytes", LOAD_MAX_RESPONSE);
-				return;
-			}
-			buf_add(&hl->resp, chunk, (size_t)n);
-			continue;
-		}
-		if (n == 0) {
-			eof = true;
-			break;
-		}
-		if (errno == EAGAIN || errno == EINTR)
-			break;
+	if (rc < 0 && errno == E2BIG) {
+		request_failed(hl, "the answer is larger than %u bytes", LOAD_MAX_RESPONSE);
+		return;
+	}
+	if (rc < 0) {
 		request_failed(hl, "reading the answer: %s", strerror(errno));
 		return;
 	}

@@ -43,6 +43,14 @@ int http_response_status(const struct buf *resp, bool eof);
  */
 ssize_t http_recv_stamped(int fd, char *chunk, size_t size, int64_t *arrived_ns);
 
+/*
+ * Reads all fd has now (fd is non-blocking) into resp, with *arrived_ns as
+ * http_recv_stamped sets it: 0 when it would block, 1 at the end of the
+ * stream, -1 with errno on an error, and with errno E2BIG when resp would
+ * pass max bytes.
+ */
+int http_read_available(int fd, struct buf *resp, size_t max, int64_t *arrived_ns);
+
 /* What a load measured. */
 struct http_load_result {
 	size_t asked; /* n */

@@ -486,27 +486,14 @@ static int judge_http(struct ready *rd, int status, int64_t now, struct buf *err
 /* Reads the answer; 0 while incomplete, else as judge_http or the Fn rule. */
 static int step_reading(struct ready *rd, int64_t now, struct buf *err)
 {
-	char chunk[65536];
-	bool eof = false;
-	int status;
+	int status, rc = http_read_available(rd->fd, &rd->resp, MAX_RESPONSE, &rd->arrived_ns);
+	bool eof = rc == 1;
 
-	for (;;) {
-		ssize_t n = http_recv_stamped(rd->fd, chunk, sizeof(chunk), &rd->arrived_ns);
-
-		if (n > 0) {
-			if (rd->resp.len + (size_t)n > MAX_RESPONSE) {
-				buf_addf(err, "first response is larger than %u bytes", MAX_RESPONSE);
-				return -1;
-			}
-			buf_add(&rd->resp, chunk, (size_t)n);
-			continue;
-		}
-		if (n == 0) {
-			eof = true;
-			break;
-		}
-		if (errno == EAGAIN || errno == EINTR)
-			break;
+	if (rc < 0 && errno == E2BIG) {
+		buf_addf(err, "first response is larger than %u bytes", MAX_RESPONSE);
+		return -1;
+	}
+	if (rc < 0) {
 		if (rd->spec->kind == READY_HTTP && !rd->resp.len) {
 			/* Reset before any answer: not ready yet. */
 			close_fd(&rd->fd);
