@@ -217,8 +217,12 @@ static void step_reading(struct http_load *hl)
 	status = http_response_status(&hl->resp, eof);
 	if (!status && !eof)
 		return;
-	if (status <= 0) {
-		request_failed(hl, "%s", hl->resp.len ? "the answer is not HTTP" : "closed without an answer");
+	if (status < 0) {
+		request_failed(hl, "the answer is not HTTP");
+		return;
+	}
+	if (!status) {
+		request_failed(hl, "%s", hl->resp.len ? "the answer was cut short" : "closed without an answer");
 		return;
 	}
 	if (!ready_spec_accepts(hl->spec, status)) {
