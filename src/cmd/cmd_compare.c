@@ -54,6 +54,7 @@ static const struct usage compare_usage = {
 	.command = "compare",
 	.synopsis = "usage: coldstart compare [options] --python A --python B TARGET\n"
 		    "       coldstart compare [options] --limits SET --limits SET TARGET\n"
+		    "       coldstart compare [options] --cache warm --cache cold TARGET\n"
 		    "       coldstart compare [options] 'COMMAND A' 'COMMAND B' ...\n\n"
 		    "Runs every variant round by round, interleaved (the order rotates each round),\n"
 		    "after warm-up rounds, and compares the medians of their measured runs: wall\n"
