@@ -27,6 +27,28 @@ static const char *const compare_metric_name[] = {
 	[M_LISTENING] = "listen", [M_REQ_MEDIAN] = "req p50", [M_REQ_P95] = "req p95",
 };
 
+/*
+ * The k-th figure in the order they are shown: a server (--ready) is ranked by
+ * what its users wait for, its readiness and its requests' latency first
+ * (its wall is exec to being stopped, requests included); anything else by
+ * its wall time.
+ */
+static enum compare_metric shown_order(const struct comparison *c, size_t k)
+{
+	static const enum compare_metric plain[M__COUNT] = { M_WALL,	  M_IMPORTS,	M_CPU,	  M_READY,
+							     M_LISTENING, M_REQ_MEDIAN, M_REQ_P95 };
+	static const enum compare_metric server[M__COUNT] = { M_READY, M_LISTENING, M_REQ_MEDIAN, M_REQ_P95,
+							      M_WALL,  M_IMPORTS,   M_CPU };
+
+	return c->ready ? server[k] : plain[k];
+}
+
+/* The figure the Markdown's variants table ranks by: readiness for a server, else the wall time. */
+static enum compare_metric headline(const struct comparison *c)
+{
+	return c->ready ? M_READY : M_WALL;
+}
+
 /* "1.23x slower", "1.10x faster", "same" from the ratio of medians. */
 static void add_ratio(struct buf *out, double ratio)
 {
@@ -167,7 +189,7 @@ static void table_modules(const struct comparison *c, size_t j, struct buf *out)
 
 void compare_render_table(const struct comparison *c, struct buf *out)
 {
-	size_t j, i, m;
+	size_t j, i, k, m;
 
 	buf_addf(out, "coldstart compare: %zu %s, %d measured runs each, interleaved", c->nr, c->what, c->runs);
 	buf_addf(out, ",\n  after %d warm-up round%s%s\n", c->warmup, c->warmup == 1 ? "" : "s",
@@ -194,7 +216,8 @@ void compare_render_table(const struct comparison *c, struct buf *out)
 				 "  ! %s: %zu of %zu requests after ready failed: the latency is the answered ones'\n",
 				 c->v[j].id, c->v[j].requests_failed, c->v[j].requests_asked);
 	buf_addch(out, '\n');
-	for (m = 0; m < M__COUNT; m++) {
+	for (k = 0; k < M__COUNT; k++) {
+		m = shown_order(c, k);
 		if (!compare_metric_shown(c, m))
 			continue;
 		buf_addf(out, "  %-8s ", compare_metric_name[m]);
@@ -236,7 +259,8 @@ void compare_render_table(const struct comparison *c, struct buf *out)
 		const struct compare_side *v = &c->v[j];
 		bool first = true;
 
-		for (m = 0; m < M__COUNT; m++) {
+		for (k = 0; k < M__COUNT; k++) {
+			m = shown_order(c, k);
 			if (!compare_metric_shown(c, m) || !v->metric[m].nr || !c->v[0].metric[m].nr)
 				continue;
 			if (first)
@@ -286,7 +310,7 @@ static void md_cell(struct buf *out, const char *s)
 /* Each variant against A, figure by figure, with the verdict in words ("cannot be significant"). */
 static void md_verdicts(const struct comparison *c, struct buf *out)
 {
-	size_t j, m;
+	size_t j, k, m;
 
 	if (c->nr < 2)
 		return;
@@ -294,9 +318,11 @@ static void md_verdicts(const struct comparison *c, struct buf *out)
 	for (j = 1; j < c->nr; j++) {
 		const struct compare_side *v = &c->v[j];
 
-		for (m = 0; m < M__COUNT; m++) {
-			bool sig = v->vs.p_adj[m] < ALPHA;
+		for (k = 0; k < M__COUNT; k++) {
+			bool sig;
 
+			m = shown_order(c, k);
+			sig = v->vs.p_adj[m] < ALPHA;
 			if (!compare_metric_shown(c, m) || !v->metric[m].nr || !c->v[0].metric[m].nr)
 				continue;
 			buf_addf(out, "| %s | %s | %s", v->id, compare_metric_name[m], sig ? "**" : "");
@@ -321,7 +347,7 @@ void compare_render_markdown(const struct comparison *c, struct buf *out)
 	for (m = M_IMPORTS; m < M__COUNT; m++)
 		if (compare_metric_shown(c, m))
 			buf_addf(out, " %s |", compare_metric_name[m]);
-	buf_adds(out, " vs A | p |\n|---|---|---:|---:|");
+	buf_addf(out, " vs A%s | p |\n|---|---|---:|---:|", c->ready ? " (ready)" : "");
 	for (m = M_IMPORTS; m < M__COUNT; m++)
 		if (compare_metric_shown(c, m))
 			buf_adds(out, "---:|");
@@ -346,13 +372,14 @@ void compare_render_markdown(const struct comparison *c, struct buf *out)
 		}
 		buf_adds(out, " | ");
 		if (j) {
-			bool sig = v->vs.p_adj[M_WALL] < ALPHA;
+			enum compare_metric h = headline(c);
+			bool sig = v->vs.p_adj[h] < ALPHA;
 
 			buf_adds(out, sig ? "**" : "");
-			add_ratio(out, v->vs.ratio[M_WALL]);
+			add_ratio(out, v->vs.ratio[h]);
 			buf_adds(out, sig ? "**" : "");
 			buf_adds(out, " | ");
-			add_p(out, v->vs.p_adj[M_WALL]);
+			add_p(out, v->vs.p_adj[h]);
 		} else {
 			buf_adds(out, "baseline | ");
 		}

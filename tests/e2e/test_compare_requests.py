@@ -72,7 +72,11 @@ def check_requests(r, cmp_path, md_path):
     assert "  once ready, %d requests a run, one at a time: req p50, p95 their latency" % REQUESTS in lines
     for fig in ("req p50", "req p95", "ready"):
         assert re.search(r"^  %s +median ± MAD" % fig, r.stdout, re.M), r.stdout
-        assert re.search(r"^ +%s +[\d.]+x (slower|faster)|^ +%s +same" % (fig, fig), r.stdout, re.M), r.stdout
+        assert re.search(r"^(  B vs A)? +%s +([\d.]+x (slower|faster)|same)" % fig, r.stdout, re.M), r.stdout
+    # A server is ranked by what its users wait for: readiness first, then the requests, the wall last.
+    order = [line.split()[0] + " " + line.split()[1] for line in lines if "median ± MAD" in line]
+    assert order[0] == "ready median" and order.index("req p50") < order.index("wall median"), order
+    assert re.search(r"^  B vs A   ready ", r.stdout, re.M), r.stdout
     cmp = json.loads(cmp_path.read_text())
     assert cmp["requests"] == REQUESTS
     for v in cmp["variants"]:
@@ -90,7 +94,7 @@ def check_requests(r, cmp_path, md_path):
         assert test["exact"] and not test["significant"], test
     md = md_path.read_text()
     header = md.splitlines()[2]
-    assert "| req p50 | req p95 |" in header
+    assert "| req p50 | req p95 | vs A (ready) | p |" in header
     # Every figure shown has its column: the rows have as many cells as the header (listen had none).
     rows = [line for line in md.splitlines()[3:] if re.match(r"\| [A-Z] \| ", line)][:len(cmp["variants"])]
     assert [row.count(" | ") for row in rows] == [header.count(" | ")] * len(rows), (header, rows)
