@@ -127,9 +127,8 @@ struct measure_session {
 	struct strvec ext_suffixes; /* importlib.machinery.EXTENSION_SUFFIXES */
 	struct strvec search_dirs; /* sys.path under -E -s: the stdlib, lib-dynload, site-packages */
 	/*
-	 * Evict the target's files before each run: opts->cold, unless the
-	 * command decides per session after measure_session_init (compare
-	 * --cache warm --cache cold).
+	 * Evict the target's files before each run even without opts->cold:
+	 * the command's choice for this session (compare --cache cold).
 	 */
 	bool evict;
 	/* With evict: the files the runs so far read (cold.h); NULL until the first run. */
