@@ -49,6 +49,22 @@ while True:
     c.close()
 """
 
+# argv: port.  Ready at its first answer; every later connection is accepted and never answered.
+HANGING_SERVER = """
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(16)
+c, _ = s.accept()
+c.recv(4096)
+c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 2\\r\\nConnection: close\\r\\n\\r\\nok")
+c.close()
+held = []
+while True:
+    held.append(s.accept()[0])
+"""
+
 REQUESTS = 40
 
 
@@ -149,6 +165,24 @@ def test_failed_requests_are_said(tmp_path):
     a = json.loads(out.read_text())["variants"][0]
     assert (a["requests_asked"], a["requests_failed"]) == (5, 5)
     assert a["metrics"]["request_median_us"]["n"] == 0 and a["runs"][0]["request_median_us"] is None
+
+
+def test_a_request_never_answered_ends_the_requests(tmp_path):
+    """A server that stops answering after ready: the first request waits
+    --ready-timeout, the rest are not sent, and the run ends (no hang)."""
+    (tmp_path / "hang.py").write_text(HANGING_SERVER)
+    port = free_port()
+    out = tmp_path / "c.json"
+    cmd = "%s %s %d" % (DEBIAN_PYTHON, tmp_path / "hang.py", port)
+    r = run_coldstart("compare", "-n", "1", "--warmup", "0", "--ready", "http://127.0.0.1:%d/" % port,
+                      "--ready-timeout", "5", "--requests", "1000", "--top", "0", "-o", out, cmd, cmd, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("requests after ready: 1000 of 1000 failed (request 1: no answer within 5000 ms)") == 2
+    for v in json.loads(out.read_text())["variants"]:
+        assert (v["requests_asked"], v["requests_failed"]) == (1000, 1000), v
+        run = v["runs"][0]
+        # Stopped after the one request's 5 s, not after 1000 of them.
+        assert run["status"] == "stopped" and run["wall_us"] < 30_000_000, run
 
 
 def test_warm_and_cold_as_variants(tmp_path):
