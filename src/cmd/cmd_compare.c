@@ -19,6 +19,7 @@
 #include "model/profile.h"
 #include "model/runlimits.h"
 #include "session/show.h"
+#include "sys/http_load.h"
 #include "outfile.h"
 
 #define MAX_VARIANTS 26
@@ -27,7 +28,9 @@ struct compare_opts {
 	struct measure_opts m;
 	struct strvec pythons;
 	struct strvec limit_sets;
+	struct strvec caches; /* --cache: "warm", "cold" */
 	struct strvec names;
+	int requests; /* --requests N after ready, 0 without */
 	int top;
 	bool show_output;
 	const char *output; /* JSON file, "-" for stdout */
@@ -51,6 +54,7 @@ static const struct usage compare_usage = {
 	.command = "compare",
 	.synopsis = "usage: coldstart compare [options] --python A --python B TARGET\n"
 		    "       coldstart compare [options] --limits SET --limits SET TARGET\n"
+		    "       coldstart compare [options] --cache warm --cache cold TARGET\n"
 		    "       coldstart compare [options] 'COMMAND A' 'COMMAND B' ...\n\n"
 		    "Runs every variant round by round, interleaved (the order rotates each round),\n"
 		    "after warm-up rounds, and compares the medians of their measured runs: wall\n"
@@ -63,6 +67,9 @@ static const struct usage compare_usage = {
 		    "set.  A COMMAND is one argument, split into words as a shell would\n"
 		    "(quotes, backslashes) but run without one; options may come among the\n"
 		    "commands.  The targets' stdout and stderr are discarded unless --show-output.\n"
+		    "With --ready http://... and --requests N, each run then sends N requests, one\n"
+		    "at a time, and their latency (median, p95) is compared too.  --cache warm\n"
+		    "--cache cold compares the page cache kept and evicted (--cold) as variants.\n"
 		    "Defaults: -n 10, --warmup 1.\n\n"
 		    "SET: none, or a comma-separated list of cpus=F, memory=SIZE, swap=SIZE,\n"
 		    "pids=N, cpuset=LIST, preset=NAME, on top of --cpus, --memory, ... if given.\n\n",
@@ -228,7 +235,7 @@ static int write_out(const char *path, int fd, const char *text)
 
 /* The label of a variant: what makes it differ, or its --name. */
 static char *variant_label(const struct compare_opts *o, size_t j, const char *python, const char *limit_set,
-			   const char *command)
+			   const char *cache, const char *command)
 {
 	struct buf b = BUF_INIT;
 
@@ -240,6 +247,8 @@ static char *variant_label(const struct compare_opts *o, size_t j, const char *p
 		buf_addf(&b, "%s%s", b.len ? ", " : "", python);
 	if (limit_set && o->limit_sets.nr > 1)
 		buf_addf(&b, "%s%s", b.len ? ", " : "", limit_set);
+	if (cache && o->caches.nr > 1)
+		buf_addf(&b, "%s%s", b.len ? ", " : "", cache);
 	if (!b.len)
 		buf_adds(&b, python ? python : "");
 	return buf_detach(&b, NULL);
@@ -247,7 +256,8 @@ static char *variant_label(const struct compare_opts *o, size_t j, const char *p
 
 /* Sets up variant v to run: its profile, session, argv; 0 or an exit code after a message. */
 static int variant_setup(struct compare_opts *o, struct variant *v, size_t j, const struct limits *common,
-			 const char *limit_set, int argc, char **argv, int i, const char *python, const char *command)
+			 const char *limit_set, const char *cache, int argc, char **argv, int i, const char *python,
+			 const char *command)
 {
 	struct buf err = BUF_INIT, where = BUF_INIT;
 	char cwd[PATH_MAX];
@@ -259,6 +269,9 @@ static int variant_setup(struct compare_opts *o, struct variant *v, size_t j, co
 	strvec_init(&v->argv);
 	strvec_init(&v->env);
 	measure_session_init(&v->s, &v->p, "compare", &o->m, NULL, &measure_local);
+	if (cache)
+		v->s.evict = !strcmp(cache, "cold");
+	v->s.ro.requests = (size_t)o->requests;
 	limits_copy(&v->p.limits, common);
 	if (limit_set && limits_apply_set(&v->p.limits, limit_set, &err) < 0) {
 		error("%s", err.buf);
@@ -288,7 +301,7 @@ static int variant_setup(struct compare_opts *o, struct variant *v, size_t j, co
 	v->p.python = xstrdup(v->python ? v->python : v->p.target.v[0]);
 	if (getcwd(cwd, sizeof(cwd)))
 		v->p.cwd = xstrdup(cwd);
-	v->label = variant_label(o, j, v->python, limit_set, command);
+	v->label = variant_label(o, j, v->python, limit_set, cache, command);
 	if (v->python) {
 		buf_addf(&where, "at '%s'", v->python);
 		ret = measure_probe(&v->s, v->python, where.buf);
@@ -314,9 +327,9 @@ out:
 }
 
 /* Round by round, the order rotating, so no variant always runs first (or right after another). */
-static int run_rounds(struct variant *vars, size_t nr, const struct compare_opts *o)
+static int run_rounds(struct variant *vars, size_t nr, const struct compare_opts *o, int w)
 {
-	int w = measure_warmups(&o->m), rounds = w + o->m.runs, r, ret = 0;
+	int rounds = w + o->m.runs, r, ret = 0;
 	bool tty = isatty(2);
 	size_t j;
 
@@ -351,13 +364,20 @@ static int read_variants(const struct opt *options, int argc, char **argv, int *
 	static const char one_variant[] = "one target is one variant: give --python or --limits twice or more, "
 					  "or two or more commands";
 	size_t np = o->pythons.nr ? o->pythons.nr : 1, nl = o->limit_sets.nr ? o->limit_sets.nr : 1;
+	size_t nc = o->caches.nr ? o->caches.nr : 1;
 	int rc;
 
 	if (*ip >= argc)
 		return usage_error(&compare_usage, "nothing to compare: give a TARGET with --python or --limits twice, "
 						   "or two or more commands");
-	if (np * nl >= 2) {
-		*nv = np * nl;
+	/*
+	 * --limits or --cache given twice before the commands: an argument with
+	 * a blank that names no file is a command line, not a script.
+	 */
+	if (np * nl * nc >= 2 && !o->pythons.nr && strpbrk(argv[*ip], " \t") && access(argv[*ip], F_OK) < 0)
+		np = nl = nc = 1;
+	if (np * nl * nc >= 2) {
+		*nv = np * nl * nc;
 		if (!strcmp(argv[*ip], "--") && o->pythons.nr)
 			return usage_error(&compare_usage, "'-- command' names its own interpreter: --python does not "
 							   "apply (give commands, or a script, -m or -c)");
@@ -383,15 +403,16 @@ static int read_variants(const struct opt *options, int argc, char **argv, int *
 		if (rc)
 			return usage_stop(&compare_usage, options, rc, err->buf);
 	}
-	/* --limits among the commands multiply them as before them; --python twice cannot apply. */
+	/* --limits and --cache among the commands multiply them as before them; --python twice cannot apply. */
 	nl = o->limit_sets.nr ? o->limit_sets.nr : 1;
+	nc = o->caches.nr ? o->caches.nr : 1;
 	if (o->pythons.nr > 1)
 		return usage_error(&compare_usage, "a command names its own interpreter: --python does not apply "
 						   "to commands (give one target with --python A --python B)");
-	if (commands->nr * nl < 2)
+	if (commands->nr * nl * nc < 2)
 		return usage_error(&compare_usage, "%s", one_variant);
 	*ncmd = commands->nr;
-	*nv = *ncmd * nl;
+	*nv = *ncmd * nl * nc;
 	return 0;
 }
 
@@ -439,8 +460,10 @@ struct compare_cmd {
 	struct limits common; /* the limits every variant has */
 	struct strvec commands; /* -- command per variant, when they are commands */
 	size_t nv, ncmd; /* variants, and how many are commands */
-	size_t np, nl; /* interpreters and limit sets compared */
+	size_t np, nl, nc; /* interpreters, limit sets and cache states compared */
+	int warmups; /* warm-up rounds: at least one when a variant is cold */
 	int devnull;
+	char *what; /* "interpreters × limit sets", ... */
 	struct buf err;
 };
 
@@ -450,6 +473,7 @@ static void compare_cmd_init(struct compare_cmd *cc)
 	measure_opts_init(&cc->o.m);
 	strvec_init(&cc->o.pythons);
 	strvec_init(&cc->o.limit_sets);
+	strvec_init(&cc->o.caches);
 	strvec_init(&cc->o.names);
 	cc->o.m.runs = 10;
 	cc->o.m.warmup = 1;
@@ -475,8 +499,10 @@ static void compare_cmd_release(struct compare_cmd *cc)
 	measure_opts_release(&cc->o.m);
 	strvec_clear(&cc->o.pythons);
 	strvec_clear(&cc->o.limit_sets);
+	strvec_clear(&cc->o.caches);
 	strvec_clear(&cc->o.names);
 	strvec_clear(&cc->commands);
+	free(cc->what);
 	buf_release(&cc->err);
 }
 
@@ -492,8 +518,12 @@ static bool parse_options(struct compare_cmd *cc, int argc, char **argv, int *i,
 		OPT_STRINGS("python", 0, &o->pythons, "PATH", "an interpreter to compare; give two or more"),
 		OPT_STRINGS("limits", 0, &o->limit_sets, "SET",
 			    "a limit set to compare: none, or cpus=F,memory=SIZE,..."),
+		OPT_STRINGS("cache", 0, &o->caches, "STATE",
+			    "a page-cache state to compare: warm, or cold (evicted as --cold does)"),
 		OPT_STRINGS("name", 0, &o->names, "NAME", "the name of each variant in turn (default: what differs)"),
 		OPT_INCLUDE(o->m.options),
+		OPT_INT("requests", 0, &o->requests, 1, HTTP_LOAD_MAX, "N",
+			"with --ready http://...: once ready, N requests one at a time; compare their latency"),
 		OPT_INT("top", 0, &o->top, 0, 100000, "N", "modules in each table of differences (default 10)"),
 		OPT_CALLBACK("output", 'o', o, set_output, "FILE", "write the comparison as JSON (- for stdout)"),
 		OPT_CALLBACK("json", 0, o, set_json, NULL, "print the JSON on stdout instead of the table"),
@@ -520,20 +550,45 @@ static bool parse_options(struct compare_cmd *cc, int argc, char **argv, int *i,
 static int check_variants(struct compare_cmd *cc)
 {
 	struct compare_opts *o = &cc->o;
+	const char *what[4];
+	size_t nw = 0, k;
+	bool cold = o->m.cold;
+	struct buf b = BUF_INIT;
 
 	cc->np = o->pythons.nr ? o->pythons.nr : 1;
 	cc->nl = o->limit_sets.nr ? o->limit_sets.nr : 1;
+	cc->nc = o->caches.nr ? o->caches.nr : 1;
 	if (measure_opts_finish(&o->m, &cc->common, &cc->err) < 0)
 		return usage_error(&compare_usage, "%s", cc->err.buf);
 	o->m.quiet = !o->show_output;
+	for (k = 0; k < o->caches.nr; k++) {
+		if (strcmp(o->caches.v[k], "warm") && strcmp(o->caches.v[k], "cold"))
+			return usage_error(&compare_usage, "--cache '%s': expected warm or cold", o->caches.v[k]);
+		cold |= !strcmp(o->caches.v[k], "cold");
+	}
+	if (o->caches.nr && o->m.cold)
+		return usage_error(&compare_usage, "--cold makes every variant cold: give --cache warm --cache cold "
+						   "to compare the two, or --cold alone");
+	if (o->requests && (!o->m.ready || o->m.ready_spec.kind != READY_HTTP))
+		return usage_error(&compare_usage, "--requests needs --ready http://127.0.0.1:PORT/PATH (the requests "
+						   "go where readiness was asked)");
+	cc->warmups = measure_warmups(&o->m, cold);
 	if (cc->nv > MAX_VARIANTS)
 		return usage_error(&compare_usage, "%zu variants: compare takes at most %d", cc->nv, MAX_VARIANTS);
 	if (o->names.nr > cc->nv)
 		return usage_error(&compare_usage, "%zu names for %zu variants", o->names.nr, cc->nv);
-	cc->c.what = cc->ncmd			? "commands"
-		     : cc->np > 1 && cc->nl > 1 ? "interpreters × limit sets"
-		     : cc->np > 1		? "interpreters"
-						: "limit sets";
+	if (cc->ncmd)
+		what[nw++] = "commands";
+	if (cc->np > 1)
+		what[nw++] = "interpreters";
+	if (cc->nl > 1)
+		what[nw++] = "limit sets";
+	if (cc->nc > 1)
+		what[nw++] = "cache states";
+	for (k = 0; k < nw; k++)
+		buf_addf(&b, "%s%s", k ? " × " : "", what[k]);
+	cc->what = buf_detach(&b, NULL);
+	cc->c.what = cc->what;
 	return 0;
 }
 
@@ -550,14 +605,15 @@ static int setup_variants(struct compare_cmd *cc, int argc, char **argv, int i)
 	}
 	cc->vars = xcalloc(cc->nv, sizeof(*cc->vars));
 	for (j = 0; j < cc->nv; j++) {
-		const char *py = o->pythons.nr		      ? o->pythons.v[j / cc->nl % cc->np]
+		const char *py = o->pythons.nr		      ? o->pythons.v[j / (cc->nl * cc->nc) % cc->np]
 				 : getenv("COLDSTART_PYTHON") ? getenv("COLDSTART_PYTHON")
 							      : "python3";
-		const char *set = o->limit_sets.nr ? o->limit_sets.v[j % cc->nl] : NULL;
+		const char *set = o->limit_sets.nr ? o->limit_sets.v[j / cc->nc % cc->nl] : NULL;
+		const char *cache = o->caches.nr ? o->caches.v[j % cc->nc] : NULL;
 
 		cc->nr_vars = j + 1;
-		ret = variant_setup(o, &cc->vars[j], j, &cc->common, set, argc, argv, i, py,
-				    cc->ncmd ? cc->commands.v[j / cc->nl] : NULL);
+		ret = variant_setup(o, &cc->vars[j], j, &cc->common, set, cache, argc, argv, i, py,
+				    cc->ncmd ? cc->commands.v[j / (cc->nl * cc->nc)] : NULL);
 		if (ret)
 			return ret;
 		cc->vars[j].s.ro.stdout_fd = o->show_output ? 2 : cc->devnull;
@@ -574,10 +630,11 @@ static void compare_variants(struct compare_cmd *cc)
 	c->v = xcalloc(cc->nr_vars, sizeof(*c->v));
 	c->nr = cc->nr_vars;
 	c->runs = cc->o.m.runs;
-	c->warmup = measure_warmups(&cc->o.m);
+	c->warmup = cc->warmups;
 	c->top = cc->o.top;
 	c->cold = cc->o.m.cold;
 	c->ready = cc->o.m.ready != NULL;
+	c->requests = cc->o.requests;
 	for (j = 0; j < cc->nr_vars; j++) {
 		measure_analyze(&cc->vars[j].s);
 		memcpy(c->v[j].id, cc->vars[j].id, sizeof(c->v[j].id));
@@ -600,7 +657,7 @@ int cmd_compare(int argc, char **argv)
 	if (!ret)
 		ret = setup_variants(&cc, argc, argv, i);
 	if (!ret)
-		ret = run_rounds(cc.vars, cc.nr_vars, &cc.o);
+		ret = run_rounds(cc.vars, cc.nr_vars, &cc.o, cc.warmups);
 	if (!ret)
 		ret = measure_runs_done();
 	if (ret)

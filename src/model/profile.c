@@ -181,6 +181,8 @@ struct run *profile_add_run(struct profile *p)
 	r->ready_us = UNKNOWN;
 	r->first_response_us = UNKNOWN;
 	r->listening_us = UNKNOWN;
+	r->requests_median_us = UNKNOWN;
+	r->requests_p95_us = UNKNOWN;
 	r->ready_ns = UNKNOWN;
 	return r;
 }

@@ -221,6 +221,14 @@ struct run {
 	int64_t listening_us;
 	/* The moment of readiness on CLOCK_MONOTONIC, the clock of proc start_ns; UNKNOWN. */
 	int64_t ready_ns;
+	/*
+	 * compare --requests: the requests sent one at a time once ready, and
+	 * of those answered with an accepted status the latency (connect to
+	 * the answer's last byte): its median and 95th percentile, UNKNOWN
+	 * without.  Not in the profile format; compare's JSON carries them.
+	 */
+	size_t requests_asked, requests_ok;
+	int64_t requests_median_us, requests_p95_us;
 	struct cg_figures cg;
 	struct cold_figures cold;
 	struct proc *procs; /* procs[0] is the target's own process */

@@ -16,7 +16,7 @@ struct summary {
 	int64_t mad; /* median absolute deviation */
 };
 
-/* Summarises v (UNKNOWN entries are skipped); v is reordered. */
+/* Summarises v (UNKNOWN entries are skipped); v is reordered: its known values first, sorted. */
 void summarize(int64_t *v, size_t nr, struct summary *out);
 /* True when the spread is large relative to the median (MAD > 10% of it). */
 int summary_unstable(const struct summary *s);

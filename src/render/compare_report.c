@@ -1,6 +1,6 @@
 /*
- * The figures of a comparison and the three ways it is shown (see
- * compare_report.h); the statistics themselves are compare.c's.
+ * The three ways a comparison is shown (see compare_report.h): the table a
+ * terminal shows, Markdown for a pull request, JSON.
  */
 #include "render/compare_report.h"
 
@@ -17,276 +17,36 @@
 #define ALPHA COMPARE_ALPHA
 
 static const char *const metric_key[] = {
-	[M_WALL] = "wall_us",	[M_IMPORTS] = "imports_us",	[M_CPU] = "cpu_us",
-	[M_READY] = "ready_us", [M_LISTENING] = "listening_us",
+	[M_WALL] = "wall_us",		[M_IMPORTS] = "imports_us",	[M_CPU] = "cpu_us",
+	[M_READY] = "ready_us",		[M_LISTENING] = "listening_us", [M_REQ_MEDIAN] = "request_median_us",
+	[M_REQ_P95] = "request_p95_us",
 };
 
 static const char *const compare_metric_name[] = {
-	[M_WALL] = "wall", [M_IMPORTS] = "imports", [M_CPU] = "CPU", [M_READY] = "ready", [M_LISTENING] = "listen",
+	[M_WALL] = "wall",	  [M_IMPORTS] = "imports",    [M_CPU] = "CPU",	       [M_READY] = "ready",
+	[M_LISTENING] = "listen", [M_REQ_MEDIAN] = "req p50", [M_REQ_P95] = "req p95",
 };
 
-static void sample_add(struct sample *s, int64_t v)
+/*
+ * The k-th figure in the order they are shown: a server (--ready) is ranked by
+ * what its users wait for, its readiness and its requests' latency first
+ * (its wall is exec to being stopped, requests included); anything else by
+ * its wall time.
+ */
+static enum compare_metric shown_order(const struct comparison *c, size_t k)
 {
-	if (v == UNKNOWN)
-		return;
-	s->v = xrealloc(s->v, st_mult(s->nr + 1, sizeof(*s->v)));
-	s->v[s->nr++] = v;
+	static const enum compare_metric plain[M__COUNT] = { M_WALL,	  M_IMPORTS,	M_CPU,	  M_READY,
+							     M_LISTENING, M_REQ_MEDIAN, M_REQ_P95 };
+	static const enum compare_metric server[M__COUNT] = { M_READY, M_LISTENING, M_REQ_MEDIAN, M_REQ_P95,
+							      M_WALL,  M_IMPORTS,   M_CPU };
+
+	return c->ready ? server[k] : plain[k];
 }
 
-static int64_t run_metric(const struct run *r, enum compare_metric m)
+/* The figure the Markdown's variants table ranks by: readiness for a server, else the wall time. */
+static enum compare_metric headline(const struct comparison *c)
 {
-	switch (m) {
-	case M_WALL: return r->wall_us;
-	case M_IMPORTS: return run_import_total_us(r, 1);
-	case M_CPU: return r->user_us == UNKNOWN || r->sys_us == UNKNOWN ? UNKNOWN : r->user_us + r->sys_us;
-	case M_READY: return r->ready_us;
-	case M_LISTENING: return r->listening_us;
-	default: return UNKNOWN;
-	}
-}
-
-/* Whether metric m is part of the comparison: readiness with --ready, listening where it differs. */
-static bool metric_shown(const struct comparison *c, size_t m)
-{
-	return (m != M_READY || c->ready) && (m != M_LISTENING || (c->ready && c->listening));
-}
-
-/* Whether measured run r failed, as profile's exit status counts it; how in out. */
-static bool run_failed(const struct comparison *c, const struct profile *p, const struct run *r, struct buf *out)
-{
-	buf_reset(out);
-	if ((r->status == RUN_EXITED && r->exit_code) ||
-	    (r->status != RUN_EXITED && r->status != RUN_STOPPED && r->status != RUN_NOT_RUN))
-		describe_status(p, r, out);
-	else if (c->ready && r->ready_us == UNKNOWN)
-		buf_adds(out, "never ready");
-	return out->len > 0;
-}
-
-/* The summaries of every variant's measured runs and each one against A. */
-static void compare_runs(struct comparison *c)
-{
-	struct buf how = BUF_INIT;
-	size_t j, m, i;
-
-	for (j = 0; j < c->nr; j++) {
-		struct compare_side *v = &c->v[j];
-
-		for (i = 0; i < v->p->nr_runs; i++) {
-			if (v->p->runs[i].warmup)
-				continue;
-			for (m = 0; m < M__COUNT; m++)
-				sample_add(&v->metric[m], run_metric(&v->p->runs[i], (enum compare_metric)m));
-			if (v->p->runs[i].listening_us != UNKNOWN &&
-			    v->p->runs[i].listening_us != v->p->runs[i].ready_us)
-				c->listening = true;
-			if (run_failed(c, v->p, &v->p->runs[i], &how) && !v->nr_failed++)
-				v->failure = buf_detach(&how, NULL);
-			if (v->p->runs[i].cold.asked && !cold_figures_took(&v->p->runs[i].cold))
-				v->nr_not_cold++;
-		}
-		v->outlier = xcalloc(v->metric[M_WALL].nr + 1, sizeof(*v->outlier));
-		v->nr_outliers = mark_outliers(v->metric[M_WALL].v, v->metric[M_WALL].nr, v->outlier);
-		for (m = 0; m < M__COUNT; m++) {
-			int64_t *copy = xmalloc(st_mult(v->metric[m].nr + 1, sizeof(*copy)));
-
-			if (v->metric[m].nr) /* a variant whose runs all failed has none: v is NULL */
-				memcpy(copy, v->metric[m].v, v->metric[m].nr * sizeof(*copy));
-			summarize(copy, v->metric[m].nr, &v->metric[m].s);
-			free(copy);
-		}
-	}
-	for (m = 0; m < M__COUNT; m++) {
-		double *p = xcalloc(c->nr, sizeof(*p));
-		const struct sample *a = &c->v[0].metric[m];
-
-		if (!metric_shown(c, m)) {
-			free(p);
-			continue;
-		}
-		for (j = 1; j < c->nr; j++) {
-			struct compare_side *v = &c->v[j];
-			const struct sample *b = &v->metric[m];
-
-			p[j - 1] = 1;
-			if (!a->nr || !b->nr)
-				continue;
-			v->vs.ratio[m] = a->s.median > 0 ? (double)b->s.median / (double)a->s.median : 0;
-			mann_whitney(a->v, a->nr, b->v, b->nr, &v->vs.mw[m]);
-			p[j - 1] = v->vs.mw[m].p;
-		}
-		holm_adjust(p, c->nr - 1);
-		for (j = 1; j < c->nr; j++)
-			c->v[j].vs.p_adj[m] = p[j - 1];
-		free(p);
-	}
-	buf_release(&how);
-}
-
-static int cmp_i64(const void *x, const void *y)
-{
-	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-
-	return a < b ? -1 : a > b;
-}
-
-static int64_t median_of(const int64_t *v, size_t n)
-{
-	int64_t *copy, med;
-
-	if (!n)
-		return 0;
-	copy = xmalloc(st_mult(n, sizeof(*copy)));
-	memcpy(copy, v, n * sizeof(*copy));
-	qsort(copy, n, sizeof(*copy), cmp_i64);
-	med = n % 2 ? copy[n / 2] : (copy[n / 2 - 1] + copy[n / 2]) / 2;
-	free(copy);
-	return med;
-}
-
-/* The row of module name, added when new (a linear probe over a table sized by the caller). */
-static size_t module_row(struct comparison *c, size_t *slots, size_t nr_slots, const char *name)
-{
-	size_t i = (size_t)hash_str(name) & (nr_slots - 1), k;
-
-	while (slots[i] && strcmp(c->rows[slots[i] - 1].name, name))
-		i = (i + 1) & (nr_slots - 1);
-	if (slots[i])
-		return slots[i] - 1;
-	ALLOC_GROW(c->rows, c->nr_rows + 1, c->alloc_rows);
-	c->rows[c->nr_rows].name = xstrdup(name);
-	c->rows[c->nr_rows].v = xcalloc(c->nr, sizeof(int64_t *));
-	for (k = 0; k < c->nr; k++)
-		c->rows[c->nr_rows].v[k] = xcalloc(c->v[k].metric[M_WALL].nr + c->v[k].p->nr_runs + 1, sizeof(int64_t));
-	c->rows[c->nr_rows].median = xcalloc(c->nr, sizeof(int64_t));
-	c->rows[c->nr_rows].present = xcalloc(c->nr, sizeof(size_t));
-	slots[i] = ++c->nr_rows;
-	return c->nr_rows - 1;
-}
-
-static int cmp_diff(const void *x, const void *y)
-{
-	const struct module_diff *a = x, *b = y;
-	int64_t da = a->delta < 0 ? -a->delta : a->delta, db = b->delta < 0 ? -b->delta : b->delta;
-
-	return da > db ? -1 : da < db;
-}
-
-/* Every module's self time per measured run (0 where a run did not import it), and the differences with A. */
-static void compare_modules(struct comparison *c)
-{
-	size_t nr_slots = 1024, *slots, j, i, k, total = 0;
-	size_t *runs = xcalloc(c->nr, sizeof(*runs));
-
-	for (j = 0; j < c->nr; j++)
-		for (i = 0; i < c->v[j].p->nr_runs; i++)
-			if (!c->v[j].p->runs[i].warmup && c->v[j].p->runs[i].nr_procs)
-				total += c->v[j].p->runs[i].procs[0].nr_nodes;
-	while (nr_slots < total * 2)
-		nr_slots *= 2;
-	slots = xcalloc(nr_slots, sizeof(*slots));
-	for (j = 0; j < c->nr; j++) {
-		const struct profile *p = c->v[j].p;
-
-		for (i = 0; i < p->nr_runs; i++) {
-			const struct run *r = &p->runs[i];
-			const struct proc *pr;
-
-			if (r->warmup)
-				continue;
-			if (r->nr_procs) {
-				pr = &r->procs[0];
-				for (k = 0; k < pr->nr_nodes; k++) {
-					struct module_row *row;
-					size_t ri;
-
-					if (pr->nodes[k].kind == KIND_TOOL || pr->nodes[k].self_us == UNKNOWN)
-						continue;
-					ri = module_row(c, slots, nr_slots, node_name(pr, (int32_t)k));
-					row = &c->rows[ri];
-					if (!row->v[j][runs[j]])
-						row->present[j]++;
-					row->v[j][runs[j]] += pr->nodes[k].self_us > 0 ? pr->nodes[k].self_us : 0;
-				}
-			}
-			runs[j]++;
-		}
-	}
-	for (i = 0; i < c->nr_rows; i++)
-		for (j = 0; j < c->nr; j++)
-			c->rows[i].median[j] = median_of(c->rows[i].v[j], runs[j]);
-	c->diffs = xcalloc(c->nr, sizeof(*c->diffs));
-	c->nr_tested = xcalloc(c->nr, sizeof(*c->nr_tested));
-	for (j = 1; j < c->nr; j++) {
-		struct module_diff *d = xcalloc(c->nr_rows + 1, sizeof(*d));
-		double *p = xcalloc(c->nr_rows + 1, sizeof(*p));
-		size_t nt = 0;
-
-		for (i = 0; i < c->nr_rows; i++) {
-			const struct module_row *row = &c->rows[i];
-
-			d[i].row = i;
-			d[i].delta = row->median[j] - row->median[0];
-			d[i].p_adj = 1;
-			if (runs[0] && runs[j] && (row->present[0] || row->present[j])) {
-				mann_whitney(row->v[0], runs[0], row->v[j], runs[j], &d[i].mw);
-				d[i].tested = true;
-				p[nt++] = d[i].mw.p;
-			}
-		}
-		holm_adjust(p, nt);
-		for (i = 0, k = 0; i < c->nr_rows; i++)
-			if (d[i].tested)
-				d[i].p_adj = p[k++];
-		qsort(d, c->nr_rows, sizeof(*d), cmp_diff);
-		c->diffs[j] = d;
-		c->nr_tested[j] = nt;
-		free(p);
-	}
-	free(slots);
-	free(runs);
-}
-
-void comparison_release(struct comparison *c)
-{
-	size_t i, j, m;
-
-	for (j = 0; j < c->nr; j++) {
-		free(c->v[j].outlier);
-		c->v[j].outlier = NULL;
-		free(c->v[j].failure);
-		c->v[j].failure = NULL;
-		c->v[j].nr_failed = 0;
-		c->v[j].nr_not_cold = 0;
-		for (m = 0; m < M__COUNT; m++) {
-			free(c->v[j].metric[m].v);
-			c->v[j].metric[m].v = NULL;
-		}
-	}
-	for (i = 0; i < c->nr_rows; i++) {
-		for (j = 0; j < c->nr; j++)
-			free(c->rows[i].v[j]);
-		free(c->rows[i].v);
-		free(c->rows[i].median);
-		free(c->rows[i].present);
-		free(c->rows[i].name);
-	}
-	free(c->rows);
-	if (c->diffs)
-		for (j = 0; j < c->nr; j++)
-			free(c->diffs[j]);
-	free(c->diffs);
-	free(c->nr_tested);
-	c->rows = NULL;
-	c->diffs = NULL;
-	c->nr_tested = NULL;
-	c->nr_rows = c->alloc_rows = 0;
-}
-
-void comparison_analyze(struct comparison *c)
-{
-	compare_runs(c);
-	compare_modules(c);
+	return c->ready ? M_READY : M_WALL;
 }
 
 /* "1.23x slower", "1.10x faster", "same" from the ratio of medians. */
@@ -429,11 +189,14 @@ static void table_modules(const struct comparison *c, size_t j, struct buf *out)
 
 void compare_render_table(const struct comparison *c, struct buf *out)
 {
-	size_t j, i, m;
+	size_t j, i, k, m;
 
 	buf_addf(out, "coldstart compare: %zu %s, %d measured runs each, interleaved", c->nr, c->what, c->runs);
 	buf_addf(out, ",\n  after %d warm-up round%s%s\n", c->warmup, c->warmup == 1 ? "" : "s",
 		 c->cold ? ", page cache evicted before each run (--cold)" : "");
+	if (c->requests)
+		buf_addf(out, "  once ready, %d requests a run, one at a time: req p50, p95 their latency\n",
+			 c->requests);
 	for (j = 0; j < c->nr; j++)
 		buf_addf(out, "  %s  %s\n", c->v[j].id, c->v[j].label);
 	for (j = 0; j < c->nr; j++)
@@ -447,9 +210,15 @@ void compare_render_table(const struct comparison *c, struct buf *out)
 				 "  ! %s: %zu of %zu measured runs were not cold (the eviction did not take; "
 				 "docs/cold.md)\n",
 				 c->v[j].id, c->v[j].nr_not_cold, measured_runs(&c->v[j]));
+	for (j = 0; j < c->nr; j++)
+		if (c->v[j].requests_failed)
+			buf_addf(out,
+				 "  ! %s: %zu of %zu requests after ready failed: the latency is the answered ones'\n",
+				 c->v[j].id, c->v[j].requests_failed, c->v[j].requests_asked);
 	buf_addch(out, '\n');
-	for (m = 0; m < M__COUNT; m++) {
-		if (!metric_shown(c, m))
+	for (k = 0; k < M__COUNT; k++) {
+		m = shown_order(c, k);
+		if (!compare_metric_shown(c, m))
 			continue;
 		buf_addf(out, "  %-8s ", compare_metric_name[m]);
 		add_padded(out, "median ± MAD", 24);
@@ -490,8 +259,9 @@ void compare_render_table(const struct comparison *c, struct buf *out)
 		const struct compare_side *v = &c->v[j];
 		bool first = true;
 
-		for (m = 0; m < M__COUNT; m++) {
-			if (!metric_shown(c, m) || !v->metric[m].nr || !c->v[0].metric[m].nr)
+		for (k = 0; k < M__COUNT; k++) {
+			m = shown_order(c, k);
+			if (!compare_metric_shown(c, m) || !v->metric[m].nr || !c->v[0].metric[m].nr)
 				continue;
 			if (first)
 				buf_addf(out, "  %s vs A   %-8s ", v->id, compare_metric_name[m]);
@@ -537,17 +307,50 @@ static void md_cell(struct buf *out, const char *s)
 	}
 }
 
+/* Each variant against A, figure by figure, with the verdict in words ("cannot be significant"). */
+static void md_verdicts(const struct comparison *c, struct buf *out)
+{
+	size_t j, k, m;
+
+	if (c->nr < 2)
+		return;
+	buf_adds(out, "\n| | figure | vs A | difference | p | |\n|---|---|---:|---:|---:|---|\n");
+	for (j = 1; j < c->nr; j++) {
+		const struct compare_side *v = &c->v[j];
+
+		for (k = 0; k < M__COUNT; k++) {
+			bool sig;
+
+			m = shown_order(c, k);
+			sig = v->vs.p_adj[m] < ALPHA;
+			if (!compare_metric_shown(c, m) || !v->metric[m].nr || !c->v[0].metric[m].nr)
+				continue;
+			buf_addf(out, "| %s | %s | %s", v->id, compare_metric_name[m], sig ? "**" : "");
+			add_ratio(out, v->vs.ratio[m]);
+			buf_adds(out, sig ? "** | " : " | ");
+			add_signed_duration(out, v->metric[m].s.median - c->v[0].metric[m].s.median);
+			buf_adds(out, " | ");
+			add_p(out, v->vs.p_adj[m]);
+			buf_adds(out, " | ");
+			add_verdict(out, &v->vs.mw[m], v->vs.p_adj[m]);
+			buf_adds(out, " |\n");
+		}
+	}
+}
+
 void compare_render_markdown(const struct comparison *c, struct buf *out)
 {
 	size_t j, i, m;
 
 	buf_addf(out, "### coldstart compare: %zu %s\n\n", c->nr, c->what);
-	buf_adds(out, "| | variant | wall (median ± MAD) | min … max | imports | CPU |");
-	if (c->ready)
-		buf_adds(out, " ready |");
-	buf_adds(out, " vs A | p |\n|---|---|---:|---:|---:|---:|");
-	if (c->ready)
-		buf_adds(out, "---:|");
+	buf_adds(out, "| | variant | wall (median ± MAD) | min … max |");
+	for (m = M_IMPORTS; m < M__COUNT; m++)
+		if (compare_metric_shown(c, m))
+			buf_addf(out, " %s |", compare_metric_name[m]);
+	buf_addf(out, " vs A%s | p |\n|---|---|---:|---:|", c->ready ? " (ready)" : "");
+	for (m = M_IMPORTS; m < M__COUNT; m++)
+		if (compare_metric_shown(c, m))
+			buf_adds(out, "---:|");
 	buf_adds(out, "---|---:|\n");
 	for (j = 0; j < c->nr; j++) {
 		const struct compare_side *v = &c->v[j];
@@ -559,7 +362,7 @@ void compare_render_markdown(const struct comparison *c, struct buf *out)
 		buf_adds(out, " | ");
 		add_range(out, &v->metric[M_WALL].s, "…");
 		for (m = M_IMPORTS; m < M__COUNT; m++) {
-			if (!metric_shown(c, m))
+			if (!compare_metric_shown(c, m))
 				continue;
 			buf_adds(out, " | ");
 			if (v->metric[m].nr)
@@ -569,13 +372,14 @@ void compare_render_markdown(const struct comparison *c, struct buf *out)
 		}
 		buf_adds(out, " | ");
 		if (j) {
-			bool sig = v->vs.p_adj[M_WALL] < ALPHA;
+			enum compare_metric h = headline(c);
+			bool sig = v->vs.p_adj[h] < ALPHA;
 
 			buf_adds(out, sig ? "**" : "");
-			add_ratio(out, v->vs.ratio[M_WALL]);
+			add_ratio(out, v->vs.ratio[h]);
 			buf_adds(out, sig ? "**" : "");
 			buf_adds(out, " | ");
-			add_p(out, v->vs.p_adj[M_WALL]);
+			add_p(out, v->vs.p_adj[h]);
 		} else {
 			buf_adds(out, "baseline | ");
 		}
@@ -590,6 +394,13 @@ void compare_render_markdown(const struct comparison *c, struct buf *out)
 		if (c->v[j].nr_not_cold)
 			buf_addf(out, "\n%s: %zu of %zu measured runs were not cold (the eviction did not take).\n",
 				 c->v[j].id, c->v[j].nr_not_cold, measured_runs(&c->v[j]));
+	for (j = 0; j < c->nr; j++)
+		if (c->v[j].requests_failed)
+			buf_addf(
+				out,
+				"\n**%s: %zu of %zu requests after ready failed**: the latency is the answered ones'.\n",
+				c->v[j].id, c->v[j].requests_failed, c->v[j].requests_asked);
+	md_verdicts(c, out);
 	for (j = 1; j < c->nr; j++) {
 		const struct module_diff *d = c->diffs[j];
 		size_t shown = 0;
@@ -679,6 +490,7 @@ char *compare_render_json(const struct comparison *c)
 	json_object_set_new(root, "runs", json_integer(c->runs));
 	json_object_set_new(root, "warmup", json_integer(c->warmup));
 	json_object_set_new(root, "cold", json_boolean(c->cold));
+	json_object_set_new(root, "requests", json_integer(c->requests));
 	json_object_set_new(root, "interleaved", json_true());
 	json_object_set_new(root, "test", json_string("mann-whitney-u"));
 	json_object_set_new(root, "alternative", json_string("two-sided"));
@@ -701,13 +513,18 @@ char *compare_render_json(const struct comparison *c)
 		limits_describe(&v->p->limits, &lim);
 		json_object_set_new(jv, "limits", json_string(lim.buf));
 		for (m = 0; m < M__COUNT; m++)
-			if (metric_shown(c, m))
+			if (compare_metric_shown(c, m))
 				json_object_set_new(metrics, metric_key[m], json_summary(&v->metric[m]));
 		json_object_set_new(jv, "metrics", metrics);
 		json_object_set_new(jv, "failed_runs", json_integer((json_int_t)v->nr_failed));
 		json_object_set_new(jv, "failure", v->failure ? json_string(v->failure) : json_null());
+		json_object_set_new(jv, "cold", json_boolean(v->cold));
 		json_object_set_new(jv, "not_cold_runs",
-				    c->cold ? json_integer((json_int_t)v->nr_not_cold) : json_null());
+				    v->cold ? json_integer((json_int_t)v->nr_not_cold) : json_null());
+		if (c->requests) {
+			json_object_set_new(jv, "requests_asked", json_integer((json_int_t)v->requests_asked));
+			json_object_set_new(jv, "requests_failed", json_integer((json_int_t)v->requests_failed));
+		}
 		for (i = 0; i < v->p->nr_runs; i++) {
 			const struct run *r = &v->p->runs[i];
 			json_t *jr = json_object();
@@ -716,11 +533,15 @@ char *compare_render_json(const struct comparison *c)
 			json_object_set_new(jr, "status", json_string(run_status_name(r->status)));
 			json_object_set_new(jr, "exit_code", json_integer(r->exit_code));
 			for (m = 0; m < M__COUNT; m++)
-				if (metric_shown(c, m))
+				if (compare_metric_shown(c, m))
 					json_object_set_new(jr, metric_key[m],
-							    json_i64(run_metric(r, (enum compare_metric)m)));
+							    json_i64(compare_run_metric(r, (enum compare_metric)m)));
 			json_object_set_new(jr, "cold",
 					    r->cold.asked ? json_boolean(cold_figures_took(&r->cold)) : json_null());
+			if (c->requests) {
+				json_object_set_new(jr, "requests_asked", json_integer((json_int_t)r->requests_asked));
+				json_object_set_new(jr, "requests_ok", json_integer((json_int_t)r->requests_ok));
+			}
 			if (!r->warmup) {
 				json_object_set_new(jr, "outlier",
 						    json_boolean(r->wall_us != UNKNOWN && v->outlier[k]));
@@ -742,7 +563,7 @@ char *compare_render_json(const struct comparison *c)
 		for (m = 0; m < M__COUNT; m++) {
 			json_t *jm;
 
-			if (!metric_shown(c, m) || !v->metric[m].nr || !c->v[0].metric[m].nr)
+			if (!compare_metric_shown(c, m) || !v->metric[m].nr || !c->v[0].metric[m].nr)
 				continue;
 			jm = json_test(&v->vs.mw[m], v->vs.p_adj[m]);
 			json_object_set_new(jm, "ratio", json_real(v->vs.ratio[m]));

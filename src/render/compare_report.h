@@ -1,96 +1,13 @@
 /*
- * A comparison of variants (`coldstart compare`): the figures of each
- * variant's measured runs, each variant against the first (A), the modules
- * whose self time differs, and the table, Markdown and JSON that show it.
- * The caller runs the variants and owns their profiles; everything here
- * reads them, and nothing prints.
+ * A comparison of variants (`coldstart compare`) shown: the table, the
+ * Markdown and the JSON of the figures compare_figures.h works out.
+ * Nothing here prints: each renderer appends to the caller's buffer.
  */
 #ifndef COLDSTART_COMPARE_REPORT_H
 #define COLDSTART_COMPARE_REPORT_H
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-
-#include "analysis/compare.h"
-#include "model/profile.h"
-#include "model/stats.h"
+#include "render/compare_figures.h"
 #include "util.h"
-
-/* Differences are significant below this (after Holm's adjustment). */
-#define COMPARE_ALPHA 0.05
-
-/* What is measured of each run, and compared. */
-/* M_LISTENING: the first connection the listener accepted, shown where it differs from ready (http://). */
-enum compare_metric { M_WALL, M_IMPORTS, M_CPU, M_READY, M_LISTENING, M__COUNT };
-
-struct sample {
-	int64_t *v; /* one value a measured run, UNKNOWN skipped */
-	size_t nr;
-	struct summary s;
-};
-
-/* One variant against the first (A). */
-struct versus {
-	double ratio[M__COUNT]; /* median of this variant / median of A; 0 when unknown */
-	struct mw_result mw[M__COUNT];
-	double p_adj[M__COUNT]; /* Holm over the variants compared with A */
-};
-
-/* One variant as the comparison sees it: its profile and what is worked out from its measured runs. */
-struct compare_side {
-	char id[2];
-	const char *label; /* borrowed */
-	const struct profile *p; /* borrowed */
-	struct sample metric[M__COUNT];
-	bool *outlier; /* per wall sample */
-	size_t nr_outliers;
-	size_t nr_failed; /* measured runs that failed, or never got ready with --ready */
-	char *failure; /* how the first of them failed, or NULL */
-	size_t nr_not_cold; /* --cold: measured runs whose eviction did not take */
-	struct versus vs;
-};
-
-/* One module's self time per measured run, in each variant. */
-struct module_row {
-	char *name;
-	int64_t **v; /* [variant][run] */
-	int64_t *median; /* [variant] */
-	size_t *present; /* [variant]: runs it was imported in */
-};
-
-/* A module's difference between variant j and A. */
-struct module_diff {
-	size_t row;
-	int64_t delta;
-	struct mw_result mw;
-	double p_adj;
-	bool tested;
-};
-
-struct comparison {
-	struct compare_side *v; /* the caller's, nr of them */
-	size_t nr;
-	struct module_row *rows;
-	size_t nr_rows, alloc_rows;
-	/* For each variant j >= 1: its differences with A, sorted by |delta|. */
-	struct module_diff **diffs;
-	size_t *nr_tested;
-	/* How the runs were made, for the outputs: set by the caller. */
-	int runs, warmup, top; /* measured runs and warm-up rounds; modules shown a pair */
-	bool cold, ready;
-	bool listening; /* some measured run listened at another time than it was ready */
-	const char *what; /* "interpreters", "limit sets", "commands", ... */
-};
-
-/*
- * Works out every side's figures (medians, spreads, outliers), each side
- * against A (ratios, tests, Holm over the sides), and the modules of each
- * pair.  c->v[*].id, label, p and the run fields must be set.
- */
-void comparison_analyze(struct comparison *c);
-/* Frees what comparison_analyze made (not the sides array, the labels or the profiles). */
-void comparison_release(struct comparison *c);
 
 /* The table a terminal shows. */
 void compare_render_table(const struct comparison *c, struct buf *out);

@@ -495,10 +495,16 @@ void measure_session_release(struct measure_session *s)
 	s->cold = NULL;
 }
 
+/* Whether the session's runs evict the target's files first: --cold, or the command's choice for it. */
+static bool evicts(const struct measure_session *s)
+{
+	return s->evict || s->opts->cold;
+}
+
 /* --cold where the target's files are not this host's (a container): a usage error, said once. */
 static int cold_check(struct measure_session *s)
 {
-	if (!s->opts->cold || s->target->paths_on_host)
+	if (!evicts(s) || s->target->paths_on_host)
 		return 0;
 	error("--cold evicts this host's page cache, and the target's files are not on this host "
 	      "(a container's image): run it with 'coldstart profile'");
@@ -627,9 +633,9 @@ static int first_run_checks(struct measure_session *s)
 	return ret;
 }
 
-int measure_warmups(const struct measure_opts *m)
+int measure_warmups(const struct measure_opts *m, bool evict)
 {
-	return m->cold && m->warmup < 1 ? 1 : m->warmup;
+	return evict && m->warmup < 1 ? 1 : m->warmup;
 }
 
 int measure_run_one(struct measure_session *s, enum measure_kind kind)
@@ -655,7 +661,7 @@ int measure_run_one(struct measure_session *s, enum measure_kind kind)
 	r->baseline = kind == MEASURE_BASELINE;
 	r->warmup = kind != MEASURE_MEASURED;
 	s->ro.use_limits = !t->applies_limits && limits_any(&p->limits) && !r->baseline;
-	if (m->cold) {
+	if (evicts(s)) {
 		if (!s->cold)
 			cold_start(s);
 		if (cold_evict(s->cold, &r->cold, &err) < 0) {
@@ -680,7 +686,7 @@ int measure_run_one(struct measure_session *s, enum measure_kind kind)
 		error("%s", err.buf);
 	if (t->run_end)
 		rc = t->run_end(t->self, p, r, failed ? &why : NULL);
-	if (m->cold && !failed)
+	if (evicts(s) && !failed)
 		cold_learn_run(s->cold, r);
 	buf_release(&err);
 	if (failed && why.signo)
@@ -708,16 +714,16 @@ int measure_run(struct measure_session *s)
 		int n;
 	} seq[3] = {
 		{ MEASURE_BASELINE, s->baseline ? m->runs : 0 },
-		{ MEASURE_WARMUP, measure_warmups(m) },
+		{ MEASURE_WARMUP, measure_warmups(m, evicts(s)) },
 		{ MEASURE_MEASURED, m->runs },
 	};
 	bool tty = isatty(2);
 	int total = seq[0].n + seq[1].n + seq[2].n, ret = 0, i, k;
 
 	/* With --cold the warm-up learns which files to evict, so it goes first. */
-	if (m->cold) {
+	if (evicts(s)) {
 		seq[0].kind = MEASURE_WARMUP;
-		seq[0].n = measure_warmups(m);
+		seq[0].n = measure_warmups(m, true);
 		seq[1].kind = MEASURE_BASELINE;
 		seq[1].n = s->baseline ? m->runs : 0;
 	}

@@ -126,7 +126,12 @@ struct measure_session {
 	char *cache_tag; /* sys.implementation.cache_tag, "cpython-311" */
 	struct strvec ext_suffixes; /* importlib.machinery.EXTENSION_SUFFIXES */
 	struct strvec search_dirs; /* sys.path under -E -s: the stdlib, lib-dynload, site-packages */
-	/* --cold: the files the runs so far read (cold.h); NULL until the first run. */
+	/*
+	 * Evict the target's files before each run even without opts->cold:
+	 * the command's choice for this session (compare --cache cold).
+	 */
+	bool evict;
+	/* With evict: the files the runs so far read (cold.h); NULL until the first run. */
 	struct cold_set *cold;
 	bool checked; /* the checks of the first run are done */
 };
@@ -196,8 +201,8 @@ int measure_run_one(struct measure_session *s, enum measure_kind kind);
  * after a message when signal N came in the meantime.
  */
 int measure_runs_done(void);
-/* How many warm-up runs measure_run makes: --warmup, and at least one with --cold. */
-int measure_warmups(const struct measure_opts *m);
+/* How many warm-up runs measure_run makes: --warmup, and at least one with --cold (evict true). */
+int measure_warmups(const struct measure_opts *m, bool evict);
 
 /* Classifies the profile's imports with what the probe said, and runs the findings. */
 void measure_analyze(struct measure_session *s);

@@ -22,6 +22,7 @@
 #include "ingest/importtime.h"
 #include "sys/launch.h"
 #include "sys/leftover.h"
+#include "sys/http_load.h"
 #include "sys/ready.h"
 #include "ingest/trace.h"
 #include "outfile.h"
@@ -57,6 +58,7 @@ struct run_state {
 	long pid; /* the target's process, kept after it is reaped */
 	struct it_parser *ps;
 	struct ready *rd; /* NULL without --ready */
+	struct http_load *load; /* the requests after ready (runner_opts.requests), once ready */
 	struct buf pass; /* parser passthrough, forwarded to our stderr */
 	/* Deadlines, CLOCK_MONOTONIC ns; 0 = none. */
 	int64_t timeout_at, grace_at, drain_at, ready_at;
@@ -359,12 +361,14 @@ static void step_ready(struct run_state *st, int64_t now)
 	struct buf rerr = BUF_INIT;
 	int rs;
 
-	if (!st->rd || st->exited || st->stopping)
+	if (!st->rd || st->exited || st->stopping || st->load)
 		return;
 	rs = ready_step(st->rd, &rerr);
 	if (rs < 0)
 		alert(st, "readiness: %s", rerr.buf);
-	if (rs != 0)
+	if (rs > 0 && st->o->requests && st->o->ready->kind == READY_HTTP)
+		st->load = http_load_new(st->o->ready, st->o->requests, st->o->ready_timeout_us);
+	else if (rs != 0)
 		stop_target(st, now);
 	else if (st->ready_at && now > st->ready_at) {
 		struct buf why = BUF_INIT;
@@ -376,6 +380,17 @@ static void step_ready(struct run_state *st, int64_t now)
 		stop_target(st, now);
 	}
 	buf_release(&rerr);
+}
+
+/* The requests after ready: on to the next; when all are answered (or the target exited), stop it. */
+static void step_load(struct run_state *st, int64_t now)
+{
+	if (!st->load || st->stopping)
+		return;
+	if (st->exited)
+		http_load_abandon(st->load);
+	else if (http_load_step(st->load))
+		stop_target(st, now);
 }
 
 /*
@@ -432,7 +447,7 @@ static int poll_timeout(const struct run_state *st, int probe_ms)
 	if (!st->exited) {
 		earliest(&at, st->timeout_at);
 		earliest(&at, st->grace_at);
-		if (st->rd && !st->stopping)
+		if (st->rd && !st->stopping && !st->load)
 			earliest(&at, st->ready_at);
 	} else {
 		earliest(&at, st->drain_at);
@@ -465,7 +480,11 @@ static int poll_once(struct run_state *st, struct buf *err)
 	if (st->c.err_fd >= 0)
 		pfd[nfd++] = (struct pollfd){ .fd = st->c.err_fd, .events = POLLIN };
 	pfd[nfd++] = (struct pollfd){ .fd = sig_pipe[0], .events = POLLIN };
-	if (st->rd && !st->stopping && !st->exited) {
+	if (st->load && !st->stopping && !st->exited) {
+		rfd = http_load_pollfd(st->load, &probe_events, &probe_ms);
+		if (rfd >= 0)
+			pfd[nfd++] = (struct pollfd){ .fd = rfd, .events = probe_events };
+	} else if (st->rd && !st->stopping && !st->exited) {
 		rfd = ready_pollfd(st->rd, &probe_events, &probe_ms);
 		if (rfd >= 0)
 			pfd[nfd++] = (struct pollfd){ .fd = rfd, .events = probe_events };
@@ -484,6 +503,7 @@ static int poll_once(struct run_state *st, struct buf *err)
 		return -1;
 	read_stderr(st);
 	step_ready(st, now);
+	step_load(st, now);
 	if (!st->exited && st->timeout_at && now > st->timeout_at) {
 		st->timed_out = true;
 		kill_everything(st);
@@ -542,6 +562,22 @@ static void check_imports(struct run_state *st, size_t from_rows)
 				    "coldstart?): the imports are the tracer's alone");
 }
 
+/* The figures of the requests after ready, and a warning for those that failed. */
+static void collect_load(struct run_state *st)
+{
+	struct http_load_result res;
+
+	http_load_abandon(st->load); /* none left under way: the target was stopped */
+	http_load_result(st->load, &res);
+	st->r->requests_asked = res.asked;
+	st->r->requests_ok = res.ok;
+	st->r->requests_median_us = res.median_us;
+	st->r->requests_p95_us = res.p95_us;
+	if (res.failed)
+		alert(st, "requests after ready: %zu of %zu failed (%s)", res.failed, res.asked,
+		      res.failure ? res.failure : "not sent");
+}
+
 /* After the target ended: what it left behind, the parser's end, the figures, the trace. */
 static void collect(struct run_state *st)
 {
@@ -589,6 +625,8 @@ static void collect(struct run_state *st)
 		r->ready_ns = ready_ready_ns(st->rd);
 		r->listening_us = ready_listening_us(st->rd);
 	}
+	if (st->load)
+		collect_load(st);
 	if (st->traced) {
 		struct buf terr = BUF_INIT;
 
@@ -614,6 +652,7 @@ static void release(struct run_state *st)
 		cgroup_destroy(st->cg);
 	if (st->rd)
 		ready_free(st->rd);
+	http_load_free(st->load);
 	if (st->ps)
 		it_parser_free(st->ps);
 	if (st->traced || st->ts.dir)

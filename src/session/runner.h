@@ -28,6 +28,12 @@ struct runner_opts {
 	int64_t timeout_us; /* 0 = none */
 	const struct ready_spec *ready; /* readiness probe (ready.h) or NULL */
 	int64_t ready_timeout_us; /* how long to wait for readiness */
+	/*
+	 * With an http:// ready: once ready, this many requests one after
+	 * another (http_load.h), each given ready_timeout_us, before the target
+	 * is stopped; 0: stop it at once.
+	 */
+	size_t requests;
 	bool quiet; /* drop the target's stderr instead of forwarding it */
 	int raw_fd; /* >= 0: every byte of the target's stderr is copied here too */
 	int stdout_fd; /* >= 0: the target's stdout goes here (2: coldstart's stderr); -1: coldstart's stdout */

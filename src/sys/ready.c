@@ -5,6 +5,7 @@
  * interval.  The specs are parsed in ready_spec.c.
  */
 #include "sys/ready.h"
+#include "sys/http_load.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -329,30 +330,6 @@ static void build_request(struct ready *rd)
 	}
 }
 
-/* Returns the HTTP status once the whole response is in, 0 while incomplete. */
-static int response_status(const struct buf *resp, bool eof)
-{
-	const char *hdr_end = memmem(resp->buf, resp->len, "\r\n\r\n", 4);
-	const char *cl;
-	int status = 0;
-	long len = -1;
-
-	if (!hdr_end)
-		return 0;
-	if (sscanf(resp->buf, "HTTP/1.%*d %d", &status) != 1 || status < 100)
-		return -1;
-	cl = strcasestr(resp->buf, "\r\ncontent-length:");
-	if (cl && cl < hdr_end)
-		len = strtol(cl + 17, NULL, 10);
-	if (len >= 0 && (size_t)(hdr_end + 4 - resp->buf) + (size_t)len > resp->len)
-		return 0;
-	if (len < 0 && !eof && !strcasestr(resp->buf, "\r\ntransfer-encoding: chunked"))
-		return 0;
-	if (len < 0 && !eof && !memmem(resp->buf, resp->len, "\r\n0\r\n\r\n", 7))
-		return 0;
-	return status;
-}
-
 /* The Fn agent's limit on FN_LISTENER's path: a unix socket address. */
 #define FN_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
 
@@ -506,64 +483,17 @@ static int judge_http(struct ready *rd, int status, int64_t now, struct buf *err
 	return ret;
 }
 
-/*
- * recv() that also notes in rd->arrived_ns when the data arrived, from the
- * socket's SO_TIMESTAMPNS (CLOCK_REALTIME, moved to CLOCK_MONOTONIC by the
- * clocks' offset now): on a loaded machine the loop may read an answer
- * milliseconds after it came, and the server goes on meanwhile.
- */
-static ssize_t recv_stamped(struct ready *rd, char *chunk, size_t size)
-{
-	char control[CMSG_SPACE(sizeof(struct timespec))];
-	struct iovec iov = { .iov_base = chunk, .iov_len = size };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof(control)
-	};
-	struct cmsghdr *cm;
-	ssize_t n = recvmsg(rd->fd, &msg, 0);
-
-	if (n <= 0)
-		return n;
-	for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
-		struct timespec ts, real, mono;
-		int64_t at;
-
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_TIMESTAMPNS)
-			continue;
-		memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
-		clock_gettime(CLOCK_REALTIME, &real);
-		clock_gettime(CLOCK_MONOTONIC, &mono);
-		at = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec -
-		     (((int64_t)real.tv_sec - mono.tv_sec) * 1000000000 + real.tv_nsec - mono.tv_nsec);
-		rd->arrived_ns = at;
-	}
-	return n;
-}
-
 /* Reads the answer; 0 while incomplete, else as judge_http or the Fn rule. */
 static int step_reading(struct ready *rd, int64_t now, struct buf *err)
 {
-	char chunk[65536];
-	bool eof = false;
-	int status;
+	int status, rc = http_read_available(rd->fd, &rd->resp, MAX_RESPONSE, &rd->arrived_ns);
+	bool eof = rc == 1;
 
-	for (;;) {
-		ssize_t n = recv_stamped(rd, chunk, sizeof(chunk));
-
-		if (n > 0) {
-			if (rd->resp.len + (size_t)n > MAX_RESPONSE) {
-				buf_addf(err, "first response is larger than %u bytes", MAX_RESPONSE);
-				return -1;
-			}
-			buf_add(&rd->resp, chunk, (size_t)n);
-			continue;
-		}
-		if (n == 0) {
-			eof = true;
-			break;
-		}
-		if (errno == EAGAIN || errno == EINTR)
-			break;
+	if (rc < 0 && errno == E2BIG) {
+		buf_addf(err, "first response is larger than %u bytes", MAX_RESPONSE);
+		return -1;
+	}
+	if (rc < 0) {
 		if (rd->spec->kind == READY_HTTP && !rd->resp.len) {
 			/* Reset before any answer: not ready yet. */
 			close_fd(&rd->fd);
@@ -573,7 +503,7 @@ static int step_reading(struct ready *rd, int64_t now, struct buf *err)
 		buf_addf(err, "reading the first response failed: %s", strerror(errno));
 		return -1;
 	}
-	status = response_status(&rd->resp, eof);
+	status = http_response_status(&rd->resp, eof);
 	if (!status && !eof)
 		return 0;
 	if (!status) {
