@@ -199,6 +199,13 @@ CASES = [
     ("plan_import_noisy", "noisy.handler", TWO, {}, None),
     ("plan_event_not_json", "funcs.ret_echo", ['{"a": 1}', "not json"],
      {}, None),
+    # The plan is made without RAISE_AT_IMPORT (_make_plan), so the
+    # module loaded then; its body raising is reported with logging set
+    # up at that moment.
+    ("plan_init_raises", "raises_when.handler", TWO,
+     {"RAISE_AT_IMPORT": "1"}, None),
+    ("plan_init_raises_json", "raises_when.handler", TWO,
+     {"RAISE_AT_IMPORT": "1", "AWS_LAMBDA_LOG_FORMAT": "JSON"}, None),
 ]
 PLANNED = {c[0] for c in CASES if c[0].startswith("plan_")}
 
@@ -381,6 +388,7 @@ def _make_plan(workdir, case):
         f.write(events[0])
     penv = clean_env()
     penv.update(env, COLDSTART_PYTHON=PY, PYTHONDONTWRITEBYTECODE="1")
+    penv.pop("RAISE_AT_IMPORT", None)
     p = subprocess.run([COLDSTART, "plan", "--lambda", handler, "--request",
                         event, "-o", os.path.join(workdir, name + ".plan")],
                        cwd=os.path.join(workdir, "funcs"), env=penv,
