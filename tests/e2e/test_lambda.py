@@ -506,3 +506,68 @@ def test_serve_events_prints_the_answers_and_the_status(tmp_path):
                        env=_env(None), capture_output=True, text=True,
                        timeout=60)
     assert p.returncode == 2 and "no such event file" in p.stderr
+
+
+QUIET = """
+import sys
+
+
+def handler(event, context):
+    mods = sys.modules
+    logging = mods.get("logging")
+    plan = mods.get("coldstart.plan")
+    return {"logging": "absent" if logging is None else
+            "deferred" if plan is not None and plan.is_deferred(logging)
+            else "loaded",
+            "json": "json" in mods, "idna": "encodings.idna" in mods}
+
+
+def late(event, context):
+    import logging
+    logging.getLogger("late").warning("late record")
+    return [type(h).__name__ for h in logging.getLogger().handlers]
+"""
+
+
+def test_first_call_under_a_plan_loads_no_logging_json_or_idna(tmp_path,
+                                                                coldstart):
+    # Under a plan the runtime sets logging up at its first use (a
+    # function that never logs does not import it); events and answers
+    # go through _json without the json package; the Runtime API's host
+    # is no job for the idna codec.  A function that imports logging in
+    # its call gets awslambdaric's handler and format all the same.
+    (tmp_path / "app.py").write_text(QUIET)
+    (tmp_path / "event.json").write_text('{"k": 1}')
+    env = clean_env()
+    env.update(COLDSTART_PYTHON=PY, PYTHONDONTWRITEBYTECODE="1")
+    for h in ("handler", "late"):
+        p = subprocess.run([COLDSTART, "plan", "--lambda", "app." + h,
+                            "--request", "event.json", "-o", h + ".json"],
+                           cwd=str(tmp_path), env=env, capture_output=True,
+                           text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+    seen = {}
+    for plan in (None, "handler.json"):
+        with RuntimeAPI() as api:
+            api.add_event('{"k": 1}', "q1")
+            extra = {"COLDSTART_PLAN": plan} if plan else {}
+            p = _start([PY, "-m", "coldstart.lambda", "app.handler"],
+                       tmp_path, _env(api, **extra))
+            try:
+                seen[plan] = api.posted("q1").json()
+            finally:
+                _stop(p)
+    assert seen[None] == {"logging": "loaded", "json": False,
+                          "idna": False}, seen
+    assert seen["handler.json"] == {"logging": "deferred", "json": False,
+                                    "idna": False}, seen
+    with RuntimeAPI() as api:
+        api.add_event('{"k": 1}', "l1")
+        p = _start([PY, "-m", "coldstart.lambda", "app.late"], tmp_path,
+                   _env(api, COLDSTART_PLAN="late.json"))
+        try:
+            got = api.posted("l1").json()
+        finally:
+            out, err = _stop(p)
+    assert got == ["LambdaLoggerHandler"], (got, err)
+    assert "[WARNING]\t" in out and "\tl1\tlate record" in out, out

@@ -30,7 +30,7 @@ import tempfile
 
 import pytest
 
-from conftest import DEBIAN_PYTHON, ROOT
+from conftest import COLDSTART, DEBIAN_PYTHON, ROOT, clean_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FUNCS = os.path.join(HERE, "lambda_diff")
@@ -181,7 +181,33 @@ CASES = [
     ("dynamic_missing", "dynamic.nothere", TWO, {}, None),
     ("star_import", "star.handler", EV, {}, None),
     ("eager_ok", "funcs.ret_dict", EV, {}, "eager"),
+    # coldstart.lambda under a start-up plan made from the case's first
+    # event (PLANNED): logging is then set up at its first use.
+    ("plan_log_records", "funcs.log_records", EV, {}, None),
+    ("plan_log_json", "funcs.log_records", EV,
+     {"AWS_LAMBDA_LOG_FORMAT": "JSON"}, None),
+    ("plan_log_level_debug", "funcs.log_records", EV,
+     {"AWS_LAMBDA_LOG_LEVEL": "DEBUG"}, None),
+    ("plan_log_extra", "funcs.log_extra", EV, {}, None),
+    ("plan_ctx_log", "funcs.ctx_log", EV, {}, None),
+    ("plan_raise_nested", "funcs.raise_nested", EV, {}, None),
+    ("plan_late_log", "late_log.second", TWO, {}, None),
+    ("plan_late_log_json", "late_log.second", TWO,
+     {"AWS_LAMBDA_LOG_FORMAT": "JSON"}, None),
+    ("plan_late_log_eager", "late_log.second", TWO, {}, "eager"),
+    ("plan_late_import", "late_import.handler", TWO, {}, None),
+    ("plan_import_noisy", "noisy.handler", TWO, {}, None),
+    ("plan_event_not_json", "funcs.ret_echo", ['{"a": 1}', "not json"],
+     {}, None),
+    # The plan is made without RAISE_AT_IMPORT (_make_plan), so the
+    # module loaded then; its body raising is reported with logging set
+    # up at that moment.
+    ("plan_init_raises", "raises_when.handler", TWO,
+     {"RAISE_AT_IMPORT": "1"}, None),
+    ("plan_init_raises_json", "raises_when.handler", TWO,
+     {"RAISE_AT_IMPORT": "1", "AWS_LAMBDA_LOG_FORMAT": "JSON"}, None),
 ]
+PLANNED = {c[0] for c in CASES if c[0].startswith("plan_")}
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-"
                   r"[0-9a-f]{12}")
@@ -305,6 +331,8 @@ def _run(rie, ric, workdir, case, runtime):
         base["PYTHONPATH"] = os.path.join(ROOT, "python")
         if warm:
             base["COLDSTART_LAMBDA_WARM"] = warm
+        if name in PLANNED:
+            base["COLDSTART_PLAN"] = os.path.join(workdir, name + ".plan")
         cmd = [PY, "-m", "coldstart.lambda", handler]
     stem = os.path.join(workdir, "%s.%s" % (name, runtime))
     spec = {"rie": ["qemu-aarch64", rie], "cmd": cmd,
@@ -334,6 +362,9 @@ def results():
         shutil.copytree(FUNCS, os.path.join(workdir, "funcs"),
                         ignore=shutil.ignore_patterns("__pycache__",
                                                       "rie_run.py"))
+        for case in CASES:
+            if case[0] in PLANNED:
+                _make_plan(workdir, case)
         jobs = {}
         with concurrent.futures.ThreadPoolExecutor(3) as pool:
             for case in CASES:
@@ -346,6 +377,25 @@ def results():
         yield out
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _make_plan(workdir, case):
+    """coldstart plan --lambda for a PLANNED case, from its first event,
+    with its environment."""
+    name, handler, events, env, _ = case
+    event = os.path.join(workdir, name + ".event")
+    with open(event, "w") as f:
+        f.write(events[0])
+    penv = clean_env()
+    penv.update(env, COLDSTART_PYTHON=PY, PYTHONDONTWRITEBYTECODE="1")
+    penv.pop("RAISE_AT_IMPORT", None)
+    p = subprocess.run([COLDSTART, "plan", "--lambda", handler, "--request",
+                        event, "-o", os.path.join(workdir, name + ".plan")],
+                       cwd=os.path.join(workdir, "funcs"), env=penv,
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode:
+        raise AssertionError("coldstart plan for %s failed: %s" % (
+            name, p.stderr[-600:]))
 
 
 def _seen(r):

@@ -41,6 +41,13 @@ class RuntimeAPI(object):
     def __init__(self, address):
         self.address = address
         self.host, self.port = _split_address(address)
+        # getaddrinfo() encodes a str host with the idna codec, which
+        # imports encodings.idna, stringprep and unicodedata (a millisecond
+        # of CPU before the first event); an ASCII host goes as bytes.
+        try:
+            self.host_arg = self.host.encode("ascii")
+        except UnicodeEncodeError:
+            self.host_arg = self.host
         self.sock = None
         self.buf = b""
         self.user_agent = "coldstart-lambda/%s (python %d.%d.%d)" % (
@@ -49,7 +56,7 @@ class RuntimeAPI(object):
     def _connect(self):
         last = None
         for family, type_, proto, _, addr in _socket.getaddrinfo(
-                self.host, self.port, 0, _socket.SOCK_STREAM):
+                self.host_arg, self.port, 0, _socket.SOCK_STREAM):
             s = _socket.socket(family, type_, proto)
             try:
                 s.connect(addr)

@@ -258,10 +258,13 @@ def _load(prepared):
             finder.remove()
 
 
+def _preview_warning_due():
+    return (not os.environ.get("LAMBDA_DISABLE_PREVIEW_WARN", "") and
+            os.environ.get("AWS_EXECUTION_ENV", "") in PREVIEW_RUNTIME_ENVS)
+
+
 def _log_preview_runtime_warning():
-    if os.environ.get("LAMBDA_DISABLE_PREVIEW_WARN", ""):
-        return
-    if os.environ.get("AWS_EXECUTION_ENV", "") in PREVIEW_RUNTIME_ENVS:
+    if _preview_warning_due():
         import logging
         link = "https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtimes.html"
         if os.environ.get("AWS_REGION", "").startswith("cn-"):
@@ -279,10 +282,23 @@ class _Logging(object):
         self.done = False
 
     def setup(self):
+        """Sets up logging as awslambdaric does, now or, under a start-up
+        plan when nothing has imported logging yet, right after logging's
+        body at its first use (coldstart.plan.defer_then): a function that
+        never logs does not import logging, traceback and string (as
+        coldstart-fdk does), and one that logs sees the same handler."""
         if not self.done:
             self.done = True
-            logs.setup_logging(self.sink, _request_ids)
-            _log_preview_runtime_warning()
+            planner = sys.modules.get("coldstart.plan")
+            if planner is not None and planner.installed() is not None \
+                    and not _preview_warning_due() \
+                    and planner.defer_then("logging", self._configure):
+                return
+            self._configure()
+
+    def _configure(self):
+        logs.setup_logging(self.sink, _request_ids)
+        _log_preview_runtime_warning()
 
 
 def _init_failed(error_result, log_setup):
@@ -293,9 +309,9 @@ def _init_failed(error_result, log_setup):
 
 
 def _parse_json_header(header, name):
-    import json
+    from .marshalling import loads
     try:
-        return json.loads(header)
+        return loads(header)
     except Exception as e:
         raise FaultException(
             FaultException.LAMBDA_CONTEXT_UNMARSHAL_ERROR,
@@ -482,9 +498,9 @@ def run(handler, api, warm, report=None, plan=None, max_events=None):
             if warm != WARM_EAGER:
                 prepared = prepare(handler)
             if prepared is None:
-                log_setup.setup()
                 _apply_plan(plan)
                 plan = None
+                log_setup.setup()
                 request_handler = _get_handler(handler)
         except FaultException as e:
             error_result = make_error(e.msg, e.exception_type, e.trace)
@@ -514,9 +530,9 @@ def run(handler, api, warm, report=None, plan=None, max_events=None):
             invoke_id = inv.headers["lambda-runtime-aws-request-id"]
             if request_handler is None:
                 try:
-                    log_setup.setup()
                     _apply_plan(plan)
                     plan = None
+                    log_setup.setup()
                     request_handler = _load(prepared)
                 except FaultException as e:
                     error_result = make_error(e.msg, e.exception_type,

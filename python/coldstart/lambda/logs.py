@@ -4,7 +4,8 @@ handler with its text or JSON format (AWS_LAMBDA_LOG_FORMAT), its level
 (AWS_LAMBDA_LOG_LEVEL), and the [ERROR] record of a failed call or init.
 
 The logging module is imported only by setup_logging(), which the runtime
-calls just before it imports the handler's module.
+calls just before it imports the handler's module or, under a start-up
+plan, right after logging's body runs at its first use (bootstrap.py).
 """
 
 import os

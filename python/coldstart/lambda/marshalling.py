@@ -10,13 +10,28 @@ have one) is written as the dict it returns, bytes as their UTF-8 text,
 bytes keys likewise.  A scan of the containers for namedtuples decides
 which encoder runs (it is skipped when no such class exists); when the
 fast one raises, the slow one runs to raise as simplejson does.
+
+The json package itself is not imported (its regular expressions cost a
+millisecond of CPU at the first event, and `re` with them): the C
+scanner and encoder of _json do what json.loads() and json.dumps() would
+with them, and a document that does not parse goes to json.loads() for
+its exception.
 """
 
-import json
 import os
 import sys
 
 from .errors import FaultException
+
+try:
+    from _json import encode_basestring as _quote
+    from _json import encode_basestring_ascii as _quote_ascii
+    from _json import make_encoder as _make_encoder
+    from _json import make_scanner as _make_scanner
+except ImportError:  # no C accelerator: json's Python code
+    from json.encoder import encode_basestring as _quote
+    from json.encoder import encode_basestring_ascii as _quote_ascii
+    _make_encoder = _make_scanner = None
 
 _ENSURE_ASCII_OFF = {"AWS_Lambda_python3.12", "AWS_Lambda_python3.13",
                      "AWS_Lambda_python3.14", "AWS_Lambda_python3.15"}
@@ -41,6 +56,43 @@ def _decimal_text(o):
 
 
 _SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
+class _DecodeContext(object):
+    """What the C scanner reads of a json.JSONDecoder() with no arguments
+    (json.loads' own)."""
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {"-Infinity": -_INF, "Infinity": _INF,
+                      "NaN": float("nan")}.__getitem__
+    strict = True
+    memo = {}
+
+
+_scan = _make_scanner(_DecodeContext()) if _make_scanner else None
+
+
+def _skip_space(s, i):
+    # json.decoder's WHITESPACE: [ \t\n\r]*
+    n = len(s)
+    while i < n and s[i] in " \t\n\r":
+        i += 1
+    return i
+
+
+def loads(s):
+    """json.loads(s) for a str s, raising what it raises."""
+    if _scan is not None and not s.startswith("\ufeff"):
+        try:
+            obj, end = _scan(s, _skip_space(s, 0))
+            if _skip_space(s, end) == len(s):
+                return obj
+        except Exception:
+            pass
+    import json
+    return json.loads(s)
 
 
 def _asdict_types():
@@ -88,14 +140,14 @@ def _needs_slow(obj):
     return False
 
 
-class _Fast(json.JSONEncoder):
-    """The standard encoder with default() for what simplejson writes and
-    the standard one cannot: Decimal (as a marker string replaced by its
-    text afterwards), bytes, _asdict() objects."""
+class _Fast(object):
+    """The standard encoder (json.JSONEncoder(allow_nan=True) with its C
+    loop) with default() for what simplejson writes and the standard one
+    cannot: Decimal (as a marker string replaced by its text afterwards),
+    bytes, _asdict() objects."""
 
     def __init__(self, ensure_ascii):
-        json.JSONEncoder.__init__(self, ensure_ascii=ensure_ascii,
-                                  allow_nan=True)
+        self.ensure_ascii = ensure_ascii
         self.decimals = None
         self.marker = None
         self.dec = _decimal_type()
@@ -117,12 +169,29 @@ class _Fast(json.JSONEncoder):
                 raise TypeError("_asdict() must return a dict, not %s"
                                 % type(d).__name__)
             return d
-        return json.JSONEncoder.default(self, o)
+        raise TypeError("Object of type %s is not JSON serializable"
+                        % o.__class__.__name__)
+
+    def encode(self, obj):
+        """json.JSONEncoder.encode(obj)."""
+        quote = _quote_ascii if self.ensure_ascii else _quote
+        if isinstance(obj, str):
+            return quote(obj)
+        if _make_encoder is None:
+            import json
+            return json.JSONEncoder(ensure_ascii=self.ensure_ascii,
+                                    allow_nan=True,
+                                    default=self.default).encode(obj)
+        chunks = _make_encoder({}, self.default, quote, None, ": ", ", ",
+                               False, False, True)(obj, 0)
+        if not isinstance(chunks, (list, tuple)):
+            chunks = list(chunks)
+        return "".join(chunks)
 
     def encode_all(self, obj):
         text = self.encode(obj)
         if self.decimals:
-            esc = json.dumps(self.marker, ensure_ascii=True)[1:-1]
+            esc = _quote_ascii(self.marker)[1:-1]
             parts = text.split('"' + esc)
             out = [parts[0]]
             for p in parts[1:]:
@@ -148,8 +217,7 @@ class _Slow(object):
     floats, _asdict(), lists, tuples, dicts, then default()."""
 
     def __init__(self, ensure_ascii):
-        self.quote = (json.encoder.encode_basestring_ascii if ensure_ascii
-                      else json.encoder.encode_basestring)
+        self.quote = _quote_ascii if ensure_ascii else _quote
         self.dec = _decimal_type()
         self.seen = set()
 
@@ -297,8 +365,11 @@ def unmarshal_request(body, content_type):
         if doc.startswith("\ufeff"):
             doc = doc[1:]
         try:
-            return json.loads(doc)
-        except json.JSONDecodeError as e:
+            return loads(doc)
+        except ValueError as e:
+            import json
+            if not isinstance(e, json.JSONDecodeError):
+                raise
             raise ValueError(_simplejson_message(e, doc))
     except Exception as e:
         raise FaultException(FaultException.UNMARSHAL_ERROR,
