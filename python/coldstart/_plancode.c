@@ -480,6 +480,7 @@ static PyObject *pc_stats(PyObject *self, PyObject *unused)
 
 #include "_plan_arena.h"
 #include "_plan_import.h"
+#include "_plan_crc.h"
 
 static PyMethodDef pc_methods[] = {
 	{ "fast_imports", pc_fast_imports, METH_VARARGS, fast_imports_doc },
@@ -490,6 +491,9 @@ static PyMethodDef pc_methods[] = {
 	{ "recorded", pc_recorded, METH_NOARGS, recorded_doc },
 	{ "apply", pc_apply, METH_VARARGS, apply_doc },
 	{ "stats", pc_stats, METH_NOARGS, stats_doc },
+	{ "crc32c", pc_crc32c, METH_O, crc32c_doc },
+	{ "crc32c_table", pc_crc32c_table, METH_O, crc32c_table_doc },
+	{ "crc32c_hw", pc_crc32c_hw, METH_NOARGS, crc32c_hw_doc },
 	{ NULL, NULL, 0, NULL },
 };
 
