@@ -158,7 +158,8 @@ install: all
 	cp -R python/coldstart python/fdk $(DESTDIR)$(PYDIR)/
 	rm -f $(DESTDIR)$(PYDIR)/coldstart/_tracer.c $(DESTDIR)$(PYDIR)/coldstart/_sampler.c \
 		$(DESTDIR)$(PYDIR)/coldstart/_plancode.c $(DESTDIR)$(PYDIR)/coldstart/_plan_arena.h \
-		$(DESTDIR)$(PYDIR)/coldstart/_plan_import.h $(DESTDIR)$(PYDIR)/coldstart/_fill.h
+		$(DESTDIR)$(PYDIR)/coldstart/_plan_import.h $(DESTDIR)$(PYDIR)/coldstart/_plan_crc.h \
+		$(DESTDIR)$(PYDIR)/coldstart/_fill.h
 	sed '1s|.*|#!$(PYTHON)|' python/coldstart-fdk > $(DESTDIR)$(BINDIR)/coldstart-fdk
 	chmod 755 $(DESTDIR)$(BINDIR)/coldstart-fdk
 	sed '1s|.*|#!$(PYTHON)|' python/coldstart-lambda > $(DESTDIR)$(BINDIR)/coldstart-lambda

@@ -25,11 +25,12 @@
  * source's bytes and the file name, then (exec and eval, through the
  * builtin given the code) "exec" with the code object.
  *
- * The extension does two more things for an applied plan, each in a part
+ * The extension does three more things for an applied plan, each in a part
  * of its own included below: _plan_arena.h stands in front of the
  * interpreter's arena allocator (frame stack chunks kept, new object arenas
  * faulted in whole), _plan_import.h imports the modules the plan's finder
- * answers in place of importlib's _find_and_load.
+ * answers in place of importlib's _find_and_load, _plan_crc.h computes the
+ * CRC-32C the code archive's parts are checked with.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -69,7 +69,7 @@ if [ $# -gt 0 ]; then
 	for t in "$@"; do
 		case " $PY_TARGETS " in
 		*" $t "*) py_targets="$py_targets $t" ;;
-		" plan_mutate ") plan_mutate=yes ;;
+		plan_mutate) plan_mutate=yes ;;
 		*) targets="$targets tests/fuzz/${t%.c}.c" ;;
 		esac
 	done
