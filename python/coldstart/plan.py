@@ -2344,6 +2344,8 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
         return None
     _plan_file[:] = [plan["_file"]]
     _suspect.update(plan.get("_suspect", ()))
+    # zlib's CRC-32 until the extension says otherwise (_use_crc32c).
+    _sum[:] = [_crc32[0] if _crc32 else _crc, 2, 3]
     code = _open_code(plan, len(plan["index"])) if use_code else None
     if code is _REFUSED:
         return None
