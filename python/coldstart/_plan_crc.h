@@ -25,6 +25,11 @@
 
 #define CRC32C_POLY 0x82F63B78u
 
+/*
+ * The tables are filled at their first use; interpreters with a GIL of
+ * their own (3.12+) may do so at once, each writing the same values, and
+ * read them only once the flag says they are whole.
+ */
 static struct {
 	uint32_t table[8][256]; /* table[k][b]: b's byte followed by k zero bytes */
 	int have_table;
@@ -53,13 +58,13 @@ static void crc_tables(void)
 	for (int k = 1; k < 8; k++)
 		for (int b = 0; b < 256; b++)
 			C.table[k][b] = (C.table[k - 1][b] >> 8) ^ C.table[0][C.table[k - 1][b] & 0xff];
-	C.have_table = 1;
+	__atomic_store_n(&C.have_table, 1, __ATOMIC_RELEASE);
 }
 
 /* The CRC state crc (no inversion) over n bytes at p, on tables. */
 static uint32_t crc_run_table(uint32_t crc, const unsigned char *p, size_t n)
 {
-	if (!C.have_table)
+	if (!__atomic_load_n(&C.have_table, __ATOMIC_ACQUIRE))
 		crc_tables();
 	while (n && ((uintptr_t)p & 7)) {
 		crc = (crc >> 8) ^ C.table[0][(crc ^ *p++) & 0xff];
@@ -106,7 +111,7 @@ static void crc_shift_tables(void)
 		for (int b = 1; b < 256; b++)
 			C.shift[k][b] = C.shift[k][b & (b - 1)] ^ lane_cols[8 * k + __builtin_ctz(b)];
 	}
-	C.have_shift = 1;
+	__atomic_store_n(&C.have_shift, 1, __ATOMIC_RELEASE);
 }
 
 static uint32_t crc_shift(uint32_t crc)
@@ -129,7 +134,7 @@ __attribute__((target("sse4.2"))) static uint32_t crc_run_hw(uint32_t crc, const
 	 * two states are then moved past the bytes after them (shift) and
 	 * joined with the third.
 	 */
-	if (n >= 3 * CRC_LANE && !C.have_shift)
+	if (n >= 3 * CRC_LANE && !__atomic_load_n(&C.have_shift, __ATOMIC_ACQUIRE))
 		crc_shift_tables();
 	while (n >= 3 * CRC_LANE) {
 		uint64_t c1 = 0, c2 = 0, v0, v1, v2;

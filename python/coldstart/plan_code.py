@@ -105,9 +105,9 @@ def _write_parts(f, index, regexes, strings, at, crc32c):
         if ident is not None:
             entry += ident
         if crc32c is not None:
-            # At its place (6), after an identity that never matches when
-            # the file could not be read: its code is then used only when
-            # the file's bytes are what they were (never).
+            # At its place (6).  A file that could not be read here gets an
+            # identity of zeros, which no file has: applying the plan, its
+            # archived code is then used only if the file's CRC-32 is 0.
             entry = (entry + [0, 0, 0])[:6] + [crc32c(blob)]
         at.append(entry)
         off += len(blob)
