@@ -1496,7 +1496,9 @@ def _crc(data):
 # zlib's CRC-32 unless the plan also recorded CRC-32Cs (code.sums) and the
 # extension computes them on the CPU's crc32 instruction (_use_crc32c).
 _sum = [_crc, 2, 3]
-# The checksums code.sums may list, and the places of the CRC-32C.
+# What code.sums may say: CRC-32s only, or CRC-32s and CRC-32Cs (a
+# module's entry then has 7 members, the tables' 5; a plan before code.sums
+# has CRC-32s, or no checksums at all).
 _SUMS = (["crc32"], ["crc32", "crc32c"])
 
 
@@ -1508,6 +1510,8 @@ def _use_crc32c(code, mod):
     if code.get("sums") == _SUMS[1] and hw is not None and hw() and \
             os.environ.get("COLDSTART_PLAN_CRC32C") != "0":
         _sum[:] = [mod.crc32c, 6, 4]
+
+
 _bad_parts = set()
 # _open_code's answer for an archive that fails the trust rule.
 _REFUSED = object()
