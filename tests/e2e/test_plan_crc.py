@@ -11,7 +11,6 @@ in real interpreters.
 """
 import json
 import os
-import random
 import shutil
 import subprocess
 import tempfile
