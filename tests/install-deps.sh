@@ -14,7 +14,7 @@ test_pkgs="libcmocka-dev python3-pytest python3-aiohttp python3-flask python3-fa
 python3-uvicorn python3-setuptools python3-venv python3-wheel python3-pip binutils time docker.io debootstrap chromium
 gunicorn python3-django python3-pandas python3-boto3 python3-sqlalchemy python3-requests python3-httptools python3-iso8601 python3-pytest-asyncio
 strace gdb golang-go prometheus-pushgateway prometheus curl
-qemu-user cmake g++ libcurl4-openssl-dev python3-simplejson"
+qemu-user cmake g++ libcurl4-openssl-dev python3-simplejson valgrind"
 fuzz_pkgs="clang libclang-rt-14-dev"
 bench_pkgs="black flake8 pylint isort pycodestyle pyflakes3 python3-mypy python3-pygments python3-docutils
 python3-sphinx python3-markdown yamllint codespell python3-chardet httpie awscli python3-lxml python3-yaml

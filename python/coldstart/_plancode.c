@@ -25,11 +25,12 @@
  * source's bytes and the file name, then (exec and eval, through the
  * builtin given the code) "exec" with the code object.
  *
- * The extension does two more things for an applied plan, each in a part
+ * The extension does three more things for an applied plan, each in a part
  * of its own included below: _plan_arena.h stands in front of the
  * interpreter's arena allocator (frame stack chunks kept, new object arenas
  * faulted in whole), _plan_import.h imports the modules the plan's finder
- * answers in place of importlib's _find_and_load.
+ * answers in place of importlib's _find_and_load, _plan_crc.h computes the
+ * CRC-32C the code archive's parts are checked with.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -502,6 +503,7 @@ static PyObject *pc_check_marshal(PyObject *self, PyObject *arg)
 
 #include "_plan_arena.h"
 #include "_plan_import.h"
+#include "_plan_crc.h"
 
 static PyMethodDef pc_methods[] = {
 	{ "fast_imports", pc_fast_imports, METH_VARARGS, fast_imports_doc },
@@ -513,6 +515,9 @@ static PyMethodDef pc_methods[] = {
 	{ "apply", pc_apply, METH_VARARGS, apply_doc },
 	{ "stats", pc_stats, METH_NOARGS, stats_doc },
 	{ "check_marshal", pc_check_marshal, METH_O, check_marshal_doc },
+	{ "crc32c", pc_crc32c, METH_O, crc32c_doc },
+	{ "crc32c_table", pc_crc32c_table, METH_O, crc32c_table_doc },
+	{ "crc32c_hw", pc_crc32c_hw, METH_NOARGS, crc32c_hw_doc },
 	{ NULL, NULL, 0, NULL },
 };
 

@@ -259,12 +259,19 @@ def _bad_code(c, rows):
     at = c.get("at")
     if type(at) is not list or len(at) != rows:
         return "code.at does not have one entry per index row"
+    # With CRC-32Cs (code.sums), a module's entry has 7 members and a
+    # table's 5; a plan before them has no sums (CRC-32s only, or none).
+    sums = c.get("sums")
+    if sums is not None and sums not in _SUMS:
+        return "code.sums %r is not a list of checksums this coldstart " \
+            "knows (%r)" % (sums, _SUMS[1])
+    n, nt = (7, 5) if sums == _SUMS[1] else (2, 3)
     for v in at:
-        if v is not None and (_bad_span(v, size, 2) or v[1] == 0):
+        if v is not None and (_bad_span(v, size, n) or v[1] == 0):
             return "code.at has an entry outside the archive: %r" % (v,)
     for k in ("regex", "strings"):
         v = c.get(k)
-        if v is not None and _bad_span(v, size, 3):
+        if v is not None and _bad_span(v, size, nt):
             return "code.%s is outside the archive: %r" % (k, v)
     ext = c.get("ext")
     if ext is not None and (type(ext) is not dict or
@@ -1479,7 +1486,32 @@ def _crc(data):
         if had is None:
             sys.modules.pop("zlib", None)
         _crc32.append(zlib.crc32)
+        if _sum[0] is _crc:
+            _sum[0] = zlib.crc32
     return _crc32[0](data)
+
+
+# The checksum the archive's parts are checked with: [function, its place
+# in a module's entry, its place in the regex and string tables' entries].
+# zlib's CRC-32 unless the plan also recorded CRC-32Cs (code.sums) and the
+# extension computes them on the CPU's crc32 instruction (_use_crc32c).
+_sum = [_crc, 2, 3]
+# What code.sums may say: CRC-32s only, or CRC-32s and CRC-32Cs (a
+# module's entry then has 7 members, the tables' 5; a plan before code.sums
+# has CRC-32s, or no checksums at all).
+_SUMS = (["crc32"], ["crc32", "crc32c"])
+
+
+def _use_crc32c(code, mod):
+    """Checks the archive's parts with mod.crc32c when the plan recorded
+    their CRC-32Cs and the CPU has the crc32 instruction (on tables, zlib's
+    crc32 is as fast: the plan has both)."""
+    hw = getattr(mod, "crc32c_hw", None)
+    if code.get("sums") == _SUMS[1] and hw is not None and hw() and \
+            os.environ.get("COLDSTART_PLAN_CRC32C") != "0":
+        _sum[:] = [mod.crc32c, 6, 4]
+
+
 _bad_parts = set()
 # _open_code's answer for an archive that fails the trust rule.
 _REFUSED = object()
@@ -1490,11 +1522,11 @@ _suspect = set()
 
 
 def _checked(data, want, what, table=False):
-    """data when its CRC-32 is want (or the entry has none); None, with one
-    warning per part, when it is not."""
+    """data when its checksum (_sum) is want (or the entry has none); None,
+    with one warning per part, when it is not."""
     if want is None:
         return data
-    if _crc(data) == want:
+    if _sum[0](data) == want:
         return data
     if what not in _bad_parts:
         _bad_parts.add(what)
@@ -1505,15 +1537,18 @@ def _checked(data, want, what, table=False):
 
 
 def _read_part(at, what, table=False):
-    """The bytes of an archive part [offset, length, crc], read into
-    private memory and checked; None when they cannot be used."""
+    """The bytes of the regex or string table, whose entry at is [offset,
+    length, count, crc32, crc32c] ([offset, length, count] in a plan
+    without checksums), read into private memory and checked; None when
+    they cannot be used."""
     try:
         data = os.pread(_code_fd[0], at[1], at[0])
     except (OSError, OverflowError, IndexError):
         return None
     if len(data) != at[1]:
         return None
-    return _checked(data, at[2] if len(at) > 2 else None, what, table)
+    i = _sum[2]
+    return _checked(data, at[i] if len(at) > i else None, what, table)
 
 
 def _file_same(at, path):
@@ -1548,8 +1583,9 @@ def _archive_code(loader, fullname):
         return None
     if len(data) != at[1]:
         return None
-    if len(at) > 2 and (_crc32[0] if _crc32 else _crc)(data) != at[2] and \
-            _checked(data, at[2], fullname) is None:
+    s = _sum
+    if len(at) > 2 and s[0](data) != at[s[1]] and \
+            _checked(data, at[s[1]], fullname) is None:
         return None
     try:
         code = marshal.loads(data)
@@ -1717,9 +1753,9 @@ def _apply_ext(fd, code):
                 # cache): the plan applies without the extension, quietly.
                 if i == len(paths) - 1:
                     return
+        _use_crc32c(code, mod)
         if strings:
-            data = _read_part([at[0], at[1]] + at[3:4], "the string table",
-                              True)
+            data = _read_part(at, "the string table", True)
             if data is None:
                 strings = False
             else:
@@ -2312,6 +2348,8 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
         return None
     _plan_file[:] = [plan["_file"]]
     _suspect.update(plan.get("_suspect", ()))
+    # zlib's CRC-32 until the extension says otherwise (_use_crc32c).
+    _sum[:] = [_crc32[0] if _crc32 else _crc, 2, 3]
     code = _open_code(plan, len(plan["index"])) if use_code else None
     if code is _REFUSED:
         return None
@@ -2320,7 +2358,7 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
         r = plan["code"].get("regex")
         if isinstance(r, list) and len(r) >= 3 and \
                 os.environ.get("COLDSTART_PLAN_REGEX") != "0":
-            _regex_at[:] = r[:2] + r[3:4]
+            _regex_at[:] = r
         try:
             _apply_ext(code[0], plan["code"])
         except TrustError as e:

@@ -87,9 +87,10 @@ def _identity(path):
     return [st.st_ctime_ns, st.st_ino, zlib.crc32(data)]
 
 
-def _write_parts(f, index, regexes, strings, at):
+def _write_parts(f, index, regexes, strings, at, crc32c):
     """Writes the archive's parts to f, each module's entry to at; then
-    appends (the regex table's entry, the string table's entry) to at."""
+    appends (the regex table's entry, the string table's entry) to at.
+    With crc32c (a function), each entry ends with the part's CRC-32C."""
     f.write(header())
     off = len(header())
     for row in index:
@@ -103,6 +104,11 @@ def _write_parts(f, index, regexes, strings, at):
         ident = _identity(row[2])
         if ident is not None:
             entry += ident
+        if crc32c is not None:
+            # At its place (6).  A file that could not be read here gets an
+            # identity of zeros, which no file has: applying the plan, its
+            # archived code is then used only if the file's CRC-32 is 0.
+            entry = (entry + [0, 0, 0])[:6] + [crc32c(blob)]
         at.append(entry)
         off += len(blob)
     regex = None
@@ -110,6 +116,8 @@ def _write_parts(f, index, regexes, strings, at):
         blob = marshal.dumps(list(regexes))
         f.write(blob)
         regex = [off, len(blob), len(regexes), zlib.crc32(blob)]
+        if crc32c is not None:
+            regex.append(crc32c(blob))
         off += len(blob)
     table, n = string_table(strings)
     strs = None
@@ -117,17 +125,23 @@ def _write_parts(f, index, regexes, strings, at):
         blob = marshal.dumps(table)
         f.write(blob)
         strs = [off, len(blob), n, zlib.crc32(blob)]
+        if crc32c is not None:
+            strs.append(crc32c(blob))
     at.append((regex, strs))
 
 
-def write(path, index, regexes=(), strings=()):
+def write(path, index, regexes=(), strings=(), crc32c=None):
     """Writes the archive of the index rows' modules to path (through a
     temporary file), then the regex table (regexes: tuples (pattern, flags,
     and the 6 arguments of _sre.compile)) and the string table (strings:
     the calls string_table() takes); returns the plan's "code" member.
-    Each part's entry ends with the CRC-32 of its bytes, which the applier
-    checks before it unmarshals them; a module's entry is
-    [offset, length, crc, ctime_ns, inode, crc32 of its file]."""
+    Each part's entry has the CRC-32 of its bytes (zlib's), which the
+    applier checks before it unmarshals them; a module's entry is
+    [offset, length, crc32, ctime_ns, inode, crc32 of its file].  With
+    crc32c (the _plancode extension's, which the plan's applier loads), each
+    entry also ends with the part's CRC-32C, which the applier checks
+    instead when the extension runs it on the CPU's crc32 instruction
+    (code.sums says so)."""
     at = []
     # A fresh name made with O_EXCL: never a file (or symlink) planted there.
     import tempfile
@@ -141,7 +155,7 @@ def write(path, index, regexes=(), strings=()):
         os.unlink(tmp)
         raise
     try:
-        _write_parts(f, index, regexes, strings, at)
+        _write_parts(f, index, regexes, strings, at, crc32c)
     except BaseException:
         f.close()
         os.unlink(tmp)
@@ -153,6 +167,8 @@ def write(path, index, regexes=(), strings=()):
     out = {"path": os.path.abspath(path), "size": st.st_size,
            "mtime_ns": st.st_mtime_ns, "optimize": sys.flags.optimize,
            "at": at}
+    if crc32c is not None:
+        out["sums"] = ["crc32", "crc32c"]
     if regex is not None:
         out["regex"] = regex
     if strs is not None:

@@ -1414,7 +1414,8 @@ def write_plan(rec_obj, names):
         code = _plan_code.write(rec_obj.code_out or rec_obj.out + ".code",
                                 index, [k + v for k, v in
                                         rec_obj.regex.items()],
-                                rec_obj.strings)
+                                rec_obj.strings,
+                                getattr(rec_obj.strcode, "crc32c", None))
         if code is not None and rec_obj.strcode_ext is not None:
             # It also keeps the frame stack chunks, table or not.
             code["ext"] = rec_obj.strcode_ext

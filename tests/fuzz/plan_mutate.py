@@ -66,9 +66,17 @@ def setup(work, python, pydir):
             f.write(text)
     plan = os.path.join(work, "base.json")
     env = clean_env(pydir)
-    env["COLDSTART_PLAN_RECORD"] = plan
-    p = subprocess.run([python, "prog.py"], cwd=app, env=env,
-                       capture_output=True, text=True, timeout=120)
+    binary = os.path.join(ROOT, "coldstart")
+    if os.access(binary, os.X_OK):
+        # coldstart plan builds the _plancode extension: the plan then has
+        # its string table and the archive's CRC-32Cs, checked with it.
+        p = subprocess.run([binary, "plan", "-o", plan, "--", python,
+                            "prog.py"], cwd=app, env=env,
+                           capture_output=True, text=True, timeout=300)
+    else:
+        env["COLDSTART_PLAN_RECORD"] = plan
+        p = subprocess.run([python, "prog.py"], cwd=app, env=env,
+                           capture_output=True, text=True, timeout=120)
     if p.returncode != 0 or not os.path.exists(plan):
         sys.exit("cannot record the base plan: %s" % (p.stdout + p.stderr))
     plain = subprocess.run([python, "prog.py"], cwd=app, env=clean_env(pydir),

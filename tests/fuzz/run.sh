@@ -67,9 +67,12 @@ if [ $# -gt 0 ]; then
 	py_targets=""
 	plan_mutate=no
 	for t in "$@"; do
+		if [ "$t" = plan_mutate ]; then
+			plan_mutate=yes
+			continue
+		fi
 		case " $PY_TARGETS " in
 		*" $t "*) py_targets="$py_targets $t" ;;
-		" plan_mutate ") plan_mutate=yes ;;
 		*) targets="$targets tests/fuzz/${t%.c}.c" ;;
 		esac
 	done
