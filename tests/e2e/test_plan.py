@@ -292,6 +292,37 @@ def test_verify_masks_what_changes_by_itself(workdir):
     assert p.returncode == 2 and "--mask 'took [0-9'" in p.stderr
 
 
+def test_a_run_that_fails_is_said_once_with_its_stderr(workdir, tmp_path):
+    """A run that times out, the planning run or --verify's run without the
+    plan: one error naming which, then the target's last stderr (exit 8).
+    The count lives outside the working directory, which every replay puts
+    back as the recording found it."""
+    count = str(tmp_path / "count")
+    write(workdir, "tool.py", """
+        import os, sys, time, fractions
+        c = %r
+        n = int(open(c).read()) + 1 if os.path.exists(c) else 1
+        open(c, "w").write(str(n))
+        if n != 2:
+            sys.stderr.write("stuck on run %%d\\n" %% n)
+            sys.stderr.flush()
+            time.sleep(60)
+        print(fractions.Fraction(1, 3))
+    """ % count)
+    out = os.path.join(workdir, "p.json")
+    for runs_before, what, stuck in ((1, "verify: the run without the plan failed", 3),
+                                     (0, "planning run", 1)):
+        with open(count, "w") as f:
+            f.write(str(runs_before))
+        p = plan_cmd("--verify", "--timeout", "10s", "-o", out, "--", DEBIAN_PYTHON, "tool.py",
+                     cwd=workdir)
+        assert p.returncode == 8, p.stdout + p.stderr
+        assert p.stderr.splitlines() == [
+            "coldstart: error: %s: timed out waiting for the target to exit" % what,
+            "-- the target's last stderr output:",
+            "stuck on run %d" % stuck], p.stderr
+        assert not os.path.exists(out)
+
 def test_run_to_exit_command_and_coldstart_run(workdir):
     write(workdir, "tool.py", """
         import sys
