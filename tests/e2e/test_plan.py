@@ -15,11 +15,9 @@ import time
 
 import pytest
 
-from conftest import COLDSTART, DEBIAN_PYTHON, ROOT, clean_env, write
+from conftest import COLDSTART, DEBIAN_PYTHON, PLAN_PYTHONS, ROOT, clean_env, write
 
 BENCH_FNS = os.path.join(ROOT, "bench", "plan")
-PYTHONS = [DEBIAN_PYTHON] + sorted(glob.glob("/root/.pyenv/versions/3.[89].*/bin/python3") +
-                                   glob.glob("/root/.pyenv/versions/3.1[0-4].*/bin/python3"))
 
 pytestmark = pytest.mark.skipif(not os.path.exists(DEBIAN_PYTHON),
                                 reason="Debian's python3 is not installed")
@@ -435,7 +433,7 @@ SCRIPTS = {
 }
 
 
-@pytest.mark.parametrize("python", PYTHONS)
+@pytest.mark.parametrize("python", PLAN_PYTHONS)
 def test_coldstart_run_runs_a_script_as_python_does(workdir, python):
     # What the script sees of itself (__file__ absolute since 3.9, argv[0] as
     # typed, the loader, the globals), its traceback from its own frame, its
