@@ -35,17 +35,17 @@ static bool indexed(const struct proc *pr, int32_t i)
 
 static size_t slot_of(const struct why_graph *g, const char *name, size_t len)
 {
-	return (size_t)hash_bytes(name, len) & (g->nr_slots - 1);
+	return (size_t)hash_bytes(name, len) & (g->names.cap - 1);
 }
 
 static int32_t find_len(const struct why_graph *g, const char *name, size_t len)
 {
 	size_t s;
 
-	if (!g->nr_slots)
+	if (!g->names.cap)
 		return -1;
-	for (s = slot_of(g, name, len); g->slots[s]; s = (s + 1) & (g->nr_slots - 1)) {
-		int32_t i = g->slots[s] - 1;
+	for (s = slot_of(g, name, len); g->names.slot[s] >= 0; s = (s + 1) & (g->names.cap - 1)) {
+		int32_t i = g->names.slot[s];
 		const char *n = node_name(g->pr, i);
 
 		if (!strncmp(n, name, len) && !n[len])
@@ -130,7 +130,7 @@ bool why_in_package(const char *name, const char *module)
 
 void why_graph_init(struct why_graph *g, const struct proc *pr)
 {
-	size_t n = pr->nr_nodes, i;
+	size_t n = pr->nr_nodes, i, cap;
 
 	memset(g, 0, sizeof(*g));
 	g->pr = pr;
@@ -139,18 +139,19 @@ void why_graph_init(struct why_graph *g, const struct proc *pr)
 	g->source = xcalloc(n ? n : 1, sizeof(*g->source));
 	g->error = xcalloc(n ? n : 1, sizeof(*g->error));
 	g->file = xcalloc(n ? n : 1, sizeof(*g->file));
-	for (g->nr_slots = 16; g->nr_slots < 2 * n; g->nr_slots *= 2)
+	for (cap = 16; cap < 2 * n; cap *= 2)
 		;
-	g->slots = xcalloc(g->nr_slots, sizeof(*g->slots));
+	iset_init(&g->names, cap);
 	for (i = 0; i < n; i++) {
 		const char *name = node_name(pr, (int32_t)i);
 		size_t len = strlen(name), s;
 
 		if (!indexed(pr, (int32_t)i) || !len || find_len(g, name, len) >= 0)
 			continue;
-		for (s = slot_of(g, name, len); g->slots[s]; s = (s + 1) & (g->nr_slots - 1))
+		for (s = slot_of(g, name, len); g->names.slot[s] >= 0; s = (s + 1) & (g->names.cap - 1))
 			;
-		g->slots[s] = (int32_t)i + 1;
+		g->names.slot[s] = (int32_t)i;
+		g->names.used++;
 	}
 	/*
 	 * A cached row is an import statement that ran and found its module
@@ -183,7 +184,7 @@ void why_graph_release(struct why_graph *g)
 	free(g->again);
 	free(g->error);
 	free(g->file);
-	free(g->slots);
+	iset_release(&g->names);
 	buf_release(&g->pool);
 	memset(g, 0, sizeof(*g));
 }
