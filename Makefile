@@ -86,7 +86,8 @@ $(BUILD)/obj/%.o: src/%.c
 
 tracer: $(if $(wildcard $(TRACER_SRC)),$(if $(PY_EXT_SUFFIX),$(TRACER_SO) $(SAMPLER_SO)))
 
-$(TRACER_SO) $(SAMPLER_SO): python/coldstart/%$(PY_EXT_SUFFIX): python/coldstart/%.c python/coldstart/_fill.h
+$(TRACER_SO) $(SAMPLER_SO): python/coldstart/%$(PY_EXT_SUFFIX): python/coldstart/%.c python/coldstart/_fill.h \
+		python/coldstart/_module.h
 	$(CC) -shared -fPIC -O2 -g -std=c11 -Wall -Wextra $(if $(filter 1,$(DEVELOPER)),-Werror) \
 		-Wno-unused-parameter -Wno-missing-field-initializers $(PY_INCLUDES) -o $@ $<
 
@@ -159,8 +160,8 @@ install: all
 	rm -f $(DESTDIR)$(PYDIR)/coldstart/_tracer.c $(DESTDIR)$(PYDIR)/coldstart/_sampler.c \
 		$(DESTDIR)$(PYDIR)/coldstart/_plancode.c $(DESTDIR)$(PYDIR)/coldstart/_plan_arena.h \
 		$(DESTDIR)$(PYDIR)/coldstart/_plan_import.h $(DESTDIR)$(PYDIR)/coldstart/_plan_marshal.h \
-		$(DESTDIR)$(PYDIR)/coldstart/_plan_crc.h \
-		$(DESTDIR)$(PYDIR)/coldstart/_fill.h
+		$(DESTDIR)$(PYDIR)/coldstart/_plan_crc.h $(DESTDIR)$(PYDIR)/coldstart/_fill.h \
+		$(DESTDIR)$(PYDIR)/coldstart/_module.h
 	sed '1s|.*|#!$(PYTHON)|' python/coldstart-fdk > $(DESTDIR)$(BINDIR)/coldstart-fdk
 	chmod 755 $(DESTDIR)$(BINDIR)/coldstart-fdk
 	sed '1s|.*|#!$(PYTHON)|' python/coldstart-lambda > $(DESTDIR)$(BINDIR)/coldstart-lambda

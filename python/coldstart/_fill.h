@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -103,6 +104,42 @@ static int fill_reset(struct fill *f, int fd, const char *path)
 		return -1;
 	snprintf(f->path, sizeof(f->path), "%s", path);
 	return 0;
+}
+
+/*
+ * Creates the first free dir/PID-N.ext (N from 0) at bytes, sparse (only
+ * the pages written take space), maps it shared and makes it f's file.  The
+ * mapping, or NULL when a step fails (nothing is left open then).
+ */
+static void *fill_create(struct fill *f, const char *dir, long pid, const char *ext, size_t bytes)
+{
+	char path[PATH_MAX + 64];
+	int fd = -1, i;
+	void *p;
+
+	for (i = 0; i < 1000; i++) {
+		snprintf(path, sizeof(path), "%s/%ld-%d.%s", dir, pid, i, ext);
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (fd < 0)
+		return NULL;
+	if (ftruncate(fd, (off_t)bytes) < 0) {
+		close(fd);
+		return NULL;
+	}
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		close(fd);
+		return NULL;
+	}
+	if (fill_reset(f, fd, path) < 0) {
+		munmap(p, bytes);
+		close(fd);
+		return NULL;
+	}
+	return p;
 }
 
 /* A descriptor of f's file (opened again if the target closed it), or -1. */

@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "_fill.h"
+#include "_module.h"
 
 #define SAMPLES_VERSION 1
 /* The samples file is a sparse file of this size, mapped once: no growth in a signal handler. */
@@ -1115,38 +1116,16 @@ static void wrap_thread_start(void)
 /* origin: "exec" for the interpreter's own start, "fork" in an os.fork() child. */
 static int file_open(const char *origin)
 {
-	char path[PATH_MAX + 64];
 	struct rec r;
-	int fd = -1, i;
 	void *p;
 	int64_t t = clock_ns(CLOCK_MONOTONIC);
 	const char *ver = Py_GetVersion();
 
 	S.pid = getpid();
 	S.writer_tid = gettid_raw();
-	for (i = 0; i < 1000; i++) {
-		snprintf(path, sizeof(path), "%s/%ld-%d.samples", S.dir, (long)S.pid, i);
-		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (fd >= 0 || errno != EEXIST)
-			break;
-	}
-	if (fd < 0)
+	p = fill_create(&S.fill, S.dir, (long)S.pid, "samples", MAP_BYTES);
+	if (!p)
 		return -1;
-	/* Sparse: only the pages written take space. */
-	if (ftruncate(fd, (off_t)MAP_BYTES) < 0) {
-		close(fd);
-		return -1;
-	}
-	p = mmap(NULL, MAP_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		close(fd);
-		return -1;
-	}
-	if (fill_reset(&S.fill, fd, path) < 0) {
-		munmap(p, MAP_BYTES);
-		close(fd);
-		return -1;
-	}
 	S.map = p;
 	S.used = 0;
 	/* Called on the thread that is the main one from now on: the start's, or the fork's. */
@@ -1351,17 +1330,10 @@ static struct PyModuleDef sampler_module = {
 
 PyMODINIT_FUNC PyInit__sampler(void)
 {
-	PyObject *m = PyModule_Create(&sampler_module);
-
 	if (!S_ready) {
 		S.fill.own.fd = -1;
 		S.sched.fd = -1;
 		S_ready = 1;
 	}
-
-	if (m && PyModule_AddIntConstant(m, "FORMAT_VERSION", SAMPLES_VERSION) < 0) {
-		Py_DECREF(m);
-		return NULL;
-	}
-	return m;
+	return ext_module_create(&sampler_module, SAMPLES_VERSION, NULL);
 }

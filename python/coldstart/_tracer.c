@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "_fill.h"
+#include "_module.h"
 
 #define TRACE_VERSION 2
 #define CHUNK ((size_t)256 * 1024)
@@ -452,8 +453,7 @@ static int emit_header(int from_fork, long spawner)
 
 static int trace_open(void)
 {
-	char path[PATH_MAX + 64];
-	int fd = -1, i, from_fork = T.pid != 0;
+	int from_fork = T.pid != 0;
 	long spawner = T.pid;
 	char own[32];
 	void *p;
@@ -477,28 +477,9 @@ static int trace_open(void)
 	T.pid = (long)getpid();
 	snprintf(own, sizeof(own), "%ld", T.pid);
 	setenv("COLDSTART_TRACE_PARENT", own, 1);
-	for (i = 0; i < 1000; i++) {
-		snprintf(path, sizeof(path), "%s/%ld-%d.trace", T.dir, T.pid, i);
-		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (fd >= 0 || errno != EEXIST)
-			break;
-	}
-	if (fd < 0)
+	p = fill_create(&T.fill, T.dir, T.pid, "trace", CHUNK);
+	if (!p)
 		return -1;
-	if (ftruncate(fd, (off_t)CHUNK) < 0) {
-		close(fd);
-		return -1;
-	}
-	p = mmap(NULL, CHUNK, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		close(fd);
-		return -1;
-	}
-	if (fill_reset(&T.fill, fd, path) < 0) {
-		munmap(p, CHUNK);
-		close(fd);
-		return -1;
-	}
 	T.map = p;
 	T.size = CHUNK;
 	T.used = 0;
@@ -1239,15 +1220,5 @@ static struct PyModuleDef tracer_module = {
 
 PyMODINIT_FUNC PyInit__tracer(void)
 {
-	PyObject *m = PyModule_Create(&tracer_module);
-
-	if (m && PyModule_AddIntConstant(m, "FORMAT_VERSION", TRACE_VERSION) < 0) {
-		Py_DECREF(m);
-		return NULL;
-	}
-	if (m && PyModule_AddStringConstant(m, "IMPL", "c") < 0) {
-		Py_DECREF(m);
-		return NULL;
-	}
-	return m;
+	return ext_module_create(&tracer_module, TRACE_VERSION, "c");
 }

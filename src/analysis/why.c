@@ -35,17 +35,17 @@ static bool indexed(const struct proc *pr, int32_t i)
 
 static size_t slot_of(const struct why_graph *g, const char *name, size_t len)
 {
-	return (size_t)hash_bytes(name, len) & (g->nr_slots - 1);
+	return (size_t)hash_bytes(name, len) & (g->names.cap - 1);
 }
 
 static int32_t find_len(const struct why_graph *g, const char *name, size_t len)
 {
 	size_t s;
 
-	if (!g->nr_slots)
+	if (!g->names.cap)
 		return -1;
-	for (s = slot_of(g, name, len); g->slots[s]; s = (s + 1) & (g->nr_slots - 1)) {
-		int32_t i = g->slots[s] - 1;
+	for (s = slot_of(g, name, len); g->names.slot[s] >= 0; s = (s + 1) & (g->names.cap - 1)) {
+		int32_t i = g->names.slot[s];
 		const char *n = node_name(g->pr, i);
 
 		if (!strncmp(n, name, len) && !n[len])
@@ -130,7 +130,7 @@ bool why_in_package(const char *name, const char *module)
 
 void why_graph_init(struct why_graph *g, const struct proc *pr)
 {
-	size_t n = pr->nr_nodes, i;
+	size_t n = pr->nr_nodes, i, cap;
 
 	memset(g, 0, sizeof(*g));
 	g->pr = pr;
@@ -139,18 +139,19 @@ void why_graph_init(struct why_graph *g, const struct proc *pr)
 	g->source = xcalloc(n ? n : 1, sizeof(*g->source));
 	g->error = xcalloc(n ? n : 1, sizeof(*g->error));
 	g->file = xcalloc(n ? n : 1, sizeof(*g->file));
-	for (g->nr_slots = 16; g->nr_slots < 2 * n; g->nr_slots *= 2)
+	for (cap = 16; cap < 2 * n; cap *= 2)
 		;
-	g->slots = xcalloc(g->nr_slots, sizeof(*g->slots));
+	iset_init(&g->names, cap);
 	for (i = 0; i < n; i++) {
 		const char *name = node_name(pr, (int32_t)i);
 		size_t len = strlen(name), s;
 
 		if (!indexed(pr, (int32_t)i) || !len || find_len(g, name, len) >= 0)
 			continue;
-		for (s = slot_of(g, name, len); g->slots[s]; s = (s + 1) & (g->nr_slots - 1))
+		for (s = slot_of(g, name, len); g->names.slot[s] >= 0; s = (s + 1) & (g->names.cap - 1))
 			;
-		g->slots[s] = (int32_t)i + 1;
+		g->names.slot[s] = (int32_t)i;
+		g->names.used++;
 	}
 	/*
 	 * A cached row is an import statement that ran and found its module
@@ -183,7 +184,7 @@ void why_graph_release(struct why_graph *g)
 	free(g->again);
 	free(g->error);
 	free(g->file);
-	free(g->slots);
+	iset_release(&g->names);
 	buf_release(&g->pool);
 	memset(g, 0, sizeof(*g));
 }
@@ -394,12 +395,12 @@ static int cmp_stmt(const void *pa, const void *pb)
 	return a->s.line < b->s.line ? -1 : a->s.line > b->s.line ? 1 : 0;
 }
 
-static const struct walk *sort_walk;
-
-static int cmp_importer(const void *pa, const void *pb)
+/* Importers, best status first, then in import order (qsort_r, arg the walk). */
+static int cmp_importer(const void *pa, const void *pb, void *arg)
 {
+	const struct walk *w = arg;
 	const struct why_importer *a = pa, *b = pb;
-	int64_t x = importer_pos(sort_walk, a->node), y = importer_pos(sort_walk, b->node);
+	int64_t x = importer_pos(w, a->node), y = importer_pos(w, b->node);
 
 	if (a->status != b->status)
 		return a->status < b->status ? -1 : 1;
@@ -477,9 +478,8 @@ static void collect_importers(const struct walk *w, const char *module, struct w
 	}
 	a->nr_stmts = nr;
 	free(v);
-	sort_walk = w;
 	if (nr_imp)
-		qsort(imp, nr_imp, sizeof(*imp), cmp_importer);
+		qsort_r(imp, nr_imp, sizeof(*imp), cmp_importer, (void *)w);
 	a->importers = imp;
 	a->nr_importers = nr_imp;
 }
@@ -566,19 +566,21 @@ static void edges_release(struct edges *e)
 	free(e->ref);
 }
 
-static const struct proc *sort_proc;
-
-static int cmp_self_desc(const void *pa, const void *pb)
+/* Node indexes by self time, largest first (qsort_r, arg the process). */
+static int cmp_self_desc(const void *pa, const void *pb, void *arg)
 {
-	int64_t a = sort_proc->nodes[*(const int32_t *)pa].self_us, b = sort_proc->nodes[*(const int32_t *)pb].self_us;
+	const struct proc *pr = arg;
+	int64_t a = pr->nodes[*(const int32_t *)pa].self_us, b = pr->nodes[*(const int32_t *)pb].self_us;
 
 	return a > b ? -1 : a < b ? 1 : (*(const int32_t *)pa < *(const int32_t *)pb ? -1 : 1);
 }
 
-static int cmp_kept(const void *pa, const void *pb)
+/* Kept modules by cumulative time, largest first (qsort_r, arg the process). */
+static int cmp_kept(const void *pa, const void *pb, void *arg)
 {
+	const struct proc *pr = arg;
 	const struct why_kept *a = pa, *b = pb;
-	int64_t x = sort_proc->nodes[a->node].cum_us, y = sort_proc->nodes[b->node].cum_us;
+	int64_t x = pr->nodes[a->node].cum_us, y = pr->nodes[b->node].cum_us;
 
 	return x > y ? -1 : x < y ? 1 : (a->node < b->node ? -1 : 1);
 }
@@ -662,11 +664,10 @@ static void go_away(const struct walk *w, struct why_answer *a)
 							     .via = ref == EDGE_TREE ? WHY_VIA_TREE : WHY_VIA_STMT };
 		}
 	}
-	sort_proc = pr;
 	if (a->nr_gone)
-		qsort(a->gone, a->nr_gone, sizeof(*a->gone), cmp_self_desc);
+		qsort_r(a->gone, a->nr_gone, sizeof(*a->gone), cmp_self_desc, (void *)pr);
 	if (a->nr_kept)
-		qsort(a->kept, a->nr_kept, sizeof(*a->kept), cmp_kept);
+		qsort_r(a->kept, a->nr_kept, sizeof(*a->kept), cmp_kept, (void *)pr);
 	edges_release(&e);
 	free(seen);
 	free(below);

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "iset.h"
 #include "model/profile.h"
 
 /* The importer of what the process imported at top level: its __main__ or the interpreter's start-up. */
@@ -96,8 +97,7 @@ struct why_graph {
 	uint32_t *file; /* per node: pool offset of the file that was read, 0 = none */
 	uint32_t main_file; /* the same for __main__ ("-c" for code given on the command line) */
 	/* Name -> node (the first load of each name: failed and cached rows left out). */
-	int32_t *slots;
-	size_t nr_slots;
+	struct iset names;
 	struct buf pool; /* NUL-separated names; offset 0 is the empty string */
 	bool have_source; /* statements were read (why_scan succeeded) */
 	bool have_main; /* the statements of __main__ were read */

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "iset.h"
 #include "sys/launch.h"
 #include "ingest/trace_build.h"
 #include "trust.h"
@@ -41,8 +42,7 @@ struct listing {
 	size_t nr, alloc;
 	struct use *u;
 	size_t nr_u, alloc_u;
-	size_t *slots; /* entry index + 1, 0 = empty */
-	size_t nr_slots;
+	struct iset set; /* entry indexes by name, file and locate; sized for every node, never grown */
 };
 
 static uint64_t key_hash(const char *name, const char *file, const char *locate)
@@ -53,23 +53,24 @@ static uint64_t key_hash(const char *name, const char *file, const char *locate)
 static void listing_add(struct listing *l, const char *name, const char *file, const char *locate, size_t graph,
 			int32_t node)
 {
-	size_t s = (size_t)key_hash(name, file, locate) & (l->nr_slots - 1), k;
+	size_t s = (size_t)key_hash(name, file, locate) & (l->set.cap - 1), k;
 	struct use *u;
 
-	for (; l->slots[s]; s = (s + 1) & (l->nr_slots - 1)) {
-		struct entry *e = &l->e[l->slots[s] - 1];
+	for (; l->set.slot[s] >= 0; s = (s + 1) & (l->set.cap - 1)) {
+		struct entry *e = &l->e[l->set.slot[s]];
 
 		if (!strcmp(e->name, name) && !strcmp(e->file, file) && !strcmp(e->locate, locate))
 			break;
 	}
-	if (!l->slots[s]) {
+	if (l->set.slot[s] < 0) {
 		ALLOC_GROW(l->e, l->nr + 1, l->alloc);
 		l->e[l->nr] = (struct entry){
 			.name = xstrdup(name), .file = xstrdup(file), .locate = xstrdup(locate), .first_use = SIZE_MAX
 		};
-		l->slots[s] = ++l->nr;
+		l->set.slot[s] = (int32_t)l->nr++;
+		l->set.used++;
 	}
-	k = l->slots[s] - 1;
+	k = (size_t)l->set.slot[s];
 	ALLOC_GROW(l->u, l->nr_u + 1, l->alloc_u);
 	u = &l->u[l->nr_u];
 	u->graph = graph;
@@ -89,7 +90,7 @@ static void listing_release(struct listing *l)
 	}
 	free(l->e);
 	free(l->u);
-	free(l->slots);
+	iset_release(&l->set);
 }
 
 /* Options of the interpreter that take the next word as their value. */
@@ -443,7 +444,7 @@ int why_scan(const struct profile *p, const struct run *r, const bool *forks, st
 	const char *python = o->python && *o->python ? o->python : p->python;
 	const char *code = NULL;
 	int64_t t0 = now_ns();
-	size_t i, total = 0;
+	size_t i, total = 0, cap;
 	int ret = -1;
 
 	memset(res, 0, sizeof(*res));
@@ -468,9 +469,9 @@ int why_scan(const struct profile *p, const struct run *r, const bool *forks, st
 	}
 	for (i = 0; i < r->nr_procs; i++)
 		total += r->procs[i].nr_nodes + 1;
-	for (l.nr_slots = 16; l.nr_slots < 2 * total; l.nr_slots *= 2)
+	for (cap = 16; cap < 2 * total; cap *= 2)
 		;
-	l.slots = xcalloc(l.nr_slots, sizeof(*l.slots));
+	iset_init(&l.set, cap);
 	for (i = 0; i < r->nr_procs; i++) {
 		const struct proc *pr = &r->procs[i];
 		const char *c;

@@ -304,7 +304,9 @@ static int variant_setup(struct compare_opts *o, struct variant *v, size_t j, co
 	v->label = variant_label(o, j, v->python, limit_set, cache, command);
 	if (v->python) {
 		buf_addf(&where, "at '%s'", v->python);
-		ret = measure_probe(&v->s, v->python, where.buf);
+		ret = measure_probe(&v->s, v->python, where.buf, &err);
+		if (err.len)
+			error("%s", err.buf);
 		if (ret)
 			goto out;
 		if (!command && v->p.python_version && o->pythons.nr > 1 && o->names.nr <= j) {

@@ -424,8 +424,9 @@ int cmd_docker(int argc, char **argv)
 	x.publish_port = o.m.ready ? o.m.ready_spec.port : 0;
 	if (python) {
 		buf_addf(&where, "in image '%s'", image);
-		rc = measure_probe(&s, python, where.buf);
+		rc = measure_probe(&s, python, where.buf, &err);
 		if (rc > 0) {
+			error("%s", err.buf);
 			ret = rc;
 			goto out;
 		}

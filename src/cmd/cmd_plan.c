@@ -612,7 +612,9 @@ static int record(struct plan_cmd *c)
 		goto out;
 	}
 	if (st != PLAN_RUN_OK) {
-		plan_report_failure("planning run", st, &c->rec, &c->err);
+		buf_reset(&perr);
+		plan_failure_message(&perr, "planning run", st, &c->rec, &c->err);
+		error("%s", perr.buf);
 		rc = plan_exit_for(st);
 		goto out;
 	}
@@ -691,7 +693,11 @@ int cmd_plan(int argc, char **argv)
 	if (ret >= 0)
 		goto out;
 	if (c.o.verify) {
-		ret = plan_verify(&c.r, c.tmp.buf, c.o.output, &c.d);
+		buf_reset(&c.err);
+		ret = plan_verify(&c.r, c.tmp.buf, c.o.output, &c.d, &c.err);
+		if (c.err.len)
+			error("%s", c.err.buf);
+		buf_reset(&c.err);
 		/* The working directory as the recording left it, as without --verify. */
 		if (c.files_after && plan_files_restore(c.files_after, &c.err) < 0)
 			warning("verify: cannot put the working directory back as the recording left it: %s",

@@ -222,11 +222,14 @@ static int prepare_run(struct profile_cmd *c, char **argv, int i)
 	if (getcwd(cwd, sizeof(cwd)))
 		c->p.cwd = xstrdup(cwd);
 	if (c->python) {
-		struct buf where = BUF_INIT;
+		struct buf where = BUF_INIT, err = BUF_INIT;
 
 		buf_addf(&where, "at '%s'", c->python);
-		ret = measure_probe(&c->s, c->python, where.buf);
+		ret = measure_probe(&c->s, c->python, where.buf, &err);
+		if (err.len)
+			error("%s", err.buf);
 		buf_release(&where);
+		buf_release(&err);
 		if (ret)
 			return ret;
 	}

@@ -7,6 +7,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+size_t ts_pend_slot(const struct trace_stream *s, const char *name, size_t len)
+{
+	const struct iset *set = &s->pend_names;
+	size_t k;
+
+	for (k = hash_bytes(name, len) & (set->cap - 1); set->slot[k] >= 0; k = (k + 1) & (set->cap - 1)) {
+		const char *t = pend_name(s, set->slot[k]);
+
+		if (strlen(t) == len && !memcmp(t, name, len))
+			break;
+	}
+	return k;
+}
+
+int32_t ts_pend_first(const struct trace_stream *s, const char *name, size_t len)
+{
+	return s->pend_names.cap ? s->pend_names.slot[ts_pend_slot(s, name, len)] : -1;
+}
+
 size_t ts_add_row(struct trace_stream *s, const struct row_text *rt)
 {
 	struct srow *r;
@@ -84,16 +103,15 @@ bool ts_claim_late_row(struct trace_stream *s, size_t row)
 	long best = -1;
 	int32_t k;
 
-	if (r->cached || r->tnode >= 0 || !s->cap)
+	if (r->cached || r->tnode >= 0)
 		return false;
-	for (k = s->heads[hash_bytes(name, strlen(name)) & (s->cap - 1)]; k >= 0; k = s->pend[k].next) {
+	for (k = ts_pend_first(s, name, strlen(name)); k >= 0; k = s->pend[k].next) {
 		const struct pend *e = &s->pend[k];
 		const struct live *lv = &s->lives[e->live];
 		const struct trace_done *d = &lv->tp.done[e->done];
 
 		if (lv->bad || d->node < 0 || e->seq > r->seq || r->cum_us < d->cum_us - 2 ||
-		    r->cum_us - d->cum_us >= best_diff || strcmp(proc_str(&lv->tp.proc, d->name), name) ||
-		    !late_row_in_order(s, lv, e->done, r->seq))
+		    r->cum_us - d->cum_us >= best_diff || !late_row_in_order(s, lv, e->done, r->seq))
 			continue;
 		best_diff = r->cum_us - d->cum_us;
 		best = k;

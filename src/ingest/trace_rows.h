@@ -8,6 +8,7 @@
 #define COLDSTART_TRACE_ROWS_H
 
 #include "ingest/trace_read.h"
+#include "iset.h"
 
 struct rowlist {
 	size_t *v; /* indexes into trace_stream.rows */
@@ -59,11 +60,12 @@ struct window {
 	size_t cursor; /* where its rows have reached in the reference start-up */
 };
 
-/* A finished import of some trace, waiting for its row; chained per name hash. */
+/* A finished import of some trace, waiting for its row; chained per name, in the order they came. */
 struct pend {
 	uint32_t live;
 	uint32_t done;
-	int32_t next;
+	int32_t next; /* the next entry of the same name, -1 */
+	int32_t last; /* in the first entry of a name: the last entry of that name */
 	long seq; /* the stream's line when the import's end was read: its row comes at or after it */
 };
 
@@ -88,8 +90,7 @@ struct trace_stream {
 	bool refreshed; /* the traces were read after the chunk being fed was read */
 	struct pend *pend;
 	size_t nr_pend, alloc_pend;
-	int32_t *heads, *tails;
-	size_t cap;
+	struct iset pend_names; /* the first pend entry of each name */
 	long last_live; /* where the last row went: cached rows follow it */
 	long untraced; /* the window of the last interpreter found to have no trace, -1 */
 	long stopped; /* the last live whose tracer stopped recording (R): later unmatched rows are its own, -1 */
@@ -116,6 +117,22 @@ static inline const char *row_name(const struct trace_stream *s, size_t row)
 {
 	return s->names.buf + s->rows[row].name;
 }
+
+/* The name of the import pend entry k waits for. */
+static inline const char *pend_name(const struct trace_stream *s, int32_t k)
+{
+	const struct trace_proc *tp = &s->lives[s->pend[k].live].tp;
+
+	return proc_str(&tp->proc, tp->done[s->pend[k].done].name);
+}
+
+/*
+ * The slot of s->pend_names that holds the first pend entry named name (len
+ * bytes), or the empty slot where it would go; the set must have room.
+ */
+size_t ts_pend_slot(const struct trace_stream *s, const char *name, size_t len);
+/* The first pend entry named name (len bytes), -1 for none. */
+int32_t ts_pend_first(const struct trace_stream *s, const char *name, size_t len);
 
 /* A new row taken out of the stream, its index; rows by stream order (qsort_r, arg s). */
 size_t ts_add_row(struct trace_stream *s, const struct row_text *rt);

@@ -96,40 +96,34 @@ static bool lex_row(const char *text, const char *end, struct row_text *rt)
 	return true;
 }
 
-static uint64_t name_hash(const char *name, size_t len)
+static uint64_t pend_hash_at(const void *ctx, int32_t k)
 {
-	return hash_bytes(name, len);
+	return hash_str(pend_name(ctx, k));
 }
 
+/* Appends pend entry k to the chain of its name. */
 static void pend_link(struct trace_stream *s, int32_t k)
 {
-	const struct pend *e = &s->pend[k];
-	const struct trace_proc *tp = &s->lives[e->live].tp;
-	const char *nm = proc_str(&tp->proc, tp->done[e->done].name);
-	size_t h = (size_t)name_hash(nm, strlen(nm)) & (s->cap - 1);
+	struct iset *set = &s->pend_names;
+	const char *nm = pend_name(s, k);
+	size_t slot;
+	int32_t first;
 
+	if (!set->cap)
+		iset_init(set, 1024);
+	else if (set->used * 2 >= set->cap)
+		iset_grow(set, pend_hash_at, s);
+	slot = ts_pend_slot(s, nm, strlen(nm));
+	first = set->slot[slot];
 	s->pend[k].next = -1;
-	if (s->tails[h] >= 0)
-		s->pend[s->tails[h]].next = k;
-	else
-		s->heads[h] = k;
-	s->tails[h] = k;
-}
-
-/* Rebuilds the chains at twice the size; each chain keeps the order entries came in. */
-static void pend_rehash(struct trace_stream *s)
-{
-	size_t i;
-
-	s->cap = s->cap ? s->cap * 2 : 1024;
-	free(s->heads);
-	free(s->tails);
-	s->heads = xmalloc(st_mult(s->cap, sizeof(*s->heads)));
-	s->tails = xmalloc(st_mult(s->cap, sizeof(*s->tails)));
-	for (i = 0; i < s->cap; i++)
-		s->heads[i] = s->tails[i] = -1;
-	for (i = 0; i < s->nr_pend; i++)
-		pend_link(s, (int32_t)i);
+	if (first < 0) {
+		set->slot[slot] = k;
+		set->used++;
+		s->pend[k].last = k;
+	} else {
+		s->pend[s->pend[first].last].next = k;
+		s->pend[first].last = k;
+	}
 }
 
 /* Puts the imports a trace finished since the last call in the pending map. */
@@ -150,10 +144,7 @@ static void index_done(struct trace_stream *s, size_t li)
 		s->pend[s->nr_pend].done = (uint32_t)lv->indexed;
 		s->pend[s->nr_pend].seq = s->seq;
 		s->nr_pend++;
-		if (s->nr_pend * 2 > s->cap)
-			pend_rehash(s);
-		else
-			pend_link(s, (int32_t)(s->nr_pend - 1));
+		pend_link(s, (int32_t)(s->nr_pend - 1));
 	}
 }
 
@@ -314,24 +305,18 @@ static bool out_of_order(const struct live *lv, size_t done)
  */
 static bool match_row(struct trace_stream *s, const struct row_text *rt, bool strict, long *live_out, size_t *done_out)
 {
-	uint64_t h = name_hash(rt->name, rt->name_len);
 	int64_t best_diff = INT64_MAX, in_order_diff = INT64_MAX;
 	long best = -1, in_order = -1;
 	int32_t k;
 
-	if (!s->cap)
-		return false;
 	s->stamp++;
-	for (k = s->heads[h & (s->cap - 1)]; k >= 0; k = s->pend[k].next) {
+	for (k = ts_pend_first(s, rt->name, rt->name_len); k >= 0; k = s->pend[k].next) {
 		const struct pend *e = &s->pend[k];
 		struct live *lv = &s->lives[e->live];
 		const struct trace_done *d = &lv->tp.done[e->done];
-		const char *nm = proc_str(&lv->tp.proc, d->name);
 		int64_t diff;
 
 		if (lv->matched[e->done] || s->seen[e->live] == s->stamp)
-			continue;
-		if (strlen(nm) != rt->name_len || memcmp(nm, rt->name, rt->name_len))
 			continue;
 		s->seen[e->live] = s->stamp; /* only a process's earliest waiting import counts */
 		if (strict && (d->node < 0 || !plausible(rt->cum_us, d->cum_us)))
@@ -768,8 +753,7 @@ void trace_stream_free(struct trace_stream *s)
 	buf_release(&s->names);
 	buf_release(&s->line);
 	free(s->pend);
-	free(s->heads);
-	free(s->tails);
+	iset_release(&s->pend_names);
 	free(s->seen);
 	free(s);
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "iset.h"
 #include "util.h"
 
 static const char *const names[] = {
@@ -334,14 +335,15 @@ static const char *const names[] = {
 	"zoneinfo",
 };
 
-/*
- * An open-addressing table over the names, built on first use: classifying a
- * million nodes must not cost a million binary searches.
- */
-#define TABLE_SIZE 1024
+#define NR_NAMES (sizeof(names) / sizeof(names[0]))
 
-static const char *table[TABLE_SIZE];
-static size_t table_len[TABLE_SIZE];
+/*
+ * A set of indexes into names, built on first use: classifying a million
+ * nodes must not cost a million binary searches.  1024 slots keep it at
+ * most half full.
+ */
+static struct iset table;
+static size_t name_len[NR_NAMES];
 /* Classification runs on several threads; the first lookup builds the table once. */
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
@@ -349,14 +351,16 @@ static void build_table(void)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		size_t len = strlen(names[i]);
-		size_t k = hash_bytes(names[i], len) & (TABLE_SIZE - 1);
+	iset_init(&table, 1024);
+	for (i = 0; i < NR_NAMES; i++) {
+		size_t k;
 
-		while (table[k])
-			k = (k + 1) & (TABLE_SIZE - 1);
-		table[k] = names[i];
-		table_len[k] = len;
+		name_len[i] = strlen(names[i]);
+		for (k = hash_bytes(names[i], name_len[i]) & (table.cap - 1); table.slot[k] >= 0;
+		     k = (k + 1) & (table.cap - 1))
+			;
+		table.slot[k] = (int32_t)i;
+		table.used++;
 	}
 }
 
@@ -365,8 +369,11 @@ bool stdlib_name_known(const char *name, size_t len)
 	size_t k;
 
 	pthread_once(&table_once, build_table);
-	for (k = hash_bytes(name, len) & (TABLE_SIZE - 1); table[k]; k = (k + 1) & (TABLE_SIZE - 1))
-		if (table_len[k] == len && !memcmp(table[k], name, len))
+	for (k = hash_bytes(name, len) & (table.cap - 1); table.slot[k] >= 0; k = (k + 1) & (table.cap - 1)) {
+		int32_t i = table.slot[k];
+
+		if (name_len[i] == len && !memcmp(names[i], name, len))
 			return true;
+	}
 	return false;
 }

@@ -179,12 +179,15 @@ int plan_exit_for(enum plan_status st)
 	return EXIT_FAIL;
 }
 
-void plan_report_failure(const char *what, enum plan_status st, const struct plan_outcome *o, const struct buf *err)
+void plan_failure_message(struct buf *out, const char *what, enum plan_status st, const struct plan_outcome *o,
+			  const struct buf *err)
 {
-	error("%s: %s", what, err->buf);
-	if (st != PLAN_RUN_INTERRUPTED && o->stderr_tail.len) {
-		fprintf(stderr, "-- the target's last stderr output:\n%s%s", o->stderr_tail.buf,
-			o->stderr_tail.buf[o->stderr_tail.len - 1] == '\n' ? "" : "\n");
+	const struct buf *tail = &o->stderr_tail;
+
+	buf_addf(out, "%s: %s", what, err->buf);
+	if (st != PLAN_RUN_INTERRUPTED && tail->len) {
+		buf_adds(out, "\n-- the target's last stderr output:\n");
+		buf_add(out, tail->buf, tail->len - (tail->buf[tail->len - 1] == '\n'));
 	}
 }
 
@@ -332,7 +335,8 @@ struct verify {
 	const char **froms; /* the modules with lazy from-imports, in import order */
 	size_t nf;
 	struct buf variant; /* the path of the variant plan */
-	struct buf err;
+	struct buf err; /* a step's own error */
+	struct buf *why; /* the caller's: why the verification stopped */
 	int ret; /* the exit status once a step stops */
 };
 
@@ -348,7 +352,7 @@ static int try_variant(struct verify *v, size_t k, size_t nf)
 	int ok;
 
 	if (write_variant(&v->d, v->names, k, v->froms, nf, v->variant.buf, &v->err) < 0) {
-		error("%s", v->err.buf);
+		buf_add(v->why, v->err.buf, v->err.len);
 		v->ret = EXIT_FAIL;
 		return -1;
 	}
@@ -412,7 +416,7 @@ static void collect_lazy(struct verify *v)
  * them all eagerly gives the responses back, the module whose from-imports
  * do it: *from true), then the deferred modules, with every from-import
  * bound eagerly.  Returns 1 with *name found, 0 when there is none to find
- * (the message printed), -1 stop (v->ret).
+ * (v->why says so), -1 stop (v->ret).
  */
 static int find_one(struct verify *v, const char **name, bool *from)
 {
@@ -440,14 +444,16 @@ static int find_one(struct verify *v, const char **name, bool *from)
 	if (ok < 0)
 		return -1;
 	if (!ok) {
-		error("verify: the responses differ even with nothing deferred: the module index itself changes "
-		      "them (a module found elsewhere than its recorded file?); plan was not written");
+		buf_adds(v->why,
+			 "verify: the responses differ even with nothing deferred: the module index itself changes "
+			 "them (a module found elsewhere than its recorded file?); plan was not written");
 		return 0;
 	}
 	/* Nothing deferred, yet the plan's own copy gives the responses back. */
 	if (!v->nr) {
-		error("verify: the plan defers nothing, yet a response differed with it and not with its copy: the "
-		      "target's answers are not reproducible, so the plan cannot be verified; plan was not written");
+		buf_adds(v->why,
+			 "verify: the plan defers nothing, yet a response differed with it and not with its copy: the "
+			 "target's answers are not reproducible, so the plan cannot be verified; plan was not written");
 		return 0;
 	}
 	if (bisect(v, false, v->nr, &found) < 0)
@@ -511,20 +517,23 @@ static void find_causes(struct verify *v, const char *tmp, struct plan_doc *d)
 	st = plan_run_once(v->r, &v->r->env_plain, NULL, &again, &v->err);
 	if (st == PLAN_RUN_OK && !same_responses(v->r, &v->base, &again, &which)) {
 		if (which == v->base.nr_responses)
-			error("verify: the files written under the working directory differ between two runs without "
-			      "the plan:\n%s--\n%sthe target's answers are not reproducible, so the plan cannot be "
-			      "verified (--mask cannot hide files); plan was not written",
-			      v->base.files.buf, again.files.buf);
+			buf_addf(
+				v->why,
+				"verify: the files written under the working directory differ between two runs without "
+				"the plan:\n%s--\n%sthe target's answers are not reproducible, so the plan cannot be "
+				"verified (--mask cannot hide files); plan was not written",
+				v->base.files.buf, again.files.buf);
 		else
-			error("verify: response %zu differs between two runs without the plan: the target's answers "
-			      "are not reproducible, so the plan cannot be verified; plan was not written",
-			      which + 1);
+			buf_addf(v->why,
+				 "verify: response %zu differs between two runs without the plan: the target's answers "
+				 "are not reproducible, so the plan cannot be verified; plan was not written",
+				 which + 1);
 		plan_outcome_release(&again);
 		return;
 	}
 	plan_outcome_release(&again);
 	if (plan_load(tmp, &v->d, &v->err) < 0) {
-		error("%s", v->err.buf);
+		buf_add(v->why, v->err.buf, v->err.len);
 		return;
 	}
 	buf_addf(&v->variant, "%s.bisect", tmp);
@@ -554,12 +563,13 @@ static void find_causes(struct verify *v, const char *tmp, struct plan_doc *d)
 			break;
 	}
 	if (round == 64) {
-		error("verify: the responses still differ after keeping 64 modules eager; plan was not written");
+		buf_adds(v->why,
+			 "verify: the responses still differ after keeping 64 modules eager; plan was not written");
 		goto out;
 	}
 	recount(v->d.root);
 	if (plan_write_json(v->d.root, tmp, &v->err) < 0) {
-		error("%s", v->err.buf);
+		buf_add(v->why, v->err.buf, v->err.len);
 		goto out;
 	}
 	json_decref(d->root);
@@ -677,9 +687,9 @@ out:
 	json_decref(list);
 }
 
-int plan_verify(struct plan_run *r, const char *tmp, const char *output, struct plan_doc *d)
+int plan_verify(struct plan_run *r, const char *tmp, const char *output, struct plan_doc *d, struct buf *err)
 {
-	struct verify v = { .r = r, .output = output, .ret = EXIT_FAIL };
+	struct verify v = { .r = r, .output = output, .why = err, .ret = EXIT_FAIL };
 	struct buf forced = BUF_INIT;
 	enum plan_status st;
 	size_t which = 0;
@@ -691,7 +701,7 @@ int plan_verify(struct plan_run *r, const char *tmp, const char *output, struct 
 	unlink(forced.buf);
 	st = plan_run_once(r, &r->env_plain, NULL, &v.base, &v.err);
 	if (st != PLAN_RUN_OK) {
-		plan_report_failure("verify: the run without the plan failed", st, &v.base, &v.err);
+		plan_failure_message(err, "verify: the run without the plan failed", st, &v.base, &v.err);
 		v.ret = plan_exit_for(st);
 		goto out;
 	}

@@ -68,8 +68,12 @@ struct plan_run {
 /* The exit status for a run that ended with st. */
 int plan_exit_for(enum plan_status st);
 
-/* Prints "what: err" and, unless interrupted, the target's last stderr. */
-void plan_report_failure(const char *what, enum plan_status st, const struct plan_outcome *o, const struct buf *err);
+/*
+ * Appends to out "what: err" and, unless interrupted, the target's last
+ * stderr: the message a command prints for a run that failed.
+ */
+void plan_failure_message(struct buf *out, const char *what, enum plan_status st, const struct plan_outcome *o,
+			  const struct buf *err);
 
 /*
  * The status a caller of the target sees in a normalised response: the
@@ -87,11 +91,12 @@ enum plan_status plan_run_once(struct plan_run *r, const struct strvec *env, con
  * every response is the same, or once the modules whose laziness changed
  * one are kept eager (each named on stdout; tmp and d are that plan then);
  * EXIT_FAIL when no such plan is found (output is the plan file that was
- * not written), or the exit status of a run that failed.  A plan verified
+ * not written), or the exit status of a run that failed; then err says why
+ * (empty when interrupted) and the command prints it.  A plan verified
  * at once then loads at once the deferred modules that a run with it
  * forces before the first response anyway, when that plan verifies too
  * (d and tmp updated).
  */
-int plan_verify(struct plan_run *r, const char *tmp, const char *output, struct plan_doc *d);
+int plan_verify(struct plan_run *r, const char *tmp, const char *output, struct plan_doc *d, struct buf *err);
 
 #endif

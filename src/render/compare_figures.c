@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "iset.h"
 #include "render/report_run.h"
 
 static void sample_add(struct sample *s, int64_t v)
@@ -134,15 +135,15 @@ static int64_t median_of(const int64_t *v, size_t n)
 	return med;
 }
 
-/* The row of module name, added when new (a linear probe over a table sized by the caller). */
-static size_t module_row(struct comparison *c, size_t *slots, size_t nr_slots, const char *name)
+/* The row of module name, added when new (rows: row indexes, sized by the caller for every name). */
+static size_t module_row(struct comparison *c, struct iset *rows, const char *name)
 {
-	size_t i = (size_t)hash_str(name) & (nr_slots - 1), k;
+	size_t i = (size_t)hash_str(name) & (rows->cap - 1), k;
 
-	while (slots[i] && strcmp(c->rows[slots[i] - 1].name, name))
-		i = (i + 1) & (nr_slots - 1);
-	if (slots[i])
-		return slots[i] - 1;
+	while (rows->slot[i] >= 0 && strcmp(c->rows[rows->slot[i]].name, name))
+		i = (i + 1) & (rows->cap - 1);
+	if (rows->slot[i] >= 0)
+		return (size_t)rows->slot[i];
 	ALLOC_GROW(c->rows, c->nr_rows + 1, c->alloc_rows);
 	c->rows[c->nr_rows].name = xstrdup(name);
 	c->rows[c->nr_rows].v = xcalloc(c->nr, sizeof(int64_t *));
@@ -150,8 +151,9 @@ static size_t module_row(struct comparison *c, size_t *slots, size_t nr_slots, c
 		c->rows[c->nr_rows].v[k] = xcalloc(c->v[k].metric[M_WALL].nr + c->v[k].p->nr_runs + 1, sizeof(int64_t));
 	c->rows[c->nr_rows].median = xcalloc(c->nr, sizeof(int64_t));
 	c->rows[c->nr_rows].present = xcalloc(c->nr, sizeof(size_t));
-	slots[i] = ++c->nr_rows;
-	return c->nr_rows - 1;
+	rows->slot[i] = (int32_t)c->nr_rows;
+	rows->used++;
+	return c->nr_rows++;
 }
 
 static int cmp_diff(const void *x, const void *y)
@@ -165,7 +167,8 @@ static int cmp_diff(const void *x, const void *y)
 /* Every module's self time per measured run (0 where a run did not import it), and the differences with A. */
 static void compare_modules(struct comparison *c)
 {
-	size_t nr_slots = 1024, *slots, j, i, k, total = 0;
+	size_t nr_slots = 1024, j, i, k, total = 0;
+	struct iset rows;
 	size_t *runs = xcalloc(c->nr, sizeof(*runs));
 
 	for (j = 0; j < c->nr; j++)
@@ -174,7 +177,7 @@ static void compare_modules(struct comparison *c)
 				total += c->v[j].p->runs[i].procs[0].nr_nodes;
 	while (nr_slots < total * 2)
 		nr_slots *= 2;
-	slots = xcalloc(nr_slots, sizeof(*slots));
+	iset_init(&rows, nr_slots);
 	for (j = 0; j < c->nr; j++) {
 		const struct profile *p = c->v[j].p;
 
@@ -192,7 +195,7 @@ static void compare_modules(struct comparison *c)
 
 					if (pr->nodes[k].kind == KIND_TOOL || pr->nodes[k].self_us == UNKNOWN)
 						continue;
-					ri = module_row(c, slots, nr_slots, node_name(pr, (int32_t)k));
+					ri = module_row(c, &rows, node_name(pr, (int32_t)k));
 					row = &c->rows[ri];
 					if (!row->v[j][runs[j]])
 						row->present[j]++;
@@ -233,7 +236,7 @@ static void compare_modules(struct comparison *c)
 		c->nr_tested[j] = nt;
 		free(p);
 	}
-	free(slots);
+	iset_release(&rows);
 	free(runs);
 }
 

@@ -502,12 +502,12 @@ static bool evicts(const struct measure_session *s)
 }
 
 /* --cold where the target's files are not this host's (a container): a usage error, said once. */
-static int cold_check(struct measure_session *s)
+static int cold_check(struct measure_session *s, struct buf *err)
 {
 	if (!evicts(s) || s->target->paths_on_host)
 		return 0;
-	error("--cold evicts this host's page cache, and the target's files are not on this host "
-	      "(a container's image): run it with 'coldstart profile'");
+	buf_adds(err, "--cold evicts this host's page cache, and the target's files are not on this host "
+		      "(a container's image): run it with 'coldstart profile'");
 	return EXIT_USAGE;
 }
 
@@ -543,19 +543,19 @@ out:
 	free(prog);
 }
 
-int measure_probe(struct measure_session *s, const char *python, const char *where)
+int measure_probe(struct measure_session *s, const char *python, const char *where, struct buf *err)
 {
 	const struct measure_target *t = s->target;
-	struct buf out = BUF_INIT, errout = BUF_INIT, err = BUF_INIT, why = BUF_INIT;
+	struct buf out = BUF_INIT, errout = BUF_INIT, perr = BUF_INIT, why = BUF_INIT;
 	int rc, major = 0, minor = 0, ret = EXIT_NO_PYTHON;
 
-	if ((rc = cold_check(s))) {
+	if ((rc = cold_check(s, err))) {
 		s->checked = true;
 		return rc;
 	}
-	rc = t->probe(t->self, python, probe_args, &out, &errout, &err);
+	rc = t->probe(t->self, python, probe_args, &out, &errout, &perr);
 	if (rc < 0) {
-		buf_add(&why, err.buf, err.len);
+		buf_add(&why, perr.buf, perr.len);
 	} else if (rc || read_answer(s, out.buf, &major, &minor) < 0) {
 		buf_addf(&why, "status %d", rc);
 		if (errout.len || out.len) {
@@ -574,18 +574,19 @@ int measure_probe(struct measure_session *s, const char *python, const char *whe
 		ret = -1;
 	} else if (why.len) {
 		if (rc < 0)
-			error("%s", why.buf);
+			buf_add(err, why.buf, why.len);
 		else
-			error("'%s' does not behave like a Python interpreter (%s)", python, why.buf);
+			buf_addf(err, "'%s' does not behave like a Python interpreter (%s)", python, why.buf);
 	} else if (major < 3 || (major == 3 && minor < 7)) {
-		error("Python %s %s has no -X importtime (it needs Python 3.7 or newer)", s->p->python_version, where);
+		buf_addf(err, "Python %s %s has no -X importtime (it needs Python 3.7 or newer)", s->p->python_version,
+			 where);
 	} else {
 		note_launcher(s->p, python, s->executable);
 		ret = 0;
 	}
 	buf_release(&out);
 	buf_release(&errout);
-	buf_release(&err);
+	buf_release(&perr);
 	buf_release(&why);
 	return ret;
 }
@@ -624,8 +625,10 @@ static int first_run_checks(struct measure_session *s)
 	int ret = 0;
 
 	s->checked = true;
-	ret = cold_check(s);
-	if (!ret && lim->cpuset && !s->target->applies_limits && check_cpuset(lim->cpuset, &err) < 0) {
+	ret = cold_check(s, &err);
+	if (ret)
+		error("%s", err.buf);
+	else if (lim->cpuset && !s->target->applies_limits && check_cpuset(lim->cpuset, &err) < 0) {
 		error("%s", err.buf);
 		ret = EXIT_LIMITS;
 	}

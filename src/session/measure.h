@@ -9,7 +9,7 @@
  *
  *	measure_session_init(&s, &p, "profile", &o.m, &o.show, &measure_local);
  *	p.python = ...; p.cwd = ...;                (the command's metadata)
- *	measure_probe(&s, python, "at '/usr/bin/python3'");   (optional)
+ *	measure_probe(&s, python, "at '/usr/bin/python3'", &err);   (optional)
  *	s.ro.argv = ...; s.ro.env = ...; s.ro.trace = ...;    (what to run)
  *	s.baseline = ...;
  *	ret = measure_run(&s);                      (every run)
@@ -169,10 +169,11 @@ void measure_session_release(struct measure_session *s);
  * image 'x'", for messages).  Returns 0 with p->python_version set, -1 when
  * it could not tell and the target goes on without it (probe_optional: a
  * warning, recorded and printed, says importtime only), or EXIT_NO_PYTHON
- * after printing why the interpreter cannot be profiled (missing, not
- * Python, older than 3.7).
+ * with err saying why the interpreter cannot be profiled (missing, not
+ * Python, older than 3.7); EXIT_USAGE with err saying why for --cold on a
+ * target whose files are not this host's.
  */
-int measure_probe(struct measure_session *s, const char *python, const char *where);
+int measure_probe(struct measure_session *s, const char *python, const char *where, struct buf *err);
 
 /*
  * Every run: the baseline (--runs of them, when asked), --warmup and --runs,

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "elf/elf_resolve.h"
+#include "iset.h"
 
 enum cold_class { CLASS_MODULE, CLASS_BINARY };
 
@@ -30,13 +31,10 @@ struct cold_file {
 struct cold_set {
 	struct cold_file *files;
 	size_t nr, alloc;
-	/* Open addressing over files by path: index + 1, 0 for an empty slot. */
-	size_t *slots;
-	size_t nr_slots;
-	/* Module names already looked up by name (found or not), the same way. */
+	struct iset by_path; /* indexes into files */
+	/* Module names already looked up by name (found or not), and their indexes. */
 	struct strvec names_seen;
-	size_t *name_slots;
-	size_t nr_name_slots;
+	struct iset by_name;
 	struct strvec dirs;
 	char *cache_tag;
 	struct strvec suffixes;
@@ -44,15 +42,14 @@ struct cold_set {
 	bool learnt; /* a run was learnt from */
 };
 
-/* Finds s in slots over the strings at(i); returns the slot (empty when absent). */
-static size_t *lookup(size_t *slots, size_t nr_slots, const char *s, const char *(*at)(const void *, size_t),
-		      const void *ctx)
+/* The slot of set that holds s, over the strings at(i), or the empty one where it would go. */
+static int32_t *lookup(const struct iset *set, const char *s, const char *(*at)(const void *, size_t), const void *ctx)
 {
-	size_t i = (size_t)hash_str(s) & (nr_slots - 1);
+	size_t i = (size_t)hash_str(s) & (set->cap - 1);
 
-	while (slots[i] && strcmp(at(ctx, slots[i] - 1), s))
-		i = (i + 1) & (nr_slots - 1);
-	return &slots[i];
+	while (set->slot[i] >= 0 && strcmp(at(ctx, (size_t)set->slot[i]), s))
+		i = (i + 1) & (set->cap - 1);
+	return &set->slot[i];
 }
 
 static const char *file_at(const void *ctx, size_t i)
@@ -65,19 +62,23 @@ static const char *name_at(const void *ctx, size_t i)
 	return ((const struct cold_set *)ctx)->names_seen.v[i];
 }
 
-/* Keeps the table at most half full, rehashing nr entries named by at(). */
-static void grow_slots(size_t **slots, size_t *nr_slots, size_t nr, const char *(*at)(const void *, size_t),
-		       const void *ctx)
+static uint64_t file_hash_at(const void *ctx, int32_t v)
 {
-	size_t i, n = *nr_slots ? *nr_slots * 2 : 256;
+	return hash_str(file_at(ctx, (size_t)v));
+}
 
-	if (*nr_slots && (nr + 1) * 2 <= *nr_slots)
-		return;
-	free(*slots);
-	*slots = xcalloc(n, sizeof(**slots));
-	*nr_slots = n;
-	for (i = 0; i < nr; i++)
-		*lookup(*slots, n, at(ctx, i), at, ctx) = i + 1;
+static uint64_t name_hash_at(const void *ctx, int32_t v)
+{
+	return hash_str(name_at(ctx, (size_t)v));
+}
+
+/* Room in set for one more entry: it stays at most half full. */
+static void make_room(struct iset *set, uint64_t (*hash)(const void *ctx, int32_t v), const void *ctx)
+{
+	if (!set->cap)
+		iset_init(set, 256);
+	else if (set->used * 2 >= set->cap)
+		iset_grow(set, hash, ctx);
 }
 
 /* Adds path (made absolute and real) once; a path that is not a regular file is left out. */
@@ -85,22 +86,23 @@ static void add(struct cold_set *cs, const char *path, enum cold_class cls)
 {
 	char real[PATH_MAX];
 	struct stat st;
-	size_t *slot;
+	int32_t *slot;
 
 	if (!path || !*path || !realpath(path, real) || stat(real, &st) < 0 || !S_ISREG(st.st_mode))
 		return;
-	grow_slots(&cs->slots, &cs->nr_slots, cs->nr, file_at, cs);
-	slot = lookup(cs->slots, cs->nr_slots, real, file_at, cs);
-	if (*slot) {
+	make_room(&cs->by_path, file_hash_at, cs);
+	slot = lookup(&cs->by_path, real, file_at, cs);
+	if (*slot >= 0) {
 		/* A module's own file is not a library because an extension needs it too. */
 		if (cls == CLASS_MODULE)
-			cs->files[*slot - 1].cls = CLASS_MODULE;
+			cs->files[*slot].cls = CLASS_MODULE;
 		return;
 	}
 	ALLOC_GROW(cs->files, cs->nr + 1, cs->alloc);
 	cs->files[cs->nr].path = xstrdup(real);
 	cs->files[cs->nr].cls = cls;
-	*slot = ++cs->nr;
+	*slot = (int32_t)cs->nr++;
+	cs->by_path.used++;
 }
 
 /* The libraries path needs (it is added by the caller in its own class). */
@@ -152,17 +154,19 @@ static bool is_file(const char *path)
 static void add_module_name(struct cold_set *cs, const char *name)
 {
 	struct buf rel = BUF_INIT, path = BUF_INIT;
-	size_t i, k, *slot;
+	size_t i, k;
+	int32_t *slot;
 	const char *s;
 
 	if (!*name || strchr(name, '/') || !strcmp(name, "__main__"))
 		return;
-	grow_slots(&cs->name_slots, &cs->nr_name_slots, cs->names_seen.nr, name_at, cs);
-	slot = lookup(cs->name_slots, cs->nr_name_slots, name, name_at, cs);
-	if (*slot)
+	make_room(&cs->by_name, name_hash_at, cs);
+	slot = lookup(&cs->by_name, name, name_at, cs);
+	if (*slot >= 0)
 		return;
+	*slot = (int32_t)cs->names_seen.nr;
+	cs->by_name.used++;
 	strvec_push(&cs->names_seen, name);
-	*slot = cs->names_seen.nr;
 	for (s = name; *s; s++)
 		buf_addch(&rel, *s == '.' ? '/' : *s);
 	for (i = 0; i < cs->dirs.nr; i++) {
@@ -239,7 +243,7 @@ static void mark_mapped(struct cold_set *cs)
 	char *line = NULL;
 	size_t cap = 0;
 
-	if (!d || !cs->nr_slots) {
+	if (!d || !cs->by_path.cap) {
 		if (d)
 			closedir(d);
 		return;
@@ -255,14 +259,14 @@ static void mark_mapped(struct cold_set *cs)
 			continue;
 		while (getline(&line, &cap, f) > 0) {
 			char *file = strchr(line, '/');
-			size_t *slot;
+			int32_t *slot;
 
 			if (!file)
 				continue;
 			file[strcspn(file, "\n")] = '\0';
-			slot = lookup(cs->slots, cs->nr_slots, file, file_at, cs);
-			if (*slot)
-				cs->files[*slot - 1].mapped = true;
+			slot = lookup(&cs->by_path, file, file_at, cs);
+			if (*slot >= 0)
+				cs->files[*slot].mapped = true;
 		}
 		fclose(f);
 	}
@@ -290,8 +294,8 @@ void cold_set_free(struct cold_set *cs)
 	for (i = 0; i < cs->nr; i++)
 		free(cs->files[i].path);
 	free(cs->files);
-	free(cs->slots);
-	free(cs->name_slots);
+	iset_release(&cs->by_path);
+	iset_release(&cs->by_name);
 	strvec_clear(&cs->names_seen);
 	strvec_clear(&cs->dirs);
 	strvec_clear(&cs->suffixes);

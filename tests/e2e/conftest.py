@@ -56,6 +56,12 @@ PYTHONS = [p for p, v in ALL_PYTHONS if v and v >= (3, 7)]
 OLD_PYTHONS = [p for p, v in ALL_PYTHONS if v and v < (3, 7)]
 
 
+# The pyenv versions `coldstart plan` (3.8+) is tested on beside Debian's
+# (interpreter_params), and every interpreter found that it can plan.
+PLAN_VERSIONS = ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]
+PLAN_PYTHONS = [p for p, v in ALL_PYTHONS if v and v >= (3, 8)]
+
+
 def python_version(py):
     for p, v in ALL_PYTHONS:
         if p == py:

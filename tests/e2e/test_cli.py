@@ -221,6 +221,16 @@ def test_python_errors_once(python, said):
     assert lines == ["coldstart: error: " + said + (": pass --python PATH" if "PATH" in said else "")], r.stderr
 
 
+
+def test_not_python_said_once():
+    """A program that is not Python: one error line, from profile and compare alike (exit 4)."""
+    for argv in (("profile", "--python", "/bin/false", "-c", "pass"),
+                 ("compare", "--python", "/bin/false", "--python", DEBIAN_PYTHON, "-c", "pass")):
+        r = run_coldstart(*argv)
+        assert r.returncode == 4, r.stderr
+        assert r.stderr.strip().splitlines() == [
+            "coldstart: error: '/bin/false' does not behave like a Python interpreter (status 1)"], r.stderr
+
 PRINTS = "import json; print('hello from the app'); print('second line')"
 
 

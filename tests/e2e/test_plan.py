@@ -15,11 +15,9 @@ import time
 
 import pytest
 
-from conftest import COLDSTART, DEBIAN_PYTHON, ROOT, clean_env, write
+from conftest import COLDSTART, DEBIAN_PYTHON, PLAN_PYTHONS, ROOT, clean_env, write
 
 BENCH_FNS = os.path.join(ROOT, "bench", "plan")
-PYTHONS = [DEBIAN_PYTHON] + sorted(glob.glob("/root/.pyenv/versions/3.[89].*/bin/python3") +
-                                   glob.glob("/root/.pyenv/versions/3.1[0-4].*/bin/python3"))
 
 pytestmark = pytest.mark.skipif(not os.path.exists(DEBIAN_PYTHON),
                                 reason="Debian's python3 is not installed")
@@ -292,6 +290,37 @@ def test_verify_masks_what_changes_by_itself(workdir):
     assert p.returncode == 2 and "--mask 'took [0-9'" in p.stderr
 
 
+def test_a_run_that_fails_is_said_once_with_its_stderr(workdir, tmp_path):
+    """A run that times out, the planning run or --verify's run without the
+    plan: one error naming which, then the target's last stderr (exit 8).
+    The count lives outside the working directory, which every replay puts
+    back as the recording found it."""
+    count = str(tmp_path / "count")
+    write(workdir, "tool.py", """
+        import os, sys, time, fractions
+        c = %r
+        n = int(open(c).read()) + 1 if os.path.exists(c) else 1
+        open(c, "w").write(str(n))
+        if n != 2:
+            sys.stderr.write("stuck on run %%d\\n" %% n)
+            sys.stderr.flush()
+            time.sleep(60)
+        print(fractions.Fraction(1, 3))
+    """ % count)
+    out = os.path.join(workdir, "p.json")
+    for runs_before, what, stuck in ((1, "verify: the run without the plan failed", 3),
+                                     (0, "planning run", 1)):
+        with open(count, "w") as f:
+            f.write(str(runs_before))
+        p = plan_cmd("--verify", "--timeout", "10s", "-o", out, "--", DEBIAN_PYTHON, "tool.py",
+                     cwd=workdir)
+        assert p.returncode == 8, p.stdout + p.stderr
+        assert p.stderr.splitlines() == [
+            "coldstart: error: %s: timed out waiting for the target to exit" % what,
+            "-- the target's last stderr output:",
+            "stuck on run %d" % stuck], p.stderr
+        assert not os.path.exists(out)
+
 def test_run_to_exit_command_and_coldstart_run(workdir):
     write(workdir, "tool.py", """
         import sys
@@ -404,7 +433,7 @@ SCRIPTS = {
 }
 
 
-@pytest.mark.parametrize("python", PYTHONS)
+@pytest.mark.parametrize("python", PLAN_PYTHONS)
 def test_coldstart_run_runs_a_script_as_python_does(workdir, python):
     # What the script sees of itself (__file__ absolute since 3.9, argv[0] as
     # typed, the loader, the globals), its traceback from its own frame, its

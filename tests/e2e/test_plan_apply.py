@@ -12,36 +12,19 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import textwrap
 
 import pytest
 
-from conftest import ROOT, clean_env, interpreter_params
+from conftest import PLAN_VERSIONS, ROOT, clean_env, interpreter_params, write
 
 PYDIR = os.path.join(ROOT, "python")
 BOOT = os.path.join(PYDIR, "coldstart", "_boot", "plan")
-WANTED = ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]
 
 
-@pytest.fixture(params=interpreter_params(WANTED))
+@pytest.fixture(params=interpreter_params(PLAN_VERSIONS))
 def python(request):
     return request.param
-
-
-@pytest.fixture
-def workdir():
-    d = tempfile.mkdtemp(prefix="planapply", dir="/tmp")
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-
-
-def write(d, name, text):
-    path = os.path.join(d, name)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        f.write(textwrap.dedent(text))
-    return path
 
 
 def _env(**extra):

@@ -17,12 +17,11 @@ import textwrap
 
 import pytest
 
-from conftest import COLDSTART, clean_env
-from test_plan_apply import (_env, _run, interpreter_params, workdir,  # noqa: F401 (fixture)
-                             write, WANTED)
+from conftest import COLDSTART, PLAN_VERSIONS, clean_env, interpreter_params, write
+from test_plan_apply import _env, _run
 
 
-@pytest.fixture(params=interpreter_params(WANTED))
+@pytest.fixture(params=interpreter_params(PLAN_VERSIONS))
 def python(request):
     return request.param
 

@@ -17,11 +17,11 @@ import textwrap
 
 import pytest
 
-from test_plan_apply import (action, compare, interpreter_params, record,
-                             workdir, write, WANTED)  # noqa: F401 (fixture)
+from conftest import PLAN_VERSIONS, interpreter_params, write
+from test_plan_apply import action, compare, record
 
 
-@pytest.fixture(params=interpreter_params(WANTED))
+@pytest.fixture(params=interpreter_params(PLAN_VERSIONS))
 def python(request):
     return request.param
 

@@ -16,15 +16,12 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
-import textwrap
 
 import pytest
 
-from conftest import COLDSTART, ROOT, clean_env, interpreter_params
+from conftest import COLDSTART, PLAN_VERSIONS, ROOT, clean_env, interpreter_params, write
 
 BOOT = os.path.join(ROOT, "python", "coldstart", "_boot", "plan")
-WANTED = ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]
 
 MODULES = {
     # Deferred by the plan (imported, not used while planning).
@@ -143,16 +140,9 @@ MODULES = {
 }
 
 
-@pytest.fixture(params=interpreter_params(WANTED))
+@pytest.fixture(params=interpreter_params(PLAN_VERSIONS))
 def python(request):
     return request.param
-
-
-@pytest.fixture
-def workdir():
-    d = tempfile.mkdtemp(prefix="planstr", dir="/tmp")
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def _env(**extra):
@@ -175,8 +165,7 @@ def _plan_tool(workdir, plan_args, argv):
     """Writes MODULES into workdir and plans argv there; returns (the
     plan's path, coldstart plan's result)."""
     for name, text in MODULES.items():
-        with open(os.path.join(workdir, name), "w") as f:
-            f.write(textwrap.dedent(text))
+        write(workdir, name, text)
     plan_path = os.path.join(workdir, "p.json")
     p = subprocess.run([COLDSTART, "plan"] + plan_args + ["-o", plan_path, "--"] + argv,
                        cwd=workdir, capture_output=True, text=True, timeout=300,
@@ -315,10 +304,8 @@ def _chunk_unmaps(python, workdir, env):
 @pytest.mark.skipif(shutil.which("strace") is None,
                     reason="strace is not installed (tests/install-deps.sh)")
 def test_frame_stack_chunks_are_kept(python, workdir):
-    with open(os.path.join(workdir, "deep.py"), "w") as f:
-        f.write(textwrap.dedent(DEEP))
-    with open(os.path.join(workdir, "deepmod.py"), "w") as f:
-        f.write("X = 1\n")
+    write(workdir, "deep.py", DEEP)
+    write(workdir, "deepmod.py", "X = 1\n")
     plan_path = os.path.join(workdir, "p.json")
     p = subprocess.run([COLDSTART, "plan", "-o", plan_path, "--", python,
                         "deep.py", "5"], cwd=workdir, capture_output=True,
@@ -370,9 +357,8 @@ ARENAS = """
 
 
 def test_new_object_arenas_are_faulted_in_whole(python, workdir):
-    for name, text in (("arenas.py", ARENAS), ("arenamod.py", "X = 1\n")):
-        with open(os.path.join(workdir, name), "w") as f:
-            f.write(textwrap.dedent(text))
+    write(workdir, "arenas.py", ARENAS)
+    write(workdir, "arenamod.py", "X = 1\n")
     plan_path = os.path.join(workdir, "p.json")
     p = subprocess.run([COLDSTART, "plan", "-o", plan_path, "--", python,
                         "arenas.py"], cwd=workdir, capture_output=True,

@@ -61,9 +61,9 @@ def setup(tmp_path_factory):
     data = os.path.join(base, "python")
     shutil.copytree(os.path.join(ROOT, "python"), data,
                     ignore=shutil.ignore_patterns("_tracer*.so", "__pycache__"))
-    # The cache's hash covers the source and the header it includes, in that order.
+    # The cache's hash covers the source and the headers it includes, in that order.
     src = b""
-    for name in ("_tracer.c", "_fill.h"):
+    for name in ("_tracer.c", "_fill.h", "_module.h"):
         with open(os.path.join(data, "coldstart", name), "rb") as f:
             src += f.read()
     src_hash = fnv1a(src)

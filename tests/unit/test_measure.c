@@ -71,6 +71,7 @@ struct fixture {
 	struct measure_session s;
 	struct measure_target t;
 	struct replay r;
+	struct buf err; /* what measure_probe says */
 };
 
 static struct fixture *setup(bool optional)
@@ -83,11 +84,13 @@ static struct fixture *setup(bool optional)
 	f->t.self = &f->r;
 	f->t.probe_optional = optional;
 	measure_session_init(&f->s, &f->p, "profile", &f->m, NULL, &f->t);
+	buf_init(&f->err, 0);
 	return f;
 }
 
 static void teardown(struct fixture *f)
 {
+	buf_release(&f->err);
 	measure_session_release(&f->s);
 	measure_opts_release(&f->m);
 	profile_release(&f->p);
@@ -102,7 +105,8 @@ static void test_probe_answer(void **state)
 		   ".cpython-311-x86_64-linux-gnu.so .abi3.so .so\n"
 		   "/usr/lib/python3.11\t/usr/lib/python3.11/lib-dynload\t/usr/lib/python3/dist-packages\n"
 		   "/usr/lib/python3/dist-packages\n\n/root/.local/x\n";
-	assert_int_equal(measure_probe(&f->s, "python3", "at 'python3'"), 0);
+	assert_int_equal(measure_probe(&f->s, "python3", "at 'python3'", &f->err), 0);
+	assert_int_equal(f->err.len, 0);
 	assert_string_equal(f->s.executable, "/usr/bin/python3.11");
 	assert_string_equal(f->s.cache_tag, "cpython-311");
 	assert_int_equal(f->s.ext_suffixes.nr, 3);
@@ -125,7 +129,7 @@ static void test_probe_answer(void **state)
 	/* 3.7 and 3.8 print no stdlib_module_names: an empty line. */
 	f = setup(false);
 	f->r.out = "3.7.17\n/x/python3.7\n\n";
-	assert_int_equal(measure_probe(&f->s, "python3.7", "at 'x'"), 0);
+	assert_int_equal(measure_probe(&f->s, "python3.7", "at 'x'", &f->err), 0);
 	assert_int_equal(f->s.stdlib_names.nr, 0);
 	teardown(f);
 }
@@ -137,14 +141,18 @@ static void test_probe_refusals(void **state)
 	/* Older than 3.7: no -X importtime, whatever the target. */
 	f = setup(true);
 	f->r.out = "3.6.15\n/usr/bin/python3.6\n\n";
-	assert_int_equal(measure_probe(&f->s, "python3", "in image 'old'"), EXIT_NO_PYTHON);
+	assert_int_equal(measure_probe(&f->s, "python3", "in image 'old'", &f->err), EXIT_NO_PYTHON);
+	assert_string_equal(f->err.buf,
+			    "Python 3.6.15 in image 'old' has no -X importtime (it needs Python 3.7 or newer)");
 	teardown(f);
 
 	/* Not Python: an error on this host ... */
 	f = setup(false);
 	f->r.status = 1;
 	f->r.errout = "Traceback (most recent call last):\n  File x\nImportError: no site\n";
-	assert_int_equal(measure_probe(&f->s, "python3", "at 'python3'"), EXIT_NO_PYTHON);
+	assert_int_equal(measure_probe(&f->s, "python3", "at 'python3'", &f->err), EXIT_NO_PYTHON);
+	assert_string_equal(f->err.buf,
+			    "'python3' does not behave like a Python interpreter (status 1: ImportError: no site)");
 	assert_int_equal(f->p.nr_warnings, 0);
 	teardown(f);
 
@@ -152,7 +160,8 @@ static void test_probe_refusals(void **state)
 	f = setup(true);
 	f->r.status = 1;
 	f->r.errout = "Traceback (most recent call last):\nImportError: no site\n";
-	assert_int_equal(measure_probe(&f->s, "python3", "in image 'x'"), -1);
+	assert_int_equal(measure_probe(&f->s, "python3", "in image 'x'", &f->err), -1);
+	assert_int_equal(f->err.len, 0);
 	assert_int_equal(f->p.nr_warnings, 1);
 	assert_string_equal(f->p.warnings[0].msg, "cannot ask 'python3' in image 'x' for its version "
 						  "(status 1: ImportError: no site); importtime only");
@@ -162,7 +171,7 @@ static void test_probe_refusals(void **state)
 	/* Exit 0 without a version is no answer either. */
 	f = setup(true);
 	f->r.out = "hello\n";
-	assert_int_equal(measure_probe(&f->s, "echo", "in image 'x'"), -1);
+	assert_int_equal(measure_probe(&f->s, "echo", "in image 'x'", &f->err), -1);
 	assert_non_null(strstr(f->p.warnings[0].msg, "(status 0: hello)"));
 	teardown(f);
 
@@ -170,7 +179,17 @@ static void test_probe_refusals(void **state)
 	f = setup(false);
 	f->r.status = -1;
 	f->r.err = "cannot run 'nope': No such file or directory";
-	assert_int_equal(measure_probe(&f->s, "nope", "at 'nope'"), EXIT_NO_PYTHON);
+	assert_int_equal(measure_probe(&f->s, "nope", "at 'nope'", &f->err), EXIT_NO_PYTHON);
+	assert_string_equal(f->err.buf, "cannot run 'nope': No such file or directory");
+	teardown(f);
+
+	/* --cold where the target's files are not this host's: a usage error, before any probe. */
+	f = setup(true);
+	f->m.cold = true;
+	assert_int_equal(measure_probe(&f->s, "python3", "in image 'x'", &f->err), EXIT_USAGE);
+	assert_string_equal(f->err.buf, "--cold evicts this host's page cache, and the target's files are not on "
+					"this host (a container's image): run it with 'coldstart profile'");
+	assert_null(f->r.python_seen);
 	teardown(f);
 }
 

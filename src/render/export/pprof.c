@@ -12,6 +12,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "iset.h"
 #include "render/export/pbuf.h"
 
 /* As for folded stacks: every sample repeats its whole stack. */
@@ -61,35 +62,32 @@ struct pprof {
 	struct buf functions; /* the encoded Function and Location messages */
 	char **names;
 	size_t nr_names, alloc_names;
-	uint32_t *slot; /* open addressing over names; 0 = empty, else index + 1 */
-	size_t cap;
+	struct iset by_name; /* indexes into names */
 	bool *is_function; /* per name index */
 	size_t alloc_is_function;
 };
 
+static uint64_t name_hash_at(const void *ctx, int32_t v)
+{
+	return hash_str(((const struct pprof *)ctx)->names[v]);
+}
+
 static uint64_t intern(struct pprof *pp, const char *s)
 {
-	size_t i, k;
+	struct iset *set = &pp->by_name;
+	size_t k;
 
-	if (pp->nr_names * 2 >= pp->cap) {
-		size_t cap = pp->cap ? pp->cap * 2 : 1024;
-		uint32_t *slot = xcalloc(cap, sizeof(*slot));
-
-		for (i = 0; i < pp->nr_names; i++) {
-			for (k = hash_str(pp->names[i]) & (cap - 1); slot[k]; k = (k + 1) & (cap - 1))
-				;
-			slot[k] = (uint32_t)(i + 1);
-		}
-		free(pp->slot);
-		pp->slot = slot;
-		pp->cap = cap;
-	}
-	for (k = hash_str(s) & (pp->cap - 1); pp->slot[k]; k = (k + 1) & (pp->cap - 1))
-		if (!strcmp(pp->names[pp->slot[k] - 1], s))
-			return pp->slot[k] - 1;
+	if (!set->cap)
+		iset_init(set, 1024);
+	else if (set->used * 2 >= set->cap)
+		iset_grow(set, name_hash_at, pp);
+	for (k = hash_str(s) & (set->cap - 1); set->slot[k] >= 0; k = (k + 1) & (set->cap - 1))
+		if (!strcmp(pp->names[set->slot[k]], s))
+			return (uint64_t)set->slot[k];
 	ALLOC_GROW(pp->names, pp->nr_names + 1, pp->alloc_names);
 	pp->names[pp->nr_names] = xstrdup(s);
-	pp->slot[k] = (uint32_t)(pp->nr_names + 1);
+	set->slot[k] = (int32_t)pp->nr_names;
+	set->used++;
 	pb_str(&pp->strings, PROFILE_STRING_TABLE, s);
 	return pp->nr_names++;
 }
@@ -142,7 +140,7 @@ static void pprof_release(struct pprof *pp)
 	for (i = 0; i < pp->nr_names; i++)
 		free(pp->names[i]);
 	free(pp->names);
-	free(pp->slot);
+	iset_release(&pp->by_name);
 	free(pp->is_function);
 	buf_release(&pp->strings);
 	buf_release(&pp->functions);

@@ -12,47 +12,35 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Interned frame names: open addressing over indexes into names. */
+#include "iset.h"
+
+/* Interned frame names: a set of indexes into names. */
 struct frames {
 	char **names;
 	size_t nr, alloc;
-	int64_t *slots; /* -1 = empty */
-	size_t nslots;
+	struct iset set;
 };
 
-static void frames_rehash(struct frames *f)
+static uint64_t frame_hash_at(const void *ctx, int32_t v)
 {
-	size_t i, ns = f->nslots ? f->nslots * 2 : 1024;
-
-	free(f->slots);
-	f->slots = xmalloc(st_mult(ns, sizeof(*f->slots)));
-	for (i = 0; i < ns; i++)
-		f->slots[i] = -1;
-	f->nslots = ns;
-	for (i = 0; i < f->nr; i++) {
-		size_t h = hash_str(f->names[i]) & (ns - 1);
-
-		while (f->slots[h] >= 0)
-			h = (h + 1) & (ns - 1);
-		f->slots[h] = (int64_t)i;
-	}
+	return hash_str(((const struct frames *)ctx)->names[v]);
 }
 
 static size_t frames_intern(struct frames *f, const char *name)
 {
 	size_t h;
 
-	if ((f->nr + 1) * 2 > f->nslots)
-		frames_rehash(f);
-	h = hash_str(name) & (f->nslots - 1);
-	while (f->slots[h] >= 0) {
-		if (!strcmp(f->names[f->slots[h]], name))
-			return (size_t)f->slots[h];
-		h = (h + 1) & (f->nslots - 1);
-	}
+	if (!f->set.cap)
+		iset_init(&f->set, 1024);
+	else if (f->set.used * 2 >= f->set.cap)
+		iset_grow(&f->set, frame_hash_at, f);
+	for (h = hash_str(name) & (f->set.cap - 1); f->set.slot[h] >= 0; h = (h + 1) & (f->set.cap - 1))
+		if (!strcmp(f->names[f->set.slot[h]], name))
+			return (size_t)f->set.slot[h];
 	ALLOC_GROW(f->names, f->nr + 1, f->alloc);
 	f->names[f->nr] = xstrdup(name);
-	f->slots[h] = (int64_t)f->nr;
+	f->set.slot[h] = (int32_t)f->nr;
+	f->set.used++;
 	return f->nr++;
 }
 
@@ -63,7 +51,7 @@ static void frames_release(struct frames *f)
 	for (i = 0; i < f->nr; i++)
 		free(f->names[i]);
 	free(f->names);
-	free(f->slots);
+	iset_release(&f->set);
 }
 
 static void add_event(struct buf *ev, bool *first, char type, size_t frame, int64_t at)
@@ -224,7 +212,7 @@ static void profile_timeline(const struct proc *pr, size_t idx, struct frames *f
 int export_speedscope(const struct profile *p, const struct export_opts *o, struct buf *out, struct buf *err)
 {
 	const struct run *r = export_pick_run(p, o, err);
-	struct frames fr = { NULL, 0, 0, NULL, 0 };
+	struct frames fr = { .names = NULL };
 	struct buf profiles = BUF_INIT, name = BUF_INIT;
 	size_t i;
 	bool first = true;
