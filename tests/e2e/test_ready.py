@@ -228,3 +228,45 @@ def test_own_unix_socket_is_readiness(coldstart, tmp_path):
                   "--python", DEBIAN_PYTHON, "-c", code, timeout=60)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["runs"][0]["ready_us"] > 0
+
+
+# An Fn function that answers its first call and exits at once, with its
+# profiler (its parent) stopped in between: coldstart then wakes to the
+# answer and the exit together, as it often did under Fn's CPU quota with
+# bench/fdk_floor.py.  A helper continues the profiler once this process is
+# a zombie, so the order does not depend on timing.
+ANSWER_AND_EXIT = """
+import os, signal, socket, subprocess
+path = os.environ["FN_LISTENER"][len("unix:"):]
+d, base = os.path.split(path)
+phony = os.path.join(d, "phony" + base)
+s = socket.socket(socket.AF_UNIX)
+old = os.umask(0o111)
+s.bind(phony)
+os.umask(old)
+s.listen(1)
+os.symlink(os.path.basename(phony), path)
+c, _ = s.accept()
+with open("/proc/%d/comm" % os.getppid()) as f:
+    if not f.read().startswith("coldstart"):
+        os._exit(3)  # stop nothing but the profiler
+buf = b""
+while b"\\r\\n\\r\\n" not in buf:
+    buf += c.recv(65536)
+subprocess.Popen(["sh", "-c", "while [ \\"$(cut -d' ' -f3 /proc/%d/stat)\\" != Z ]; do sleep 0.01; done; "
+                  "kill -CONT %d" % (os.getpid(), os.getppid())])
+os.kill(os.getppid(), signal.SIGSTOP)
+c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 0\\r\\n\\r\\n")
+os._exit(0)
+"""
+
+
+def test_fn_answer_seen_with_the_exit_is_ready(coldstart, tmp_path):
+    target = tmp_path / "answer_and_exit.py"
+    target.write_text(ANSWER_AND_EXIT)
+    out = tmp_path / "p.json"
+    r = coldstart("profile", "--no-trace", "--no-report", "--no-baseline", "-o", out, "--ready", "fn",
+                  "--", DEBIAN_PYTHON, target, timeout=120)
+    assert r.returncode == 0, r.stderr
+    run = load(out)["runs"][-1]
+    assert run["ready_us"] > 0 and run["first_response_us"] >= 0, run["status"]
