@@ -129,7 +129,8 @@ static void collect_heavy(const struct run *r, size_t pi, enum metric m, int64_t
 		bool big = i64_mul(cum, 100) >= i64_mul(total, HEAVY_SHARE_PCT) && cum >= HEAVY_MIN_US;
 		bool descend = false;
 
-		if (!(n->flags & NODE_STARTUP) && n->kind != KIND_TOOL && big && !node_after_ready(pr, i, ready_ns)) {
+		if (!(n->flags & (NODE_STARTUP | NODE_GC)) && n->kind != KIND_TOOL && big &&
+		    !node_after_ready(pr, i, ready_ns)) {
 			descend = n->kind == KIND_APP;
 			if (!descend ||
 			    (i64_mul(self, 100) >= i64_mul(total, HEAVY_SHARE_PCT) && self >= HEAVY_MIN_US)) {
