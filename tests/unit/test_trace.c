@@ -1075,6 +1075,36 @@ static void test_gc_records(void **state)
 	buf_release(&err);
 }
 
+/* A real trace with collections forced inside an import (make-fixtures.sh): each becomes a "[gc]" child. */
+static void test_gc_fixture(void **state)
+{
+	struct profile p;
+	struct run *run;
+	struct trace_proc tp;
+	struct proc *pr;
+	int32_t m, c, gc = -1;
+
+	profile_init(&p);
+	run = profile_add_run(&p);
+	run_add_proc(run);
+	load_trace(&tp, "gc-311.trace");
+	assert_int_equal(tp.bad_records, 0);
+	m = proc_find(&tp.proc, "gcheavy");
+	assert_true(m >= 0 && (size_t)m < tp.nr_gc && tp.gc[m].count > 0);
+	trace_merge(&run->procs[0], &tp, NULL);
+	pr = &run->procs[0];
+	m = proc_find(pr, "gcheavy");
+	for (c = pr->nodes[m].first_child; c >= 0; c = pr->nodes[c].next_sibling)
+		if (pr->nodes[c].flags & NODE_GC)
+			gc = c;
+	assert_true(gc >= 0);
+	assert_true(pr->nodes[gc].cum_us > 0);
+	for (c = 0; c < (int32_t)pr->nr_nodes; c++)
+		assert_self_consistent(pr, c);
+	trace_proc_release(&tp);
+	profile_release(&p);
+}
+
 static void test_not_a_trace(void **state)
 {
 	static const char *const bad[] = {
@@ -1187,6 +1217,7 @@ int main(void)
 		cmocka_unit_test(test_roles),
 		cmocka_unit_test(test_v2_records),
 		cmocka_unit_test(test_gc_records),
+		cmocka_unit_test(test_gc_fixture),
 		cmocka_unit_test(test_merge_without_importtime),
 		cmocka_unit_test(test_not_a_trace),
 		cmocka_unit_test(test_malformed_records),
