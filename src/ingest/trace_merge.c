@@ -421,6 +421,11 @@ void trace_merge(struct proc *pr, const struct trace_proc *tp, const int32_t *ma
 		proc_add_event(&mg.out, e->t_ns, proc_str(tr, e->name), proc_str(tr, e->detail),
 			       e->node >= 0 ? mg.map[e->node] : -1);
 	}
+	if (tr->nr_gc_pauses) {
+		mg.out.gc_pauses = xmalloc(st_mult(tr->nr_gc_pauses, sizeof(*tr->gc_pauses)));
+		memcpy(mg.out.gc_pauses, tr->gc_pauses, tr->nr_gc_pauses * sizeof(*tr->gc_pauses));
+		mg.out.nr_gc_pauses = mg.out.alloc_gc_pauses = tr->nr_gc_pauses;
+	}
 	mg.out.pid = tr->pid;
 	mg.out.ppid = tr->ppid;
 	mg.out.argv = tr->argv ? xstrdup(tr->argv) : (pr->argv ? xstrdup(pr->argv) : NULL);

@@ -305,6 +305,8 @@ static int on_gc(struct trace_proc *tp, char **f, size_t nf, int64_t t)
 	if (end > ps->last_t)
 		ps->last_t = end;
 	i = stack_top(stack_for(ps, (long)tid));
+	ALLOC_GROW(pr->gc_pauses, pr->nr_gc_pauses + 1, pr->alloc_gc_pauses);
+	pr->gc_pauses[pr->nr_gc_pauses++] = (struct gc_pause){ t - ps->base, end - t, (long)tid };
 	if (i < 0) {
 		gc_add(&tp->gc_outside, t, end - t, cpu);
 	} else {

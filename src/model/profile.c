@@ -252,6 +252,7 @@ void proc_release(struct proc *pr)
 	big_free(pr->nodes, pr->alloc_nodes * sizeof(*pr->nodes));
 	free(pr->timing);
 	free(pr->events);
+	free(pr->gc_pauses);
 	timeline_free(pr->timeline);
 	if (pr->names.alloc)
 		big_free(pr->names.buf, pr->names.alloc);

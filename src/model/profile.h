@@ -112,6 +112,17 @@ struct proc_event {
 	int32_t node; /* innermost open import, -1 at top level */
 };
 
+/*
+ * A garbage collection the tracer recorded (a G record): what the timeline
+ * needs to show the pauses as a phase of their own.  Not written to the
+ * profile file: the "[gc]" nodes and the timeline carry what it means.
+ */
+struct gc_pause {
+	int64_t start_ns; /* since the process's start_ns */
+	int64_t dur_ns;
+	long tid; /* the tracer's thread number (1: the first that recorded, normally the main thread) */
+};
+
 /* How a process came to be, as its trace says. */
 enum proc_origin {
 	ORIGIN_UNKNOWN = 0, /* importtime only */
@@ -143,6 +154,9 @@ struct proc {
 	struct imp_timing *timing; /* NULL, or nr_nodes entries */
 	struct proc_event *events;
 	size_t nr_events, alloc_events;
+	/* In the order the tracer wrote them (each thread's in time order); none without the C tracer. */
+	struct gc_pause *gc_pauses;
+	size_t nr_gc_pauses, alloc_gc_pauses;
 	int32_t first_root, last_root;
 	/*
 	 * Kept by the link functions: every node is linked, each before its
