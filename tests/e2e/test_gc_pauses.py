@@ -186,3 +186,27 @@ def test_pandas_collections_are_not_a_modules_self_time(coldstart, workdir):
     for n in gcs:
         p = ns[n["parent"]]
         assert not p["flags"] & GC_FLAG and p["cum"] >= n["cum"]
+
+
+def test_gc_is_a_phase_of_the_timeline(coldstart, workdir):
+    """With --timeline the pauses are "garbage collection" in the split and "[gc]" nodes
+    (kind gc) under the import that ran them, not the import's time."""
+    write(workdir, "gcheavy.py", GCHEAVY)
+    main = write(workdir, "main.py", MAIN)
+    r, prof = profile(coldstart, DEBIAN_PYTHON, workdir, "--timeline", main)
+    tl = prof["runs"][0]["processes"][0]["timeline"]
+    f = tl["node_fields"]
+    nodes = [dict(zip(f, n)) for n in tl["nodes"]]
+    gcs = [i for i, n in enumerate(nodes) if n["kind"] == "gc"]
+    assert gcs and all(nodes[i]["name"] == "[gc]" for i in gcs)
+    # Under the import of gcheavy (or a function it ran), never a start-up or shutdown node.
+    for i in gcs:
+        assert nodes[nodes[i]["parent"]]["kind"] not in ("startup", "shutdown", "thread")
+    assert any(nodes[nodes[i]["parent"]]["name"] == "gcheavy" for i in gcs), [nodes[nodes[i]["parent"]] for i in gcs]
+    sf = tl["sample_fields"]
+    gc_wall = sum(dict(zip(sf, s))["wall_us"] for s in tl["samples"] if dict(zip(sf, s))["node"] in gcs)
+    assert gc_wall > 0
+    rep = coldstart("report", os.path.join(workdir, "profile.json"))
+    assert rep.returncode == 0, rep.stderr
+    m = re.search(r"^    garbage collection (\S+ \S+) \(\d+%", rep.stdout, re.M)
+    assert m, rep.stdout
