@@ -1,6 +1,7 @@
 /*
  * coldstart's in-process import tracer, a CPython extension (3.7+).  It wraps
- * importlib's _find_and_load and _find_spec, adds a C audit hook (3.8+), and
+ * importlib's _find_and_load and _find_spec, adds a C audit hook (3.8+) and a
+ * gc.callbacks function (the collector's pauses), and
  * appends one text record per fact to this process's trace file, mapped
  * MAP_SHARED so a SIGKILLed process still leaves every record it wrote.
  * The record format is docs/trace-format.md; the pure-Python fallback
