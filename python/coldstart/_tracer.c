@@ -5,7 +5,7 @@
  * appends one text record per fact to this process's trace file, mapped
  * MAP_SHARED so a SIGKILLed process still leaves every record it wrote.
  * The record format is docs/trace-format.md; the pure-Python fallback
- * (_pytracer.py) writes the same records.  Any internal failure stops tracing
+ * (_pytracer.py) writes the same records but G.  Any internal failure stops tracing
  * silently: the target must behave as if the tracer were absent.
  */
 #define PY_SSIZE_T_CLEAN
