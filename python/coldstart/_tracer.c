@@ -771,14 +771,18 @@ static PyObject *gc_callback(PyObject *self, PyObject *const *args, Py_ssize_t n
 
 	if (nargs != 2 || !T.enabled || !PyUnicode_Check(args[0]))
 		Py_RETURN_NONE;
-	/* "start" or "stop". */
+	/*
+	 * "start" or "stop".  The CPU interval lies inside the wall one (the
+	 * clock first at the start, last at the end), so that a pause's CPU
+	 * time never exceeds its wall time.
+	 */
 	if (PyUnicode_GET_LENGTH(args[0]) == 5) {
-		gc_start_cpu = cpu_ns();
 		gc_start_ns = mono_ns();
+		gc_start_cpu = cpu_ns();
 		Py_RETURN_NONE;
 	}
-	t = mono_ns();
 	cpu = cpu_ns();
+	t = mono_ns();
 	info = args[1];
 	if (!gc_start_ns || !PyDict_Check(info))
 		Py_RETURN_NONE;
