@@ -8,8 +8,10 @@ with zeros ahead of its records (os.pwrite: the mapping only ever covers
 bytes the file system holds) and keeps _RESERVE written bytes free behind
 them: when the file system is full, the zeros cannot be written, and the R
 record that says so goes into those bytes before the trace stops.
-Differences from the C tracer: it costs more, and a failing import's
-traceback carries one extra frame from this file.
+Differences from the C tracer: it costs more, a failing import's
+traceback carries one extra frame from this file, and it records no garbage
+collections (G records: a Python callback would allocate inside the
+collector's own callbacks and cost about what it measures).
 """
 import errno
 import os

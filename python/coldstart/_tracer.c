@@ -1,10 +1,11 @@
 /*
  * coldstart's in-process import tracer, a CPython extension (3.7+).  It wraps
- * importlib's _find_and_load and _find_spec, adds a C audit hook (3.8+), and
+ * importlib's _find_and_load and _find_spec, adds a C audit hook (3.8+) and a
+ * gc.callbacks function (the collector's pauses), and
  * appends one text record per fact to this process's trace file, mapped
  * MAP_SHARED so a SIGKILLed process still leaves every record it wrote.
  * The record format is docs/trace-format.md; the pure-Python fallback
- * (_pytracer.py) writes the same records.  Any internal failure stops tracing
+ * (_pytracer.py) writes the same records but G.  Any internal failure stops tracing
  * silently: the target must behave as if the tracer were absent.
  */
 #define PY_SSIZE_T_CLEAN
@@ -60,6 +61,7 @@ struct tracer {
 	int installed;
 	int sleep_wrapped;
 	PyObject *origin_str; /* interned "origin" */
+	PyObject *gen_str, *collected_str, *uncollectable_str; /* gc.callbacks' info keys, interned */
 	char dir[PATH_MAX];
 };
 
@@ -719,6 +721,98 @@ static PyObject *wrap_find_spec(PyObject *orig, PyObject *const *args, Py_ssize_
 	return res;
 }
 
+/*
+ * gc.callbacks: a collection's pause, as one G record written when it ends
+ * (start, thread, end, the thread's CPU time in it, generation, objects
+ * collected and uncollectable).  Only the clocks are read at the start; the
+ * info dict CPython builds for the callbacks is read at the end.  Every
+ * collection while an import runs on the thread is recorded (it is charged
+ * to that import's time, which importtime cannot tell apart); outside
+ * imports only pauses of GC_OUTSIDE_MIN_NS or more, so that a server's
+ * steady young collections do not grow the file for as long as it runs.
+ */
+#define GC_OUTSIDE_MIN_NS 1000000
+static TLS int64_t gc_start_ns, gc_start_cpu;
+
+static int64_t gc_info(PyObject *info, PyObject *key)
+{
+	PyObject *v = PyDict_GetItem(info, key);
+	long n = v && PyLong_Check(v) ? PyLong_AsLong(v) : -1;
+
+	if (n == -1 && PyErr_Occurred())
+		PyErr_Clear();
+	return n;
+}
+
+static PyObject *gc_callback(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	int64_t t, cpu;
+	PyObject *info;
+	struct rec r;
+
+	if (nargs != 2 || !T.enabled || !PyUnicode_Check(args[0]))
+		Py_RETURN_NONE;
+	/*
+	 * "start" or "stop".  The CPU interval lies inside the wall one (the
+	 * clock first at the start, last at the end), so that a pause's CPU
+	 * time never exceeds its wall time.
+	 */
+	if (PyUnicode_GET_LENGTH(args[0]) == 5) {
+		gc_start_ns = mono_ns();
+		gc_start_cpu = cpu_ns();
+		Py_RETURN_NONE;
+	}
+	cpu = cpu_ns();
+	t = mono_ns();
+	info = args[1];
+	if (!gc_start_ns || !PyDict_Check(info))
+		Py_RETURN_NONE;
+	if (tls_depth || t - gc_start_ns >= GC_OUTSIDE_MIN_NS) {
+		rec_start(&r, 'G', gc_start_ns);
+		rec_field_i64(&r, thread_no());
+		rec_field_i64(&r, t);
+		rec_field_i64(&r, cpu >= 0 && gc_start_cpu >= 0 ? cpu - gc_start_cpu : -1);
+		rec_field_i64(&r, gc_info(info, T.gen_str));
+		rec_field_i64(&r, gc_info(info, T.collected_str));
+		rec_field_i64(&r, gc_info(info, T.uncollectable_str));
+		emit(&r);
+	}
+	gc_start_ns = 0;
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef gc_callback_def = { "_coldstart_gc", (PyCFunction)(void (*)(void))gc_callback, METH_FASTCALL, NULL };
+
+/*
+ * Appends the callback to gc.callbacks.  The gc module is imported for it
+ * (before the import wrappers, so no record) and, as the target had not
+ * imported it, taken out of sys.modules again: the target's own `import gc`
+ * makes a module whose callbacks are the same list, the interpreter's.
+ */
+static void install_gc_callback(void)
+{
+	PyObject *modules = PyImport_GetModuleDict();
+	int had = PyDict_GetItemString(modules, "gc") != NULL;
+	PyObject *gc = PyImport_ImportModule("gc");
+	PyObject *cbs = gc ? PyObject_GetAttrString(gc, "callbacks") : NULL;
+	PyObject *fn = NULL;
+
+	T.gen_str = PyUnicode_InternFromString("generation");
+	T.collected_str = PyUnicode_InternFromString("collected");
+	T.uncollectable_str = PyUnicode_InternFromString("uncollectable");
+	if (cbs && PyList_Check(cbs) && T.gen_str && T.collected_str && T.uncollectable_str) {
+		fn = PyCFunction_New(&gc_callback_def, NULL);
+		if (fn)
+			PyList_Append(cbs, fn);
+	}
+	if (gc && !had)
+		PyDict_DelItemString(modules, "gc");
+	PyErr_Clear();
+	Py_XDECREF(fn);
+	Py_XDECREF(cbs);
+	Py_XDECREF(gc);
+}
+
 static PyMethodDef find_and_load_def = { "_find_and_load", (PyCFunction)(void (*)(void))wrap_find_and_load,
 					 METH_FASTCALL | METH_KEYWORDS, NULL };
 static PyMethodDef find_spec_def = { "_find_spec", (PyCFunction)(void (*)(void))wrap_find_spec,
@@ -1143,6 +1237,7 @@ static PyObject *tracer_start(PyObject *self, PyObject *args)
 	}
 	T.enabled = 1;
 	if (!T.installed) {
+		install_gc_callback();
 		mod = PyDict_GetItemString(PyImport_GetModuleDict(), "_frozen_importlib");
 		if (!mod || install_wrapper(mod, &find_and_load_def) < 0 || install_wrapper(mod, &find_spec_def) < 0)
 			goto fail;

@@ -103,7 +103,7 @@ static void check_mixed(struct profile *p, struct run *r, size_t ri)
 			continue;
 		v = xmalloc(st_mult(pr->nr_nodes, sizeof(*v)));
 		for (i = 0; i < pr->nr_nodes; i++)
-			if (!(pr->nodes[i].flags & NODE_CACHED)) {
+			if (!(pr->nodes[i].flags & (NODE_CACHED | NODE_GC))) {
 				v[nr].name = node_name(pr, (int32_t)i);
 				v[nr++].node = (int32_t)i;
 			}

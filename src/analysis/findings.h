@@ -99,6 +99,8 @@ void finding_add_chain(struct buf *b, const struct proc *pr, int32_t i);
 /* Thresholds (docs/findings.md). */
 #define HEAVY_SHARE_PCT 10 /* heavy-import: share of the target's import time */
 #define HEAVY_MIN_US 5000 /* heavy-import: and at least this much */
+#define GC_SHARE_PCT 10 /* gc-pauses: the collector's share of a process's import time */
+#define GC_MIN_US 5000 /* gc-pauses: and at least this much */
 #define FINDER_SHARE_PCT 10 /* slow-finders: finder time share of import time */
 #define FINDER_MIN_US 20000 /* slow-finders: and at least this much */
 #define FINDER_MIN_LOOKUPS 50 /* slow-finders: fewer lookups are too few to judge against preemption */

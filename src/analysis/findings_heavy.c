@@ -129,8 +129,8 @@ static void collect_heavy(const struct run *r, size_t pi, enum metric m, int64_t
 		bool big = i64_mul(cum, 100) >= i64_mul(total, HEAVY_SHARE_PCT) && cum >= HEAVY_MIN_US;
 		bool descend = false;
 
-		if (!(n->flags & NODE_STARTUP) && n->kind != KIND_TOOL && big && !node_after_ready(pr, i, ready_ns) &&
-		    !finding_machinery_import(r, pr, i)) {
+		if (!(n->flags & (NODE_STARTUP | NODE_GC)) && n->kind != KIND_TOOL && big &&
+		    !node_after_ready(pr, i, ready_ns) && !finding_machinery_import(r, pr, i)) {
 			descend = n->kind == KIND_APP;
 			if (!descend ||
 			    (i64_mul(self, 100) >= i64_mul(total, HEAVY_SHARE_PCT) && self >= HEAVY_MIN_US)) {
@@ -167,8 +167,93 @@ static void rule_heavy(struct profile *p)
 	free(h);
 }
 
+/* The longest single collection of pr recorded as an event (1 ms or more), -1. */
+static size_t longest_gc_event(const struct proc *pr)
+{
+	size_t e, best = SIZE_MAX;
+	long long us, best_us = -1;
+
+	for (e = 0; e < pr->nr_events; e++) {
+		const char *d = proc_str(pr, pr->events[e].detail), *c;
+
+		if (strcmp(proc_str(pr, pr->events[e].name), "gc") || !(c = strchr(d, ',')))
+			continue;
+		us = strtoll(c + 1, NULL, 10);
+		if (us > best_us) {
+			best_us = us;
+			best = e;
+		}
+	}
+	return best;
+}
+
+/*
+ * gc-pauses: the garbage collector's pauses during a process's imports (the
+ * "[gc]" nodes) take a noticeable share of its import time.  Start-up
+ * allocates what lives as long as the process (modules, classes,
+ * functions): collections scan it again and again and free little.
+ */
+static void rule_gc(struct profile *p)
+{
+	const struct run *r = findings_main_run(p);
+	size_t pi;
+
+	if (!r)
+		return;
+	for (pi = 0; pi < r->nr_procs; pi++) {
+		const struct proc *pr = &r->procs[pi];
+		int64_t total = proc_import_total_us(pr, false);
+		struct gc_total g;
+		struct buf ev = BUF_INIT, title = BUF_INIT, fix = BUF_INIT;
+		struct proc_set one = PROC_SET_INIT;
+		size_t e;
+
+		if (total <= 0 || finding_helper_process(pr))
+			continue;
+		proc_gc_total(pr, false, METRIC_WALL, &g);
+		if (g.us < GC_MIN_US || i64_mul(g.us, 100) < i64_mul(total, GC_SHARE_PCT))
+			continue;
+		buf_addf(&title, "garbage collection takes %.0f%% of the imports' time",
+			 100.0 * (double)g.us / (double)total);
+		buf_adds(&ev, "the collector paused the imports for ");
+		buf_add_duration(&ev, g.us);
+		buf_adds(&ev, " of the ");
+		buf_add_duration(&ev, total);
+		buf_addf(
+			&ev,
+			" its process spent importing after interpreter start-up, during %zu import%s, the most in '%s' (",
+			g.imports, g.imports == 1 ? "" : "s", node_name(pr, g.most));
+		buf_add_duration(&ev, g.most_us);
+		buf_adds(&ev, ")");
+		e = longest_gc_event(pr);
+		if (e != SIZE_MAX) {
+			buf_addf(&ev, "; the longest pause: %s", proc_str(pr, pr->events[e].detail));
+			if (pr->events[e].node >= 0)
+				buf_addf(&ev, " while importing '%s'", node_name(pr, pr->events[e].node));
+		}
+		buf_adds(&ev, "; in ");
+		finding_add_who(&ev, pr);
+		buf_adds(&fix,
+			 "the objects start-up makes (modules, classes, functions) live as long as the process, so "
+			 "collections during the imports scan them again and again and free little: call "
+			 "gc.disable() before the heavy imports and gc.enable() after them (or raise the first "
+			 "threshold for the imports with gc.set_threshold()), then gc.freeze() so later full "
+			 "collections skip what start-up made");
+		if (pr->role && !strcmp(pr->role, "master"))
+			buf_adds(&fix, "; in this pre-fork server call gc.freeze() before the workers are forked, so "
+				       "that no worker's collection touches (and copies) the inherited pages");
+		proc_set_add(&one, pi);
+		finding_add_in(p, r, &one, "gc-pauses", "info", NULL, g.us, title.buf, ev.buf, fix.buf);
+		proc_set_release(&one);
+		buf_release(&ev);
+		buf_release(&title);
+		buf_release(&fix);
+	}
+}
+
 static const struct finding_rule heavy_rules[] = {
 	{ .id = "heavy-import", .run = rule_heavy },
+	{ .id = "gc-pauses", .run = rule_gc },
 };
 
 const struct finding_rules findings_heavy_rules = { heavy_rules, ARRAY_SIZE(heavy_rules) };

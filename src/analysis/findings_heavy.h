@@ -8,7 +8,7 @@
 
 #include "analysis/findings.h"
 
-/* The rules heavy-import, in that order (docs/findings.md). */
+/* The rules heavy-import and gc-pauses, in that order (docs/findings.md). */
 extern const struct finding_rules findings_heavy_rules;
 
 #endif

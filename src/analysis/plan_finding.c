@@ -28,7 +28,7 @@ static bool deferrable(const struct proc *pr, int32_t i, int64_t until_ns)
 	const struct imp_node *n = &pr->nodes[i];
 	const struct imp_timing *t = &pr->timing[i];
 
-	if (n->flags & (NODE_STARTUP | NODE_NATIVE | NODE_FAILED | NODE_OPEN | NODE_CACHED))
+	if (n->flags & (NODE_STARTUP | NODE_NATIVE | NODE_FAILED | NODE_OPEN | NODE_CACHED | NODE_GC))
 		return false;
 	if (n->kind != KIND_STDLIB && n->kind != KIND_THIRDPARTY)
 		return false;

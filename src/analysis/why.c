@@ -30,7 +30,7 @@ static const char *const status_names[WHY_STATUS__COUNT] = {
 
 static bool indexed(const struct proc *pr, int32_t i)
 {
-	return !(pr->nodes[i].flags & (NODE_CACHED | NODE_FAILED));
+	return !(pr->nodes[i].flags & (NODE_CACHED | NODE_FAILED | NODE_GC));
 }
 
 static size_t slot_of(const struct why_graph *g, const char *name, size_t len)

@@ -118,7 +118,7 @@ static void suggest(const struct run *r, const char *module, struct buf *out)
 			size_t lim = strlen(module) / 3 + 1;
 			bool dup = false;
 
-			if (pr->nodes[k].flags & (NODE_CACHED | NODE_FAILED))
+			if (pr->nodes[k].flags & (NODE_CACHED | NODE_FAILED | NODE_GC))
 				continue;
 			if (d <= lim)
 				score = d;

@@ -42,6 +42,7 @@ struct build {
 	 * carried into the next samples, so the wait adds up over the run.
 	 */
 	int64_t wait_carry;
+	size_t gc_next; /* the first of the process's collections not yet behind the main thread's samples */
 };
 
 #define CODE_IMPORTLIB 1u /* a frame of importlib's bootstrap: import machinery */
@@ -374,6 +375,64 @@ static bool under(const struct timeline *tl, int32_t i, int32_t a)
  * waited).  Other threads are sampled by CPU time: a sample stands for the
  * thread's CPU time since its previous one, in both its wall and CPU times.
  */
+/*
+ * How much of [from, to] (CLOCK_MONOTONIC) the garbage collector paused the
+ * main thread (the tracer's thread 1), from the process's G records.  The
+ * samples come in time order, so the collections behind them are skipped
+ * for good.
+ */
+static int64_t gc_overlap(struct build *b, int64_t from, int64_t to)
+{
+	const struct proc *pr = b->pr;
+	int64_t sum = 0;
+	size_t k;
+
+	if (!pr || pr->start_ns < 0)
+		return 0;
+	while (b->gc_next < pr->nr_gc_pauses) {
+		const struct gc_pause *g = &pr->gc_pauses[b->gc_next];
+
+		if (g->tid == 1 && pr->start_ns + g->start_ns + g->dur_ns > from)
+			break;
+		b->gc_next++;
+	}
+	for (k = b->gc_next; k < pr->nr_gc_pauses; k++) {
+		const struct gc_pause *g = &pr->gc_pauses[k];
+		int64_t s = pr->start_ns + g->start_ns, e = s + g->dur_ns;
+
+		if (g->tid != 1)
+			continue;
+		if (s >= to)
+			break;
+		sum += (e < to ? e : to) - (s > from ? s : from);
+	}
+	return sum > 0 ? sum : 0;
+}
+
+/*
+ * A main-thread sample: the part of its interval the collector paused goes
+ * to a "[gc]" node under what ran (the allocation that triggered it), first,
+ * its CPU and wait in proportion; the rest to the node itself.
+ */
+static void add_main_sample(struct build *b, int64_t t, int64_t wall, int64_t cpu, int64_t wait, int32_t node)
+{
+	int64_t gc = wall > 0 ? gc_overlap(b, t - wall, t) : 0;
+	int32_t kind = b->tl->nodes[node].kind;
+
+	if (gc > wall)
+		gc = wall;
+	if (gc > 0 && kind != TL_STARTUP && kind != TL_SHUTDOWN && kind != TL_THREAD) {
+		int32_t g = child(b, node, TL_GC, intern(b, GC_NODE_NAME, strlen(GC_NODE_NAME)), 0, 0);
+		int64_t gcpu = (int64_t)((double)cpu * (double)gc / (double)wall);
+		int64_t gwait = (int64_t)((double)wait * (double)gc / (double)wall);
+
+		add_sample(b->tl, t - wall + gc, t - wall, gcpu, gwait, g);
+		add_sample(b->tl, t, t - wall + gc, cpu - gcpu, wait - gwait, node);
+		return;
+	}
+	add_sample(b->tl, t, t - wall, cpu, wait, node);
+}
+
 static void add_samples(struct build *b, int64_t end_ns)
 {
 	const struct samples_file *sf = b->sf;
@@ -437,7 +496,10 @@ static void add_samples(struct build *b, int64_t end_ns)
 			node = place(b, s);
 		if (s->thread == 1 && !began && node != b->startup_node[1] && !under(b->tl, node, b->startup_node[1]))
 			began = true;
-		add_sample(b->tl, t, t - wall, cpu, wait, node);
+		if (s->thread == 1)
+			add_main_sample(b, t, wall, cpu, wait, node);
+		else
+			add_sample(b->tl, t, t - wall, cpu, wait, node);
 		b->sampled_cpu_ns += cpu;
 	}
 }

@@ -65,6 +65,8 @@ struct merge {
 	int32_t *it_match; /* importtime node -> trace node, -1 */
 	int64_t *old_sum; /* importtime: sum of each node's children's cum */
 	struct proc out; /* importtime's nodes keep their indexes, trace-only ones follow */
+	size_t first_gc; /* out's "[gc]" nodes are the last, from here */
+	int32_t *gc_parent; /* for each of them, its import in out */
 };
 
 /* The first entry named name in ents (sorted by name, then completion order), or NULL. */
@@ -195,6 +197,41 @@ static void copy_nodes(struct merge *mg)
 }
 
 /*
+ * A "[gc]" node under each import whose own time had collections (the
+ * trace's G records): the pauses summed, so that the parent's self time,
+ * cum minus its children's, no longer holds them (fix_self_times), and the
+ * collector shows where it ran.  Its timing starts with the first pause and
+ * lasts their sum; its CPU time is theirs.
+ */
+static void add_gc_nodes(struct merge *mg, const struct trace_proc *tp)
+{
+	struct proc *out = &mg->out;
+	size_t i, nr = 0;
+
+	mg->first_gc = out->nr_nodes;
+	for (i = 0; i < mg->m && i < tp->nr_gc; i++)
+		nr += tp->gc[i].count > 0 && mg->map[i] >= 0;
+	mg->gc_parent = xmalloc(st_mult(nr + 1, sizeof(int32_t)));
+	for (i = 0; i < mg->m && i < tp->nr_gc; i++) {
+		const struct trace_gc *g = &tp->gc[i];
+		int32_t p = mg->map[i], k;
+		struct imp_timing *tm;
+
+		if (!g->count || p < 0)
+			continue;
+		k = proc_add_node(out, GC_NODE_NAME, strlen(GC_NODE_NAME), out->nodes[p].depth + 1,
+				  (g->wall_ns + 500) / 1000, (g->wall_ns + 500) / 1000);
+		out->nodes[k].flags = NODE_GC | (out->nodes[p].flags & NODE_STARTUP);
+		out->nodes[k].kind = out->nodes[p].kind;
+		tm = &out->timing[k];
+		tm->start_ns = g->first_ns - mg->tr->start_ns;
+		tm->end_ns = tm->start_ns + g->wall_ns;
+		tm->cpu_ns = g->cpu_ns;
+		mg->gc_parent[(size_t)k - mg->first_gc] = p;
+	}
+}
+
+/*
  * Links out: parents from the trace where it has one, else importtime's;
  * siblings by start time, untimed rows (from before the tracer started)
  * first in importtime's order; depths recomputed.
@@ -232,6 +269,11 @@ static void relink(struct merge *mg)
 		parent[o] = tr->nodes[i].parent >= 0 ? mg->map[tr->nodes[i].parent] : -1;
 		timed[o] = true;
 		key[o] = tr->timing[i].start_ns;
+	}
+	for (i = mg->first_gc; i < total; i++) {
+		parent[i] = mg->gc_parent[i - mg->first_gc];
+		timed[i] = true;
+		key[i] = out->timing[i].start_ns;
 	}
 	/* A contradiction between the two trees must not make a cycle. */
 	for (i = 0; i < total; i++) {
@@ -370,6 +412,7 @@ void trace_merge(struct proc *pr, const struct trace_proc *tp, const int32_t *ma
 			mg.out.timing[k].cpu_ns = UNKNOWN;
 			mg.out.timing[k].rss_end_kb = UNKNOWN;
 		}
+	add_gc_nodes(&mg, tp);
 	relink(&mg);
 	fix_self_times(&mg);
 	for (i = 0; i < tr->nr_events; i++) {
@@ -377,6 +420,11 @@ void trace_merge(struct proc *pr, const struct trace_proc *tp, const int32_t *ma
 
 		proc_add_event(&mg.out, e->t_ns, proc_str(tr, e->name), proc_str(tr, e->detail),
 			       e->node >= 0 ? mg.map[e->node] : -1);
+	}
+	if (tr->nr_gc_pauses) {
+		mg.out.gc_pauses = xmalloc(st_mult(tr->nr_gc_pauses, sizeof(*tr->gc_pauses)));
+		memcpy(mg.out.gc_pauses, tr->gc_pauses, tr->nr_gc_pauses * sizeof(*tr->gc_pauses));
+		mg.out.nr_gc_pauses = mg.out.alloc_gc_pauses = tr->nr_gc_pauses;
 	}
 	mg.out.pid = tr->pid;
 	mg.out.ppid = tr->ppid;
@@ -393,6 +441,7 @@ void trace_merge(struct proc *pr, const struct trace_proc *tp, const int32_t *ma
 	free(mg.map);
 	free(mg.it_match);
 	free(mg.old_sum);
+	free(mg.gc_parent);
 }
 
 /* What multiprocessing's own processes say in their argv. */

@@ -6,6 +6,8 @@
 #include "ingest/trace_read.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -268,6 +270,68 @@ static void on_audit(struct trace_proc *tp, int64_t t, long tid, const char *eve
 	proc_add_event(pr, t - ps->base, event, detail, i);
 }
 
+static void gc_add(struct trace_gc *g, int64_t t, int64_t wall, int64_t cpu)
+{
+	if (!g->count) {
+		g->first_ns = t;
+		g->cpu_ns = 0;
+	}
+	g->count++;
+	g->wall_ns = i64_add(g->wall_ns, wall);
+	g->cpu_ns = cpu >= 0 && g->cpu_ns != UNKNOWN ? i64_add(g->cpu_ns, cpu) : UNKNOWN;
+	if (wall > g->longest_ns)
+		g->longest_ns = wall;
+}
+
+/* Collections of at least this long become events too: the evidence a finding names. */
+#define GC_EVENT_MIN_NS 1000000
+
+/*
+ * G t tid end cpu gen collected uncollectable: a collection paused the
+ * thread from t to end.  It is charged to the innermost import open on the
+ * thread, as a pause of its own: not part of that import's phases.
+ */
+static int on_gc(struct trace_proc *tp, char **f, size_t nf, int64_t t)
+{
+	struct tparse *ps = tp->ps;
+	struct proc *pr = &tp->proc;
+	int64_t tid, end, cpu, gen, collected, uncollectable;
+	int32_t i;
+
+	if (nf < 8 || parse_i64(f[2], &tid) < 0 || parse_i64(f[3], &end) < 0 || parse_i64(f[4], &cpu) < 0 ||
+	    parse_i64(f[5], &gen) < 0 || parse_i64(f[6], &collected) < 0 || parse_i64(f[7], &uncollectable) < 0 ||
+	    end < t || end - t > PROFILE_MAX_NS || gen < -1 || gen > 9)
+		return -1;
+	if (end > ps->last_t)
+		ps->last_t = end;
+	i = stack_top(stack_for(ps, (long)tid));
+	ALLOC_GROW(pr->gc_pauses, pr->nr_gc_pauses + 1, pr->alloc_gc_pauses);
+	pr->gc_pauses[pr->nr_gc_pauses++] = (struct gc_pause){ t - ps->base, end - t, (long)tid };
+	if (i < 0) {
+		gc_add(&tp->gc_outside, t, end - t, cpu);
+	} else {
+		if ((size_t)i >= tp->nr_gc) {
+			size_t n = pr->alloc_nodes > (size_t)i ? pr->alloc_nodes : (size_t)i + 1;
+
+			tp->gc = xrealloc(tp->gc, st_mult(n, sizeof(*tp->gc)));
+			memset(tp->gc + tp->nr_gc, 0, (n - tp->nr_gc) * sizeof(*tp->gc));
+			tp->nr_gc = n;
+		}
+		gc_add(&tp->gc[i], t, end - t, cpu);
+		/* Not the import's own find, load or exec: like a nested import, left out of its phases. */
+		ps->side[i].kids_ns += end - t;
+	}
+	if (end - t >= GC_EVENT_MIN_NS) {
+		char d[160];
+
+		snprintf(d, sizeof(d),
+			 "generation %" PRId64 ", %" PRId64 " us, %" PRId64 " collected, %" PRId64 " uncollectable",
+			 gen, (end - t + 500) / 1000, collected, uncollectable);
+		proc_add_event(pr, t - ps->base, "gc", d, i);
+	}
+	return 0;
+}
+
 static void on_note(struct trace_proc *tp, int64_t t, const char *tag, const char *text)
 {
 	struct proc *pr = &tp->proc;
@@ -407,6 +471,7 @@ static int parse_record(struct trace_proc *tp, char **f, size_t nf)
 			return -1;
 		on_note(tp, t, f[3], f[4]);
 		return 0;
+	case 'G': return on_gc(tp, f, nf, t);
 	case 'Q':
 		tp->clean_exit = true;
 		if (nf > 2 && !parse_i64(f[2], &v) && v >= 0)
@@ -558,6 +623,9 @@ void trace_proc_release(struct trace_proc *tp)
 	proc_release(&tp->proc);
 	strvec_clear(&tp->modules);
 	free(tp->done);
+	free(tp->gc);
+	tp->gc = NULL;
+	tp->nr_gc = 0;
 	free(tp->stopped);
 	tp->done = NULL;
 	tp->nr_done = tp->alloc_done = 0;

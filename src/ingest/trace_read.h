@@ -21,6 +21,18 @@ struct trace_done {
 
 struct tparse;
 
+/*
+ * Garbage collections (G records) that ran inside one import's own time (not
+ * inside an import nested in it), or outside every import.
+ */
+struct trace_gc {
+	uint32_t count;
+	int64_t first_ns; /* absolute start of the first */
+	int64_t wall_ns; /* their pauses, summed */
+	int64_t cpu_ns; /* the thread's CPU time in them; UNKNOWN when not recorded */
+	int64_t longest_ns;
+};
+
 /* One trace file. */
 struct trace_proc {
 	/*
@@ -48,6 +60,13 @@ struct trace_proc {
 	struct strvec modules; /* sys.modules when the tracer started (exec'd processes) */
 	struct trace_done *done;
 	size_t nr_done, alloc_done;
+	/*
+	 * Per node of proc (nr_gc entries, the rest zero: no collection), and
+	 * the collections outside imports.
+	 */
+	struct trace_gc *gc;
+	size_t nr_gc;
+	struct trace_gc gc_outside;
 	size_t records; /* records read */
 	size_t bad_records; /* malformed lines skipped */
 	size_t unmatched_ends; /* E/F without their S (imports running at the fork) */

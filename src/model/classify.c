@@ -329,6 +329,12 @@ static void classify_node(struct proc *pr, int32_t i, struct top_cache *tops)
 	int32_t a;
 	size_t k;
 
+	/* The collector's pauses take the kind of the import they fell in (classified first: pre-order). */
+	if (n->flags & NODE_GC) {
+		if (n->parent >= 0)
+			n->kind = pr->nodes[n->parent].kind;
+		return;
+	}
 	if (n->flags & NODE_STARTUP) {
 		if (is_tool_module(name, true))
 			n->kind = KIND_TOOL;
@@ -602,7 +608,7 @@ struct pkg_total *proc_package_totals(const struct proc *pr, enum metric m, size
 		if (!(node->flags & NODE_CACHED)) {
 			int64_t self = node_self_in(pr, i, m), cum = node_cum_in(pr, i, m);
 
-			t[k].modules++;
+			t[k].modules += !(node->flags & NODE_GC);
 			if (self > 0)
 				t[k].self_us = i64_add(t[k].self_us, self);
 			if (!open[k] && cum > 0)

@@ -254,6 +254,7 @@ void proc_release(struct proc *pr)
 	big_free(pr->nodes, pr->alloc_nodes * sizeof(*pr->nodes));
 	free(pr->timing);
 	free(pr->events);
+	free(pr->gc_pauses);
 	timeline_free(pr->timeline);
 	if (pr->names.alloc)
 		big_free(pr->names.buf, pr->names.alloc);
@@ -381,6 +382,41 @@ int64_t proc_tool_us(const struct proc *pr)
 		if (pr->nodes[i].kind == KIND_TOOL && pr->nodes[i].self_us > 0)
 			total = i64_add(total, pr->nodes[i].self_us);
 	return total;
+}
+
+int64_t node_gc_in(const struct proc *pr, int32_t i, enum metric m)
+{
+	int32_t c;
+
+	for (c = pr->nodes[i].first_child; c >= 0; c = pr->nodes[c].next_sibling)
+		if (pr->nodes[c].flags & NODE_GC)
+			return node_cum_in(pr, c, m);
+	return 0;
+}
+
+void proc_gc_total(const struct proc *pr, bool include_startup, enum metric m, struct gc_total *out)
+{
+	size_t i;
+
+	*out = (struct gc_total){ .most = -1 };
+	for (i = 0; i < pr->nr_nodes; i++) {
+		const struct imp_node *n = &pr->nodes[i];
+		int64_t us;
+
+		if (!(n->flags & NODE_GC) || n->parent < 0)
+			continue;
+		if (!include_startup && (n->flags & NODE_STARTUP || n->kind == KIND_TOOL))
+			continue;
+		us = node_cum_in(pr, (int32_t)i, m);
+		if (us <= 0)
+			continue;
+		out->us = i64_add(out->us, us);
+		out->imports++;
+		if (us > out->most_us) {
+			out->most_us = us;
+			out->most = n->parent;
+		}
+	}
 }
 
 bool profile_has_cpu_times(const struct profile *p)

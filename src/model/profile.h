@@ -45,6 +45,16 @@ static inline int64_t profile_clamp(int64_t v, int64_t lo, int64_t hi)
 #define NODE_COMPILED (1u << 6) /* compiled from source at import */
 #define NODE_NATIVE (1u << 7) /* an extension module (.so) */
 #define NODE_NEGATIVE (1u << 8) /* importtime printed a negative number */
+/*
+ * "[gc]": no import but the garbage collector's pauses inside its parent's
+ * own time (the tracer's G records), taken out of the parent's self time;
+ * one per import that had any, its timing spanning their sum.
+ */
+#define NODE_GC (1u << 9)
+#define GC_NODE_NAME "[gc]"
+
+/* Whether node i is the garbage collector's pause, not an import. */
+#define node_is_gc(pr, i) (((pr)->nodes[(i)].flags & NODE_GC) != 0)
 
 enum node_kind {
 	KIND_STARTUP = 0, /* encodings, site, .pth imports, sitecustomize */
@@ -102,6 +112,17 @@ struct proc_event {
 	int32_t node; /* innermost open import, -1 at top level */
 };
 
+/*
+ * A garbage collection the tracer recorded (a G record): what the timeline
+ * needs to show the pauses as a phase of their own.  Not written to the
+ * profile file: the "[gc]" nodes and the timeline carry what it means.
+ */
+struct gc_pause {
+	int64_t start_ns; /* since the process's start_ns */
+	int64_t dur_ns;
+	long tid; /* the tracer's thread number (1: the first that recorded, normally the main thread) */
+};
+
 /* How a process came to be, as its trace says. */
 enum proc_origin {
 	ORIGIN_UNKNOWN = 0, /* importtime only */
@@ -133,6 +154,9 @@ struct proc {
 	struct imp_timing *timing; /* NULL, or nr_nodes entries */
 	struct proc_event *events;
 	size_t nr_events, alloc_events;
+	/* In the order the tracer wrote them (each thread's in time order); none without the C tracer. */
+	struct gc_pause *gc_pauses;
+	size_t nr_gc_pauses, alloc_gc_pauses;
 	int32_t first_root, last_root;
 	/*
 	 * Kept by the link functions: every node is linked, each before its
@@ -466,6 +490,21 @@ int64_t proc_import_total_in(const struct proc *pr, bool include_startup, enum m
  * extension) its CPU self time; importtime's self time without a trace.
  */
 int64_t node_load_in(const struct proc *pr, int32_t i, enum metric m);
+
+/*
+ * The garbage collector's pauses inside import i's own time (its "[gc]"
+ * child) in metric m; 0 when none, UNKNOWN where not measured in m.
+ */
+int64_t node_gc_in(const struct proc *pr, int32_t i, enum metric m);
+/* The collector's pauses during a process's imports ("[gc]" nodes, tracer only). */
+struct gc_total {
+	int64_t us; /* in the metric asked for */
+	size_t imports; /* imports that had any */
+	int32_t most; /* the import with the most, -1 when none */
+	int64_t most_us;
+};
+/* Over pr's imports, interpreter start-up and coldstart's bootstrap left out unless include_startup. */
+void proc_gc_total(const struct proc *pr, bool include_startup, enum metric m, struct gc_total *out);
 
 /* From the start of the process (exec, or the fork) to its last trace record; UNKNOWN without. */
 int64_t proc_lifetime_us(const struct proc *pr);

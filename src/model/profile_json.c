@@ -43,7 +43,7 @@ static const char *const timing_fields[] = {
 };
 
 static const char *const flag_names[] = {
-	"cached", "failed", "startup", "trace_only", "inconsistent", "open", "compiled", "native", "negative",
+	"cached", "failed", "startup", "trace_only", "inconsistent", "open", "compiled", "native", "negative", "gc",
 };
 
 static void jw_write(struct jw *w, const char *text, size_t len)

@@ -117,7 +117,7 @@ struct module_stats *profile_module_stats(const struct profile *p, size_t *nr)
 			uint64_t h;
 			size_t k, idx;
 
-			if (pr->nodes[i].flags & NODE_CACHED)
+			if (pr->nodes[i].flags & (NODE_CACHED | NODE_GC))
 				continue;
 			if (table.used * 2 >= table.cap)
 				iset_grow(&table, module_hash_at, m);

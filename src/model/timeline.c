@@ -16,7 +16,7 @@
 
 static const char *const kind_names[TL__COUNT] = {
 	[TL_THREAD] = "thread", [TL_STARTUP] = "startup",   [TL_IMPORT] = "import",
-	[TL_FUNC] = "function", [TL_SHUTDOWN] = "shutdown",
+	[TL_FUNC] = "function", [TL_SHUTDOWN] = "shutdown", [TL_GC] = "gc",
 };
 
 static const char *const end_names[TL_END__COUNT] = {
@@ -169,7 +169,12 @@ static uint8_t *classify(const struct timeline *tl)
 		const struct tl_node *n = &tl->nodes[i];
 		uint8_t up = n->parent >= 0 ? cls[n->parent] : TL_THREAD;
 
-		if (up == TL_STARTUP || up == TL_SHUTDOWN || up == TL_IMPORT)
+		/* The collector's pauses are a phase of their own but in start-up and shutdown. */
+		if (up == TL_STARTUP || up == TL_SHUTDOWN)
+			cls[i] = up;
+		else if (n->kind == TL_GC)
+			cls[i] = TL_GC;
+		else if (up == TL_IMPORT)
 			cls[i] = up;
 		else if (n->kind == TL_STARTUP || n->kind == TL_SHUTDOWN || n->kind == TL_IMPORT)
 			cls[i] = n->kind;
@@ -217,6 +222,10 @@ void timeline_split(const struct timeline *tl, struct tl_split *sp)
 			w = &sp->shutdown_us;
 			c = &sp->shutdown_cpu_us;
 			break;
+		case TL_GC:
+			w = &sp->gc_us;
+			c = &sp->gc_cpu_us;
+			break;
 		default:
 			w = &sp->other_us;
 			c = &sp->other_cpu_us;
@@ -234,7 +243,7 @@ void timeline_split(const struct timeline *tl, struct tl_split *sp)
 	}
 	if (!cpu_known)
 		sp->total_cpu_us = sp->startup_cpu_us = sp->import_cpu_us = sp->other_cpu_us = sp->shutdown_cpu_us =
-			UNKNOWN;
+			sp->gc_cpu_us = UNKNOWN;
 	free(cls);
 }
 
@@ -332,7 +341,8 @@ size_t timeline_top_functions(const struct timeline *tl, bool by_cpu, struct tl_
 
 		if (n->parent < 0)
 			continue;
-		if (n->kind == TL_IMPORT) {
+		/* The collector's pauses are not the function's time either. */
+		if (n->kind == TL_IMPORT || n->kind == TL_GC) {
 			imp[n->parent] += busy(n);
 			impc[n->parent] += n->cum_cpu_us;
 		} else {

@@ -26,6 +26,7 @@ enum tl_kind {
 	TL_IMPORT, /* an import (importlib's _find_and_load), its module body included */
 	TL_FUNC, /* a Python function */
 	TL_SHUTDOWN, /* the interpreter's finalisation, after the last sample */
+	TL_GC, /* "[gc]": the garbage collector's pauses (the tracer's), under what triggered them */
 	TL__COUNT
 };
 const char *tl_kind_name(enum tl_kind k);
@@ -128,9 +129,10 @@ struct tl_split {
 	int64_t import_us; /* imports after start-up, their module bodies included */
 	int64_t other_us; /* everything else the Python code did */
 	int64_t shutdown_us; /* finalisation (only when the timeline ends at the exit) */
+	int64_t gc_us; /* the garbage collector's pauses after start-up: in none of the three above */
 	int64_t wait_us; /* of total_us, waiting for a CPU (a busy machine, a CPU quota's throttling) */
 	/* The same in the main thread's CPU time; UNKNOWN where not measured. */
-	int64_t total_cpu_us, startup_cpu_us, import_cpu_us, other_cpu_us, shutdown_cpu_us;
+	int64_t total_cpu_us, startup_cpu_us, import_cpu_us, other_cpu_us, shutdown_cpu_us, gc_cpu_us;
 };
 void timeline_split(const struct timeline *tl, struct tl_split *sp);
 

@@ -141,10 +141,13 @@ static size_t top_nodes(const struct proc *pr, enum metric m, bool by_self, bool
 	return have;
 }
 
-/* Modules worth a row: imported (not a cached row), not coldstart's own bootstrap. */
+/*
+ * Modules worth a row: imported (not a cached row), not coldstart's own
+ * bootstrap, not the collector's pauses (a phase of their own, shown apart).
+ */
 static bool keep_imported(const struct proc *pr, int32_t i)
 {
-	return !(pr->nodes[i].flags & NODE_CACHED) && pr->nodes[i].kind != KIND_TOOL;
+	return !(pr->nodes[i].flags & (NODE_CACHED | NODE_GC)) && pr->nodes[i].kind != KIND_TOOL;
 }
 
 /* The same, where the table's metric was measured. */
@@ -155,7 +158,8 @@ static bool keep_cpu(const struct proc *pr, int32_t i)
 
 static bool keep_timed(const struct proc *pr, int32_t i)
 {
-	return pr->timing[i].start_ns >= 0 && !(pr->nodes[i].flags & NODE_CACHED) && pr->nodes[i].kind != KIND_TOOL;
+	return pr->timing[i].start_ns >= 0 && !(pr->nodes[i].flags & (NODE_CACHED | NODE_GC)) &&
+	       pr->nodes[i].kind != KIND_TOOL;
 }
 
 /*
@@ -281,8 +285,9 @@ static void render_phases(const struct proc *pr, const struct view *v, const str
 		return;
 	}
 	heading(out, st,
-		"Phases of the slowest imports (tracer, wall time of the module's own work: find = finders, load = .pyc read / compile / dlopen, exec = module body; nested imports are not counted)");
-	buf_addf(out, "  %10s %10s %10s %10s %10s  %s\n", "self", "find", "load", "exec", "compile", "module");
+		"Phases of the slowest imports (tracer, wall time of the module's own work: find = finders, load = .pyc read / compile / dlopen, exec = module body; nested imports are not counted; gc = the garbage collector's pauses during it, not in self)");
+	buf_addf(out, "  %10s %10s %10s %10s %10s %10s  %s\n", "self", "find", "load", "exec", "compile", "gc",
+		 "module");
 	for (i = 0; i < n && i < (size_t)o->top; i++) {
 		const struct imp_timing *t = &pr->timing[idx[i]];
 		const struct imp_node *nd = &pr->nodes[idx[i]];
@@ -298,6 +303,11 @@ static void render_phases(const struct proc *pr, const struct view *v, const str
 		add_dur_col(out, t->exec_ns >= 0 ? t->exec_ns / 1000 : UNKNOWN, 10);
 		buf_addch(out, ' ');
 		add_dur_col(out, t->compile_ns >= 0 ? t->compile_ns / 1000 : UNKNOWN, 10);
+		buf_addch(out, ' ');
+		if (node_gc_in(pr, idx[i], METRIC_WALL) > 0)
+			add_dur_col(out, node_gc_in(pr, idx[i], METRIC_WALL), 10);
+		else
+			buf_addf(out, "%10s", "-");
 		buf_adds(out, "  ");
 		add_name_col(out, node_name(pr, idx[i]), line_start, report_width(o));
 		if (nd->flags & NODE_NATIVE)
@@ -324,7 +334,10 @@ static void render_packages(const struct proc *pr, const struct view *v, const s
 		add_dur_col(out, t[i].cum_us, 10);
 		buf_addch(out, ' ');
 		add_dur_col(out, t[i].self_us, 10);
-		buf_addf(out, " %8zu  %s [%s]\n", t[i].modules, t[i].name, kind_name(t[i].kind));
+		if (!strcmp(t[i].name, GC_NODE_NAME))
+			buf_addf(out, " %8s  %s (the garbage collector's pauses during imports)\n", "-", t[i].name);
+		else
+			buf_addf(out, " %8zu  %s [%s]\n", t[i].modules, t[i].name, kind_name(t[i].kind));
 	}
 	pkg_totals_free(t, nr);
 }
@@ -365,6 +378,8 @@ static void render_tree(const struct proc *pr, const struct view *v, const struc
 			if (nd->depth >= 200)
 				buf_addf(out, "(+%u levels) ", nd->depth - 200);
 			buf_adds(out, node_name(pr, i));
+			if (nd->flags & NODE_GC)
+				buf_adds(out, " (garbage collector pauses)");
 			if (nd->flags & NODE_CACHED)
 				buf_adds(out, " (cached)");
 			if (nd->kind == KIND_TOOL)

@@ -294,7 +294,7 @@ void render_processes(const struct run *r, const struct view *v, const struct re
 		struct buf argv = BUF_INIT;
 
 		for (k = 0; k < pr->nr_nodes; k++)
-			modules += !(pr->nodes[k].flags & NODE_CACHED) && pr->nodes[k].kind != KIND_TOOL;
+			modules += !(pr->nodes[k].flags & (NODE_CACHED | NODE_GC)) && pr->nodes[k].kind != KIND_TOOL;
 		buf_adds(out, "  ");
 		if (pr->pid > 0)
 			buf_addf(out, "%7ld %7ld ", pr->pid, pr->ppid);
@@ -384,6 +384,29 @@ static void render_cpu_limit(const struct profile *p, const struct run *r, const
 	buf_addch(out, '\n');
 }
 
+/*
+ * The collector's pauses during the target's imports: a phase of their own,
+ * taken out of the self time of the imports they fell in ("[gc]" nodes).
+ */
+static void render_gc(const struct proc *pr, int64_t target_total, struct buf *out)
+{
+	struct gc_total g;
+
+	proc_gc_total(pr, false, METRIC_WALL, &g);
+	if (g.us <= 0)
+		return;
+	buf_adds(out, "  gc              ");
+	add_dur(out, g.us);
+	buf_addf(out, " of garbage collector pauses during %zu import%s", g.imports, g.imports == 1 ? "" : "s");
+	if (target_total > 0)
+		buf_addf(out, " (%.0f%% of the target's own imports)", 100.0 * (double)g.us / (double)target_total);
+	buf_adds(out, ", not counted in their self time; the most in '");
+	buf_adds(out, node_name(pr, g.most));
+	buf_adds(out, "' (");
+	add_dur(out, g.most_us);
+	buf_adds(out, ")\n");
+}
+
 void render_run_summary(const struct profile *p, const struct run *r, const struct view *v, struct buf *out,
 			const struct style *st)
 {
@@ -445,7 +468,7 @@ void render_run_summary(const struct profile *p, const struct run *r, const stru
 	if (!pr)
 		return;
 	for (i = 0; i < pr->nr_nodes; i++) {
-		if (pr->nodes[i].flags & NODE_CACHED || pr->nodes[i].kind == KIND_TOOL)
+		if (pr->nodes[i].flags & (NODE_CACHED | NODE_GC) || pr->nodes[i].kind == KIND_TOOL)
 			continue;
 		modules++;
 		if (pr->nodes[i].flags & NODE_STARTUP)
@@ -480,6 +503,7 @@ void render_run_summary(const struct profile *p, const struct run *r, const stru
 			 "importtime's rows carry no pid (see the warnings); its numbers are not one "
 			 "process's%s\n",
 			 st->yellow, st->reset);
+	render_gc(pr, target_total, out);
 	if (v->m == METRIC_CPU && pr->timing)
 		render_cpu_limit(p, r, pr, out);
 	if (tool > 0) {

@@ -58,6 +58,11 @@ static void render_split(const struct timeline *tl, struct buf *out)
 	buf_adds(out, "\n    ");
 	part(out, "other Python work", sp.other_us, sp.total_us, sp.other_cpu_us);
 	buf_addch(out, '\n');
+	if (sp.gc_us) {
+		buf_adds(out, "    ");
+		part(out, "garbage collection", sp.gc_us, sp.total_us, sp.gc_cpu_us);
+		buf_addch(out, '\n');
+	}
 	if (sp.shutdown_us) {
 		buf_adds(out, "    ");
 		part(out, "interpreter shutdown", sp.shutdown_us, sp.total_us, sp.shutdown_cpu_us);

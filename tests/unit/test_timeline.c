@@ -137,6 +137,61 @@ static void test_small_tree_and_split(void **state)
 	timeline_release(&tl);
 }
 
+/*
+ * The tracer's collections on the main thread (tid 1): the part of a
+ * sample's interval they paused goes to a "[gc]" node under what ran, a
+ * phase of its own in the split; another thread's collection is not the
+ * main thread's.
+ */
+static void test_gc_pauses_split_samples(void **state)
+{
+	struct timeline tl;
+	struct tl_split sp;
+	struct samples_file sf;
+	struct tl_cut cut = { .origin_ns = 500000, .end_ns = UNKNOWN, .end = TL_END_EXIT, .exit_ns = UNKNOWN };
+	struct buf err = BUF_INIT;
+	struct proc pr;
+	int32_t imp, setup, g1, g2;
+
+	(void)state;
+	proc_init(&pr);
+	pr.start_ns = 500000;
+	pr.gc_pauses = xcalloc(3, sizeof(*pr.gc_pauses));
+	pr.nr_gc_pauses = pr.alloc_gc_pauses = 3;
+	/* 3.5-3.9 ms in the import of a; 4.5-4.6 ms on thread 2; 5.0-5.2 ms in main.setup. */
+	pr.gc_pauses[0] = (struct gc_pause){ .start_ns = 3000000, .dur_ns = 400000, .tid = 1 };
+	pr.gc_pauses[1] = (struct gc_pause){ .start_ns = 4000000, .dur_ns = 100000, .tid = 2 };
+	pr.gc_pauses[2] = (struct gc_pause){ .start_ns = 4500000, .dur_ns = 200000, .tid = 1 };
+	parse(&sf, small);
+	timeline_init(&tl);
+	assert_int_equal(timeline_build(&tl, &sf, &pr, &cut, &err), 0);
+	imp = find(&tl, "a", TL_IMPORT);
+	setup = find(&tl, "main.setup", TL_FUNC);
+	assert_true(imp >= 0 && setup >= 0);
+	g1 = g2 = -1;
+	for (size_t i = 0; i < tl.nr_nodes; i++)
+		if (tl.nodes[i].kind == TL_GC)
+			*(tl.nodes[i].parent == imp ? &g1 : &g2) = (int32_t)i;
+	assert_true(g1 >= 0 && g2 >= 0);
+	assert_string_equal(tl_str(&tl, tl.nodes[g1].name), "[gc]");
+	assert_int_equal(tl.nodes[g2].parent, setup);
+	assert_int_equal(tl.nodes[g1].cum_us, 400);
+	assert_int_equal(tl.nodes[g1].cum_cpu_us, 40); /* 100 us of CPU in the 1 ms sample */
+	assert_int_equal(tl.nodes[g2].cum_us, 200);
+	assert_int_equal(tl.nodes[imp].cum_us, 1000);
+	assert_int_equal(tl.nodes[imp].self_us, 600);
+	timeline_split(&tl, &sp);
+	assert_int_equal(sp.total_us, 7500);
+	assert_int_equal(sp.import_us, 600);
+	assert_int_equal(sp.gc_us, 600);
+	assert_int_equal(sp.other_us, 2800);
+	assert_int_equal(sp.gc_cpu_us, 40 + 10); /* and 100 us of CPU in the 2 ms one */
+	timeline_release(&tl);
+	samples_release(&sf);
+	proc_release(&pr);
+	buf_release(&err);
+}
+
 static void test_cut_at_ready(void **state)
 {
 	struct timeline tl;
@@ -455,6 +510,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_small_tree_and_split),
+		cmocka_unit_test(test_gc_pauses_split_samples),
 		cmocka_unit_test(test_wait_read_late_is_carried),
 		cmocka_unit_test(test_bootstrap_frames_are_the_tool_s),
 		cmocka_unit_test(test_cut_at_ready),

@@ -985,6 +985,126 @@ static void test_v2_records(void **state)
 	buf_release(&err);
 }
 
+/*
+ * G records: each collection is charged to the innermost open import, left
+ * out of its phases, and becomes a "[gc]" child in the merge so that the
+ * import's self time no longer holds it; one outside imports is counted
+ * apart; a malformed one is skipped and counted.
+ */
+static void test_gc_records(void **state)
+{
+	static const char text[] = "#coldstart-trace 2\n"
+				   "H\t1000\t7\t6\t900\tc\t3.12.1\taudit\texec\t55\t0\t0\n"
+				   "S\t100000\t1\t200\t5\ta\n"
+				   "f\t110000\t1\ta\t/x/a.py\n"
+				   "A\t120000\t1\texec\t/x/a.py\n"
+				   "G\t130000\t1\t150000\t15000\t0\t12\t0\n"
+				   "S\t160000\t1\t300\t5\tb\n"
+				   "G\t170000\t1\t270000\t90000\t2\t99\t1\n"
+				   "E\t280000\t1\t100300\t6\tb\n"
+				   "G\t300000\t1\t340000\t-1\t1\t0\t0\n"
+				   "E\t350000\t1\t200200\t6\ta\n"
+				   "G\t400000\t1\t2400000\t1900000\t2\t7\t0\n"
+				   "G\t500000\t1\t400000\t0\t0\t0\t0\n" /* ends before it starts */
+				   "G\t500000\t1\n"; /* cut short */
+	struct trace_proc tp;
+	struct buf err = BUF_INIT;
+	struct profile p;
+	struct run *run;
+	struct proc *pr;
+	int32_t a, b, ga, gb, c;
+
+	assert_int_equal(trace_parse(&tp, text, strlen(text), &err), 0);
+	assert_int_equal(tp.bad_records, 2);
+	a = proc_find(&tp.proc, "a");
+	b = proc_find(&tp.proc, "b");
+	assert_int_equal(tp.gc[a].count, 2);
+	assert_int_equal(tp.gc[a].wall_ns, 60000);
+	assert_int_equal(tp.gc[a].cpu_ns, UNKNOWN);
+	assert_int_equal(tp.gc[a].first_ns, 130000);
+	assert_int_equal(tp.gc[b].count, 1);
+	assert_int_equal(tp.gc[b].cpu_ns, 90000);
+	assert_int_equal(tp.gc_outside.count, 1);
+	assert_int_equal(tp.gc_outside.wall_ns, 2000000);
+	/* find 10 us + load 10 us + exec 50 us: a's 250 us less b's 120 and 60 of collections. */
+	assert_int_equal(tp.proc.timing[a].find_ns, 10000);
+	assert_int_equal(tp.proc.timing[a].load_ns, 10000);
+	assert_int_equal(tp.proc.timing[a].exec_ns, 50000);
+	/* Only the 2 ms pause is an event, outside every import. */
+	assert_int_equal(tp.proc.nr_events, 1);
+	assert_string_equal(proc_str(&tp.proc, tp.proc.events[tp.proc.nr_events - 1].name), "gc");
+	assert_int_equal(tp.proc.events[tp.proc.nr_events - 1].node, -1);
+	assert_string_equal(proc_str(&tp.proc, tp.proc.events[tp.proc.nr_events - 1].detail),
+			    "generation 2, 2000 us, 7 collected, 0 uncollectable");
+
+	profile_init(&p);
+	run = profile_add_run(&p);
+	run_add_proc(run);
+	trace_merge(&run->procs[0], &tp, NULL);
+	pr = &run->procs[0];
+	a = proc_find(pr, "a");
+	b = proc_find(pr, "b");
+	ga = gb = -1;
+	for (c = pr->first_root; c >= 0; c = proc_preorder_next(pr, c))
+		if (pr->nodes[c].flags & NODE_GC)
+			*(pr->nodes[c].parent == a ? &ga : &gb) = c;
+	assert_true(ga >= 0 && gb >= 0);
+	assert_string_equal(node_name(pr, ga), "[gc]");
+	assert_int_equal(pr->nodes[gb].parent, b);
+	assert_int_equal(pr->nodes[ga].cum_us, 60);
+	assert_int_equal(pr->nodes[gb].cum_us, 100);
+	assert_int_equal(pr->nodes[a].cum_us, 250);
+	assert_int_equal(pr->nodes[a].self_us, 70);
+	assert_int_equal(pr->nodes[b].self_us, 20);
+	assert_int_equal(pr->timing[gb].cpu_ns, 90000);
+	assert_int_equal(pr->timing[ga].start_ns, 130000 - 900);
+	assert_int_equal(node_gc_in(pr, a, METRIC_WALL), 60);
+	assert_int_equal(node_self_in(pr, b, METRIC_CPU), 10); /* 100 us of CPU, 90 of them collecting */
+	{
+		struct gc_total g;
+
+		proc_gc_total(pr, true, METRIC_WALL, &g);
+		assert_int_equal(g.us, 160);
+		assert_int_equal(g.imports, 2);
+		assert_int_equal(g.most, b);
+	}
+	for (c = 0; c < (int32_t)pr->nr_nodes; c++)
+		assert_self_consistent(pr, c);
+	trace_proc_release(&tp);
+	profile_release(&p);
+	buf_release(&err);
+}
+
+/* A real trace with collections forced inside an import (make-fixtures.sh): each becomes a "[gc]" child. */
+static void test_gc_fixture(void **state)
+{
+	struct profile p;
+	struct run *run;
+	struct trace_proc tp;
+	struct proc *pr;
+	int32_t m, c, gc = -1;
+
+	profile_init(&p);
+	run = profile_add_run(&p);
+	run_add_proc(run);
+	load_trace(&tp, "gc-311.trace");
+	assert_int_equal(tp.bad_records, 0);
+	m = proc_find(&tp.proc, "gcheavy");
+	assert_true(m >= 0 && (size_t)m < tp.nr_gc && tp.gc[m].count > 0);
+	trace_merge(&run->procs[0], &tp, NULL);
+	pr = &run->procs[0];
+	m = proc_find(pr, "gcheavy");
+	for (c = pr->nodes[m].first_child; c >= 0; c = pr->nodes[c].next_sibling)
+		if (pr->nodes[c].flags & NODE_GC)
+			gc = c;
+	assert_true(gc >= 0);
+	assert_true(pr->nodes[gc].cum_us > 0);
+	for (c = 0; c < (int32_t)pr->nr_nodes; c++)
+		assert_self_consistent(pr, c);
+	trace_proc_release(&tp);
+	profile_release(&p);
+}
+
 static void test_not_a_trace(void **state)
 {
 	static const char *const bad[] = {
@@ -1096,6 +1216,8 @@ int main(void)
 		cmocka_unit_test(test_stream_cached_rows),
 		cmocka_unit_test(test_roles),
 		cmocka_unit_test(test_v2_records),
+		cmocka_unit_test(test_gc_records),
+		cmocka_unit_test(test_gc_fixture),
 		cmocka_unit_test(test_merge_without_importtime),
 		cmocka_unit_test(test_not_a_trace),
 		cmocka_unit_test(test_malformed_records),

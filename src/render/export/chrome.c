@@ -14,7 +14,8 @@
 static void add_flags(struct buf *out, uint32_t flags)
 {
 	static const char *const names[] = {
-		"cached", "failed", "startup", "trace_only", "inconsistent", "open", "compiled", "native", "negative",
+		"cached", "failed",   "startup", "trace_only", "inconsistent",
+		"open",	  "compiled", "native",	 "negative",   "gc",
 	};
 	size_t i;
 	bool first = true;

@@ -350,6 +350,8 @@ void timeline_to_proc(const struct timeline *tl, const struct proc *imports, str
 			kind = m >= 0 ? imports->nodes[m].kind : KIND_APP;
 		} else if (n->kind == TL_FUNC) {
 			kind = func_kind(tl_str(tl, n->file));
+		} else if (n->kind == TL_GC) {
+			kind = parent >= 0 ? out->nodes[parent].kind : KIND_STARTUP;
 		} else if (n->kind != TL_THREAD) {
 			kind = KIND_STARTUP;
 		}

@@ -338,7 +338,7 @@ static void process_table(const struct run *r, struct buf *out)
 		size_t modules = 0;
 
 		for (k = 0; k < pr->nr_nodes; k++)
-			modules += !(pr->nodes[k].flags & NODE_CACHED);
+			modules += !(pr->nodes[k].flags & (NODE_CACHED | NODE_GC));
 		buf_addf(out, "<tr><td class=\"n\" data-v=\"%zu\">%zu</td>", i + 1, i + 1);
 		if (pr->pid >= 0)
 			buf_addf(out, "<td class=\"n\" data-v=\"%ld\">%ld</td>", pr->pid, pr->pid);
