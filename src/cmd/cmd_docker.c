@@ -337,6 +337,19 @@ static void describe_target(struct profile *p, const char *image, const char *co
 	/* cwd stays NULL: the host's directory says nothing about the container's. */
 }
 
+/* The options' defaults: docker, 60 s for each engine command. */
+static void docker_opts_init(struct docker_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	show_opts_init(&o->show);
+	measure_opts_init(&o->m);
+	strvec_init(&o->env);
+	strvec_init(&o->volumes);
+	strvec_init(&o->extra);
+	o->engine.cli = "docker";
+	o->engine_timeout_us = 60 * 1000000LL;
+}
+
 int cmd_docker(int argc, char **argv)
 {
 	struct docker_opts o;
@@ -369,14 +382,7 @@ int cmd_docker(int argc, char **argv)
 		OPT_END(),
 	};
 
-	memset(&o, 0, sizeof(o));
-	show_opts_init(&o.show);
-	measure_opts_init(&o.m);
-	strvec_init(&o.env);
-	strvec_init(&o.volumes);
-	strvec_init(&o.extra);
-	o.engine.cli = "docker";
-	o.engine_timeout_us = 60 * 1000000LL;
+	docker_opts_init(&o);
 	profile_init(&p);
 	target.self = &x;
 	measure_session_init(&s, &p, "docker", &o.m, &o.show, &target);
