@@ -221,6 +221,12 @@ struct run {
 	int64_t listening_us;
 	/* The moment of readiness on CLOCK_MONOTONIC, the clock of proc start_ns; UNKNOWN. */
 	int64_t ready_ns;
+	/*
+	 * exec -> the exec of the interpreter, where the command is a launcher
+	 * that execs it in the same process (a pyenv shim): procs[0] then starts
+	 * at the interpreter's exec; UNKNOWN otherwise or where not measured.
+	 */
+	int64_t launcher_us;
 	struct cg_figures cg;
 	struct cold_figures cold;
 	struct proc *procs; /* procs[0] is the target's own process */
@@ -461,6 +467,13 @@ int64_t node_load_in(const struct proc *pr, int32_t i, enum metric m);
 
 /* From the start of the process (exec, or the fork) to its last trace record; UNKNOWN without. */
 int64_t proc_lifetime_us(const struct proc *pr);
+/*
+ * Moves pr's start to start_ns (absolute), keeping every recorded moment
+ * where it was: its imports' and events' times, which count from the start,
+ * are shifted by the difference.  Used when a better dating of the start
+ * (its exec as the kernel saw it) arrives after the trace was read.
+ */
+void proc_rebase(struct proc *pr, int64_t start_ns);
 
 /*
  * When the target became ready, in CLOCK_MONOTONIC nanoseconds, UNKNOWN
