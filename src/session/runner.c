@@ -570,7 +570,8 @@ static void date_execs(struct run_state *st)
 	procwatch_drain(&st->pw);
 	if (st->pw.fd < 0 || procwatch_lost(&st->pw)) {
 		if (procwatch_lost(&st->pw))
-			profile_add_warning(st->p, 0, "process events were lost: processes keep their estimated starts");
+			profile_add_warning(st->p, 0,
+					    "process events were lost: processes keep their estimated starts");
 		return;
 	}
 	for (i = 0; i < r->nr_procs; i++) {
