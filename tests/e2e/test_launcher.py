@@ -10,11 +10,14 @@ timeline from the interpreter's exec, not from coldstart's exec of the shim.
 """
 import json
 import os
+import pathlib
 import re
+import subprocess
+import tempfile
 
 import pytest
 
-from conftest import DEBIAN_PYTHON
+from conftest import COLDSTART, DEBIAN_PYTHON
 
 PYENV_SHIM = "/root/.pyenv/shims/python3"
 
@@ -81,3 +84,29 @@ def test_no_launcher_no_launcher_time(coldstart, tmp_path):
     assert r.returncode == 0, r.stderr
     assert json.loads(out.read_text())["runs"][0]["launcher_us"] == -1
     assert "  launcher " not in r.stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: runs coldstart as the user nobody")
+def test_without_process_events_the_launcher_is_said_to_be_in_the_lifetime(coldstart, tmp_path):
+    """The kernel's process events need CAP_NET_ADMIN: as the real user nobody, a launcher
+    script's time stays in the lifetime, and a warning says so and why."""
+    # pytest's tmp_path lies under a directory only root may enter.
+    with tempfile.TemporaryDirectory(prefix="coldstart-nobody-") as top:
+        os.chmod(top, 0o777)
+        check_as_nobody(pathlib.Path(top))
+
+
+def check_as_nobody(d):
+    launcher = d / "py"
+    launcher.write_text('#!/bin/sh\nexec %s "$@"\n' % DEBIAN_PYTHON)
+    launcher.chmod(0o755)
+    out = d / "p.json"
+    r = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "env", "HOME=%s" % d,
+                        COLDSTART, "profile", "--no-report", "-o", out, "--python", launcher, "-c", "import json"],
+                       cwd=d, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    prof = json.loads(out.read_text())
+    assert prof["python_launcher"] == "launcher script"
+    assert prof["runs"][0]["launcher_us"] == -1
+    assert any(w["msg"].startswith("the launcher script's time is counted in the interpreter's lifetime: "
+                                   "cannot listen to process events") for w in prof["warnings"]), prof["warnings"]
