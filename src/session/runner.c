@@ -485,8 +485,14 @@ static int poll_once(struct run_state *st, struct buf *err)
 		kill_everything(st);
 		return -1;
 	}
-	now = st->woke_ns = now_ns();
+	/*
+	 * The run delay first: a preemption between the two readings then
+	 * makes the exit late by its length, where the other order subtracted
+	 * a wait that came after now and dated the exit before the target's
+	 * last records.
+	 */
 	delay_after = run_delay_ns(st->schedstat_fd);
+	now = st->woke_ns = now_ns();
 
 	read_signals(st, now);
 	procwatch_drain(&st->pw);
