@@ -117,12 +117,15 @@ void procwatch_drain(struct procwatch *pw)
 		left = (size_t)n;
 		for (h = (struct nlmsghdr *)b; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
 			struct cn_msg *m = NLMSG_DATA(h);
+			struct proc_event ev;
 
 			if (h->nlmsg_type == NLMSG_ERROR || h->nlmsg_type == NLMSG_NOOP)
 				continue;
 			if (m->id.idx != CN_IDX_PROC || m->len < sizeof(struct proc_event))
 				continue;
-			on_event(pw, (const struct proc_event *)m->data);
+			/* The event follows a 20-byte header: copy it out to an aligned one. */
+			memcpy(&ev, m->data, sizeof(ev));
+			on_event(pw, &ev);
 		}
 	}
 }
