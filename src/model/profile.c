@@ -183,6 +183,7 @@ struct run *profile_add_run(struct profile *p)
 	r->listening_us = UNKNOWN;
 	r->requests_median_us = UNKNOWN;
 	r->requests_p95_us = UNKNOWN;
+	r->launcher_us = UNKNOWN;
 	r->ready_ns = UNKNOWN;
 	return r;
 }
@@ -516,6 +517,25 @@ int64_t node_load_in(const struct proc *pr, int32_t i, enum metric m)
 	if (m == METRIC_CPU && t->exec_ns < 0 && t->cpu_ns >= 0)
 		return node_self_in(pr, i, m);
 	return ns_to_us(t->load_ns);
+}
+
+void proc_rebase(struct proc *pr, int64_t start_ns)
+{
+	int64_t d;
+	size_t i;
+
+	if (pr->start_ns < 0 || start_ns < 0)
+		return;
+	d = pr->start_ns - start_ns;
+	for (i = 0; pr->timing && i < pr->nr_nodes; i++) {
+		if (pr->timing[i].start_ns >= 0)
+			pr->timing[i].start_ns += d;
+		if (pr->timing[i].end_ns >= 0)
+			pr->timing[i].end_ns += d;
+	}
+	for (i = 0; i < pr->nr_events; i++)
+		pr->events[i].t_ns += d;
+	pr->start_ns = start_ns;
 }
 
 int64_t proc_lifetime_us(const struct proc *pr)

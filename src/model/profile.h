@@ -253,6 +253,12 @@ struct run {
 	 */
 	size_t requests_asked, requests_ok;
 	int64_t requests_median_us, requests_p95_us;
+	/*
+	 * exec -> the exec of the interpreter, where the command is a launcher
+	 * that execs it in the same process (a pyenv shim): procs[0] then starts
+	 * at the interpreter's exec; UNKNOWN otherwise or where not measured.
+	 */
+	int64_t launcher_us;
 	struct cg_figures cg;
 	struct cold_figures cold;
 	struct proc *procs; /* procs[0] is the target's own process */
@@ -508,6 +514,13 @@ void proc_gc_total(const struct proc *pr, bool include_startup, enum metric m, s
 
 /* From the start of the process (exec, or the fork) to its last trace record; UNKNOWN without. */
 int64_t proc_lifetime_us(const struct proc *pr);
+/*
+ * Moves pr's start to start_ns (absolute), keeping every recorded moment
+ * where it was: its imports' and events' times, which count from the start,
+ * are shifted by the difference.  Used when a better dating of the start
+ * (its exec as the kernel saw it) arrives after the trace was read.
+ */
+void proc_rebase(struct proc *pr, int64_t start_ns);
 
 /*
  * When the target became ready, in CLOCK_MONOTONIC nanoseconds, UNKNOWN

@@ -591,6 +591,7 @@ static void write_run(struct jw *w, const struct run *r)
 	jw_kv_fig(w, "first_response_us", r->first_response_us, -1, PROFILE_MAX_US);
 	jw_kv_fig(w, "ready_ns", r->ready_ns, -1, PROFILE_MAX_NS);
 	jw_kv_fig(w, "listening_us", r->listening_us, -1, PROFILE_MAX_US);
+	jw_kv_fig(w, "launcher_us", r->launcher_us, -1, PROFILE_MAX_US);
 	write_cg(w, &r->cg);
 	write_cold(w, &r->cold);
 	jw_key(w, "processes");

@@ -38,6 +38,7 @@ static const struct field run_fields[] = {
 	I64(run, first_response_us, -1, MAX_US),
 	I64(run, ready_ns, -1, MAX_NS),
 	I64(run, listening_us, -1, MAX_US),
+	I64(run, launcher_us, -1, MAX_US),
 };
 
 static const struct field cg_fields[] = {

@@ -424,6 +424,13 @@ void render_run_summary(const struct profile *p, const struct run *r, const stru
 	if (r->wall_us != UNKNOWN) {
 		buf_adds(out, "  wall            ");
 		add_dur(out, r->wall_us);
+		/* The launcher's time is the wall's, but not the interpreter's lifetime. */
+		if (r->launcher_us != UNKNOWN) {
+			buf_addf(out, "\n  launcher        %s%s", p->python_launcher ? p->python_launcher : "",
+				 p->python_launcher ? ": " : "");
+			add_dur(out, r->launcher_us);
+			buf_adds(out, " before the interpreter started (in the wall, not in its lifetime)");
+		}
 		buf_adds(out, "\n  CPU             user ");
 		add_dur(out, r->user_us);
 		buf_adds(out, ", sys ");

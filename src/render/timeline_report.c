@@ -103,7 +103,9 @@ static void render_functions(const struct timeline *tl, bool by_cpu, int top, st
 	free(f);
 }
 
-static void render_one(const struct proc *pr, const char *what, bool by_cpu, int top, struct buf *out)
+/* launcher_us: the time a launcher took before the interpreter's exec, where pr's timeline starts; UNKNOWN. */
+static void render_one(const struct proc *pr, const char *what, const char *launcher, int64_t launcher_us, bool by_cpu,
+		       int top, struct buf *out)
 {
 	const struct timeline *tl = pr->timeline;
 
@@ -113,6 +115,12 @@ static void render_one(const struct proc *pr, const char *what, bool by_cpu, int
 	buf_addf(out, "; sampled every ");
 	buf_add_duration(out, tl->interval_us);
 	buf_adds(out, ")\n");
+	if (launcher_us >= 0) {
+		buf_addf(out, "  %-15s ", "launcher");
+		buf_add_duration(out, launcher_us);
+		buf_addf(out, " (%s) before the interpreter's exec, where this timeline starts\n",
+			 launcher ? launcher : "a command that exec'd the interpreter");
+	}
 	render_split(tl, out);
 	render_functions(tl, by_cpu, top, out);
 }
@@ -131,6 +139,7 @@ void timeline_report_section(const struct profile *p, const struct run *r, int t
 			continue;
 		if (i && !all_processes)
 			break;
-		render_one(&r->procs[i], i ? "another process" : "the target's process", by_cpu, top, out);
+		render_one(&r->procs[i], i ? "another process" : "the target's process", p->python_launcher,
+			   i ? UNKNOWN : r->launcher_us, by_cpu, top, out);
 	}
 }

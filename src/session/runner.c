@@ -23,6 +23,7 @@
 #include "sys/launch.h"
 #include "sys/leftover.h"
 #include "sys/http_load.h"
+#include "sys/procwatch.h"
 #include "sys/ready.h"
 #include "ingest/trace.h"
 #include "outfile.h"
@@ -53,6 +54,7 @@ struct run_state {
 	struct child_exit ex; /* valid once exited */
 	struct cgroup *cg; /* NULL: the run has no cgroup */
 	struct trace_session ts;
+	struct procwatch pw; /* the kernel's exec times of the target's processes */
 	bool traced; /* ts was prepared */
 	bool sampled; /* the sampler was switched on in ts's directory (--timeline) */
 	long pid; /* the target's process, kept after it is reaped */
@@ -285,14 +287,21 @@ static int prepare(struct run_state *st, struct buf *err, struct runner_failure 
 static int start(struct run_state *st, struct buf *err, struct runner_failure *why)
 {
 	const struct runner_opts *o = st->o;
+	struct buf pwerr = BUF_INIT;
 
 	st->ps = it_parser_new(st->r);
+	/* Before the fork, so that the target's execs are queued from its first on. */
+	if (st->traced && procwatch_open(&st->pw, &pwerr) < 0 && st->p->python_launcher)
+		profile_add_warning(st->p, 0, "the %s's time is counted in the interpreter's lifetime: %s",
+				    st->p->python_launcher, pwerr.buf);
+	buf_release(&pwerr);
 	if (child_start(&st->c, err) < 0) {
 		why->no_exec = true;
 		why->exec_errno = errno;
 		return -1;
 	}
 	st->pid = st->c.pid;
+	procwatch_follow(&st->pw, st->c.pid);
 	/* The loop polls several sources; a read must never block it. */
 	fcntl(st->c.err_fd, F_SETFL, fcntl(st->c.err_fd, F_GETFL) | O_NONBLOCK);
 	/* Our descendants are the target's tree: orphans are reparented to us. */
@@ -495,10 +504,17 @@ static int poll_once(struct run_state *st, struct buf *err)
 		kill_everything(st);
 		return -1;
 	}
-	now = st->woke_ns = now_ns();
+	/*
+	 * The run delay first: a preemption between the two readings then
+	 * makes the exit late by its length, where the other order subtracted
+	 * a wait that came after now and dated the exit before the target's
+	 * last records.
+	 */
 	delay_after = run_delay_ns(st->schedstat_fd);
+	now = st->woke_ns = now_ns();
 
 	read_signals(st, now);
+	procwatch_drain(&st->pw);
 	/*
 	 * The probe before the exit: a target that answers its first request
 	 * and exits at once (bench/fdk_floor.py) can wake this poll with both,
@@ -585,6 +601,46 @@ static void collect_load(struct run_state *st)
 }
 
 /* After the target ended: what it left behind, the parser's end, the figures, the trace. */
+/*
+ * Dates the target's exec'd interpreters from the kernel's exec events
+ * (CLOCK_MONOTONIC, the wall's clock) instead of their trace's estimate
+ * (/proc/PID/stat: the fork, in clock ticks of 10 ms): the last exec of
+ * its pid before its tracer started.  The target's own process keeps
+ * coldstart's exec as its start unless it exec'd again (a launcher such as
+ * a pyenv shim exec'd the interpreter): then it starts at the interpreter's
+ * exec, and the time before is the run's launcher time.
+ */
+static void date_execs(struct run_state *st)
+{
+	struct run *r = st->r;
+	size_t i;
+
+	procwatch_drain(&st->pw);
+	if (st->pw.fd < 0 || procwatch_lost(&st->pw)) {
+		if (procwatch_lost(&st->pw))
+			profile_add_warning(st->p, 0,
+					    "process events were lost: processes keep their estimated starts");
+		return;
+	}
+	for (i = 0; i < r->nr_procs; i++) {
+		struct proc *pr = &r->procs[i];
+		size_t n = 0;
+		int64_t at;
+
+		if (pr->origin != ORIGIN_EXEC || pr->pid <= 0 || pr->tracer_ns < 0)
+			continue;
+		at = procwatch_exec_ns(&st->pw, (pid_t)pr->pid, st->c.exec_ns, pr->tracer_ns, &n);
+		if (at < 0)
+			continue;
+		if (pr->pid == st->pid) {
+			if (n < 2)
+				continue; /* coldstart's own exec: the wall's origin stays the start */
+			r->launcher_us = (at - st->c.exec_ns) / 1000;
+		}
+		proc_rebase(pr, at);
+	}
+}
+
 static void collect(struct run_state *st)
 {
 	struct run *r = st->r;
@@ -640,8 +696,11 @@ static void collect(struct run_state *st)
 			profile_add_warning(st->p, 0, "cannot read the trace: %s", terr.buf);
 		buf_release(&terr);
 	}
+	date_execs(st);
 	if (st->sampled) {
-		struct sampler_times t = { .pid = st->pid, .exec_ns = st->c.exec_ns, .exit_ns = st->exit_ns };
+		/* Where a launcher exec'd the interpreter, the timeline starts at the interpreter. */
+		int64_t exec_ns = st->c.exec_ns + (r->launcher_us > 0 ? r->launcher_us * 1000 : 0);
+		struct sampler_times t = { .pid = st->pid, .exec_ns = exec_ns, .exit_ns = st->exit_ns };
 
 		sampler_collect(st->ts.dir, st->p, r, &t, st->o->timeline);
 	}
@@ -665,6 +724,7 @@ static void release(struct run_state *st)
 		trace_session_release(&st->ts);
 	if (st->schedstat_fd >= 0)
 		close(st->schedstat_fd);
+	procwatch_release(&st->pw);
 	child_release(&st->c);
 	buf_release(&st->pass);
 }
@@ -727,6 +787,7 @@ int runner_run(const struct runner_opts *o, struct profile *p, struct run *r, st
 	memset(why, 0, sizeof(*why));
 	runner_setup_signals();
 	child_init(&st.c);
+	procwatch_init(&st.pw);
 	st.schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
 	if (prepare(&st, err, why) < 0 || start(&st, err, why) < 0)
 		goto out;

@@ -66,3 +66,55 @@ def test_the_targets_process_starts_at_exec(coldstart, tmp_path, tracer):
     assert starts and max(starts) <= run["ready_us"] * 1000, max(starts)
     child = [p for p in run["processes"][1:] if p["ppid"] == main["pid"]]
     assert child and child[0]["start_ns"] > exec_ns + 1_000_000, child and child[0]["start_ns"] - exec_ns
+
+
+FAMILY = """
+import json, os, subprocess, sys, time
+marks = {"popen": [], "fork": None}
+for i in range(3):
+    marks["popen"].append(time.monotonic_ns())
+    subprocess.run([sys.executable, "-c",
+                    "import time, sys; t = time.monotonic_ns(); import decimal; open(sys.argv[1], 'w').write(str(t))",
+                    sys.argv[1] + ".child%d" % i], check=True)
+marks["fork"] = time.monotonic_ns()
+pid = os.fork()
+if pid == 0:
+    t = time.monotonic_ns()
+    import decimal
+    open(sys.argv[1] + ".fork", "w").write(str(t))
+    os._exit(0)
+os.waitpid(pid, 0)
+json.dump(marks, open(sys.argv[1], "w"))
+"""
+
+
+def test_children_start_at_their_own_exec_and_fork(coldstart, tmp_path):
+    """Processes the target starts are dated on the wall's clock too (issue 27, item 4): an
+    exec'd child at its exec as the kernel saw it, not at its fork rounded down to a 10 ms
+    clock tick, which put it before the moment its parent called Popen; a forked one at its
+    fork.  Each starts after its parent asked for it and before its own first line, and
+    ends within the run."""
+    (tmp_path / "family.py").write_text(FAMILY)
+    mark = tmp_path / "marks"
+    out = tmp_path / "p.json"
+    r = coldstart("profile", "--no-report", "-o", out, "--python", DEBIAN_PYTHON, tmp_path / "family.py", mark,
+                  timeout=120)
+    assert r.returncode == 0, r.stderr
+    prof = json.loads(out.read_text())
+    if any("cannot listen to process events" in w["msg"] for w in prof["warnings"]):
+        pytest.skip("the kernel's process events need CAP_NET_ADMIN: %s" % prof["warnings"])
+    marks = json.loads(mark.read_text())
+    run = prof["runs"][0]
+    main = run["processes"][0]
+    run_end = main["start_ns"] + run["wall_us"] * 1000
+    children = [p for p in run["processes"][1:] if p["ppid"] == main["pid"]]
+    execd = sorted((p for p in children if p["origin"] == "exec"), key=lambda p: p["start_ns"])
+    forked = [p for p in children if p["origin"] == "fork"]
+    assert len(execd) == 3 and len(forked) == 1, [(p["pid"], p["origin"]) for p in children]
+    for i, p in enumerate(execd):
+        first = int((tmp_path / ("marks.child%d" % i)).read_text())
+        assert marks["popen"][i] <= p["start_ns"] <= first, (i, marks["popen"][i], p["start_ns"], first)
+        assert p["start_ns"] <= p["end_ns"] <= run_end, (i, p["start_ns"], p["end_ns"], run_end)
+    p, first = forked[0], int((tmp_path / "marks.fork").read_text())
+    assert marks["fork"] <= p["start_ns"] <= first, (marks["fork"], p["start_ns"], first)
+    assert p["end_ns"] <= run_end, (p["end_ns"], run_end)

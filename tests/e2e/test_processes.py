@@ -121,6 +121,10 @@ def test_gunicorn_two_workers(coldstart, tmp_path):
         assert "sqlalchemy" in names(w) and "flask" in names(w) and "app" in names(w)
         # A fork's tree starts at the fork: none of the master's start-up.
         assert "encodings" not in names(w) and "gunicorn.app.wsgiapp" not in names(w)
+        # One clock (issue 27, item 4): a worker starts at its fork, after the master's exec, and
+        # ends within the run's wall time.
+        run_end = master["start_ns"] + prof["runs"][0]["wall_us"] * 1000
+        assert master["start_ns"] < w["start_ns"] <= w["end_ns"] <= run_end, (master["start_ns"], w, run_end)
     # The master imports gunicorn, never the app (no --preload).
     assert "sqlalchemy" not in names(master) and "flask" not in names(master)
     assert "gunicorn.app.wsgiapp" in names(master)
