@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "sys/cgroup.h"
+#include "sys/exec_dates.h"
 #include "ingest/importtime.h"
 #include "sys/launch.h"
 #include "sys/leftover.h"
@@ -601,46 +602,6 @@ static void collect_load(struct run_state *st)
 }
 
 /* After the target ended: what it left behind, the parser's end, the figures, the trace. */
-/*
- * Dates the target's exec'd interpreters from the kernel's exec events
- * (CLOCK_MONOTONIC, the wall's clock) instead of their trace's estimate
- * (/proc/PID/stat: the fork, in clock ticks of 10 ms): the last exec of
- * its pid before its tracer started.  The target's own process keeps
- * coldstart's exec as its start unless it exec'd again (a launcher such as
- * a pyenv shim exec'd the interpreter): then it starts at the interpreter's
- * exec, and the time before is the run's launcher time.
- */
-static void date_execs(struct run_state *st)
-{
-	struct run *r = st->r;
-	size_t i;
-
-	procwatch_drain(&st->pw);
-	if (st->pw.fd < 0 || procwatch_lost(&st->pw)) {
-		if (procwatch_lost(&st->pw))
-			profile_add_warning(st->p, 0,
-					    "process events were lost: processes keep their estimated starts");
-		return;
-	}
-	for (i = 0; i < r->nr_procs; i++) {
-		struct proc *pr = &r->procs[i];
-		size_t n = 0;
-		int64_t at;
-
-		if (pr->origin != ORIGIN_EXEC || pr->pid <= 0 || pr->tracer_ns < 0)
-			continue;
-		at = procwatch_exec_ns(&st->pw, (pid_t)pr->pid, st->c.exec_ns, pr->tracer_ns, &n);
-		if (at < 0)
-			continue;
-		if (pr->pid == st->pid) {
-			if (n < 2)
-				continue; /* coldstart's own exec: the wall's origin stays the start */
-			r->launcher_us = (at - st->c.exec_ns) / 1000;
-		}
-		proc_rebase(pr, at);
-	}
-}
-
 static void collect(struct run_state *st)
 {
 	struct run *r = st->r;
@@ -696,7 +657,7 @@ static void collect(struct run_state *st)
 			profile_add_warning(st->p, 0, "cannot read the trace: %s", terr.buf);
 		buf_release(&terr);
 	}
-	date_execs(st);
+	exec_dates_apply(&st->pw, st->p, st->r, st->pid, st->c.exec_ns);
 	if (st->sampled) {
 		/* Where a launcher exec'd the interpreter, the timeline starts at the interpreter. */
 		int64_t exec_ns = st->c.exec_ns + (r->launcher_us > 0 ? r->launcher_us * 1000 : 0);
