@@ -208,6 +208,8 @@ AT_IMPORT = """
     elif os.environ.get("GC_AT_IMPORT") == "set":
         gc.set_threshold(4321, 7, 8)
     SEEN = {"threshold": list(gc.get_threshold()), "enabled": gc.isenabled()}
+    if os.environ.get("GC_IMPORTED"):
+        open(os.environ["GC_IMPORTED"], "w").close()
 
     def handler(ctx, data=None):
         req = json.loads(data.getvalue() or b"{}")
@@ -231,13 +233,40 @@ def at_import():
     shutil.rmtree(d, ignore_errors=True)
 
 
+def calls_after_import(workdir, how, bodies):
+    """Like calls(), but the first call is sent only once the function's
+    module has loaded (in the background thread for --warm background)."""
+    d = tempfile.mkdtemp(prefix="plangcimp", dir="/tmp")
+    sock, marker = os.path.join(d, "lsnr.sock"), os.path.join(d, "imported")
+    env = clean_env(("PYTHONPATH", "FDK_DEBUG"))
+    env.update(FN_LISTENER="unix:" + sock, FN_FORMAT="http-stream", GC_IMPORTED=marker)
+    proc = subprocess.Popen([DEBIAN_PYTHON, os.path.join(ROOT, "python", "coldstart-fdk")]
+                            + how + ["func.py", "handler"], cwd=workdir, env=env,
+                            stderr=subprocess.PIPE)
+    try:
+        for _ in range(3000):
+            if os.path.islink(sock) and os.path.exists(marker):
+                break
+            time.sleep(0.01)
+        out = [json.loads(_fn_call(sock, json.dumps(b).encode(), "c%d" % i))
+               for i, b in enumerate(bodies, 1)]
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+        shutil.rmtree(d, ignore_errors=True)
+    assert "coldstart plan:" not in err.decode(), err
+    return out
+
+
 @pytest.mark.parametrize("warm", ["eager", "background"])
 def test_held_from_the_plan_in_eager_and_background_modes(at_import, warm):
     # The function's imports run before the first request (eager: before
-    # the socket is ready; background: in a thread after it): the
-    # collector waits for them too, until the first response.
+    # the socket is ready; background: in a thread after it, which the
+    # first call here waits for): the collector waits for them too, until
+    # the first response.
     usual = default_threshold()
-    first, second = calls(at_import, ["--warm", warm, "--plan", "p.json"], [{}, {}])
+    first, second = calls_after_import(at_import, ["--warm", warm, "--plan", "p.json"],
+                                       [{}, {}])
     assert first["at_import"] == {"threshold": [GC_HOLD_THRESHOLD] + usual[1:],
                                   "enabled": True}, first
     assert first["threshold"][0] == GC_HOLD_THRESHOLD
