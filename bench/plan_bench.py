@@ -28,7 +28,8 @@ Status and body) is the same in every round and variant.  Environment:
 ROUNDS (default 3), SET (1, 2 or all, the default), FUNCS (names, default
 the set's), PYTHON, CPUS (0.1), MEMORY_MB (128), KEEP=1 keeps the plans
 made earlier, BEFORE=DIR adds the `before` variant (DIR is a built
-checkout).
+checkout), WARM=eager|background runs cs-fdk, cs-fdk+plan and before with
+that --warm mode (default coldstart-fdk's own, lazy).
 """
 import math
 import os
@@ -62,6 +63,10 @@ SETS = {"1": ["numpy", "pandas", "requests", "aiohttp", "pydantic",
 ALL = SETS["1"] + SETS["2"]
 VARIANTS = ["fdk-python", "cs-fdk", "cs-fdk+plan", "floor"]
 BEFORE = os.environ.get("BEFORE")
+WARM = os.environ.get("WARM")
+if WARM not in (None, "", "lazy", "eager", "background"):
+    sys.exit("plan_bench: WARM=%r is not lazy, eager or background" % WARM)
+WARM_ARGS = ["--warm", WARM] if WARM else []
 if BEFORE:
     VARIANTS.append("before")
 OUT = os.path.join(ROOT, "build", "bench", "plan")
@@ -195,16 +200,16 @@ def command(name, variant):
         argv = [PY, os.path.join(HERE, "plan", "fdk_python.py"), func,
                 "handler"]
     elif variant == "cs-fdk":
-        argv = [PY, os.path.join(ROOT, "python", "coldstart-fdk"), func,
-                "handler"]
+        argv = [PY, os.path.join(ROOT, "python", "coldstart-fdk")] + \
+            WARM_ARGS + [func, "handler"]
     elif variant == "cs-fdk+plan":
-        argv = [PY, os.path.join(ROOT, "python", "coldstart-fdk"), "--plan",
-                plan_file(name), func, "handler"]
+        argv = [PY, os.path.join(ROOT, "python", "coldstart-fdk")] + \
+            WARM_ARGS + ["--plan", plan_file(name), func, "handler"]
     elif variant == "before":
-        argv = [PY, os.path.join(BEFORE, "python", "coldstart-fdk"), "--plan",
-                before_plan(name), os.path.join(BEFORE, "bench", "plan",
-                                                fn_subdir(name), "func.py"),
-                "handler"]
+        argv = [PY, os.path.join(BEFORE, "python", "coldstart-fdk")] + \
+            WARM_ARGS + ["--plan", before_plan(name),
+                         os.path.join(BEFORE, "bench", "plan",
+                                      fn_subdir(name), "func.py"), "handler"]
     else:
         env["PYTHONPATH"] = os.path.join(ROOT, "python")
         env["FLOOR_KEEP"] = ",".join(FLOOR_KEEP.get(name, ()))

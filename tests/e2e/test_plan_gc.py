@@ -195,3 +195,101 @@ def test_sigterm_during_the_collection_after_the_first_response_stops():
             assert rc == 0 and b"Exception ignored" not in err, err[-600:]
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+AT_IMPORT = """
+    import gc, json, os
+    from fdk import response
+
+    # What the collector looked like while the function's module loaded;
+    # GC_AT_IMPORT=disable or =set: the program's own settings at import.
+    if os.environ.get("GC_AT_IMPORT") == "disable":
+        gc.disable()
+    elif os.environ.get("GC_AT_IMPORT") == "set":
+        gc.set_threshold(4321, 7, 8)
+    SEEN = {"threshold": list(gc.get_threshold()), "enabled": gc.isenabled()}
+    if os.environ.get("GC_IMPORTED"):
+        open(os.environ["GC_IMPORTED"], "w").close()
+
+    def handler(ctx, data=None):
+        req = json.loads(data.getvalue() or b"{}")
+        if req.get("disable"):
+            gc.disable()
+        return response.Response(ctx, response_data=json.dumps(
+            {"at_import": SEEN, "threshold": list(gc.get_threshold()),
+             "enabled": gc.isenabled()}))
+"""
+
+
+@pytest.fixture
+def at_import():
+    d = tempfile.mkdtemp(prefix="plangcimp", dir="/tmp")
+    write(d, "func.py", AT_IMPORT)
+    write(d, "req.json", "{}")
+    p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
+                 "req.json", "-o", os.path.join(d, "p.json"), cwd=d)
+    assert p.returncode == 0, p.stderr
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def calls_after_import(workdir, how, bodies):
+    """Like calls(), but the first call is sent only once the function's
+    module has loaded (in the background thread for --warm background)."""
+    d = tempfile.mkdtemp(prefix="plangcimp", dir="/tmp")
+    sock, marker = os.path.join(d, "lsnr.sock"), os.path.join(d, "imported")
+    env = clean_env(("PYTHONPATH", "FDK_DEBUG"))
+    env.update(FN_LISTENER="unix:" + sock, FN_FORMAT="http-stream", GC_IMPORTED=marker)
+    proc = subprocess.Popen([DEBIAN_PYTHON, os.path.join(ROOT, "python", "coldstart-fdk")]
+                            + how + ["func.py", "handler"], cwd=workdir, env=env,
+                            stderr=subprocess.PIPE)
+    try:
+        for _ in range(3000):
+            if os.path.islink(sock) and os.path.exists(marker):
+                break
+            time.sleep(0.01)
+        out = [json.loads(_fn_call(sock, json.dumps(b).encode(), "c%d" % i))
+               for i, b in enumerate(bodies, 1)]
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+        shutil.rmtree(d, ignore_errors=True)
+    assert "coldstart plan:" not in err.decode(), err
+    return out
+
+
+@pytest.mark.parametrize("warm", ["eager", "background"])
+def test_held_from_the_plan_in_eager_and_background_modes(at_import, warm):
+    # The function's imports run before the first request (eager: before
+    # the socket is ready; background: in a thread after it, which the
+    # first call here waits for): the collector waits for them too, until
+    # the first response.
+    usual = default_threshold()
+    first, second = calls_after_import(at_import, ["--warm", warm, "--plan", "p.json"],
+                                       [{}, {}])
+    assert first["at_import"] == {"threshold": [GC_HOLD_THRESHOLD] + usual[1:],
+                                  "enabled": True}, first
+    assert first["threshold"][0] == GC_HOLD_THRESHOLD
+    assert second["threshold"] == usual and second["enabled"], second
+    # Switched off, or without a plan: the usual thresholds throughout.
+    for how, env in ((["--plan", "p.json"], {"COLDSTART_PLAN_GC": "0"}), ([], {})):
+        first, = calls(at_import, ["--warm", warm] + how, [{}], env)
+        assert first["at_import"]["threshold"] == first["threshold"] == usual, (how, env)
+
+
+@pytest.mark.parametrize("warm", ["lazy", "eager"])
+def test_the_program_s_own_collector_settings_stay(at_import, warm):
+    # After the first answer the collector is as the program left it:
+    # disabled if it disabled it (at import or in the call), its own
+    # thresholds if it set them, else as it was.
+    how = ["--warm", warm, "--plan", "p.json"]
+    usual = default_threshold()
+    first, second = calls(at_import, how, [{"disable": True}, {}])
+    assert first["at_import"]["enabled"] and not first["enabled"]
+    assert second["enabled"] is False and second["threshold"] == usual, second
+    first, second = calls(at_import, how, [{}, {}], {"GC_AT_IMPORT": "disable"})
+    assert first["at_import"]["enabled"] is False, first
+    assert second["enabled"] is False and second["threshold"] == usual, second
+    first, second = calls(at_import, how, [{}, {}], {"GC_AT_IMPORT": "set"})
+    assert first["at_import"]["threshold"] == [4321, 7, 8], first
+    assert second["enabled"] and second["threshold"] == [4321, 7, 8], second

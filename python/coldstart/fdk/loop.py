@@ -1006,11 +1006,13 @@ def _restore_signals(old):
 
 
 def serve(resolve, warm="lazy", max_body=DEFAULT_MAX_BODY, what="function",
-          environ=None):
+          environ=None, gc_held=None):
     """Runs the server until SIGTERM or SIGINT; returns an exit status.
 
     resolve() returns the function to call; what names it in messages.
-    With warm="eager" resolve() runs before the socket is ready.
+    With warm="eager" resolve() runs before the socket is ready.  gc_held:
+    what coldstart.fdk.hold_gc() returned when a plan was applied before
+    this (put back after the first response).
     """
     env = os.environ if environ is None else environ
     paths = _fdk.claim_environ(env)
@@ -1018,6 +1020,7 @@ def serve(resolve, warm="lazy", max_body=DEFAULT_MAX_BODY, what="function",
         return EXIT_USAGE
     path, phony = paths
     server = Server(resolve, path, phony, max_body=max_body)
+    server.gc_held = gc_held
     old = {}
     try:
         old = _install_signals(server)
@@ -1047,12 +1050,13 @@ def serve(resolve, warm="lazy", max_body=DEFAULT_MAX_BODY, what="function",
     return EXIT_OK
 
 
-def run(func, handler, warm, max_body):
+def run(func, handler, warm, max_body, gc_held=None):
     """The coldstart-fdk command from its parsed arguments, everything
-    imported before the socket is ready (used for --warm eager)."""
+    imported before the socket is ready (used for --warm eager); gc_held
+    as for adopt()."""
     fn = _Function(func, handler)
     return serve(fn.handler, warm=warm, max_body=max_body,
-                 what="%s (%s)" % (func, handler))
+                 what="%s (%s)" % (func, handler), gc_held=gc_held)
 
 
 def adopt(lsock, path, phony, first, func, handler, warm, max_body,

@@ -74,6 +74,19 @@ def apply_plan(warm):
     return False
 
 
+def _apply_plan_held(warm):
+    """apply_plan() with the collector held from before it until the first
+    response (coldstart.fdk.hold_gc): returns what hold_gc() returned when
+    a plan is in use, else None (the thresholds put back)."""
+    held = None
+    if plan_path or os.environ.get("COLDSTART_PLAN"):
+        held = _fdk.hold_gc(planned=True)
+    if not apply_plan(warm) and held is not None:
+        _fdk.release_gc(held)
+        held = None
+    return held
+
+
 def _on_term(signum, frame):
     raise Terminate(signum)
 
@@ -195,19 +208,14 @@ def _serve_ready_first(func, handler, warm, max_body):
         if "coldstart.otel" in sys.modules:
             sys.modules["coldstart.otel"].ready()
         first = None
-        held = None
         if warm == "lazy":
             # Nothing else happens until Fn's agent connects: an idle
             # container costs no CPU, and the rest loads on the first call.
             first = _first_connection(lsock)
-            # The first call has begun: under a plan the collector waits
-            # for its response from here on, the plan and the server it
-            # loads included.
-            if plan_path or os.environ.get("COLDSTART_PLAN"):
-                held = _fdk.hold_gc(planned=True)
-        if not apply_plan(warm) and held is not None:
-            _fdk.release_gc(held)
-            held = None
+        # Under a plan the collector waits for the first response from
+        # here on (in lazy mode the first call has begun), the plan, the
+        # server it loads and (background) the function's imports included.
+        held = _apply_plan_held(warm)
         from coldstart.fdk import loop
         return loop.adopt(lsock, path, phony, first, func, handler, warm,
                           max_body, held)
@@ -249,8 +257,8 @@ def main(argv=None):
         log("no such function file: %r" % func)
         return EXIT_USAGE
     if warm == "eager":
-        apply_plan(warm)
+        held = _apply_plan_held(warm)
         from coldstart.fdk import loop
-        return loop.run(func, handler, warm, max_body)
+        return loop.run(func, handler, warm, max_body, held)
     return _serve_ready_first(func, handler, warm, max_body)
 
