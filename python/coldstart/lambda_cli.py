@@ -1,7 +1,9 @@
 """The coldstart-lambda command: `python3 -m coldstart.lambda` for a script
-entry point (an import statement cannot name coldstart.lambda: `lambda` is
-a keyword).  As `python3 -m` does, it puts the working directory first on
-sys.path: Lambda starts the runtime in the function's directory."""
+(an import statement cannot name coldstart.lambda: `lambda` is a keyword).
+As `python3 -m` does, it puts the working directory first on sys.path:
+Lambda starts the runtime in the function's directory.  The module is
+imported with __import__, not importlib.import_module: the importlib
+package would bring warnings and types before the first event."""
 
 import os
 import sys
@@ -11,8 +13,8 @@ def main():
     cwd = os.getcwd()
     if not sys.path or sys.path[0] != cwd:
         sys.path.insert(0, cwd)
-    from importlib import import_module
-    return import_module("coldstart.lambda.__main__").main()
+    __import__("coldstart.lambda.__main__")
+    return sys.modules["coldstart.lambda.__main__"].main()
 
 
 if __name__ == "__main__":

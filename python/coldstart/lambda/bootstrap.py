@@ -20,6 +20,12 @@ import sys
 from . import logs
 from .errors import FaultException, RuntimeAPIError
 
+# The import system's own modules (importlib.machinery's classes): the
+# importlib package would import warnings before the first event when the
+# runtime is started as a script, not by `python3 -m`.
+_bootstrap = sys.modules["_frozen_importlib"]
+_external = sys.modules["_frozen_importlib_external"]
+
 _GLOBAL_AWS_REQUEST_ID = None
 _GLOBAL_TENANT_ID = None
 
@@ -161,9 +167,8 @@ def _claimed_elsewhere(name):
     """True when a finder on sys.meta_path other than Python's own
     (site's hooks, an editable install's) would give name: the import is
     then left to them, from the start."""
-    from importlib.machinery import (BuiltinImporter, FrozenImporter,
-                                     PathFinder)
-    std = (BuiltinImporter, FrozenImporter, PathFinder)
+    std = (_bootstrap.BuiltinImporter, _bootstrap.FrozenImporter,
+           _external.PathFinder)
     for f in sys.meta_path:
         if f in std or isinstance(f, std):
             continue
@@ -178,8 +183,10 @@ def prepare(handler):
     when the module is to be imported now (it looks missing or broken,
     lacks the handler, or cannot be analysed).  Raises FaultException for a
     malformed handler or a built-in module name, as awslambdaric does."""
-    from importlib.machinery import (FrozenImporter, PathFinder,
-                                     SourceFileLoader, SourcelessFileLoader)
+    FrozenImporter = _bootstrap.FrozenImporter
+    PathFinder = _external.PathFinder
+    SourceFileLoader = _external.SourceFileLoader
+    SourcelessFileLoader = _external.SourcelessFileLoader
     modname, fname = split_handler(handler)
     if modname.split(".")[0] in sys.builtin_module_names:
         return None

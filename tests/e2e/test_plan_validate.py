@@ -1,0 +1,127 @@
+"""A plan's index is checked a column at a time (plan._good_index) and,
+when anything there is unusual, row by row (_bad_row), which says what is
+wrong: the column check must accept exactly the plans the row check
+accepts.  The plans are real (COLDSTART_PLAN_RECORD of a script importing
+a package, so rows have search lists), applied by a real interpreter."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import textwrap
+
+import pytest
+
+from conftest import ROOT, clean_env
+
+PYDIR = os.path.join(ROOT, "python")
+BOOT = os.path.join(PYDIR, "coldstart", "_boot", "plan")
+PY = "/usr/bin/python3"
+
+USE = """
+import json, sys, textwrap, email.mime.text, xml.dom.minidom
+p = sys.modules.get("coldstart.plan")
+print(json.dumps({"applied": bool(p and p.installed())}))
+"""
+
+# Every field of a row set, one at a time, to values of each kind a damaged
+# plan could hold; the column check and the row check must agree on each.
+MUTATE = r"""
+import json, random, sys
+sys.path.insert(0, sys.argv[2])
+import coldstart.plan as p
+plan = p.read(sys.argv[1])
+rows = plan["index"]
+assert p._good_index(rows) and all(p._bad_row(r) is None for r in rows)
+assert sum(r[8] is not None for r in rows), "no package rows"
+BAD = [None, "", ".", "..", "a..b", ".a", "a.", "a/b", "a\0b", "\0", "/",
+       "/a", "/a\0", "rel", 0, -1, -2, 1, True, False, 1.5, 2 ** 70, [],
+       ["/x"], ["x"], ["/x", 3], ["a", "b.c"], ["a"], [""], [None], {},
+       "source", "extension", "load", "defer", "zzz", "\0a", "a\0", "a.b",
+       ["/x", "/y"], ["a", "b"]]
+rnd = random.Random(int(sys.argv[3]))
+accepted_bad = rejected_good = 0
+for _ in range(int(sys.argv[4])):
+    sample = [list(r) for r in rnd.sample(rows, rnd.choice([1, 3, 20]))]
+    for _ in range(rnd.choice([1, 1, 2])):
+        i = rnd.randrange(len(sample))
+        f = rnd.randrange(len(p.INDEX_FIELDS) + 2)
+        if f == len(p.INDEX_FIELDS):
+            sample[i] = sample[i][:-1]
+        elif f > len(p.INDEX_FIELDS):
+            sample[i] = tuple(sample[i])
+        elif type(sample[i]) is list and f < len(sample[i]):
+            sample[i][f] = rnd.choice(BAD)
+    good = all(type(r) is list and p._bad_row(r) is None for r in sample)
+    fast = p._good_index(sample)
+    accepted_bad += fast and not good
+    rejected_good += good and not fast
+    try:
+        p.validate(dict(plan, index=sample, code=None))
+        valid = True
+    except p.PlanError:
+        valid = False
+    assert valid == good, sample
+print(json.dumps({"accepted_bad": accepted_bad,
+                  "rejected_good": rejected_good}))
+"""
+
+
+@pytest.fixture
+def workdir():
+    d = tempfile.mkdtemp(prefix="planvalid", dir="/tmp")
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _env(**extra):
+    e = clean_env(())
+    e["PYTHONPATH"] = BOOT
+    e["PYTHONDONTWRITEBYTECODE"] = "1"
+    e.update(extra)
+    return e
+
+
+def _record(workdir):
+    with open(os.path.join(workdir, "use.py"), "w") as f:
+        f.write(textwrap.dedent(USE))
+    plan = os.path.join(workdir, "plan.json")
+    p = subprocess.run([PY, "use.py"], cwd=workdir, capture_output=True,
+                       text=True, timeout=120,
+                       env=_env(COLDSTART_PLAN_RECORD=plan))
+    assert p.returncode == 0, p.stdout + p.stderr
+    return plan
+
+
+def test_column_check_accepts_exactly_what_the_row_check_accepts(workdir):
+    plan = _record(workdir)
+    p = subprocess.run([PY, "-c", MUTATE, plan, PYDIR, "31", "6000"],
+                       capture_output=True, text=True, timeout=300,
+                       env=clean_env(()))
+    assert p.returncode == 0, p.stdout + p.stderr
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert got == {"accepted_bad": 0, "rejected_good": 0}, got
+
+
+@pytest.mark.parametrize("field,value", [(1, ["source"]), (5, {"defer": 1}),
+                                         (0, ["json"]), (3, True)])
+def test_unhashable_or_mistyped_field_is_a_malformed_plan(workdir, field,
+                                                          value):
+    """A row whose kind or action is a list or an object is malformed, said
+    so in the one warning (it was a TypeError from a set lookup before);
+    the script runs without the plan."""
+    plan = _record(workdir)
+    with open(plan) as f:
+        data = json.load(f)
+    names = [r[0] for r in data["index"]]
+    data["index"][names.index("textwrap")][field] = value
+    with open(plan, "w") as f:
+        json.dump(data, f)
+    p = subprocess.run([PY, "use.py"], cwd=workdir, capture_output=True,
+                       text=True, timeout=60, env=_env(COLDSTART_PLAN=plan))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == {"applied": False}
+    lines = [ln for ln in p.stderr.splitlines()
+             if ln.startswith("coldstart plan")]
+    assert len(lines) == 1 and "is malformed: a malformed index row" in \
+        lines[0] and ("textwrap" in lines[0] or field == 0), p.stderr
