@@ -596,20 +596,24 @@ void ready_started(struct ready *rd, pid_t tree_root, int64_t exec_ns)
 	rd->next_try_ns = exec_ns;
 }
 
-int ready_pollfd(struct ready *rd, short *events, int *timeout_ms)
+int ready_pollfd(struct ready *rd, short *events, int64_t *timeout_us)
 {
 	int64_t now;
 
-	*timeout_ms = RETRY_MS;
+	*timeout_us = RETRY_MS * 1000;
 	*events = POLLIN;
 	switch (rd->state) {
 	case ST_WAIT:
 		if (rd->spec->kind == READY_FN) {
-			*timeout_ms = 50;
+			*timeout_us = 50000;
 			return rd->ino_fd;
 		}
+		/*
+		 * To the microsecond: woken 20 us before the retry (by the target's
+		 * output), a sleep rounded up to 1 ms made that retry 1 ms late.
+		 */
 		now = now_ns();
-		*timeout_ms = rd->next_try_ns <= now ? 0 : (int)((rd->next_try_ns - now + 999999) / 1000000);
+		*timeout_us = rd->next_try_ns <= now ? 0 : (rd->next_try_ns - now + 999) / 1000;
 		return -1;
 	case ST_CONNECTING:
 	case ST_SENDING:
@@ -618,9 +622,9 @@ int ready_pollfd(struct ready *rd, short *events, int *timeout_ms)
 		/* fall through */
 	case ST_READING:
 		/* The socket wakes the loop; the timeout is only a safety net. */
-		*timeout_ms = 100;
+		*timeout_us = 100000;
 		return rd->fd;
-	case ST_DONE: *timeout_ms = 1000; return -1;
+	case ST_DONE: *timeout_us = 1000000; return -1;
 	}
 	return -1;
 }
