@@ -13,9 +13,9 @@ before the listen(); an answer's moment, the kernel's receive timestamp
 before the server's sendall().
 
 How late they are is bounded in the median of several runs: 2 ms (the
-probe retries every millisecond) plus the median delay with which a thread
-sleeping 1 ms woke on this machine meanwhile.  On a loaded machine coldstart
-waits for a CPU, as any observer does, and the load decides for how long
+probe retries every millisecond) plus the 90th percentile of the delays with
+which a thread sleeping 1 ms woke on this machine meanwhile.  On a loaded
+machine coldstart waits for a CPU, as any observer does, and the load decides for how long
 (beside a load of 10 on 2 cores the tcp median was 2.3-4.4 ms); a probe
 that is late by design is late however idle the machine.  A probe that
 waited for POLLIN on a connecting socket was 21-29 ms late; one that
@@ -120,8 +120,8 @@ class WakeDelay:
         self.done.set()
         self.thread.join()
 
-    def median_ns(self):
-        return statistics.median(self.delays) if self.delays else 0
+    def p90_ns(self):
+        return statistics.quantiles(self.delays, n=10)[-1] if len(self.delays) > 1 else 0
 
 
 def serve(coldstart, tmp_path, probe, delay, wake=None):
@@ -143,9 +143,11 @@ def serve(coldstart, tmp_path, probe, delay, wake=None):
 
 
 def within_ns(wake):
-    """The bound on a median lateness: 2 ms (twice the probe's retry) plus the median delay with
-    which a 1 ms sleeper woke on this machine meanwhile (0.1 ms idle, several ms beside CPU hogs)."""
-    return WITHIN_NS + wake.median_ns()
+    """The bound on a median lateness: 2 ms (twice the probe's retry) plus the 90th percentile of
+    the delays with which a 1 ms sleeper woke on this machine meanwhile.  Each run's lateness
+    holds one such wake-up of coldstart's; the median of 7 draws exceeds the distribution's 90th
+    percentile with a chance of 0.3%."""
+    return WITHIN_NS + wake.p90_ns()
 
 
 def late_ms(pairs):
@@ -160,7 +162,7 @@ def test_tcp_ready_within_2ms_of_listen(coldstart, tmp_path):
     # before the listen() beside two CPU hogs).
     assert all(run["ready_ns"] >= listen[0] for run, listen, _ in runs), runs
     late = late_ms((run["ready_ns"], listen[1]) for run, listen, _ in runs)
-    assert statistics.median(late) * 1e6 <= within_ns(wake), (late, wake.median_ns())
+    assert statistics.median(late) * 1e6 <= within_ns(wake), (late, wake.p90_ns())
     for run, _, _ in runs:
         assert run["listening_us"] == run["ready_us"], run
         assert run["first_response_us"] == -1
@@ -176,15 +178,20 @@ def test_http_ready_is_the_answer_and_listening_is_kept(coldstart, tmp_path):
     early = late_ms((run["ready_ns"], send[0]) for run, _, send in runs)
     assert min(early) > -0.05, early
     ready_late = late_ms((run["ready_ns"], send[1]) for run, _, send in runs)
-    assert statistics.median(ready_late) * 1e6 <= within_ns(wake), (ready_late, wake.median_ns())
+    assert statistics.median(ready_late) * 1e6 <= within_ns(wake), (ready_late, wake.p90_ns())
     # The listening moment, as tcp: readiness (listening_ns is exec plus listening_us: 1 us of
     # rounding either way).
     early = late_ms((listening_ns(run), listen[0]) for run, listen, _ in runs)
     assert min(early) >= -0.002, early
     listen_late = late_ms((listening_ns(run), listen[1]) for run, listen, _ in runs)
-    assert statistics.median(listen_late) * 1e6 <= within_ns(wake), (listen_late, wake.median_ns())
-    for run, _, _ in runs:
-        assert run["ready_us"] - run["listening_us"] >= 290_000, run
+    assert statistics.median(listen_late) * 1e6 <= within_ns(wake), (listen_late, wake.p90_ns())
+    for run, listen, send in runs:
+        # In the order of events, whatever the load: the server sleeps 0.3 s after its listen()
+        # before it answers, and the probe's connect came before its request was answered.  (A
+        # bound of 290 ms between listening and ready failed beside six CPU hogs: the probe's
+        # connect waited for a CPU for more than 10 ms.)
+        assert run["ready_ns"] - listen[1] >= 300_000_000, (run, listen)
+        assert listening_ns(run) < send[0] + 1000, (run, send)
         # The answer is the readiness: no first response counted from an earlier ready.
         assert run["first_response_us"] == 0, run
 
