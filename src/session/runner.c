@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sys/cgroup.h"
@@ -449,10 +450,13 @@ static void earliest(int64_t *at, int64_t deadline)
 		*at = deadline;
 }
 
-/* How long poll may sleep: until the nearest deadline, the probe's next step, or POLL_MAX_MS. */
-static int poll_timeout(const struct run_state *st, int probe_ms)
+/*
+ * How long poll may sleep, in microseconds: until the nearest deadline, the
+ * probe's next step, or POLL_MAX_MS.
+ */
+static int64_t poll_timeout(const struct run_state *st, int64_t probe_us)
 {
-	int64_t at = 0, now = now_ns(), ms;
+	int64_t at = 0, now = now_ns(), us;
 
 	if (!st->exited) {
 		earliest(&at, st->timeout_at);
@@ -462,12 +466,12 @@ static int poll_timeout(const struct run_state *st, int probe_ms)
 	} else {
 		earliest(&at, st->drain_at);
 	}
-	ms = POLL_MAX_MS;
+	us = POLL_MAX_MS * 1000;
 	if (at)
-		ms = at <= now ? 0 : (at - now + 999999) / 1000000;
-	if (probe_ms >= 0 && probe_ms < ms)
-		ms = probe_ms;
-	return ms < POLL_MAX_MS ? (int)ms : POLL_MAX_MS;
+		us = at <= now ? 0 : (at - now + 999) / 1000;
+	if (probe_us >= 0 && probe_us < us)
+		us = probe_us;
+	return us < POLL_MAX_MS * 1000 ? us : POLL_MAX_MS * 1000;
 }
 
 /*
@@ -481,9 +485,10 @@ static int poll_once(struct run_state *st, struct buf *err)
 {
 	struct pollfd pfd[4];
 	nfds_t nfd = 0;
-	int rfd = -1, probe_ms = -1;
+	int rfd = -1, load_ms = -1;
 	short probe_events = POLLIN;
-	int64_t now, delay_before, delay_after;
+	int64_t now, delay_before, delay_after, probe_us = -1, sleep_us;
+	struct timespec ts;
 
 	if (!st->exited && st->c.pidfd >= 0)
 		pfd[nfd++] = (struct pollfd){ .fd = st->c.pidfd, .events = POLLIN };
@@ -491,16 +496,21 @@ static int poll_once(struct run_state *st, struct buf *err)
 		pfd[nfd++] = (struct pollfd){ .fd = st->c.err_fd, .events = POLLIN };
 	pfd[nfd++] = (struct pollfd){ .fd = sig_pipe[0], .events = POLLIN };
 	if (st->load && !st->stopping && !st->exited) {
-		rfd = http_load_pollfd(st->load, &probe_events, &probe_ms);
+		rfd = http_load_pollfd(st->load, &probe_events, &load_ms);
+		probe_us = load_ms >= 0 ? (int64_t)load_ms * 1000 : -1;
 		if (rfd >= 0)
 			pfd[nfd++] = (struct pollfd){ .fd = rfd, .events = probe_events };
 	} else if (st->rd && !st->stopping && !st->exited) {
-		rfd = ready_pollfd(st->rd, &probe_events, &probe_ms);
+		rfd = ready_pollfd(st->rd, &probe_events, &probe_us);
 		if (rfd >= 0)
 			pfd[nfd++] = (struct pollfd){ .fd = rfd, .events = probe_events };
 	}
 	delay_before = run_delay_ns(st->schedstat_fd);
-	if (poll(pfd, nfd, poll_timeout(st, probe_ms)) < 0 && errno != EINTR) {
+	sleep_us = poll_timeout(st, probe_us);
+	ts.tv_sec = (time_t)(sleep_us / 1000000);
+	ts.tv_nsec = (long)(sleep_us % 1000000) * 1000;
+	/* ppoll, not poll: the probe's next retry is due to the microsecond, not the next millisecond. */
+	if (ppoll(pfd, nfd, &ts, NULL) < 0 && errno != EINTR) {
 		buf_addf(err, "poll failed: %s", strerror(errno));
 		kill_everything(st);
 		return -1;

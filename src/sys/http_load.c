@@ -64,6 +64,36 @@ int http_response_status(const struct buf *resp, bool eof)
 	return status;
 }
 
+static int64_t ts_ns(const struct timespec *t)
+{
+	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+/*
+ * CLOCK_REALTIME minus CLOCK_MONOTONIC (the kernel stamps what arrives on
+ * the first).  The real clock is read between two monotonic readings, the
+ * closest pair of a few: one read after a preemption (a loaded machine)
+ * would move the moment by as long as this thread waited for a CPU.
+ */
+static int64_t realtime_offset_ns(void)
+{
+	struct timespec m1, real, m2;
+	int64_t best = 0, gap, best_gap = INT64_MAX;
+	int i;
+
+	for (i = 0; i < 4 && best_gap > 20000; i++) {
+		clock_gettime(CLOCK_MONOTONIC, &m1);
+		clock_gettime(CLOCK_REALTIME, &real);
+		clock_gettime(CLOCK_MONOTONIC, &m2);
+		gap = ts_ns(&m2) - ts_ns(&m1);
+		if (gap < best_gap) {
+			best_gap = gap;
+			best = ts_ns(&real) - (ts_ns(&m1) + gap / 2);
+		}
+	}
+	return best;
+}
+
 ssize_t http_recv_stamped(int fd, char *chunk, size_t size, int64_t *arrived_ns)
 {
 	char control[CMSG_SPACE(sizeof(struct timespec))];
@@ -77,15 +107,12 @@ ssize_t http_recv_stamped(int fd, char *chunk, size_t size, int64_t *arrived_ns)
 	if (n <= 0)
 		return n;
 	for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
-		struct timespec ts, real, mono;
+		struct timespec ts;
 
 		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_TIMESTAMPNS)
 			continue;
 		memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
-		clock_gettime(CLOCK_REALTIME, &real);
-		clock_gettime(CLOCK_MONOTONIC, &mono);
-		*arrived_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec -
-			      (((int64_t)real.tv_sec - mono.tv_sec) * 1000000000 + real.tv_nsec - mono.tv_nsec);
+		*arrived_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - realtime_offset_ns();
 	}
 	return n;
 }

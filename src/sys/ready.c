@@ -59,6 +59,7 @@ struct ready {
 	int64_t listening_ns; /* tcp, http, unix: the first connect the target's listener accepted */
 	int64_t link_ns; /* fn: when lsnr.sock appeared */
 	int64_t connected_ns; /* when the current connection was accepted */
+	int64_t connect_ns; /* when the last connect() returned */
 	int64_t arrived_ns; /* when the last data read had arrived (SO_TIMESTAMPNS), 0 unknown */
 	struct buf req;
 	size_t req_off;
@@ -260,6 +261,12 @@ static int start_connect(struct ready *rd, struct buf *err)
 			return 0;
 		}
 	}
+	/*
+	 * After the call, not before: a connection that the call established
+	 * is no older than this (a clock read before it, then a wait for a CPU,
+	 * put readiness 0.6 ms before the listen() beside CPU hogs).
+	 */
+	rd->connect_ns = now_ns();
 	rd->fd = fd;
 	rd->state = ST_CONNECTING;
 	return 0;
@@ -428,7 +435,7 @@ static int step_connecting(struct ready *rd, int64_t now, struct buf *err)
 			return 0;
 		}
 	}
-	rd->connected_ns = now;
+	rd->connected_ns = now > rd->connect_ns ? now : rd->connect_ns;
 	if (rd->spec->kind != READY_FN) {
 		int own = check_owner(rd, err);
 
@@ -441,7 +448,7 @@ static int step_connecting(struct ready *rd, int64_t now, struct buf *err)
 		}
 	}
 	if (rd->spec->kind != READY_FN && !rd->listening_ns)
-		rd->listening_ns = now;
+		rd->listening_ns = rd->connected_ns;
 	return 1;
 }
 
@@ -596,20 +603,24 @@ void ready_started(struct ready *rd, pid_t tree_root, int64_t exec_ns)
 	rd->next_try_ns = exec_ns;
 }
 
-int ready_pollfd(struct ready *rd, short *events, int *timeout_ms)
+int ready_pollfd(struct ready *rd, short *events, int64_t *timeout_us)
 {
 	int64_t now;
 
-	*timeout_ms = RETRY_MS;
+	*timeout_us = RETRY_MS * 1000;
 	*events = POLLIN;
 	switch (rd->state) {
 	case ST_WAIT:
 		if (rd->spec->kind == READY_FN) {
-			*timeout_ms = 50;
+			*timeout_us = 50000;
 			return rd->ino_fd;
 		}
+		/*
+		 * To the microsecond: woken 20 us before the retry (by the target's
+		 * output), a sleep rounded up to 1 ms made that retry 1 ms late.
+		 */
 		now = now_ns();
-		*timeout_ms = rd->next_try_ns <= now ? 0 : (int)((rd->next_try_ns - now + 999999) / 1000000);
+		*timeout_us = rd->next_try_ns <= now ? 0 : (rd->next_try_ns - now + 999) / 1000;
 		return -1;
 	case ST_CONNECTING:
 	case ST_SENDING:
@@ -618,9 +629,9 @@ int ready_pollfd(struct ready *rd, short *events, int *timeout_ms)
 		/* fall through */
 	case ST_READING:
 		/* The socket wakes the loop; the timeout is only a safety net. */
-		*timeout_ms = 100;
+		*timeout_us = 100000;
 		return rd->fd;
-	case ST_DONE: *timeout_ms = 1000; return -1;
+	case ST_DONE: *timeout_us = 1000000; return -1;
 	}
 	return -1;
 }

@@ -47,9 +47,11 @@ void ready_started(struct ready *rd, pid_t tree_root, int64_t exec_ns);
  * The descriptor the run loop should poll for the probe (-1 for none), the
  * events to poll it for (POLLOUT while a connect or the request is under
  * way, so that its completion wakes the loop at once) and the longest it
- * may sleep before calling ready_step again.
+ * may sleep before calling ready_step again, in microseconds: a loop that
+ * rounds it up to whole milliseconds (poll) makes the next retry up to a
+ * millisecond late.
  */
-int ready_pollfd(struct ready *rd, short *events, int *timeout_ms);
+int ready_pollfd(struct ready *rd, short *events, int64_t *timeout_us);
 /*
  * Advances the probe without blocking for long: 0 still waiting, 1 when
  * ready and the first response were measured, -1 when readiness cannot

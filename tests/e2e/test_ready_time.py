@@ -1,17 +1,27 @@
 """Readiness is measured when it happens, and `http://` readiness is the answer.
 
 Each server here keeps its own account on CLOCK_MONOTONIC, which processes
-share on Linux: the moment its listen() returned and the moment it sent its
-first answer.  coldstart's `ready_ns` (and the listening moment, exec plus
-`listening_us`) must come after the server's own moment and within 2 ms of
-it in the median of several runs.  A probe that waited for POLLIN on a
-connecting socket noticed the connect only at its 20 ms poll timeout (21-29
-ms late); one that retried every 5 ms was 2.5 ms late in the median.  The
-median, not each run, is bounded: on a loaded machine coldstart may wait for
-a CPU now and then, as any observer does; a probe that is late by design is
-late in every run (beside three CPU hogs on this 2-core machine the tcp
-median stayed at 1.0 ms over 20 runs).  An answer's moment is the kernel's receive timestamp
-(SO_TIMESTAMPNS), so it does not depend on when coldstart got to read it.
+share on Linux: its clock right before and right after listen(), and right
+before and right after it sent its first answer.  The server may wait for a
+CPU between any two of its steps on a loaded machine, so a moment is known
+as the pair around it, never as one reading next to a file write.
+
+What holds in every run, however loaded the machine, is asserted per run:
+the listening moment (tcp: readiness), only known by connecting, is never
+before the listen(); an answer's moment, the kernel's receive timestamp
+(SO_TIMESTAMPNS, so not when coldstart got a CPU to read it), is never
+before the server's sendall().
+
+How late they are is bounded in the median of several runs: 2 ms (the
+probe retries every millisecond) plus the 90th percentile of the delays with
+which a thread sleeping 1 ms woke on this machine meanwhile.  On a loaded
+machine coldstart waits for a CPU, as any observer does, and the load decides for how long
+(beside a load of 10 on 2 cores the tcp median was 2.3-4.4 ms); a probe
+that is late by design is late however idle the machine.  A probe that
+waited for POLLIN on a connecting socket was 21-29 ms late; one that
+retried every 5 ms, 2.5 ms; one that slept its 1 ms retry rounded up to
+whole milliseconds after the target's output woke it, 1.0 ms in most runs
+beside two CPU hogs.
 
 `http://` readiness is the first answer with an accepted status, timed from
 exec: a server that listens at once and answers only later (it sleeps first;
@@ -24,6 +34,8 @@ import shutil
 import socket
 import statistics
 import subprocess
+import threading
+import time
 
 import pytest
 
@@ -32,28 +44,39 @@ from conftest import DEBIAN_PYTHON
 RUNS = 7
 WITHIN_NS = 2_000_000
 
-# argv: port, clock file, seconds to sleep between listen() and serving.
+# argv: port, clock file, seconds to sleep between listen() and serving.  The clock file gets
+# "before-listen after-listen" and, once it answered, "before-send after-send" on the same line.
 SERVER = """
-import socket, sys, time
+import os, signal, socket, sys, time
 port, clock, delay = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+
+def record(*ns):
+    with open(clock + ".new", "w") as f:
+        f.write(" ".join(map(str, ns)) + "\\n")
+    os.replace(clock + ".new", clock)
+
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", port))
-# The clock right before listen(), written before anything can connect: coldstart stops the
-# target as soon as it is ready, which may be before a write after listen() is done.
-listened = time.monotonic_ns()
-with open(clock, "w") as f:
-    f.write("%d\\n" % listened)
+# coldstart stops the target (SIGTERM) as soon as it is ready, which may be before the
+# clock after listen() or sendall() is written: the signal waits until it is.
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])
+before = time.monotonic_ns()
 s.listen(64)
+after = time.monotonic_ns()
+record(before, after)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM])
 time.sleep(delay)
 while True:
     c, _ = s.accept()
     c.recv(4096)
-    answered = time.monotonic_ns()
-    with open(clock, "w") as f:
-        f.write("%d %d\\n" % (listened, answered))
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])
+    sending = time.monotonic_ns()
     c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 2\\r\\nConnection: close\\r\\n\\r\\nok")
+    sent = time.monotonic_ns()
+    record(before, after, sending, sent)
     c.close()
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM])
 """
 
 
@@ -77,8 +100,33 @@ def listening_ns(run):
     return run["ready_ns"] - (run["ready_us"] - run["listening_us"]) * 1000
 
 
-def serve(coldstart, tmp_path, probe, delay):
-    """[(run, server's listen ns, server's answer ns)] of RUNS runs of SERVER."""
+class WakeDelay:
+    """How late a thread of this machine wakes from a 1 ms sleep, measured beside the runs:
+    coldstart's probe retries from such a sleep, and the load decides how late it wakes."""
+
+    def __enter__(self):
+        self.delays, self.done = [], threading.Event()
+        self.thread = threading.Thread(target=self.measure)
+        self.thread.start()
+        return self
+
+    def measure(self):
+        while not self.done.is_set():
+            t = time.monotonic_ns()
+            time.sleep(0.001)
+            self.delays.append(time.monotonic_ns() - t - 1_000_000)
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.thread.join()
+
+    def p90_ns(self):
+        return statistics.quantiles(self.delays, n=10)[-1] if len(self.delays) > 1 else 0
+
+
+def serve(coldstart, tmp_path, probe, delay, wake=None):
+    """[(run, (before, after) listen() ns, (before, after) the answer's sendall() ns or None)]
+    of RUNS runs of SERVER."""
     script = tmp_path / "server.py"
     script.write_text(SERVER)
     clock = tmp_path / "clock"
@@ -89,10 +137,17 @@ def serve(coldstart, tmp_path, probe, delay):
             clock.unlink()
         prof, r = profile(coldstart, tmp_path, "--ready", probe % port, "--python", DEBIAN_PYTHON,
                           script, str(port), str(clock), str(delay), extra=("--no-report",))
-        listened, *answered = map(int, clock.read_text().split())
-        answered = answered[0] if answered else None
-        out.append((prof["runs"][0], listened, answered))
+        ns = list(map(int, clock.read_text().split()))
+        out.append((prof["runs"][0], tuple(ns[:2]), tuple(ns[2:4]) or None))
     return out
+
+
+def within_ns(wake):
+    """The bound on a median lateness: 2 ms (twice the probe's retry) plus the 90th percentile of
+    the delays with which a 1 ms sleeper woke on this machine meanwhile.  Each run's lateness
+    holds one such wake-up of coldstart's; the median of 7 draws exceeds the distribution's 90th
+    percentile with a chance of 0.3%."""
+    return WITHIN_NS + wake.p90_ns()
 
 
 def late_ms(pairs):
@@ -100,12 +155,14 @@ def late_ms(pairs):
 
 
 def test_tcp_ready_within_2ms_of_listen(coldstart, tmp_path):
-    runs = serve(coldstart, tmp_path, "tcp:%d", 0)
-    late = late_ms((run["ready_ns"], listened) for run, listened, _ in runs)
-    # The connect cannot succeed before listen(); the server reads its clock
-    # right after it, so a few microseconds "before" are the two readings' order.
-    assert min(late) > -0.1, late
-    assert statistics.median(late) * 1e6 <= WITHIN_NS, late
+    with WakeDelay() as wake:
+        runs = serve(coldstart, tmp_path, "tcp:%d", 0)
+    # In every run: a connect cannot succeed before listen(), and coldstart reads its clock after
+    # its connect() returned (one read before it, then a wait for a CPU, put readiness 0.6 ms
+    # before the listen() beside two CPU hogs).
+    assert all(run["ready_ns"] >= listen[0] for run, listen, _ in runs), runs
+    late = late_ms((run["ready_ns"], listen[1]) for run, listen, _ in runs)
+    assert statistics.median(late) * 1e6 <= within_ns(wake), (late, wake.p90_ns())
     for run, _, _ in runs:
         assert run["listening_us"] == run["ready_us"], run
         assert run["first_response_us"] == -1
@@ -113,14 +170,28 @@ def test_tcp_ready_within_2ms_of_listen(coldstart, tmp_path):
 
 def test_http_ready_is_the_answer_and_listening_is_kept(coldstart, tmp_path):
     """The server listens, sleeps 0.3 s, then answers: ready is the answer."""
-    runs = serve(coldstart, tmp_path, "http://127.0.0.1:%d/", 0.3)
-    ready_late = late_ms((run["ready_ns"], answered) for run, _, answered in runs)
-    listen_late = late_ms((listening_ns(run), listened) for run, listened, _ in runs)
-    assert min(ready_late) > -0.1 and min(listen_late) > -0.1, (ready_late, listen_late)
-    assert statistics.median(ready_late) * 1e6 <= WITHIN_NS, ready_late
-    assert statistics.median(listen_late) * 1e6 <= WITHIN_NS, listen_late
-    for run, _, _ in runs:
-        assert run["ready_us"] - run["listening_us"] >= 290_000, run
+    with WakeDelay() as wake:
+        runs = serve(coldstart, tmp_path, "http://127.0.0.1:%d/", 0.3)
+    # The kernel stamps the answer once the server sent it, in every run (0.05 ms is the error
+    # of converting its CLOCK_REALTIME stamp to CLOCK_MONOTONIC); it receives it in its
+    # softirq, which on this machine comes about 0.2 ms after sendall() returned.
+    early = late_ms((run["ready_ns"], send[0]) for run, _, send in runs)
+    assert min(early) > -0.05, early
+    ready_late = late_ms((run["ready_ns"], send[1]) for run, _, send in runs)
+    assert statistics.median(ready_late) * 1e6 <= within_ns(wake), (ready_late, wake.p90_ns())
+    # The listening moment, as tcp: readiness (listening_ns is exec plus listening_us: 1 us of
+    # rounding either way).
+    early = late_ms((listening_ns(run), listen[0]) for run, listen, _ in runs)
+    assert min(early) >= -0.002, early
+    listen_late = late_ms((listening_ns(run), listen[1]) for run, listen, _ in runs)
+    assert statistics.median(listen_late) * 1e6 <= within_ns(wake), (listen_late, wake.p90_ns())
+    for run, listen, send in runs:
+        # In the order of events, whatever the load: the server sleeps 0.3 s after its listen()
+        # before it answers, and the probe's connect came before its request was answered.  (A
+        # bound of 290 ms between listening and ready failed beside six CPU hogs: the probe's
+        # connect waited for a CPU for more than 10 ms.)
+        assert run["ready_ns"] - listen[1] >= 300_000_000, (run, listen)
+        assert listening_ns(run) < send[0] + 1000, (run, send)
         # The answer is the readiness: no first response counted from an earlier ready.
         assert run["first_response_us"] == 0, run
 
@@ -164,8 +235,11 @@ def test_gunicorn_is_ready_when_its_worker_answers(coldstart, tmp_path):
     with open(out) as f:
         run = json.load(f)["runs"][0]
     loaded = int(clock.read_text())
-    assert run["ready_ns"] > loaded, (run, loaded)
-    assert listening_ns(run) < loaded - 250_000_000, (run, loaded)
+    # The order is what holds on any machine: the master listens before it forks the worker,
+    # which answers only once it loaded the app.  How soon the probe's first connect follows
+    # the bind depends on the load (a bound of "250 ms before the app was loaded" failed at
+    # 231 ms beside a load of 10): anywhere before the app is loaded, it is not the answer.
+    assert listening_ns(run) < loaded < run["ready_ns"], (run, loaded)
 
 
 UVICORN_APP = """
