@@ -70,9 +70,11 @@ struct run_state {
 	 * When the target exited: the moment its exit woke the loop.  That is
 	 * when poll returned minus the time coldstart then waited for a CPU
 	 * (its run delay, /proc/thread-self/schedstat), unless that turn also
-	 * read output, which may have been the wake-up instead.
+	 * read output, which may have been the wake-up instead.  Never before
+	 * stop_ns: a target asked to stop did not exit before it was asked.
 	 */
 	int64_t exit_ns;
+	int64_t stop_ns; /* when the stop was sent (after readiness was decided); 0 before */
 	int64_t woke_ns; /* when the current turn's poll returned */
 	int schedstat_fd; /* -1 where the kernel has no schedstat */
 	bool exit_turn; /* this turn found the exit */
@@ -188,6 +190,8 @@ static void stop_target(struct run_state *st, int64_t now)
 	st->stopping = true;
 	if (st->c.pid > 0)
 		kill(st->c.pid, SIGTERM);
+	/* After the kill: readiness (its clock read after connect) came first. */
+	st->stop_ns = now_ns();
 	st->grace_at = now + SIGNAL_GRACE_NS;
 }
 
@@ -327,7 +331,7 @@ static void read_stderr(struct run_state *st)
 	n = read(st->c.err_fd, chunk, sizeof(chunk));
 	if (n > 0) {
 		if (st->exit_turn)
-			st->exit_ns = st->woke_ns;
+			st->exit_ns = st->stop_ns > st->woke_ns ? st->stop_ns : st->woke_ns;
 		if (st->o->raw_fd >= 0 && write(st->o->raw_fd, chunk, (size_t)n) != n && !st->raw_failed) {
 			st->raw_failed = true;
 			profile_add_warning(st->p, 0, "cannot copy the raw log: %s", strerror(errno));
@@ -439,6 +443,9 @@ static int check_exit(struct run_state *st, int64_t now, int64_t late, struct bu
 		st->exited = true;
 		st->exit_turn = true;
 		st->exit_ns = late > 0 && late < now - st->c.exec_ns ? now - late : now;
+		/* The wait subtracted may have begun before the stop was sent. */
+		if (st->stop_ns && st->exit_ns < st->stop_ns)
+			st->exit_ns = st->stop_ns;
 		st->drain_at = now + DRAIN_NS;
 	}
 	return 0;

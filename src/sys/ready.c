@@ -462,11 +462,13 @@ static int judge_http(struct ready *rd, int status, int64_t now, struct buf *err
 		/*
 		 * Ready is the answer: a listener that answers later is not ready
 		 * before.  Its moment is when its last bytes arrived, if the kernel
-		 * said (and it is not before the connect or after now).
+		 * said (and it is not before the connect or after it was read).
 		 */
-		rd->ready_ns = rd->response_ns = rd->arrived_ns > rd->connected_ns && rd->arrived_ns < now
+		int64_t read_ns = now_ns(); /* not the step's start: connected_ns may be later than that */
+
+		rd->ready_ns = rd->response_ns = rd->arrived_ns > rd->connected_ns && rd->arrived_ns < read_ns
 							 ? rd->arrived_ns
-							 : now;
+							 : read_ns;
 		rd->state = ST_DONE;
 		return 1;
 	}
