@@ -172,7 +172,8 @@ int64_t export_created_unix_ns(const struct profile *p)
 	if (!end || *end)
 		return 0;
 	t = timegm(&tm);
-	return t > 0 ? (int64_t)t * 1000000000 : 0;
+	/* A year past 2262 does not fit in nanoseconds: unknown, as a bad date is. */
+	return t > 0 && (int64_t)t <= INT64_MAX / 1000000000 ? (int64_t)t * 1000000000 : 0;
 }
 
 const char *export_node_phase(const struct run *r, const struct proc *pr, int32_t i)
