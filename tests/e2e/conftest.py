@@ -166,3 +166,32 @@ def write(d, name, text):
     with open(path, "w") as f:
         f.write(textwrap.dedent(text))
     return path
+
+
+def installed_venv(prefix):
+    """A venv with coldstart's python/ installed by a plain offline `pip
+    install` (its own pip and setuptools, no wheel; --no-index makes any
+    download fail at once): yields (its directory, the venv); skips, saying
+    why, where Debian's interpreter lacks pip, setuptools or venv."""
+    py = DEBIAN_PYTHON
+    probe = subprocess.run([py, "-c", "import setuptools, venv, pip"],
+                           capture_output=True, text=True)
+    if probe.returncode:
+        pytest.skip("%s lacks pip, setuptools or venv (Debian python3-pip, "
+                    "python3-setuptools, python3-venv): %s"
+                    % (py, probe.stderr.strip()))
+    d = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+    try:
+        src = os.path.join(d, "src")
+        shutil.copytree(os.path.join(ROOT, "python"), src,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.so",
+                                                      "build", "*.egg-info"))
+        venv = os.path.join(d, "venv")
+        subprocess.run([py, "-m", "venv", venv], check=True, timeout=120)
+        vpy = os.path.join(venv, "bin", "python")
+        p = subprocess.run([vpy, "-m", "pip", "install", "-q", "--no-index",
+                            src], capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stdout + p.stderr
+        yield d, venv
+    finally:
+        shutil.rmtree(d, ignore_errors=True)

@@ -3,15 +3,13 @@ and fdk packages and a working coldstart-fdk script.  Debian's pip,
 setuptools and wheel are used in a throw-away venv (made once for this
 file); the source is copied first so no build files land in the tree."""
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
 import time
 
 import pytest
 
-from conftest import DEBIAN_PYTHON, ROOT, SAMPLES
+from conftest import SAMPLES, installed_venv
 
 # Modules the installed coldstart-fdk must not load before its socket is
 # ready: pip's generated entry-point wrapper imports `re`, which brings
@@ -25,31 +23,7 @@ NOT_BEFORE_READY = ("re", "enum", "functools", "collections", "operator",
 
 @pytest.fixture(scope="module")
 def venv():
-    py = DEBIAN_PYTHON
-    probe = subprocess.run([py, "-c", "import setuptools, venv, pip"],
-                           capture_output=True, text=True)
-    if probe.returncode:
-        pytest.skip("%s lacks pip, setuptools or venv (Debian python3-pip, "
-                    "python3-setuptools, python3-venv): %s"
-                    % (py, probe.stderr.strip()))
-    d = tempfile.mkdtemp(prefix="fdkpip", dir="/tmp")
-    try:
-        src = os.path.join(d, "src")
-        shutil.copytree(os.path.join(ROOT, "python"), src,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.so",
-                                                      "build", "*.egg-info"))
-        venv = os.path.join(d, "venv")
-        # A plain venv (its own pip and setuptools, no wheel) and a plain
-        # `pip install`: the build runs isolated, and must not need the
-        # network (--no-index makes any download attempt fail at once).
-        subprocess.run([py, "-m", "venv", venv], check=True, timeout=120)
-        vpy = os.path.join(venv, "bin", "python")
-        p = subprocess.run([vpy, "-m", "pip", "install", "-q", "--no-index",
-                            src], capture_output=True, text=True, timeout=300)
-        assert p.returncode == 0, p.stdout + p.stderr
-        yield d, venv
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
+    yield from installed_venv("fdkpip")
 
 
 def test_pip_install_offline_provides_packages_and_script(venv):

@@ -5,13 +5,11 @@ collections, operator, copyreg) before main(), CPU Lambda bills as init.
 Debian's pip and setuptools in a throw-away venv (made once for this
 file); the source is copied first so no build files land in the tree."""
 import os
-import shutil
 import subprocess
-import tempfile
 
 import pytest
 
-from conftest import DEBIAN_PYTHON, ROOT
+from conftest import installed_venv
 from lambda_api import RuntimeAPI
 
 # What the installed coldstart-lambda must not load before its first
@@ -30,28 +28,7 @@ def handler(event, context):
 
 @pytest.fixture(scope="module")
 def venv():
-    py = DEBIAN_PYTHON
-    probe = subprocess.run([py, "-c", "import setuptools, venv, pip"],
-                           capture_output=True, text=True)
-    if probe.returncode:
-        pytest.skip("%s lacks pip, setuptools or venv (Debian python3-pip, "
-                    "python3-setuptools, python3-venv): %s"
-                    % (py, probe.stderr.strip()))
-    d = tempfile.mkdtemp(prefix="lambdapip", dir="/tmp")
-    try:
-        src = os.path.join(d, "src")
-        shutil.copytree(os.path.join(ROOT, "python"), src,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.so",
-                                                      "build", "*.egg-info"))
-        venv = os.path.join(d, "venv")
-        subprocess.run([py, "-m", "venv", venv], check=True, timeout=120)
-        vpy = os.path.join(venv, "bin", "python")
-        p = subprocess.run([vpy, "-m", "pip", "install", "-q", "--no-index",
-                            src], capture_output=True, text=True, timeout=300)
-        assert p.returncode == 0, p.stdout + p.stderr
-        yield d, venv
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
+    yield from installed_venv("lambdapip")
 
 
 def test_installed_lambda_script_loads_only_the_runtime_before_next(venv):
