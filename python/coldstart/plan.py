@@ -26,6 +26,7 @@ import os
 import sys
 import _imp
 import _thread
+from itertools import chain as _chain
 
 # The import system's own modules, always there: importing the importlib
 # package would import warnings (and types) as well.
@@ -246,6 +247,27 @@ def _bad_span(v, size, n):
     return v[0] + v[1] > size
 
 
+def _good_spans(at, size, n):
+    """True when every entry of at that is not None passes _bad_span (and
+    has a length), checked a column at a time by C loops as _good_index
+    does; False when anything is unusual (the caller then says which)."""
+    v = [x for x in at if x is not None]
+    if not v:
+        return True
+    try:
+        if set(map(type, v)) != {list} or min(map(len, v)) < n:
+            return False
+        flat = list(_chain.from_iterable(v))
+        if set(map(type, flat)) != {int} or min(flat) < 0:
+            return False
+        starts = [e[0] for e in v]
+        lengths = [e[1] for e in v]
+        return min(lengths) > 0 and max(map(int.__add__, starts,
+                                            lengths)) <= size
+    except TypeError:
+        return False
+
+
 def _bad_code(c, rows):
     """Why the plan's code member is malformed, or None."""
     if c is None:
@@ -266,9 +288,11 @@ def _bad_code(c, rows):
         return "code.sums %r is not a list of checksums this coldstart " \
             "knows (%r)" % (sums, _SUMS[1])
     n, nt = (7, 5) if sums == _SUMS[1] else (2, 3)
-    for v in at:
-        if v is not None and (_bad_span(v, size, n) or v[1] == 0):
-            return "code.at has an entry outside the archive: %r" % (v,)
+    if not _good_spans(at, size, n):
+        # Entry by entry, to say which.
+        for v in at:
+            if v is not None and (_bad_span(v, size, n) or v[1] == 0):
+                return "code.at has an entry outside the archive: %r" % (v,)
     for k in ("regex", "strings"):
         v = c.get(k)
         if v is not None and _bad_span(v, size, nt):
@@ -278,6 +302,26 @@ def _bad_code(c, rows):
                             not _is_abs(ext.get("path"))):
         return "code.ext has no absolute path"
     return None
+
+
+def _good_lazy_rows(rows):
+    """True when a module's "from" rows all pass _bad_lazy's row check,
+    checked a column at a time (once per planned module imported); False
+    when anything is unusual (_bad_lazy then says what)."""
+    try:
+        if type(rows) is not list or set(map(type, rows)) != {list}:
+            return False
+        lens = set(map(len, rows))
+        if min(lens) < 2 or max(lens) > 4:
+            return False
+        firsts = [r[0] for r in rows]
+        if set(map(type, _chain.from_iterable(rows))) != {str}:
+            return False
+        if not _names_ok(firsts):
+            return False
+        return not [r for r in rows if r[1] == "*" and len(r) < 3]
+    except (TypeError, ValueError):
+        return False
 
 
 def _bad_lazy(table):
@@ -295,6 +339,23 @@ def _bad_lazy(table):
                     (r[1] == "*" and len(r) < 3):
                 return "from: %s: %r" % (k, r)
     return None
+
+
+def _good_all(alls):
+    """True when _bad_all finds nothing, checked a column at a time; False
+    when anything is unusual (_bad_all then says what)."""
+    try:
+        if type(alls) is not dict:
+            return False
+        if not alls:
+            return True
+        v = [x.get("tuple") if type(x) is dict else x
+             for x in alls.values()]
+        if set(map(type, v)) != {list} or not _names_ok(list(alls)):
+            return False
+        return set(map(type, _chain.from_iterable(v))) <= {str}
+    except TypeError:
+        return False
 
 
 def _bad_all(alls):
@@ -365,13 +426,19 @@ def _good_index(index):
         e = [x for x in eis if x is not None]
         if e and min(e) < -1:
             return False
-        for s in search:
-            if s is not None and (type(s) is not list or
-                                  (s and not _paths_ok(s))):
+        s = [x for x in search if x is not None]
+        if s:
+            if set(map(type, s)) != {list}:
                 return False
-        for r in rebs:
-            if r is not None and (type(r) is not list or (r and (
-                    not _names_ok(r) or "." in "".join(r)))):
+            s = list(_chain.from_iterable(s))
+            if s and not _paths_ok(s):
+                return False
+        r = [x for x in rebs if x is not None]
+        if r:
+            if set(map(type, r)) != {list}:
+                return False
+            r = list(_chain.from_iterable(r))
+            if r and (not _names_ok(r) or "." in "".join(r)):
                 return False
     except TypeError:  # an unhashable kind or action, a name not a str
         return False
@@ -411,8 +478,9 @@ def validate(plan):
     if table is not None and type(table) is not dict:
         raise PlanError("from is not an object")
     # Each module's "from" rows are checked when it is imported (entry()).
+    alls = plan.get("all")
     for why in (_bad_code(plan.get("code"), len(plan["index"])),
-                _bad_all(plan.get("all"))):
+                None if _good_all(alls) else _bad_all(alls)):
         if why is not None:
             raise PlanError(why)
 
@@ -2080,7 +2148,8 @@ class PlanFinder(object):
             e["code"] = self.code[i]
         rows = self.table.get(name)
         if rows:
-            why = _bad_lazy({name: rows})
+            why = None if _good_lazy_rows(rows) else \
+                _bad_lazy({name: rows})
             if why is None:
                 e["lazy"] = self._lazy(rows)
             elif "from" not in _bad_parts:

@@ -125,3 +125,89 @@ def test_unhashable_or_mistyped_field_is_a_malformed_plan(workdir, field,
              if ln.startswith("coldstart plan")]
     assert len(lines) == 1 and "is malformed: a malformed index row" in \
         lines[0] and ("textwrap" in lines[0] or field == 0), p.stderr
+
+
+# The archive's entries (code.at) and a module's from-import rows are checked
+# a column at a time too (_good_spans, _good_lazy_rows), falling back to the
+# entry-by-entry checks (_bad_span, _bad_lazy) to say what is wrong: the
+# two must agree on every input.
+AGREE = r"""
+import json, random, sys
+sys.path.insert(0, sys.argv[1])
+import coldstart.plan as p
+rnd = random.Random(int(sys.argv[2]))
+BAD = [None, -1, 0, 1, True, 1.5, 2 ** 70, "", "*", "a", "a.b", ".a", "a..b",
+       "a/b", "a\0b", [], ["x"], {}, (1, 2)]
+SIZE = 1 << 20
+spans = rows = 0
+for _ in range(int(sys.argv[3])):
+    n = rnd.choice([2, 7])
+    at = []
+    for _ in range(rnd.choice([1, 3, 20])):
+        if rnd.random() < 0.2:
+            at.append(None)
+            continue
+        off = rnd.randrange(SIZE)
+        at.append([off, rnd.randrange(1, SIZE - off + 1)] +
+                  [rnd.randrange(1 << 32) for _ in range(n - 2)])
+    for _ in range(rnd.choice([0, 1, 1, 2])):
+        i = rnd.randrange(len(at))
+        v = at[i]
+        k = rnd.randrange(4)
+        if type(v) is not list or k == 0:
+            at[i] = rnd.choice(BAD + [[1, 2, 3, 4, 5, 6, 7], (0, 1)])
+        elif k == 1 and v:
+            at[i] = v[:rnd.randrange(len(v))]
+        elif k == 2 and v:
+            v[rnd.randrange(len(v))] = rnd.choice(BAD)
+        elif len(v) > 1 and type(v[0]) is int:
+            v[1] = SIZE - v[0] + rnd.choice([0, 1])
+    slow = all(v is None or not (p._bad_span(v, SIZE, n) or v[1] == 0)
+               for v in at)
+    assert p._good_spans(at, SIZE, n) == slow, (at, n)
+    spans += 1
+    table = []
+    for _ in range(rnd.choice([1, 2, 8])):
+        r = [rnd.choice(["a", "pkg.mod", "x_y"]),
+             rnd.choice(["name", "*", "other"])]
+        r += [rnd.choice(["n", "alias"]) for _ in range(rnd.randrange(3))]
+        table.append(r)
+    for _ in range(rnd.choice([0, 1, 1, 2])):
+        i = rnd.randrange(len(table))
+        k = rnd.randrange(3)
+        if k == 0:
+            table[i] = rnd.choice(BAD)
+        elif k == 1 and type(table[i]) is list and table[i]:
+            table[i][rnd.randrange(len(table[i]))] = rnd.choice(BAD)
+        elif type(table[i]) is list:
+            table[i] = table[i] + ["x"] * rnd.randrange(3)
+    slow = p._bad_lazy({"m": table}) is None
+    assert p._good_lazy_rows(table) == slow, table
+    rows += 1
+    alls = {}
+    for _ in range(rnd.choice([1, 2, 8])):
+        names = [rnd.choice(["f", "g", "_x"]) for _ in range(rnd.randrange(4))]
+        alls[rnd.choice(["a", "pkg.mod", "x_y", "b"])] = \
+            {"tuple": names} if rnd.random() < 0.3 else names
+    for _ in range(rnd.choice([0, 1, 1, 2])):
+        k = rnd.choice(list(alls))
+        v = alls[k]
+        m = rnd.randrange(3)
+        if m == 0:
+            alls[k] = rnd.choice(BAD + [{"tuple": 3}, {"x": []}])
+        elif m == 1:
+            alls[rnd.choice(["", ".a", "a..b", "a/b", "a\0"])] = v
+        elif type(v) is list and v:
+            v[rnd.randrange(len(v))] = rnd.choice(BAD)
+    assert p._good_all(alls) == (p._bad_all(alls) is None), alls
+print(json.dumps({"spans": spans, "rows": rows}))
+"""
+
+
+def test_column_checks_of_archive_entries_and_from_rows_agree():
+    p = subprocess.run([PY, "-c", AGREE, PYDIR, "7", "20000"],
+                       capture_output=True, text=True, timeout=300,
+                       env=clean_env(()))
+    assert p.returncode == 0, p.stdout + p.stderr
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert got == {"spans": 20000, "rows": 20000}, got
