@@ -304,26 +304,6 @@ def _bad_code(c, rows):
     return None
 
 
-def _good_lazy_rows(rows):
-    """True when a module's "from" rows all pass _bad_lazy's row check,
-    checked a column at a time (once per planned module imported); False
-    when anything is unusual (_bad_lazy then says what)."""
-    try:
-        if type(rows) is not list or set(map(type, rows)) != {list}:
-            return False
-        lens = set(map(len, rows))
-        if min(lens) < 2 or max(lens) > 4:
-            return False
-        firsts = [r[0] for r in rows]
-        if set(map(type, _chain.from_iterable(rows))) != {str}:
-            return False
-        if not _names_ok(firsts):
-            return False
-        return not [r for r in rows if r[1] == "*" and len(r) < 3]
-    except (TypeError, ValueError):
-        return False
-
-
 def _bad_lazy(table):
     if table is None:
         return None
@@ -2148,8 +2128,7 @@ class PlanFinder(object):
             e["code"] = self.code[i]
         rows = self.table.get(name)
         if rows:
-            why = None if _good_lazy_rows(rows) else \
-                _bad_lazy({name: rows})
+            why = _bad_lazy({name: rows})
             if why is None:
                 e["lazy"] = self._lazy(rows)
             elif "from" not in _bad_parts:

@@ -127,10 +127,10 @@ def test_unhashable_or_mistyped_field_is_a_malformed_plan(workdir, field,
         lines[0] and ("textwrap" in lines[0] or field == 0), p.stderr
 
 
-# The archive's entries (code.at) and a module's from-import rows are checked
-# a column at a time too (_good_spans, _good_lazy_rows), falling back to the
-# entry-by-entry checks (_bad_span, _bad_lazy) to say what is wrong: the
-# two must agree on every input.
+# The archive's entries (code.at) and the all table are checked a column at
+# a time too (_good_spans, _good_all), falling back to the entry-by-entry
+# checks (_bad_span, _bad_all) to say what is wrong: the two must agree on
+# every input.
 AGREE = r"""
 import json, random, sys
 sys.path.insert(0, sys.argv[1])
@@ -139,7 +139,7 @@ rnd = random.Random(int(sys.argv[2]))
 BAD = [None, -1, 0, 1, True, 1.5, 2 ** 70, "", "*", "a", "a.b", ".a", "a..b",
        "a/b", "a\0b", [], ["x"], {}, (1, 2)]
 SIZE = 1 << 20
-spans = rows = 0
+spans = 0
 for _ in range(int(sys.argv[3])):
     n = rnd.choice([2, 7])
     at = []
@@ -166,24 +166,6 @@ for _ in range(int(sys.argv[3])):
                for v in at)
     assert p._good_spans(at, SIZE, n) == slow, (at, n)
     spans += 1
-    table = []
-    for _ in range(rnd.choice([1, 2, 8])):
-        r = [rnd.choice(["a", "pkg.mod", "x_y"]),
-             rnd.choice(["name", "*", "other"])]
-        r += [rnd.choice(["n", "alias"]) for _ in range(rnd.randrange(3))]
-        table.append(r)
-    for _ in range(rnd.choice([0, 1, 1, 2])):
-        i = rnd.randrange(len(table))
-        k = rnd.randrange(3)
-        if k == 0:
-            table[i] = rnd.choice(BAD)
-        elif k == 1 and type(table[i]) is list and table[i]:
-            table[i][rnd.randrange(len(table[i]))] = rnd.choice(BAD)
-        elif type(table[i]) is list:
-            table[i] = table[i] + ["x"] * rnd.randrange(3)
-    slow = p._bad_lazy({"m": table}) is None
-    assert p._good_lazy_rows(table) == slow, table
-    rows += 1
     alls = {}
     for _ in range(rnd.choice([1, 2, 8])):
         names = [rnd.choice(["f", "g", "_x"]) for _ in range(rnd.randrange(4))]
@@ -200,14 +182,14 @@ for _ in range(int(sys.argv[3])):
         elif type(v) is list and v:
             v[rnd.randrange(len(v))] = rnd.choice(BAD)
     assert p._good_all(alls) == (p._bad_all(alls) is None), alls
-print(json.dumps({"spans": spans, "rows": rows}))
+print(json.dumps({"spans": spans}))
 """
 
 
-def test_column_checks_of_archive_entries_and_from_rows_agree():
+def test_column_checks_of_archive_entries_and_all_agree():
     p = subprocess.run([PY, "-c", AGREE, PYDIR, "7", "20000"],
                        capture_output=True, text=True, timeout=300,
                        env=clean_env(()))
     assert p.returncode == 0, p.stdout + p.stderr
     got = json.loads(p.stdout.strip().splitlines()[-1])
-    assert got == {"spans": 20000, "rows": 20000}, got
+    assert got == {"spans": 20000}, got
