@@ -656,32 +656,29 @@ def _stale_file(row):
     return None
 
 
+_SUFFIXES = []
+
+
 def _suffixes():
     """The file suffixes the path-based finder imports, longest first."""
-    e = _bootstrap_external
-    return sorted(set(e.EXTENSION_SUFFIXES + e.SOURCE_SUFFIXES +
-                      e.BYTECODE_SUFFIXES), key=len, reverse=True)
+    if not _SUFFIXES:
+        e = _bootstrap_external
+        _SUFFIXES.extend(sorted(set(e.EXTENSION_SUFFIXES +
+                                    e.SOURCE_SUFFIXES +
+                                    e.BYTECODE_SUFFIXES),
+                                key=len, reverse=True))
+    return _SUFFIXES
 
 
 def _listing(d):
-    """(module names of the files in directory d, the names of its
-    subdirectories), as the path-based finder sees them: a file counts only
-    with a suffix it imports (an extensionless script such as /usr/bin/lzma
-    is no module).  None when d cannot be listed."""
+    """The names in directory d (a set), or None when d cannot be listed.
+    _holds() asks it for NAME.SUFFIX as the path-based finder does, so an
+    extensionless script such as /usr/bin/lzma is no module, and a
+    directory of many files costs one set, not a loop over its names."""
     try:
-        names = os.listdir(d or ".")
+        return set(os.listdir(d or "."))
     except (OSError, ValueError, TypeError):
         return None
-    sufs = _suffixes()
-    files = set()
-    for n in names:
-        for suf in sufs:
-            if n.endswith(suf) and len(n) > len(suf):
-                base = n[:-len(suf)]
-                if "." not in base:
-                    files.add(base)
-                break
-    return files, set(names)
 
 
 def _holds(d, name, listing):
@@ -691,12 +688,13 @@ def _holds(d, name, listing):
     place of a module found later)."""
     if listing is None:
         return False
-    files, names = listing
-    if name in files:
-        return True
-    if name in names:
+    sufs = _suffixes()
+    for suf in sufs:
+        if name + suf in listing:
+            return True
+    if name in listing:
         pkg = os.path.join(d or ".", name)
-        for suf in _suffixes():
+        for suf in sufs:
             if os.path.isfile(os.path.join(pkg, "__init__" + suf)):
                 return True
     return False
@@ -2181,11 +2179,8 @@ class PlanFinder(object):
             self._path_key = key
         return self._path_state_v
 
-    def _listing_of(self, d):
-        try:
-            mt = os.stat(d or ".").st_mtime_ns
-        except (OSError, ValueError):
-            return None
+    def _listing_of(self, d, mt):
+        """_listing(d), kept while the directory's mtime is mt."""
         got = self._listings.get(d)
         if got is None or got[0] != mt:
             got = (mt, _listing(d))
@@ -2205,10 +2200,14 @@ class PlanFinder(object):
             k = self._known.get(a) if known_below is not None else None
             if k is not None and k < known_below:
                 continue
-            if os.path.isdir(a):
-                if _holds(a, base, self._listing_of(a)):
+            try:
+                st = os.stat(a)
+            except (OSError, ValueError):
+                continue  # nothing there for the path-based finder
+            if st.st_mode & 0o170000 == 0o040000:
+                if _holds(a, base, self._listing_of(a, st.st_mtime_ns)):
                     return True
-            elif os.path.exists(a):
+            else:
                 return True  # a zip archive the plan does not know
         return False
 
