@@ -207,14 +207,26 @@ struct cold_figures {
 	int64_t mapped_files;
 	int64_t mapped_bytes;
 	int64_t mapped_resident;
+	/*
+	 * Files the run read that were not evicted before it: learnt from the
+	 * run itself, after it (a module imported only now, by a child, or on
+	 * a path this run took).  They may have come from the page cache, so
+	 * a run with any is not cold.
+	 */
+	int64_t unevicted;
 };
 
 /* A run counts as cold when at most this share (percent) of its module bytes stayed cached. */
 #define COLD_RESIDENT_MAX_PCT 5
-/* Whether the eviction before the run took (cold.h says why only module bytes decide). */
+/*
+ * Whether the run was cold: every file it read was evicted before it
+ * (none unevicted, none that could not be evicted) and the check found at
+ * most COLD_RESIDENT_MAX_PCT of the module bytes still cached (cold.h says
+ * why only module bytes decide).
+ */
 static inline bool cold_figures_took(const struct cold_figures *c)
 {
-	return c->asked && !c->partial && c->module_bytes > 0 &&
+	return c->asked && !c->partial && c->module_bytes > 0 && !c->unevicted && !c->failed &&
 	       c->module_resident * 100 <= c->module_bytes * COLD_RESIDENT_MAX_PCT;
 }
 

@@ -287,6 +287,8 @@ static int prepare(struct run_state *st, struct buf *err, struct runner_failure 
 		if (o->before_start(o->before_start_data, &cv, err) < 0)
 			return -1;
 	}
+	if (o->before_exec && o->before_exec(o->before_exec_data, err) < 0)
+		return -1;
 	return 0;
 }
 

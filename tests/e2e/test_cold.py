@@ -101,3 +101,88 @@ def test_cold_compare(tmp_path, fincore):
     assert len(seen) == 6
     # The warm-up round learns the files; every measured run found the module evicted.
     assert seen[2:] == [0, 0, 0, 0], seen
+
+
+# What a run reads that the runs before it did not: every run counted as cold must start with it evicted too.
+# The targets below read a private file of 2 MB (only this test reads it, so no other program on the machine
+# warms it), cached by the test before the session, and print how much of it the page cache held when they
+# started, as the kernel says (fincore, util-linux), before reading it.
+
+LATE_MAIN = (
+    "import os, subprocess\n"
+    "here = os.path.dirname(os.path.abspath(__file__))\n"
+    "def resident(path):\n"
+    "    out = subprocess.run(['fincore', '-b', '-n', '-o', 'RES', path], capture_output=True, text=True)\n"
+    "    return out.stdout.split()[0] if out.stdout.split() else '?'\n"
+    "marker = os.path.join(here, 'ran-once')\n"
+    "if os.path.exists(marker):\n"
+    "    print('RESIDENT', resident(os.path.join(here, 'late.py')), flush=True)\n"
+    "    import late\n"
+    "else:\n"
+    "    open(marker, 'w').close()\n"
+    "    print('FIRST', flush=True)\n")
+
+
+def cache(path):
+    with open(path, "rb") as f:
+        while f.read(1 << 20):
+            pass
+
+
+def cold_runs(profile):
+    return [x for x in profile["runs"] if not x["warmup"]]
+
+
+def test_a_module_first_read_by_a_measured_run_is_evicted_before_a_cold_run(tmp_path, fincore):
+    """The learning run does not import `late` (the target imports it from its second start on): the first
+    measured run reads it from the page cache.  That run is not cold: it is kept as a warm-up and made again,
+    so that each of the runs asked for starts with `late` evicted."""
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "late.py").write_text("DATA = %r\n" % ("y" * (2 << 20)))
+    (app / "main.py").write_text(LATE_MAIN)
+    cache(app / "late.py")
+    r = run_coldstart("profile", "--cold", "-n", "3", "--python", DEBIAN_PYTHON, "--json-fd", "1", app / "main.py",
+                      cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    profile = json.loads(r.stdout)
+    runs = profile["runs"]
+    lines = [line.split() for line in r.stderr.splitlines() if line.startswith(("RESIDENT ", "FIRST"))]
+    assert len(lines) == len(runs), (lines, len(runs))
+    seen = [int(x[1]) if x[0] == "RESIDENT" else None for x in lines]
+    measured = [k for k, x in enumerate(runs) if not x["warmup"]]
+    # The runs asked for are made, and every one of them started with the module evicted.
+    assert len(measured) == 3, [(x["warmup"], x["cold"]) for x in runs]
+    assert [seen[k] for k in measured] == [0, 0, 0], (seen, [(x["warmup"], x["cold"]) for x in runs])
+    # The run that found it cached is not counted, and the profile says why.
+    found_cached = [k for k, v in enumerate(seen) if v]
+    assert found_cached == [1], seen
+    late = runs[1]
+    assert late["warmup"] and late["cold"]["unevicted"] >= 1 and not late["cold"]["took"], late["cold"]
+    warnings = [w["msg"] for w in profile["warnings"]]
+    assert any(w.startswith("measured run 1 read ") and "made again" in w for w in warnings), warnings
+    assert any(w.startswith("run 2 was not cold: NO, it read ") and "late.py" in w for w in warnings), warnings
+    # A run counted as cold read nothing that was not evicted before it.
+    assert all(x["cold"]["unevicted"] == 0 for x in cold_runs(profile))
+
+
+def test_the_module_run_with_dash_m_is_evicted(tmp_path, fincore):
+    """`-m app` runs app/__main__.py through runpy, without an import the tracer or importtime sees: the file
+    is still one the target reads at every start.  The package's __init__ (imported first) reports it."""
+    pkg = tmp_path / "app"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "import os, subprocess\n"
+        "main = os.path.join(os.path.dirname(os.path.abspath(__file__)), '__main__.py')\n"
+        "out = subprocess.run(['fincore', '-b', '-n', '-o', 'RES', main], capture_output=True, text=True)\n"
+        "print('RESIDENT', out.stdout.split()[0] if out.stdout.split() else '?', flush=True)\n")
+    (pkg / "__main__.py").write_text("DATA = %r\n" % ("z" * (2 << 20)))
+    cache(pkg / "__main__.py")
+    r = run_coldstart("profile", "--cold", "-n", "2", "--python", DEBIAN_PYTHON, "--json-fd", "1", "-m", "app",
+                      cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    profile = json.loads(r.stdout)
+    seen = resident_seen(r.stderr)
+    assert len(seen) == len(profile["runs"]) == 3, (seen, profile["runs"])
+    # The learning run found it cached (the test read it); the measured runs found it evicted.
+    assert seen[0] > 0 and seen[1:] == [0, 0], seen
