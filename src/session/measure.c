@@ -16,6 +16,7 @@
 
 #include "analysis/analyze.h"
 #include "exit.h"
+#include "session/measure_cold.h"
 #include "sys/cold.h"
 #include "sys/launch.h"
 #include "sys/ready.h"
@@ -284,28 +285,6 @@ int profile_exit_status(const struct profile *p, bool ready, bool passthrough)
 	case RUN_TIMEOUT: return EXIT_TARGET_TIMEOUT;
 	default: return EXIT_FAIL;
 	}
-}
-
-/* The program of "-- command" (or a script) as a path: PATH is searched for a name without a slash. */
-static char *find_program(const char *name)
-{
-	const char *path = getenv("PATH"), *s;
-	struct buf b = BUF_INIT;
-
-	if (strchr(name, '/'))
-		return xstrdup(name);
-	for (s = path ? path : "/usr/bin:/bin"; *s;) {
-		size_t len = strcspn(s, ":");
-
-		buf_reset(&b);
-		buf_add(&b, s, len);
-		buf_addf(&b, "/%s", name);
-		if (!access(b.buf, X_OK))
-			return buf_detach(&b, NULL);
-		s += len + (s[len] == ':');
-	}
-	buf_release(&b);
-	return NULL;
 }
 
 /* For "-- command": the interpreter named by the command's #! line, if any. */
@@ -637,61 +616,6 @@ static int first_run_checks(struct measure_session *s)
 	return ret;
 }
 
-/* What the runner's before_exec hook needs for the --cold eviction. */
-struct evict_ctx {
-	struct measure_session *s;
-	struct run *r;
-	struct buf err; /* the eviction's failure, said after the run */
-};
-
-/*
- * The runner calls this last before the target's exec: after the tracer's
- * build check ran the interpreter, so the eviction and its mincore check
- * are what the target starts with.  A failed eviction does not end the run;
- * the run is not cold and says so.
- */
-static int evict_now(void *data, struct buf *err)
-{
-	struct evict_ctx *x = data;
-
-	if (!x->s->cold)
-		cold_start(x->s);
-	cold_evict(x->s->cold, &x->r->cold, &x->err);
-	return 0;
-}
-
-/*
- * After an evicting run: learns what it read, counts what was not evicted
- * before it, and says in the profile why a run was not cold.
- */
-static void cold_after_run(struct measure_session *s, struct run *r, struct evict_ctx *x, bool failed)
-{
-	struct profile *p = s->p;
-	struct buf first = BUF_INIT, text = BUF_INIT;
-	size_t n = 0;
-
-	if (!s->cold)
-		return;
-	if (!failed)
-		n = cold_learn_run(s->cold, r, &first);
-	if (!r->cold.asked)
-		return;
-	if (x->err.len) {
-		profile_add_warning(p, 0, "--cold: %s", x->err.buf);
-		warning("--cold: %s", x->err.buf);
-	}
-	if (!r->cold.partial)
-		r->cold.unevicted = (int64_t)n;
-	if (!x->err.len && !cold_figures_took(&r->cold) && !r->cold.partial) {
-		cold_describe(&r->cold, &text);
-		if (n)
-			buf_addf(&text, " (the first: '%s')", first.buf);
-		profile_add_warning(p, 0, "run %zu was not cold: %s", (size_t)(r - p->runs) + 1, text.buf);
-	}
-	buf_release(&first);
-	buf_release(&text);
-}
-
 int measure_warmups(const struct measure_opts *m, bool evict)
 {
 	return evict && m->warmup < 1 ? 1 : m->warmup;
@@ -703,7 +627,7 @@ int measure_run_one(struct measure_session *s, enum measure_kind kind)
 	const struct measure_target *t = s->target;
 	struct profile *p = s->p;
 	struct buf err = BUF_INIT;
-	struct evict_ctx ev = { .err = BUF_INIT };
+	struct measure_cold_run ev;
 	struct runner_failure why;
 	struct run *r;
 	int rc = 0, ret, failed;
@@ -721,25 +645,23 @@ int measure_run_one(struct measure_session *s, enum measure_kind kind)
 	r->baseline = kind == MEASURE_BASELINE;
 	r->warmup = kind != MEASURE_MEASURED;
 	s->ro.use_limits = !t->applies_limits && limits_any(&p->limits) && !r->baseline;
-	ev.s = s;
-	ev.r = r;
-	s->ro.before_exec = evicts(s) ? evict_now : NULL;
-	s->ro.before_exec_data = &ev;
+	if (evicts(s)) {
+		if (!s->cold)
+			cold_start(s);
+		measure_cold_arm(&ev, s->cold, &s->ro, p, r);
+	}
 	if (t->run_begin && t->run_begin(t->self, r, p->nr_runs - 1, &err) < 0) {
 		error("%s", err.buf);
 		buf_release(&err);
 		return EXIT_FAIL;
 	}
 	failed = runner_run(&s->ro, p, r, &err, &why) < 0;
-	s->ro.before_exec = NULL;
-	/* runner_run adds no run, so r still points into p->runs. */
 	if (failed)
 		error("%s", err.buf);
 	if (t->run_end)
 		rc = t->run_end(t->self, p, r, failed ? &why : NULL);
 	if (evicts(s))
-		cold_after_run(s, r, &ev, failed);
-	buf_release(&ev.err);
+		measure_cold_after_run(&ev, failed);
 	buf_release(&err);
 	if (failed && why.signo)
 		return 128 + why.signo;
@@ -756,30 +678,6 @@ int measure_runs_done(void)
 		return 0;
 	error("interrupted by signal %d", sig);
 	return 128 + sig;
-}
-
-/*
- * A measured --cold run that read files not evicted before it (now learnt,
- * so evicted before the next) was not cold: it is kept as a warm-up, said
- * in the profile, and made again, so the runs the user asked for are cold
- * ones.  At most as many again as the runs asked for (a target that reads
- * new files every run would never settle); past that the run stays, not
- * cold, and says so.  Returns whether run n is to be made again.
- */
-static bool redo_unevicted(struct measure_session *s, int n, int *reruns)
-{
-	struct profile *p = s->p;
-	struct run *r = &p->runs[p->nr_runs - 1];
-
-	if (!evicts(s) || !r->cold.asked || !r->cold.unevicted || *reruns >= s->opts->runs)
-		return false;
-	(*reruns)++;
-	r->warmup = true;
-	profile_add_warning(p, 0,
-			    "measured run %d read %lld files that were not evicted before it: it counts as a warm-up "
-			    "(run %zu), and run %d is made again with them evicted",
-			    n, (long long)r->cold.unevicted, p->nr_runs, n);
-	return true;
 }
 
 int measure_run(struct measure_session *s)
@@ -808,7 +706,9 @@ int measure_run(struct measure_session *s)
 			if (tty && total > 1)
 				progress(seq[i].kind, k + 1, seq[i].n);
 			ret = measure_run_one(s, seq[i].kind);
-			if (!ret && seq[i].kind == MEASURE_MEASURED && redo_unevicted(s, k + 1, &reruns))
+			if (!ret && seq[i].kind == MEASURE_MEASURED && evicts(s) &&
+			    /* A target that reads new files every run would never settle: at most --runs again. */
+			    measure_cold_redo(s->p, k + 1, m->runs, &reruns))
 				k--;
 		}
 	if (tty && total > 1)
