@@ -186,3 +186,46 @@ def test_the_module_run_with_dash_m_is_evicted(tmp_path, fincore):
     assert len(seen) == len(profile["runs"]) == 3, (seen, profile["runs"])
     # The learning run found it cached (the test read it); the measured runs found it evicted.
     assert seen[0] > 0 and seen[1:] == [0, 0], seen
+
+
+def private_interpreter(root):
+    """Debian's python3.11 under a prefix of its own: a copy of the binary and a standard library of symlinks but
+    for sysconfig, whose source and bytecode are copies only this test's processes read."""
+    lib = root / "lib" / "python3.11"
+    (lib / "__pycache__").mkdir(parents=True)
+    (root / "bin").mkdir()
+    shutil.copy2("/usr/bin/python3.11", root / "bin" / "python3")
+    own = {"sysconfig.py", "sysconfig.cpython-311.pyc"}
+    for sub in ("", "__pycache__"):
+        for name in os.listdir(os.path.join("/usr/lib/python3.11", sub)):
+            src = os.path.join("/usr/lib/python3.11", sub, name)
+            if name == "__pycache__" and not sub:
+                continue
+            if name in own:
+                shutil.copy2(src, lib / sub / name)
+            else:
+                os.symlink(src, lib / sub / name)
+    return root / "bin" / "python3", lib / "__pycache__" / "sysconfig.cpython-311.pyc"
+
+
+def test_nothing_of_coldstart_reads_the_files_between_the_eviction_and_the_exec(tmp_path, fincore):
+    """Before each run coldstart asks the interpreter about itself (`python -S -E -c 'import sys, sysconfig'`,
+    for the tracer's build): that reads sysconfig's bytecode.  When the target imports sysconfig too, the file
+    is in the eviction set, and it must be evicted after that question, not before it."""
+    if not os.path.exists("/usr/bin/python3.11") or not os.path.isdir("/usr/lib/python3.11/__pycache__"):
+        pytest.skip("needs Debian's python3.11 with its bytecode in /usr/lib/python3.11/__pycache__")
+    python, pyc = private_interpreter(tmp_path / "prefix")
+    main = tmp_path / "main.py"
+    main.write_text(
+        "import subprocess\n"
+        "out = subprocess.run(['fincore', '-b', '-n', '-o', 'RES', %r], capture_output=True, text=True).stdout\n"
+        "print('RESIDENT', out.split()[0] if out.split() else '?', flush=True)\n"
+        "import sysconfig\n"
+        "assert sysconfig.__cached__ == %r, sysconfig.__cached__\n" % (str(pyc), str(pyc)))
+    r = run_coldstart("profile", "--cold", "-n", "2", "--python", python, "--json-fd", "1", main, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    profile = json.loads(r.stdout)
+    seen = resident_seen(r.stderr)
+    assert len(seen) == len(profile["runs"]) == 3, (seen, r.stderr[-2000:])
+    # The warm-up learns sysconfig; each measured run starts with its bytecode evicted.
+    assert seen[1:] == [0, 0], seen
