@@ -229,3 +229,39 @@ def test_nothing_of_coldstart_reads_the_files_between_the_eviction_and_the_exec(
     assert len(seen) == len(profile["runs"]) == 3, (seen, r.stderr[-2000:])
     # The warm-up learns sysconfig; each measured run starts with its bytecode evicted.
     assert seen[1:] == [0, 0], seen
+
+
+def test_compare_makes_a_cold_run_that_read_unevicted_files_again(tmp_path, fincore):
+    """compare --cold: as profile, a measured run that read a module not evicted before it is kept as a
+    warm-up and made again, so each variant's measured runs start with everything they read evicted."""
+    app = tmp_path / "app"
+    app.mkdir()
+    for tag in "AB":
+        (app / ("late_%s.py" % tag)).write_text("DATA = %r\n" % (tag * (2 << 20)))
+        cache(app / ("late_%s.py" % tag))
+    (app / "main.py").write_text(
+        "import importlib, os, subprocess, sys\n"
+        "here, tag = os.path.dirname(os.path.abspath(__file__)), sys.argv[1]\n"
+        "marker = os.path.join(here, 'ran-once-' + tag)\n"
+        "if os.path.exists(marker):\n"
+        "    late = os.path.join(here, 'late_%s.py' % tag)\n"
+        "    out = subprocess.run(['fincore', '-b', '-n', '-o', 'RES', late], capture_output=True, text=True)\n"
+        "    print('RESIDENT', tag, out.stdout.split()[0], flush=True)\n"
+        "    importlib.import_module('late_' + tag)\n"
+        "else:\n"
+        "    open(marker, 'w').close()\n"
+        "    print('RESIDENT', tag, '-', flush=True)\n")
+    r = run_coldstart("compare", "--cold", "-n", "2", "--warmup", "0", "--json", "--show-output",
+                      "%s %s A" % (DEBIAN_PYTHON, app / "main.py"), "%s %s B" % (DEBIAN_PYTHON, app / "main.py"),
+                      cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    cmp = json.loads(r.stdout)
+    lines = [line.split() for line in r.stderr.splitlines() if line.startswith("RESIDENT ")]
+    for tag, v in zip("AB", cmp["variants"]):
+        seen = [x[2] for x in lines if x[1] == tag]
+        assert len(seen) == len(v["runs"]), (seen, v["runs"])
+        measured = [s for s, x in zip(seen, v["runs"]) if not x["warmup"]]
+        # Two measured runs, both cold and both started with the late module evicted.
+        assert measured == ["0", "0"], (seen, v["runs"])
+        # The learning run, then the run that found late_X cached, kept as a warm-up.
+        assert [x["warmup"] for x in v["runs"]][:2] == [True, True] and seen[1] != "0", (seen, v["runs"])
