@@ -408,7 +408,7 @@ void measure_opts_init(struct measure_opts *m)
 				 "exit with the target's own status instead of coldstart's codes"),
 			OPT_BOOL("cold", 0, &m->cold,
 				 "evict the files the target read from the page cache before each run "
-				 "(checked with mincore; docs/cold.md)"),
+				 "(checked with mincore; a measured run that read others is made again; docs/cold.md)"),
 			OPT_END(),
 		};
 

@@ -1,8 +1,10 @@
 """--cold: before each run the files the runs before read are dropped from
-the page cache, checked with mincore, and each run says whether it was cold.
-The proof is the target's own view: at start it asks the kernel (util-linux
+the page cache, checked with mincore, and each run says whether it was cold;
+a measured run that read files not evicted before it is made again.  The
+proof is the target's own view: at start it asks the kernel (util-linux
 fincore, which uses mincore) how much of a module of its own is cached, before
-importing it."""
+importing it.  Eviction needs no privilege (POSIX_FADV_DONTNEED on files this
+user can open), so nothing here needs root; fincore is the one requirement."""
 import json
 import os
 import re
