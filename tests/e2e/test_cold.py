@@ -267,3 +267,39 @@ def test_compare_makes_a_cold_run_that_read_unevicted_files_again(tmp_path, finc
         assert measured == ["0", "0"], (seen, v["runs"])
         # The learning run, then the run that found late_X cached, kept as a warm-up.
         assert [x["warmup"] for x in v["runs"]][:2] == [True, True] and seen[1] != "0", (seen, v["runs"])
+
+
+def test_a_module_another_process_maps_is_not_called_evicted(tmp_path):
+    """DONTNEED cannot drop the pages of a file another process maps: a module kept mapped (here by a process
+    the test starts, as another running Python maps an extension) stays cached, and the runs that read it are
+    not cold.  They say so; the file is not set apart as the interpreter and libc are."""
+    app = tmp_path / "app"
+    app.mkdir()
+    big = app / "bigmod.py"
+    big.write_text("DATA = %r\n" % ("m" * (2 << 20)))
+    (app / "main.py").write_text("import bigmod\n")
+    holder = subprocess.Popen(
+        [DEBIAN_PYTHON, "-c",
+         "import mmap, sys\n"
+         "f = open(sys.argv[1], 'rb')\n"
+         "m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\n"
+         "sum(m[i] for i in range(0, len(m), 4096))\n"
+         "print('mapped', flush=True)\n"
+         "sys.stdin.read()\n", str(big)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "mapped\n"
+        r = run_coldstart("profile", "--cold", "-n", "2", "--python", DEBIAN_PYTHON, "--json-fd", "1",
+                          app / "main.py", cwd=tmp_path)
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=10)
+    assert r.returncode == 0, r.stderr
+    profile = json.loads(r.stdout)
+    warnings = [w["msg"] for w in profile["warnings"]]
+    for k, x in enumerate(profile["runs"][1:], start=2):
+        cold = x["cold"]
+        # The mapped module counts with the modules, and it is still cached: not cold, and said so.
+        assert cold["module_resident"] >= 2 << 20 and not cold["took"], cold
+        assert any(w.startswith("run %d was not cold: NO, the eviction did not take" % k) for w in warnings), \
+            warnings
