@@ -71,8 +71,10 @@ bool measure_cold_redo(struct profile *p, int n, int max, int *reruns)
 	(*reruns)++;
 	r->warmup = true;
 	profile_add_warning(p, 0,
-			    "measured run %d read %lld files that were not evicted before it: it counts as a warm-up "
-			    "(run %zu), and run %d is made again with them evicted",
-			    n, (long long)r->cold.unevicted, p->nr_runs, n);
+			    "measured run %d read %lld file%s that %s not evicted before it: it counts as a warm-up "
+			    "(run %zu), and run %d is made again with %s evicted",
+			    n, (long long)r->cold.unevicted, r->cold.unevicted == 1 ? "" : "s",
+			    r->cold.unevicted == 1 ? "was" : "were", p->nr_runs, n,
+			    r->cold.unevicted == 1 ? "it" : "them");
 	return true;
 }

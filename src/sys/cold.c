@@ -556,7 +556,8 @@ void cold_describe(const struct cold_figures *c, struct buf *out)
 		return;
 	}
 	if (c->unevicted)
-		buf_addf(out, "NO, it read %lld files that were not evicted before it: ", (long long)c->unevicted);
+		buf_addf(out, "NO, it read %lld file%s that %s not evicted before it: ", (long long)c->unevicted,
+			 c->unevicted == 1 ? "" : "s", c->unevicted == 1 ? "was" : "were");
 	else if (c->failed)
 		buf_addf(out, "NO, %lld files could not be evicted: ", (long long)c->failed);
 	else
