@@ -154,6 +154,14 @@ struct proc {
 	struct imp_timing *timing; /* NULL, or nr_nodes entries */
 	struct proc_event *events;
 	size_t nr_events, alloc_events;
+	/*
+	 * The files other than modules the process opened for reading (data:
+	 * time zones, certificates, configuration), name-pool offsets of
+	 * absolute paths, in the order read; what --cold evicts beside the
+	 * modules (cold.h).  From the C tracer; not in the profile format.
+	 */
+	uint32_t *reads;
+	size_t nr_reads, alloc_reads;
 	/* In the order the tracer wrote them (each thread's in time order); none without the C tracer. */
 	struct gc_pause *gc_pauses;
 	size_t nr_gc_pauses, alloc_gc_pauses;
@@ -441,6 +449,8 @@ static inline bool proc_children_first(const struct proc *pr)
 }
 /* Appends an event; name and detail are copied into the pool. */
 void proc_add_event(struct proc *pr, int64_t t_ns, const char *name, const char *detail, int32_t node);
+/* Records that pr read the file at path (a copy is kept). */
+void proc_add_read(struct proc *pr, const char *path);
 /* Allocates the timing array (all UNKNOWN) if absent. */
 void proc_ensure_timing(struct proc *pr);
 /* Appends "a -> b -> c" for the chain from the root to node i. */

@@ -446,6 +446,13 @@ size_t cold_learn_run(struct cold_set *cs, const struct run *r, struct buf *firs
 
 		if (pr->argv)
 			add_main_module(cs, pr);
+		/* The data files it read (not the kernel's: /proc, /sys, /dev). */
+		for (j = 0; j < pr->nr_reads; j++) {
+			const char *path = proc_str(pr, pr->reads[j]);
+
+			if (!starts_with(path, "/proc/") && !starts_with(path, "/sys/") && !starts_with(path, "/dev/"))
+				add(cs, path, CLASS_MODULE);
+		}
 
 		for (j = 0; j < pr->nr_nodes; j++) {
 			const char *file = pr->timing && pr->timing[j].file ? proc_str(pr, pr->timing[j].file) : NULL;

@@ -303,3 +303,39 @@ def test_a_module_another_process_maps_is_not_called_evicted(tmp_path):
         assert cold["module_resident"] >= 2 << 20 and not cold["took"], cold
         assert any(w.startswith("run %d was not cold: NO, the eviction did not take" % k) for w in warnings), \
             warnings
+
+
+def test_data_files_the_target_reads_are_evicted(tmp_path, fincore):
+    """A start reads data besides modules (time zones, certificates, configuration): the tracer records the
+    files a process opens for reading, in an import or not, and they are evicted with the modules."""
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "table.dat").write_bytes(b"t" * (2 << 20))
+    (app / "conf.dat").write_bytes(b"c" * (1 << 20))
+    (app / "loader.py").write_text(
+        "import os\n"
+        "with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'table.dat'), 'rb') as f:\n"
+        "    TABLE = f.read()\n")
+    (app / "main.py").write_text(
+        "import os, subprocess\n"
+        "here = os.path.dirname(os.path.abspath(__file__))\n"
+        "def resident(name):\n"
+        "    out = subprocess.run(['fincore', '-b', '-n', '-o', 'RES', os.path.join(here, name)],\n"
+        "                         capture_output=True, text=True).stdout.split()\n"
+        "    return out[0] if out else '?'\n"
+        "print('RESIDENT', resident('table.dat'), resident('conf.dat'), flush=True)\n"
+        "import loader\n"
+        "os.chdir(here)\n"
+        "with open('conf.dat', 'rb') as f:\n"
+        "    f.read()\n")
+    cache(app / "table.dat")
+    cache(app / "conf.dat")
+    r = run_coldstart("profile", "--cold", "-n", "2", "--python", DEBIAN_PYTHON, "--json-fd", "1", app / "main.py",
+                      cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    profile = json.loads(r.stdout)
+    seen = [line.split()[1:] for line in r.stderr.splitlines() if line.startswith("RESIDENT ")]
+    assert len(seen) == len(profile["runs"]) == 3, (seen, profile["runs"])
+    # Read inside an import (table.dat) and at the top level by a relative path (conf.dat): both evicted.
+    assert seen[1:] == [["0", "0"], ["0", "0"]], seen
+    assert all(x["cold"]["unevicted"] == 0 for x in cold_runs(profile))
