@@ -58,6 +58,7 @@ struct tracer {
 		fill; /* the file (its descriptor, checked before each use) written ahead of the records (_fill.h) */
 	long pid;
 	int audit;
+	int reads; /* COLDSTART_TRACE_READS: record the files read besides modules (for --cold) */
 	int installed;
 	int sleep_wrapped;
 	PyObject *origin_str; /* interned "origin" */
@@ -951,7 +952,7 @@ static void audit_record(const struct ev *e, const char *event, PyObject *args, 
 
 			writing = fl != -1 && (fl & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND));
 		}
-		if (writing && reads_only)
+		if ((writing && reads_only) || (!writing && !T.reads))
 			goto out;
 		s = nargs > 0 ? obj_text(PyTuple_GET_ITEM(args, 0), &len, &tmp) : NULL;
 		if (!s || !len)
@@ -1074,8 +1075,8 @@ static int audit_hook(const char *event, PyObject *args, void *data)
 	}
 	if (tls_busy || !T.enabled)
 		return 0;
-	/* Outside imports: the files the process reads alone (audit_record). */
-	if (!tls_depth && (event[0] != 'o' || event[1] != 'p' || strcmp(event, "open")))
+	/* Outside imports: the files the process reads alone, when asked (audit_record). */
+	if (!tls_depth && (!T.reads || event[0] != 'o' || event[1] != 'p' || strcmp(event, "open")))
 		return 0;
 	e = ev_lookup(event);
 	if (!e)
@@ -1260,6 +1261,7 @@ static PyObject *tracer_start(PyObject *self, PyObject *args)
 #if PY_VERSION_HEX >= 0x03080000
 	T.audit = 1;
 #endif
+	T.reads = getenv("COLDSTART_TRACE_READS") != NULL;
 	if (trace_open() < 0) {
 		trace_stop_full();
 		Py_RETURN_FALSE;

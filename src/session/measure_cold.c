@@ -29,6 +29,7 @@ void measure_cold_arm(struct measure_cold_run *x, struct cold_set *cs, struct ru
 	buf_init(&x->err, 0);
 	ro->before_exec = evict_now;
 	ro->before_exec_data = x;
+	ro->trace_reads = true;
 }
 
 void measure_cold_after_run(struct measure_cold_run *x, bool failed)
@@ -40,6 +41,7 @@ void measure_cold_after_run(struct measure_cold_run *x, bool failed)
 
 	x->ro->before_exec = NULL;
 	x->ro->before_exec_data = NULL;
+	x->ro->trace_reads = false;
 	if (!failed)
 		n = cold_learn_run(x->cs, r, &first);
 	if (!r->cold.asked)

@@ -22,6 +22,8 @@ struct runner_opts {
 	const char *const *env;
 	const char *python; /* interpreter, for the tracer build; may be NULL */
 	bool trace;
+	/* With trace: the tracer also records the files read besides modules (proc.reads), for --cold. */
+	bool trace_reads;
 	/* With trace: also sample the Python code into timelines (sampler.h); NULL: off. */
 	const struct timeline_opts *timeline;
 	bool use_limits; /* create a cgroup with p->limits */
