@@ -758,3 +758,24 @@ size_t name_distance(const char *name, const char *candidate)
 	free(base);
 	return d <= limit ? d : SIZE_MAX;
 }
+
+char *find_program(const char *name)
+{
+	const char *path = getenv("PATH"), *s;
+	struct buf b = BUF_INIT;
+
+	if (strchr(name, '/'))
+		return xstrdup(name);
+	for (s = path ? path : "/usr/bin:/bin"; *s;) {
+		size_t len = strcspn(s, ":");
+
+		buf_reset(&b);
+		buf_add(&b, s, len);
+		buf_addf(&b, "/%s", name);
+		if (!access(b.buf, X_OK))
+			return buf_detach(&b, NULL);
+		s += len + (s[len] == ':');
+	}
+	buf_release(&b);
+	return NULL;
+}

@@ -305,6 +305,8 @@ int64_t now_ns(void);
 
 int starts_with(const char *s, const char *prefix);
 int ends_with(const char *s, const char *suffix);
+/* The program name as a path: PATH is searched for a name without a slash; NULL when not found.  The caller frees it. */
+char *find_program(const char *name);
 
 /*
  * Parses "128m", "1g", "512k", "100" (bytes) into bytes; binary units.

@@ -58,6 +58,7 @@ struct tracer {
 		fill; /* the file (its descriptor, checked before each use) written ahead of the records (_fill.h) */
 	long pid;
 	int audit;
+	int reads; /* COLDSTART_TRACE_READS: record the files read besides modules (for --cold) */
 	int installed;
 	int sleep_wrapped;
 	PyObject *origin_str; /* interned "origin" */
@@ -911,7 +912,19 @@ static const struct ev *ev_lookup(const char *name)
 	return NULL;
 }
 
-static void audit_record(const struct ev *e, const char *event, PyObject *args)
+/* A module's own file (source, bytecode, extension): the import's record says it already. */
+static int module_file(const char *s, Py_ssize_t len)
+{
+	return (len >= 3 && !memcmp(s + len - 3, ".py", 3)) || (len >= 4 && !memcmp(s + len - 4, ".pyc", 4)) ||
+	       (len >= 3 && !memcmp(s + len - 3, ".so", 3));
+}
+
+/*
+ * reads_only: outside any import only the files read are recorded (the
+ * data a start reads, which --cold evicts); writes are side effects of an
+ * import, so only an import's count.
+ */
+static void audit_record(const struct ev *e, const char *event, PyObject *args, int reads_only)
 {
 	struct rec r;
 	Py_ssize_t nargs = PyTuple_Check(args) ? PyTuple_GET_SIZE(args) : 0;
@@ -939,13 +952,27 @@ static void audit_record(const struct ev *e, const char *event, PyObject *args)
 
 			writing = fl != -1 && (fl & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND));
 		}
-		/* Reads (the .py and .pyc files above all) are import mechanics. */
-		if (!writing)
+		if ((writing && reads_only) || (!writing && !T.reads))
 			goto out;
 		s = nargs > 0 ? obj_text(PyTuple_GET_ITEM(args, 0), &len, &tmp) : NULL;
-		if (!s)
+		if (!s || !len)
 			goto out;
-		rec_strz(&r, "w:");
+		if (!writing) {
+			char cwd[PATH_MAX];
+
+			/* The .py and .pyc reads are import mechanics; other files are data the start reads. */
+			if (module_file(s, len))
+				goto out;
+			rec_strz(&r, "r:");
+			if (s[0] != '/') {
+				if (!getcwd(cwd, sizeof(cwd)))
+					goto out;
+				rec_strz(&r, cwd);
+				rec_ch(&r, '/');
+			}
+		} else {
+			rec_strz(&r, "w:");
+		}
 		rec_str(&r, s, (size_t)len, DETAIL_MAX);
 		break;
 	}
@@ -1046,14 +1073,17 @@ static int audit_hook(const char *event, PyObject *args, void *data)
 			PyErr_Clear();
 		PyErr_Restore(et, ev, etb);
 	}
-	if (!tls_depth || tls_busy || !T.enabled)
+	if (tls_busy || !T.enabled)
+		return 0;
+	/* Outside imports: the files the process reads alone, when asked (audit_record). */
+	if (!tls_depth && (!T.reads || event[0] != 'o' || event[1] != 'p' || strcmp(event, "open")))
 		return 0;
 	e = ev_lookup(event);
 	if (!e)
 		return 0;
 	tls_busy = 1;
 	PyErr_Fetch(&et, &ev, &etb);
-	audit_record(e, event, args);
+	audit_record(e, event, args, !tls_depth);
 	if (PyErr_Occurred())
 		PyErr_Clear();
 	PyErr_Restore(et, ev, etb);
@@ -1231,6 +1261,7 @@ static PyObject *tracer_start(PyObject *self, PyObject *args)
 #if PY_VERSION_HEX >= 0x03080000
 	T.audit = 1;
 #endif
+	T.reads = getenv("COLDSTART_TRACE_READS") != NULL;
 	if (trace_open() < 0) {
 		trace_stop_full();
 		Py_RETURN_FALSE;

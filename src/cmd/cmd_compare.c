@@ -16,6 +16,7 @@
 #include "cmd/builtin.h"
 #include "render/compare_report.h"
 #include "session/measure.h"
+#include "session/measure_cold.h"
 #include "model/profile.h"
 #include "model/runlimits.h"
 #include "session/show.h"
@@ -48,6 +49,7 @@ struct variant {
 	struct profile p;
 	struct measure_session s;
 	struct strvec argv, env;
+	int reruns; /* measured cold runs made again (measure_cold_redo) */
 };
 
 static const struct usage compare_usage = {
@@ -344,7 +346,10 @@ static int run_rounds(struct variant *vars, size_t nr, const struct compare_opts
 					r < w ? r + 1 : r - w + 1, r < w ? w : o->m.runs, v->id);
 				fflush(stderr);
 			}
-			ret = measure_run_one(&v->s, r < w ? MEASURE_WARMUP : MEASURE_MEASURED);
+			/* A cold run that read files not evicted before it is made again at once (measure_cold.h). */
+			do
+				ret = measure_run_one(&v->s, r < w ? MEASURE_WARMUP : MEASURE_MEASURED);
+			while (!ret && r >= w && measure_cold_redo(&v->p, r - w + 1, o->m.runs, &v->reruns));
 		}
 	if (tty)
 		fprintf(stderr, "\r%50s\r", "");

@@ -421,6 +421,8 @@ void trace_merge(struct proc *pr, const struct trace_proc *tp, const int32_t *ma
 		proc_add_event(&mg.out, e->t_ns, proc_str(tr, e->name), proc_str(tr, e->detail),
 			       e->node >= 0 ? mg.map[e->node] : -1);
 	}
+	for (i = 0; i < tr->nr_reads; i++)
+		proc_add_read(&mg.out, proc_str(tr, tr->reads[i]));
 	if (tr->nr_gc_pauses) {
 		mg.out.gc_pauses = xmalloc(st_mult(tr->nr_gc_pauses, sizeof(*tr->gc_pauses)));
 		memcpy(mg.out.gc_pauses, tr->gc_pauses, tr->nr_gc_pauses * sizeof(*tr->gc_pauses));

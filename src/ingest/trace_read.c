@@ -257,8 +257,17 @@ static void on_audit(struct trace_proc *tp, int64_t t, long tid, const char *eve
 		return;
 	}
 	if (!strcmp(event, "open")) {
-		/* .py/.pyc reads (format 1) and bytecode-cache writes are import mechanics, not side effects. */
-		if (starts_with(detail, "r:") || (strstr(detail, "/__pycache__/") && strstr(detail, ".pyc")))
+		/*
+		 * Reads are not side effects: the files besides modules (format 2)
+		 * are kept apart for --cold; .py/.pyc reads (format 1) and
+		 * bytecode-cache writes are import mechanics.
+		 */
+		if (starts_with(detail, "r:")) {
+			if (detail[2] == '/' && !ends_with(detail, ".py") && !ends_with(detail, ".pyc"))
+				proc_add_read(pr, detail + 2);
+			return;
+		}
+		if (strstr(detail, "/__pycache__/") && strstr(detail, ".pyc"))
 			return;
 	}
 	if (!strcmp(event, "compile") && i >= 0 && (!strcmp(file, detail) || (!*file && ends_with(detail, ".py")))) {

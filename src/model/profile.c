@@ -255,6 +255,7 @@ void proc_release(struct proc *pr)
 	big_free(pr->nodes, pr->alloc_nodes * sizeof(*pr->nodes));
 	free(pr->timing);
 	free(pr->events);
+	free(pr->reads);
 	free(pr->gc_pauses);
 	timeline_free(pr->timeline);
 	if (pr->names.alloc)
@@ -329,6 +330,12 @@ void proc_add_event(struct proc *pr, int64_t t_ns, const char *name, const char 
 	e->name = proc_intern(pr, name, strlen(name));
 	e->detail = proc_intern(pr, detail, strlen(detail));
 	e->node = node;
+}
+
+void proc_add_read(struct proc *pr, const char *path)
+{
+	ALLOC_GROW(pr->reads, pr->nr_reads + 1, pr->alloc_reads);
+	pr->reads[pr->nr_reads++] = proc_intern(pr, path, strlen(path));
 }
 
 void proc_chain(const struct proc *pr, int32_t i, const char *sep, struct buf *out)

@@ -154,6 +154,14 @@ struct proc {
 	struct imp_timing *timing; /* NULL, or nr_nodes entries */
 	struct proc_event *events;
 	size_t nr_events, alloc_events;
+	/*
+	 * The files other than modules the process opened for reading (data:
+	 * time zones, certificates, configuration), name-pool offsets of
+	 * absolute paths, in the order read; what --cold evicts beside the
+	 * modules (cold.h).  From the C tracer; not in the profile format.
+	 */
+	uint32_t *reads;
+	size_t nr_reads, alloc_reads;
 	/* In the order the tracer wrote them (each thread's in time order); none without the C tracer. */
 	struct gc_pause *gc_pauses;
 	size_t nr_gc_pauses, alloc_gc_pauses;
@@ -207,14 +215,26 @@ struct cold_figures {
 	int64_t mapped_files;
 	int64_t mapped_bytes;
 	int64_t mapped_resident;
+	/*
+	 * Files the run read that were not evicted before it: learnt from the
+	 * run itself, after it (a module imported only now, by a child, or on
+	 * a path this run took).  They may have come from the page cache, so
+	 * a run with any is not cold.
+	 */
+	int64_t unevicted;
 };
 
 /* A run counts as cold when at most this share (percent) of its module bytes stayed cached. */
 #define COLD_RESIDENT_MAX_PCT 5
-/* Whether the eviction before the run took (cold.h says why only module bytes decide). */
+/*
+ * Whether the run was cold: every file it read was evicted before it
+ * (none unevicted, none that could not be evicted) and the check found at
+ * most COLD_RESIDENT_MAX_PCT of the module bytes still cached (cold.h says
+ * why only module bytes decide).
+ */
 static inline bool cold_figures_took(const struct cold_figures *c)
 {
-	return c->asked && !c->partial && c->module_bytes > 0 &&
+	return c->asked && !c->partial && c->module_bytes > 0 && !c->unevicted && !c->failed &&
 	       c->module_resident * 100 <= c->module_bytes * COLD_RESIDENT_MAX_PCT;
 }
 
@@ -429,6 +449,8 @@ static inline bool proc_children_first(const struct proc *pr)
 }
 /* Appends an event; name and detail are copied into the pool. */
 void proc_add_event(struct proc *pr, int64_t t_ns, const char *name, const char *detail, int32_t node);
+/* Records that pr read the file at path (a copy is kept). */
+void proc_add_read(struct proc *pr, const char *path);
 /* Allocates the timing array (all UNKNOWN) if absent. */
 void proc_ensure_timing(struct proc *pr);
 /* Appends "a -> b -> c" for the chain from the root to node i. */

@@ -567,6 +567,7 @@ static void write_cold(struct jw *w, const struct cold_figures *c)
 	jw_kv_int(w, "mapped_files", c->mapped_files);
 	jw_kv_int(w, "mapped_bytes", c->mapped_bytes);
 	jw_kv_int(w, "mapped_resident", c->mapped_resident);
+	jw_kv_int(w, "unevicted", c->unevicted);
 	jw_close(w, '}');
 	buf_addch(w->out, ',');
 }

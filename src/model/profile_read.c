@@ -60,6 +60,7 @@ static const struct field cold_fields[] = {
 	I64(cold_figures, mapped_files, 0, MAX_COUNT),
 	I64(cold_figures, mapped_bytes, 0, MAX_BYTES),
 	I64(cold_figures, mapped_resident, 0, MAX_BYTES),
+	I64(cold_figures, unevicted, 0, MAX_COUNT),
 };
 
 static const struct field limits_fields[] = {

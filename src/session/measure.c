@@ -16,6 +16,7 @@
 
 #include "analysis/analyze.h"
 #include "exit.h"
+#include "session/measure_cold.h"
 #include "sys/cold.h"
 #include "sys/launch.h"
 #include "sys/ready.h"
@@ -286,28 +287,6 @@ int profile_exit_status(const struct profile *p, bool ready, bool passthrough)
 	}
 }
 
-/* The program of "-- command" (or a script) as a path: PATH is searched for a name without a slash. */
-static char *find_program(const char *name)
-{
-	const char *path = getenv("PATH"), *s;
-	struct buf b = BUF_INIT;
-
-	if (strchr(name, '/'))
-		return xstrdup(name);
-	for (s = path ? path : "/usr/bin:/bin"; *s;) {
-		size_t len = strcspn(s, ":");
-
-		buf_reset(&b);
-		buf_add(&b, s, len);
-		buf_addf(&b, "/%s", name);
-		if (!access(b.buf, X_OK))
-			return buf_detach(&b, NULL);
-		s += len + (s[len] == ':');
-	}
-	buf_release(&b);
-	return NULL;
-}
-
 /* For "-- command": the interpreter named by the command's #! line, if any. */
 char *measure_command_python(const char *cmd)
 {
@@ -429,7 +408,7 @@ void measure_opts_init(struct measure_opts *m)
 				 "exit with the target's own status instead of coldstart's codes"),
 			OPT_BOOL("cold", 0, &m->cold,
 				 "evict the files the target read from the page cache before each run "
-				 "(checked with mincore; docs/cold.md)"),
+				 "(checked with mincore; a measured run that read others is made again; docs/cold.md)"),
 			OPT_END(),
 		};
 
@@ -607,6 +586,7 @@ static void cold_start(struct measure_session *s)
 			cold_add_binary(s->cold, exe);
 		free(exe);
 	}
+	cold_add_pth_files(s->cold, s->site_dirs.v);
 	if (p->target.nr && strcmp(p->target.v[0], "-c") && strcmp(p->target.v[0], "-m")) {
 		char *prog = find_program(p->target.v[0]);
 
@@ -647,6 +627,7 @@ int measure_run_one(struct measure_session *s, enum measure_kind kind)
 	const struct measure_target *t = s->target;
 	struct profile *p = s->p;
 	struct buf err = BUF_INIT;
+	struct measure_cold_run ev;
 	struct runner_failure why;
 	struct run *r;
 	int rc = 0, ret, failed;
@@ -667,17 +648,7 @@ int measure_run_one(struct measure_session *s, enum measure_kind kind)
 	if (evicts(s)) {
 		if (!s->cold)
 			cold_start(s);
-		if (cold_evict(s->cold, &r->cold, &err) < 0) {
-			profile_add_warning(p, 0, "--cold: %s", err.buf);
-			warning("--cold: %s", err.buf);
-		} else if (!cold_figures_took(&r->cold) && !r->cold.partial) {
-			struct buf text = BUF_INIT;
-
-			cold_describe(&r->cold, &text);
-			profile_add_warning(p, 0, "run %zu was not cold: %s", p->nr_runs, text.buf);
-			buf_release(&text);
-		}
-		buf_reset(&err);
+		measure_cold_arm(&ev, s->cold, &s->ro, p, r);
 	}
 	if (t->run_begin && t->run_begin(t->self, r, p->nr_runs - 1, &err) < 0) {
 		error("%s", err.buf);
@@ -689,8 +660,8 @@ int measure_run_one(struct measure_session *s, enum measure_kind kind)
 		error("%s", err.buf);
 	if (t->run_end)
 		rc = t->run_end(t->self, p, r, failed ? &why : NULL);
-	if (evicts(s) && !failed)
-		cold_learn_run(s->cold, r);
+	if (evicts(s))
+		measure_cold_after_run(&ev, failed);
 	buf_release(&err);
 	if (failed && why.signo)
 		return 128 + why.signo;
@@ -721,7 +692,7 @@ int measure_run(struct measure_session *s)
 		{ MEASURE_MEASURED, m->runs },
 	};
 	bool tty = isatty(2);
-	int total = seq[0].n + seq[1].n + seq[2].n, ret = 0, i, k;
+	int total = seq[0].n + seq[1].n + seq[2].n, ret = 0, i, k, reruns = 0;
 
 	/* With --cold the warm-up learns which files to evict, so it goes first. */
 	if (evicts(s)) {
@@ -735,6 +706,10 @@ int measure_run(struct measure_session *s)
 			if (tty && total > 1)
 				progress(seq[i].kind, k + 1, seq[i].n);
 			ret = measure_run_one(s, seq[i].kind);
+			if (!ret && seq[i].kind == MEASURE_MEASURED && evicts(s) &&
+			    /* A target that reads new files every run would never settle: at most --runs again. */
+			    measure_cold_redo(s->p, k + 1, m->runs, &reruns))
+				k--;
 		}
 	if (tty && total > 1)
 		fprintf(stderr, "\r%40s\r", "");

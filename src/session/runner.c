@@ -254,6 +254,8 @@ static int prepare(struct run_state *st, struct buf *err, struct runner_failure 
 			alert(st, "tracer unavailable, importtime only: %s", terr.buf);
 		else
 			st->traced = true;
+		if (st->traced && o->trace_reads)
+			strvec_setenv(&st->c.env, "COLDSTART_TRACE_READS", "1");
 		buf_reset(&terr);
 		if (st->traced && o->timeline) {
 			struct buf note = BUF_INIT;
@@ -287,6 +289,8 @@ static int prepare(struct run_state *st, struct buf *err, struct runner_failure 
 		if (o->before_start(o->before_start_data, &cv, err) < 0)
 			return -1;
 	}
+	if (o->before_exec && o->before_exec(o->before_exec_data, err) < 0)
+		return -1;
 	return 0;
 }
 

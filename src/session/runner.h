@@ -22,6 +22,8 @@ struct runner_opts {
 	const char *const *env;
 	const char *python; /* interpreter, for the tracer build; may be NULL */
 	bool trace;
+	/* With trace: the tracer also records the files read besides modules (proc.reads), for --cold. */
+	bool trace_reads;
 	/* With trace: also sample the Python code into timelines (sampler.h); NULL: off. */
 	const struct timeline_opts *timeline;
 	bool use_limits; /* create a cgroup with p->limits */
@@ -45,6 +47,15 @@ struct runner_opts {
 	 */
 	void (*notify)(void *data, const char *msg);
 	void *notify_data;
+	/*
+	 * Optional: called last before the child starts, after everything the
+	 * run prepares (the tracer's build check runs the interpreter, which
+	 * reads its files).  The --cold eviction goes here, so that nothing of
+	 * coldstart's warms the page cache between it and the target's exec.
+	 * Returning -1 with a message in err ends the run as before_start does.
+	 */
+	int (*before_exec)(void *data, struct buf *err);
+	void *before_exec_data;
 	/* Optional, for `docker`: see runner_child_view below (NULL: none). */
 	int (*before_start)(void *data, struct runner_child_view *cv, struct buf *err);
 	void *before_start_data;

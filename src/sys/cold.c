@@ -323,6 +323,27 @@ void cold_add_file(struct cold_set *cs, const char *path)
 	add(cs, path, CLASS_MODULE);
 }
 
+void cold_add_pth_files(struct cold_set *cs, const char *const *dirs)
+{
+	for (; dirs && *dirs; dirs++) {
+		DIR *d = **dirs == '/' ? opendir(*dirs) : NULL;
+		struct dirent *e;
+		struct buf path = BUF_INIT;
+
+		if (!d)
+			continue;
+		while ((e = readdir(d))) {
+			if (e->d_name[0] == '.' || !ends_with(e->d_name, ".pth"))
+				continue;
+			buf_reset(&path);
+			buf_addf(&path, "%s/%s", *dirs, e->d_name);
+			add(cs, path.buf, CLASS_MODULE);
+		}
+		closedir(d);
+		buf_release(&path);
+	}
+}
+
 /* Whether path starts with the ELF magic. */
 static bool is_elf(const char *path)
 {
@@ -347,13 +368,91 @@ void cold_add_binary(struct cold_set *cs, const char *path)
 	add_needed(cs, path);
 }
 
-void cold_learn_run(struct cold_set *cs, const struct run *r)
+/* The file the tracer recorded for module name in pr, or NULL. */
+static const char *module_file(const struct proc *pr, const char *name)
 {
-	size_t i, j;
+	size_t j;
+
+	for (j = 0; pr->timing && j < pr->nr_nodes; j++)
+		if (pr->timing[j].file && !strcmp(node_name(pr, (int32_t)j), name))
+			return proc_str(pr, pr->timing[j].file);
+	return NULL;
+}
+
+/*
+ * The module pr runs as __main__ with `-m NAME` (from its argv, space-joined):
+ * runpy imports a package NAME and then reads NAME/__main__.py, or reads a
+ * plain module's file, without an import the tracer or importtime sees.
+ */
+static void add_main_module(struct cold_set *cs, const struct proc *pr)
+{
+	struct strvec words;
+	struct buf word = BUF_INIT;
+	const char *argv = pr->argv, *name = NULL, *pkg;
+	size_t i;
+
+	strvec_init(&words);
+	while (*argv) {
+		size_t n = strcspn(argv, " ");
+
+		if (n) {
+			buf_reset(&word);
+			buf_add(&word, argv, n);
+			strvec_push(&words, word.buf);
+		}
+		argv += n + (argv[n] == ' ');
+	}
+	/* The interpreter's options come first; -m or -c ends them, as the first word that is not one does. */
+	for (i = 1; i < words.nr && words.v[i][0] == '-' && strcmp(words.v[i], "-c"); i++) {
+		if (!strcmp(words.v[i], "-m") && i + 1 < words.nr) {
+			name = words.v[i + 1];
+			break;
+		}
+		/* An option with an argument of its own: -X importtime, -W error. */
+		if ((!strcmp(words.v[i], "-X") || !strcmp(words.v[i], "-W")) && i + 1 < words.nr)
+			i++;
+	}
+	buf_reset(&word);
+	pkg = name ? module_file(pr, name) : NULL;
+	if (pkg && ends_with(pkg, "/__init__.py")) {
+		buf_add(&word, pkg, strlen(pkg) - strlen("__init__.py"));
+		buf_adds(&word, "__main__.py");
+		add_module_file(cs, word.buf);
+	} else if (name) {
+		/* Not imported: looked up on the search path, then where the target ran (runpy's sys.path[0]). */
+		char cwd[PATH_MAX];
+		const char *s;
+
+		add_module_name(cs, name);
+		if (getcwd(cwd, sizeof(cwd))) {
+			buf_addf(&word, "%s/", cwd);
+			for (s = name; *s; s++)
+				buf_addch(&word, *s == '.' ? '/' : *s);
+			buf_adds(&word, ".py");
+			add_module_file(cs, word.buf);
+		}
+	}
+	strvec_clear(&words);
+	buf_release(&word);
+}
+
+size_t cold_learn_run(struct cold_set *cs, const struct run *r, struct buf *first_new)
+{
+	size_t i, j, before = cs->nr;
 
 	cs->learnt = true;
 	for (i = 0; i < r->nr_procs; i++) {
 		const struct proc *pr = &r->procs[i];
+
+		if (pr->argv)
+			add_main_module(cs, pr);
+		/* The data files it read (not the kernel's: /proc, /sys, /dev). */
+		for (j = 0; j < pr->nr_reads; j++) {
+			const char *path = proc_str(pr, pr->reads[j]);
+
+			if (!starts_with(path, "/proc/") && !starts_with(path, "/sys/") && !starts_with(path, "/dev/"))
+				add(cs, path, CLASS_MODULE);
+		}
 
 		for (j = 0; j < pr->nr_nodes; j++) {
 			const char *file = pr->timing && pr->timing[j].file ? proc_str(pr, pr->timing[j].file) : NULL;
@@ -367,6 +466,9 @@ void cold_learn_run(struct cold_set *cs, const struct run *r)
 				add_module_name(cs, node_name(pr, (int32_t)j));
 		}
 	}
+	if (first_new && cs->nr > before)
+		buf_adds(first_new, cs->files[before].path);
+	return cs->nr - before;
 }
 
 size_t cold_nr_files(const struct cold_set *cs)
@@ -392,8 +494,10 @@ int cold_evict(struct cold_set *cs, struct cold_figures *out, struct buf *err)
 		struct stat st;
 		int fd = open(cs->files[i].path, O_RDONLY | O_CLOEXEC);
 
+		/* A file gone since a run read it cannot be read from the cache either. */
 		if (fd < 0) {
-			out->failed++;
+			if (errno != ENOENT)
+				out->failed++;
 			continue;
 		}
 		/* Dirty pages (a .pyc just written) are not dropped: write them first. */
@@ -424,13 +528,14 @@ int cold_evict(struct cold_set *cs, struct cold_figures *out, struct buf *err)
 		if (size < 0)
 			continue;
 		out->checked_files++;
-		if (cs->files[i].mapped) {
+		/* A module file stays a module file whatever keeps it cached (another process mapping it). */
+		if (cs->files[i].cls == CLASS_MODULE) {
+			out->module_bytes += size;
+			out->module_resident += cached;
+		} else if (cs->files[i].mapped) {
 			out->mapped_files++;
 			out->mapped_bytes += size;
 			out->mapped_resident += cached;
-		} else if (cs->files[i].cls == CLASS_MODULE) {
-			out->module_bytes += size;
-			out->module_resident += cached;
 		} else {
 			out->binary_bytes += size;
 			out->binary_resident += cached;
@@ -457,7 +562,13 @@ void cold_describe(const struct cold_figures *c, struct buf *out)
 			 (long long)c->files);
 		return;
 	}
-	buf_adds(out, cold_figures_took(c) ? "yes: " : "NO, the eviction did not take: ");
+	if (c->unevicted)
+		buf_addf(out, "NO, it read %lld file%s that %s not evicted before it: ", (long long)c->unevicted,
+			 c->unevicted == 1 ? "" : "s", c->unevicted == 1 ? "was" : "were");
+	else if (c->failed)
+		buf_addf(out, "NO, %lld files could not be evicted: ", (long long)c->failed);
+	else
+		buf_adds(out, cold_figures_took(c) ? "yes: " : "NO, the eviction did not take: ");
 	buf_addf(out, "%lld files (", (long long)c->files);
 	buf_add_bytes(out, c->bytes);
 	buf_adds(out, ") evicted, ");
@@ -469,11 +580,9 @@ void cold_describe(const struct cold_figures *c, struct buf *out)
 		buf_adds(out, " of the interpreter and libraries");
 	}
 	if (c->mapped_files) {
-		buf_addf(out, "; %lld files stay cached because running processes map them (",
+		buf_addf(out, "; %lld libraries stay cached because running processes map them (",
 			 (long long)c->mapped_files);
 		buf_add_bytes(out, c->mapped_resident);
 		buf_adds(out, ")");
 	}
-	if (c->failed)
-		buf_addf(out, "; %lld files could not be evicted", (long long)c->failed);
 }

@@ -44,8 +44,18 @@ void cold_add_file(struct cold_set *cs, const char *path);
  * a file that is not ELF (a script) is added as the target's own.
  */
 void cold_add_binary(struct cold_set *cs, const char *path);
-/* What run r read: every module of every process, by its file or its name. */
-void cold_learn_run(struct cold_set *cs, const struct run *r);
+/*
+ * The .pth files of the site directories dirs (NULL-terminated): site reads
+ * every one of them at each start, before any import the tracer sees.
+ */
+void cold_add_pth_files(struct cold_set *cs, const char *const *dirs);
+/*
+ * What run r read: every module of every process, by its file or its name,
+ * and the module a process ran with -m.  Returns how many of those files
+ * the set did not hold yet (so they were not evicted before r), the first
+ * of them appended to first_new (may be NULL).
+ */
+size_t cold_learn_run(struct cold_set *cs, const struct run *r, struct buf *first_new);
 /* Files known so far. */
 size_t cold_nr_files(const struct cold_set *cs);
 
