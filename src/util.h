@@ -239,6 +239,19 @@ static inline int64_t i64_abs(int64_t a)
 	return a < 0 ? i64_neg(a) : a;
 }
 
+/*
+ * a * num / den for 0 <= num <= den, den > 0 (a share of a), without the
+ * overflow of a * num; the result is between 0 and a.
+ */
+static inline int64_t i64_share(int64_t a, int64_t num, int64_t den)
+{
+#ifdef __SIZEOF_INT128__
+	return (int64_t)((__int128)a * num / den);
+#else
+	return (int64_t)((long double)a * num / den);
+#endif
+}
+
 /* (a + b) / 2 without the overflow of a + b. */
 static inline int64_t i64_mid(int64_t a, int64_t b)
 {

@@ -458,7 +458,7 @@ static void add_samples(struct build *b, int64_t end_ns)
 			if (end_ns >= 0 && t > end_ns) {
 				/* The interval the cut falls in is this sample's, up to the cut. */
 				b->done[1] = true;
-				t = end_ns;
+				t = end_ns > b->last_t[1] ? end_ns : b->last_t[1];
 			}
 			wall = t - b->last_t[1];
 			cpu = s->cpu_ns >= b->last_cpu[1] ? s->cpu_ns - b->last_cpu[1] : 0;
@@ -470,8 +470,8 @@ static void add_samples(struct build *b, int64_t end_ns)
 			b->wait_carry = wait > wall ? wait - wall : 0;
 			wait -= b->wait_carry;
 			if (b->done[1] && s->t_ns > b->last_t[1]) {
-				cpu = cpu * wall / (s->t_ns - b->last_t[1]);
-				wait = wait * wall / (s->t_ns - b->last_t[1]);
+				cpu = i64_share(cpu, wall, s->t_ns - b->last_t[1]);
+				wait = i64_share(wait, wall, s->t_ns - b->last_t[1]);
 			}
 		} else {
 			if (end_ns >= 0 && t > end_ns) {

@@ -62,6 +62,11 @@ static void test_saturation(void **state)
 	assert_true(i64_mid(INT64_MAX, INT64_MAX) == INT64_MAX);
 	assert_true(i64_mid(INT64_MIN, INT64_MIN) == INT64_MIN);
 	assert_true(i64_mid(3, 4) == 3);
+	/* A share of a sample's CPU time at a cut: no overflow of a * num. */
+	assert_true(i64_share(376422323721641, 1000000, 2000000) == 188211161860820);
+	assert_true(i64_share(INT64_MAX, 3, 3) == INT64_MAX);
+	assert_true(i64_share(INT64_MAX, 0, 5) == 0);
+	assert_true(i64_share(10, 1, 3) == 3);
 	assert_true(i64_from_double(1e300) == INT64_MAX);
 	assert_true(i64_from_double(-1e300) == INT64_MIN);
 	assert_true(i64_from_double(9223372036854775807.0) == INT64_MAX);
