@@ -34,7 +34,8 @@ _bootstrap_external = sys.modules["_frozen_importlib_external"]
 _ModuleSpec = _bootstrap.ModuleSpec
 
 __all__ = ["install", "installed", "warm", "responded", "deferred",
-           "is_deferred", "load", "lazy_names", "PlanError", "PLAN_FORMAT", "PLAN_VERSION"]
+           "is_deferred", "load", "lazy_names", "archived_loader", "PlanError",
+           "PLAN_FORMAT", "PLAN_VERSION"]
 
 PLAN_FORMAT = "coldstart-plan"
 PLAN_VERSION = 1
@@ -2291,6 +2292,30 @@ _warm_state = {"mode": "off", "started": False, "delay": None}
 def installed():
     """The PlanFinder in use, or None."""
     return _installed[0]
+
+
+def archived_loader(name, path):
+    """A source loader for module name from the file path whose
+    code comes from the installed plan's code archive, as PlanFinder's
+    loaders do, or None when no plan is installed or it archived no code for
+    that module from that file.  For a program loading a file the plan
+    recorded without the import system's finders (coldstart-fdk's FUNC):
+    the file is not compiled again.  Only the code's source changes, not how
+    the module's body runs."""
+    finder = _installed[0]
+    if finder is None or finder.code is None or not _code_fd:
+        return None
+    i = finder.rows.get(name)
+    if i is None:
+        return None
+    row = finder.index[i]
+    at = finder.code[i]
+    if row[1] != "source" or not isinstance(at, list) or \
+            row[2] != os.path.abspath(path):
+        return None
+    loader = _ArchiveSourceLoader(name, path)
+    loader._coldstart_at = at
+    return loader
 
 
 def deferred():

@@ -1022,6 +1022,46 @@ def test_under_a_plan_a_call_imports_only_what_the_server_needs(workdir):
     assert extra <= FIRST_CALL_EXTRA, sorted(extra - FIRST_CALL_EXTRA)
 
 
+def test_under_a_plan_the_function_file_is_not_compiled_again(workdir):
+    # The plan's code archive holds FUNC's code: compiling the file again
+    # (the compiler's first use in a process builds all its AST types)
+    # cost more than the rest of a trivial function's first call.  A
+    # sitecustomize's audit hook sees every compile() of the process.
+    write(workdir, "func.py", """
+        from fdk import response
+
+        def handler(ctx, data=None):
+            return response.Response(ctx, response_data='{"ok": 1}')
+    """)
+    write(workdir, "req.json", "{}")
+    hook = os.path.join(workdir, "hook")
+    os.mkdir(hook)
+    log = os.path.join(workdir, "compiled.txt")
+    write(hook, "sitecustomize.py", """
+        import os, sys
+
+        def audit(event, args):
+            if event == "compile" and args[1] is not None:
+                with open(os.environ["COMPILED_LOG"], "a") as f:
+                    f.write(os.fsdecode(args[1]) + "\\n")
+        sys.addaudithook(audit)
+    """)
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
+                 "req.json", "-o", out, cwd=workdir)
+    assert p.returncode == 0, p.stderr
+    env = {"PYTHONPATH": hook, "COMPILED_LOG": log}
+    func = os.path.join(workdir, "func.py")
+    for how, compiled in (([], True), (["--plan", out], False)):
+        if os.path.exists(log):
+            os.unlink(log)
+        got, err = _fdk_calls(workdir, how, [b"{}", b"{}"], env)
+        assert got == [{"ok": 1}] * 2, err
+        assert "coldstart plan:" not in err, err
+        names = open(log).read().split() if os.path.exists(log) else []
+        assert (func in names) is compiled, (how, names)
+
+
 def test_a_script_that_imports_threading_late_is_planned_whole(workdir):
     # subprocess imports threading, which imports _weakrefset: that body
     # ended while threading's was half made, and the recorder asked the
