@@ -424,16 +424,19 @@ def _json_constant(name):
     raise ValueError("%s is not allowed in a plan" % name)
 
 
-class _JSONContext(object):
-    # The attributes _json.make_scanner reads; the plain types keep the
+def _json_context():
+    # The attributes _json.make_scanner reads, on a module object: no class
+    # of its own to create at every start.  The plain types keep the
     # scanner on its C fast paths.
-    strict = True
-    object_hook = None
-    object_pairs_hook = None
-    parse_float = float
-    parse_int = int
-    parse_constant = staticmethod(_json_constant)
-    memo = None
+    ctx = _ModuleType("_json_context")
+    ctx.strict = True
+    ctx.object_hook = None
+    ctx.object_pairs_hook = None
+    ctx.parse_float = float
+    ctx.parse_int = int
+    ctx.parse_constant = _json_constant
+    ctx.memo = None
+    return ctx
 
 
 _WS = " \t\n\r"
@@ -448,7 +451,7 @@ INDEX_FIELDS = ("name", "kind", "path", "size", "mtime_ns", "action", "used",
 def _scanner():
     try:
         import _json
-        return _json.make_scanner(_JSONContext()), _json.scanstring
+        return _json.make_scanner(_json_context()), _json.scanstring
     except (ImportError, AttributeError, TypeError):
         return None, None
 
@@ -1711,13 +1714,6 @@ def _hook_regex(module):
 # string table").  coldstart plan builds it for the target's interpreter
 # and the plan's code member names the file ("ext").
 
-class _ExtSpec(object):
-    # The two attributes _imp.create_dynamic reads.
-    def __init__(self, name, origin):
-        self.name = name
-        self.origin = origin
-
-
 def load_plancode(path, size=None, mtime_ns=None):
     """The _plancode extension in path: a regular file that passes the
     trust rule (open_trusted), with the size and mtime the plan recorded
@@ -1740,7 +1736,7 @@ def load_plancode(path, size=None, mtime_ns=None):
         if not os.path.exists(via):
             raise OSError("cannot load %r through its descriptor (no /proc)"
                           % path)
-        mod = _imp.create_dynamic(_ExtSpec(name, via))
+        mod = _imp.create_dynamic(_ModuleSpec(name, None, origin=via))
         if had is None:
             sys.modules.pop(name, None)
         try:
