@@ -1063,6 +1063,33 @@ def test_under_a_plan_the_function_file_is_not_compiled_again(workdir):
         assert (func in names) is compiled, (how, names)
 
 
+def test_under_a_plan_a_call_without_lazy_names_makes_none_of_their_classes(
+        workdir):
+    # coldstart.plan's six lazy-name classes cost about 50 K instructions
+    # each to create; they are made when the first body with lazy
+    # from-imports runs, and this function's first call runs none.
+    write(workdir, "func.py", """
+        import sys
+        from fdk import response
+
+        def handler(ctx, data=None):
+            plan = sys.modules["coldstart.plan"]
+            made = [n for n in ("_Pending", "_Builtins", "_BodyRunning",
+                                "_LazyBase", "_LazyNames", "_LazyNamesGetattr")
+                    if getattr(plan, n, None) is not None]
+            return response.Response(ctx, response_data='["%s"]' % '", "'.join(
+                made))
+    """)
+    write(workdir, "req.json", "{}")
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
+                 "req.json", "-o", out, cwd=workdir)
+    assert p.returncode == 0, p.stderr
+    (made,), err = _fdk_calls(workdir, ["--plan", out], [b"{}"])
+    assert "coldstart plan:" not in err, err
+    assert made == [""], made
+
+
 def test_a_script_that_imports_threading_late_is_planned_whole(workdir):
     # subprocess imports threading, which imports _weakrefset: that body
     # ended while threading's was half made, and the recorder asked the
