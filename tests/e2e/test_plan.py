@@ -978,6 +978,17 @@ def test_under_a_plan_logging_is_set_up_at_its_first_use(workdir):
     assert [ln for ln in planned_err.splitlines() if " - " in ln] == lines
 
 
+def _plan_func(workdir):
+    """Plans func.py in workdir for the request {} (no --verify); returns
+    the plan's path."""
+    write(workdir, "req.json", "{}")
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
+                 "req.json", "-o", out, cwd=workdir)
+    assert p.returncode == 0, p.stderr
+    return out
+
+
 # What coldstart-fdk itself imports for a function's first call under a plan,
 # beyond the interpreter's start-up: the server, the plan's reader and the
 # C modules they use.  Each module here costs every function's first call
@@ -1006,11 +1017,7 @@ def test_under_a_plan_a_call_imports_only_what_the_server_needs(workdir):
             return response.Response(ctx, response_data='["%s"]' % '", "'.join(
                 names))
     """)
-    write(workdir, "req.json", "{}")
-    out = os.path.join(workdir, "p.json")
-    p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
-                 "req.json", "-o", out, cwd=workdir)
-    assert p.returncode == 0, p.stderr
+    out = _plan_func(workdir)
     env = clean_env(("PYTHONPATH", "FDK_DEBUG"))
     start = subprocess.run([DEBIAN_PYTHON, "-c",
                             "import sys; print(' '.join(sys.modules))"],
@@ -1034,7 +1041,6 @@ def test_under_a_plan_the_function_file_is_not_compiled_again(workdir):
         def handler(ctx, data=None):
             return response.Response(ctx, response_data='{"ok": 1}')
     """)
-    write(workdir, "req.json", "{}")
     hook = os.path.join(workdir, "hook")
     os.mkdir(hook)
     log = os.path.join(workdir, "compiled.txt")
@@ -1047,10 +1053,7 @@ def test_under_a_plan_the_function_file_is_not_compiled_again(workdir):
                     f.write(os.fsdecode(args[1]) + "\\n")
         sys.addaudithook(audit)
     """)
-    out = os.path.join(workdir, "p.json")
-    p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
-                 "req.json", "-o", out, cwd=workdir)
-    assert p.returncode == 0, p.stderr
+    out = _plan_func(workdir)
     env = {"PYTHONPATH": hook, "COMPILED_LOG": log}
     func = os.path.join(workdir, "func.py")
     for how, compiled in (([], True), (["--plan", out], False)):
@@ -1080,11 +1083,7 @@ def test_under_a_plan_a_call_without_lazy_names_makes_none_of_their_classes(
             return response.Response(ctx, response_data='["%s"]' % '", "'.join(
                 made))
     """)
-    write(workdir, "req.json", "{}")
-    out = os.path.join(workdir, "p.json")
-    p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
-                 "req.json", "-o", out, cwd=workdir)
-    assert p.returncode == 0, p.stderr
+    out = _plan_func(workdir)
     (made,), err = _fdk_calls(workdir, ["--plan", out], [b"{}"])
     assert "coldstart plan:" not in err, err
     assert made == [""], made
