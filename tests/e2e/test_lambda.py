@@ -482,6 +482,51 @@ sys.addaudithook(audit)
 
 
 @pytest.mark.parametrize("warm", ["lazy", "eager"])
+def test_under_a_plan_the_collector_is_held_until_the_first_response(
+        tmp_path, warm):
+    # As coldstart-fdk does (docs/plan.md, "The collector during the first
+    # call"): from before the plan is applied until the first response the
+    # collector's first threshold is GC_HOLD_THRESHOLD, then what it was;
+    # without a plan, or with COLDSTART_PLAN_GC=0, nothing changes.
+    sys.path.insert(0, PYDIR)
+    try:
+        from coldstart import GC_HOLD_THRESHOLD
+    finally:
+        sys.path.remove(PYDIR)
+    (tmp_path / "app.py").write_text(
+        "import gc\n"
+        "AT_IMPORT = gc.get_threshold()[0]\n"
+        "def handler(event, context):\n"
+        "    return [AT_IMPORT, gc.get_threshold()[0]]\n")
+    (tmp_path / "event.json").write_text("{}")
+    env = clean_env()
+    env.update(COLDSTART_PYTHON=PY, PYTHONDONTWRITEBYTECODE="1")
+    p = subprocess.run([COLDSTART, "plan", "--lambda", "app.handler",
+                        "--request", "event.json", "-o", "plan.json"],
+                       cwd=str(tmp_path), env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    usual = subprocess.run([PY, "-c", "import gc; print(gc.get_threshold()"
+                            "[0])"], capture_output=True, text=True,
+                           timeout=60).stdout.strip()
+    usual = int(usual)
+    held = GC_HOLD_THRESHOLD
+    for how, extra, want in (
+            (["--plan", "plan.json"], {}, [[held, held], [held, usual]]),
+            (["--plan", "plan.json"], {"COLDSTART_PLAN_GC": "0"},
+             [[usual, usual], [usual, usual]]),
+            ([], {}, [[usual, usual], [usual, usual]])):
+        p = subprocess.run([SCRIPT, "--warm", warm] + how + [
+            "--serve-events", "event.json", "--serve-events", "event.json",
+            "app.handler"], cwd=str(tmp_path), env=_env(None, **extra),
+            capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert "coldstart plan:" not in p.stderr, p.stderr
+        got = [json.loads(b) for b in p.stdout.splitlines()[1::2]]
+        assert got == want, (how, extra, got)
+
+
+@pytest.mark.parametrize("warm", ["lazy", "eager"])
 def test_under_a_plan_the_handler_file_is_not_compiled_again(tmp_path, warm):
     # The plan's code archive holds the handler module's code: compiling
     # the file again (the compiler's first use in a process builds all its

@@ -487,16 +487,35 @@ def _on_init_complete(api, log_setup):
         sys.exit(65)
 
 
+# What coldstart.hold_gc() returned when the plan was applied: the
+# collector's first threshold stays raised until the first response.
+_gc_held = []
+
+
 def _apply_plan(plan):
-    """Installs a start-up plan (docs/plan.md) just before the handler's
-    module loads; a plan that cannot be used is said on stderr and the
-    module loads without it, as coldstart-fdk does."""
+    """Installs a start-up plan (docs/plan.md) before the handler's module
+    loads, the collector held from before it until the first response
+    (coldstart.hold_gc, as coldstart-fdk does); a plan that cannot be used
+    is said on stderr and the module loads without it."""
     if plan:
+        import coldstart
+        held = coldstart.hold_gc(planned=True)
         from coldstart import plan as planner
-        planner.install(plan, warm="off")
+        if planner.install(plan, warm="off") is None:
+            if held is not None:
+                coldstart.release_gc(held)
+        elif held is not None:
+            _gc_held.append(held)
+
+
+def _release_gc():
+    if _gc_held:
+        import coldstart
+        coldstart.release_gc(_gc_held.pop())
 
 
 def _responded():
+    _release_gc()
     planner = sys.modules.get("coldstart.plan")
     if planner is not None:
         planner.responded()
@@ -575,6 +594,8 @@ def run(handler, api, warm, report=None, plan=None, max_events=None):
                     _init_failed(error_result, log_setup)
                     _post_error(api, invoke_id, error_result, None)
                     error_result = None
+                    if not handled:
+                        _release_gc()
                     handled += 1
                     if max_events is not None and handled >= max_events:
                         sys.exit(1)
