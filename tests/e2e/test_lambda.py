@@ -481,6 +481,18 @@ sys.addaudithook(audit)
 """
 
 
+def _plan_app(tmp_path):
+    """Plans app.handler in tmp_path for event.json (no --verify) into
+    plan.json."""
+    env = clean_env()
+    env.update(COLDSTART_PYTHON=PY, PYTHONDONTWRITEBYTECODE="1")
+    p = subprocess.run([COLDSTART, "plan", "--lambda", "app.handler",
+                        "--request", "event.json", "-o", "plan.json"],
+                       cwd=str(tmp_path), env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+
+
 @pytest.mark.parametrize("warm", ["lazy", "eager"])
 def test_under_a_plan_the_collector_is_held_until_the_first_response(
         tmp_path, warm):
@@ -499,13 +511,7 @@ def test_under_a_plan_the_collector_is_held_until_the_first_response(
         "def handler(event, context):\n"
         "    return [AT_IMPORT, gc.get_threshold()[0]]\n")
     (tmp_path / "event.json").write_text("{}")
-    env = clean_env()
-    env.update(COLDSTART_PYTHON=PY, PYTHONDONTWRITEBYTECODE="1")
-    p = subprocess.run([COLDSTART, "plan", "--lambda", "app.handler",
-                        "--request", "event.json", "-o", "plan.json"],
-                       cwd=str(tmp_path), env=env, capture_output=True,
-                       text=True, timeout=300)
-    assert p.returncode == 0, p.stderr
+    _plan_app(tmp_path)
     usual = subprocess.run([PY, "-c", "import gc; print(gc.get_threshold()"
                             "[0])"], capture_output=True, text=True,
                            timeout=60).stdout.strip()
@@ -540,13 +546,7 @@ def test_under_a_plan_the_handler_file_is_not_compiled_again(tmp_path, warm):
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(AUDIT_COMPILES)
     log = tmp_path / "compiled.txt"
-    env = clean_env()
-    env.update(COLDSTART_PYTHON=PY, PYTHONDONTWRITEBYTECODE="1")
-    p = subprocess.run([COLDSTART, "plan", "--lambda", "app.handler",
-                        "--request", "event.json", "-o", "plan.json"],
-                       cwd=str(tmp_path), env=env, capture_output=True,
-                       text=True, timeout=300)
-    assert p.returncode == 0, p.stderr
+    _plan_app(tmp_path)
     kinds = {m["name"]: m["kind"] for m in
              json.loads((tmp_path / "plan.json").read_text())["modules"]}
     assert kinds["app"] == "source", kinds
