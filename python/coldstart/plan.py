@@ -35,7 +35,8 @@ _bootstrap_external = sys.modules["_frozen_importlib_external"]
 _ModuleSpec = _bootstrap.ModuleSpec
 
 __all__ = ["install", "installed", "warm", "responded", "deferred",
-           "is_deferred", "load", "lazy_names", "PlanError", "PLAN_FORMAT", "PLAN_VERSION"]
+           "is_deferred", "load", "lazy_names", "archived_loader", "PlanError",
+           "PLAN_FORMAT", "PLAN_VERSION"]
 
 PLAN_FORMAT = "coldstart-plan"
 PLAN_VERSION = 1
@@ -471,16 +472,19 @@ def _json_constant(name):
     raise ValueError("%s is not allowed in a plan" % name)
 
 
-class _JSONContext(object):
-    # The attributes _json.make_scanner reads; the plain types keep the
+def _json_context():
+    # The attributes _json.make_scanner reads, on a module object: no class
+    # of its own to create at every start.  The plain types keep the
     # scanner on its C fast paths.
-    strict = True
-    object_hook = None
-    object_pairs_hook = None
-    parse_float = float
-    parse_int = int
-    parse_constant = staticmethod(_json_constant)
-    memo = None
+    ctx = _ModuleType("_json_context")
+    ctx.strict = True
+    ctx.object_hook = None
+    ctx.object_pairs_hook = None
+    ctx.parse_float = float
+    ctx.parse_int = int
+    ctx.parse_constant = _json_constant
+    ctx.memo = None
+    return ctx
 
 
 _WS = " \t\n\r"
@@ -495,7 +499,7 @@ INDEX_FIELDS = ("name", "kind", "path", "size", "mtime_ns", "action", "used",
 def _scanner():
     try:
         import _json
-        return _json.make_scanner(_JSONContext()), _json.scanstring
+        return _json.make_scanner(_json_context()), _json.scanstring
     except (ImportError, AttributeError, TypeError):
         return None, None
 
@@ -1089,57 +1093,172 @@ _facade = []
 _warned = set()
 
 
-class _Pending(object):
-    """What a lazy from-import binds while the importing body runs; the
-    body's end replaces it with a lazy name.  The plan says the body never
-    uses it: if it does after all, it is resolved then and used as the real
-    object (with a warning that the plan is out of date)."""
-    __slots__ = ("home", "module", "attr")
+# The lazy names' classes, made when the first body with lazy from-imports
+# runs (_run_body): creating a class costs about 50 K instructions, and a
+# start whose plan leaves no from-import lazy needs none of them.  Every
+# use of them comes after that body began.
+_Pending = _Builtins = _BodyRunning = _LazyBase = _LazyNames = \
+    _LazyNamesGetattr = None
+_lazy_types = []
+_lazy_types_lock = _thread.allocate_lock()
 
-    def __init__(self, home, module, attr):
-        self.home = home
-        self.module = module
-        self.attr = attr
 
-    def _target(self):
-        home = object.__getattribute__(self, "home")
-        mod = object.__getattribute__(self, "module")
-        attr = object.__getattribute__(self, "attr")
-        key = (home.get("__name__"), mod, attr)
-        if key not in _warned:
-            _warned.add(key)
-            _warn("%s used %s.%s while its body ran, which the plan says it "
-                  "does not: bound now; run `coldstart plan` again"
-                  % (key[0], mod, attr))
-        v = _import_from(mod, attr)
-        for k, x in list(home.items()):
-            if x is self:
-                home[k] = v
-        return v
+def _make_lazy_types():
+    global _Pending, _Builtins, _BodyRunning, _LazyBase, _LazyNames, \
+        _LazyNamesGetattr
+    with _lazy_types_lock:
+        if _lazy_types:
+            return
 
-    def __getattr__(self, attr):
-        return getattr(_Pending._target(self), attr)
+        class _Pending(object):
+            """What a lazy from-import binds while the importing body runs;
+            the body's end replaces it with a lazy name.  The plan says the
+            body never uses it: if it does after all, it is resolved then
+            and used as the real object (with a warning that the plan is out
+            of date)."""
+            __slots__ = ("home", "module", "attr")
 
-    def __call__(self, *args, **kwargs):
-        return _Pending._target(self)(*args, **kwargs)
+            def __init__(self, home, module, attr):
+                self.home = home
+                self.module = module
+                self.attr = attr
 
-    def __mro_entries__(self, bases):
-        return (_Pending._target(self),)
+            def _target(self):
+                home = object.__getattribute__(self, "home")
+                mod = object.__getattribute__(self, "module")
+                attr = object.__getattribute__(self, "attr")
+                key = (home.get("__name__"), mod, attr)
+                if key not in _warned:
+                    _warned.add(key)
+                    _warn("%s used %s.%s while its body ran, which the plan "
+                          "says it does not: bound now; run `coldstart plan` "
+                          "again" % (key[0], mod, attr))
+                v = _import_from(mod, attr)
+                for k, x in list(home.items()):
+                    if x is self:
+                        home[k] = v
+                return v
 
-    def __getitem__(self, key):
-        return _Pending._target(self)[key]
+            def __getattr__(self, attr):
+                return getattr(_Pending._target(self), attr)
 
-    def __instancecheck__(self, obj):
-        return isinstance(obj, _Pending._target(self))
+            def __call__(self, *args, **kwargs):
+                return _Pending._target(self)(*args, **kwargs)
 
-    def __subclasscheck__(self, cls):
-        return issubclass(cls, _Pending._target(self))
+            def __mro_entries__(self, bases):
+                return (_Pending._target(self),)
 
-    def __or__(self, other):
-        return _Pending._target(self) | other
+            def __getitem__(self, key):
+                return _Pending._target(self)[key]
 
-    def __ror__(self, other):
-        return other | _Pending._target(self)
+            def __instancecheck__(self, obj):
+                return isinstance(obj, _Pending._target(self))
+
+            def __subclasscheck__(self, cls):
+                return issubclass(cls, _Pending._target(self))
+
+            def __or__(self, other):
+                return _Pending._target(self) | other
+
+            def __ror__(self, other):
+                return other | _Pending._target(self)
+
+        class _Builtins(dict):
+            """The __builtins__ of a module whose body may leave names lazy:
+            a copy of the builtins (so that C code finding __import__ and the
+            rest in it works) whose __missing__ binds the lazy name the code
+            looked up, or falls back to the real builtins (for names added
+            since).  Shared by all such modules: the frame that missed says
+            whose name it was."""
+            __slots__ = ()
+
+            def __missing__(self, key):
+                f = sys._getframe(0).f_back
+                g = f.f_globals if f is not None else None
+                t = _tables.get(g.get("__name__")) if g is not None else None
+                if t is not None and t[0] is g and key in t[1]:
+                    return _resolve(t, key)
+                return _builtins_dict[key]
+
+        class _BodyRunning(_ModuleType):
+            """The class of a planned module while its body runs with lazy
+            from-imports: reading its __dict__ from outside binds them."""
+
+            @property
+            def __dict__(self):
+                d = _raw_dict(self)
+                if d.get("__name__") in _running:
+                    _bind_pending(d)
+                return d
+
+        class _LazyBase(_ModuleType):
+            """What both classes of a loaded module with lazy names do: dir()
+            lists them; __dict__ (vars(), a star import without __all__)
+            binds them all first; setting or deleting one forgets it."""
+
+            @property
+            def __dict__(self):
+                t = _table_of(self)
+                if t is not None:
+                    _resolve_all(t)
+                return _raw_dict(self)
+
+            def __dir__(self):
+                d = _raw_dict(self)
+                if "__dir__" in d:
+                    return d["__dir__"]()
+                t = _table_of(self)
+                return list(d) + [k for k in (t[1] if t else ()) if k not in d]
+
+            def __setattr__(self, attr, value):
+                _module_setattr(self, attr, value)
+                t = _table_of(self)
+                if t is not None and t[1].pop(attr, None) is not None and \
+                        not t[1]:
+                    _unmark(t)
+
+            def __delattr__(self, attr):
+                t = _table_of(self)
+                if t is not None and attr in t[1] and \
+                        attr not in _raw_dict(self):
+                    t[1].pop(attr, None)
+                    if not t[1]:
+                        _unmark(t)
+                    return
+                _ModuleType.__delattr__(self, attr)
+
+        class _LazyNames(_LazyBase):
+            """A loaded module with lazy names and no __getattr__ of its own:
+            reading a lazy name (a miss in its __dict__) binds it."""
+
+            def __getattr__(self, attr):
+                t = _table_of(self)
+                f = sys._getframe(1)
+                if t is not None and attr in t[1]:
+                    return _lazy_attr(self, attr, f)
+                if attr == "__all__":
+                    p = _lazy_site(f, _raw_dict(self).get("__name__"), attr)
+                    if p is not _MISSING:
+                        return p
+                raise _no_attr(self, attr)
+
+        class _LazyNamesGetattr(_LazyBase):
+            """A loaded module with lazy names and a __getattr__ of its own
+            (PEP 562), which must not see them: they are answered first."""
+
+            def __getattribute__(self, attr):
+                d = _raw_dict(self)
+                t = _tables.get(d.get("__name__"))
+                if t is not None and t[0] is d and attr in t[1] and \
+                        attr not in d:
+                    return _lazy_attr(self, attr, sys._getframe(1))
+                return _module_getattr(self, attr)
+
+        for cls in (_Pending, _Builtins, _BodyRunning, _LazyBase, _LazyNames,
+                    _LazyNamesGetattr):
+            cls.__qualname__ = cls.__name__
+        _lazy_types.append(True)
+
 
 
 def _import_from(mod, attr):
@@ -1192,23 +1311,6 @@ def _lazy_site(f, mod, attr, fromlist=False):
     return _MISSING
 
 
-class _Builtins(dict):
-    """The __builtins__ of a module whose body may leave names lazy: a copy
-    of the builtins (so that C code finding __import__ and the rest in it
-    works) whose __missing__ binds the lazy name the code looked up, or
-    falls back to the real builtins (for names added since).  Shared by all
-    such modules: the frame that missed says whose name it was."""
-    __slots__ = ()
-
-    def __missing__(self, key):
-        f = sys._getframe(0).f_back
-        g = f.f_globals if f is not None else None
-        t = _tables.get(g.get("__name__")) if g is not None else None
-        if t is not None and t[0] is g and key in t[1]:
-            return _resolve(t, key)
-        return _builtins_dict[key]
-
-
 def _builtins_facade():
     if not _facade:
         _facade.append(_Builtins(_builtins_dict))
@@ -1221,6 +1323,8 @@ def _run_body(loader, module, name, lazy):
     if lazy is None:
         loader.exec_module(module)
         return
+    if not _lazy_types:
+        _make_lazy_types()
     d = _raw_dict(module)
     d["__builtins__"] = _builtins_facade()
     prev = _running.get(name)
@@ -1248,18 +1352,6 @@ def _bind_pending(d):
         if type(v) is _Pending:
             d[k] = _import_from(object.__getattribute__(v, "module"),
                                 object.__getattribute__(v, "attr"))
-
-
-class _BodyRunning(_ModuleType):
-    """The class of a planned module while its body runs with lazy
-    from-imports: reading its __dict__ from outside binds them."""
-
-    @property
-    def __dict__(self):
-        d = _raw_dict(self)
-        if d.get("__name__") in _running:
-            _bind_pending(d)
-        return d
 
 
 def _collect(module, d, name):
@@ -1352,69 +1444,6 @@ def _no_attr(module, attr):
         return AttributeError(msg, name=attr, obj=module)
     except TypeError:  # before 3.10
         return AttributeError(msg)
-
-
-class _LazyBase(_ModuleType):
-    """What both classes of a loaded module with lazy names do: dir() lists
-    them; __dict__ (vars(), a star import without __all__) binds them all
-    first; setting or deleting one forgets it."""
-
-    @property
-    def __dict__(self):
-        t = _table_of(self)
-        if t is not None:
-            _resolve_all(t)
-        return _raw_dict(self)
-
-    def __dir__(self):
-        d = _raw_dict(self)
-        if "__dir__" in d:
-            return d["__dir__"]()
-        t = _table_of(self)
-        return list(d) + [k for k in (t[1] if t else ()) if k not in d]
-
-    def __setattr__(self, attr, value):
-        _module_setattr(self, attr, value)
-        t = _table_of(self)
-        if t is not None and t[1].pop(attr, None) is not None and not t[1]:
-            _unmark(t)
-
-    def __delattr__(self, attr):
-        t = _table_of(self)
-        if t is not None and attr in t[1] and attr not in _raw_dict(self):
-            t[1].pop(attr, None)
-            if not t[1]:
-                _unmark(t)
-            return
-        _ModuleType.__delattr__(self, attr)
-
-
-class _LazyNames(_LazyBase):
-    """A loaded module with lazy names and no __getattr__ of its own:
-    reading a lazy name (a miss in its __dict__) binds it."""
-
-    def __getattr__(self, attr):
-        t = _table_of(self)
-        f = sys._getframe(1)
-        if t is not None and attr in t[1]:
-            return _lazy_attr(self, attr, f)
-        if attr == "__all__":
-            p = _lazy_site(f, _raw_dict(self).get("__name__"), attr)
-            if p is not _MISSING:
-                return p
-        raise _no_attr(self, attr)
-
-
-class _LazyNamesGetattr(_LazyBase):
-    """A loaded module with lazy names and a __getattr__ of its own (PEP
-    562), which must not see them: they are answered first."""
-
-    def __getattribute__(self, attr):
-        d = _raw_dict(self)
-        t = _tables.get(d.get("__name__"))
-        if t is not None and t[0] is d and attr in t[1] and attr not in d:
-            return _lazy_attr(self, attr, sys._getframe(1))
-        return _module_getattr(self, attr)
 
 
 def lazy_names(module):
@@ -1756,13 +1785,6 @@ def _hook_regex(module):
 # string table").  coldstart plan builds it for the target's interpreter
 # and the plan's code member names the file ("ext").
 
-class _ExtSpec(object):
-    # The two attributes _imp.create_dynamic reads.
-    def __init__(self, name, origin):
-        self.name = name
-        self.origin = origin
-
-
 def load_plancode(path, size=None, mtime_ns=None):
     """The _plancode extension in path: a regular file that passes the
     trust rule (open_trusted), with the size and mtime the plan recorded
@@ -1785,7 +1807,7 @@ def load_plancode(path, size=None, mtime_ns=None):
         if not os.path.exists(via):
             raise OSError("cannot load %r through its descriptor (no /proc)"
                           % path)
-        mod = _imp.create_dynamic(_ExtSpec(name, via))
+        mod = _imp.create_dynamic(_ModuleSpec(name, None, origin=via))
         if had is None:
             sys.modules.pop(name, None)
         try:
@@ -2338,6 +2360,30 @@ _warm_state = {"mode": "off", "started": False, "delay": None}
 def installed():
     """The PlanFinder in use, or None."""
     return _installed[0]
+
+
+def archived_loader(name, path):
+    """A source loader for module name from the file path whose
+    code comes from the installed plan's code archive, as PlanFinder's
+    loaders do, or None when no plan is installed or it archived no code for
+    that module from that file.  For a program loading a file the plan
+    recorded without the import system's finders (coldstart-fdk's FUNC):
+    the file is not compiled again.  Only the code's source changes, not how
+    the module's body runs."""
+    finder = _installed[0]
+    if finder is None or finder.code is None or not _code_fd:
+        return None
+    i = finder.rows.get(name)
+    if i is None:
+        return None
+    row = finder.index[i]
+    at = finder.code[i]
+    if row[1] != "source" or not isinstance(at, list) or \
+            row[2] != os.path.abspath(path):
+        return None
+    loader = _ArchiveSourceLoader(name, path)
+    loader._coldstart_at = at
+    return loader
 
 
 def deferred():

@@ -948,6 +948,13 @@ def _kind(spec):
     for cls, kind in _KINDS:
         if loader is cls or type(loader) is cls:
             return kind
+    # A file loader's subclass that runs the code its base would
+    # (coldstart.lambda's loader of the handler's module, which holds the
+    # code compiled during init) says so; the plan then archives that code.
+    kind = getattr(type(loader), "coldstart_plan_kind", None)
+    if kind in ("source", "bytecode") and isinstance(loader, _KINDS[
+            0 if kind == "source" else 1][0]):
+        return kind
     if loader is None or type(loader).__name__ == "NamespaceLoader":
         return "namespace"
     return "other"

@@ -111,6 +111,77 @@ def test_fdk_pythons_own_unit_tests_pass_against_our_fdk():
     assert "fdk-python-0.1.117/fdk/" not in p.stdout
 
 
+ZIPKIN_CHECK = r"""
+import os, sys
+sys.path.insert(0, sys.argv[1])
+os.environ["OCI_TRACING_ENABLED"] = "1"
+from coldstart.fdk import context
+headers = {"fn-call-id": "c1", "x-b3-traceid": "t1", "x-b3-spanid": "s1",
+           "x-b3-sampled": "1"}
+ctx, _ = context.context_from_format("http-stream", headers=headers,
+                                     data=b"")
+z = ctx.TracingContext().zipkin_attrs()
+assert ctx.TracingContext().__dict__["_TracingContext__zipkin_attrs"] is z
+# A call's context does not import collections for it.
+assert "collections" not in sys.modules, "collections imported"
+import collections
+N = collections.namedtuple(
+    "ZipkinAttrs", "trace_id, span_id, parent_span_id, is_sampled, flags")
+Z = type(z)
+n = N(*z)
+assert (repr(z), z, hash(z), z._asdict()) == (repr(n), n, hash(n),
+                                              n._asdict()), repr(z)
+assert sorted(vars(Z)) == sorted(vars(N)), set(vars(Z)) ^ set(vars(N))
+for a in ("__doc__", "__name__", "__qualname__", "__module__", "_fields",
+          "_field_defaults", "__match_args__", "__slots__", "__mro__"):
+    want = getattr(N, a)
+    if a == "__module__":
+        want = "coldstart.fdk.context"
+    elif a == "__mro__":
+        want = tuple(c.__name__ for c in want)
+        assert tuple(c.__name__ for c in Z.__mro__) == want, a
+        continue
+    assert getattr(Z, a) == want, (a, getattr(Z, a), want)
+for a in ("__new__", "_make", "_replace", "__repr__", "_asdict",
+          "__getnewargs__") + N._fields:
+    zf, nf = getattr(Z, a), getattr(N, a)
+    assert zf.__doc__ == nf.__doc__, a
+    assert getattr(zf, "__qualname__", None) == \
+        getattr(nf, "__qualname__", None), a
+    assert type(zf) is type(nf), a
+assert z.trace_id == "t1" and z.parent_span_id == "s1" and z.is_sampled
+r = z._replace(flags=3)
+assert type(r) is Z and r == n._replace(flags=3)
+assert Z._make(range(5)) == N._make(range(5))
+for call in (lambda T: T._make([1]), lambda T: T(1, 2),
+             lambda T: T(1, 2, 3, 4, 5, x=1),
+             lambda T: T._make(range(5))._replace(x=1)):
+    errs = []
+    for T in (Z, N):
+        try:
+            call(T)
+        except (TypeError, ValueError) as e:
+            errs.append((type(e), str(e)))
+    assert errs[0] == errs[1] and len(errs) == 2, errs
+import copy, pickle
+assert copy.copy(z) == z and copy.deepcopy(z) == z
+assert z.__getnewargs__() == tuple(z)
+print("ok")
+"""
+
+
+def test_zipkin_attrs_are_fdk_pythons_namedtuple_without_collections():
+    # fdk-python's TracingContext makes its ZipkinAttrs with
+    # collections.namedtuple in every call's context (its own tests read
+    # it); coldstart.fdk makes the same type without importing collections
+    # (keyword, operator, reprlib and itertools with it: about 4 M
+    # instructions of every function's first call).  -S: nothing of site's
+    # has imported collections before.
+    p = subprocess.run([DEBIAN_PYTHON, "-S", "-c", ZIPKIN_CHECK, PYDIR],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout == "ok\n", p.stdout + p.stderr
+
+
 # --- asyncio ----------------------------------------------------------------
 
 def test_task_left_by_a_coroutine_runs_while_idle(python, fdk_factory):

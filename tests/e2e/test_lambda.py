@@ -469,6 +469,103 @@ def test_plan_for_a_lambda_handler(tmp_path, coldstart):
     assert any(m.startswith("email") for m in got["deferred"]), got
 
 
+
+AUDIT_COMPILES = """
+import os, sys
+
+def audit(event, args):
+    if event == "compile" and args[1] is not None:
+        with open(os.environ["COMPILED_LOG"], "a") as f:
+            f.write(os.fsdecode(args[1]) + "\\n")
+sys.addaudithook(audit)
+"""
+
+
+def _plan_app(tmp_path):
+    """Plans app.handler in tmp_path for event.json (no --verify) into
+    plan.json."""
+    env = clean_env()
+    env.update(COLDSTART_PYTHON=PY, PYTHONDONTWRITEBYTECODE="1")
+    p = subprocess.run([COLDSTART, "plan", "--lambda", "app.handler",
+                        "--request", "event.json", "-o", "plan.json"],
+                       cwd=str(tmp_path), env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.parametrize("warm", ["lazy", "eager"])
+def test_under_a_plan_the_collector_is_held_until_the_first_response(
+        tmp_path, warm):
+    # As coldstart-fdk does (docs/plan.md, "The collector during the first
+    # call"): from before the plan is applied until the first response the
+    # collector's first threshold is GC_HOLD_THRESHOLD, then what it was;
+    # without a plan, or with COLDSTART_PLAN_GC=0, nothing changes.
+    sys.path.insert(0, PYDIR)
+    try:
+        from coldstart import GC_HOLD_THRESHOLD
+    finally:
+        sys.path.remove(PYDIR)
+    (tmp_path / "app.py").write_text(
+        "import gc\n"
+        "AT_IMPORT = gc.get_threshold()[0]\n"
+        "def handler(event, context):\n"
+        "    return [AT_IMPORT, gc.get_threshold()[0]]\n")
+    (tmp_path / "event.json").write_text("{}")
+    _plan_app(tmp_path)
+    usual = subprocess.run([PY, "-c", "import gc; print(gc.get_threshold()"
+                            "[0])"], capture_output=True, text=True,
+                           timeout=60).stdout.strip()
+    usual = int(usual)
+    held = GC_HOLD_THRESHOLD
+    for how, extra, want in (
+            (["--plan", "plan.json"], {}, [[held, held], [held, usual]]),
+            (["--plan", "plan.json"], {"COLDSTART_PLAN_GC": "0"},
+             [[usual, usual], [usual, usual]]),
+            ([], {}, [[usual, usual], [usual, usual]])):
+        p = subprocess.run([SCRIPT, "--warm", warm] + how + [
+            "--serve-events", "event.json", "--serve-events", "event.json",
+            "app.handler"], cwd=str(tmp_path), env=_env(None, **extra),
+            capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert "coldstart plan:" not in p.stderr, p.stderr
+        got = [json.loads(b) for b in p.stdout.splitlines()[1::2]]
+        assert got == want, (how, extra, got)
+
+
+@pytest.mark.parametrize("warm", ["lazy", "eager"])
+def test_under_a_plan_the_handler_file_is_not_compiled_again(tmp_path, warm):
+    # The plan's code archive holds the handler module's code: compiling
+    # the file again (the compiler's first use in a process builds all its
+    # AST types) cost more than the rest of a trivial handler's planned
+    # init and first call.  A sitecustomize's audit hook sees every
+    # compile() of the process.
+    (tmp_path / "app.py").write_text(
+        "def handler(event, context):\n    return {'got': event}\n")
+    (tmp_path / "event.json").write_text('{"k": 1}')
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(AUDIT_COMPILES)
+    log = tmp_path / "compiled.txt"
+    _plan_app(tmp_path)
+    kinds = {m["name"]: m["kind"] for m in
+             json.loads((tmp_path / "plan.json").read_text())["modules"]}
+    assert kinds["app"] == "source", kinds
+    env = _env(None, COMPILED_LOG=str(log))
+    env["PYTHONPATH"] = "%s:%s" % (hook, PYDIR)
+    app = str(tmp_path / "app.py")
+    for how, compiled in (([], True), (["--plan", "plan.json"], False)):
+        if log.exists():
+            log.unlink()
+        p = subprocess.run([SCRIPT, "--warm", warm] + how + [
+            "--serve-events", "event.json", "app.handler"],
+            cwd=str(tmp_path), env=env, capture_output=True, text=True,
+            timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert "coldstart plan:" not in p.stderr, p.stderr
+        assert p.stdout.splitlines()[1] == '{"got": {"k": 1}}', p.stdout
+        names = log.read_text().split() if log.exists() else []
+        assert (app in names) is compiled, (how, names)
+
 def test_plan_lambda_usage_errors(tmp_path, coldstart):
     for args, msg in [(["--lambda", "a.b"], "at least one --request"),
                       (["--lambda", "a.b", "--fn", "f.py", "--request", "x"],

@@ -978,6 +978,17 @@ def test_under_a_plan_logging_is_set_up_at_its_first_use(workdir):
     assert [ln for ln in planned_err.splitlines() if " - " in ln] == lines
 
 
+def _plan_func(workdir):
+    """Plans func.py in workdir for the request {} (no --verify); returns
+    the plan's path."""
+    write(workdir, "req.json", "{}")
+    out = os.path.join(workdir, "p.json")
+    p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
+                 "req.json", "-o", out, cwd=workdir)
+    assert p.returncode == 0, p.stderr
+    return out
+
+
 # What coldstart-fdk itself imports for a function's first call under a plan,
 # beyond the interpreter's start-up: the server, the plan's reader and the
 # C modules they use.  Each module here costs every function's first call
@@ -986,9 +997,10 @@ def test_under_a_plan_logging_is_set_up_at_its_first_use(workdir):
 FIRST_CALL_EXTRA = {"_socket", "select", "gc", "_json", "_contextvars",
                     "contextvars", "atexit",
                     # fdk-python's TracingContext holds a ZipkinAttrs
-                    # namedtuple from the start (its own tests read it).
-                    "collections", "_collections", "itertools", "keyword",
-                    "operator", "_operator", "reprlib"}
+                    # namedtuple from the start (its own tests read it):
+                    # the same type, made without collections (about 4 M
+                    # instructions with keyword, operator and reprlib).
+                    "_collections"}
 
 
 def test_under_a_plan_a_call_imports_only_what_the_server_needs(workdir):
@@ -1005,11 +1017,7 @@ def test_under_a_plan_a_call_imports_only_what_the_server_needs(workdir):
             return response.Response(ctx, response_data='["%s"]' % '", "'.join(
                 names))
     """)
-    write(workdir, "req.json", "{}")
-    out = os.path.join(workdir, "p.json")
-    p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
-                 "req.json", "-o", out, cwd=workdir)
-    assert p.returncode == 0, p.stderr
+    out = _plan_func(workdir)
     env = clean_env(("PYTHONPATH", "FDK_DEBUG"))
     start = subprocess.run([DEBIAN_PYTHON, "-c",
                             "import sys; print(' '.join(sys.modules))"],
@@ -1020,6 +1028,65 @@ def test_under_a_plan_a_call_imports_only_what_the_server_needs(workdir):
     extra = {m for m in set(loaded) - set(start)
              if m.split(".")[0] not in ("coldstart", "fdk", "func")}
     assert extra <= FIRST_CALL_EXTRA, sorted(extra - FIRST_CALL_EXTRA)
+
+
+def test_under_a_plan_the_function_file_is_not_compiled_again(workdir):
+    # The plan's code archive holds FUNC's code: compiling the file again
+    # (the compiler's first use in a process builds all its AST types)
+    # cost more than the rest of a trivial function's first call.  A
+    # sitecustomize's audit hook sees every compile() of the process.
+    write(workdir, "func.py", """
+        from fdk import response
+
+        def handler(ctx, data=None):
+            return response.Response(ctx, response_data='{"ok": 1}')
+    """)
+    hook = os.path.join(workdir, "hook")
+    os.mkdir(hook)
+    log = os.path.join(workdir, "compiled.txt")
+    write(hook, "sitecustomize.py", """
+        import os, sys
+
+        def audit(event, args):
+            if event == "compile" and args[1] is not None:
+                with open(os.environ["COMPILED_LOG"], "a") as f:
+                    f.write(os.fsdecode(args[1]) + "\\n")
+        sys.addaudithook(audit)
+    """)
+    out = _plan_func(workdir)
+    env = {"PYTHONPATH": hook, "COMPILED_LOG": log}
+    func = os.path.join(workdir, "func.py")
+    for how, compiled in (([], True), (["--plan", out], False)):
+        if os.path.exists(log):
+            os.unlink(log)
+        got, err = _fdk_calls(workdir, how, [b"{}", b"{}"], env)
+        assert got == [{"ok": 1}] * 2, err
+        assert "coldstart plan:" not in err, err
+        names = open(log).read().split() if os.path.exists(log) else []
+        assert (func in names) is compiled, (how, names)
+
+
+def test_under_a_plan_a_call_without_lazy_names_makes_none_of_their_classes(
+        workdir):
+    # coldstart.plan's six lazy-name classes cost about 50 K instructions
+    # each to create; they are made when the first body with lazy
+    # from-imports runs, and this function's first call runs none.
+    write(workdir, "func.py", """
+        import sys
+        from fdk import response
+
+        def handler(ctx, data=None):
+            plan = sys.modules["coldstart.plan"]
+            made = [n for n in ("_Pending", "_Builtins", "_BodyRunning",
+                                "_LazyBase", "_LazyNames", "_LazyNamesGetattr")
+                    if getattr(plan, n, None) is not None]
+            return response.Response(ctx, response_data='["%s"]' % '", "'.join(
+                made))
+    """)
+    out = _plan_func(workdir)
+    (made,), err = _fdk_calls(workdir, ["--plan", out], [b"{}"])
+    assert "coldstart plan:" not in err, err
+    assert made == [""], made
 
 
 def test_a_script_that_imports_threading_late_is_planned_whole(workdir):

@@ -18,6 +18,8 @@ on first use.
 import os
 import sys
 
+import coldstart
+
 try:
     import _signal as _sig
 except ImportError:  # pragma: no cover - every CPython has _signal
@@ -241,42 +243,11 @@ def drain(fd):
         pass
 
 
-# With a start-up plan applied, the cyclic collector's first threshold is
-# raised from the start of the first call until its response has been sent
-# (docs/plan.md, "The collector during the first call"): a first call's
-# imports allocate hundreds of thousands of objects that live on, and the
-# young collections they trigger, each walking what the last ones kept,
-# cost 7-10% of that CPU (bench/plan/gc_cost.py on the bench's functions)
-# while finding next to nothing.  The threshold stays finite, so garbage in
-# cycles is still collected; COLDSTART_PLAN_GC=0 turns this off.
-GC_HOLD_THRESHOLD = 100000
-
-
-def hold_gc(planned=False):
-    """Raises the collector's first threshold while a plan is applied (or,
-    with planned, about to be); returns (the thresholds before, the
-    thresholds set) for release_gc(), or None when it did nothing."""
-    if not planned:
-        plan = sys.modules.get("coldstart.plan")
-        if plan is None or not plan.installed():
-            return None
-    if os.environ.get("COLDSTART_PLAN_GC") == "0":
-        return None
-    import gc
-    before = gc.get_threshold()
-    if not gc.isenabled() or not before[0] or before[0] >= GC_HOLD_THRESHOLD:
-        return None
-    held = (GC_HOLD_THRESHOLD,) + tuple(before[1:])
-    gc.set_threshold(*held)
-    return before, held
-
-
-def release_gc(state):
-    """Puts the thresholds back, unless the program set its own meanwhile."""
-    import gc
-    before, held = state
-    if gc.get_threshold() == held:
-        gc.set_threshold(*before)
+# The collector held during a planned first call (coldstart.hold_gc), here
+# under the names coldstart-fdk has always used.
+GC_HOLD_THRESHOLD = coldstart.GC_HOLD_THRESHOLD
+hold_gc = coldstart.hold_gc
+release_gc = coldstart.release_gc
 
 
 def handle(handler, warm="lazy"):

@@ -152,15 +152,88 @@ def generate_id():
 
 
 _zipkin_type = None
+_ZIPKIN_FIELDS = ("trace_id", "span_id", "parent_span_id", "is_sampled",
+                  "flags")
+
+
+def _make_zipkin_type():
+    # What collections.namedtuple("ZipkinAttrs", "trace_id, span_id,
+    # parent_span_id, is_sampled, flags") makes (fdk-python's type): the
+    # same fields, methods, docs and repr, written out so that a call does
+    # not import collections (with keyword, operator, reprlib and
+    # itertools: about 4 M instructions of every function's first call).
+    try:
+        from _collections import _tuplegetter
+    except ImportError:  # pragma: no cover - CPython has it since 3.8
+        from operator import itemgetter
+
+        def _tuplegetter(index, doc):
+            return property(itemgetter(index), doc=doc)
+    fields = _ZIPKIN_FIELDS
+    new_tuple = tuple.__new__
+
+    class ZipkinAttrs(tuple):
+        "ZipkinAttrs(trace_id, span_id, parent_span_id, is_sampled, flags)"
+
+        __slots__ = ()
+        _fields = fields
+        _field_defaults = {}
+        __match_args__ = fields
+
+        def __new__(_cls, trace_id, span_id, parent_span_id, is_sampled,
+                    flags):
+            "Create new instance of ZipkinAttrs(trace_id, span_id, " \
+                "parent_span_id, is_sampled, flags)"
+            return new_tuple(_cls, (trace_id, span_id, parent_span_id,
+                                    is_sampled, flags))
+
+        @classmethod
+        def _make(cls, iterable):
+            "Make a new ZipkinAttrs object from a sequence or iterable"
+            result = new_tuple(cls, iterable)
+            if len(result) != len(fields):
+                raise TypeError("Expected %d arguments, got %d"
+                                % (len(fields), len(result)))
+            return result
+
+        def _replace(self, **kwds):
+            "Return a new ZipkinAttrs object replacing specified fields " \
+                "with new values"
+            result = self._make(map(kwds.pop, fields, self))
+            if kwds:
+                raise ValueError("Got unexpected field names: %r"
+                                 % list(kwds))
+            return result
+
+        def __repr__(self):
+            "Return a nicely formatted representation string"
+            return self.__class__.__name__ + (
+                "(trace_id=%r, span_id=%r, parent_span_id=%r, "
+                "is_sampled=%r, flags=%r)" % self)
+
+        def _asdict(self):
+            "Return a new dict which maps field names to their values."
+            return dict(zip(fields, self))
+
+        def __getnewargs__(self):
+            "Return self as a plain tuple.  Used by copy and pickle."
+            return tuple(self)
+
+    ZipkinAttrs.__qualname__ = "ZipkinAttrs"
+    for name in ("__new__", "_make", "_replace", "__repr__", "_asdict",
+                 "__getnewargs__"):
+        f = ZipkinAttrs.__dict__[name]
+        getattr(f, "__func__", f).__qualname__ = "ZipkinAttrs." + name
+    for i, name in enumerate(fields):
+        setattr(ZipkinAttrs, name,
+                _tuplegetter(i, "Alias for field number %d" % i))
+    return ZipkinAttrs
 
 
 def _zipkin_attrs_type():
     global _zipkin_type
     if _zipkin_type is None:
-        from collections import namedtuple
-        _zipkin_type = namedtuple(
-            "ZipkinAttrs",
-            "trace_id, span_id, parent_span_id, is_sampled, flags")
+        _zipkin_type = _make_zipkin_type()
     return _zipkin_type
 
 

@@ -219,6 +219,15 @@ class _Function(object):
         if spec is None or spec.loader is None:
             raise ImportError("cannot load %r: not a Python source file"
                               % path, name=name, path=path)
+        plan = sys.modules.get("coldstart.plan")
+        if plan is not None and \
+                type(spec.loader) is _bootstrap_external.SourceFileLoader:
+            # Under a plan that recorded this file, its code comes from the
+            # plan's archive: compiling it would cost more than the rest of
+            # the first call (the compiler's first use builds its AST types).
+            loader = plan.archived_loader(name, spec.origin)
+            if loader is not None:
+                spec.loader = loader
         d = os.path.dirname(os.path.abspath(path))
         if d not in sys.path:
             sys.path.append(d)

@@ -18,8 +18,9 @@ COLDSTART_LAMBDA_REPORT=1 prints a REPORT line of init and the first call
 on stderr.
 
   --warm MODE   lazy or eager
-  --plan FILE   apply a start-up plan (coldstart plan --lambda) when the
-                handler's module loads; COLDSTART_PLAN names one too
+  --plan FILE   apply a start-up plan (coldstart plan --lambda) during
+                init, before the handler's module loads; COLDSTART_PLAN
+                names one too
   --serve-events FILE
                 serve a Runtime API of its own giving FILE as an event
                 (repeat for more, in order), print what is posted and

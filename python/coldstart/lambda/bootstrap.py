@@ -10,8 +10,9 @@ name, a module that the path finder cannot find, a syntax error in it, a
 handler name it never binds.  Any of these, or a module it cannot analyse
 in that way, is imported right away as awslambdaric does, so the error is
 the same document posted to /runtime/init/error.  Otherwise the module's
-code object (compiled now, or read from its .pyc) is kept and executed by
-the import system on the first event, before that event is handled.
+code object (compiled now, read from its .pyc, or under a start-up plan
+taken from the plan's code archive) is kept and executed by the import
+system on the first event, before that event is handled.
 """
 
 import os
@@ -169,8 +170,12 @@ def _claimed_elsewhere(name):
     then left to them, from the start."""
     std = (_bootstrap.BuiltinImporter, _bootstrap.FrozenImporter,
            _external.PathFinder)
+    planner = sys.modules.get("coldstart.plan")
+    plan_finder = planner.installed() if planner is not None else None
     for f in sys.meta_path:
-        if f in std or isinstance(f, std):
+        # (A start-up plan's finder answers a module only from the file the
+        # path finder would find.)
+        if f in std or isinstance(f, std) or f is plan_finder:
             continue
         find = getattr(f, "find_spec", None)
         if find is None or find(name, None) is not None:
@@ -212,7 +217,14 @@ def prepare(handler):
         loader = spec.loader
         if not isinstance(loader, (SourceFileLoader, SourcelessFileLoader)):
             return Prepared(handler, name, None, None)
-        code = loader.get_code(name)
+        planner = sys.modules.get("coldstart.plan")
+        archived = planner.archived_loader(name, spec.origin) if \
+            planner is not None and type(loader) is SourceFileLoader \
+            else None
+        # Under a plan that recorded the file, its code from the plan's
+        # archive: no compiling (the compiler's first use in a process
+        # builds all of its AST types, more than a small handler's import).
+        code = (archived or loader).get_code(name)
     except Exception:
         return None
     if code is None or not may_bind(code, fname):
@@ -231,6 +243,12 @@ class _OneShotFinder(object):
 
     def __init__(self, prepared):
         class StashLoader(prepared.loader_type):
+            # The file's own code (compiled or read at init): a plan records
+            # the module as its base loader's (plan_record._kind).
+            coldstart_plan_kind = "bytecode" if issubclass(
+                prepared.loader_type, _external.SourcelessFileLoader) \
+                else "source"
+
             def get_code(self, fullname, _code=[prepared.code]):
                 if fullname == prepared.name and _code:
                     return _code.pop()
@@ -469,16 +487,35 @@ def _on_init_complete(api, log_setup):
         sys.exit(65)
 
 
+# What coldstart.hold_gc() returned when the plan was applied: the
+# collector's first threshold stays raised until the first response.
+_gc_held = []
+
+
 def _apply_plan(plan):
-    """Installs a start-up plan (docs/plan.md) just before the handler's
-    module loads; a plan that cannot be used is said on stderr and the
-    module loads without it, as coldstart-fdk does."""
+    """Installs a start-up plan (docs/plan.md) before the handler's module
+    loads, the collector held from before it until the first response
+    (coldstart.hold_gc, as coldstart-fdk does); a plan that cannot be used
+    is said on stderr and the module loads without it."""
     if plan:
+        import coldstart
+        held = coldstart.hold_gc(planned=True)
         from coldstart import plan as planner
-        planner.install(plan, warm="off")
+        if planner.install(plan, warm="off") is None:
+            if held is not None:
+                coldstart.release_gc(held)
+        elif held is not None:
+            _gc_held.append(held)
+
+
+def _release_gc():
+    if _gc_held:
+        import coldstart
+        coldstart.release_gc(_gc_held.pop())
 
 
 def _responded():
+    _release_gc()
     planner = sys.modules.get("coldstart.plan")
     if planner is not None:
         planner.responded()
@@ -503,6 +540,10 @@ def run(handler, api, warm, report=None, plan=None, max_events=None):
         error_result = None
         try:
             if warm != WARM_EAGER:
+                # Under a plan, applied during init: prepare() takes the
+                # handler's code from the plan's archive.
+                _apply_plan(plan)
+                plan = None
                 prepared = prepare(handler)
             if prepared is None:
                 _apply_plan(plan)
@@ -553,6 +594,8 @@ def run(handler, api, warm, report=None, plan=None, max_events=None):
                     _init_failed(error_result, log_setup)
                     _post_error(api, invoke_id, error_result, None)
                     error_result = None
+                    if not handled:
+                        _release_gc()
                     handled += 1
                     if max_events is not None and handled >= max_events:
                         sys.exit(1)

@@ -58,20 +58,23 @@ def _decimal_text(o):
 _SCALARS = frozenset((str, int, float, bool, type(None)))
 
 
-class _DecodeContext(object):
-    """What the C scanner reads of a json.JSONDecoder() with no arguments
-    (json.loads' own)."""
-    object_hook = None
-    object_pairs_hook = None
-    parse_float = float
-    parse_int = int
-    parse_constant = {"-Infinity": -_INF, "Infinity": _INF,
-                      "NaN": float("nan")}.__getitem__
-    strict = True
-    memo = {}
+def _decode_context():
+    # What the C scanner reads of a json.JSONDecoder() with no arguments
+    # (json.loads' own), on a module object: no class of its own to create
+    # at every start.
+    ctx = type(sys)("_decode_context")
+    ctx.object_hook = None
+    ctx.object_pairs_hook = None
+    ctx.parse_float = float
+    ctx.parse_int = int
+    ctx.parse_constant = {"-Infinity": -_INF, "Infinity": _INF,
+                          "NaN": float("nan")}.__getitem__
+    ctx.strict = True
+    ctx.memo = {}
+    return ctx
 
 
-_scan = _make_scanner(_DecodeContext()) if _make_scanner else None
+_scan = _make_scanner(_decode_context()) if _make_scanner else None
 
 
 def _skip_space(s, i):
