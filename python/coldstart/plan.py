@@ -376,6 +376,15 @@ def _paths_ok(paths):
     return j[:1] == "/" and j.count("\0") == n and j.count("\0/") == n
 
 
+def _flat_lists(column):
+    """The items of the lists in column, None entries skipped; None when an
+    entry is neither None nor a list."""
+    v = [x for x in column if x is not None]
+    if set(map(type, v)) - {list}:
+        return None
+    return list(_chain.from_iterable(v))
+
+
 def _good_index(index):
     """True when every index row passes _bad_row, checked a column at a
     time by C loops (join, count, set, min): the row-by-row check of a
@@ -407,20 +416,12 @@ def _good_index(index):
         e = [x for x in eis if x is not None]
         if e and min(e) < -1:
             return False
-        s = [x for x in search if x is not None]
-        if s:
-            if set(map(type, s)) != {list}:
-                return False
-            s = list(_chain.from_iterable(s))
-            if s and not _paths_ok(s):
-                return False
-        r = [x for x in rebs if x is not None]
-        if r:
-            if set(map(type, r)) != {list}:
-                return False
-            r = list(_chain.from_iterable(r))
-            if r and (not _names_ok(r) or "." in "".join(r)):
-                return False
+        s = _flat_lists(search)
+        if s is None or s and not _paths_ok(s):
+            return False
+        r = _flat_lists(rebs)
+        if r is None or r and (not _names_ok(r) or "." in "".join(r)):
+            return False
     except TypeError:  # an unhashable kind or action, a name not a str
         return False
     return True
