@@ -99,6 +99,20 @@ def clean_env(drop=("PYTHONPATH",)):
             and k not in drop}
 
 
+PLAN_BOOT = os.path.join(ROOT, "python", "coldstart", "_boot", "plan")
+
+
+def plan_env(**extra):
+    """clean_env(()) for a Python process that applies or records a plan
+    through the bootstrap (PYTHONPATH=PLAN_BOOT, no bytecode written), with
+    the variables in extra."""
+    e = clean_env(())
+    e["PYTHONPATH"] = PLAN_BOOT
+    e["PYTHONDONTWRITEBYTECODE"] = "1"
+    e.update(extra)
+    return e
+
+
 def run_coldstart(*args, input=None, timeout=300, env=None, cwd=None):
     """Runs the coldstart binary; returns CompletedProcess with text output."""
     full_env = dict(os.environ)

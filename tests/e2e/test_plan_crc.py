@@ -19,9 +19,9 @@ import zlib
 
 import pytest
 
-from conftest import COLDSTART, ROOT, clean_env, interpreter_params
+from conftest import (COLDSTART, ROOT, clean_env, interpreter_params,
+                      plan_env)
 
-BOOT = os.path.join(ROOT, "python", "coldstart", "_boot", "plan")
 PY = "/usr/bin/python3"
 
 TOOL = """
@@ -71,9 +71,7 @@ def make_plan(workdir, py):
 
 
 def apply(workdir, py, plan, **extra):
-    e = clean_env(())
-    e.update(PYTHONPATH=BOOT, PYTHONDONTWRITEBYTECODE="1",
-             COLDSTART_PLAN=plan, **extra)
+    e = plan_env(COLDSTART_PLAN=plan, **extra)
     p = subprocess.run([py, "tool.py"], cwd=workdir, capture_output=True,
                        text=True, timeout=120, env=e)
     assert p.returncode == 0, p.stdout + p.stderr

@@ -45,16 +45,22 @@ FUNC = """
 """
 
 
-@pytest.fixture
-def planned():
-    d = tempfile.mkdtemp(prefix="plangc", dir="/tmp")
-    write(d, "func.py", FUNC)
+def _planned(prefix, func):
+    """A directory holding func as func.py and its plan p.json, made with
+    the one-liner; removed after the test."""
+    d = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+    write(d, "func.py", func)
     write(d, "req.json", "{}")
     p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
                  "req.json", "-o", os.path.join(d, "p.json"), cwd=d)
     assert p.returncode == 0, p.stderr
     yield d
     shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def planned():
+    yield from _planned("plangc", FUNC)
 
 
 def calls(workdir, how, bodies, extra_env=()):
@@ -223,14 +229,7 @@ AT_IMPORT = """
 
 @pytest.fixture
 def at_import():
-    d = tempfile.mkdtemp(prefix="plangcimp", dir="/tmp")
-    write(d, "func.py", AT_IMPORT)
-    write(d, "req.json", "{}")
-    p = plan_cmd("--python", DEBIAN_PYTHON, "--fn", "func.py", "--request",
-                 "req.json", "-o", os.path.join(d, "p.json"), cwd=d)
-    assert p.returncode == 0, p.stderr
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
+    yield from _planned("plangcimp", AT_IMPORT)
 
 
 def calls_after_import(workdir, how, bodies):

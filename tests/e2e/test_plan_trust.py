@@ -20,10 +20,8 @@ import textwrap
 
 import pytest
 
-from conftest import COLDSTART, ROOT, clean_env
+from conftest import COLDSTART, ROOT, clean_env, plan_env as env
 
-PYDIR = os.path.join(ROOT, "python")
-BOOT = os.path.join(PYDIR, "coldstart", "_boot", "plan")
 PY = "/usr/bin/python3"
 FUZZ = os.path.join(ROOT, "tests", "fuzz", "plan_mutate.py")
 
@@ -53,14 +51,6 @@ def write(path, text, mode=None):
     if mode is not None:
         os.chmod(path, mode)
     return path
-
-
-def env(**extra):
-    e = clean_env(())
-    e["PYTHONPATH"] = BOOT
-    e["PYTHONDONTWRITEBYTECODE"] = "1"
-    e.update(extra)
-    return e
 
 
 def run(args, cwd, timeout=60, **extra):

@@ -12,10 +12,9 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT, clean_env
+from conftest import ROOT, clean_env, plan_env
 
 PYDIR = os.path.join(ROOT, "python")
-BOOT = os.path.join(PYDIR, "coldstart", "_boot", "plan")
 PY = "/usr/bin/python3"
 
 USE = """
@@ -74,21 +73,13 @@ def workdir():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def _env(**extra):
-    e = clean_env(())
-    e["PYTHONPATH"] = BOOT
-    e["PYTHONDONTWRITEBYTECODE"] = "1"
-    e.update(extra)
-    return e
-
-
 def _record(workdir):
     with open(os.path.join(workdir, "use.py"), "w") as f:
         f.write(textwrap.dedent(USE))
     plan = os.path.join(workdir, "plan.json")
     p = subprocess.run([PY, "use.py"], cwd=workdir, capture_output=True,
                        text=True, timeout=120,
-                       env=_env(COLDSTART_PLAN_RECORD=plan))
+                       env=plan_env(COLDSTART_PLAN_RECORD=plan))
     assert p.returncode == 0, p.stdout + p.stderr
     return plan
 
@@ -118,7 +109,8 @@ def test_unhashable_or_mistyped_field_is_a_malformed_plan(workdir, field,
     with open(plan, "w") as f:
         json.dump(data, f)
     p = subprocess.run([PY, "use.py"], cwd=workdir, capture_output=True,
-                       text=True, timeout=60, env=_env(COLDSTART_PLAN=plan))
+                       text=True, timeout=60,
+                       env=plan_env(COLDSTART_PLAN=plan))
     assert p.returncode == 0, p.stdout + p.stderr
     assert json.loads(p.stdout.strip().splitlines()[-1]) == {"applied": False}
     lines = [ln for ln in p.stderr.splitlines()
