@@ -21,27 +21,23 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import fnagent  # noqa: E402
-
-PY = "/usr/bin/python3"
+import plan_bench  # noqa: E402
 
 
 def count(name, entry, cwd):
-    d = os.path.join(HERE, "plan", "fn_" + name)
-    with open(os.path.join(d, "request.json"), "rb") as f:
+    with open(os.path.join(plan_bench.fn_dir(name), "request.json"),
+              "rb") as f:
         body = f.read()
-    plan = os.path.join(ROOT, "build", "bench", "plan", name + ".plan.json")
-    out = os.path.join(ROOT, "build", "bench", "entry-%s-%s.cg" % (name, entry))
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("COLDSTART_") and k != "PYTHONPATH"}
+    # The bench's own cs-fdk+plan command: [python, the script, args...].
+    argv, env = plan_bench.command(name, "cs-fdk+plan")
     env["PYTHONHASHSEED"] = "0"
-    if entry == "script":
-        argv = [PY, os.path.join(ROOT, "python", "coldstart-fdk")]
-    else:
+    if entry == "module":
         env["PYTHONPATH"] = os.path.join(ROOT, "python")
-        argv = [PY, "-m", "coldstart.fdk"]
+        argv = [argv[0], "-m", "coldstart.fdk"] + argv[2:]
+    out = os.path.join(ROOT, "build", "bench",
+                       "entry-%s-%s.cg" % (name, entry))
     argv = ["valgrind", "--tool=cachegrind", "--cache-sim=no",
-            "--cachegrind-out-file=" + out] + argv + \
-        ["--plan", plan, os.path.join(d, "func.py"), "handler"]
+            "--cachegrind-out-file=" + out] + argv
     here = os.getcwd()
     os.chdir(cwd)
     try:
@@ -62,15 +58,14 @@ def main():
     args = sys.argv[1:]
     cwd = args.pop(0) if args and os.path.isdir(args[0]) else "/tmp"
     names = args or ["numpy", "requests", "jinja2"]
-    subprocess.run([PY, "-m", "compileall", "-q",
+    subprocess.run([plan_bench.PY, "-m", "compileall", "-q",
                     os.path.join(ROOT, "python")], check=True)
     print("instructions to the first response with the plan, -m run from %s"
           % cwd)
     print("%-10s %14s %14s %7s" % ("function", "script", "python -m",
                                     "-m/script"))
     for n in names:
-        if not os.path.isfile(os.path.join(ROOT, "build", "bench", "plan",
-                                           n + ".plan.json")):
+        if not os.path.isfile(plan_bench.plan_file(n)):
             sys.exit("entry_cost: no plan for %s (run `SET=1 sh "
                      "bench/plan_bench.sh` first)" % n)
         s = count(n, "script", cwd)

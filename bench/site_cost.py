@@ -103,17 +103,16 @@ def first_call_modules(py, harness, name, keep):
     """Modules imported (per -X importtime) by coldstart-fdk --plan for the
     plan bench's function NAME, site's .pth code run per KEEP."""
     import fnagent
-    d = os.path.join(HERE, "plan", "fn_" + name)
-    with open(os.path.join(d, "request.json"), "rb") as f:
+    import plan_bench
+    with open(os.path.join(plan_bench.fn_dir(name), "request.json"),
+              "rb") as f:
         body = f.read()
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("COLDSTART_") and k != "PYTHONPATH"}
+    # The bench's own cs-fdk+plan command, started through the harness.
+    argv, env = plan_bench.command(name, "cs-fdk+plan")
     env.update(PYTHONPROFILEIMPORTTIME="1", SITE_KEEP=keep, SITE_CUSTOM="1")
-    plan = os.path.join(ROOT, "build", "bench", "plan", name + ".plan.json")
     err = os.path.join(ROOT, "build", "bench", "site-%s.stderr" % name)
-    argv = [py, "-S", harness, os.path.join(ROOT, "python", "coldstart-fdk"),
-            "--plan", plan, os.path.join(d, "func.py"), "handler"]
-    r = fnagent.run(argv, env, [body], stderr_path=err)
+    r = fnagent.run([py, "-S", harness] + argv[1:], env, [body],
+                    stderr_path=err)
     if r["error"]:
         sys.exit("site_cost: %s did not answer: %s (see %s)"
                  % (name, r["error"], err))
