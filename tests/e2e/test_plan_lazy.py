@@ -18,7 +18,7 @@ import textwrap
 import pytest
 
 from conftest import PLAN_VERSIONS, interpreter_params, write
-from test_plan_apply import action, compare, record
+from test_plan_apply import PRELUDE, _env, _run, action, compare, record
 
 
 @pytest.fixture(params=interpreter_params(PLAN_VERSIONS))
@@ -538,6 +538,47 @@ def test_a_star_import_the_body_reads_from_binds_the_rest_lazily(python,
         assert plain[k] == applied[k], k
     assert applied["same"] == [True, True]
 
+
+def test_a_damaged_from_row_binds_that_modules_imports_only(python, workdir):
+    # The from table is checked whole at install; when that finds a bad
+    # row, each module's rows are checked at its import: the module with
+    # the bad row binds its from-imports at once (one warning), the others
+    # stay lazy.
+    write(workdir, "shapes.py", SHAPES)
+    write(workdir, "shapes2.py", SHAPES)
+    write(workdir, "a.py", """
+        from shapes import Square
+        def make(n):
+            return Square(n)
+    """)
+    write(workdir, "b.py", """
+        from shapes2 import Square
+        def make(n):
+            return Square(n)
+    """)
+    plan = record(python, workdir, ["a", "b"])
+    assert "shapes" in lazy_of(plan, "a") and "shapes2" in lazy_of(plan, "b")
+    path = os.path.join(workdir, "plan.json")
+    plan["from"]["a"][0][0] = "sha/pes"
+    with open(path, "w") as f:
+        json.dump(plan, f)
+    write(workdir, "use.py", textwrap.dedent(PRELUDE) + textwrap.dedent("""
+        import a, b
+        ma, mb = a.make, b.make
+        out = {"lazy": [lazy_names(a), lazy_names(b)],
+               "area": [ma(2).area(), mb(3).area()]}
+        print(json.dumps(out))
+    """))
+    plain = _run(python, workdir, "use.py", _env())
+    applied = _run(python, workdir, "use.py", _env(COLDSTART_PLAN=path))
+    got = [json.loads(p.stdout.strip().splitlines()[-1])
+           for p in (plain, applied)]
+    assert got[0]["area"] == got[1]["area"] == [4, 9]
+    assert got[1]["lazy"] == [[], ["Square"]], got[1]
+    warn = [ln for ln in applied.stderr.splitlines()
+            if ln.startswith("coldstart plan")]
+    assert len(warn) == 1 and "sha/pes" in warn[0] and \
+        "bind at once" in warn[0], applied.stderr
 
 def test_postponed_annotations_do_not_read_their_names(python, workdir):
     # With `from __future__ import annotations` (PEP 563) an annotation is

@@ -119,10 +119,10 @@ def test_unhashable_or_mistyped_field_is_a_malformed_plan(workdir, field,
         lines[0] and ("textwrap" in lines[0] or field == 0), p.stderr
 
 
-# The archive's entries (code.at) and the all table are checked a column at
-# a time too (_good_spans, _good_all), falling back to the entry-by-entry
-# checks (_bad_span, _bad_all) to say what is wrong: the two must agree on
-# every input.
+# The archive's entries (code.at), the all table and the from table are
+# checked a column at a time too (_good_spans, _good_all, _good_from),
+# falling back to the entry-by-entry checks (_bad_span, _bad_all,
+# _bad_lazy) to say what is wrong: the two must agree on every input.
 AGREE = r"""
 import json, random, sys
 sys.path.insert(0, sys.argv[1])
@@ -174,11 +174,38 @@ for _ in range(int(sys.argv[3])):
         elif type(v) is list and v:
             v[rnd.randrange(len(v))] = rnd.choice(BAD)
     assert p._good_all(alls) == (p._bad_all(alls) is None), alls
+    table = {}
+    for _ in range(rnd.choice([1, 2, 8])):
+        rows = []
+        for _ in range(rnd.randrange(4)):
+            r = [rnd.choice(["a", "pkg.mod", "_x"]), rnd.choice(["f g", "*"])]
+            if r[1] == "*" or rnd.random() < 0.2:
+                r += ["f g", "h"][:rnd.choice([1, 2])]
+            rows.append(r)
+        table[rnd.choice(["a", "pkg.mod", "x_y", "b"])] = rows
+    for _ in range(rnd.choice([0, 1, 1, 2])):
+        k = rnd.choice(list(table))
+        rows = table[k]
+        m = rnd.randrange(4)
+        if m == 0:
+            table[k] = rnd.choice(BAD)
+        elif m == 1:
+            table[rnd.choice(["", ".a", "a..b", "a/b", "a\0"])] = rows
+        elif type(rows) is list and rows:
+            r = rows[rnd.randrange(len(rows))]
+            if type(r) is not list or not r:
+                continue
+            if m == 2:
+                r[rnd.randrange(len(r))] = rnd.choice(BAD)
+            else:
+                r[:] = r[:rnd.randrange(len(r))] if rnd.random() < 0.5 \
+                    else r + ["x", "y", "z"][:rnd.randrange(1, 3)]
+    assert p._good_from(table) == (p._bad_lazy(table) is None), table
 print(json.dumps({"spans": spans}))
 """
 
 
-def test_column_checks_of_archive_entries_and_all_agree():
+def test_column_checks_of_archive_entries_all_and_from_agree():
     p = subprocess.run([PY, "-c", AGREE, PYDIR, "7", "20000"],
                        capture_output=True, text=True, timeout=300,
                        env=clean_env(()))
