@@ -113,7 +113,7 @@ unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 
 e2e: coldstart tracer
-	COLDSTART=$(CURDIR)/coldstart $(PYTHON) -m pytest -q -rs tests/e2e
+	COLDSTART=$(CURDIR)/coldstart $(PYTHON) -m pytest -q -rs --durations=15 tests/e2e
 
 # The one rule of direction in src/ (docs/design.md, "The map"): no include
 # or call up the stage order, no module cycle.  Calls are read from the
