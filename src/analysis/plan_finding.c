@@ -5,6 +5,7 @@
 #include "analysis/plan_finding.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "analysis/findings.h"
 
@@ -62,6 +63,19 @@ static void plan_advice(const struct profile *p, const struct run *r, struct buf
 		      "PYTHONPATH (docs/plan.md)");
 }
 
+/*
+ * Whether the target applies a start-up plan already: coldstart's applier
+ * (the module coldstart.plan) ran in its first process.  Under a plan the
+ * modules it defers are in the tree too, each with its stand-in's cost.
+ */
+static bool applies_plan(const struct proc *pr)
+{
+	for (int32_t i = 0; i < (int32_t)pr->nr_nodes; i++)
+		if (!strcmp(node_name(pr, i), "coldstart.plan"))
+			return true;
+	return false;
+}
+
 static void rule_startup_plan(struct profile *p)
 {
 	const struct run *r = findings_main_run(p);
@@ -73,6 +87,7 @@ static void rule_startup_plan(struct profile *p)
 	struct proc_set target = PROC_SET_INIT;
 	int64_t until_ns, total = 0, self;
 	int32_t i;
+	bool planned;
 
 	if (!r || !r->nr_procs || r->ready_us < 0 || r->first_response_us < 0)
 		return;
@@ -101,10 +116,15 @@ static void rule_startup_plan(struct profile *p)
 	qsort(c, nr, sizeof(*c), cmp_candidate);
 	buf_add_duration(&d, total);
 	buf_add_duration(&when, r->ready_us + r->first_response_us);
-	buf_addf(&title,
-		 "%s%s of library imports ran before the first response; `coldstart plan` would defer the ones "
-		 "it does not use",
-		 d.buf, m == METRIC_CPU ? " of CPU" : "");
+	planned = applies_plan(pr);
+	if (planned)
+		buf_addf(&title, "%s%s of library imports still ran before the first response under a start-up plan",
+			 d.buf, m == METRIC_CPU ? " of CPU" : "");
+	else
+		buf_addf(&title,
+			 "%s%s of library imports ran before the first response; `coldstart plan` would defer the "
+			 "ones it does not use",
+			 d.buf, m == METRIC_CPU ? " of CPU" : "");
 	proc_set_add(&target, 0);
 	buf_addf(&ev, "%zu pure-Python stdlib and third-party modules finished importing in ", count);
 	findings_add_procs(&ev, r, &target);
@@ -119,7 +139,14 @@ static void rule_startup_plan(struct profile *p)
 	}
 	if (nr > PLAN_LIST_MAX)
 		buf_addf(&ev, " and %zu more", nr - PLAN_LIST_MAX);
-	plan_advice(p, r, &fix);
+	if (planned)
+		buf_adds(&fix, "the plan runs these at once: modules its sample requests used, or kept eager for a "
+			       "reason it records (each module's `reasons` in the plan file; a module it defers "
+			       "shows here with its stand-in's cost only); sample requests closer to the real first "
+			       "call, or `coldstart why MODULE PROFILE` for what imports one, show what more can "
+			       "wait (docs/plan.md)");
+	else
+		plan_advice(p, r, &fix);
 	finding_add_in(p, r, &target, "startup-plan", "info", NULL, total, title.buf, ev.buf, fix.buf);
 out:
 	proc_set_release(&target);

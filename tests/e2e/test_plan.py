@@ -816,6 +816,38 @@ def test_profile_report_points_at_plans(workdir):
             if x["id"] == "startup-plan"] == []
 
 
+
+def test_profile_under_a_plan_does_not_advise_making_one(workdir):
+    # The demo's third run: the function applies its verified plan, and
+    # what still ran before the first response is what the plan runs at
+    # once; the finding says so instead of telling to record a plan.
+    hello = os.path.join(ROOT, "samples", "fn-hello")
+    func = os.path.join(hello, "func.py")
+    plan = os.path.join(workdir, "plan.json")
+    env = clean_env()
+    q = subprocess.run([COLDSTART, "plan", "--fn", func, "handler",
+                        "--python", DEBIAN_PYTHON, "--request",
+                        os.path.join(hello, "request.json"), "-o", plan],
+                       cwd=workdir, capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert q.returncode == 0, q.stderr
+    out = os.path.join(workdir, "prof.json")
+    p = subprocess.run([COLDSTART, "profile", "--python", DEBIAN_PYTHON,
+                        "--ready", "fn", "--no-baseline", "-o", out, "--",
+                        DEBIAN_PYTHON, os.path.join(ROOT, "python",
+                                                    "coldstart-fdk"),
+                        "--plan", plan, func, "handler"], cwd=workdir,
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "coldstart plan:" not in p.stderr, p.stderr  # applied, not refused
+    f = [x for x in json.load(open(out))["findings"]
+         if x["id"] == "startup-plan"]
+    # asyncio, which the function's request path uses, runs at once.
+    assert len(f) == 1 and "asyncio" in f[0]["evidence"], f
+    assert "under a start-up plan" in f[0]["title"], f[0]
+    assert "coldstart plan --fn" not in f[0]["fix"], f[0]
+    assert "the plan runs these at once" in f[0]["fix"], f[0]
+
 def _fn_call(sock_path, body, call_id):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(30)
