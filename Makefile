@@ -160,7 +160,8 @@ install: all
 	rm -f $(DESTDIR)$(PYDIR)/coldstart/_tracer.c $(DESTDIR)$(PYDIR)/coldstart/_sampler.c \
 		$(DESTDIR)$(PYDIR)/coldstart/_plancode.c $(DESTDIR)$(PYDIR)/coldstart/_plan_arena.h \
 		$(DESTDIR)$(PYDIR)/coldstart/_plan_import.h $(DESTDIR)$(PYDIR)/coldstart/_plan_marshal.h \
-		$(DESTDIR)$(PYDIR)/coldstart/_plan_crc.h $(DESTDIR)$(PYDIR)/coldstart/_fill.h \
+		$(DESTDIR)$(PYDIR)/coldstart/_plan_crc.h $(DESTDIR)$(PYDIR)/coldstart/_plan_check.h \
+		$(DESTDIR)$(PYDIR)/coldstart/_fill.h \
 		$(DESTDIR)$(PYDIR)/coldstart/_module.h
 	sed '1s|.*|#!$(PYTHON)|' python/coldstart-fdk > $(DESTDIR)$(BINDIR)/coldstart-fdk
 	chmod 755 $(DESTDIR)$(BINDIR)/coldstart-fdk

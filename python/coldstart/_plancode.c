@@ -25,12 +25,13 @@
  * source's bytes and the file name, then (exec and eval, through the
  * builtin given the code) "exec" with the code object.
  *
- * The extension does three more things for an applied plan, each in a part
+ * The extension does four more things for an applied plan, each in a part
  * of its own included below: _plan_arena.h stands in front of the
  * interpreter's arena allocator (frame stack chunks kept, new object arenas
  * faulted in whole), _plan_import.h imports the modules the plan's finder
  * answers in place of importlib's _find_and_load, _plan_crc.h computes the
- * CRC-32C the code archive's parts are checked with.
+ * CRC-32C the code archive's parts are checked with, and _plan_check.h
+ * checks the plan's tables when it is read.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -504,6 +505,7 @@ static PyObject *pc_check_marshal(PyObject *self, PyObject *arg)
 #include "_plan_arena.h"
 #include "_plan_import.h"
 #include "_plan_crc.h"
+#include "_plan_check.h"
 
 static PyMethodDef pc_methods[] = {
 	{ "fast_imports", pc_fast_imports, METH_VARARGS, fast_imports_doc },
@@ -518,6 +520,11 @@ static PyMethodDef pc_methods[] = {
 	{ "crc32c", pc_crc32c, METH_O, crc32c_doc },
 	{ "crc32c_table", pc_crc32c_table, METH_O, crc32c_table_doc },
 	{ "crc32c_hw", pc_crc32c_hw, METH_NOARGS, crc32c_hw_doc },
+	{ "check_index", pc_check_index, METH_VARARGS, check_index_doc },
+	{ "check_spans", pc_check_spans, METH_VARARGS, check_spans_doc },
+	{ "check_all", pc_check_all, METH_O, check_all_doc },
+	{ "check_from", pc_check_from, METH_O, check_from_doc },
+	{ "stale", pc_stale, METH_VARARGS, stale_doc },
 	{ NULL, NULL, 0, NULL },
 };
 

@@ -188,6 +188,12 @@ def _read_fd(fd, size):
 # and never reaches the finder half-valid.
 
 _ACTIONS = frozenset(("load", "eager", "defer"))
+# The index's kinds (the keys of _LOADERS, below).
+_KINDS = frozenset(("source", "bytecode", "extension"))
+# The plan's extension when install() loaded it before the plan was checked
+# (_early_ext): its C column checks (_plan_check.h) then stand in for the
+# _good_* functions, which answer the same.  [module]
+_checks = []
 
 
 def _is_name(s):
@@ -289,7 +295,9 @@ def _bad_code(c, rows):
         return "code.sums %r is not a list of checksums this coldstart " \
             "knows (%r)" % (sums, _SUMS[1])
     n, nt = (7, 5) if sums == _SUMS[1] else (2, 3)
-    if not _good_spans(at, size, n):
+    k = _checks[0] if _checks else None
+    if not (k.check_spans(at, size, n) if k is not None else
+            _good_spans(at, size, n)):
         # Entry by entry, to say which.
         for v in at:
             if v is not None and (_bad_span(v, size, n) or v[1] == 0):
@@ -474,7 +482,9 @@ def validate(plan):
                 for e in sp):
             raise PlanError("sys_path is malformed")
     index = plan["index"]
-    if not _good_index(index):
+    c = _checks[0] if _checks else None
+    if not (c.check_index(index, _KINDS, _ACTIONS) if c is not None else
+            _good_index(index)):
         # Row by row, to say what is wrong.
         for row in index:
             why = _bad_row(row)
@@ -496,7 +506,8 @@ def validate(plan):
     # Each module's "from" rows are checked when it is imported (entry()).
     alls = plan.get("all")
     for why in (_bad_code(plan.get("code"), len(plan["index"])),
-                None if _good_all(alls) else _bad_all(alls)):
+                None if (c.check_all(alls) if c is not None else
+                         _good_all(alls)) else _bad_all(alls)):
         if why is not None:
             raise PlanError(why)
 
@@ -613,12 +624,14 @@ def _index_from_modules(modules):
     return rows
 
 
-def read(path, trust=True):
+def read(path, trust=True, checks=False):
     """Returns the plan in path as a dict with at least format, version,
     python, sys_path and index (rows of INDEX_FIELDS); raises PlanError
     when it cannot be read, may be written by others (TrustError), is
     malformed, or is not a plan of a version this module applies.  Only a
-    regular file of at most PLAN_MAX_BYTES is read."""
+    regular file of at most PLAN_MAX_BYTES is read.  checks=True (install)
+    loads the plan's extension first when it has one, whose C checks then
+    check the plan (_early_ext)."""
     fd = -1
     try:
         if trust:
@@ -662,6 +675,8 @@ def read(path, trust=True):
         if not isinstance(plan.get("modules"), list):
             raise PlanError("%r has no module list" % path)
         plan["index"] = _index_from_modules(plan["modules"])
+    if checks and trust:
+        _early_ext(plan, path)
     try:
         validate(plan)
     except PlanError as e:
@@ -845,6 +860,20 @@ def check(plan, program=None):
     # size and mtime, a copy): their archived code is used only when their
     # bytes are the recorded ones (_file_same).
     suspect = plan["_suspect"] = set()
+    k = _checks[0] if _checks else None
+    if k is not None:
+        # The loop below in C (_plan_check.h), without a stat result
+        # object per file.
+        i, names = k.stale(plan["index"], at)
+        suspect.update(names)
+        if i >= 0:
+            row = plan["index"][i]
+            why.append(_stale_file(row) or "%s changed" % row[0])
+            return why
+        r = _shadowed(plan)
+        if r:
+            why.append(r)
+        return why
     for i, row in enumerate(plan["index"]):
         # _stale_file(row), inlined: this loop stats every planned file.
         try:
@@ -1886,26 +1915,12 @@ def _apply_ext(fd, code):
             _warn("the plan has a string table but no extension to answer "
                   "it; code compiled from strings is compiled as usual")
         return
-    mod = None
-    paths = [ext["path"]]
-    here = os.path.dirname(_plan_file[0]) if _plan_file else ""
-    if here:
-        beside = os.path.join(here, os.path.basename(ext["path"]))
-        if beside != paths[0]:
-            paths.append(beside)
     try:
-        for i, p in enumerate(paths):
-            try:
-                mod = load_plancode(p, ext.get("size"), ext.get("mtime_ns"))
-                break
-            except TrustError:
-                raise  # install() refuses the whole plan
-            except _Unreachable:
-                # Not there, or not for this user (a plan of root's,
-                # applied by a service user that cannot read root's
-                # cache): the plan applies without the extension, quietly.
-                if i == len(paths) - 1:
-                    return
+        # Loaded already to check the plan (_early_ext), or now.
+        mod = _checks[0] if _checks else _load_ext(
+            ext, os.path.dirname(_plan_file[0]) if _plan_file else "")
+        if mod is None:
+            return
         _use_crc32c(code, mod)
         if strings:
             data = _read_part(at, "the string table", True)
@@ -1935,6 +1950,47 @@ def _apply_ext(fd, code):
                 os.environ.get("COLDSTART_PLAN_PREFAULT") != "0":
             # Until the first response (responded()).
             prefault(True)
+
+
+def _load_ext(ext, here):
+    """The extension code.ext names, from its recorded path or, when that is
+    not there, the file of its name in here (the plan's directory); None
+    when neither is there or for this user (a plan of root's, applied by a
+    service user that cannot read root's cache: the plan applies without
+    the extension, quietly).  Raises TrustError (install() then refuses
+    the whole plan), OSError or ImportError."""
+    paths = [ext["path"]]
+    if here:
+        beside = os.path.join(here, os.path.basename(ext["path"]))
+        if beside != paths[0]:
+            paths.append(beside)
+    for p in paths:
+        try:
+            return load_plancode(p, ext.get("size"), ext.get("mtime_ns"))
+        except _Unreachable:
+            continue
+    return None
+
+
+def _early_ext(plan, path):
+    """Loads the plan's extension before the plan is checked, so that its C
+    column checks check it (_checks): at every start they cost a few
+    hundred thousand instructions less than the _good_* functions for a
+    plan of a few hundred modules.  Anything unusual (no extension, not
+    loadable, not trusted, one without the checks) leaves the checks to
+    Python; install() then loads it, or refuses, as it always did
+    (_apply_ext)."""
+    c = plan.get("code")
+    ext = c.get("ext") if type(c) is dict else None
+    if type(ext) is not dict or not _is_abs(ext.get("path")) or \
+            os.environ.get("COLDSTART_PLAN_CHECKS") == "0":
+        return
+    try:
+        mod = _load_ext(ext, os.path.dirname(os.path.abspath(path)))
+    except (PlanError, OSError, ImportError, ValueError, TypeError):
+        return
+    if mod is not None and hasattr(mod, "stale"):
+        _checks[:] = [mod]
 
 
 class _AfterExecLoader(_StandInLoader):
@@ -2108,7 +2164,9 @@ class PlanFinder(object):
             _OPS[:] = ops
         # The whole table checked at once; when that finds anything, each
         # module's rows are checked at its import (entry()).
-        self._from_ok = _good_from(self.table)
+        k = _checks[0] if _checks else None
+        self._from_ok = k.check_from(self.table) if k is not None else \
+            _good_from(self.table)
         alls = plan.get("all")
         # The recorded __all__ of modules that may be deferred.
         self.alls = alls if defer and isinstance(alls, dict) and \
@@ -2510,8 +2568,9 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
         use_code = os.environ.get("COLDSTART_PLAN_ARCHIVE") != "0"
     if warm not in ("off", "background"):
         raise ValueError("warm mode %r is not off or background" % (warm,))
+    del _checks[:]
     try:
-        plan = read(path)
+        plan = read(path, checks=True)
         why = check(plan, program)
     except PlanError as e:
         _warn("%s; running without it" % e)

@@ -1,8 +1,10 @@
-"""A plan's index is checked a column at a time (plan._good_index) and,
-when anything there is unusual, row by row (_bad_row), which says what is
-wrong: the column check must accept exactly the plans the row check
-accepts.  The plans are real (COLDSTART_PLAN_RECORD of a script importing
-a package, so rows have search lists), applied by a real interpreter."""
+"""A plan's index is checked a column at a time (plan._good_index, or the
+same check in C, the plan extension's check_index, when install() could
+load it first) and, when anything there is unusual, row by row (_bad_row),
+which says what is wrong: the column checks must accept exactly the plans
+the row check accepts.  The plans are real (COLDSTART_PLAN_RECORD of a
+script importing a package, so rows have search lists), applied by a real
+interpreter; the extension is the one `coldstart plan` builds for it."""
 import json
 import os
 import shutil
@@ -12,7 +14,7 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT, clean_env, plan_env
+from conftest import COLDSTART, ROOT, clean_env, interpreter_params, plan_env
 
 PYDIR = os.path.join(ROOT, "python")
 PY = "/usr/bin/python3"
@@ -31,7 +33,10 @@ sys.path.insert(0, sys.argv[2])
 import coldstart.plan as p
 plan = p.read(sys.argv[1])
 rows = plan["index"]
+c = p.load_plancode(sys.argv[5]) if len(sys.argv) > 5 else None
+assert p._KINDS == frozenset(p._LOADERS)
 assert p._good_index(rows) and all(p._bad_row(r) is None for r in rows)
+assert c is None or c.check_index(rows, p._KINDS, p._ACTIONS)
 assert sum(r[8] is not None for r in rows), "no package rows"
 BAD = [None, "", ".", "..", "a..b", ".a", "a.", "a/b", "a\0b", "\0", "/",
        "/a", "/a\0", "rel", 0, -1, -2, 1, True, False, 1.5, 2 ** 70, [],
@@ -53,6 +58,8 @@ for _ in range(int(sys.argv[4])):
             sample[i][f] = rnd.choice(BAD)
     good = all(type(r) is list and p._bad_row(r) is None for r in sample)
     fast = p._good_index(sample)
+    if c is not None:
+        assert c.check_index(sample, p._KINDS, p._ACTIONS) == fast, sample
     accepted_bad += fast and not good
     rejected_good += good and not fast
     try:
@@ -73,9 +80,9 @@ def workdir():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def _record(workdir):
+def _record(workdir, use=USE):
     with open(os.path.join(workdir, "use.py"), "w") as f:
-        f.write(textwrap.dedent(USE))
+        f.write(textwrap.dedent(use))
     plan = os.path.join(workdir, "plan.json")
     p = subprocess.run([PY, "use.py"], cwd=workdir, capture_output=True,
                        text=True, timeout=120,
@@ -86,7 +93,8 @@ def _record(workdir):
 
 def test_column_check_accepts_exactly_what_the_row_check_accepts(workdir):
     plan = _record(workdir)
-    p = subprocess.run([PY, "-c", MUTATE, plan, PYDIR, "31", "6000"],
+    p = subprocess.run([PY, "-c", MUTATE, plan, PYDIR, "31", "6000",
+                        _plancode(workdir, PY)],
                        capture_output=True, text=True, timeout=300,
                        env=clean_env(()))
     assert p.returncode == 0, p.stdout + p.stderr
@@ -128,6 +136,7 @@ import json, random, sys
 sys.path.insert(0, sys.argv[1])
 import coldstart.plan as p
 rnd = random.Random(int(sys.argv[2]))
+c = p.load_plancode(sys.argv[4]) if len(sys.argv) > 4 else None
 BAD = [None, -1, 0, 1, True, 1.5, 2 ** 70, "", "*", "a", "a.b", ".a", "a..b",
        "a/b", "a\0b", [], ["x"], {}, (1, 2)]
 SIZE = 1 << 20
@@ -157,6 +166,7 @@ for _ in range(int(sys.argv[3])):
     slow = all(v is None or not (p._bad_span(v, SIZE, n) or v[1] == 0)
                for v in at)
     assert p._good_spans(at, SIZE, n) == slow, (at, n)
+    assert c is None or c.check_spans(at, SIZE, n) == slow, (at, n)
     spans += 1
     alls = {}
     for _ in range(rnd.choice([1, 2, 8])):
@@ -174,6 +184,7 @@ for _ in range(int(sys.argv[3])):
         elif type(v) is list and v:
             v[rnd.randrange(len(v))] = rnd.choice(BAD)
     assert p._good_all(alls) == (p._bad_all(alls) is None), alls
+    assert c is None or c.check_all(alls) == p._good_all(alls), alls
     table = {}
     for _ in range(rnd.choice([1, 2, 8])):
         rows = []
@@ -201,14 +212,110 @@ for _ in range(int(sys.argv[3])):
                 r[:] = r[:rnd.randrange(len(r))] if rnd.random() < 0.5 \
                     else r + ["x", "y", "z"][:rnd.randrange(1, 3)]
     assert p._good_from(table) == (p._bad_lazy(table) is None), table
+    assert c is None or c.check_from(table) == p._good_from(table), table
 print(json.dumps({"spans": spans}))
 """
 
 
-def test_column_checks_of_archive_entries_all_and_from_agree():
-    p = subprocess.run([PY, "-c", AGREE, PYDIR, "7", "20000"],
+def _plancode(workdir, py):
+    """The _plancode extension `coldstart plan` builds for py (it checks
+    the plan's tables in C when install() loads it first)."""
+    with open(os.path.join(workdir, "t.py"), "w") as f:
+        f.write("import json\n")
+    out = os.path.join(workdir, "ext.json")
+    p = subprocess.run([COLDSTART, "plan", "-o", out, "--", py, "t.py"],
+                       cwd=workdir, capture_output=True, text=True,
+                       timeout=300, env=clean_env(()))
+    assert p.returncode == 0, p.stdout + p.stderr
+    with open(out) as f:
+        ext = (json.load(f).get("code") or {}).get("ext")
+    if not ext:
+        pytest.skip("coldstart plan built no _plancode extension for %s: %s"
+                    % (py, p.stderr.strip()))
+    return ext["path"]
+
+
+@pytest.mark.parametrize("py", interpreter_params(["3.8", "3.13"]))
+def test_column_checks_of_archive_entries_all_and_from_agree(workdir, py):
+    # The Python checks against the row checks, and the extension's C
+    # checks (built for py: the oldest and newest C API it is built for)
+    # against the Python ones.
+    ext = _plancode(workdir, py)
+    p = subprocess.run([py, "-c", AGREE, PYDIR, "7", "20000", ext],
                        capture_output=True, text=True, timeout=300,
                        env=clean_env(()))
     assert p.returncode == 0, p.stdout + p.stderr
     got = json.loads(p.stdout.strip().splitlines()[-1])
     assert got == {"spans": 20000}, got
+
+
+# check()'s loop over the planned files (stale files, and files whose ctime
+# or inode changed) in C, the extension's stale(), against the loop in
+# Python, on a real plan whose rows and archive entries are damaged at
+# random, and whose files are touched, copied over and removed.
+STALE = r"""
+import json, os, random, shutil, sys
+sys.path.insert(0, sys.argv[1])
+import coldstart.plan as p
+c = p.load_plancode(sys.argv[3])
+plan = p.read(sys.argv[2])
+rnd = random.Random(5)
+d = os.path.dirname(os.path.abspath(sys.argv[2]))
+rows = plan["index"]
+n = len(rows)
+at0 = [[0, 1, 0, 0, 0, 0, 0] for _ in rows]
+for i, r in enumerate(rows):
+    st = os.stat(r[2])
+    at0[i][3], at0[i][4] = st.st_ctime_ns, st.st_ino
+mine = [i for i, r in enumerate(rows) if r[2].startswith(d + "/")]
+assert mine, "no planned file in the work directory"
+counts = {"stale": 0, "suspect": 0, "fits": 0}
+for k in range(400):
+    index = [list(r) for r in rows]
+    at = [list(a) for a in at0] if rnd.random() < 0.8 else None
+    for _ in range(rnd.choice([0, 1, 2])):
+        i = rnd.randrange(n)
+        m = rnd.randrange(6)
+        if m == 0:
+            index[i][3] += rnd.choice([-1, 1, 2 ** 70])
+        elif m == 1:
+            index[i][4] += rnd.choice([-1, 1, 2 ** 70])
+        elif m == 2:
+            index[i][2] = rnd.choice(["/nonexistent/x.py", index[i][2] + "\0"])
+        elif at is not None and m == 3:
+            at[i][3] += 1
+        elif at is not None and m == 4:
+            at[i][4] = rnd.choice([at[i][4] + 1, 2 ** 70])
+        elif at is not None:
+            at[i] = rnd.choice([None, at[i][:2]])
+    plan2 = dict(plan, index=index, code=dict(plan.get("code") or {}, at=at)
+                 if at is not None else None)
+    p._checks[:] = []
+    slow = (p.check(plan2), sorted(plan2["_suspect"]))
+    p._checks[:] = [c]
+    fast = (p.check(plan2), sorted(plan2["_suspect"]))
+    assert slow == fast, (slow, fast)
+    counts["stale" if slow[0] else "suspect" if slow[1] else "fits"] += 1
+    if k % 100 == 99:
+        # A file copied over itself keeping size and mtime (cp -p): a new
+        # inode and ctime, the same size and mtime.
+        f = rows[rnd.choice(mine)][2]
+        shutil.copy2(f, f + ".tmp")
+        os.replace(f + ".tmp", f)
+print(json.dumps(counts))
+"""
+
+
+def test_stale_files_are_found_alike_in_c_and_python(workdir):
+    # A module of the work directory's own, planned too.
+    with open(os.path.join(workdir, "mod.py"), "w") as f:
+        f.write("X = 1\n")
+    plan = _record(workdir, USE + "import mod\n")
+    p = subprocess.run([PY, "-c", STALE, PYDIR, plan,
+                        _plancode(workdir, PY)],
+                       capture_output=True, text=True, timeout=300,
+                       cwd=workdir, env=clean_env(()))
+    assert p.returncode == 0, p.stdout + p.stderr
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    # Each outcome happened, so each was compared.
+    assert min(got.values()) > 20, got
