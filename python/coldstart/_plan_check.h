@@ -38,6 +38,16 @@ static int name_ok(PyObject *s)
 	data = PyUnicode_DATA(s);
 	if (PyUnicode_READ(kind, data, 0) == '.' || PyUnicode_READ(kind, data, n - 1) == '.')
 		return 0;
+	if (kind == PyUnicode_1BYTE_KIND) {
+		/* Nearly every name: a byte loop, not a read through the kind per character. */
+		const unsigned char *b = data;
+
+		for (i = 0; i < n; i++) {
+			if (b[i] == 0 || b[i] == '/' || (b[i] == '.' && i && b[i - 1] == '.'))
+				return 0;
+		}
+		return 1;
+	}
 	for (i = 0; i < n; i++) {
 		Py_UCS4 c = PyUnicode_READ(kind, data, i);
 
