@@ -115,8 +115,9 @@ def cgroups(name, create):
 
 
 # fn -> modules the floor keeps eager although strict mode would defer
-# them (floor_keep()).
+# them (floor_keep()), and those of them kept because they ran anyway.
 FLOOR_KEEP = {}
+FLOOR_FORCED = {}
 
 
 def floor_program(work):
@@ -124,11 +125,12 @@ def floor_program(work):
     interpreter runs as it is: a script would be compiled at every start
     (about 3 ms of CPU, the compiler's first use), where the runtimes'
     modules come compiled."""
+    src = os.path.join(HERE, "lambda", "floor.py")
     out = os.path.join(work, "floor.pyc")
-    if not os.path.isfile(out):
+    if not os.path.isfile(out) or \
+            os.stat(out).st_mtime_ns < os.stat(src).st_mtime_ns:
         import py_compile
-        py_compile.compile(os.path.join(HERE, "lambda", "floor.py"),
-                           cfile=out, doraise=True)
+        py_compile.compile(src, cfile=out, doraise=True)
     return out
 
 
@@ -150,15 +152,20 @@ def command(work, fn, variant, ric=None, keep=None):
     return [PY, "-m", "coldstart.lambda", handler], env
 
 
-def local_answer(argv, env, cwd, event, timeout=120):
+def local_answer(argv, env, cwd, event, timeout=120, term=False):
     """What a runtime posts for its first event, served by a Runtime API of
     the bench's own on a loopback port (no RIE, no cgroup, no CPU limit):
     ("response" or "error" or "init/error", body bytes), or None when the
     runtime ended or took longer than timeout seconds first.  Later GETs
-    next wait; the runtime is ended once the answer is in."""
+    next wait; the runtime is ended once it asks for the next event after
+    its answer (what it does after the first response, such as writing
+    COLDSTART_PLAN_FORCED_OUT, is done then), or 10 s after the answer;
+    killed, or with term sent SIGTERM (a tool it runs under may then write
+    its output)."""
     import http.server
     got = []
     done = threading.Event()
+    asked = threading.Event()
     stop = threading.Event()
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -169,6 +176,8 @@ def local_answer(argv, env, cwd, event, timeout=120):
 
         def do_GET(self):
             if not self.path.endswith("/runtime/invocation/next") or got:
+                if done.is_set():
+                    asked.set()
                 stop.wait()
                 self.close_connection = True
                 return
@@ -217,9 +226,20 @@ def local_answer(argv, env, cwd, event, timeout=120):
         while not done.wait(0.05):
             if p.poll() is not None or time.monotonic() > end:
                 break
+        end = time.monotonic() + 10
+        while done.is_set() and not asked.wait(0.05):
+            if p.poll() is not None or time.monotonic() > end:
+                break
     finally:
         if p.poll() is None:
-            p.kill()
+            if term:
+                p.terminate()
+                try:
+                    p.wait(60)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+            else:
+                p.kill()
         p.wait()
         stop.set()
         server.shutdown()
@@ -232,10 +252,12 @@ def floor_keep(work, fn, event):
     use is deferred, the plan's eager list ignored.  Where that changes the
     answer (a body that registers what the call looks up), the eager
     modules it needs are found by bisection, one at a time, and kept eager:
-    the least the process must run to answer the same.  The answers are
-    compared through local_answer() (the bench's own Runtime API, without
-    the RIE), with coldstart.lambda's without a plan as the reference.
-    Computed anew with each new plan (a few runtime starts)."""
+    the least the process must run to answer the same.  Then the eager
+    modules whose bodies strict mode runs before the answer all the same
+    are kept eager too (FLOOR_FORCED).  The answers are compared through
+    local_answer() (the bench's own Runtime API, without the RIE), with
+    coldstart.lambda's without a plan as the reference.  Computed anew
+    with each new plan (a few runtime starts)."""
     want = local_answer(*command(work, fn, "cs-lambda"), work, event)
     if want is None or want[0] != "response":
         raise SystemExit("%s: coldstart.lambda gave no response locally: %r"
@@ -247,30 +269,54 @@ def floor_keep(work, fn, event):
 
     with open(os.path.join(work, "plan_%s.json" % fn)) as f:
         plan = json.load(f)
-    # What strict mode defers beyond the plan, in import order.
-    cands = [m["name"] for m in plan["modules"] if m["action"] == "eager" and
-             not m["used"] and m["kind"] in ("source", "bytecode") and
-             not any(r["code"] in ("native", "native-parent", "native-init")
-                     for r in m["reasons"])]
+    # What strict mode defers beyond the plan, in import order; the
+    # bisection's candidates leave out those kept for native extensions.
+    strict = [m for m in plan["modules"] if m["action"] == "eager" and
+              not m["used"] and m["kind"] in ("source", "bytecode")]
+    cands = [m["name"] for m in strict if not any(
+        r["code"] in ("native", "native-parent", "native-init")
+        for r in m["reasons"])]
+    strict = [m["name"] for m in strict]
     keep = []
-    if answers(keep):
-        return keep
-    if not answers(cands):
-        raise SystemExit("%s: strict mode changes the answer even with the "
-                         "whole eager list kept" % fn)
-    pool = list(cands)
-    while not answers(keep):
-        # The shortest prefix of pool that, kept with keep, answers.
-        lo, hi = 0, len(pool)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if answers(keep + pool[:mid]):
-                hi = mid
-            else:
-                lo = mid
-        keep.append(pool[hi - 1])
-        pool = pool[:hi - 1]
-    return keep
+    if not answers(keep):
+        if not answers(cands):
+            raise SystemExit("%s: strict mode changes the answer even with "
+                             "the whole eager list kept" % fn)
+        pool = list(cands)
+        while not answers(keep):
+            # The shortest prefix of pool that, kept with keep, answers.
+            lo, hi = 0, len(pool)
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if answers(keep + pool[:mid]):
+                    hi = mid
+                else:
+                    lo = mid
+            keep.append(pool[hi - 1])
+            pool = pool[:hi - 1]
+    # The eager modules strict mode defers whose bodies run before the
+    # answer all the same (read by the call or by a body that runs): the
+    # floor keeps them eager too, as the plan does, since a deferred
+    # module forced later costs more than its plain import.  Kept eager
+    # they may import others at once: again until nothing new is forced.
+    forced = []
+    out = os.path.join(work, "floor-forced-%s.json" % fn)
+    for _ in range(len(strict)):
+        argv, env = command(work, fn, "floor", keep=keep + forced)
+        env["COLDSTART_PLAN_FORCED_OUT"] = out
+        if local_answer(argv, env, work, event) != want:
+            raise SystemExit("%s: the floor's answer changed with the "
+                             "forced modules kept eager" % fn)
+        with open(out) as f:
+            new = set(json.load(f))
+        for f in (out, out + ".lock"):
+            os.unlink(f)
+        more = [m for m in strict if m in new and m not in keep + forced]
+        if not more:
+            break
+        forced += more
+    FLOOR_FORCED[fn] = forced
+    return keep + forced
 
 
 def one(rie, ric, work, fn, variant):
@@ -359,9 +405,16 @@ def main():
           "awslambdaric/cs-lambda+plan %.2f, awslambdaric/floor %.2f, "
           "cs-lambda+plan/floor %.2f" % (g["cs"], g["plan"], g["floor"],
                                          g["plan/floor"]))
-    kept = ["%s: %s" % (fn, " ".join(FLOOR_KEEP[fn])) for fn in fns
-            if FLOOR_KEEP.get(fn)]
-    print("floor: strict mode; modules kept eager for the same answer: %s"
+    kept = []
+    for fn in fns:
+        forced = FLOOR_FORCED.get(fn, [])
+        need = [m for m in FLOOR_KEEP.get(fn, ()) if m not in forced]
+        if need or forced:
+            kept.append("%s: %s%s" % (fn, " ".join(need) or "-",
+                                      " (+%d run anyway)" % len(forced)
+                                      if forced else ""))
+    print("floor: strict mode; modules kept eager for the same answer "
+          "(+ those whose bodies ran before it all the same): %s"
           % ("; ".join(kept) if kept else "none"))
 
 

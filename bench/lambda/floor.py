@@ -8,9 +8,12 @@ from the working directory (sys.path's first entry, as `python3 -m` gives
 both runtimes), asks the Runtime API at AWS_LAMBDA_RUNTIME_API for the
 first event over _socket, calls the handler with a minimal context and
 posts its answer as JSON written the way awslambdaric writes these
-handlers' answers (simplejson's separators, ASCII only): dicts, lists,
-text, numbers, booleans and None, through _json's C encoder.  Then it asks
-for the next event, as a runtime does, and waits there.
+handlers' answers (simplejson's separators, ASCII only as without an
+AWS_EXECUTION_ENV of python3.12 or later, which the bench does not set):
+dicts, lists, text, numbers, booleans and None, through _json's C
+encoder.  Then it asks for the next event, as a runtime does, and waits
+there (the RIE answers the caller meanwhile).  The bench runs it compiled
+(lambda_bench.floor_program).
 
 The collector is held from before the plan until the first response and
 coldstart.plan.responded() called after it, as coldstart.lambda does
