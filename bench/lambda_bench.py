@@ -14,7 +14,8 @@ Interface Emulator, the runtime in a cgroup v1 of 10% of a CPU and 128 MiB
                   read at import and native extensions), the handler
                   called once, the Runtime API spoken over _socket; where
                   strict mode changes the answer, the plan's eager modules
-                  bisection shows it needs stay eager (floor_keep)
+                  bisection shows it needs stay eager, and so do those
+                  whose bodies run before the answer anyway (floor_keep)
 
 For each cold start: wall time from the first invocation's POST to its
 answer (the RIE starts the runtime at that invocation, so this is init
