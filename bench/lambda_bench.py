@@ -1,15 +1,30 @@
 """Cold starts of six real Lambda handlers (bench/lambda/fn_*.py: numpy,
 requests, jinja2, boto3, pandas, pydantic from Debian) under AWS's Runtime
 Interface Emulator, the runtime in a cgroup v1 of 10% of a CPU and 128 MiB
-(the RIE outside it), three ways: awslambdaric 4.0.1 (the peer's client,
-built by build-awslambdaric.sh), coldstart.lambda, and coldstart.lambda
-with the plan `coldstart plan --lambda --verify` makes.
+(the RIE outside it), four ways:
+
+  awslambdaric    awslambdaric 4.0.1 (the peer's client, built by
+                  build-awslambdaric.sh), `python3 -m awslambdaric`
+  cs-lambda       `python3 -m coldstart.lambda`
+  cs-lambda+plan  the same with the plan `coldstart plan --lambda
+                  --verify` makes (COLDSTART_PLAN)
+  floor           bench/lambda/floor.py: the least a runtime process can
+                  do to answer the same: the plan in strict mode (only the
+                  modules the event used run their bodies, with what those
+                  read at import and native extensions), the handler
+                  called once, the Runtime API spoken over _socket; where
+                  strict mode changes the answer, the plan's eager modules
+                  bisection shows it needs stay eager, and so do those
+                  whose bodies run before the answer anyway (floor_keep)
 
 For each cold start: wall time from the first invocation's POST to its
 answer (the RIE starts the runtime at that invocation, so this is init
 plus the first call, as Lambda bills them), the runtime's CPU time until
 then (cpuacct), its peak memory.  Medians of ROUNDS rounds (default 3),
 the variants' order rotated each round; the answers must be identical.
+The summary gives the geometric means of the CPU ratios, among them
+awslambdaric/floor (can the runtime and the plan reach the goal at all)
+and plan/floor (how far the planned runtime is above the floor).
 
 Environment: ROUNDS, FUNCS (e.g. "numpy boto3"), COLDSTART_PEERS.
 """
@@ -22,13 +37,15 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PY = "/usr/bin/python3"
 BUILD = os.path.join(ROOT, "build")
 CG = "/sys/fs/cgroup"
-VARIANTS = ("awslambdaric", "cs-lambda", "cs-lambda+plan")
+VARIANTS = ("awslambdaric", "cs-lambda", "cs-lambda+plan", "floor")
 
 
 def peers():
@@ -98,17 +115,213 @@ def cgroups(name, create):
             f.write(str(128 * 1024 * 1024))
 
 
-def one(rie, ric, work, fn, variant):
+# fn -> modules the floor keeps eager although strict mode would defer
+# them (floor_keep()), and those of them kept because they ran anyway.
+FLOOR_KEEP = {}
+FLOOR_FORCED = {}
+
+
+def floor_program(work):
+    """bench/lambda/floor.py compiled into work/floor.pyc, which the
+    interpreter runs as it is: a script would be compiled at every start
+    (about 3 ms of CPU, the compiler's first use), where the runtimes'
+    modules come compiled."""
+    src = os.path.join(HERE, "lambda", "floor.py")
+    out = os.path.join(work, "floor.pyc")
+    if not os.path.isfile(out) or \
+            os.stat(out).st_mtime_ns < os.stat(src).st_mtime_ns:
+        import py_compile
+        py_compile.compile(src, cfile=out, doraise=True)
+    return out
+
+
+def command(work, fn, variant, ric=None, keep=None):
+    """(argv, environment) of a runtime for fn_FN.handler in work."""
     env = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C.UTF-8"}
     handler = "fn_%s.handler" % fn
+    plan = os.path.join(work, "plan_%s.json" % fn)
     if variant == "awslambdaric":
         env["PYTHONPATH"] = ric
-        cmd = [PY, "-m", "awslambdaric", handler]
-    else:
-        env["PYTHONPATH"] = os.path.join(ROOT, "python")
-        cmd = [PY, "-m", "coldstart.lambda", handler]
-        if variant.endswith("+plan"):
-            env["COLDSTART_PLAN"] = os.path.join(work, "plan_%s.json" % fn)
+        return [PY, "-m", "awslambdaric", handler], env
+    env["PYTHONPATH"] = os.path.join(ROOT, "python")
+    if variant == "floor":
+        env["FLOOR_KEEP"] = ",".join(FLOOR_KEEP.get(fn, ()) if keep is None
+                                     else keep)
+        return [PY, floor_program(work), plan, handler], env
+    if variant.endswith("+plan"):
+        env["COLDSTART_PLAN"] = plan
+    return [PY, "-m", "coldstart.lambda", handler], env
+
+
+def local_answer(argv, env, cwd, event, timeout=120, term=False):
+    """What a runtime posts for its first event, served by a Runtime API of
+    the bench's own on a loopback port (no RIE, no cgroup, no CPU limit):
+    ("response" or "error" or "init/error", body bytes), or None when the
+    runtime ended or took longer than timeout seconds first.  Later GETs
+    next wait; the runtime is ended once it asks for the next event after
+    its answer (what it does after the first response, such as writing
+    COLDSTART_PLAN_FORCED_OUT, is done then), or 10 s after the answer;
+    killed, or with term sent SIGTERM (a tool it runs under may then write
+    its output)."""
+    import http.server
+    got = []
+    done = threading.Event()
+    asked = threading.Event()
+    stop = threading.Event()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            if not self.path.endswith("/runtime/invocation/next") or got:
+                if done.is_set():
+                    asked.set()
+                stop.wait()
+                self.close_connection = True
+                return
+            got.append(None)
+            self.send_response(200)
+            for k, v in (("Lambda-Runtime-Aws-Request-Id", "floor-check"),
+                         ("Lambda-Runtime-Deadline-Ms",
+                          str(int(time.time() * 1000) + 600000)),
+                         ("Lambda-Runtime-Invoked-Function-Arn",
+                          "arn:aws:lambda:local:000000000000:function:f"),
+                         ("Content-Type", "application/json"),
+                         ("Content-Length", str(len(event)))):
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(event)
+
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length",
+                                                        "0")))
+            kind = "init/error" if self.path.endswith("/init/error") else \
+                self.path.rstrip("/").rsplit("/", 1)[-1]
+            self.send_response(202)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+            got.append((kind, body))
+            done.set()
+
+    class Server(http.server.ThreadingHTTPServer):
+        daemon_threads = True
+
+        def handle_error(self, request, client_address):
+            pass  # the runtime ended with its connection open
+
+    server = Server(("127.0.0.1", 0), Handler)
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    # No bytecode written by these checks: the measured runs start from
+    # what the bench compiled.
+    env = dict(env, AWS_LAMBDA_RUNTIME_API="127.0.0.1:%d" %
+               server.server_address[1], PYTHONDONTWRITEBYTECODE="1")
+    p = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        end = time.monotonic() + timeout
+        while not done.wait(0.05):
+            if p.poll() is not None or time.monotonic() > end:
+                break
+        end = time.monotonic() + 10
+        while done.is_set() and not asked.wait(0.05):
+            if p.poll() is not None or time.monotonic() > end:
+                break
+    finally:
+        if p.poll() is None:
+            if term:
+                p.terminate()
+                try:
+                    p.wait(60)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+            else:
+                p.kill()
+        p.wait()
+        stop.set()
+        server.shutdown()
+        server.server_close()
+    return got[-1] if done.is_set() else None
+
+
+def floor_keep(work, fn, event):
+    """The floor is strict mode: every pure-Python module the event did not
+    use is deferred, the plan's eager list ignored.  Where that changes the
+    answer (a body that registers what the call looks up), the eager
+    modules it needs are found by bisection, one at a time, and kept eager:
+    the least the process must run to answer the same.  Then the eager
+    modules whose bodies strict mode runs before the answer all the same
+    are kept eager too (FLOOR_FORCED).  The answers are compared through
+    local_answer() (the bench's own Runtime API, without the RIE), with
+    coldstart.lambda's without a plan as the reference.  Computed anew
+    with each new plan (a few runtime starts)."""
+    want = local_answer(*command(work, fn, "cs-lambda"), work, event)
+    if want is None or want[0] != "response":
+        raise SystemExit("%s: coldstart.lambda gave no response locally: %r"
+                         % (fn, want))
+
+    def answers(keep):
+        return local_answer(*command(work, fn, "floor", keep=keep), work,
+                            event) == want
+
+    with open(os.path.join(work, "plan_%s.json" % fn)) as f:
+        plan = json.load(f)
+    # What strict mode defers beyond the plan, in import order; the
+    # bisection's candidates leave out those kept for native extensions.
+    strict = [m for m in plan["modules"] if m["action"] == "eager" and
+              not m["used"] and m["kind"] in ("source", "bytecode")]
+    cands = [m["name"] for m in strict if not any(
+        r["code"] in ("native", "native-parent", "native-init")
+        for r in m["reasons"])]
+    strict = [m["name"] for m in strict]
+    keep = []
+    if not answers(keep):
+        if not answers(cands):
+            raise SystemExit("%s: strict mode changes the answer even with "
+                             "the whole eager list kept" % fn)
+        pool = list(cands)
+        while not answers(keep):
+            # The shortest prefix of pool that, kept with keep, answers.
+            lo, hi = 0, len(pool)
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if answers(keep + pool[:mid]):
+                    hi = mid
+                else:
+                    lo = mid
+            keep.append(pool[hi - 1])
+            pool = pool[:hi - 1]
+    # The eager modules strict mode defers whose bodies run before the
+    # answer all the same (read by the call or by a body that runs): the
+    # floor keeps them eager too, as the plan does, since a deferred
+    # module forced later costs more than its plain import.  Kept eager
+    # they may import others at once: again until nothing new is forced.
+    forced = []
+    out = os.path.join(work, "floor-forced-%s.json" % fn)
+    for _ in range(len(strict)):
+        argv, env = command(work, fn, "floor", keep=keep + forced)
+        env["COLDSTART_PLAN_FORCED_OUT"] = out
+        if local_answer(argv, env, work, event) != want:
+            raise SystemExit("%s: the floor's answer changed with the "
+                             "forced modules kept eager" % fn)
+        with open(out) as f:
+            new = set(json.load(f))
+        for f in (out, out + ".lock"):
+            os.unlink(f)
+        more = [m for m in strict if m in new and m not in keep + forced]
+        if not more:
+            break
+        forced += more
+    FLOOR_FORCED[fn] = forced
+    return keep + forced
+
+
+def one(rie, ric, work, fn, variant):
+    cmd, env = command(work, fn, variant, ric)
     name = "coldstart-lbench-%d" % os.getpid()
     cgroups(name, True)
     try:
@@ -133,7 +346,7 @@ def main():
     work = tempfile.mkdtemp(prefix="coldstart-lambda-bench-")
     try:
         for f in glob.glob(os.path.join(HERE, "lambda", "*")):
-            if not f.endswith("runner.py"):
+            if not f.endswith(("runner.py", "floor.py")):
                 shutil.copy(f, work)
         for fn in fns:
             r = subprocess.run([os.path.join(ROOT, "coldstart"), "plan",
@@ -145,10 +358,13 @@ def main():
             if r.returncode:
                 raise SystemExit("coldstart plan for %s failed: %s" % (
                     fn, r.stderr[-500:]))
+            FLOOR_KEEP[fn] = floor_keep(work, fn, open(os.path.join(
+                work, "event.json"), "rb").read())
         res = {}
         for i in range(rounds):
             for fn in fns:
-                order = VARIANTS[i % 3:] + VARIANTS[:i % 3]
+                k = i % len(VARIANTS)
+                order = VARIANTS[k:] + VARIANTS[:k]
                 for v in order:
                     res.setdefault((fn, v), []).append(one(rie, ric, work,
                                                            fn, v))
@@ -159,9 +375,15 @@ def main():
           "(cgroup v1), medians of %d; load average %s while measuring "
           "(other jobs share the machine)" % (rounds, " ".join(load)))
     print("init + first invoke: wall ms / CPU ms / peak MiB")
-    print("%-9s| %-23s| %-23s| %-23s| %s" % ("function", *VARIANTS,
-                                             "cpu ric/cs ric/plan  same"))
-    ratios = {"cs": [], "plan": []}
+    print("%-9s| %-23s| %-23s| %-23s| %-23s| %s" % (
+        "function", *VARIANTS,
+        "cpu ric/cs ric/plan ric/floor plan/floor  same"))
+    # CPU ratios: awslambdaric over each variant, and plan over floor.
+    pairs = {"cs": ("awslambdaric", "cs-lambda"),
+             "plan": ("awslambdaric", "cs-lambda+plan"),
+             "floor": ("awslambdaric", "floor"),
+             "plan/floor": ("cs-lambda+plan", "floor")}
+    ratios = {k: [] for k in pairs}
     for fn in fns:
         cells, med = [], {}
         for v in VARIANTS:
@@ -173,16 +395,28 @@ def main():
         bodies = {r["body"] for v in VARIANTS for r in res[fn, v]}
         statuses = {r["status"] for v in VARIANTS for r in res[fn, v]}
         same = len(bodies) == 1 and statuses == {200}
-        rc = med["awslambdaric"][1] / med["cs-lambda"][1]
-        rp = med["awslambdaric"][1] / med["cs-lambda+plan"][1]
-        ratios["cs"].append(rc)
-        ratios["plan"].append(rp)
-        print("%-9s| %s| %s| %s| %5.2f   %5.2f     %s" % (
-            fn, cells[0], cells[1], cells[2], rc, rp,
+        r = {k: med[a][1] / med[b][1] for k, (a, b) in pairs.items()}
+        for k in pairs:
+            ratios[k].append(r[k])
+        print("%-9s| %s| %s| %s| %s|     %6.2f %8.2f %9.2f %10.2f  %s" % (
+            fn, *cells, r["cs"], r["plan"], r["floor"], r["plan/floor"],
             "yes" if same else "NO"))
     g = {k: math.exp(sum(map(math.log, v)) / len(v)) for k, v in ratios.items()}
     print("geometric mean of CPU ratios: awslambdaric/cs-lambda %.2f, "
-          "awslambdaric/cs-lambda+plan %.2f" % (g["cs"], g["plan"]))
+          "awslambdaric/cs-lambda+plan %.2f, awslambdaric/floor %.2f, "
+          "cs-lambda+plan/floor %.2f" % (g["cs"], g["plan"], g["floor"],
+                                         g["plan/floor"]))
+    kept = []
+    for fn in fns:
+        forced = FLOOR_FORCED.get(fn, [])
+        need = [m for m in FLOOR_KEEP.get(fn, ()) if m not in forced]
+        if need or forced:
+            kept.append("%s: %s%s" % (fn, " ".join(need) or "-",
+                                      " (+%d run anyway)" % len(forced)
+                                      if forced else ""))
+    print("floor: strict mode; modules kept eager for the same answer "
+          "(+ those whose bodies ran before it all the same): %s"
+          % ("; ".join(kept) if kept else "none"))
 
 
 if __name__ == "__main__":
