@@ -280,7 +280,9 @@ def test_report_line_of_init_and_first_call(tmp_path):
           if k != "RequestId" and v.endswith(" ms")}
     # The handler burns 50 ms of CPU in the first call.
     assert ms["Duration CPU"] >= 50 and ms["Duration"] >= 50
-    assert 0 < ms["Init CPU"] and 0 <= ms["Init Duration"] < 60000
+    # Init CPU is at least the interpreter's own start (several ms), read
+    # to the nanosecond: clock ticks (10 ms) read 0 here under load.
+    assert ms["Init CPU"] >= 1 and 0 <= ms["Init Duration"] < 60000
     assert int(f["Max Memory Used"].split()[0]) > 0
 
 
