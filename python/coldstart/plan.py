@@ -482,8 +482,8 @@ def validate(plan):
                 for e in sp):
             raise PlanError("sys_path is malformed")
     index = plan["index"]
-    c = _checks[0] if _checks else None
-    if not (c.check_index(index, _KINDS, _ACTIONS) if c is not None else
+    k = _checks[0] if _checks else None
+    if not (k.check_index(index, _KINDS, _ACTIONS) if k is not None else
             _good_index(index)):
         # Row by row, to say what is wrong.
         for row in index:
@@ -503,10 +503,11 @@ def validate(plan):
     table = plan.get("from")
     if table is not None and type(table) is not dict:
         raise PlanError("from is not an object")
-    # Each module's "from" rows are checked when it is imported (entry()).
+    # The from table is checked whole by the finder (_good_from), and when
+    # that finds anything, each module's rows at its import (entry()).
     alls = plan.get("all")
     for why in (_bad_code(plan.get("code"), len(plan["index"])),
-                None if (c.check_all(alls) if c is not None else
+                None if (k.check_all(alls) if k is not None else
                          _good_all(alls)) else _bad_all(alls)):
         if why is not None:
             raise PlanError(why)
