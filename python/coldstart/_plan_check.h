@@ -315,6 +315,7 @@ static PyObject *pc_stale(PyObject *self, PyObject *args)
 		PyObject *row = PyList_GET_ITEM(index, i), *path, *bytes, *a;
 		struct stat st;
 		long long size, mtime, v;
+		PyThreadState *ts;
 		int r;
 
 		if (!PyList_Check(row) || PyList_GET_SIZE(row) != IX_N)
@@ -331,8 +332,11 @@ static PyObject *pc_stale(PyObject *self, PyObject *args)
 			Py_DECREF(bytes);
 			break; /* a NUL: os.stat's ValueError */
 		}
-		Py_BEGIN_ALLOW_THREADS r = stat(PyBytes_AS_STRING(bytes), &st);
-		Py_END_ALLOW_THREADS Py_DECREF(bytes);
+		/* Other threads run meanwhile, as around os.stat's. */
+		ts = PyEval_SaveThread();
+		r = stat(PyBytes_AS_STRING(bytes), &st);
+		PyEval_RestoreThread(ts);
+		Py_DECREF(bytes);
 		if (r != 0 || as_ll(PyList_GET_ITEM(row, IX_SIZE), &size) < 0 ||
 		    as_ll(PyList_GET_ITEM(row, IX_MTIME), &mtime) < 0 || (long long)st.st_size != size ||
 		    ns_of(&st.st_mtim) != mtime)
