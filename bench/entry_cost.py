@@ -12,7 +12,6 @@ the machine's load) and the plans `SET=1 sh bench/plan_bench.sh` made in
 build/bench/plan/.  PYTHONHASHSEED=0 keeps the counts repeatable.
 """
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+import cachegrind  # noqa: E402
 import fnagent  # noqa: E402
 import plan_bench  # noqa: E402
 
@@ -35,9 +35,10 @@ def count(name, entry, cwd):
         env["PYTHONPATH"] = os.path.join(ROOT, "python")
         argv = [argv[0], "-m", "coldstart.fdk"] + argv[2:]
     out = os.path.join(ROOT, "build", "bench",
-                       "entry-%s-%s.cg" % (name, entry))
-    argv = ["valgrind", "--tool=cachegrind", "--cache-sim=no",
-            "--cachegrind-out-file=" + out] + argv
+                       "entry-%s-%s" % (name, entry))
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    argv = cachegrind.argv(out, argv)
     here = os.getcwd()
     os.chdir(cwd)
     try:
@@ -47,9 +48,7 @@ def count(name, entry, cwd):
     if r["error"]:
         sys.exit("entry_cost: %s by %s did not answer: %s"
                  % (name, entry, r["error"]))
-    with open(out) as f:
-        m = re.search(r"^summary:\s+(\d+)", f.read(), re.M)
-    return int(m.group(1))
+    return cachegrind.total(out)
 
 
 def main():

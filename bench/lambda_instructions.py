@@ -21,24 +21,18 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import cachegrind  # noqa: E402
 import lambda_bench as lb  # noqa: E402
 
 
 def instructions(argv, env, work, event):
     out = tempfile.mkdtemp(prefix="coldstart-lambda-ir-")
     try:
-        argv = ["valgrind", "--tool=cachegrind", "--cache-sim=no",
-                "--cachegrind-out-file=" + os.path.join(out, "cg.%p")] + argv
-        r = lb.local_answer(argv, env, work, event, timeout=600, term=True)
+        r = lb.local_answer(cachegrind.argv(out, argv), env, work, event,
+                            timeout=600, term=True)
         if r is None or r[0] != "response":
             raise SystemExit("no response under valgrind: %r" % (r,))
-        total = 0
-        for f in glob.glob(os.path.join(out, "cg.*")):
-            with open(f) as fh:
-                for line in fh:
-                    if line.startswith("summary:"):
-                        total += int(line.split()[1])
-        return total, r[1]
+        return cachegrind.total(out), r[1]
     finally:
         shutil.rmtree(out, ignore_errors=True)
 

@@ -10,13 +10,14 @@ usage: python3 bench/plan/instructions.py [FUNC...]
 Plans come from build/bench/plan (run bench/plan_bench.sh once first, and
 again after changing coldstart's Python files: they are in every plan).
 """
-import glob
 import os
+import shutil
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+import cachegrind  # noqa: E402
 import fnagent  # noqa: E402
 import plan_bench  # noqa: E402
 
@@ -25,8 +26,7 @@ def instructions(name, variant, env_extra):
     argv, env = plan_bench.command(name, variant)
     env.update(env_extra)
     out = tempfile.mkdtemp(prefix="instr-", dir="/tmp")
-    argv = ["valgrind", "--tool=cachegrind", "--cache-sim=no",
-            "--cachegrind-out-file=" + os.path.join(out, "cg.%p")] + argv
+    argv = cachegrind.argv(out, argv)
     d = plan_bench.fn_dir(name)
     body = open(os.path.join(d, "request.json"), "rb").read()
     old = os.getcwd()
@@ -41,15 +41,8 @@ def instructions(name, variant, env_extra):
     if stale:
         sys.stderr.write("instructions: %s %s: plan not applied: %s"
                          % (name, variant, stale[0]))
-    total = 0
-    for f in glob.glob(os.path.join(out, "cg.*")):
-        with open(f) as fh:
-            for line in fh:
-                if line.startswith("summary:"):
-                    total += int(line.split()[1])
-        os.unlink(f)
-    os.unlink(os.path.join(out, "stderr"))
-    os.rmdir(out)
+    total = cachegrind.total(out)
+    shutil.rmtree(out, ignore_errors=True)
     return None if r["error"] or stale else total
 
 
