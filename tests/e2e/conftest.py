@@ -7,6 +7,7 @@ test wants an interpreter without -X importtime).
 """
 import fcntl
 import glob
+import json
 import os
 import pty
 import re
@@ -111,6 +112,22 @@ def plan_env(**extra):
     e["PYTHONDONTWRITEBYTECODE"] = "1"
     e.update(extra)
     return e
+
+
+def plan_with_extension(workdir, py, script, out):
+    """`coldstart plan -o OUT -- PY SCRIPT` in workdir; returns the plan's
+    JSON.  Skips, saying why, when coldstart plan built no _plancode
+    extension for py (no compiler or headers for it)."""
+    p = subprocess.run([COLDSTART, "plan", "-o", out, "--", py, script],
+                       cwd=workdir, capture_output=True, text=True,
+                       timeout=300, env=clean_env(()))
+    assert p.returncode == 0, p.stdout + p.stderr
+    with open(out) as f:
+        data = json.load(f)
+    if not (data.get("code") or {}).get("ext"):
+        pytest.skip("coldstart plan built no _plancode extension for %s: %s"
+                    % (py, p.stderr.strip()))
+    return data
 
 
 def run_coldstart(*args, input=None, timeout=300, env=None, cwd=None):

@@ -19,8 +19,8 @@ import zlib
 
 import pytest
 
-from conftest import (COLDSTART, ROOT, clean_env, interpreter_params,
-                      plan_env)
+from conftest import (ROOT, clean_env, interpreter_params, plan_env,
+                      plan_with_extension)
 
 PY = "/usr/bin/python3"
 
@@ -58,16 +58,7 @@ def make_plan(workdir, py):
     write(os.path.join(workdir, "tool.py"), TOOL)
     write(os.path.join(workdir, "helper.py"), HELPER)
     plan = os.path.join(workdir, "p.json")
-    p = subprocess.run([COLDSTART, "plan", "-o", plan, "--", py, "tool.py"],
-                       cwd=workdir, capture_output=True, text=True,
-                       timeout=300, env=clean_env(()))
-    assert p.returncode == 0, p.stdout + p.stderr
-    with open(plan) as f:
-        data = json.load(f)
-    if not (data.get("code") or {}).get("ext"):
-        pytest.skip("coldstart plan built no _plancode extension for %s: %s"
-                    % (py, p.stderr.strip()))
-    return plan, data
+    return plan, plan_with_extension(workdir, py, "tool.py", plan)
 
 
 def apply(workdir, py, plan, **extra):

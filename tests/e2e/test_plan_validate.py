@@ -14,7 +14,8 @@ import textwrap
 
 import pytest
 
-from conftest import COLDSTART, ROOT, clean_env, interpreter_params, plan_env
+from conftest import (ROOT, clean_env, interpreter_params, plan_env,
+                      plan_with_extension)
 
 PYDIR = os.path.join(ROOT, "python")
 PY = "/usr/bin/python3"
@@ -222,17 +223,9 @@ def _plancode(workdir, py):
     the plan's tables in C when install() loads it first)."""
     with open(os.path.join(workdir, "t.py"), "w") as f:
         f.write("import json\n")
-    out = os.path.join(workdir, "ext.json")
-    p = subprocess.run([COLDSTART, "plan", "-o", out, "--", py, "t.py"],
-                       cwd=workdir, capture_output=True, text=True,
-                       timeout=300, env=clean_env(()))
-    assert p.returncode == 0, p.stdout + p.stderr
-    with open(out) as f:
-        ext = (json.load(f).get("code") or {}).get("ext")
-    if not ext:
-        pytest.skip("coldstart plan built no _plancode extension for %s: %s"
-                    % (py, p.stderr.strip()))
-    return ext["path"]
+    data = plan_with_extension(workdir, py, "t.py",
+                               os.path.join(workdir, "ext.json"))
+    return data["code"]["ext"]["path"]
 
 
 @pytest.mark.parametrize("py", interpreter_params(["3.8", "3.13"]))
