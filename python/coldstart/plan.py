@@ -861,34 +861,34 @@ def check(plan, program=None):
     # size and mtime, a copy): their archived code is used only when their
     # bytes are the recorded ones (_file_same).
     suspect = plan["_suspect"] = set()
-    k = _checks[0] if _checks else None
-    if k is not None:
+    index = plan["index"]
+    ext = _checks[0] if _checks else None
+    if ext is not None:
         # The loop below in C (_plan_check.h), without a stat result
-        # object per file.
-        i, names = k.stale(plan["index"], at)
+        # object per file: the first stale row (-1: none).
+        first, names = ext.stale(index, at)
         suspect.update(names)
-        if i >= 0:
-            row = plan["index"][i]
-            why.append(_stale_file(row) or "%s changed" % row[0])
-            return why
-        r = _shadowed(plan)
-        if r:
-            why.append(r)
+    else:
+        first = -1
+        for i, row in enumerate(index):
+            # _stale_file(row), inlined: this loop stats every planned file.
+            try:
+                st = stat(row[2])
+            except (OSError, TypeError, ValueError):
+                st = None
+            if st is None or st.st_size != row[3] or \
+                    st.st_mtime_ns != row[4]:
+                first = i
+                break
+            if at is not None:
+                a = at[i]
+                if a is not None and len(a) >= 6 and (
+                        st.st_ctime_ns != a[3] or st.st_ino != a[4]):
+                    suspect.add(row[0])
+    if first >= 0:
+        row = index[first]
+        why.append(_stale_file(row) or "%s changed" % row[0])
         return why
-    for i, row in enumerate(plan["index"]):
-        # _stale_file(row), inlined: this loop stats every planned file.
-        try:
-            st = stat(row[2])
-        except (OSError, TypeError, ValueError):
-            st = None
-        if st is None or st.st_size != row[3] or st.st_mtime_ns != row[4]:
-            why.append(_stale_file(row) or "%s changed" % row[0])
-            return why
-        if at is not None:
-            a = at[i]
-            if a is not None and len(a) >= 6 and (
-                    st.st_ctime_ns != a[3] or st.st_ino != a[4]):
-                suspect.add(row[0])
     r = _shadowed(plan)
     if r:
         why.append(r)
