@@ -188,8 +188,6 @@ def _read_fd(fd, size):
 # and never reaches the finder half-valid.
 
 _ACTIONS = frozenset(("load", "eager", "defer"))
-# The index's kinds (the keys of _LOADERS, below).
-_KINDS = frozenset(("source", "bytecode", "extension"))
 # The plan's extension when install() loaded it before the plan was checked
 # (_early_ext): its C column checks (_plan_check.h) then stand in for the
 # _good_* functions, which answer the same.  [module]
@@ -1592,6 +1590,8 @@ _LOADERS = {
     "bytecode": _bootstrap_external.SourcelessFileLoader,
     "extension": _bootstrap_external.ExtensionFileLoader,
 }
+# The index's kinds, as the C check (check_index) takes them.
+_KINDS = frozenset(_LOADERS)
 
 
 # --- the code archive ------------------------------------------------------
