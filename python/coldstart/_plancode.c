@@ -522,6 +522,7 @@ static PyMethodDef pc_methods[] = {
 	{ "crc32c_hw", pc_crc32c_hw, METH_NOARGS, crc32c_hw_doc },
 	{ "check_index", pc_check_index, METH_VARARGS, check_index_doc },
 	{ "check_spans", pc_check_spans, METH_VARARGS, check_spans_doc },
+	{ "parse_at", pc_parse_at, METH_O, parse_at_doc },
 	{ "check_all", pc_check_all, METH_O, check_all_doc },
 	{ "check_from", pc_check_from, METH_O, check_from_doc },
 	{ "stale", pc_stale, METH_VARARGS, stale_doc },

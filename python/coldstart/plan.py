@@ -26,7 +26,6 @@ import os
 import sys
 import _imp
 import _thread
-from itertools import chain as _chain
 
 # The import system's own modules, always there: importing the importlib
 # package would import warnings (and types) as well.
@@ -181,7 +180,7 @@ def _read_fd(fd, size):
     return b"".join(chunks)
 
 
-# --- validation ----------------------------------------------------------------
+# --- validation ------------------------------------------------------------
 #
 # Every member the applier uses is checked when the plan is read: a plan
 # that is damaged (or hand-edited wrong) is ignored whole, with one warning,
@@ -194,14 +193,6 @@ _ACTIONS = frozenset(("load", "eager", "defer"))
 _checks = []
 
 
-def _is_name(s):
-    """A dotted module name: non-empty parts separated by dots, none with a
-    slash or a NUL (modules imported with __import__ need not be
-    identifiers: _sysconfigdata__linux_x86_64-linux-gnu)."""
-    return type(s) is str and s != "" and s[0] != "." and s[-1] != "." and \
-        ".." not in s and "/" not in s and "\0" not in s
-
-
 def _is_abs(s):
     return type(s) is str and s[:1] == "/" and "\0" not in s
 
@@ -210,35 +201,26 @@ def _is_int(x, lo=None):
     return type(x) is int and (lo is None or x >= lo)
 
 
-def _bad_row(row):
-    """Why index row is malformed, or None."""
-    if type(row) is not list or len(row) != len(INDEX_FIELDS):
-        return "not a list of %d fields" % len(INDEX_FIELDS)
-    name, kind, path, size, mtime, action, used, dir_, search, ei, reb = row
-    if not _is_name(name):
-        return "name %r is not a module name" % (name,)
-    if type(kind) is not str or kind not in _LOADERS:
-        return "%s: kind %r" % (name, kind)
-    if not _is_abs(path):
-        return "%s: path %r is not absolute" % (name, path)
-    if not _is_int(size, 0) or not _is_int(mtime):
-        return "%s: size or mtime is not an integer" % name
-    if type(action) is not str or action not in _ACTIONS:
-        return "%s: action %r" % (name, action)
-    if used is not None and type(used) is not bool:
-        return "%s: used %r" % (name, used)
-    if dir_ is not None and not _is_abs(dir_):
-        return "%s: dir %r is not absolute" % (name, dir_)
-    if search is not None and (type(search) is not list or
-                               not all(_is_abs(s) for s in search)):
-        return "%s: search is not a list of absolute paths" % name
-    if ei is not None and not _is_int(ei, -1):
-        return "%s: entry_index %r" % (name, ei)
-    if reb is not None and (type(reb) is not list or
-                            not all(_is_name(r) and "." not in r
-                                    for r in reb)):
-        return "%s: rebinds is not a list of names" % name
-    return None
+def _check():
+    """coldstart.plan_check, the plan's checks in Python, imported at its
+    first use: a start whose plan is whole and whose extension is loaded
+    never needs it."""
+    from coldstart import plan_check
+    return plan_check
+
+
+_CHECK_NAMES = frozenset((
+    "_bad_all", "_bad_lazy", "_bad_row", "_good_all", "_good_from",
+    "_good_index", "_good_spans", "_index_from_modules", "_is_name",
+    "_parse_at_py", "_shown_warnings", "_stale_file"))
+
+
+def __getattr__(name):
+    # The checks that moved to coldstart.plan_check, under their old names
+    # (the recorder, tests).
+    if name in _CHECK_NAMES:
+        return getattr(_check(), name)
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
 def _bad_span(v, size, n):
@@ -252,25 +234,11 @@ def _bad_span(v, size, n):
     return v[0] + v[1] > size
 
 
-def _good_spans(at, size, n):
-    """True when every entry of at that is not None passes _bad_span (and
-    has a length), checked a column at a time by C loops as _good_index
-    does; False when anything is unusual (the caller then says which)."""
-    v = [x for x in at if x is not None]
-    if not v:
-        return True
-    try:
-        if set(map(type, v)) != {list} or min(map(len, v)) < n:
-            return False
-        flat = list(_chain.from_iterable(v))
-        if set(map(type, flat)) != {int} or min(flat) < 0:
-            return False
-        starts = [e[0] for e in v]
-        lengths = [e[1] for e in v]
-        return min(lengths) > 0 and max(map(int.__add__, starts,
-                                            lengths)) <= size
-    except TypeError:
-        return False
+def _parse_at(s):
+    """plan_check._parse_at_py(s), by the plan's extension when it is
+    loaded."""
+    f = getattr(_checks[0], "parse_at", None) if _checks else None
+    return f(s) if f is not None else _check()._parse_at_py(s)
 
 
 def _bad_code(c, rows):
@@ -284,6 +252,13 @@ def _bad_code(c, rows):
         return "code has no path and size"
     size = c["size"]
     at = c.get("at")
+    if type(at) is str:
+        # The compact form coldstart plan writes (plan_code.encode_at), read
+        # once into the lists everything after this reads.
+        at = _parse_at(at)
+        if at is None:
+            return "code.at is not a list of archive entries"
+        c["at"] = at
     if type(at) is not list or len(at) != rows:
         return "code.at does not have one entry per index row"
     # With CRC-32Cs (code.sums), a module's entry has 7 members and a
@@ -295,7 +270,7 @@ def _bad_code(c, rows):
     n, nt = (7, 5) if sums == _SUMS[1] else (2, 3)
     k = _checks[0] if _checks else None
     if not (k.check_spans(at, size, n) if k is not None else
-            _good_spans(at, size, n)):
+            _check()._good_spans(at, size, n)):
         # Entry by entry, to say which.
         for v in at:
             if v is not None and (_bad_span(v, size, n) or v[1] == 0):
@@ -309,162 +284,6 @@ def _bad_code(c, rows):
                             not _is_abs(ext.get("path"))):
         return "code.ext has no absolute path"
     return None
-
-
-def _bad_lazy(table):
-    if table is None:
-        return None
-    if type(table) is not dict:
-        return "from is not an object"
-    for k, rows in table.items():
-        if not _is_name(k) or type(rows) is not list:
-            return "from: %r" % (k,)
-        for r in rows:
-            if type(r) is not list or not 2 <= len(r) <= 4 or \
-                    not _is_name(r[0]) or \
-                    not all(type(x) is str for x in r[1:]) or \
-                    (r[1] == "*" and len(r) < 3):
-                return "from: %s: %r" % (k, r)
-    return None
-
-
-def _good_from(table):
-    """True when _bad_lazy finds nothing in the whole table, checked a
-    column at a time (one pass at install instead of a row loop at each
-    module's import: 1,274 rows for a pandas program); False when anything
-    is unusual (each module's rows are then checked when it is imported,
-    which says what is wrong)."""
-    try:
-        if type(table) is not dict:
-            return False
-        if not table:
-            return True
-        v = list(table.values())
-        if set(map(type, v)) != {list} or not _names_ok(list(table)):
-            return False
-        rows = list(_chain.from_iterable(v))
-        if not rows:
-            return True
-        if set(map(type, rows)) != {list} or \
-                not set(map(len, rows)) <= {2, 3, 4}:
-            return False
-        if not _names_ok([r[0] for r in rows]):
-            return False
-        attrs = [r[1] for r in rows]
-        long_ = [r for r in rows if len(r) > 2]
-        rest = _chain.from_iterable([r[2:] for r in long_])
-        if set(map(type, attrs)) != {str} or \
-                not set(map(type, rest)) <= {str}:
-            return False
-        # A star row carries the names it binds (a third field).
-        return attrs.count("*") == [r[1] for r in long_].count("*")
-    except TypeError:
-        return False
-
-
-def _good_all(alls):
-    """True when _bad_all finds nothing, checked a column at a time; False
-    when anything is unusual (_bad_all then says what)."""
-    try:
-        if type(alls) is not dict:
-            return False
-        if not alls:
-            return True
-        v = [x.get("tuple") if type(x) is dict else x
-             for x in alls.values()]
-        if set(map(type, v)) != {list} or not _names_ok(list(alls)):
-            return False
-        return set(map(type, _chain.from_iterable(v))) <= {str}
-    except TypeError:
-        return False
-
-
-def _bad_all(alls):
-    if alls is None:
-        return None
-    if type(alls) is not dict:
-        return "all is not an object"
-    for k, v in alls.items():
-        if type(v) is dict:
-            v = v.get("tuple")
-        if not _is_name(k) or type(v) is not list or \
-                not all(type(x) is str for x in v):
-            return "all: %r" % (k,)
-    return None
-
-
-_NoneType = type(None)
-
-
-def _names_ok(names):
-    """_is_name() for every item of a non-empty list, at C speed: joined
-    by NUL (none may hold one), no name is empty, has a slash or '..', or
-    starts or ends with a dot.  TypeError when one is not a str."""
-    j = "\0".join(names)
-    return j.count("\0") == len(names) - 1 and \
-        j[:1] not in ("", ".", "\0") and \
-        j[-1:] not in ("\0", ".") and "/" not in j and ".." not in j and \
-        "\0\0" not in j and "\0." not in j and ".\0" not in j
-
-
-def _paths_ok(paths):
-    """_is_abs() for every item of a non-empty list, at C speed: each
-    starts with '/' and none holds a NUL.  TypeError when one is not a
-    str."""
-    j = "\0".join(paths)
-    n = len(paths) - 1
-    return j[:1] == "/" and j.count("\0") == n and j.count("\0/") == n
-
-
-def _flat_lists(column):
-    """The items of the lists in column, None entries skipped; None when an
-    entry is neither None nor a list."""
-    v = [x for x in column if x is not None]
-    if set(map(type, v)) - {list}:
-        return None
-    return list(_chain.from_iterable(v))
-
-
-def _good_index(index):
-    """True when every index row passes _bad_row, checked a column at a
-    time by C loops (join, count, set, min): the row-by-row check of a
-    plan of 500 modules cost several million instructions at every start.
-    False when anything is unusual; the caller then checks row by row,
-    which says what is wrong (a False here is never the verdict)."""
-    if type(index) is not list:
-        return False
-    if not index:
-        return True
-    w = len(INDEX_FIELDS)
-    try:
-        if set(map(type, index)) != {list} or set(map(len, index)) != {w}:
-            return False
-        names, kinds, paths, sizes, mtimes, actions, used, dirs, search, \
-            eis, rebs = zip(*index)
-        if not (_names_ok(names) and _paths_ok(paths) and
-                set(kinds).issubset(_LOADERS) and
-                set(actions).issubset(_ACTIONS) and
-                set(map(type, sizes)) == {int} and min(sizes) >= 0 and
-                set(map(type, mtimes)) == {int} and
-                set(map(type, used)).issubset((_NoneType, bool)) and
-                set(map(type, dirs)).issubset((_NoneType, str)) and
-                set(map(type, eis)).issubset((_NoneType, int))):
-            return False
-        d = [x for x in dirs if x is not None]
-        if d and not _paths_ok(d):
-            return False
-        e = [x for x in eis if x is not None]
-        if e and min(e) < -1:
-            return False
-        s = _flat_lists(search)
-        if s is None or s and not _paths_ok(s):
-            return False
-        r = _flat_lists(rebs)
-        if r is None or r and (not _names_ok(r) or "." in "".join(r)):
-            return False
-    except TypeError:  # an unhashable kind or action, a name not a str
-        return False
-    return True
 
 
 def validate(plan):
@@ -482,10 +301,10 @@ def validate(plan):
     index = plan["index"]
     k = _checks[0] if _checks else None
     if not (k.check_index(index, _KINDS, _ACTIONS) if k is not None else
-            _good_index(index)):
+            _check()._good_index(index)):
         # Row by row, to say what is wrong.
         for row in index:
-            why = _bad_row(row)
+            why = _check()._bad_row(row)
             if why is not None:
                 raise PlanError("a malformed index row (%s)" % why)
     ops = plan.get("opcodes")
@@ -506,7 +325,8 @@ def validate(plan):
     alls = plan.get("all")
     for why in (_bad_code(plan.get("code"), len(plan["index"])),
                 None if (k.check_all(alls) if k is not None else
-                         _good_all(alls)) else _bad_all(alls)):
+                         _check()._good_all(alls)) else
+                _check()._bad_all(alls)):
         if why is not None:
             raise PlanError(why)
 
@@ -549,10 +369,12 @@ def _scanner():
         return None, None
 
 
-def _head(text):
+def _head(text, fast=None):
     """Parses the top-level object's members in order until those in _HEAD
     are all in; returns them, or None when the text does not look like that
-    (the caller then parses it whole)."""
+    (the caller then parses it whole).  Right after the code member, fast
+    (when given) may answer for the rest: fast(members so far, the index
+    after the code member's value) returns them all, or None."""
     scan, scanstring = _scanner()
     if scan is None:
         return None
@@ -579,6 +401,10 @@ def _head(text):
             while text[i] in _WS:
                 i += 1
             out[key], i = scan(text, i)
+            if key == "code" and fast is not None:
+                whole = fast(out, i)
+                if whole is not None:
+                    return whole
             if _HEAD.issubset(out):
                 return out
             while i < n and text[i] in _WS:
@@ -609,28 +435,81 @@ def _loads(text):
     return json.loads(text)
 
 
-def _index_from_modules(modules):
-    rows = []
-    for m in modules:
-        if isinstance(m, dict) and m.get("kind") in _LOADERS and \
-                isinstance(m.get("path"), str):
-            row = [m.get(f) for f in INDEX_FIELDS]
-            # dir is null where it is the default (PlanFinder.entry).
-            d = os.path.dirname(row[2])
-            if row[7] == (os.path.dirname(d) if row[8] is not None else d):
-                row[7] = None
-            rows.append(row)
-    return rows
+# The members the head part may hold (src/plan/plan_head.c), with the
+# archive entries (code.at) as lists and the text of code.at they were read
+# from.
+_HEAD_PART = frozenset(("python", "sys_path", "opcodes", "from", "all",
+                        "program", "index", "at", "at_text"))
 
 
-def read(path, trust=True, checks=False):
+def _head_part(plan, path, data, text, i):
+    """The members after the code member, from the code archive's head part
+    (docs/plan.md, "The head part"), or None: they are used only when the
+    plan's extension checks them (its CRC-32C), the plan file's JSON text
+    of those members is, byte for byte, the text the part was written with
+    (code.head: the text's CRC-32C and length; an edited plan is read as
+    JSON, its edits apply), and the part itself is whole (its CRC-32C);
+    the archive entries only while code.at is the text they were read from.
+    Anything else (no head, another layout, no extension, an archive that
+    cannot be opened or read) leaves the plan to the JSON parser, which
+    says what is wrong where anything is."""
+    c = plan.get("code")
+    h = c.get("head") if type(c) is dict else None
+    if type(h) is not list or len(h) != 5 or type(c.get("path")) is not str \
+            or c.get("sums") != _SUMS[1] or \
+            not all(type(x) is int and x >= 0 for x in h) or not h[1] or \
+            type(c.get("size")) is not int or h[0] + h[1] > c["size"] or \
+            "format" not in plan or "version" not in plan:
+        return None
+    if not _checks:
+        _early_ext(plan, path)
+        plan["_early"] = True
+    k = _checks[0] if _checks else None
+    if k is None or text[i:i + 1] != "," or len(data) != len(text):
+        return None
+    j, n = i + 1, h[4]
+    if data[j + n:j + n + 1] not in (b",", b"}") or \
+            k.crc32c(memoryview(data)[j:j + n]) != h[3]:
+        return None
+    plan["_file"] = os.path.abspath(path)
+    fd = -1
+    try:
+        fd, _ = _open_archive(plan, c)
+        blob = os.pread(fd, h[1], h[0])
+    except (PlanError, OSError, OverflowError, TypeError, ValueError):
+        return None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if len(blob) != h[1] or k.crc32c(blob) != h[2]:
+        return None
+    try:
+        members = marshal.loads(blob)
+    except (ValueError, EOFError, TypeError):
+        return None
+    if type(members) is not dict or not members.keys() <= _HEAD_PART or \
+            "index" not in members or "at" not in members:
+        return None
+    at = members.pop("at")
+    # code.at is the plan file's, not the part's: its entries are used
+    # when it is still the text they were read from (else they are read
+    # from it: validate()).
+    if members.pop("at_text", None) == c.get("at") or at == c.get("at"):
+        c["at"] = at
+    plan.update(members)
+    return plan
+
+
+def read(path, trust=True, checks=False, fast=True):
     """Returns the plan in path as a dict with at least format, version,
     python, sys_path and index (rows of INDEX_FIELDS); raises PlanError
     when it cannot be read, may be written by others (TrustError), is
     malformed, or is not a plan of a version this module applies.  Only a
     regular file of at most PLAN_MAX_BYTES is read.  checks=True (install)
     loads the plan's extension first when it has one, whose C checks then
-    check the plan (_early_ext)."""
+    check the plan (_early_ext); with fast too, the members the applier
+    reads at every start come from the code archive's head part when they
+    may (_head_part)."""
     fd = -1
     try:
         if trust:
@@ -659,7 +538,11 @@ def read(path, trust=True, checks=False):
         # With warning options (-W, PYTHONWARNINGS) the module records are
         # read too: their import-time warnings decide what runs at once
         # (PlanFinder.warned).  Without, the head is all the applier needs.
-        plan = _head(text) if not sys.warnoptions else None
+        part = None
+        if checks and trust and fast:
+            def part(plan, i):
+                return _head_part(plan, path, data, text, i)
+        plan = _head(text, part) if not sys.warnoptions else None
         if plan is None:
             plan = _loads(text)
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
@@ -673,8 +556,8 @@ def read(path, trust=True, checks=False):
     if not isinstance(plan.get("index"), list):
         if not isinstance(plan.get("modules"), list):
             raise PlanError("%r has no module list" % path)
-        plan["index"] = _index_from_modules(plan["modules"])
-    if checks and trust:
+        plan["index"] = _check()._index_from_modules(plan["modules"])
+    if checks and trust and not plan.pop("_early", False):
         _early_ext(plan, path)
     try:
         validate(plan)
@@ -696,18 +579,6 @@ def interpreter_identity():
 
 
 # --- staleness -------------------------------------------------------------
-
-def _stale_file(row):
-    """Returns why index row no longer matches its file, or None."""
-    name, path = row[0], row[2]
-    try:
-        st = os.stat(path)
-    except (OSError, TypeError, ValueError) as e:
-        return "%s: %r is gone (%s)" % (name, path, getattr(e, "strerror", e))
-    if st.st_size != row[3] or st.st_mtime_ns != row[4]:
-        return "%s: %r changed since the plan was made" % (name, path)
-    return None
-
 
 _SUFFIXES = []
 
@@ -869,7 +740,8 @@ def check(plan, program=None):
     else:
         first = -1
         for i, row in enumerate(index):
-            # _stale_file(row), inlined: this loop stats every planned file.
+            # plan_check._stale_file(row), inlined: this loop stats every
+            # planned file.
             try:
                 st = stat(row[2])
             except (OSError, TypeError, ValueError):
@@ -885,7 +757,7 @@ def check(plan, program=None):
                     suspect.add(row[0])
     if first >= 0:
         row = index[first]
-        why.append(_stale_file(row) or "%s changed" % row[0])
+        why.append(_check()._stale_file(row) or "%s changed" % row[0])
         return why
     r = _shadowed(plan)
     if r:
@@ -1631,14 +1503,33 @@ def _open_code(plan, rows):
         return None
     if c.get("optimize") != sys.flags.optimize:
         return None  # compiled for another -O level: the files are right
-    head = _CODE_MAGIC + _bootstrap_external.MAGIC_NUMBER
     crcs = False
     for v in at:
         if v is not None:
             crcs = len(v) > 2
             break
+    try:
+        fd, _ = _open_archive(plan, c, crcs)
+    except TrustError as e:
+        _warn("%s; running without the plan" % e)
+        return _REFUSED
+    except (PlanError, OSError) as e:
+        _warn("not using the code archive: %s; modules load from their "
+              "files" % (getattr(e, "strerror", None) or e))
+        return None
+    return fd, at
+
+
+def _open_archive(plan, c, crcs=True):
+    """(descriptor, stat result) of the plan's code archive (c its code
+    member, with a str path): the first of _archive_paths() that passes the
+    trust rule, has the recorded size (and mtime, for a plan without
+    checksums: not crcs) and this interpreter's header.  Raises TrustError
+    when one fails the trust rule, else OSError or PlanError for the first
+    that could not be used."""
+    head = _CODE_MAGIC + _bootstrap_external.MAGIC_NUMBER
     err = None
-    for p in _archive_paths(plan, path):
+    for p in _archive_paths(plan, c["path"]):
         fd = -1
         try:
             fd, st = open_trusted(p, "code archive")
@@ -1648,19 +1539,16 @@ def _open_code(plan, rows):
                 raise OSError("%r changed since the plan was made" % p)
             if os.pread(fd, len(head), 0) != head:
                 raise OSError("%r is not an archive of this interpreter" % p)
-        except TrustError as e:
-            _warn("%s; running without the plan" % e)
-            return _REFUSED
+        except TrustError:
+            raise
         except (PlanError, OSError) as e:
             if fd >= 0:
                 os.close(fd)
             if err is None:
                 err = e
             continue
-        return fd, at
-    _warn("not using the code archive: %s; modules load from their files"
-          % (getattr(err, "strerror", None) or err))
-    return None
+        return fd, st
+    raise err if err is not None else OSError("no code archive")
 
 
 _crc32 = []
@@ -2071,73 +1959,6 @@ def _dirname(path):
     return head
 
 
-def _filter_matches(obj, arg):
-    """A warnings filter's message or module field against arg, as
-    _warnings does: None matches all, a string only itself, else a compiled
-    pattern's match()."""
-    if obj is None:
-        return True
-    if isinstance(obj, str):
-        return obj == arg
-    return bool(obj.match(arg))
-
-
-def _category(qualname):
-    """The warning class a plan names ("builtins.DeprecationWarning"), or
-    None when its module is not loaded (the caller then assumes it may be
-    shown)."""
-    mod, _, name = qualname.rpartition(".")
-    cls = getattr(sys.modules.get(mod or "builtins"), name, None)
-    return cls if isinstance(cls, type) and issubclass(cls, Warning) \
-        else None
-
-
-def _filters_show(filters, default, text, category, module, lineno):
-    """Whether the warning filters show this warning (any action but
-    "ignore"), read as warnings.warn_explicit reads them."""
-    for f in filters:
-        try:
-            action, msg, cat, mod, ln = f
-            if _filter_matches(msg, text) and (
-                    category is None or issubclass(category, cat)) and \
-                    _filter_matches(mod, module) and \
-                    (ln == 0 or lineno == ln):
-                return action != "ignore"
-        except (TypeError, ValueError, AttributeError):
-            continue
-    return default != "ignore"
-
-
-def _shown_warnings(plan):
-    """The names of the modules whose recorded import-time warnings (the
-    module entry's "warnings": [category, message, module, line, shown])
-    this run's filters show and the planning run's did not.  Read only
-    when warning options are given (sys.warnoptions): without them the
-    filters are the interpreter's defaults, as they were while planning."""
-    import _warnings
-    filters = list(getattr(_warnings, "filters", ()))
-    w = sys.modules.get("warnings")
-    default = getattr(w, "defaultaction", None) or \
-        getattr(_warnings, "_defaultaction", "default")
-    out = set()
-    for m in plan.get("modules") or ():
-        rows = m.get("warnings") if isinstance(m, dict) else None
-        if not rows or not isinstance(rows, list):
-            continue
-        for r in rows:
-            try:
-                cat, text, module, lineno, shown = r
-                if not shown and _filters_show(
-                        filters, default, str(text), _category(str(cat)),
-                        str(module), int(lineno)):
-                    out.add(m["name"])
-                    break
-            except (TypeError, ValueError, KeyError):
-                out.add(m.get("name"))
-                break
-    return frozenset(out)
-
-
 class PlanFinder(object):
     """A meta-path finder answering the plan's modules from their recorded
     files: no sys.path scan.  It answers only when the recorded file is
@@ -2167,7 +1988,7 @@ class PlanFinder(object):
         # module's rows are checked at its import (entry()).
         k = _checks[0] if _checks else None
         self._from_ok = k.check_from(self.table) if k is not None else \
-            _good_from(self.table)
+            _check()._good_from(self.table)
         alls = plan.get("all")
         # The recorded __all__ of modules that may be deferred.
         self.alls = alls if defer and isinstance(alls, dict) and \
@@ -2185,8 +2006,8 @@ class PlanFinder(object):
         # a way the warning filters of this run show (-W default,
         # PYTHONWARNINGS) where the planning run's hid it: they run at
         # once, so their warnings are shown as without the plan.
-        self.warned = _shown_warnings(plan) if defer and sys.warnoptions \
-            else frozenset()
+        self.warned = _check()._shown_warnings(plan) \
+            if defer and sys.warnoptions else frozenset()
 
     @property
     def entries(self):
@@ -2245,7 +2066,8 @@ class PlanFinder(object):
             e["code"] = self.code[i]
         rows = self.table.get(name)
         if rows:
-            why = None if self._from_ok else _bad_lazy({name: rows})
+            why = None if self._from_ok else \
+                _check()._bad_lazy({name: rows})
             if why is None:
                 e["lazy"] = self._lazy(rows)
             elif "from" not in _bad_parts:

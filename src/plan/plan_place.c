@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "plan/plan_head.h"
 #include "plan/plan_verify.h"
 
 /*
@@ -98,6 +99,12 @@ int plan_place_finish(json_t *root, const char *tmp, const char *output, const c
 	json_t *code = json_object_get(root, "code");
 
 	if (json_is_object(code) && !access(code_tmp, F_OK)) {
+		/*
+		 * The head part makes applying the plan cheaper; without it
+		 * (an archive that could not be written) the plan is the same.
+		 */
+		if (plan_head_seal(root, code_tmp, err) < 0)
+			buf_reset(err);
 		if (place_file(code_tmp, code_out, err) < 0)
 			return -1;
 		/*

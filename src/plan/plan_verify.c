@@ -90,7 +90,7 @@ int plan_write_json(json_t *root, const char *path, struct buf *err)
 		return -1;
 	}
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-	if (fd < 0 || json_dumpfd(root, fd, JSON_COMPACT) < 0 || close(fd) < 0) {
+	if (fd < 0 || json_dumpfd(root, fd, JSON_COMPACT | JSON_ENSURE_ASCII) < 0 || close(fd) < 0) {
 		buf_addf(err, "cannot write '%s': %s", path, strerror(errno));
 		if (fd >= 0) {
 			close(fd);

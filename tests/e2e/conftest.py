@@ -130,6 +130,18 @@ def plan_with_extension(workdir, py, script, out):
     return data
 
 
+def archive_entries(code):
+    """The plan's code.at as lists (None for a row without archived code),
+    whether written in its compact form (docs/plan.md) or as arrays."""
+    at = code["at"]
+    if not isinstance(at, str):
+        return at
+    rows = []
+    for e in at.split(" ") if at else ():
+        rows.append(None if e == "-" else [int(x, 16) for x in e.split(",")])
+    return rows
+
+
 def run_coldstart(*args, input=None, timeout=300, env=None, cwd=None):
     """Runs the coldstart binary; returns CompletedProcess with text output."""
     full_env = dict(os.environ)

@@ -16,7 +16,7 @@ import textwrap
 
 import pytest
 
-from conftest import PLAN_VERSIONS, ROOT, clean_env, interpreter_params, write
+from conftest import PLAN_VERSIONS, ROOT, archive_entries, clean_env, interpreter_params, write
 
 PYDIR = os.path.join(ROOT, "python")
 BOOT = os.path.join(PYDIR, "coldstart", "_boot", "plan")
@@ -963,7 +963,7 @@ def test_an_edit_keeping_size_and_mtime_is_noticed(python, workdir):
     run."""
     write(workdir, "conf.py", "VALUE = 'old'\n")
     plan = record(python, workdir, ["conf"])
-    assert plan["code"]["at"][[r[0] for r in plan["index"]].index("conf")]
+    assert archive_entries(plan["code"])[[r[0] for r in plan["index"]].index("conf")]
     st = os.stat(os.path.join(workdir, "conf.py"))
     write(workdir, "conf.py", "VALUE = 'new'\n")
     os.utime(os.path.join(workdir, "conf.py"), ns=(st.st_atime_ns, st.st_mtime_ns))

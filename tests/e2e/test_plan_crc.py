@@ -19,7 +19,7 @@ import zlib
 
 import pytest
 
-from conftest import (ROOT, clean_env, interpreter_params, plan_env,
+from conftest import (ROOT, archive_entries, clean_env, interpreter_params, plan_env,
                       plan_with_extension)
 
 PY = "/usr/bin/python3"
@@ -58,7 +58,10 @@ def make_plan(workdir, py):
     write(os.path.join(workdir, "tool.py"), TOOL)
     write(os.path.join(workdir, "helper.py"), HELPER)
     plan = os.path.join(workdir, "p.json")
-    return plan, plan_with_extension(workdir, py, "tool.py", plan)
+    data = plan_with_extension(workdir, py, "tool.py", plan)
+    # The entries as lists, for the tests to read and damage.
+    data["code"]["at"] = archive_entries(data["code"])
+    return plan, data
 
 
 def apply(workdir, py, plan, **extra):

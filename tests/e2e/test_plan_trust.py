@@ -20,7 +20,7 @@ import textwrap
 
 import pytest
 
-from conftest import COLDSTART, ROOT, clean_env, plan_env as env
+from conftest import COLDSTART, ROOT, archive_entries, clean_env, plan_env as env
 
 PY = "/usr/bin/python3"
 FUZZ = os.path.join(ROOT, "tests", "fuzz", "plan_mutate.py")
@@ -119,6 +119,7 @@ def test_plan_in_a_directory_of_nobody_runs_no_foreign_code_as_root(workdir):
     row[2] = os.path.join(evil, "textwrap.py")
     row[3], row[4] = st.st_size, st.st_mtime_ns
     row[7] = stdlib  # where the finder looks: still the stdlib's
+    data["code"]["at"] = archive_entries(data["code"])
     data["code"]["at"][i] = None  # the file itself runs
     data["code"]["path"] = plan + ".code"
     as_nobody([PY, "-c", "import sys; open(sys.argv[1], 'w').write(sys.argv[2])",
@@ -270,7 +271,7 @@ def test_archive_edited_while_the_program_runs_injects_nothing(workdir):
     with open(plan) as f:
         data = json.load(f)
     i = [r[0] for r in data["index"]].index("helper")
-    off, length = data["code"]["at"][i][:2]
+    off, length = archive_entries(data["code"])[i][:2]
     evil = compile("def who():\n    return 'injected'\n", "helper.py", "exec")
     import marshal
     blob = marshal.dumps(evil)
@@ -414,6 +415,7 @@ def _damage(plan, how):
     elif how == "name":
         p["index"][i][0] = ["helper"]
     elif how == "at":
+        p["code"]["at"] = archive_entries(p["code"])
         p["code"]["at"][i] = [p["code"]["size"] - 2, 50, 0]
     elif how == "all":
         p["all"] = {"helper": 7}
@@ -473,6 +475,7 @@ def test_a_row_naming_a_file_outside_its_directory_is_not_answered(workdir):
     st = os.stat(fake)
     stdlib = os.path.dirname(row[2])
     row[2], row[3], row[4], row[7] = fake, st.st_size, st.st_mtime_ns, stdlib
+    data["code"]["at"] = archive_entries(data["code"])
     data["code"]["at"][i] = None
     with open(plan, "w") as f:
         json.dump(data, f)

@@ -5,7 +5,9 @@ Records a real plan (and its code archive) of a small program with the
 planning bootstrap, then applies thousands of mutated copies, each in a new
 interpreter: the plan's JSON edited member by member (wrong types, ranges,
 offsets, names, paths, rows dropped or repeated) or byte by byte, and the
-archive's bytes flipped, zeroed, cut or extended.  Every run must print what
+archive's bytes flipped, zeroed, cut or extended (its head part and the
+plan's entry for it too, the rest of the plan as written, so that the
+applier tries the head part).  Every run must print what
 the program prints without a plan and end with status 0: an uncaught
 exception, a traceback, a signal or another answer is a crash, kept in
 WORKDIR/crashes/ with the plan and archive that caused it.
@@ -184,10 +186,33 @@ def mutate_bytes(rng, data, small=False):
     return bytes(b)
 
 
+def mutate_head(rng, text, code):
+    """The archive's head part (docs/plan.md, "The head part") damaged, or
+    the plan's code.head entry edited in place, the rest of the plan file
+    byte for byte as written: the applier must then read the plan as JSON
+    (or use the part only when it is whole and the plan's)."""
+    head = (json.loads(text).get("code") or {}).get("head")
+    if not head or len(head) != 5:
+        return text, mutate_bytes(rng, code), "archive bytes"
+    if rng.random() < 0.5:
+        off, n = head[0], head[1]
+        return text, code[:off] + mutate_bytes(rng, code[off:off + n]) + \
+            code[off + n:], "head part bytes"
+    was = json.dumps(head, separators=(",", ":")).encode()
+    new = list(head)
+    i = rng.randrange(5)
+    new[i] = rng.choice([0, 1, new[i] + 1, new[i] - 1, new[i] * 2, 1 << 31,
+                         1 << 62, len(code), -1])
+    return text.replace(was, json.dumps(new, separators=(",", ":")).encode()), \
+        code, "code.head"
+
+
 def case(rng, text, code):
     """(plan bytes, archive bytes, what was mutated)."""
-    k = rng.randrange(10)
-    if k >= 9 and rng.random() < 0.5:
+    k = rng.randrange(11)
+    if k == 10:
+        return mutate_head(rng, text, code)
+    if k == 9 and rng.random() < 0.5:
         return text, code, "none"
     if k < 5:
         return mutate_json(rng, json.loads(text)), code, "json"
