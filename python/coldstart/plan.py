@@ -112,6 +112,32 @@ def _untrusted(st, euid, is_dir):
     return None
 
 
+def _realpath(path):
+    """os.path.realpath(path) of an existing path, from the kernel: the
+    path of a descriptor opened on it (two system calls, where realpath
+    lstats every component in Python).  realpath's answer where that cannot
+    be had."""
+    fd = -1
+    try:
+        fd = os.open(path, _O_PATH | _O_CLOEXEC)
+        real = os.readlink("/proc/self/fd/%d" % fd)
+        if real[:1] == "/" and not real.endswith(" (deleted)"):
+            return real
+    except (OSError, ValueError, TypeError):
+        pass
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    return os.path.realpath(path)
+
+
+# The directories open_trusted() found, with every directory above them,
+# to pass the trust rule in this process: owned by this user or root and
+# writable by nobody else, nobody else can have changed what is in them
+# since, so the plan's archive, beside the plan, is not walked again.
+_trusted_dirs = set()
+
+
 def open_trusted(path, what):
     """Opens path for reading when it is a regular file that it and every
     directory above it pass the trust rule; returns (descriptor, stat).
@@ -119,7 +145,7 @@ def open_trusted(path, what):
     cannot be opened.  Never blocks (a FIFO is refused)."""
     euid = os.geteuid()
     try:
-        real = os.path.realpath(path)
+        real = _realpath(path)
     except (OSError, ValueError) as e:
         raise PlanError("cannot read %s %r: %s" % (what, path, e))
     parts = [p for p in real.split("/") if p]
@@ -128,9 +154,14 @@ def open_trusted(path, what):
     d = -1
     fd = -1
     where = "/"
+    above = "/" + "/".join(parts[:-1])
     try:
         try:
-            d = os.open("/", _O_PATH | _O_DIR | _O_CLOEXEC)
+            if (above, euid) in _trusted_dirs:
+                d = os.open(above, _O_PATH | _O_DIR | _O_CLOEXEC)
+                parts = parts[-1:]
+            else:
+                d = os.open("/", _O_PATH | _O_DIR | _O_CLOEXEC)
             why = _untrusted(os.fstat(d), euid, True)
             for p in parts[:-1]:
                 if why is not None:
@@ -144,6 +175,7 @@ def open_trusted(path, what):
             if why is not None:
                 raise TrustError("refusing %s %r: the directory %r is %s" % (
                     what, path, where, why))
+            _trusted_dirs.add((above, euid))
             fd = os.open(parts[-1], os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK |
                          _O_CLOEXEC, dir_fd=d)
             st = os.fstat(fd)
@@ -511,6 +543,8 @@ def read(path, trust=True, checks=False, fast=True):
     reads at every start come from the code archive's head part when they
     may (_head_part)."""
     fd = -1
+    # The directories found trusted serve this plan's files only.
+    _trusted_dirs.clear()
     try:
         if trust:
             fd, st = open_trusted(path, "plan")
