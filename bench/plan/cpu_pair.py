@@ -1,0 +1,58 @@
+"""CPU time to the first response of one plan-benchmark function under its
+plan, this checkout against BEFORE, without a CPU quota (diagnostics; not
+part of make bench): the two alternate run by run, each run the bench's
+command driven with the function's request (bench/fnagent.py), its CPU
+time the scheduler's count for the main process when the answer arrived.
+Under the bench's 10% quota CPU time moves with the throttling; here the
+spread is the machine's alone, and many rounds resolve a few per cent.
+
+usage: BEFORE=DIR python3 bench/plan/cpu_pair.py FUNC [ROUNDS]  (default 40)
+Plans come from build/bench/plan (run bench/plan_bench.sh with BEFORE=DIR
+once first); prints the median, quartiles and fastest run of each.
+"""
+import os
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+import fnagent  # noqa: E402
+import plan_bench  # noqa: E402
+
+
+def one(name, variant):
+    argv, env = plan_bench.command(name, variant)
+    d = plan_bench.fn_dir(name)
+    body = open(os.path.join(d, "request.json"), "rb").read()
+    old = os.getcwd()
+    os.chdir(d)
+    try:
+        r = fnagent.run(argv, env, [body])
+    finally:
+        os.chdir(old)
+    if r["error"] or r["first_cpu_ms"] is None:
+        sys.exit("cpu_pair: %s %s: %s" % (name, variant, r["error"]))
+    return r["first_cpu_ms"]
+
+
+def main():
+    if len(sys.argv) < 2 or not plan_bench.BEFORE:
+        sys.exit(__doc__.split("\n\n")[1])
+    name = sys.argv[1]
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 40
+    got = {"before": [], "cs-fdk+plan": []}
+    for i in range(rounds):
+        order = list(got) if i % 2 else list(got)[::-1]
+        for v in order:
+            got[v].append(one(name, v))
+    print("%s: CPU ms to the first response, %d rounds, no quota" % (name, rounds))
+    for v, xs in got.items():
+        xs.sort()
+        print("  %-12s median %6.2f  quartiles %6.2f %6.2f  fastest %6.2f"
+              % (v, statistics.median(xs), xs[len(xs) // 4],
+                 xs[3 * len(xs) // 4], xs[0]))
+
+
+if __name__ == "__main__":
+    fnagent.interrupt_on_term()
+    main()
