@@ -496,12 +496,12 @@ def _head_part(plan, path, data, text, i):
     if not _checks:
         _early_ext(plan, path)
         plan["_early"] = True
-    k = _checks[0] if _checks else None
-    if k is None or text[i:i + 1] != "," or len(data) != len(text):
+    crc = getattr(_checks[0], "crc32c", None) if _checks else None
+    if crc is None or text[i:i + 1] != "," or len(data) != len(text):
         return None
     j, n = i + 1, h[4]
     if data[j + n:j + n + 1] not in (b",", b"}") or \
-            k.crc32c(memoryview(data)[j:j + n]) != h[3]:
+            crc(memoryview(data)[j:j + n]) != h[3]:
         return None
     plan["_file"] = os.path.abspath(path)
     fd = -1
@@ -513,7 +513,7 @@ def _head_part(plan, path, data, text, i):
     finally:
         if fd >= 0:
             os.close(fd)
-    if len(blob) != h[1] or k.crc32c(blob) != h[2]:
+    if len(blob) != h[1] or crc(blob) != h[2]:
         return None
     try:
         members = marshal.loads(blob)
@@ -522,11 +522,12 @@ def _head_part(plan, path, data, text, i):
     if type(members) is not dict or not members.keys() <= _HEAD_PART or \
             "index" not in members or "at" not in members:
         return None
-    at = members.pop("at")
+    at, text_at = members.pop("at"), members.pop("at_text", None)
     # code.at is the plan file's, not the part's: its entries are used
     # when it is still the text they were read from (else they are read
     # from it: validate()).
-    if members.pop("at_text", None) == c.get("at") or at == c.get("at"):
+    if (text_at == c.get("at")) if text_at is not None else \
+            (at == c.get("at")):
         c["at"] = at
     plan.update(members)
     return plan
