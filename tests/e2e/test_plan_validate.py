@@ -130,13 +130,17 @@ def test_unhashable_or_mistyped_field_is_a_malformed_plan(workdir, field,
 # The archive's entries (code.at), the all table and the from table are
 # checked a column at a time too (_good_spans, _good_all, _good_from),
 # falling back to the entry-by-entry checks (_bad_span, _bad_all,
-# _bad_lazy) to say what is wrong: the two must agree on every input.
+# _bad_lazy) to say what is wrong: the two must agree on every input.  So
+# must the two readers of code.at's compact form (parse_at, _parse_at_py).
 AGREE = r"""
 import json, random, sys
 sys.path.insert(0, sys.argv[1])
 import coldstart.plan as p
+import coldstart.plan_code as pc
 rnd = random.Random(int(sys.argv[2]))
 c = p.load_plancode(sys.argv[4]) if len(sys.argv) > 4 else None
+# code.at's compact form, damaged: what the text may hold, and more.
+ALPH = "0123456789abcdef" + " ,-" + "AFgx\t" + "\u00e9"
 BAD = [None, -1, 0, 1, True, 1.5, 2 ** 70, "", "*", "a", "a.b", ".a", "a..b",
        "a/b", "a\0b", [], ["x"], {}, (1, 2)]
 SIZE = 1 << 20
@@ -151,6 +155,27 @@ for _ in range(int(sys.argv[3])):
         off = rnd.randrange(SIZE)
         at.append([off, rnd.randrange(1, SIZE - off + 1)] +
                   [rnd.randrange(1 << 32) for _ in range(n - 2)])
+    # The compact form of the entries (plan_code.encode_at) reads back as
+    # they were; damaged, the extension's parse_at reads what Python's
+    # reads (the same lists, or None for the same texts).
+    text = pc.encode_at(at)
+    assert p._parse_at_py(text) == at, text
+    t = list(text)
+    for _ in range(rnd.choice([0, 1, 1, 2, 3])):
+        j = rnd.randrange(len(t) + 1)
+        m = rnd.randrange(3)
+        if m == 0 or not t:
+            t.insert(j, rnd.choice(ALPH))
+        elif m == 1:
+            del t[min(j, len(t) - 1)]
+        else:
+            t[min(j, len(t) - 1)] = rnd.choice(ALPH)
+    t = "".join(t)
+    assert c is None or c.parse_at(t) == p._parse_at_py(t), t
+    if rnd.random() < 0.1:
+        t = rnd.choice(["", "-", "- -", " ", "-,1", "1,", ",1", "1 ", " 1",
+                        "f" * 16, "f" * 17, "0" * 17, "1,,2", "1 - 2"])
+        assert c is None or c.parse_at(t) == p._parse_at_py(t), t
     for _ in range(rnd.choice([0, 1, 1, 2])):
         i = rnd.randrange(len(at))
         v = at[i]
