@@ -345,8 +345,11 @@ def main():
                          "pydantic").split()
     work = tempfile.mkdtemp(prefix="coldstart-lambda-bench-")
     try:
+        # The handlers and the event (not the bench's own scripts, nor a
+        # __pycache__ that importing them left).
         for f in glob.glob(os.path.join(HERE, "lambda", "*")):
-            if not f.endswith(("runner.py", "floor.py")):
+            if os.path.isfile(f) and \
+                    not f.endswith(("runner.py", "floor.py")):
                 shutil.copy(f, work)
         for fn in fns:
             r = subprocess.run([os.path.join(ROOT, "coldstart"), "plan",
