@@ -2428,7 +2428,7 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
         raise ValueError("warm mode %r is not off or background" % (warm,))
     del _checks[:]
     try:
-        plan = read(path, checks=True)
+        plan = read(path, checks=True, fast=use_code)
         why = check(plan, program)
     except PlanError as e:
         _warn("%s; running without it" % e)

@@ -186,3 +186,33 @@ def test_without_the_archive_the_plan_is_read_as_json(planned):
     r = read(py, out)
     assert r["used"] == [False], r
     assert r["differ"] == [], r
+
+
+INSTALL = r"""
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+from coldstart import plan as P
+used = []
+orig = P._head_part
+def counted(*a):
+    r = orig(*a)
+    used.append(r is not None)
+    return r
+P._head_part = counted
+finder = P.install(sys.argv[2])
+print(json.dumps({"installed": finder is not None, "used": used}))
+"""
+
+
+@pytest.mark.parametrize("planned", interpreter_params([]), indirect=True)
+def test_with_the_archive_off_the_head_part_is_not_read(planned):
+    # COLDSTART_PLAN_ARCHIVE=0 turns the archive off (docs/plan.md): the
+    # plan is then read as JSON, its head part left alone too.
+    py, d, out, data = planned
+    for off, want in (("1", [True]), ("0", [])):
+        env = clean_env()
+        env["COLDSTART_PLAN_ARCHIVE"] = off
+        p = subprocess.run([py, "-c", INSTALL, PYDIR, out], capture_output=True,
+                           text=True, timeout=120, env=env)
+        assert p.returncode == 0, p.stderr
+        assert json.loads(p.stdout) == {"installed": True, "used": want}, off
