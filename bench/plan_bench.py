@@ -120,17 +120,25 @@ def make_plan(name, root=None):
 FLOOR_KEEP = {}
 
 
-def _floor_answers(name, keep, want):
+def answer(name, argv, env, **kw):
+    """fnagent.run() of argv (command()'s, or one wrapping it) for the
+    function name, from its directory, sending its request.json; kw as
+    fnagent.run takes them."""
     d = fn_dir(name)
-    body = open(os.path.join(d, "request.json"), "rb").read()
-    argv, env = command(name, "floor")
-    env["FLOOR_KEEP"] = ",".join(keep)
+    with open(os.path.join(d, "request.json"), "rb") as f:
+        body = f.read()
     old = os.getcwd()
     os.chdir(d)
     try:
-        got = fnagent.run(argv, env, [body])
+        return fnagent.run(argv, env, [body], **kw)
     finally:
         os.chdir(old)
+
+
+def _floor_answers(name, keep, want):
+    argv, env = command(name, "floor")
+    env["FLOOR_KEEP"] = ",".join(keep)
+    got = answer(name, argv, env)
     return not got["error"] and got["responses"] == want
 
 
@@ -152,15 +160,8 @@ def floor_keep(name):
             return c["keep"]
     except (OSError, ValueError, KeyError):
         pass
-    d = fn_dir(name)
-    body = open(os.path.join(d, "request.json"), "rb").read()
     argv, env = command(name, "cs-fdk")
-    old = os.getcwd()
-    os.chdir(d)
-    try:
-        want = fnagent.run(argv, env, [body])["responses"]
-    finally:
-        os.chdir(old)
+    want = answer(name, argv, env)["responses"]
     with open(plan_file(name)) as f:
         plan = json.load(f)
     # What strict mode defers beyond the plan, in import order.
@@ -270,20 +271,13 @@ def main():
     res = {(n, v): [] for n in names for v in VARIANTS}
     for rnd in range(ROUNDS):
         for i, n in enumerate(names):
-            d = fn_dir(n)
-            body = open(os.path.join(d, "request.json"), "rb").read()
             # Rotate the order so no variant always runs first.
             k = (rnd + i) % len(VARIANTS)
             for v in VARIANTS[k:] + VARIANTS[:k]:
                 argv, env = command(n, v)
                 log = os.path.join(OUT, "%s-%s-%d.stderr" % (n, v, rnd))
-                old = os.getcwd()
-                os.chdir(d)
-                try:
-                    r = fnagent.run(argv, env, [body], cpus=CPUS,
-                                    memory=MEMORY, stderr_path=log)
-                finally:
-                    os.chdir(old)
+                r = answer(n, argv, env, cpus=CPUS, memory=MEMORY,
+                           stderr_path=log)
                 if v in ("cs-fdk+plan", "floor", "before") and not r["error"]:
                     # A plan that was not applied makes the row meaningless.
                     with open(log, errors="replace") as f:

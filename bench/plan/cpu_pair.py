@@ -22,14 +22,7 @@ import plan_bench  # noqa: E402
 
 def one(name, variant):
     argv, env = plan_bench.command(name, variant)
-    d = plan_bench.fn_dir(name)
-    body = open(os.path.join(d, "request.json"), "rb").read()
-    old = os.getcwd()
-    os.chdir(d)
-    try:
-        r = fnagent.run(argv, env, [body])
-    finally:
-        os.chdir(old)
+    r = plan_bench.answer(name, argv, env)
     if r["error"] or r["first_cpu_ms"] is None:
         sys.exit("cpu_pair: %s %s: %s" % (name, variant, r["error"]))
     return r["first_cpu_ms"]

@@ -30,15 +30,8 @@ import plan_bench  # noqa: E402
 
 def first_response_cpu(name):
     argv, env = plan_bench.command(name, "cs-fdk+plan")
-    d = plan_bench.fn_dir(name)
-    body = open(os.path.join(d, "request.json"), "rb").read()
     log = os.path.join(plan_bench.OUT, name + "-forced-load.stderr")
-    old = os.getcwd()
-    os.chdir(d)
-    try:
-        r = fnagent.run(argv, env, [body], stderr_path=log)
-    finally:
-        os.chdir(old)
+    r = plan_bench.answer(name, argv, env, stderr_path=log)
     with open(log, errors="replace") as f:
         stale = [line for line in f if line.startswith("coldstart plan:")]
     if r["error"] or stale:

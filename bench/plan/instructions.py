@@ -37,15 +37,8 @@ def instructions(name, variant, env_extra):
     env.setdefault("PYTHONHASHSEED", "0")
     out = tempfile.mkdtemp(prefix="instr-", dir="/tmp")
     argv = cachegrind.argv(out, argv, FIRST)
-    d = plan_bench.fn_dir(name)
-    body = open(os.path.join(d, "request.json"), "rb").read()
-    old = os.getcwd()
-    os.chdir(d)
-    try:
-        r = fnagent.run(argv, env, [body],
-                        stderr_path=os.path.join(out, "stderr"))
-    finally:
-        os.chdir(old)
+    r = plan_bench.answer(name, argv, env,
+                          stderr_path=os.path.join(out, "stderr"))
     with open(os.path.join(out, "stderr"), errors="replace") as f:
         stale = [line for line in f if line.startswith("coldstart plan:")]
     if stale:

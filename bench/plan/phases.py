@@ -47,14 +47,7 @@ def once(name, variant):
         env[k] = v
     env["PYTHONPATH"] = os.pathsep.join(
         [PROBE] + [p for p in [env.get("PYTHONPATH")] if p])
-    d = plan_bench.fn_dir(name)
-    body = open(os.path.join(d, "request.json"), "rb").read()
-    old = os.getcwd()
-    os.chdir(d)
-    try:
-        r = fnagent.run(argv, env, [body], stderr_path=out + ".stderr")
-    finally:
-        os.chdir(old)
+    r = plan_bench.answer(name, argv, env, stderr_path=out + ".stderr")
     if r["error"]:
         raise SystemExit("phases: %s %s: %s" % (name, variant, r["error"]))
     try:
