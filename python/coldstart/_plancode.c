@@ -60,6 +60,7 @@ static struct {
 	PyObject *record; /* recording: {(source, filename, mode, flags, optimize): None} */
 	Py_ssize_t record_bytes;
 	Py_ssize_t hits, misses;
+	int checked; /* the table's bytes matched the plan's checksum */
 	PyObject *s_exec, *s_eval, *s_single, *s_string; /* "exec" "eval" "single" "<string>" */
 } S;
 
@@ -223,7 +224,13 @@ static PyObject *lookup(PyObject *src, PyObject *filename, PyObject *mode, long 
 			continue;
 		if (PyErr_Occurred())
 			break;
-		if (!marshal_ok(PyBytes_AS_STRING(PyTuple_GET_ITEM(r, 4)), PyBytes_GET_SIZE(PyTuple_GET_ITEM(r, 4))))
+		/*
+		 * A row's code is walked only in a table no checksum vouched
+		 * for: with one, it is the bytes coldstart plan wrote, as a
+		 * module's code from the archive is (apply_checked()).
+		 */
+		if (!S.checked &&
+		    !marshal_ok(PyBytes_AS_STRING(PyTuple_GET_ITEM(r, 4)), PyBytes_GET_SIZE(PyTuple_GET_ITEM(r, 4))))
 			break;
 		code = PyMarshal_ReadObjectFromString(PyBytes_AS_STRING(PyTuple_GET_ITEM(r, 4)),
 						      PyBytes_GET_SIZE(PyTuple_GET_ITEM(r, 4)));
@@ -409,9 +416,10 @@ static PyObject *pc_recorded(PyObject *self, PyObject *unused)
  * (str filename, str mode, int flags, int optimize, bytes code)}.  Every key
  * and row is checked here, so lookup() only meets what it expects; a table
  * with anything else is refused whole (ValueError).  The caller has checked
- * the bytes' CRC against the plan; this (with marshal_ok(), for the table
- * and each row's code) is the second line, for a plan whose archive was
- * damaged in a way the CRC did not see.
+ * the bytes' CRC against the plan; this (with marshal_ok(), for the table,
+ * and for each row's code when no CRC vouched for it: S.checked) is the
+ * second line, for a plan whose archive was damaged in a way the CRC did
+ * not see.
  */
 static PyObject *table_load(const char *data, Py_ssize_t len)
 {
@@ -449,10 +457,11 @@ bad:
 }
 
 PyDoc_STRVAR(apply_doc,
-	     "apply(data) -> int\n\nTakes the plan's string table (marshal data, bytes already checked "
-	     "against\nthe plan) and answers the calls it holds from now on.  Returns the number of\nsources.");
+	     "apply(data) -> int\n\nTakes the plan's string table (marshal data) and answers the calls it holds "
+	     "from\nnow on; the table and each row's code are walked (check_marshal) before they\nare read.  Returns "
+	     "the number of sources.");
 
-static PyObject *pc_apply(PyObject *self, PyObject *args)
+static PyObject *table_apply(PyObject *args, int checked)
 {
 	Py_buffer buf;
 	PyObject *table;
@@ -478,7 +487,23 @@ static PyObject *pc_apply(PyObject *self, PyObject *args)
 		return NULL;
 	}
 	S.table = table;
+	S.checked = checked;
 	return PyLong_FromSsize_t(PyDict_GET_SIZE(table));
+}
+
+static PyObject *pc_apply(PyObject *self, PyObject *args)
+{
+	return table_apply(args, 0);
+}
+
+PyDoc_STRVAR(apply_checked_doc,
+	     "apply_checked(data) -> int\n\napply(data) for a table whose bytes matched the plan's checksum: the "
+	     "table's\nstructure is walked before it is read, each row's code is not (the bytes are\nthose coldstart "
+	     "plan wrote, as a module's code in the archive is).");
+
+static PyObject *pc_apply_checked(PyObject *self, PyObject *args)
+{
+	return table_apply(args, 1);
 }
 
 PyDoc_STRVAR(stats_doc, "stats() -> (hits, misses)\n\nCalls answered from the table and calls on strings it did not "
@@ -515,6 +540,7 @@ static PyMethodDef pc_methods[] = {
 	{ "record", pc_record, METH_NOARGS, record_doc },
 	{ "recorded", pc_recorded, METH_NOARGS, recorded_doc },
 	{ "apply", pc_apply, METH_VARARGS, apply_doc },
+	{ "apply_checked", pc_apply_checked, METH_VARARGS, apply_checked_doc },
 	{ "stats", pc_stats, METH_NOARGS, stats_doc },
 	{ "check_marshal", pc_check_marshal, METH_O, check_marshal_doc },
 	{ "crc32c", pc_crc32c, METH_O, crc32c_doc },

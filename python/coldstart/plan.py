@@ -506,22 +506,24 @@ def _head_part(plan, path, data, text, i):
     plan["_file"] = os.path.abspath(path)
     fd = -1
     try:
-        fd, _ = _open_archive(plan, c)
+        fd, st = _open_archive(plan, c)
         blob = os.pread(fd, h[1], h[0])
-    except (PlanError, OSError, OverflowError, TypeError, ValueError):
+        if len(blob) != h[1] or crc(blob) != h[2]:
+            return None
+        members = marshal.loads(blob)
+        if type(members) is not dict or \
+                not members.keys() <= _HEAD_PART or \
+                "index" not in members or "at" not in members:
+            return None
+        # The archive checked here is the one install() reads the modules
+        # from (_open_archive takes it): one trust walk, not two.
+        _head_fd[:], fd = [(fd, st)], -1
+    except (PlanError, OSError, OverflowError, TypeError, ValueError,
+            EOFError):
         return None
     finally:
         if fd >= 0:
             os.close(fd)
-    if len(blob) != h[1] or crc(blob) != h[2]:
-        return None
-    try:
-        members = marshal.loads(blob)
-    except (ValueError, EOFError, TypeError):
-        return None
-    if type(members) is not dict or not members.keys() <= _HEAD_PART or \
-            "index" not in members or "at" not in members:
-        return None
     at, text_at = members.pop("at"), members.pop("at_text", None)
     # code.at is the plan file's, not the part's: its entries are used
     # when it is still the text they were read from (else they are read
@@ -546,6 +548,7 @@ def read(path, trust=True, checks=False, fast=True):
     fd = -1
     # The directories found trusted serve this plan's files only.
     _trusted_dirs.clear()
+    _drop_head_fd()
     try:
         if trust:
             fd, st = open_trusted(path, "plan")
@@ -1505,6 +1508,14 @@ _KINDS = frozenset(_LOADERS)
 
 # The plan's code archive (plan_code.py), opened by install(): [descriptor].
 _code_fd = []
+# The archive _head_part opened and checked, until install() takes it
+# (_open_archive) or closes it: [(descriptor, stat result)].
+_head_fd = []
+
+
+def _drop_head_fd():
+    while _head_fd:
+        os.close(_head_fd.pop()[0])
 _CODE_MAGIC = b"coldstart-code\n"
 
 
@@ -1562,6 +1573,12 @@ def _open_archive(plan, c, crcs=True):
     checksums: not crcs) and this interpreter's header.  Raises TrustError
     when one fails the trust rule, else OSError or PlanError for the first
     that could not be used."""
+    if _head_fd:
+        # Opened and checked by _head_part for this plan's head part.
+        got = _head_fd.pop()
+        if crcs:
+            return got
+        os.close(got[0])
     head = _CODE_MAGIC + _bootstrap_external.MAGIC_NUMBER
     err = None
     for p in _archive_paths(plan, c["path"]):
@@ -1850,6 +1867,9 @@ def _apply_ext(fd, code):
             data = _read_part(at, "the string table", True)
             if data is None:
                 strings = False
+            elif len(at) > _sum[2] and hasattr(mod, "apply_checked"):
+                # Checked against the plan's checksum (_read_part).
+                mod.apply_checked(data)
             else:
                 mod.apply(data)
     except TrustError:
@@ -2431,13 +2451,16 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
         plan = read(path, checks=True, fast=use_code)
         why = check(plan, program)
     except PlanError as e:
+        _drop_head_fd()
         _warn("%s; running without it" % e)
         return None
     except Exception as e:  # never the target's: it runs without the plan
+        _drop_head_fd()
         _warn("cannot apply %r (%s: %s); running without it"
               % (path, type(e).__name__, e))
         return None
     if why:
+        _drop_head_fd()
         if why[0][:1] == "-":
             _warn("ignoring plan %r: %s" % (path, why[0][1:]))
         else:
@@ -2449,6 +2472,7 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
     # zlib's CRC-32 until the extension says otherwise (_use_crc32c).
     _sum[:] = [_crc32[0] if _crc32 else _crc, 2, 3]
     code = _open_code(plan, len(plan["index"])) if use_code else None
+    _drop_head_fd()  # when _open_code did not take it
     if code is _REFUSED:
         return None
     if code is not None:

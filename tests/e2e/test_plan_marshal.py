@@ -108,6 +108,12 @@ def test_check_refuses_damage_and_passes_the_stdlib(python, workdir):
             pc.apply(craft.cyclic)
         except ValueError as e:
             print("apply", e)
+        # A table whose checksum matched: its structure is walked all the
+        # same (only its rows' code is not).
+        try:
+            pc.apply_checked(craft.cyclic)
+        except ValueError as e:
+            print("apply_checked", e)
         # The modules at the top of the standard library and its packages
         # (email, json, asyncio, ...: every kind of constant and nesting),
         # not their tests.
@@ -136,5 +142,6 @@ def test_check_refuses_damage_and_passes_the_stdlib(python, workdir):
         assert out[name] == "False", (name, p.stdout)
     assert out["table"] == "True"
     assert out["apply"] == "the string table is malformed"
+    assert out["apply_checked"] == "the string table is malformed"
     n, bad = map(int, out["stdlib"].split())
     assert n > 500 and bad == 0, p.stdout
