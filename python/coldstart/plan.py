@@ -57,7 +57,11 @@ _FROMLIST_CODE = getattr(_bootstrap._handle_fromlist, "__code__", None)
 
 
 class PlanError(Exception):
-    """The plan file cannot be used (unreadable, wrong format, stale)."""
+    """The plan file cannot be used (unreadable, wrong format, stale).
+    trust is True when it is because of the trust rule (open_trusted): a
+    file or a directory above it may be written by others."""
+
+    trust = False
 
 
 def _warn(msg):
@@ -91,12 +95,12 @@ _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 PLAN_MAX_BYTES = 64 << 20
 
 
-class TrustError(PlanError, OSError):
-    """A plan's file or a directory above it may be written by others."""
-
-
-class _Unreachable(OSError):
-    """load_plancode: the file is not there, or not for this user."""
+def _untrusted_error(msg):
+    """A PlanError for the trust rule (a flag, not a class of its own: each
+    class made at import is 50-80 thousand instructions at every start)."""
+    e = PlanError(msg)
+    e.trust = True
+    return e
 
 
 def _untrusted(st, euid, is_dir):
@@ -141,8 +145,8 @@ _trusted_dirs = set()
 def open_trusted(path, what):
     """Opens path for reading when it is a regular file that it and every
     directory above it pass the trust rule; returns (descriptor, stat).
-    Raises TrustError naming the file and the rule, or PlanError when it
-    cannot be opened.  Never blocks (a FIFO is refused)."""
+    Raises PlanError: with trust set, naming the file and the rule; else
+    when it cannot be opened.  Never blocks (a FIFO is refused)."""
     euid = os.geteuid()
     try:
         real = _realpath(path)
@@ -173,14 +177,13 @@ def open_trusted(path, what):
                 where = where.rstrip("/") + "/" + p
                 why = _untrusted(os.fstat(d), euid, True)
             if why is not None:
-                raise TrustError("refusing %s %r: the directory %r is %s" % (
-                    what, path, where, why))
+                raise _untrusted_error(
+                    "refusing %s %r: the directory %r is %s" % (
+                        what, path, where, why))
             _trusted_dirs.add((above, euid))
             fd = os.open(parts[-1], os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK |
                          _O_CLOEXEC, dir_fd=d)
             st = os.fstat(fd)
-        except TrustError:
-            raise
         except (OSError, ValueError, TypeError) as e:
             raise PlanError("cannot read %s %r: %s" % (
                 what, path, getattr(e, "strerror", None) or e))
@@ -188,7 +191,8 @@ def open_trusted(path, what):
             raise PlanError("%s %r is not a regular file" % (what, path))
         why = _untrusted(st, euid, False)
         if why is not None:
-            raise TrustError("refusing %s %r: it is %s" % (what, path, why))
+            raise _untrusted_error("refusing %s %r: it is %s" % (
+                what, path, why))
         ok = fd
         fd = -1
         return ok, st
@@ -538,7 +542,7 @@ def _head_part(plan, path, data, text, i):
 def read(path, trust=True, checks=False, fast=True):
     """Returns the plan in path as a dict with at least format, version,
     python, sys_path and index (rows of INDEX_FIELDS); raises PlanError
-    when it cannot be read, may be written by others (TrustError), is
+    when it cannot be read, may be written by others (trust set), is
     malformed, or is not a plan of a version this module applies.  Only a
     regular file of at most PLAN_MAX_BYTES is read.  checks=True (install)
     loads the plan's extension first when it has one, whose C checks then
@@ -1556,10 +1560,10 @@ def _open_code(plan, rows):
             break
     try:
         fd, _ = _open_archive(plan, c, crcs)
-    except TrustError as e:
-        _warn("%s; running without the plan" % e)
-        return _REFUSED
     except (PlanError, OSError) as e:
+        if getattr(e, "trust", False):
+            _warn("%s; running without the plan" % e)
+            return _REFUSED
         _warn("not using the code archive: %s; modules load from their "
               "files" % (getattr(e, "strerror", None) or e))
         return None
@@ -1570,9 +1574,9 @@ def _open_archive(plan, c, crcs=True):
     """(descriptor, stat result) of the plan's code archive (c its code
     member, with a str path): the first of _archive_paths() that passes the
     trust rule, has the recorded size (and mtime, for a plan without
-    checksums: not crcs) and this interpreter's header.  Raises TrustError
-    when one fails the trust rule, else OSError or PlanError for the first
-    that could not be used."""
+    checksums: not crcs) and this interpreter's header.  Raises PlanError
+    (trust set) when one fails the trust rule, else OSError or PlanError
+    for the first that could not be used."""
     if _head_fd:
         # Opened and checked by _head_part for this plan's head part.
         got = _head_fd.pop()
@@ -1591,9 +1595,9 @@ def _open_archive(plan, c, crcs=True):
                 raise OSError("%r changed since the plan was made" % p)
             if os.pread(fd, len(head), 0) != head:
                 raise OSError("%r is not an archive of this interpreter" % p)
-        except TrustError:
-            raise
         except (PlanError, OSError) as e:
+            if getattr(e, "trust", False):
+                raise
             if fd >= 0:
                 os.close(fd)
             if err is None:
@@ -1795,13 +1799,9 @@ def load_plancode(path, size=None, mtime_ns=None):
     trust rule (open_trusted), with the size and mtime the plan recorded
     when given.  It is loaded through the descriptor that was checked
     (/proc/self/fd), so the file checked is the file loaded.  Raises
-    PlanError (TrustError), OSError or ImportError."""
-    try:
-        fd, st = open_trusted(path, "extension")
-    except TrustError:
-        raise
-    except PlanError as e:
-        raise _Unreachable(str(e))
+    PlanError (with trust set, or not: the file is not there or not for
+    this user), OSError or ImportError."""
+    fd, st = open_trusted(path, "extension")
     try:
         if size is not None and (st.st_size != size or
                                  st.st_mtime_ns != mtime_ns):
@@ -1872,10 +1872,10 @@ def _apply_ext(fd, code):
                 mod.apply_checked(data)
             else:
                 mod.apply(data)
-    except TrustError:
-        raise
     except (OSError, ImportError, ValueError, RuntimeError, TypeError,
             PlanError) as e:
+        if getattr(e, "trust", False):
+            raise
         why = "%r: %s" % (e.filename, e.strerror) if \
             isinstance(e, OSError) and e.filename and e.strerror else e
         _warn("not answering code compiled from strings: %s; it is "
@@ -1901,8 +1901,8 @@ def _load_ext(ext, here):
     not there, the file of its name in here (the plan's directory); None
     when neither is there or for this user (a plan of root's, applied by a
     service user that cannot read root's cache: the plan applies without
-    the extension, quietly).  Raises TrustError (install() then refuses
-    the whole plan), OSError or ImportError."""
+    the extension, quietly).  Raises PlanError with trust set (install()
+    then refuses the whole plan), OSError or ImportError."""
     paths = [ext["path"]]
     if here:
         beside = os.path.join(here, os.path.basename(ext["path"]))
@@ -1911,7 +1911,9 @@ def _load_ext(ext, here):
     for p in paths:
         try:
             return load_plancode(p, ext.get("size"), ext.get("mtime_ns"))
-        except _Unreachable:
+        except PlanError as e:
+            if e.trust:
+                raise
             continue
     return None
 
@@ -2483,7 +2485,7 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
             _regex_at[:] = r
         try:
             _apply_ext(code[0], plan["code"])
-        except TrustError as e:
+        except PlanError as e:  # the trust rule: the only one it lets out
             _warn("%s; running without the plan" % e)
             del _code_fd[:], _regex_at[:]
             os.close(code[0])

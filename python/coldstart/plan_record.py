@@ -1569,7 +1569,7 @@ def start_from_environ(environ=None):
             rec_obj.strcode_ext = {"path": os.path.abspath(ext),
                                    "size": st.st_size,
                                    "mtime_ns": st.st_mtime_ns}
-        except (OSError, ImportError, RuntimeError) as e:
+        except (OSError, ImportError, RuntimeError, _plan.PlanError) as e:
             sys.stderr.write("coldstart plan: code compiled from strings is "
                              "not recorded: %s\n" % e)
     rec_obj.install()
