@@ -1512,6 +1512,7 @@ _KINDS = frozenset(_LOADERS)
 
 # The plan's code archive (plan_code.py), opened by install(): [descriptor].
 _code_fd = []
+_CODE_MAGIC = b"coldstart-code\n"
 # The archive _head_part opened and checked, until install() takes it
 # (_open_archive) or closes it: [(descriptor, stat result)].
 _head_fd = []
@@ -1520,7 +1521,6 @@ _head_fd = []
 def _drop_head_fd():
     while _head_fd:
         os.close(_head_fd.pop()[0])
-_CODE_MAGIC = b"coldstart-code\n"
 
 
 def _archive_paths(plan, path):
