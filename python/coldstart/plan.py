@@ -1237,7 +1237,6 @@ def _make_lazy_types():
         _lazy_types.append(True)
 
 
-
 def _import_from(mod, attr):
     """What `from mod import attr` binds, now."""
     m = sys.modules.get(mod)
