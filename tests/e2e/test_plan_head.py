@@ -216,3 +216,48 @@ def test_with_the_archive_off_the_head_part_is_not_read(planned):
                            text=True, timeout=120, env=env)
         assert p.returncode == 0, p.stderr
         assert json.loads(p.stdout) == {"installed": True, "used": want}, off
+
+
+FDS = r"""
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+from coldstart import plan as P
+opened = []
+orig = P.open_trusted
+def counted(path, what):
+    opened.append(what)
+    return orig(path, what)
+P.open_trusted = counted
+def fds():
+    return sorted(os.listdir("/proc/self/fd"))
+before = fds()
+program = None if sys.argv[3] == "same" else ["/somewhere/else.py"]
+finder = P.install(sys.argv[2], program=program)
+left = sorted(set(fds()) - set(before))
+print(json.dumps({"installed": finder is not None, "opened": opened,
+                  "left": len(left), "code_fd": len(P._code_fd)}))
+"""
+
+
+@pytest.mark.parametrize("planned", interpreter_params([]), indirect=True)
+def test_the_archive_the_head_part_came_from_is_the_one_read(planned):
+    # The archive is opened and walked once: the descriptor the head part
+    # was read through is the one the modules' code is read through; a
+    # plan refused after its head part was read (made for another
+    # program) leaves no descriptor behind.
+    py, d, out, data = planned
+    got = {}
+    for which in ("same", "other"):
+        p = subprocess.run([py, "-c", FDS, PYDIR, out, which],
+                           capture_output=True, text=True, timeout=120,
+                           env=clean_env())
+        assert p.returncode == 0, p.stderr
+        got[which] = json.loads(p.stdout)
+    same, other = got["same"], got["other"]
+    assert same["installed"] and same["code_fd"] == 1, same
+    assert same["opened"].count("code archive") == 1, same
+    # What stays open: the archive, and nothing else the reading opened.
+    assert same["left"] == 1, same
+    assert not other["installed"], other
+    assert other["opened"].count("code archive") == 1, other
+    assert other["left"] == 0 and other["code_fd"] == 0, other
