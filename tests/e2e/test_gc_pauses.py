@@ -125,9 +125,17 @@ def test_gc_pause_is_its_own_node(coldstart, python, workdir):
     assert ns[mod]["self"] <= ns[mod]["cum"] - g["cum"] + 2
     fields = prof["timing_fields"]
     ti = dict(zip(fields, proc["timing"][mod]))
-    # find + load + exec is the module's self time: the pauses are in none of them.
+    # find + load + exec is the module's own time in the tracer's window: the pauses are in none of
+    # them, nor are its nested imports.  (Not importtime's self time: importtime times each nested
+    # import over a wider window than the tracer's records, so a preemption between the two windows
+    # counts in a child's importtime and in the module's exec; on a loaded machine that was 4 us.)
     if ti["exec_ns"] >= 0:
-        assert (ti["find_ns"] + ti["load_ns"] + ti["exec_ns"]) // 1000 <= ns[mod]["self"] + 2, (ti, ns[mod])
+        def span(i):
+            t = dict(zip(fields, proc["timing"][i]))
+            return t["end_ns"] - t["start_ns"]
+        kids = [i for i, n in enumerate(ns) if n["parent"] == mod and not n["flags"] & GC_FLAG]
+        own = span(mod) - sum(span(i) for i in kids) - wall_ns
+        assert ti["find_ns"] + ti["load_ns"] + ti["exec_ns"] <= own, (ti, own, wall_ns)
     gt = dict(zip(fields, proc["timing"][mine[0]]))
     assert gt["start_ns"] > 0
     # In CPU time the module's callback, run after the tracer's, holds the tracer's pauses.
