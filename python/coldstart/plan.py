@@ -2417,6 +2417,29 @@ def load(module):
     return module
 
 
+def _applicable(path, program, use_code):
+    """install()'s plan read and checked, or None with a warning saying why
+    it is not applied."""
+    try:
+        plan = read(path, checks=True, fast=use_code)
+        why = check(plan, program)
+    except PlanError as e:
+        _warn("%s; running without it" % e)
+        return None
+    except Exception as e:  # never the target's: it runs without the plan
+        _warn("cannot apply %r (%s: %s); running without it"
+              % (path, type(e).__name__, e))
+        return None
+    if why:
+        if why[0][:1] == "-":
+            _warn("ignoring plan %r: %s" % (path, why[0][1:]))
+        else:
+            _warn("ignoring stale plan %r: %s; run `coldstart plan` again"
+                  % (path, why[0]))
+        return None
+    return plan
+
+
 def install(path, warm="off", strict=False, defer=True, native_lazy=False,
             lazy_from=None, use_code=None, keep=(), program=None):
     """Reads the plan in path and applies it to this process; returns the
@@ -2449,31 +2472,18 @@ def install(path, warm="off", strict=False, defer=True, native_lazy=False,
         raise ValueError("warm mode %r is not off or background" % (warm,))
     del _checks[:]
     try:
-        plan = read(path, checks=True, fast=use_code)
-        why = check(plan, program)
-    except PlanError as e:
+        plan = _applicable(path, program, use_code)
+        if plan is None:
+            return None
+        _plan_file[:] = [plan["_file"]]
+        _suspect.update(plan.get("_suspect", ()))
+        # zlib's CRC-32 until the extension says otherwise (_use_crc32c).
+        _sum[:] = [_crc32[0] if _crc32 else _crc, 2, 3]
+        code = _open_code(plan, len(plan["index"])) if use_code else None
+    finally:
+        # The archive the head part was read from, when _open_code did not
+        # take it (the plan refused, or its archive not used).
         _drop_head_fd()
-        _warn("%s; running without it" % e)
-        return None
-    except Exception as e:  # never the target's: it runs without the plan
-        _drop_head_fd()
-        _warn("cannot apply %r (%s: %s); running without it"
-              % (path, type(e).__name__, e))
-        return None
-    if why:
-        _drop_head_fd()
-        if why[0][:1] == "-":
-            _warn("ignoring plan %r: %s" % (path, why[0][1:]))
-        else:
-            _warn("ignoring stale plan %r: %s; run `coldstart plan` again"
-                  % (path, why[0]))
-        return None
-    _plan_file[:] = [plan["_file"]]
-    _suspect.update(plan.get("_suspect", ()))
-    # zlib's CRC-32 until the extension says otherwise (_use_crc32c).
-    _sum[:] = [_crc32[0] if _crc32 else _crc, 2, 3]
-    code = _open_code(plan, len(plan["index"])) if use_code else None
-    _drop_head_fd()  # when _open_code did not take it
     if code is _REFUSED:
         return None
     if code is not None:
