@@ -18,11 +18,10 @@ from conftest import ROOT, clean_env, interpreter_params, plan_with_extension
 
 PYDIR = os.path.join(ROOT, "python")
 
-# Reads the plan as install() does (fast: the head part when it may) and
-# with the head part left out (the JSON parser); prints whether the head
-# part was used and whether the two agree member by member.
-READ = r"""
-import json, sys
+# The applier from argv[1] as P, with `used` saying, for each reading of
+# the plan's head part, whether the members came from it.
+COUNTED = r"""
+import json, os, sys
 sys.path.insert(0, sys.argv[1])
 from coldstart import plan as P
 used = []
@@ -32,6 +31,12 @@ def counted(*a):
     used.append(r is not None)
     return r
 P._head_part = counted
+"""
+
+# Reads the plan as install() does (fast: the head part when it may) and
+# with the head part left out (the JSON parser); prints whether the head
+# part was used and whether the two agree member by member.
+READ = COUNTED + r"""
 fast = P.read(sys.argv[2], checks=True)
 del P._checks[:]
 slow = P.read(sys.argv[2], checks=True, fast=False)
@@ -188,17 +193,7 @@ def test_without_the_archive_the_plan_is_read_as_json(planned):
     assert r["differ"] == [], r
 
 
-INSTALL = r"""
-import json, os, sys
-sys.path.insert(0, sys.argv[1])
-from coldstart import plan as P
-used = []
-orig = P._head_part
-def counted(*a):
-    r = orig(*a)
-    used.append(r is not None)
-    return r
-P._head_part = counted
+INSTALL = COUNTED + r"""
 finder = P.install(sys.argv[2])
 print(json.dumps({"installed": finder is not None, "used": used}))
 """
