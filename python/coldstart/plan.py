@@ -2539,7 +2539,7 @@ def lazy_imports_filter(plan, strict=False):
             defer.add(row[0])
     frozen = frozenset(defer)
 
-    def lazy_filter(importing_module, imported_module, fromlist, /):
+    def lazy_filter(importing_module, imported_module, fromlist):
         return imported_module in frozen
     return lazy_filter
 

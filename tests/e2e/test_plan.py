@@ -942,6 +942,31 @@ def test_old_interpreters_are_refused_at_once(workdir, version):
     assert os.listdir(workdir) == []
 
 
+def test_a_plan_given_to_a_runtime_on_3_7_is_left_with_its_reason(workdir):
+    # Plans are for 3.8 and newer; coldstart-lambda on 3.7 given one says
+    # why it does not apply it and answers without it (plan.py once did not
+    # compile on 3.7, and the runtime failed its init with a SyntaxError).
+    py = "/root/.pyenv/versions/3.7.16/bin/python"
+    if not os.path.exists(py):
+        pytest.skip("pyenv 3.7.16 is not installed")
+    write(workdir, "app.py", "def handler(event, context):\n    return {'ok': 1}\n")
+    write(workdir, "event.json", "{}")
+    p = plan_cmd("--python", DEBIAN_PYTHON, "--lambda", "app.handler",
+                 "--request", "event.json", "-o", "p.json", cwd=workdir)
+    assert p.returncode == 0, p.stderr
+    env = clean_env()
+    env["PYTHONPATH"] = os.path.join(ROOT, "python")
+    r = subprocess.run([py, os.path.join(ROOT, "python", "coldstart-lambda"),
+                        "--plan", "p.json", "--serve-events", "event.json",
+                        "app.handler"], cwd=workdir, env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[:2] == ["response event-1 application/json",
+                                         '{"ok": 1}'], r.stdout
+    assert "coldstart plan: ignoring stale plan 'p.json': the plan was made " \
+        "by another interpreter" in r.stderr, r.stderr
+
+
 def _fdk_calls(workdir, how, bodies, extra_env=()):
     """Runs coldstart-fdk (args how before FUNC) on func.py, sends each body
     as a call; returns (the responses, its stderr)."""
