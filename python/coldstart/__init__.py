@@ -48,9 +48,18 @@ def hold_gc(planned=False):
     return before, held
 
 
-def release_gc(state):
-    """Puts the thresholds back, unless the program set its own meanwhile."""
+def release_gc(state, responded=False):
+    """Puts the thresholds back, unless the program set its own meanwhile.
+    With responded (the first response went out), the objects the held
+    start made first move to the oldest generation without being walked
+    (coldstart.plan.gc_merge), instead of all in the young collection the
+    next allocation would make."""
     import gc
     before, held = state
     if gc.get_threshold() == held:
+        if responded:
+            plan = sys.modules.get("coldstart.plan")
+            merge = getattr(plan, "gc_merge", None)
+            if merge is not None:
+                merge()
         gc.set_threshold(*before)

@@ -2,7 +2,8 @@
  * The arena allocator of an applied plan (docs/plan.md, "Frame stack chunks
  * and object arenas"), part of the _plancode extension (_plancode.c
  * includes it once): keep_chunks() installs it, prefault() switches the
- * faulting in of new object arenas, kept() says how many chunks it holds.
+ * faulting in of new object arenas, kept() says how many chunks it holds;
+ * and gc_merge(), the collector's side of the first response.
  */
 #include <sys/mman.h>
 
@@ -143,4 +144,52 @@ static PyObject *pc_kept(PyObject *self, PyObject *unused)
 	n = K.n;
 	keep_unlock();
 	return PyLong_FromLong(n);
+}
+
+/*
+ * The collector at the first response (docs/plan.md, "The collector during
+ * the first call").  While the plan's start held the collector back, the
+ * objects it made stayed in the young generation; putting the thresholds
+ * back makes the next allocation walk all of them (2.5-24 ms of CPU in the
+ * benchmark's functions, right after the answer), and the next middle
+ * collection walks them again, to find a few hundred objects of garbage.
+ * gc_merge() moves every object the collector tracks into its oldest
+ * generation without walking them: gc.freeze() then gc.unfreeze(), called
+ * from here so that no other thread runs between the two (neither runs
+ * Python code nor lets go of the GIL).  They are walked at the next full
+ * collection, as they would be; garbage in cycles made before the first
+ * response waits for that collection.  A program that froze objects itself
+ * (gc.get_freeze_count()) keeps them frozen: nothing is done.  The
+ * free-threaded build has no generations to skip: nothing is done.
+ */
+PyDoc_STRVAR(gc_merge_doc, "gc_merge(gc) -> bool\n\nMoves every object the collector tracks into its oldest generation "
+			   "without\nwalking them (gc.freeze() then gc.unfreeze(), no thread in between);\nFalse, and "
+			   "nothing done, when the program has frozen objects of its own.");
+
+static PyObject *pc_gc_merge(PyObject *self, PyObject *gc)
+{
+#ifdef Py_GIL_DISABLED
+	Py_RETURN_FALSE;
+#else
+	PyObject *r = PyObject_CallMethod(gc, "get_freeze_count", NULL);
+	long n;
+
+	if (!r)
+		return NULL;
+	n = PyLong_AsLong(r);
+	Py_DECREF(r);
+	if (n == -1 && PyErr_Occurred())
+		return NULL;
+	if (n != 0)
+		Py_RETURN_FALSE;
+	r = PyObject_CallMethod(gc, "freeze", NULL);
+	if (!r)
+		return NULL;
+	Py_DECREF(r);
+	r = PyObject_CallMethod(gc, "unfreeze", NULL);
+	if (!r)
+		return NULL;
+	Py_DECREF(r);
+	Py_RETURN_TRUE;
+#endif
 }

@@ -537,6 +537,7 @@ static PyMethodDef pc_methods[] = {
 	{ "keep_chunks", pc_keep_chunks, METH_NOARGS, keep_chunks_doc },
 	{ "kept", pc_kept, METH_NOARGS, kept_doc },
 	{ "prefault", pc_prefault, METH_O, prefault_doc },
+	{ "gc_merge", pc_gc_merge, METH_O, gc_merge_doc },
 	{ "record", pc_record, METH_NOARGS, record_doc },
 	{ "recorded", pc_recorded, METH_NOARGS, recorded_doc },
 	{ "apply", pc_apply, METH_VARARGS, apply_doc },

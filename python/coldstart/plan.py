@@ -2591,6 +2591,19 @@ def warm(block=False):
         _thread.start_new_thread(_warm_all, ())
 
 
+def gc_merge():
+    """At the first response, the collector held until then
+    (coldstart.release_gc): moves the objects the collector tracks into
+    its oldest generation without walking them (the extension's gc_merge,
+    docs/plan.md, "The collector during the first call"); False when that
+    was not done (no extension, or the program froze objects itself)."""
+    merge = getattr(_ext[0], "gc_merge", None) if _ext else None
+    if merge is None:
+        return False
+    import gc
+    return merge(gc)
+
+
 def responded():
     """Tells the plan the first response went out: with warm="background"
     the deferred bodies start loading in a thread now, and new object

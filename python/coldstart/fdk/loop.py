@@ -567,7 +567,7 @@ class Server(object):
         # the response waits to be sent).
         self.first_out = False
         if self.gc_held is not None:
-            _fdk.release_gc(self.gc_held)
+            _fdk.release_gc(self.gc_held, responded=True)
             self.gc_held = None
         if "coldstart.otel" in sys.modules:
             # Its trace is parented to the first call's B3/W3C context.

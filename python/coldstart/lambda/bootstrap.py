@@ -509,9 +509,11 @@ def _apply_plan(plan):
 
 
 def _release_gc():
+    # At the first answer (a response, or an error document): the objects
+    # of the held start go to the oldest generation unwalked.
     if _gc_held:
         import coldstart
-        coldstart.release_gc(_gc_held.pop())
+        coldstart.release_gc(_gc_held.pop(), responded=True)
 
 
 def _responded():
