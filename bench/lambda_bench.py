@@ -16,6 +16,9 @@ Interface Emulator, the runtime in a cgroup v1 of 10% of a CPU and 128 MiB
                   strict mode changes the answer, the plan's eager modules
                   bisection shows it needs stay eager, and so do those
                   whose bodies run before the answer anyway (floor_keep)
+  before          with BEFORE=DIR only: coldstart.lambda --plan of another
+                  built checkout (DIR), with the plan its own planner
+                  makes: a change measured alone, side by side
 
 For each cold start: wall time from the first invocation's POST to its
 answer (the RIE starts the runtime at that invocation, so this is init
@@ -26,7 +29,7 @@ The summary gives the geometric means of the CPU ratios, among them
 awslambdaric/floor (can the runtime and the plan reach the goal at all)
 and plan/floor (how far the planned runtime is above the floor).
 
-Environment: ROUNDS, FUNCS (e.g. "numpy boto3"), COLDSTART_PEERS.
+Environment: ROUNDS, FUNCS (e.g. "numpy boto3"), COLDSTART_PEERS, BEFORE.
 """
 import glob
 import json
@@ -46,6 +49,9 @@ PY = "/usr/bin/python3"
 BUILD = os.path.join(ROOT, "build")
 CG = "/sys/fs/cgroup"
 VARIANTS = ("awslambdaric", "cs-lambda", "cs-lambda+plan", "floor")
+# BEFORE=DIR: a built checkout whose planned runtime runs beside (before).
+BEFORE = os.environ.get("BEFORE")
+MEASURED = VARIANTS + (("before",) if BEFORE else ())
 
 
 def peers():
@@ -90,7 +96,11 @@ def setup():
         if r.returncode:
             skip("build-awslambdaric.sh failed: " + r.stderr[-300:])
     # Both runtimes from bytecode, as an image built with compileall has.
-    for d in (ric, os.path.join(ROOT, "python", "coldstart")):
+    if BEFORE and not os.path.exists(os.path.join(BEFORE, "coldstart")):
+        raise SystemExit("lambda_bench: BEFORE=%s is not a built checkout "
+                         "(no coldstart there)" % BEFORE)
+    for d in (ric, os.path.join(ROOT, "python", "coldstart")) + (
+            (os.path.join(BEFORE, "python", "coldstart"),) if BEFORE else ()):
         subprocess.run([PY, "-m", "compileall", "-q", d], check=True)
     return rie, ric
 
@@ -143,6 +153,10 @@ def command(work, fn, variant, ric=None, keep=None):
     if variant == "awslambdaric":
         env["PYTHONPATH"] = ric
         return [PY, "-m", "awslambdaric", handler], env
+    if variant == "before":
+        env["PYTHONPATH"] = os.path.join(BEFORE, "python")
+        env["COLDSTART_PLAN"] = os.path.join(work, "plan_%s.before.json" % fn)
+        return [PY, "-m", "coldstart.lambda", handler], env
     env["PYTHONPATH"] = os.path.join(ROOT, "python")
     if variant == "floor":
         env["FLOOR_KEEP"] = ",".join(FLOOR_KEEP.get(fn, ()) if keep is None
@@ -352,22 +366,26 @@ def main():
                     not f.endswith(("runner.py", "floor.py")):
                 shutil.copy(f, work)
         for fn in fns:
-            r = subprocess.run([os.path.join(ROOT, "coldstart"), "plan",
-                                "--lambda", "fn_%s.handler" % fn, "--request",
-                                "event.json", "--verify", "-o",
-                                "plan_%s.json" % fn], cwd=work,
-                               env=dict(os.environ, COLDSTART_PYTHON=PY),
-                               capture_output=True, text=True, timeout=600)
-            if r.returncode:
-                raise SystemExit("coldstart plan for %s failed: %s" % (
-                    fn, r.stderr[-500:]))
+            for root, out in ((ROOT, "plan_%s.json" % fn),) + (
+                    ((BEFORE, "plan_%s.before.json" % fn),) if BEFORE
+                    else ()):
+                r = subprocess.run([os.path.join(root, "coldstart"), "plan",
+                                    "--lambda", "fn_%s.handler" % fn,
+                                    "--request", "event.json", "--verify",
+                                    "-o", out], cwd=work,
+                                   env=dict(os.environ, COLDSTART_PYTHON=PY),
+                                   capture_output=True, text=True,
+                                   timeout=600)
+                if r.returncode:
+                    raise SystemExit("coldstart plan (%s) for %s failed: %s"
+                                     % (root, fn, r.stderr[-500:]))
             FLOOR_KEEP[fn] = floor_keep(work, fn, open(os.path.join(
                 work, "event.json"), "rb").read())
         res = {}
         for i in range(rounds):
             for fn in fns:
-                k = i % len(VARIANTS)
-                order = VARIANTS[k:] + VARIANTS[:k]
+                k = i % len(MEASURED)
+                order = MEASURED[k:] + MEASURED[:k]
                 for v in order:
                     res.setdefault((fn, v), []).append(one(rie, ric, work,
                                                            fn, v))
@@ -395,8 +413,8 @@ def main():
                  for k in ("wall_ms", "cpu_ms", "peak_mib")]
             med[v] = m
             cells.append("%7.0f %7.0f %6.1f" % tuple(m))
-        bodies = {r["body"] for v in VARIANTS for r in res[fn, v]}
-        statuses = {r["status"] for v in VARIANTS for r in res[fn, v]}
+        bodies = {r["body"] for v in MEASURED for r in res[fn, v]}
+        statuses = {r["status"] for v in MEASURED for r in res[fn, v]}
         same = len(bodies) == 1 and statuses == {200}
         r = {k: med[a][1] / med[b][1] for k, (a, b) in pairs.items()}
         for k in pairs:
@@ -409,6 +427,22 @@ def main():
           "awslambdaric/cs-lambda+plan %.2f, awslambdaric/floor %.2f, "
           "cs-lambda+plan/floor %.2f" % (g["cs"], g["plan"], g["floor"],
                                          g["plan/floor"]))
+    if BEFORE:
+        # The change alone: CPU and wall of the planned runtime before it
+        # (BEFORE) and now, the same rounds.
+        print("before (%s) / now, coldstart.lambda with its plan: "
+              "wall ms, CPU ms, CPU ratio" % BEFORE)
+        cpu = []
+        for fn in fns:
+            b, n = (statistics.median(r["cpu_ms"] for r in res[fn, v])
+                    for v in ("before", "cs-lambda+plan"))
+            bw, nw = (statistics.median(r["wall_ms"] for r in res[fn, v])
+                      for v in ("before", "cs-lambda+plan"))
+            cpu.append(b / n)
+            print("%-9s| %7.0f %7.0f | %7.1f %7.1f | %5.3f" % (
+                fn, bw, nw, b, n, b / n))
+        print("geometric mean of before/now by CPU: %.3f" % math.exp(
+            sum(map(math.log, cpu)) / len(cpu)))
     kept = []
     for fn in fns:
         forced = FLOOR_FORCED.get(fn, [])
