@@ -15,9 +15,10 @@ encoder.  Then it asks for the next event, as a runtime does, and waits
 there (the RIE answers the caller meanwhile).  The bench runs it compiled
 (lambda_bench.floor_program).
 
-The collector is held from before the plan until the first response and
-coldstart.plan.responded() called after it, as coldstart.lambda does
-under a plan.
+The collector is held from before the plan until the first response, the
+start's objects then join its oldest generation (release_gc with
+responded), and coldstart.plan.responded() is called after it, as
+coldstart.lambda does under a plan.
 
 usage: floor.py PLAN HANDLER (module.function)
 """
@@ -159,7 +160,7 @@ def main():
     if status != 202:
         raise SystemExit("floor: POST response answered %d" % status)
     if held is not None:
-        coldstart.release_gc(held)
+        coldstart.release_gc(held, responded=True)
     plan.responded()
     # The next GET waits until the next invocation (or the end).
     _exchange(conn, nxt)

@@ -7,7 +7,10 @@ with a minimal context and answers with its body, so only the modules
 whose code the request ran (and the native extensions they need) run their
 bodies.  FLOOR_KEEP=mod,... keeps those modules eager all the same (the
 ones the benchmark found strict mode cannot defer without changing the
-answer).  usage: floor.py PLAN FUNC HANDLER (FN_LISTENER in the
+answer).  The cyclic collector is held from the first connection until
+the answer has been sent and the start's objects then join the oldest
+generation, as coldstart-fdk does under a plan (coldstart.hold_gc and
+release_gc).  usage: floor.py PLAN FUNC HANDLER (FN_LISTENER in the
 environment)
 """
 import os
@@ -94,11 +97,16 @@ def main():
     s.listen(16)
     os.symlink(os.path.basename(phony), path)
     fd, _ = s._accept()
+    import coldstart
+    held = coldstart.hold_gc(planned=True)
     conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM, 0, fd)
     line, body = _read(conn)
     status, out = _answer(plan_path, func, handler, body)
     conn.sendall(b"HTTP/1.1 200 OK\r\nFn-Http-Status: %d\r\nContent-Length: %d\r\n\r\n"
                  % (status, len(out)) + out)
+    if held is not None:
+        coldstart.release_gc(held, responded=True)
+    sys.modules["coldstart.plan"].responded()
     # Stay until the agent closes, like a function server.
     while conn.recv(65536):
         pass
