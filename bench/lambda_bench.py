@@ -29,7 +29,10 @@ The summary gives the geometric means of the CPU ratios, among them
 awslambdaric/floor (can the runtime and the plan reach the goal at all)
 and plan/floor (how far the planned runtime is above the floor).
 
-Environment: ROUNDS, FUNCS (e.g. "numpy boto3"), COLDSTART_PEERS, BEFORE.
+Environment: ROUNDS, FUNCS (e.g. "numpy boto3"), COLDSTART_PEERS, BEFORE;
+LATER=S reads each runtime's CPU again S seconds after the answer and
+prints what it used meanwhile (work after its answer that the CPU column
+does not count).
 """
 import glob
 import json
@@ -339,8 +342,10 @@ def one(rie, ric, work, fn, variant):
     name = "coldstart-lbench-%d" % os.getpid()
     cgroups(name, True)
     try:
+        later = os.environ.get("LATER")
         p = subprocess.run(["unshare", "-n", "-p", "-f", "--kill-child", PY,
-                            os.path.join(HERE, "lambda", "runner.py"), name,
+                            os.path.join(HERE, "lambda", "runner.py")] +
+                           (["--later", later] if later else []) + [name,
                             os.path.join(work, "event.json"), rie] + cmd,
                            cwd=work, env=env, capture_output=True, text=True,
                            timeout=600)
@@ -427,6 +432,13 @@ def main():
           "awslambdaric/cs-lambda+plan %.2f, awslambdaric/floor %.2f, "
           "cs-lambda+plan/floor %.2f" % (g["cs"], g["plan"], g["floor"],
                                          g["plan/floor"]))
+    if os.environ.get("LATER"):
+        print("CPU ms used in the %s s after the answer (medians): %s" % (
+            os.environ["LATER"], "; ".join(
+                "%s %s" % (fn, " ".join(
+                    "%s %.1f" % (v, statistics.median(
+                        r["later_cpu_ms"] for r in res[fn, v]))
+                    for v in MEASURED)) for fn in fns)))
     if BEFORE:
         # The change alone: CPU and wall of the planned runtime before it
         # (BEFORE) and now, the same rounds.

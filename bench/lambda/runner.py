@@ -2,9 +2,11 @@
 network and pid namespaces (`unshare -n -p -f`).  The RIE runs outside the
 runtime's cgroups; the runtime joins them (cpu, cpuacct, memory: v1) before
 it execs.  Prints JSON: wall ms from the invocation's POST to its answer,
-the runtime's CPU ms then (cpuacct.usage), its peak memory, the answer.
+the runtime's CPU ms then (cpuacct.usage), its peak memory, the answer;
+with --later S also the CPU ms the runtime used in the S seconds after
+(what it did after its answer the bench's reading did not count).
 
-usage: runner.py CGROUP_NAME EVENT_FILE RIE CMD...
+usage: runner.py [--later S] CGROUP_NAME EVENT_FILE RIE CMD...
 """
 import http.client
 import json
@@ -17,8 +19,13 @@ CG = "/sys/fs/cgroup"
 
 
 def main():
-    name, event_file, rie = sys.argv[1:4]
-    cmd = sys.argv[4:]
+    args = sys.argv[1:]
+    later = None
+    if args[:1] == ["--later"]:
+        later = float(args[1])
+        args = args[2:]
+    name, event_file, rie = args[:3]
+    cmd = args[3:]
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     join = "; ".join("echo $$ > %s/%s/%s/tasks" % (CG, c, name)
                      for c in ("cpu", "cpuacct", "memory"))
@@ -46,12 +53,18 @@ def main():
         wall = time.monotonic() - t0
         cpu = int(open("%s/cpuacct/%s/cpuacct.usage" % (CG, name)).read())
         peak = int(open("%s/memory/%s/memory.max_usage_in_bytes" % (CG, name)).read())
+        if later is not None:
+            time.sleep(later)
+            after = int(open("%s/cpuacct/%s/cpuacct.usage" % (CG, name)).read())
     finally:
         p.terminate()
         p.wait()
-    print(json.dumps({"wall_ms": wall * 1000, "cpu_ms": cpu / 1e6,
-                      "peak_mib": peak / 1048576.0, "status": r.status,
-                      "body": answer.decode("utf-8", "replace")}))
+    out = {"wall_ms": wall * 1000, "cpu_ms": cpu / 1e6,
+           "peak_mib": peak / 1048576.0, "status": r.status,
+           "body": answer.decode("utf-8", "replace")}
+    if later is not None:
+        out["later_cpu_ms"] = (after - cpu) / 1e6
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":
