@@ -150,9 +150,10 @@ static PyObject *pc_kept(PyObject *self, PyObject *unused)
  * The collector at the first response (docs/plan.md, "The collector during
  * the first call").  While the plan's start held the collector back, the
  * objects it made stayed in the young generation; putting the thresholds
- * back makes the next allocation walk all of them (2.5-24 ms of CPU in the
- * benchmark's functions, right after the answer), and the next middle
- * collection walks them again, to find a few hundred objects of garbage.
+ * back makes the next allocation walk all of them (2-24 ms of CPU in the
+ * Lambda benchmark's functions, right after the answer), and the next
+ * middle collection walks them again, to find 12 to 1640 objects of
+ * garbage (bench/lambda_gc_at_answer.py).
  * gc_merge() moves every object the collector tracks into its oldest
  * generation without walking them: gc.freeze() then gc.unfreeze(), called
  * from here so that no other thread runs between the two (neither runs
