@@ -108,6 +108,27 @@ def setup():
     return rie, ric
 
 
+def copy_handlers(work):
+    """The handlers and the event into work (not the bench's own scripts,
+    nor a __pycache__ that importing them left)."""
+    for f in glob.glob(os.path.join(HERE, "lambda", "fn_*.py")) + [
+            os.path.join(HERE, "lambda", "event.json")]:
+        shutil.copy(f, work)
+
+
+def make_plan(work, fn, out, root=ROOT, verify=True):
+    """`coldstart plan --lambda` of root's checkout for fn_FN.handler and
+    work/event.json into work/out; exits saying why when it fails."""
+    r = subprocess.run([os.path.join(root, "coldstart"), "plan", "--lambda",
+                        "fn_%s.handler" % fn, "--request", "event.json"] +
+                       (["--verify"] if verify else []) + ["-o", out],
+                       cwd=work, env=dict(os.environ, COLDSTART_PYTHON=PY),
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode:
+        raise SystemExit("coldstart plan (%s) for %s failed: %s"
+                         % (root, fn, r.stderr[-500:]))
+
+
 def cgroups(name, create):
     for c in ("cpu", "cpuacct", "memory"):
         d = os.path.join(CG, c, name)
@@ -364,26 +385,11 @@ def main():
                          "pydantic").split()
     work = tempfile.mkdtemp(prefix="coldstart-lambda-bench-")
     try:
-        # The handlers and the event (not the bench's own scripts, nor a
-        # __pycache__ that importing them left).
-        for f in glob.glob(os.path.join(HERE, "lambda", "*")):
-            if os.path.isfile(f) and \
-                    not f.endswith(("runner.py", "floor.py")):
-                shutil.copy(f, work)
+        copy_handlers(work)
         for fn in fns:
-            for root, out in ((ROOT, "plan_%s.json" % fn),) + (
-                    ((BEFORE, "plan_%s.before.json" % fn),) if BEFORE
-                    else ()):
-                r = subprocess.run([os.path.join(root, "coldstart"), "plan",
-                                    "--lambda", "fn_%s.handler" % fn,
-                                    "--request", "event.json", "--verify",
-                                    "-o", out], cwd=work,
-                                   env=dict(os.environ, COLDSTART_PYTHON=PY),
-                                   capture_output=True, text=True,
-                                   timeout=600)
-                if r.returncode:
-                    raise SystemExit("coldstart plan (%s) for %s failed: %s"
-                                     % (root, fn, r.stderr[-500:]))
+            make_plan(work, fn, "plan_%s.json" % fn)
+            if BEFORE:
+                make_plan(work, fn, "plan_%s.before.json" % fn, BEFORE)
             FLOOR_KEEP[fn] = floor_keep(work, fn, open(os.path.join(
                 work, "event.json"), "rb").read())
         res = {}

@@ -10,11 +10,9 @@ the garbage it found: the work the merge at the first answer takes off
 
 usage: ROUNDS=5 python3 bench/lambda_gc_at_answer.py [FUNC...] (default all six)
 """
-import glob
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 
@@ -30,23 +28,13 @@ def main():
                            "pydantic"]
     work = tempfile.mkdtemp(prefix="coldstart-lambda-gc-")
     try:
-        for f in glob.glob(os.path.join(HERE, "lambda", "fn_*.py")) + [
-                os.path.join(HERE, "lambda", "event.json")]:
-            shutil.copy(f, work)
+        lb.copy_handlers(work)
         event = open(os.path.join(work, "event.json"), "rb").read()
         out = os.path.join(work, "gc.txt")
         print("the young collection at the first answer of coldstart.lambda "
               "--plan: CPU ms (median of %d), garbage found" % rounds)
         for fn in fns:
-            r = subprocess.run([os.path.join(lb.ROOT, "coldstart"), "plan",
-                                "--lambda", "fn_%s.handler" % fn,
-                                "--request", "event.json", "-o",
-                                "plan_%s.json" % fn], cwd=work,
-                               env=dict(os.environ, COLDSTART_PYTHON=lb.PY),
-                               capture_output=True, text=True, timeout=600)
-            if r.returncode:
-                raise SystemExit("coldstart plan for %s failed: %s" % (
-                    fn, r.stderr[-500:]))
+            lb.make_plan(work, fn, "plan_%s.json" % fn, verify=False)
             ms, found = [], set()
             for i in range(rounds):
                 argv, env = lb.command(work, fn, "cs-lambda+plan", ric)

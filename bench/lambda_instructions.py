@@ -11,11 +11,9 @@ their geometric means.
 
 usage: python3 bench/lambda_instructions.py [FUNC...] (default all six)
 """
-import glob
 import math
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -46,24 +44,14 @@ def main():
                            "pydantic"]
     work = tempfile.mkdtemp(prefix="coldstart-lambda-ir-work-")
     try:
-        for f in glob.glob(os.path.join(HERE, "lambda", "fn_*.py")) + [
-                os.path.join(HERE, "lambda", "event.json")]:
-            shutil.copy(f, work)
+        lb.copy_handlers(work)
         event = open(os.path.join(work, "event.json"), "rb").read()
         print("M instructions, exec to the first answer (cachegrind)")
         print("%-9s| %12s %12s %15s %12s | ric/plan ric/floor plan/floor"
               % ("function", *lb.VARIANTS))
         ratios = [[], [], []]
         for fn in fns:
-            r = subprocess.run([os.path.join(lb.ROOT, "coldstart"), "plan",
-                                "--lambda", "fn_%s.handler" % fn,
-                                "--request", "event.json", "--verify", "-o",
-                                "plan_%s.json" % fn], cwd=work,
-                               env=dict(os.environ, COLDSTART_PYTHON=lb.PY),
-                               capture_output=True, text=True, timeout=600)
-            if r.returncode:
-                raise SystemExit("coldstart plan for %s failed: %s" % (
-                    fn, r.stderr[-500:]))
+            lb.make_plan(work, fn, "plan_%s.json" % fn)
             lb.FLOOR_KEEP[fn] = lb.floor_keep(work, fn, event)
             n, bodies = {}, set()
             for v in lb.VARIANTS:
