@@ -483,6 +483,19 @@ sys.addaudithook(audit)
 """
 
 
+def _two_events(tmp_path, warm, how, extra):
+    """The answers (decoded) of coldstart-lambda --warm WARM, with the
+    arguments how and the environment extra, serving event.json twice to
+    app.handler in tmp_path; no plan warning allowed."""
+    p = subprocess.run([SCRIPT, "--warm", warm] + how + [
+        "--serve-events", "event.json", "--serve-events", "event.json",
+        "app.handler"], cwd=str(tmp_path), env=_env(None, **extra),
+        capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "coldstart plan:" not in p.stderr, p.stderr
+    return [json.loads(b) for b in p.stdout.splitlines()[1::2]]
+
+
 def _plan_app(tmp_path):
     """Plans app.handler in tmp_path for event.json (no --verify) into
     plan.json."""
@@ -524,13 +537,7 @@ def test_under_a_plan_the_collector_is_held_until_the_first_response(
             (["--plan", "plan.json"], {"COLDSTART_PLAN_GC": "0"},
              [[usual, usual], [usual, usual]]),
             ([], {}, [[usual, usual], [usual, usual]])):
-        p = subprocess.run([SCRIPT, "--warm", warm] + how + [
-            "--serve-events", "event.json", "--serve-events", "event.json",
-            "app.handler"], cwd=str(tmp_path), env=_env(None, **extra),
-            capture_output=True, text=True, timeout=60)
-        assert p.returncode == 0, p.stderr
-        assert "coldstart plan:" not in p.stderr, p.stderr
-        got = [json.loads(b) for b in p.stdout.splitlines()[1::2]]
+        got = _two_events(tmp_path, warm, how, extra)
         assert got == want, (how, extra, got)
 
 
@@ -581,13 +588,7 @@ def test_at_the_first_answer_the_start_s_objects_go_to_the_oldest_generation(
             (["--plan", "plan.json"], {}, True, False, True),
             (["--plan", "plan.json"], {"FREEZE": "1"}, False, True, False),
             ([], {}, None, False, None)):
-        p = subprocess.run([SCRIPT, "--warm", warm] + how + [
-            "--serve-events", "event.json", "--serve-events", "event.json",
-            "app.handler"], cwd=str(tmp_path), env=_env(None, **extra),
-            capture_output=True, text=True, timeout=60)
-        assert p.returncode == 0, p.stderr
-        assert "coldstart plan:" not in p.stderr, p.stderr
-        got = json.loads(p.stdout.splitlines()[3])
+        got = _two_events(tmp_path, warm, how, extra)[1]
         assert got["frozen"] is frozen, (how, extra, got)
         if oldest is not None:
             assert got["in_oldest"] is oldest, (how, extra, got)
