@@ -181,8 +181,9 @@ def cpu_ns(pid):
 def run(argv, env, bodies, cpus=None, memory=None, timeout=120.0,
         stderr_path=None):
     """Runs one function process; returns a dict with ready_ms, first_ms
-    (exec -> first response), first_cpu_ms (the main process's CPU time
-    when the first response arrived), first_cg_cpu_ms (the group's: every
+    (exec -> first response), first_at (time.monotonic() then),
+    first_cpu_ms (the main process's CPU time when the first response
+    arrived), first_cg_cpu_ms (the group's: every
     process of the function, children included; None without groups),
     responses [(fn status, body)], peak_bytes, error (None when every
     request was answered)."""
@@ -190,7 +191,8 @@ def run(argv, env, bodies, cpus=None, memory=None, timeout=120.0,
     sock_path = os.path.join(d, "lsnr.sock")
     env = dict(env, FN_LISTENER="unix:" + sock_path, FN_FORMAT="http-stream")
     cg = Cgroup(cpus, memory) if cpus else None
-    out = {"ready_ms": None, "first_ms": None, "first_cpu_ms": None,
+    out = {"ready_ms": None, "first_ms": None, "first_at": None,
+           "first_cpu_ms": None,
            "first_cg_cpu_ms": None, "responses": [],
            "peak_bytes": None, "error": None}
     p = None
@@ -223,7 +225,8 @@ def run(argv, env, bodies, cpus=None, memory=None, timeout=120.0,
                 s.sendall(request_bytes(body, "bench-call-%d" % i))
                 head, rbody = read_response(s, limit)
                 if i == 0:
-                    out["first_ms"] = (time.monotonic() - t0) * 1000
+                    out["first_at"] = time.monotonic()
+                    out["first_ms"] = (out["first_at"] - t0) * 1000
                     c = cpu_ns(p.pid)
                     out["first_cpu_ms"] = c / 1e6 if c is not None else None
                     c = cg.cpu_ns() if cg else None

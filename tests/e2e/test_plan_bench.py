@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -72,9 +73,14 @@ def _groups():
 
 @needs_v1
 def test_first_response_cpu_counts_the_children_and_groups_go():
+    before = time.monotonic()
     r = fnagent.run([DEBIAN_PYTHON, "-c", SERVER], dict(os.environ), [b"{}"],
                     cpus=1.0, memory=256 << 20)
+    after = time.monotonic()
     assert r["error"] is None, r
+    # The answer's monotonic time (bench/plan/where.py cuts its samples
+    # there) comes after the child's 300 ms and before the run's end.
+    assert before + 0.3 <= r["first_at"] <= after, (before, r, after)
     assert r["responses"] == [(200, b"ok")]
     # The main process's own count misses the child's 300 ms; the group's
     # has them.
