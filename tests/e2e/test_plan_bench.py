@@ -126,3 +126,64 @@ def test_every_function_of_both_sets_has_its_files():
         d = plan_bench.fn_dir(n)
         assert os.path.isfile(os.path.join(d, "func.py")), d
         assert os.path.isfile(os.path.join(d, "request.json")), d
+
+
+def test_a_goal_missed_by_less_than_the_rounding_does_not_read_as_reached():
+    import plan_bench
+    assert plan_bench._met(2.497, 2.5) == "NOT met (2.497)"
+    assert plan_bench._met(2.5, 2.5) == "met (2.50)"
+    assert plan_bench._met(2.61, 2.5) == "met (2.61)"
+    assert plan_bench._met(1.304, 1.3, most=True) == "NOT met (1.304)"
+    assert plan_bench._met(0.99, 1.0, most=True) == "met (0.99)"
+    assert plan_bench._met(None, 2.5) == "NOT met (-)"
+
+
+# plan_bench's main() with make_plan failing for the functions named in
+# NOPLAN, as a missing package or a refused plan makes it fail.
+NO_PLAN_DRIVER = textwrap.dedent(r"""
+    import os, sys
+    sys.path.insert(0, sys.argv[1])
+    import plan_bench
+    made = plan_bench.make_plan
+    plan_bench.make_plan = lambda n, root=None: (
+        n not in os.environ["NOPLAN"].split() and made(n, root))
+    plan_bench.main()
+""")
+
+
+def test_a_set_without_plans_is_not_met():
+    if REASON is not None:
+        pytest.skip(REASON)
+    import plan_bench
+    if not os.path.isdir(plan_bench.FDK_PYTHON):
+        pytest.skip("fdk-python not found at %s" % plan_bench.FDK_PYTHON)
+    p = subprocess.run([DEBIAN_PYTHON, "-c", NO_PLAN_DRIVER, BENCH],
+                       env=dict(os.environ, SET="2", FUNCS="yaml crypto",
+                                NOPLAN="yaml crypto", ROUNDS="1"),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p
+    assert p.stdout.strip() == (
+        "Set 2 (packages set 1 does not use, never tuned for): no function "
+        "has a plan (see the errors above); goals NOT met"), p
+
+
+def test_a_function_without_a_plan_is_named_and_the_goals_not_met():
+    if REASON is not None:
+        pytest.skip(REASON)
+    import plan_bench
+    if not os.path.isdir(plan_bench.FDK_PYTHON):
+        pytest.skip("fdk-python not found at %s" % plan_bench.FDK_PYTHON)
+    p = subprocess.run([DEBIAN_PYTHON, "-c", NO_PLAN_DRIVER, BENCH],
+                       env=dict(os.environ, SET="1", FUNCS="requests jinja2",
+                                NOPLAN="jinja2", ROUNDS="1"),
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p
+    lines = p.stdout.splitlines()
+    assert [ln.split()[0] for ln in lines if ln.startswith(
+        ("requests", "jinja2"))] == ["requests", "requests"], p.stdout
+    assert "no plan, left out of the table: jinja2 (see the errors above)" \
+        in lines, p.stdout
+    goals = [ln for ln in lines if ln.startswith("goals, set 1 ")]
+    assert len(goals) == 1 and ("NOT met, 1 of 2 functions without a plan; "
+                                "of the rest: fdk-python/plan") in goals[0], \
+        p.stdout
