@@ -108,12 +108,19 @@ def setup():
     return rie, ric
 
 
+# The benchmark's functions (bench/lambda/fn_*.py), in the tables' order.
+FUNCTIONS = ["numpy", "requests", "jinja2", "boto3", "pandas", "pydantic"]
+
+
 def copy_handlers(work):
     """The handlers and the event into work (not the bench's own scripts,
-    nor a __pycache__ that importing them left)."""
+    nor a __pycache__ that importing them left); returns the event's
+    bytes."""
     for f in glob.glob(os.path.join(HERE, "lambda", "fn_*.py")) + [
             os.path.join(HERE, "lambda", "event.json")]:
         shutil.copy(f, work)
+    with open(os.path.join(work, "event.json"), "rb") as f:
+        return f.read()
 
 
 def make_plan(work, fn, out, root=ROOT, verify=True):
@@ -381,17 +388,15 @@ def one(rie, ric, work, fn, variant):
 def main():
     rie, ric = setup()
     rounds = int(os.environ.get("ROUNDS", "3"))
-    fns = os.environ.get("FUNCS", "numpy requests jinja2 boto3 pandas "
-                         "pydantic").split()
+    fns = os.environ.get("FUNCS", " ".join(FUNCTIONS)).split()
     work = tempfile.mkdtemp(prefix="coldstart-lambda-bench-")
     try:
-        copy_handlers(work)
+        event = copy_handlers(work)
         for fn in fns:
             make_plan(work, fn, "plan_%s.json" % fn)
             if BEFORE:
                 make_plan(work, fn, "plan_%s.before.json" % fn, BEFORE)
-            FLOOR_KEEP[fn] = floor_keep(work, fn, open(os.path.join(
-                work, "event.json"), "rb").read())
+            FLOOR_KEEP[fn] = floor_keep(work, fn, event)
         res = {}
         for i in range(rounds):
             for fn in fns:

@@ -24,12 +24,10 @@ import lambda_bench as lb  # noqa: E402
 def main():
     _, ric = lb.setup()
     rounds = int(os.environ.get("ROUNDS", "5"))
-    fns = sys.argv[1:] or ["numpy", "requests", "jinja2", "boto3", "pandas",
-                           "pydantic"]
+    fns = sys.argv[1:] or lb.FUNCTIONS
     work = tempfile.mkdtemp(prefix="coldstart-lambda-gc-")
     try:
-        lb.copy_handlers(work)
-        event = open(os.path.join(work, "event.json"), "rb").read()
+        event = lb.copy_handlers(work)
         out = os.path.join(work, "gc.txt")
         print("the young collection at the first answer of coldstart.lambda "
               "--plan: CPU ms (median of %d), garbage found" % rounds)

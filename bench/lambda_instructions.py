@@ -40,12 +40,10 @@ def main():
         print("lambda_instructions: skipped: needs valgrind")
         return 0
     _, ric = lb.setup()
-    fns = sys.argv[1:] or ["numpy", "requests", "jinja2", "boto3", "pandas",
-                           "pydantic"]
+    fns = sys.argv[1:] or lb.FUNCTIONS
     work = tempfile.mkdtemp(prefix="coldstart-lambda-ir-work-")
     try:
-        lb.copy_handlers(work)
-        event = open(os.path.join(work, "event.json"), "rb").read()
+        event = lb.copy_handlers(work)
         print("M instructions, exec to the first answer (cachegrind)")
         print("%-9s| %12s %12s %15s %12s | ric/plan ric/floor plan/floor"
               % ("function", *lb.VARIANTS))
