@@ -3,6 +3,7 @@
  */
 #include "analysis/findings_heavy.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,18 +168,31 @@ static void rule_heavy(struct profile *p)
 	free(h);
 }
 
-/* The longest single collection of pr recorded as an event (1 ms or more), -1. */
-static size_t longest_gc_event(const struct proc *pr)
+/*
+ * A "gc" event's pause in metric m: the wall microseconds after the
+ * generation, or the CPU microseconds after them (traces from before the
+ * CPU was written have none: -1).
+ */
+static long long gc_event_us(const char *d, enum metric m)
+{
+	long long gen, wall, cpu;
+	int n = sscanf(d, "generation %lld, %lld us, %lld us of CPU", &gen, &wall, &cpu);
+
+	if (n < 2)
+		return -1;
+	return m == METRIC_WALL ? wall : n == 3 ? cpu : -1;
+}
+
+/* The longest single collection of pr in metric m recorded as an event (1 ms or more of wall), SIZE_MAX. */
+static size_t longest_gc_event(const struct proc *pr, enum metric m)
 {
 	size_t e, best = SIZE_MAX;
 	long long us, best_us = -1;
 
 	for (e = 0; e < pr->nr_events; e++) {
-		const char *d = proc_str(pr, pr->events[e].detail), *c;
-
-		if (strcmp(proc_str(pr, pr->events[e].name), "gc") || !(c = strchr(d, ',')))
+		if (strcmp(proc_str(pr, pr->events[e].name), "gc"))
 			continue;
-		us = strtoll(c + 1, NULL, 10);
+		us = gc_event_us(proc_str(pr, pr->events[e].detail), m);
 		if (us > best_us) {
 			best_us = us;
 			best = e;
@@ -191,41 +205,50 @@ static size_t longest_gc_event(const struct proc *pr)
  * gc-pauses: the garbage collector's pauses during a process's imports (the
  * "[gc]" nodes) take a noticeable share of its import time.  Start-up
  * allocates what lives as long as the process (modules, classes,
- * functions): collections scan it again and again and free little.
+ * functions): collections scan it again and again and free little.  Under a
+ * CPU limit in CPU time, as heavy-import: a throttled period that began
+ * during a pause would otherwise make the collector look like most of it.
  */
 static void rule_gc(struct profile *p)
 {
 	const struct run *r = findings_main_run(p);
+	enum metric m = profile_metric(p);
+	const char *cpu = m == METRIC_CPU ? " of CPU" : "";
 	size_t pi;
 
 	if (!r)
 		return;
 	for (pi = 0; pi < r->nr_procs; pi++) {
 		const struct proc *pr = &r->procs[pi];
-		int64_t total = proc_import_total_us(pr, false);
-		struct gc_total g;
+		int64_t total = proc_import_total_in(pr, false, m);
+		struct gc_total g, wall;
 		struct buf ev = BUF_INIT, title = BUF_INIT, fix = BUF_INIT;
 		struct proc_set one = PROC_SET_INIT;
 		size_t e;
 
 		if (total <= 0 || finding_helper_process(pr))
 			continue;
-		proc_gc_total(pr, false, METRIC_WALL, &g);
+		proc_gc_total(pr, false, m, &g);
 		if (g.us < GC_MIN_US || i64_mul(g.us, 100) < i64_mul(total, GC_SHARE_PCT))
 			continue;
-		buf_addf(&title, "garbage collection takes %.0f%% of the imports' time",
-			 100.0 * (double)g.us / (double)total);
+		buf_addf(&title, "garbage collection takes %.0f%% of the imports' %stime",
+			 100.0 * (double)g.us / (double)total, *cpu ? "CPU " : "");
 		buf_adds(&ev, "the collector paused the imports for ");
 		buf_add_duration(&ev, g.us);
-		buf_adds(&ev, " of the ");
+		buf_addf(&ev, "%s of the ", cpu);
 		buf_add_duration(&ev, total);
-		buf_addf(
-			&ev,
-			" its process spent importing after interpreter start-up, during %zu import%s, the most in '%s' (",
-			g.imports, g.imports == 1 ? "" : "s", node_name(pr, g.most));
+		buf_addf(&ev, "%s its process spent importing after interpreter start-up", cpu);
+		if (*cpu) {
+			proc_gc_total(pr, false, METRIC_WALL, &wall);
+			buf_adds(&ev, " (under the CPU limit, CPU time: the pauses took ");
+			buf_add_duration(&ev, wall.us);
+			buf_adds(&ev, " of wall, the scheduler's throttling included)");
+		}
+		buf_addf(&ev, ", during %zu import%s, the most in '%s' (", g.imports, g.imports == 1 ? "" : "s",
+			 node_name(pr, g.most));
 		buf_add_duration(&ev, g.most_us);
 		buf_adds(&ev, ")");
-		e = longest_gc_event(pr);
+		e = longest_gc_event(pr, m);
 		if (e != SIZE_MAX) {
 			buf_addf(&ev, "; the longest pause: %s", proc_str(pr, pr->events[e].detail));
 			if (pr->events[e].node >= 0)

@@ -333,9 +333,14 @@ static int on_gc(struct trace_proc *tp, char **f, size_t nf, int64_t t)
 	if (end - t >= GC_EVENT_MIN_NS) {
 		char d[160];
 
+		char c[48] = "";
+
+		/* The CPU beside the wall: under a CPU quota a throttled period can fall in a pause. */
+		if (cpu >= 0)
+			snprintf(c, sizeof(c), "%" PRId64 " us of CPU, ", (cpu + 500) / 1000);
 		snprintf(d, sizeof(d),
-			 "generation %" PRId64 ", %" PRId64 " us, %" PRId64 " collected, %" PRId64 " uncollectable",
-			 gen, (end - t + 500) / 1000, collected, uncollectable);
+			 "generation %" PRId64 ", %" PRId64 " us, %s%" PRId64 " collected, %" PRId64 " uncollectable",
+			 gen, (end - t + 500) / 1000, c, collected, uncollectable);
 		proc_add_event(pr, t - ps->base, "gc", d, i);
 	}
 	return 0;

@@ -387,19 +387,32 @@ static void render_cpu_limit(const struct profile *p, const struct run *r, const
 /*
  * The collector's pauses during the target's imports: a phase of their own,
  * taken out of the self time of the imports they fell in ("[gc]" nodes).
+ * Under a CPU limit in CPU time, as the module tables: a throttled period
+ * that began in a pause is in its wall time, which is said beside.
  */
-static void render_gc(const struct proc *pr, int64_t target_total, struct buf *out)
+static void render_gc(const struct proc *pr, int64_t target_total, enum metric m, struct buf *out)
 {
-	struct gc_total g;
+	struct gc_total g, wall;
+	bool cpu = m == METRIC_CPU;
 
-	proc_gc_total(pr, false, METRIC_WALL, &g);
+	proc_gc_total(pr, false, m, &g);
 	if (g.us <= 0)
 		return;
 	buf_adds(out, "  gc              ");
 	add_dur(out, g.us);
-	buf_addf(out, " of garbage collector pauses during %zu import%s", g.imports, g.imports == 1 ? "" : "s");
+	buf_addf(out, "%s garbage collector pauses during %zu import%s", cpu ? " of CPU in" : " of", g.imports,
+		 g.imports == 1 ? "" : "s");
+	if (cpu)
+		target_total = proc_import_total_in(pr, false, METRIC_CPU);
 	if (target_total > 0)
-		buf_addf(out, " (%.0f%% of the target's own imports)", 100.0 * (double)g.us / (double)target_total);
+		buf_addf(out, " (%.0f%% of the target's own imports%s)", 100.0 * (double)g.us / (double)target_total,
+			 cpu ? "' CPU time" : "");
+	if (cpu) {
+		proc_gc_total(pr, false, METRIC_WALL, &wall);
+		buf_adds(out, ", ");
+		add_dur(out, wall.us);
+		buf_adds(out, " of wall (throttling included)");
+	}
 	buf_adds(out, ", not counted in their self time; the most in '");
 	buf_adds(out, node_name(pr, g.most));
 	buf_adds(out, "' (");
@@ -510,7 +523,7 @@ void render_run_summary(const struct profile *p, const struct run *r, const stru
 			 "importtime's rows carry no pid (see the warnings); its numbers are not one "
 			 "process's%s\n",
 			 st->yellow, st->reset);
-	render_gc(pr, target_total, out);
+	render_gc(pr, target_total, v->m, out);
 	if (v->m == METRIC_CPU && pr->timing)
 		render_cpu_limit(p, r, pr, out);
 	if (tool > 0) {

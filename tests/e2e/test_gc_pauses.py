@@ -181,6 +181,47 @@ def test_gc_in_report_and_exports(coldstart, workdir):
     assert m[0]["ts"] <= g[0]["ts"] and g[0]["ts"] + g[0]["dur"] <= m[0]["ts"] + m[0]["dur"] + 1
 
 
+def test_under_a_cpu_limit_the_pauses_are_judged_by_cpu(coldstart, workdir):
+    """Under --cpus a throttled period that begins during a collection is in
+    that pause's wall time (the demo's function read "garbage collection takes
+    90% of the imports' time" for 4.8 ms of CPU in 364.6 ms of wall), so the
+    report's gc line and the finding give the pauses' CPU time, wall beside."""
+    write(workdir, "gcheavy.py", GCHEAVY)
+    main = write(workdir, "main.py", MAIN)
+    r, prof = profile(coldstart, DEBIAN_PYTHON, workdir, "--cpus", "0.1", "--no-baseline", main)
+    proc = prof["runs"][0]["processes"][0]
+    ns = check_tree(proc)
+    timing = [dict(zip(prof["timing_fields"], t)) for t in proc["timing"]]
+    gcs = [i for i, n in enumerate(ns) if n["flags"] & GC_FLAG and not n["flags"] & 4]
+    assert gcs and all(timing[i]["cpu_ns"] >= 0 for i in gcs)
+    gc_cpu_us = sum(timing[i]["cpu_ns"] for i in gcs) / 1000
+    gc_wall_us = sum(ns[i]["cum"] for i in gcs)
+    total_cpu_us = sum(timing[i]["cpu_ns"] for i, n in enumerate(ns)
+                       if n["parent"] < 0 and not n["flags"] & 4 and timing[i]["cpu_ns"] >= 0) / 1000
+    rep = coldstart("report", os.path.join(workdir, "profile.json"), env={"COLUMNS": "200"})
+    assert rep.returncode == 0, rep.stderr
+    m = re.search(r"^  gc +(\S+) (\S+) of CPU in garbage collector pauses during \d+ imports? "
+                  r"\((\d+)% of the target's own imports' CPU time\), (\S+) (\S+) of wall \(throttling included\)",
+                  rep.stdout, re.M)
+    assert m, rep.stdout
+    scale = {"us": 1, "ms": 1000, "s": 1000000}
+    assert abs(float(m.group(1)) * scale[m.group(2)] - gc_cpu_us) <= max(1, gc_cpu_us * 0.01), (m.group(0), gc_cpu_us)
+    assert abs(float(m.group(4)) * scale[m.group(5)] - gc_wall_us) <= max(1, gc_wall_us * 0.01), (m.group(0), gc_wall_us)
+    share = 100 * gc_cpu_us / total_cpu_us
+    assert abs(int(m.group(3)) - share) <= 1, (m.group(0), share)
+    # The finding holds by the CPU share, and says so.
+    found = [f for f in prof["findings"] if f["id"] == "gc-pauses"]
+    assert bool(found) == (gc_cpu_us >= 5000 and share >= 10), (gc_cpu_us, share, found)
+    if found:
+        t = re.fullmatch(r"garbage collection takes (\d+)% of the imports' CPU time", found[0]["title"])
+        assert t and abs(int(t.group(1)) - share) <= 1, (found[0]["title"], share)
+        assert "of wall, the scheduler's throttling included" in found[0]["evidence"], found[0]["evidence"]
+    # Each pause of a millisecond or more is an event with its CPU beside its wall.
+    evs = [e for e in proc["events"] if e[1] == "gc"] if proc.get("events") else []
+    for e in evs:
+        assert re.fullmatch(r"generation \d, \d+ us, \d+ us of CPU, \d+ collected, \d+ uncollectable", e[2]), e
+
+
 def test_pandas_collections_are_not_a_modules_self_time(coldstart, workdir):
     ok = subprocess.run([DEBIAN_PYTHON, "-c", "import pandas"], capture_output=True)
     if ok.returncode:

@@ -469,6 +469,66 @@ static void test_heavy_cpu_under_limit(void **state)
 	profile_release(&p);
 }
 
+/* An import with a [gc] child: wall and CPU of the import and of its pauses. */
+static int32_t gc_import(struct proc *pr, const char *name, int64_t wall_us, int64_t cpu_us, int64_t gc_wall_us,
+			 int64_t gc_cpu_us)
+{
+	int32_t i = add(pr, -1, name, KIND_THIRDPARTY, wall_us - gc_wall_us, wall_us);
+	int32_t g = add(pr, i, "[gc]", KIND_THIRDPARTY, gc_wall_us, gc_wall_us);
+
+	pr->nodes[g].flags |= NODE_GC;
+	pr->timing[i].start_ns = pr->timing[g].start_ns = 1000;
+	pr->timing[i].cpu_ns = cpu_us * 1000;
+	pr->timing[g].cpu_ns = gc_cpu_us * 1000;
+	return i;
+}
+
+/*
+ * Under a CPU limit gc-pauses judges by CPU: a throttled period that fell
+ * in a pause (400 ms of wall for 3 ms of CPU) is no finding, and when the
+ * CPU share is large the finding says CPU, gives the wall beside and names
+ * the longest pause by CPU.
+ */
+static void test_gc_cpu_under_limit(void **state)
+{
+	struct profile p;
+	struct run *run;
+	struct proc *pr = new_proc(&p, &run);
+	int32_t a = gc_import(pr, "asyncio", 450000, 48000, 400000, 3000);
+	const struct finding *f;
+
+	p.limits.cpus = 0.1;
+	event(pr, a, "gc", "generation 2, 300000 us, 1000 us of CPU, 4 collected, 0 uncollectable");
+	assert_int_equal(profile_metric(&p), METRIC_CPU);
+	findings_run(&p, builtin);
+	assert_int_equal(count(&p, "gc-pauses"), 0);
+	profile_release(&p);
+
+	/* The same by wall, without a limit: the rule as before. */
+	pr = new_proc(&p, &run);
+	gc_import(pr, "asyncio", 450000, 448000, 400000, 399000);
+	findings_run(&p, builtin);
+	assert_int_equal(count(&p, "gc-pauses"), 1);
+	assert_non_null(strstr(get(&p, "gc-pauses", NULL)->title, "89% of the imports' time"));
+	profile_release(&p);
+
+	pr = new_proc(&p, &run);
+	a = gc_import(pr, "sqlalchemy", 500000, 60000, 300000, 20000);
+	p.limits.cpus = 0.1;
+	event(pr, a, "gc", "generation 2, 200000 us, 2000 us of CPU, 4 collected, 0 uncollectable");
+	event(pr, a, "gc", "generation 1, 90000 us, 9000 us of CPU, 5 collected, 0 uncollectable");
+	event(pr, a, "gc", "generation 0, 95000 us, 7 collected, 0 uncollectable"); /* no CPU: not by CPU */
+	findings_run(&p, builtin);
+	assert_int_equal(count(&p, "gc-pauses"), 1);
+	f = get(&p, "gc-pauses", NULL);
+	assert_int_equal(f->cost_us, 20000);
+	assert_non_null(strstr(f->title, "33% of the imports' CPU time"));
+	assert_non_null(strstr(f->evidence, "20.0 ms of CPU of the 60.0 ms of CPU"));
+	assert_non_null(strstr(f->evidence, "took 300.0 ms of wall"));
+	assert_non_null(strstr(f->evidence, "the longest pause: generation 1, 90000 us, 9000 us of CPU"));
+	profile_release(&p);
+}
+
 static void test_config_rejected(void **state)
 {
 	struct profile p;
@@ -651,6 +711,7 @@ int main(void)
 		cmocka_unit_test(test_workers_said_once),
 		cmocka_unit_test(test_heavy_after_ready),
 		cmocka_unit_test(test_heavy_cpu_under_limit),
+		cmocka_unit_test(test_gc_cpu_under_limit),
 		cmocka_unit_test(test_config_rejected),
 		cmocka_unit_test(test_oom),
 		cmocka_unit_test(test_failed_imports),

@@ -1035,7 +1035,7 @@ static void test_gc_records(void **state)
 	assert_string_equal(proc_str(&tp.proc, tp.proc.events[tp.proc.nr_events - 1].name), "gc");
 	assert_int_equal(tp.proc.events[tp.proc.nr_events - 1].node, -1);
 	assert_string_equal(proc_str(&tp.proc, tp.proc.events[tp.proc.nr_events - 1].detail),
-			    "generation 2, 2000 us, 7 collected, 0 uncollectable");
+			    "generation 2, 2000 us, 1900 us of CPU, 7 collected, 0 uncollectable");
 
 	profile_init(&p);
 	run = profile_add_run(&p);
