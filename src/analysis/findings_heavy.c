@@ -242,7 +242,9 @@ static void rule_gc(struct profile *p)
 			proc_gc_total(pr, false, METRIC_WALL, &wall);
 			buf_adds(&ev, " (under the CPU limit, CPU time: the pauses took ");
 			buf_add_duration(&ev, wall.us);
-			buf_adds(&ev, " of wall, the scheduler's throttling included)");
+			buf_adds(&ev, wall.us >= i64_mul(g.us, 2)
+					      ? " of wall, throttled periods that began in them included)"
+					      : " of wall)");
 		}
 		buf_addf(&ev, ", during %zu import%s, the most in '%s' (", g.imports, g.imports == 1 ? "" : "s",
 			 node_name(pr, g.most));

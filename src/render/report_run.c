@@ -411,7 +411,9 @@ static void render_gc(const struct proc *pr, int64_t target_total, enum metric m
 		proc_gc_total(pr, false, METRIC_WALL, &wall);
 		buf_adds(out, ", ");
 		add_dur(out, wall.us);
-		buf_adds(out, " of wall (throttling included)");
+		buf_adds(out, " of wall");
+		if (wall.us >= i64_mul(g.us, 2))
+			buf_adds(out, " (throttled periods that began in them included)");
 	}
 	buf_adds(out, ", not counted in their self time; the most in '");
 	buf_adds(out, node_name(pr, g.most));
