@@ -193,6 +193,23 @@ static const struct {
 				  "call that needs the resource" },
 };
 
+/*
+ * Whether a socket.bind's address (its repr: "('::1', 0)", "('::1', 0, 0,
+ * 0)") asks for port 0: an ephemeral port, as urllib3's IPv6 check binds
+ * at import.  Such a bind sends nothing and listens on no known port.
+ */
+static bool bind_port_zero(const char *detail)
+{
+	const char *comma = detail[0] == '(' ? strstr(detail, ", ") : NULL;
+	char *end;
+	long port;
+
+	if (!comma)
+		return false;
+	port = strtol(comma + 2, &end, 10);
+	return end != comma + 2 && port == 0 && (*end == ',' || *end == ')');
+}
+
 static enum effect effect_of(const char *name, const char *detail)
 {
 	static const char *const network[] = { "socket.connect", "socket.getaddrinfo", "socket.gethostbyname",
@@ -201,6 +218,8 @@ static enum effect effect_of(const char *name, const char *detail)
 						  "os.spawn",	      "os.fork",   "os.forkpty" };
 	size_t i;
 
+	if (!strcmp(name, "socket.bind") && bind_port_zero(detail))
+		return FX_NONE;
 	for (i = 0; i < ARRAY_SIZE(network); i++)
 		if (!strcmp(name, network[i]))
 			return FX_NETWORK;

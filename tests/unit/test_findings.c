@@ -94,6 +94,8 @@ static void test_side_effects(void **state)
 	int32_t net = add(pr, app, "app.net", KIND_APP, 100, 100);
 	int32_t nap = add(pr, app, "app.nap", KIND_APP, 100, 100);
 	int32_t wr = add(pr, app, "app.writer", KIND_APP, 100, 100);
+	int32_t probe = add(pr, app, "app.probe", KIND_APP, 100, 100);
+	int32_t srv = add(pr, app, "app.server", KIND_APP, 100, 100);
 	const struct finding *f;
 
 	event(pr, net, "socket.getaddrinfo", "db.example:5432");
@@ -104,9 +106,14 @@ static void test_side_effects(void **state)
 	event(pr, -1, "subprocess.Popen", "['ls']"); /* top-level code, not an import */
 	event(pr, app, "open", "r:/x.py"); /* a read */
 	event(pr, app, "open", "w:/dev/null"); /* subprocess.DEVNULL: nothing is written */
+	event(pr, probe, "socket.bind", "('::1', 0)"); /* an ephemeral port (urllib3's IPv6 check) */
+	event(pr, probe, "socket.bind", "('::1', 0, 0, 0)");
+	event(pr, srv, "socket.bind", "('0.0.0.0', 8080)"); /* a listener on a known port */
 	findings_run(&p, builtin);
 
-	assert_int_equal(count(&p, "import-side-effect"), 3);
+	assert_int_equal(count(&p, "import-side-effect"), 4);
+	f = get(&p, "import-side-effect", "app.server");
+	assert_non_null(strstr(f->evidence, "socket.bind(('0.0.0.0', 8080))"));
 	for (size_t i = 0; i < p.nr_findings; i++)
 		assert_true(!p.findings[i].module || strcmp(p.findings[i].module, "app"));
 	f = get(&p, "import-side-effect", "app.net");
