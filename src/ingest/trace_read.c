@@ -331,9 +331,7 @@ static int on_gc(struct trace_proc *tp, char **f, size_t nf, int64_t t)
 		ps->side[i].kids_ns += end - t;
 	}
 	if (end - t >= GC_EVENT_MIN_NS) {
-		char d[160];
-
-		char c[48] = "";
+		char d[160], c[48] = "";
 
 		/* The CPU beside the wall: under a CPU quota a throttled period can fall in a pause. */
 		if (cpu >= 0)
