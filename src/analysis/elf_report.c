@@ -235,6 +235,33 @@ static size_t add_loads(struct buf *ev, const struct native_set *n, size_t first
 }
 
 /*
+ * The import to make lazy for e: walking up its import chain, the outermost
+ * import that is not the app's own code (where the app's import statement
+ * is): 'asyncio' for _ssl loaded through asyncio -> asyncio.base_events ->
+ * ssl.  -1 when e is that import itself or its node is unknown.
+ */
+static int32_t lazy_target(const struct profile *p, const struct native_ext *e)
+{
+	const struct run *r = &p->runs[e->run];
+	const struct proc *pr;
+	int32_t k, best = -1;
+	size_t steps = 0;
+
+	if (e->proc >= r->nr_procs)
+		return -1;
+	pr = &r->procs[e->proc];
+	if (e->node < 0 || (size_t)e->node >= pr->nr_nodes)
+		return -1;
+	for (k = pr->nodes[e->node].parent; k >= 0 && (size_t)k < pr->nr_nodes && steps++ < pr->nr_nodes;
+	     k = pr->nodes[k].parent) {
+		if (pr->nodes[k].kind == KIND_APP || pr->nodes[k].kind == KIND_TOOL)
+			break;
+		best = k;
+	}
+	return best;
+}
+
+/*
  * native-heavy-load: one finding per extension module, however many
  * processes loaded it (two workers importing the same app), each process
  * named with its own load time.
@@ -252,6 +279,7 @@ static void heavy_findings(struct profile *p, const struct native_set *n)
 		int64_t max_us = UNKNOWN;
 		bool heavy = false;
 		size_t timed;
+		int32_t lazy;
 
 		for (j = 0; j < i && (strcmp(n->exts[j].module, e->module) || n->exts[j].run != e->run); j++)
 			;
@@ -284,11 +312,19 @@ static void heavy_findings(struct profile *p, const struct native_set *n)
 			buf_addf(&ev, "; loaded in ");
 			findings_add_procs(&ev, run, &procs);
 		}
-		buf_addf(&fix,
-			 "import %s lazily, inside the code that needs it, so start-up does not "
-			 "pay the dynamic loader; where a library dominates, a build linked against a "
-			 "smaller one (or without it) cuts the cost for everyone",
-			 e->module);
+		lazy = lazy_target(p, e);
+		if (lazy >= 0) {
+			const struct proc *pr = &run->procs[e->proc];
+
+			buf_adds(&ev, "; import chain ");
+			finding_add_chain(&ev, pr, e->node);
+			buf_addf(&fix, "import %s lazily, inside the code that needs it (it loads %s)",
+				 node_name(pr, lazy), e->module);
+		} else {
+			buf_addf(&fix, "import %s lazily, inside the code that needs it", e->module);
+		}
+		buf_adds(&fix, ", so start-up does not pay the dynamic loader; where a library dominates, a build "
+			       "linked against a smaller one (or without it) cuts the cost for everyone");
 		add_finding(p, "native-heavy-load", "warning", &title, &ev, &fix, e->module, max_us);
 		finding_set_pids(p, run, &procs);
 		proc_set_release(&procs);

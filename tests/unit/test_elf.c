@@ -703,17 +703,28 @@ static char *build_unstripped(const char *dir)
 
 static const struct finding_rules *const native_rules[] = { &elf_finding_rules, NULL };
 
-static int32_t add_native(struct proc *pr, const char *name, const char *file, int64_t load_us, int64_t start_ns)
+/* A native extension's node, imported by parent (-1: at top level). */
+static int32_t add_native_in(struct proc *pr, int32_t parent, const char *name, const char *file, int64_t load_us,
+			     int64_t start_ns)
 {
-	int32_t n = proc_add_node(pr, name, strlen(name), 0, load_us, load_us);
+	int32_t n = proc_add_node(pr, name, strlen(name), parent >= 0 ? pr->nodes[parent].depth + 1 : 0, load_us,
+				  load_us);
 
-	proc_link_root(pr, n);
+	if (parent >= 0)
+		proc_link_child(pr, parent, n);
+	else
+		proc_link_root(pr, n);
 	pr->nodes[n].flags |= NODE_NATIVE;
 	proc_ensure_timing(pr);
 	pr->timing[n].file = proc_intern(pr, file, strlen(file));
 	pr->timing[n].load_ns = load_us * 1000;
 	pr->timing[n].start_ns = start_ns;
 	return n;
+}
+
+static int32_t add_native(struct proc *pr, const char *name, const char *file, int64_t load_us, int64_t start_ns)
+{
+	return add_native_in(pr, -1, name, file, load_us, start_ns);
 }
 
 static const struct finding *find_finding(const struct profile *p, const char *id, size_t nth)
@@ -840,6 +851,59 @@ static void test_profile_section_and_findings(void **state)
 	buf_release(&out);
 	buf_release(&json);
 	buf_release(&json2);
+}
+
+/*
+ * An extension the app reaches through other imports: the fix names the
+ * outermost import below the app's own code (asyncio loads _ssl), the
+ * evidence the chain; one the app imports itself is named as before.
+ */
+static void test_heavy_load_names_what_to_make_lazy(void **state)
+{
+	struct profile p;
+	struct run *run;
+	struct proc *pr;
+	struct strvec problems = STRVEC_INIT;
+	char *ssl = module_file(DEBIAN_PYTHON, "_ssl"), *json = module_file(DEBIAN_PYTHON, "_json");
+	int32_t app, aio, ssl_py, own;
+	const struct finding *fd;
+
+	assert_non_null(ssl);
+	assert_non_null(json);
+	profile_init(&p);
+	p.python = xstrdup(DEBIAN_PYTHON);
+	run = profile_add_run(&p);
+	pr = run_add_proc(run);
+	pr->pid = 77;
+	app = proc_add_node(pr, "app", 3, 0, 100, 12400);
+	proc_link_root(pr, app);
+	pr->nodes[app].kind = KIND_APP;
+	aio = proc_add_node(pr, "asyncio", 7, 1, 100, 12300);
+	proc_link_child(pr, app, aio);
+	ssl_py = proc_add_node(pr, "ssl", 3, 2, 200, 12200);
+	proc_link_child(pr, aio, ssl_py);
+	add_native_in(pr, ssl_py, "_ssl", ssl, 12000, 100);
+	own = add_native_in(pr, app, "_json", json, 9000, 200);
+	for (int32_t i = 0; i < (int32_t)pr->nr_nodes; i++)
+		if (i != app && i != own)
+			pr->nodes[i].kind = KIND_STDLIB;
+	elf_annotate_profile(&p, &problems);
+	assert_int_equal(problems.nr, 0);
+	findings_run(&p, native_rules);
+	fd = find_finding(&p, "native-heavy-load", 0);
+	assert_non_null(fd);
+	assert_string_equal(fd->module, "_ssl");
+	assert_non_null(strstr(fd->fix, "import asyncio lazily, inside the code that needs it (it loads _ssl)"));
+	assert_non_null(strstr(fd->evidence, "import chain app -> asyncio -> ssl -> _ssl (pid 77)"));
+	fd = find_finding(&p, "native-heavy-load", 1);
+	assert_non_null(fd);
+	assert_string_equal(fd->module, "_json");
+	assert_non_null(strstr(fd->fix, "import _json lazily, inside the code that needs it, so start-up"));
+	assert_null(strstr(fd->evidence, "import chain"));
+	profile_release(&p);
+	strvec_clear(&problems);
+	free(ssl);
+	free(json);
 }
 
 /* A pyenv interpreter keeps libpython's debug info: that is shipped too. */
@@ -993,6 +1057,7 @@ int main(void)
 		cmocka_unit_test(test_ldcache),
 		cmocka_unit_test(test_json_roundtrip),
 		cmocka_unit_test(test_profile_section_and_findings),
+		cmocka_unit_test(test_heavy_load_names_what_to_make_lazy),
 		cmocka_unit_test(test_unstripped_interpreter),
 		cmocka_unit_test(test_unreadable_extensions_are_one_problem_each),
 		cmocka_unit_test(test_pyversion),
