@@ -176,11 +176,12 @@ static void rule_heavy(struct profile *p)
 static long long gc_event_us(const char *d, enum metric m)
 {
 	long long gen, wall, cpu;
-	int n = sscanf(d, "generation %lld, %lld us, %lld us of CPU", &gen, &wall, &cpu);
+	int end = 0; /* set only when the whole "us of CPU" matched: "7 collected" is no CPU time */
+	int n = sscanf(d, "generation %lld, %lld us, %lld us of CPU%n", &gen, &wall, &cpu, &end);
 
 	if (n < 2)
 		return -1;
-	return m == METRIC_WALL ? wall : n == 3 ? cpu : -1;
+	return m == METRIC_WALL ? wall : end > 0 ? cpu : -1;
 }
 
 /* The longest single collection of pr in metric m recorded as an event (1 ms or more of wall), SIZE_MAX. */

@@ -525,6 +525,7 @@ static void test_gc_cpu_under_limit(void **state)
 	event(pr, a, "gc", "generation 2, 200000 us, 2000 us of CPU, 4 collected, 0 uncollectable");
 	event(pr, a, "gc", "generation 1, 90000 us, 9000 us of CPU, 5 collected, 0 uncollectable");
 	event(pr, a, "gc", "generation 0, 95000 us, 7 collected, 0 uncollectable"); /* no CPU: not by CPU */
+	event(pr, a, "gc", "generation 0, 80000 us, 15000 collected, 0 uncollectable"); /* 15000 objects, not us */
 	findings_run(&p, builtin);
 	assert_int_equal(count(&p, "gc-pauses"), 1);
 	f = get(&p, "gc-pauses", NULL);
