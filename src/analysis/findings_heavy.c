@@ -222,8 +222,9 @@ static void rule_gc(struct profile *p)
 	for (pi = 0; pi < r->nr_procs; pi++) {
 		const struct proc *pr = &r->procs[pi];
 		int64_t total = proc_import_total_in(pr, false, m);
-		struct gc_total g, wall;
+		struct gc_total g;
 		struct buf ev = BUF_INIT, title = BUF_INIT, fix = BUF_INIT;
+		bool throttled;
 		struct proc_set one = PROC_SET_INIT;
 		size_t e;
 
@@ -240,12 +241,10 @@ static void rule_gc(struct profile *p)
 		buf_add_duration(&ev, total);
 		buf_addf(&ev, "%s its process spent importing after interpreter start-up", cpu);
 		if (*cpu) {
-			proc_gc_total(pr, false, METRIC_WALL, &wall);
 			buf_adds(&ev, " (under the CPU limit, CPU time: the pauses took ");
-			buf_add_duration(&ev, wall.us);
-			buf_adds(&ev, wall.us >= i64_mul(g.us, 2)
-					      ? " of wall, throttled periods that began in them included)"
-					      : " of wall)");
+			buf_add_duration(&ev, proc_gc_wall_us(pr, g.us, &throttled));
+			buf_adds(&ev,
+				 throttled ? " of wall, throttled periods that began in them included)" : " of wall)");
 		}
 		buf_addf(&ev, ", during %zu import%s, the most in '%s' (", g.imports, g.imports == 1 ? "" : "s",
 			 node_name(pr, g.most));

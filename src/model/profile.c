@@ -427,6 +427,15 @@ void proc_gc_total(const struct proc *pr, bool include_startup, enum metric m, s
 	}
 }
 
+int64_t proc_gc_wall_us(const struct proc *pr, int64_t cpu_us, bool *throttled)
+{
+	struct gc_total wall;
+
+	proc_gc_total(pr, false, METRIC_WALL, &wall);
+	*throttled = wall.us >= i64_mul(cpu_us, 2);
+	return wall.us;
+}
+
 bool profile_has_cpu_times(const struct profile *p)
 {
 	size_t ri, pi, i, timed = 0, with_cpu = 0;

@@ -533,6 +533,13 @@ struct gc_total {
 };
 /* Over pr's imports, interpreter start-up and coldstart's bootstrap left out unless include_startup. */
 void proc_gc_total(const struct proc *pr, bool include_startup, enum metric m, struct gc_total *out);
+/*
+ * Under a CPU limit, for pauses of cpu_us of CPU after start-up: their wall
+ * time, and (*throttled) whether it is at least twice the CPU, mostly
+ * throttled periods that began in them (the tracer's reads of the CPU clock
+ * are where the kernel throttles).
+ */
+int64_t proc_gc_wall_us(const struct proc *pr, int64_t cpu_us, bool *throttled);
 
 /* From the start of the process (exec, or the fork) to its last trace record; UNKNOWN without. */
 int64_t proc_lifetime_us(const struct proc *pr);

@@ -392,7 +392,7 @@ static void render_cpu_limit(const struct profile *p, const struct run *r, const
  */
 static void render_gc(const struct proc *pr, int64_t target_total, enum metric m, struct buf *out)
 {
-	struct gc_total g, wall;
+	struct gc_total g;
 	bool cpu = m == METRIC_CPU;
 
 	proc_gc_total(pr, false, m, &g);
@@ -408,12 +408,11 @@ static void render_gc(const struct proc *pr, int64_t target_total, enum metric m
 		buf_addf(out, " (%.0f%% of the target's own imports%s)", 100.0 * (double)g.us / (double)target_total,
 			 cpu ? "' CPU time" : "");
 	if (cpu) {
-		proc_gc_total(pr, false, METRIC_WALL, &wall);
+		bool throttled;
+
 		buf_adds(out, ", ");
-		add_dur(out, wall.us);
-		buf_adds(out, " of wall");
-		if (wall.us >= i64_mul(g.us, 2))
-			buf_adds(out, " (throttled periods that began in them included)");
+		add_dur(out, proc_gc_wall_us(pr, g.us, &throttled));
+		buf_adds(out, throttled ? " of wall (throttled periods that began in them included)" : " of wall");
 	}
 	buf_adds(out, ", not counted in their self time; the most in '");
 	buf_adds(out, node_name(pr, g.most));
