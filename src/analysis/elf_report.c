@@ -158,6 +158,18 @@ static void add_finding(struct profile *p, const char *id, const char *severity,
 	profile_add_finding(p, &f);
 }
 
+/* The process whose import node e is, or NULL when a damaged profile does not hold it. */
+static const struct proc *ext_proc(const struct profile *p, const struct native_ext *e)
+{
+	const struct run *r = &p->runs[e->run];
+	const struct proc *pr;
+
+	if (e->proc >= r->nr_procs)
+		return NULL;
+	pr = &r->procs[e->proc];
+	return e->node >= 0 && (size_t)e->node < pr->nr_nodes ? pr : NULL;
+}
+
 /*
  * Whether e's load time was spent on the CPU: a load timed in wall time
  * (no CPU limit) also needs the extension's CPU self time at the threshold
@@ -167,14 +179,10 @@ static void add_finding(struct profile *p, const char *id, const char *severity,
  */
 static bool load_on_cpu(const struct profile *p, const struct native_ext *e)
 {
-	const struct run *r = &p->runs[e->run];
-	const struct proc *pr;
+	const struct proc *pr = ext_proc(p, e);
 	int64_t cpu;
 
-	if (profile_metric(p) == METRIC_CPU || cold_figures_took(&r->cold) || e->proc >= r->nr_procs)
-		return true;
-	pr = &r->procs[e->proc];
-	if (e->node < 0 || (size_t)e->node >= pr->nr_nodes)
+	if (profile_metric(p) == METRIC_CPU || cold_figures_took(&p->runs[e->run].cold) || !pr)
 		return true;
 	cpu = node_self_in(pr, e->node, METRIC_CPU);
 	return cpu == UNKNOWN || cpu >= ELF_HEAVY_LOAD_US;
@@ -242,15 +250,11 @@ static size_t add_loads(struct buf *ev, const struct native_set *n, size_t first
  */
 static int32_t lazy_target(const struct profile *p, const struct native_ext *e)
 {
-	const struct run *r = &p->runs[e->run];
-	const struct proc *pr;
+	const struct proc *pr = ext_proc(p, e);
 	int32_t k, best = -1;
 	size_t steps = 0;
 
-	if (e->proc >= r->nr_procs)
-		return -1;
-	pr = &r->procs[e->proc];
-	if (e->node < 0 || (size_t)e->node >= pr->nr_nodes)
+	if (!pr)
 		return -1;
 	for (k = pr->nodes[e->node].parent; k >= 0 && (size_t)k < pr->nr_nodes && steps++ < pr->nr_nodes;
 	     k = pr->nodes[k].parent) {
